@@ -1,0 +1,248 @@
+import type { Agent, AgentCreate, AgentSpec, AgentUpdate, ModelConfig } from '@agentfleet/schemas';
+import { TOOLSET_TYPE } from '@agentfleet/schemas';
+import { ApiError, conflict, invalid, notFound } from '../errors.js';
+import { newId, PREFIX } from '../ids.js';
+import { DuplicateKeyError } from '../ports/store.js';
+import type { SecretBox } from '../crypto.js';
+import type { AgentDoc, Collections } from './collections.js';
+import { decodeCursor, makePage, type Page } from './pagination.js';
+import type { ModelResolver } from './models.js';
+import { nowIso } from '../util.js';
+
+type ModelInput = AgentCreate['model'];
+
+export function normalizeModel(m: ModelInput): ModelConfig {
+  if (typeof m === 'string') return { id: m };
+  const out: ModelConfig = { id: m.id };
+  if (m.effort != null) out.effort = typeof m.effort === 'string' ? { type: m.effort } : { type: m.effort.type };
+  if (m.speed != null) out.speed = m.speed;
+  if (m.inference_geo != null) out.inference_geo = m.inference_geo;
+  return out;
+}
+
+const policy = (p: unknown) => (p && typeof p === 'object' ? p : { type: 'always_allow' });
+
+export function normalizeTools(tools: readonly any[] | null | undefined): unknown[] {
+  return (tools ?? []).map((t) => {
+    if (t.type === TOOLSET_TYPE || t.type === 'mcp_toolset') {
+      const dc = { enabled: t.default_config?.enabled ?? true, permission_policy: policy(t.default_config?.permission_policy) };
+      const configs = (t.configs ?? []).map((c: any) => ({
+        ...c,
+        ...(t.type === TOOLSET_TYPE ? { type: c.name } : {}),
+        enabled: c.enabled ?? dc.enabled,
+        permission_policy: policy(c.permission_policy ?? dc.permission_policy),
+      }));
+      return t.type === TOOLSET_TYPE ? { type: t.type, configs, default_config: dc } : { type: t.type, mcp_server_name: t.mcp_server_name, configs, default_config: dc };
+    }
+    return { ...t };
+  });
+}
+
+function checkToolNames(tools: any[]): void {
+  const seen = new Set<string>();
+  tools.forEach((t, i) => {
+    const name = t.type === 'custom' ? t.name : t.type === 'mcp_toolset' ? `mcp_toolset:${t.mcp_server_name}` : t.type;
+    if (seen.has(name)) throw invalid(`tools[${i}]`, `duplicate tool ${name}`);
+    seen.add(name);
+  });
+}
+
+/** Skills bind only in object form; a bare string array is accepted and does not bind (spec). */
+const normalizeSkills = (skills: readonly unknown[] | null | undefined) =>
+  (skills ?? []).filter((s): s is Record<string, unknown> => typeof s === 'object' && s !== null).map((s) => ({ version: 'latest', ...s }));
+
+export class AgentService {
+  constructor(
+    private readonly c: Collections,
+    private readonly models: ModelResolver,
+    private readonly secrets: SecretBox,
+  ) {}
+
+  private sealMcp(servers: readonly any[] | null | undefined): unknown[] {
+    return (servers ?? []).map((s) => {
+      const { authorization_token, ...rest } = s;
+      return authorization_token ? { ...rest, authorization_token_sealed: this.secrets.seal(authorization_token, 'mcp-server-token') } : rest;
+    });
+  }
+
+  private async validateSpec(tenant: string, spec: AgentSpec): Promise<void> {
+    await this.models.validateForAgent(tenant, spec.model);
+    checkToolNames(spec.tools as any[]);
+    if (spec.environment_id) {
+      const env = await this.c.environments.get(tenant, spec.environment_id);
+      if (!env || env.archived_at) throw invalid('environment_id', `environment ${spec.environment_id} not found`);
+    }
+    const names = new Set<string>();
+    (spec.mcp_servers as any[]).forEach((s, i) => {
+      if (names.has(s.name)) throw invalid(`mcp_servers[${i}].name`, `duplicate server name ${s.name}`);
+      names.add(s.name);
+    });
+  }
+
+  async create(tenant: string, body: AgentCreate): Promise<Agent> {
+    const now = nowIso();
+    const spec: AgentSpec = {
+      name: body.name,
+      description: body.description ?? null,
+      model: normalizeModel(body.model),
+      system: body.system ?? null,
+      tools: normalizeTools(body.tools),
+      skills: normalizeSkills(body.skills),
+      mcp_servers: this.sealMcp(body.mcp_servers),
+      environment_id: body.environment_id ?? null,
+      memory_store_id: body.memory_store_id ?? null,
+      harness: body.harness ?? 'default',
+      metadata: body.metadata ?? {},
+      execution_identity: body.execution_identity ?? { type: 'service_account' },
+      multiagent: body.multiagent ?? null,
+    };
+    await this.validateSpec(tenant, spec);
+    const id = newId(PREFIX.agent);
+    // Version row first: the agent becomes visible only once its first version exists.
+    await this.c.agentVersions.insert(tenant, { _id: `${id}@1`, agent_id: id, version: 1, spec, created_at: now });
+    const doc: Omit<AgentDoc, 'tenant_id'> = { _id: id, version: 1, spec, archived_at: null, created_at: now, updated_at: now };
+    await this.c.agents.insert(tenant, doc);
+    return render({ ...doc, tenant_id: tenant });
+  }
+
+  async getDoc(tenant: string, id: string): Promise<AgentDoc> {
+    const doc = await this.c.agents.get(tenant, id);
+    if (!doc) throw notFound('agent', id);
+    return doc;
+  }
+
+  async get(tenant: string, id: string, version?: number): Promise<Agent> {
+    const doc = await this.getDoc(tenant, id);
+    if (version === undefined || version === doc.version) return render(doc);
+    return this.getVersion(tenant, id, version);
+  }
+
+  async getVersion(tenant: string, id: string, version: number): Promise<Agent> {
+    const doc = await this.getDoc(tenant, id);
+    const v = await this.c.agentVersions.findOne(tenant, { agent_id: id, version });
+    if (!v || v.version > doc.version) throw notFound('agent version', `${id}@${version}`);
+    return render({ ...doc, version: v.version, spec: v.spec, updated_at: v.created_at });
+  }
+
+  async list(tenant: string, q: { limit?: number; page?: string; cursor?: string; archived?: boolean; include_archived?: boolean; 'created_at[gte]'?: string; 'created_at[lte]'?: string }): Promise<Page<Agent>> {
+    const limit = q.limit ?? 20;
+    const token = q.page ?? q.cursor;
+    const cur = token ? decodeCursor(token, q.page ? 'page' : 'cursor') : null;
+    const filter: Record<string, unknown> = {};
+    if (q.archived === true) filter.archived_at = { $ne: null };
+    else if (!q.include_archived && q.archived !== false) filter.archived_at = null;
+    else if (q.archived === false) filter.archived_at = null;
+    const created: Record<string, string> = {};
+    if (q['created_at[gte]']) created.$gte = q['created_at[gte]'];
+    if (q['created_at[lte]']) created.$lte = q['created_at[lte]'];
+    if (Object.keys(created).length) filter.created_at = created;
+    const backwards = cur?.d === 'prev';
+    // Newest first, like the official API.
+    if (cur) filter._id = backwards ? { $gt: cur.k } : { $lt: cur.k };
+    const rows = await this.c.agents.find(tenant, filter, { sort: { _id: backwards ? 1 : -1 }, limit: limit + 1 });
+    const page = makePage(rows, limit, (r) => r._id, (r) => r._id, { hadCursor: !!cur, backwards });
+    return { ...page, data: page.data.map(render) };
+  }
+
+  async listVersions(tenant: string, id: string, q: { limit?: number; page?: string; cursor?: string }): Promise<Page<Agent>> {
+    const doc = await this.getDoc(tenant, id);
+    const limit = q.limit ?? 20;
+    const token = q.page ?? q.cursor;
+    const cur = token ? decodeCursor(token) : null;
+    const backwards = cur?.d === 'prev';
+    const filter: Record<string, unknown> = { agent_id: id, version: { $lte: doc.version } };
+    if (cur) filter.version = backwards ? { $gt: Number(cur.k), $lte: doc.version } : { $lt: Number(cur.k) };
+    const rows = await this.c.agentVersions.find(tenant, filter, { sort: { version: backwards ? 1 : -1 }, limit: limit + 1 });
+    const page = makePage(rows, limit, (r) => r.version, (r) => r._id, { hadCursor: !!cur, backwards });
+    return { ...page, data: page.data.map((v) => render({ ...doc, version: v.version, spec: v.spec, updated_at: v.created_at })) };
+  }
+
+  /** Every change bumps the version; a no-op update returns the current version unchanged. */
+  async update(tenant: string, id: string, body: AgentUpdate): Promise<Agent> {
+    for (let attempt = 0; attempt < 5; attempt++) {
+      const doc = await this.getDoc(tenant, id);
+      if (doc.archived_at) throw new ApiError('invalid_request', `agent ${id} is archived and cannot be updated`);
+      if (body.version !== undefined && body.version !== doc.version) {
+        throw conflict(`version: agent ${id} is at version ${doc.version}, not ${body.version}`, { current_version: doc.version });
+      }
+      const spec = this.applyPatch(doc.spec, body);
+      if (JSON.stringify(spec) === JSON.stringify(doc.spec)) return render(doc);
+      await this.validateSpec(tenant, spec);
+      const next = doc.version + 1;
+      const now = nowIso();
+      try {
+        // The unique (agent_id, version) row is the write lock: one updater wins version N+1.
+        await this.c.agentVersions.insert(tenant, { _id: `${id}@${next}`, agent_id: id, version: next, spec, created_at: now });
+      } catch (err) {
+        if (!(err instanceof DuplicateKeyError)) throw err;
+        await this.rollForward(tenant, id, next);
+        if (body.version !== undefined) throw conflict(`version: agent ${id} was updated concurrently`, { current_version: next });
+        continue;
+      }
+      const updated = await this.c.agents.findOneAndUpdate(tenant, { _id: id, version: doc.version }, { $set: { version: next, spec, updated_at: now } }, { returnDocument: 'after' });
+      if (updated) return render(updated);
+    }
+    throw conflict(`agent ${id} is being updated concurrently; retry`);
+  }
+
+  /** Repairs an update that wrote its version row but crashed before moving the agent. */
+  private async rollForward(tenant: string, id: string, version: number): Promise<void> {
+    const v = await this.c.agentVersions.findOne(tenant, { agent_id: id, version });
+    if (v) await this.c.agents.updateOne(tenant, { _id: id, version: version - 1 }, { $set: { version, spec: v.spec, updated_at: v.created_at } });
+  }
+
+  private applyPatch(cur: AgentSpec, b: AgentUpdate): AgentSpec {
+    const s: AgentSpec = structuredClone(cur);
+    if (b.name !== undefined) s.name = b.name;
+    if (b.description !== undefined) s.description = b.description;
+    if (b.model !== undefined) s.model = normalizeModel(b.model);
+    if (b.system !== undefined) s.system = b.system;
+    if (b.tools !== undefined) s.tools = normalizeTools(b.tools);
+    if (b.skills !== undefined) s.skills = normalizeSkills(b.skills);
+    if (b.mcp_servers !== undefined) s.mcp_servers = this.sealMcp(b.mcp_servers);
+    if (b.environment_id !== undefined) s.environment_id = b.environment_id;
+    if (b.memory_store_id !== undefined) s.memory_store_id = b.memory_store_id;
+    if (b.harness !== undefined) s.harness = b.harness;
+    if (b.execution_identity !== undefined) s.execution_identity = b.execution_identity ?? { type: 'service_account' };
+    if (b.multiagent !== undefined) s.multiagent = b.multiagent;
+    if (b.metadata === null) s.metadata = {};
+    else if (b.metadata) {
+      for (const [k, v] of Object.entries(b.metadata)) {
+        if (v === null) delete s.metadata[k];
+        else s.metadata[k] = v;
+      }
+      if (Object.keys(s.metadata).length > 16) throw invalid('metadata', 'at most 16 keys');
+    }
+    return s;
+  }
+
+  /** Soft delete: sessions keep their pinned version. */
+  async archive(tenant: string, id: string): Promise<Agent> {
+    const now = nowIso();
+    await this.getDoc(tenant, id);
+    await this.c.agents.updateOne(tenant, { _id: id, archived_at: null }, { $set: { archived_at: now, updated_at: now } });
+    return render(await this.getDoc(tenant, id));
+  }
+}
+
+const publicMcp = (servers: unknown[]) => servers.map((s: any) => {
+  const { authorization_token_sealed, ...rest } = s;
+  return authorization_token_sealed ? { ...rest, has_authorization_token: true } : rest;
+});
+
+export function renderSpec(spec: AgentSpec) {
+  return { ...spec, mcp_servers: publicMcp(spec.mcp_servers) };
+}
+
+export function render(doc: AgentDoc): Agent {
+  return {
+    id: doc._id,
+    type: 'agent',
+    ...renderSpec(doc.spec),
+    version: doc.version,
+    archived: doc.archived_at !== null,
+    archived_at: doc.archived_at,
+    created_at: doc.created_at,
+    updated_at: doc.updated_at,
+  };
+}

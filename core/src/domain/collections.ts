@@ -1,0 +1,181 @@
+import type { Collection, CollectionSpec, Doc, DocumentStore, Filter, FindOptions, Update } from '../ports/store.js';
+import type { AgentSpec, ModelConfig } from '@agentfleet/schemas';
+
+/**
+ * Tenant-scoped access: every method takes the tenant id first and adds it to every filter and
+ * every inserted document, so no query can run unscoped.
+ */
+export class TenantCollection<T extends Doc & { tenant_id: string }> {
+  constructor(readonly raw: Collection<T>) {}
+  insert(tenant: string, doc: Omit<T, 'tenant_id'>): Promise<void> {
+    return this.raw.insertOne({ ...(doc as T), tenant_id: tenant });
+  }
+  get(tenant: string, id: string): Promise<T | null> {
+    return this.raw.findOne({ _id: id, tenant_id: tenant });
+  }
+  findOne(tenant: string, filter: Filter, options?: FindOptions): Promise<T | null> {
+    return this.raw.findOne({ ...filter, tenant_id: tenant }, options);
+  }
+  find(tenant: string, filter: Filter, options?: FindOptions): Promise<T[]> {
+    return this.raw.find({ ...filter, tenant_id: tenant }, options);
+  }
+  count(tenant: string, filter: Filter): Promise<number> {
+    return this.raw.count({ ...filter, tenant_id: tenant });
+  }
+  updateOne(tenant: string, filter: Filter, update: Update) {
+    return this.raw.updateOne({ ...filter, tenant_id: tenant }, update);
+  }
+  findOneAndUpdate(tenant: string, filter: Filter, update: Update, options?: { returnDocument?: 'before' | 'after'; upsert?: boolean }) {
+    return this.raw.findOneAndUpdate({ ...filter, tenant_id: tenant }, update, options);
+  }
+  deleteOne(tenant: string, filter: Filter) {
+    return this.raw.deleteOne({ ...filter, tenant_id: tenant });
+  }
+  deleteMany(tenant: string, filter: Filter) {
+    return this.raw.deleteMany({ ...filter, tenant_id: tenant });
+  }
+}
+
+export interface TenantDoc { _id: string; name: string; created_at: string }
+export interface ApiKeyDoc {
+  _id: string;
+  tenant_id: string;
+  name: string;
+  hash: string;
+  prefix: string;
+  environment_id: string | null;
+  operator: boolean;
+  created_at: string;
+  revoked_at: string | null;
+}
+export interface AgentDoc {
+  _id: string;
+  tenant_id: string;
+  version: number;
+  spec: AgentSpec;
+  archived_at: string | null;
+  created_at: string;
+  updated_at: string;
+}
+export interface AgentVersionDoc {
+  _id: string;
+  tenant_id: string;
+  agent_id: string;
+  version: number;
+  spec: AgentSpec;
+  created_at: string;
+}
+export interface EnvironmentDoc {
+  _id: string;
+  tenant_id: string;
+  name: string;
+  description: string | null;
+  kind: 'cloud' | 'self_hosted';
+  base_image: string | null;
+  packages: Record<string, string[]>;
+  network: { allowlist: string[]; denylist: string[]; unrestricted: boolean; allow_mcp_servers: boolean; allow_package_managers: boolean };
+  env: Record<string, string>;
+  metadata: Record<string, string>;
+  scope: 'organization' | 'account';
+  archived_at: string | null;
+  created_at: string;
+  updated_at: string;
+}
+export interface SessionAgentSnapshot extends AgentSpec {
+  id: string;
+  version: number;
+}
+export interface SessionDoc {
+  _id: string;
+  tenant_id: string;
+  agent_id: string;
+  agent_version: number;
+  agent: SessionAgentSnapshot;
+  environment_id: string;
+  title: string | null;
+  metadata: Record<string, string>;
+  resources: unknown[];
+  vault_ids: string[];
+  budget: unknown | null;
+  /** Head of the event log (highest appended seq). */
+  last_seq: number;
+  /** Seq of the newest user input that asks for a turn. */
+  input_seq: number;
+  /** Seq up to which user input has been consumed by a turn. */
+  processed_seq: number;
+  /** Highest lease fencing token seen; appends with a lower token are refused. */
+  fence: number;
+  recoveries: number;
+  /** Seq of the newest interrupt; a turn that started before it is aborted. */
+  interrupt_seq?: number;
+  /** True while user input awaits a turn (the recovery sweep scans it). */
+  pending?: boolean;
+  usage: { input_tokens: number; output_tokens: number; cache_read_input_tokens: number; cache_creation_input_tokens: number };
+  terminated_at: string | null;
+  archived_at: string | null;
+  deleted_at: string | null;
+  created_at: string;
+  updated_at: string;
+}
+export interface EventDoc {
+  _id: string;
+  tenant_id: string;
+  session_id: string;
+  seq: number;
+  type: string;
+  payload: Record<string, unknown>;
+  created_at: string;
+}
+export interface RunDoc {
+  _id: string; // session id: at most one run per session
+  tenant_id: string;
+  run_id: string;
+  owner: string;
+  token: number;
+  /** First seq of the turn (its session.status_running), for recovery. */
+  start_seq: number;
+  input_to: number;
+  started_at: string;
+}
+export interface ModelCardDoc {
+  _id: string;
+  tenant_id: string;
+  model_id: string;
+  provider: string;
+  model: string;
+  base_url: string | null;
+  custom_headers: Record<string, string>;
+  api_key_sealed: string;
+  api_key_preview: string;
+  pi_config: Record<string, unknown> | null;
+  created_at: string;
+  updated_at: string;
+}
+
+export const COLLECTIONS = {
+  tenants: { name: 'tenants' },
+  apiKeys: { name: 'api_keys', indexes: [{ fields: { hash: 1 }, unique: true }, { fields: { tenant_id: 1, _id: 1 } }] },
+  agents: { name: 'agents', indexes: [{ fields: { tenant_id: 1, _id: 1 } }] },
+  agentVersions: { name: 'agent_versions', indexes: [{ fields: { agent_id: 1, version: 1 }, unique: true }] },
+  environments: { name: 'environments', indexes: [{ fields: { tenant_id: 1, _id: 1 } }] },
+  sessions: { name: 'sessions', indexes: [{ fields: { tenant_id: 1, _id: 1 } }, { fields: { agent_id: 1 } }, { fields: { pending: 1 } }] },
+  events: { name: 'events', indexes: [{ fields: { session_id: 1, seq: 1 }, unique: true }] },
+  runs: { name: 'runs', indexes: [{ fields: { tenant_id: 1 } }] },
+  modelCards: { name: 'model_cards', indexes: [{ fields: { tenant_id: 1, model_id: 1 }, unique: true }] },
+} as const satisfies Record<string, CollectionSpec>;
+
+export function openCollections(store: DocumentStore) {
+  return {
+    tenants: store.collection<TenantDoc>(COLLECTIONS.tenants),
+    apiKeys: store.collection<ApiKeyDoc>(COLLECTIONS.apiKeys),
+    agents: new TenantCollection(store.collection<AgentDoc>(COLLECTIONS.agents)),
+    agentVersions: new TenantCollection(store.collection<AgentVersionDoc>(COLLECTIONS.agentVersions)),
+    environments: new TenantCollection(store.collection<EnvironmentDoc>(COLLECTIONS.environments)),
+    sessions: new TenantCollection(store.collection<SessionDoc>(COLLECTIONS.sessions)),
+    events: new TenantCollection(store.collection<EventDoc>(COLLECTIONS.events)),
+    runs: new TenantCollection(store.collection<RunDoc>(COLLECTIONS.runs)),
+    modelCards: new TenantCollection(store.collection<ModelCardDoc>(COLLECTIONS.modelCards)),
+  };
+}
+export type Collections = ReturnType<typeof openCollections>;
+export type { ModelConfig };

@@ -1,0 +1,165 @@
+import { SELF_HOSTED_FORBIDDEN_KEYS, type Environment, type EnvironmentCreate, type EnvironmentUpdate } from '@agentfleet/schemas';
+import { conflict, invalid, notFound } from '../errors.js';
+import { newId, PREFIX } from '../ids.js';
+import type { Collections, EnvironmentDoc } from './collections.js';
+import { decodeCursor, makePage, type Page } from './pagination.js';
+import { nowIso } from '../util.js';
+
+const PKG_KINDS = ['pip', 'npm', 'apt', 'cargo', 'gem', 'go'] as const;
+const emptyPackages = () => Object.fromEntries(PKG_KINDS.map((k) => [k, [] as string[]]));
+
+type Body = EnvironmentCreate | EnvironmentUpdate;
+
+/**
+ * Environments accept both the spec's top-level fields (base_image, packages, network, env) and
+ * the SDK's `config` (cloud: networking + packages; self_hosted). Both views are served.
+ */
+export class EnvironmentService {
+  constructor(private readonly c: Collections) {}
+
+  private apply(doc: Omit<EnvironmentDoc, 'tenant_id'>, b: Body, isCreate: boolean): void {
+    if (b.config) {
+      if (!isCreate && b.config.type !== doc.kind) throw invalid('config.type', `cannot change from ${doc.kind} to ${b.config.type}`);
+      doc.kind = b.config.type;
+      if (b.config.type === 'cloud') {
+        const n = b.config.networking;
+        if (n?.type === 'limited') {
+          doc.network = { ...doc.network, unrestricted: false, allowlist: n.allowed_hosts ?? [], allow_mcp_servers: n.allow_mcp_servers ?? false, allow_package_managers: n.allow_package_managers ?? false };
+        } else if (n?.type === 'unrestricted') {
+          doc.network = { ...doc.network, unrestricted: true, allowlist: [] };
+        }
+        if (b.config.packages) for (const k of PKG_KINDS) doc.packages[k] = b.config.packages[k] ?? [];
+      }
+    }
+    if (b.name != null) doc.name = b.name;
+    if (b.description !== undefined) doc.description = b.description;
+    if (b.scope != null) doc.scope = b.scope;
+    if (b.base_image !== undefined) doc.base_image = b.base_image;
+    if (b.packages) for (const k of PKG_KINDS) doc.packages[k] = b.packages[k] ?? [];
+    if (b.network) {
+      const allow = b.network.allowlist ?? [];
+      doc.network = { ...doc.network, allowlist: allow, denylist: b.network.denylist ?? [], unrestricted: allow.length === 0 };
+    }
+    if (b.env) doc.env = b.env;
+    if (b.metadata) {
+      for (const [k, v] of Object.entries(b.metadata)) {
+        if (v === null) delete doc.metadata[k];
+        else doc.metadata[k] = v;
+      }
+      if (Object.keys(doc.metadata).length > 16) throw invalid('metadata', 'at most 16 keys');
+    }
+    if (doc.kind === 'self_hosted') {
+      // Runtime settings belong to the runtime host deployment, never to the environment.
+      for (const key of Object.keys(doc.metadata)) {
+        const bad = SELF_HOSTED_FORBIDDEN_KEYS.find((f) => key === f || key.startsWith(`${f}_`) || key.startsWith(`${f}.`));
+        if (bad) throw invalid(`metadata.${key}`, `${bad} settings are not allowed on a self_hosted environment`);
+      }
+    }
+  }
+
+  async create(tenant: string, body: EnvironmentCreate): Promise<Environment> {
+    const now = nowIso();
+    const doc: Omit<EnvironmentDoc, 'tenant_id'> = {
+      _id: newId(PREFIX.environment),
+      name: body.name,
+      description: null,
+      kind: 'cloud',
+      base_image: null,
+      packages: emptyPackages(),
+      network: { allowlist: [], denylist: [], unrestricted: true, allow_mcp_servers: false, allow_package_managers: false },
+      env: {},
+      metadata: {},
+      scope: 'organization',
+      archived_at: null,
+      created_at: now,
+      updated_at: now,
+    };
+    this.apply(doc, body, true);
+    await this.c.environments.insert(tenant, doc);
+    return render({ ...doc, tenant_id: tenant });
+  }
+
+  async getDoc(tenant: string, id: string): Promise<EnvironmentDoc> {
+    const doc = await this.c.environments.get(tenant, id);
+    if (!doc) throw notFound('environment', id);
+    return doc;
+  }
+
+  async get(tenant: string, id: string): Promise<Environment> {
+    return render(await this.getDoc(tenant, id));
+  }
+
+  async list(tenant: string, q: { limit?: number; page?: string; cursor?: string; include_archived?: boolean }): Promise<Page<Environment>> {
+    const limit = q.limit ?? 20;
+    const token = q.page ?? q.cursor;
+    const cur = token ? decodeCursor(token) : null;
+    const backwards = cur?.d === 'prev';
+    const filter: Record<string, unknown> = {};
+    if (!q.include_archived) filter.archived_at = null;
+    if (cur) filter._id = backwards ? { $gt: cur.k } : { $lt: cur.k };
+    const rows = await this.c.environments.find(tenant, filter, { sort: { _id: backwards ? 1 : -1 }, limit: limit + 1 });
+    const page = makePage(rows, limit, (r) => r._id, (r) => r._id, { hadCursor: !!cur, backwards });
+    return { ...page, data: page.data.map(render) };
+  }
+
+  async update(tenant: string, id: string, body: EnvironmentUpdate): Promise<Environment> {
+    const doc = await this.getDoc(tenant, id);
+    if (doc.archived_at) throw invalid('id', `environment ${id} is archived`);
+    const { tenant_id: _t, ...rest } = doc;
+    const next = structuredClone(rest);
+    this.apply(next, body, false);
+    next.updated_at = nowIso();
+    const { _id, ...set } = next;
+    const after = await this.c.environments.findOneAndUpdate(tenant, { _id: id }, { $set: set }, { returnDocument: 'after' });
+    if (!after) throw notFound('environment', id);
+    return render(after);
+  }
+
+  /** Refused while any (non-archived) agent's current version references it. */
+  async remove(tenant: string, id: string): Promise<{ id: string; type: 'environment_deleted' }> {
+    await this.getDoc(tenant, id);
+    const users = await this.c.agents.find(tenant, { 'spec.environment_id': id, archived_at: null }, { limit: 5 });
+    if (users.length) {
+      throw conflict(`environment ${id} is referenced by agent(s) ${users.map((a) => a._id).join(', ')}; update or archive them first`, { agent_ids: users.map((a) => a._id) });
+    }
+    await this.c.environments.deleteOne(tenant, { _id: id });
+    return { id, type: 'environment_deleted' };
+  }
+
+  async archive(tenant: string, id: string): Promise<Environment> {
+    await this.getDoc(tenant, id);
+    const now = nowIso();
+    await this.c.environments.updateOne(tenant, { _id: id, archived_at: null }, { $set: { archived_at: now, updated_at: now } });
+    return this.get(tenant, id);
+  }
+}
+
+export function render(d: EnvironmentDoc): Environment {
+  const packages = { pip: [], npm: [], apt: [], cargo: [], gem: [], go: [], ...d.packages } as Environment['packages'];
+  const config: Environment['config'] =
+    d.kind === 'self_hosted'
+      ? { type: 'self_hosted' }
+      : {
+          type: 'cloud',
+          networking: d.network.unrestricted
+            ? { type: 'unrestricted' }
+            : { type: 'limited', allowed_hosts: d.network.allowlist, allow_mcp_servers: d.network.allow_mcp_servers, allow_package_managers: d.network.allow_package_managers },
+          packages: { type: 'packages', ...packages },
+        };
+  return {
+    id: d._id,
+    type: 'environment',
+    name: d.name,
+    description: d.description,
+    config,
+    base_image: d.base_image,
+    packages,
+    network: { allowlist: d.network.allowlist, denylist: d.network.denylist },
+    env: d.env,
+    metadata: d.metadata,
+    scope: d.scope,
+    archived_at: d.archived_at,
+    created_at: d.created_at,
+    updated_at: d.updated_at,
+  };
+}

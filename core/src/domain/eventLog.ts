@@ -1,0 +1,122 @@
+import type { LiveEventOut, SessionEventOut } from '@agentfleet/schemas';
+import { ApiError, notFound, StaleLeaseError } from '../errors.js';
+import { newId, PREFIX } from '../ids.js';
+import type { PubSub } from '../ports/coordination.js';
+import { DuplicateKeyError, type Update } from '../ports/store.js';
+import type { Collections, EventDoc, SessionDoc } from './collections.js';
+import { nowIso } from '../util.js';
+
+export interface EventDraft {
+  /** Pre-allocated id (chunk events correlate with it); generated when absent. */
+  id?: string;
+  type: string;
+  payload: Record<string, unknown>;
+}
+
+export interface AppendOptions {
+  /** Lease fencing token of the writer; refused when a newer holder exists. */
+  fence?: number;
+  /** Extra session fields to move in the same atomic update as the log head. */
+  sessionUpdate?: (lastSeq: number, first: number) => Update;
+  /** Terminal writes (termination, deletion) may append to a terminated session. */
+  allowTerminated?: boolean;
+}
+
+export const sessionChannel = (sessionId: string) => `session:${sessionId}`;
+export const controlChannel = (sessionId: string) => `session-control:${sessionId}`;
+
+/**
+ * The session event log.
+ *
+ * Guarantees: `seq` is gap-free per session and never duplicated. The next seq is read from
+ * the session's log head and claimed by inserting under the unique (session_id, seq) index;
+ * a lost race or a crash between the insert and the head update is repaired from the events
+ * themselves. Appends carrying a fencing token older than the session's are refused.
+ * Every appended event is published live after it is durable.
+ */
+export class EventLog {
+  constructor(
+    private readonly c: Collections,
+    private readonly pubsub: PubSub,
+  ) {}
+
+  async append(tenant: string, sessionId: string, drafts: EventDraft[], opts: AppendOptions = {}): Promise<EventDoc[]> {
+    const written: EventDoc[] = [];
+    let pending = drafts.map((d) => ({ ...d, id: d.id ?? newId(PREFIX.event) }));
+    while (pending.length) {
+      const s = await this.c.sessions.get(tenant, sessionId);
+      if (!s || s.deleted_at) throw notFound('session', sessionId);
+      if (opts.fence !== undefined && s.fence > opts.fence) throw new StaleLeaseError(`session ${sessionId}: lease token ${opts.fence} superseded by ${s.fence}`);
+      if (s.terminated_at && !opts.allowTerminated) throw new ApiError('invalid_request', `session ${sessionId} is terminated and accepts no events`);
+      let seq = s.last_seq;
+      const firstSeq = seq + 1;
+      const batch: EventDoc[] = [];
+      try {
+        for (const d of pending) {
+          const doc: EventDoc = { _id: d.id, tenant_id: tenant, session_id: sessionId, seq: ++seq, type: d.type, payload: d.payload, created_at: nowIso() };
+          await this.c.events.insert(tenant, doc);
+          batch.push(doc);
+        }
+      } catch (err) {
+        if (!(err instanceof DuplicateKeyError) || err.index === '_id') throw err;
+        // Lost the race for a seq (or the head is behind after a crash): repair and go again.
+        await this.advanceHead(tenant, sessionId, s, batch, opts, firstSeq);
+        written.push(...batch);
+        pending = pending.slice(batch.length);
+        await this.repairHead(tenant, sessionId);
+        continue;
+      }
+      await this.advanceHead(tenant, sessionId, s, batch, opts, firstSeq);
+      written.push(...batch);
+      pending = [];
+    }
+    for (const e of written) await this.pubsub.publish(sessionChannel(sessionId), renderEvent(e));
+    return written;
+  }
+
+  private async advanceHead(tenant: string, sessionId: string, _s: SessionDoc, batch: EventDoc[], opts: AppendOptions, firstSeq: number) {
+    if (!batch.length) return;
+    const last = batch[batch.length - 1]!.seq;
+    const extra = opts.sessionUpdate?.(last, firstSeq) ?? {};
+    await this.c.sessions.updateOne(tenant, { _id: sessionId }, {
+      ...extra,
+      $max: { ...(extra.$max ?? {}), last_seq: last },
+      $set: { ...(extra.$set ?? {}), updated_at: nowIso() },
+    });
+  }
+
+  private async repairHead(tenant: string, sessionId: string) {
+    const top = await this.c.events.findOne(tenant, { session_id: sessionId }, { sort: { seq: -1 } });
+    if (top) await this.c.sessions.updateOne(tenant, { _id: sessionId }, { $max: { last_seq: top.seq } });
+  }
+
+  /** Broadcast a live-only event (chunks): never persisted. */
+  async publishLive(sessionId: string, event: Omit<LiveEventOut, 'session_id' | 'ephemeral'>): Promise<void> {
+    await this.pubsub.publish(sessionChannel(sessionId), { ...event, session_id: sessionId, ephemeral: true });
+  }
+
+  /** Events with seq in (afterSeq, upTo], ascending. */
+  range(tenant: string, sessionId: string, afterSeq: number, limit: number, upTo?: number): Promise<EventDoc[]> {
+    const seq: Record<string, number> = { $gt: afterSeq };
+    if (upTo !== undefined) seq.$lte = upTo;
+    return this.c.events.find(tenant, { session_id: sessionId, seq }, { sort: { seq: 1 }, limit });
+  }
+
+  all(tenant: string, sessionId: string): Promise<EventDoc[]> {
+    return this.c.events.find(tenant, { session_id: sessionId }, { sort: { seq: 1 } });
+  }
+}
+
+/** Served shape: the SDK's flat event plus the spec's `data`, `seq`, `session_id`, `created_at`. */
+export function renderEvent(e: EventDoc): SessionEventOut {
+  return {
+    ...e.payload,
+    id: e._id,
+    type: e.type,
+    seq: e.seq,
+    session_id: e.session_id,
+    created_at: e.created_at,
+    processed_at: e.created_at,
+    data: e.payload,
+  };
+}

@@ -1,0 +1,47 @@
+import { invalid } from '../errors.js';
+
+/** Opaque cursors: base64url JSON of the boundary key and direction. */
+export interface Cursor { k: string | number; d: 'next' | 'prev' }
+
+export const encodeCursor = (c: Cursor) => Buffer.from(JSON.stringify(c)).toString('base64url');
+export function decodeCursor(s: string, field = 'page'): Cursor {
+  try {
+    const c = JSON.parse(Buffer.from(s, 'base64url').toString('utf8'));
+    if ((typeof c.k === 'string' || typeof c.k === 'number') && (c.d === 'next' || c.d === 'prev')) return c;
+  } catch {
+    /* fall through */
+  }
+  throw invalid(field, 'is not a valid page cursor');
+}
+
+export interface Page<T> {
+  data: T[];
+  has_more: boolean;
+  next_page: string | null;
+  prev_page: string | null;
+  first_id: string | null;
+  last_id: string | null;
+}
+
+/**
+ * Builds a page from rows fetched with limit+1 in the requested direction, ordered by `key`.
+ * `forward` says whether the rows run in display order (true) or were fetched backwards from a
+ * `prev` cursor (false) and must be reversed.
+ */
+export function makePage<T>(rows: T[], limit: number, key: (t: T) => string | number, id: (t: T) => string, opts: { hadCursor: boolean; backwards: boolean }): Page<T> {
+  const more = rows.length > limit;
+  let data = rows.slice(0, limit);
+  if (opts.backwards) data = data.reverse();
+  const first = data[0];
+  const last = data[data.length - 1];
+  const hasNext = opts.backwards ? opts.hadCursor : more;
+  const hasPrev = opts.backwards ? more : opts.hadCursor;
+  return {
+    data,
+    has_more: opts.backwards ? more : more,
+    next_page: hasNext && last ? encodeCursor({ k: key(last), d: 'next' }) : null,
+    prev_page: hasPrev && first ? encodeCursor({ k: key(first), d: 'prev' }) : null,
+    first_id: first ? id(first) : null,
+    last_id: last ? id(last) : null,
+  };
+}

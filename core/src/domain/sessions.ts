@@ -1,0 +1,249 @@
+import type { InputEvent, RuntimeStatus, SessionCreate, SessionUpdate } from '@agentfleet/schemas';
+import { ApiError, invalid, notFound } from '../errors.js';
+import { newId, PREFIX } from '../ids.js';
+import type { CommandBus } from '../ports/bus.js';
+import type { PubSub } from '../ports/coordination.js';
+import type { AgentService } from './agents.js';
+import { normalizeModel, normalizeTools, renderSpec } from './agents.js';
+import type { Collections, EventDoc, SessionAgentSnapshot, SessionDoc } from './collections.js';
+import { controlChannel, type EventLog } from './eventLog.js';
+import type { ModelResolver } from './models.js';
+import { decodeCursor, makePage, type Page } from './pagination.js';
+import { nowIso } from '../util.js';
+
+/** Derived, never stored: terminated if a terminated timestamp is set; running if a run record exists; else idle. */
+export function deriveStatus(s: Pick<SessionDoc, 'terminated_at'>, hasRun: boolean): RuntimeStatus {
+  if (s.terminated_at) return 'terminated';
+  return hasRun ? 'running' : 'idle';
+}
+
+export interface InterruptSignal { type: 'interrupt'; seq: number; reason: string }
+
+export class SessionService {
+  constructor(
+    private readonly c: Collections,
+    private readonly agents: AgentService,
+    private readonly models: ModelResolver,
+    private readonly log: EventLog,
+    private readonly bus: CommandBus,
+    private readonly pubsub: PubSub,
+  ) {}
+
+  async create(tenant: string, body: SessionCreate) {
+    const ref = typeof body.agent === 'string' ? { id: body.agent } : body.agent;
+    const agentDoc = await this.c.agents.get(tenant, ref.id);
+    if (!agentDoc) throw invalid('agent', `agent ${ref.id} not found`);
+    if (agentDoc.archived_at) throw invalid('agent', `agent ${ref.id} is archived`);
+    const version = 'version' in ref && ref.version !== undefined ? ref.version : agentDoc.version;
+    const pinned = version === agentDoc.version ? agentDoc.spec : (await this.c.agentVersions.findOne(tenant, { agent_id: ref.id, version }))?.spec;
+    if (!pinned || version > agentDoc.version) throw invalid('agent.version', `agent ${ref.id} has no version ${version}`);
+    const snapshot: SessionAgentSnapshot = { ...structuredClone(pinned), id: ref.id, version };
+    if (typeof body.agent === 'object' && body.agent.type === 'agent_with_overrides') {
+      const o = body.agent;
+      if (o.model !== undefined) snapshot.model = normalizeModel(o.model);
+      if (o.system !== undefined) snapshot.system = o.system;
+      if (o.tools !== undefined) snapshot.tools = normalizeTools(o.tools);
+      if (o.mcp_servers !== undefined) snapshot.mcp_servers = o.mcp_servers;
+      await this.models.validateForAgent(tenant, snapshot.model).catch((e) => { throw invalid('agent.model', e.message); });
+    }
+    const env = await this.c.environments.get(tenant, body.environment_id);
+    if (!env || env.archived_at) throw invalid('environment_id', `environment ${body.environment_id} not found`);
+    // Declared resources must be materializable before anything is allocated (spec Work rule 1).
+    (body.resources ?? []).forEach((r, i) => {
+      if (r.type === 'file') throw invalid(`resources[${i}].file_id`, `file ${r.file_id} not found`);
+      if (r.type === 'memory_store') throw invalid(`resources[${i}].memory_store_id`, `memory store ${r.memory_store_id} not found`);
+      throw invalid(`resources[${i}].type`, `no materializer for ${r.type} resources in this deployment`);
+    });
+    const now = nowIso();
+    const doc: Omit<SessionDoc, 'tenant_id'> = {
+      _id: newId(PREFIX.session),
+      agent_id: ref.id,
+      agent_version: version,
+      agent: snapshot,
+      environment_id: body.environment_id,
+      title: body.title ?? null,
+      metadata: body.metadata ?? {},
+      resources: [],
+      vault_ids: body.vault_ids ?? [],
+      budget: body.budget ?? null,
+      last_seq: 0,
+      input_seq: 0,
+      processed_seq: 0,
+      fence: 0,
+      recoveries: 0,
+      usage: { input_tokens: 0, output_tokens: 0, cache_read_input_tokens: 0, cache_creation_input_tokens: 0 },
+      terminated_at: null,
+      archived_at: null,
+      deleted_at: null,
+      created_at: now,
+      updated_at: now,
+    };
+    await this.c.sessions.insert(tenant, doc);
+    if (body.initial_events?.length) await this.send(tenant, doc._id, body.initial_events);
+    return this.get(tenant, doc._id);
+  }
+
+  async getDoc(tenant: string, id: string): Promise<SessionDoc> {
+    const s = await this.c.sessions.get(tenant, id);
+    if (!s || s.deleted_at) throw notFound('session', id);
+    return s;
+  }
+
+  async get(tenant: string, id: string) {
+    const s = await this.getDoc(tenant, id);
+    const run = await this.c.runs.get(tenant, id);
+    return renderSession(s, !!run);
+  }
+
+  async list(tenant: string, q: Record<string, any>): Promise<Page<ReturnType<typeof renderSession>>> {
+    const limit = q.limit ?? 20;
+    const token = q.page ?? q.cursor;
+    const cur = token ? decodeCursor(token) : null;
+    const desc = (q.order ?? 'desc') === 'desc';
+    const backwards = cur?.d === 'prev';
+    const filter: Record<string, unknown> = { deleted_at: null };
+    if (!q.include_archived) filter.archived_at = null;
+    if (q.agent_id) filter.agent_id = q.agent_id;
+    if (q.agent_version) filter.agent_version = q.agent_version;
+    const created: Record<string, string> = {};
+    for (const op of ['gt', 'gte', 'lt', 'lte']) if (q[`created_at[${op}]`]) created[`$${op}`] = q[`created_at[${op}]`];
+    if (Object.keys(created).length) filter.created_at = created;
+    const statuses: string[] = [...(q.statuses ?? []), ...(q.status ? [q.status] : [])];
+    const ids: Record<string, unknown> = {};
+    if (statuses.length) {
+      const running = (await this.c.runs.find(tenant, {})).map((r) => r._id);
+      const ors: Record<string, unknown>[] = [];
+      if (statuses.includes('terminated')) ors.push({ terminated_at: { $ne: null } });
+      if (statuses.includes('running')) ors.push({ terminated_at: null, _id: { $in: running } });
+      if (statuses.includes('idle')) ors.push({ terminated_at: null, _id: { $nin: running } });
+      filter.$or = ors.length ? ors : [{ _id: { $in: [] } }];
+    }
+    // Forward in display order = descending ids when desc.
+    const goLess = desc !== backwards;
+    if (cur) ids[goLess ? '$lt' : '$gt'] = cur.k;
+    if (Object.keys(ids).length) filter._id = ids;
+    const rows = await this.c.sessions.find(tenant, filter, { sort: { _id: goLess ? -1 : 1 }, limit: limit + 1 });
+    const page = makePage(rows, limit, (r) => r._id, (r) => r._id, { hadCursor: !!cur, backwards });
+    const runIds = new Set((await this.c.runs.find(tenant, { _id: { $in: page.data.map((s) => s._id) } })).map((r) => r._id));
+    return { ...page, data: page.data.map((s) => renderSession(s, runIds.has(s._id))) };
+  }
+
+  async update(tenant: string, id: string, b: SessionUpdate) {
+    const s = await this.getDoc(tenant, id);
+    const set: Record<string, unknown> = { updated_at: nowIso() };
+    if (b.title !== undefined) set.title = b.title;
+    if (b.vault_ids !== undefined) set.vault_ids = b.vault_ids;
+    if (b.budget !== undefined) set.budget = b.budget;
+    if (b.metadata !== undefined) {
+      const m = b.metadata === null ? {} : { ...s.metadata };
+      for (const [k, v] of Object.entries(b.metadata ?? {})) v === null ? delete m[k] : (m[k] = v);
+      if (Object.keys(m).length > 16) throw invalid('metadata', 'at most 16 keys');
+      set.metadata = m;
+    }
+    if (b.agent?.tools !== undefined) set['agent.tools'] = normalizeTools(b.agent.tools);
+    if (b.agent?.mcp_servers !== undefined) set['agent.mcp_servers'] = b.agent.mcp_servers;
+    await this.c.sessions.updateOne(tenant, { _id: id }, { $set: set });
+    return this.get(tenant, id);
+  }
+
+  async archive(tenant: string, id: string) {
+    await this.getDoc(tenant, id);
+    const now = nowIso();
+    await this.c.sessions.updateOne(tenant, { _id: id, archived_at: null }, { $set: { archived_at: now, updated_at: now } });
+    return this.get(tenant, id);
+  }
+
+  /**
+   * Appends input events in order, all validated first so nothing is half-written, then
+   * triggers the turn. Answers once the events are durable; if publishing the command fails,
+   * the recovery sweep re-drives the unprocessed input.
+   */
+  async send(tenant: string, id: string, events: InputEvent[]): Promise<EventDoc[]> {
+    const s = await this.getDoc(tenant, id);
+    if (s.terminated_at) throw invalid('session', `session ${id} is terminated and accepts no events`);
+    if (s.archived_at) throw invalid('session', `session ${id} is archived and accepts no events`);
+    for (const [i, e] of events.entries()) {
+      if (e.type === 'user.custom_tool_result') {
+        const use = await this.c.events.findOne(tenant, { session_id: id, _id: e.custom_tool_use_id, type: 'agent.custom_tool_use' });
+        if (!use) throw invalid(`events[${i}].custom_tool_use_id`, `no agent.custom_tool_use ${e.custom_tool_use_id} in this session`);
+      }
+    }
+    const drafts = events.map(({ type, ...payload }) => ({ type, payload: payload as Record<string, unknown> }));
+    const wantsTurn = events.some((e) => e.type !== 'user.interrupt');
+    const lastInterrupt = events.map((e) => e.type).lastIndexOf('user.interrupt');
+    const written = await this.log.append(tenant, id, drafts, {
+      sessionUpdate: (_last, first) => {
+        const max: Record<string, number> = {};
+        const lastInput = events.reduce((acc, e, i) => (e.type !== 'user.interrupt' ? first + i : acc), 0);
+        if (lastInput) max.input_seq = lastInput;
+        if (lastInput) return { $max: max, $set: { pending: true } };
+        if (lastInterrupt >= 0) max.interrupt_seq = first + lastInterrupt;
+        return { $max: max };
+      },
+    });
+    if (lastInterrupt >= 0) {
+      const seq = written[lastInterrupt]!.seq;
+      await this.pubsub.publish(controlChannel(id), { type: 'interrupt', seq, reason: 'user.interrupt' } satisfies InterruptSignal);
+    }
+    if (wantsTurn) {
+      const seq = written[written.length - 1]!.seq;
+      await this.bus.publish('session.turn.requested', { tenant_id: tenant, session_id: id, seq }).catch(() => {
+        /* durable in the log; the recovery sweep re-drives it */
+      });
+    }
+    return written;
+  }
+
+  /** Cancels the running turn, like an interrupt that does not come from the user. */
+  async cancel(tenant: string, id: string) {
+    const s = await this.getDoc(tenant, id);
+    if (s.terminated_at) throw invalid('session', `session ${id} is terminated`);
+    const [ev] = await this.log.append(tenant, id, [{ type: 'user.interrupt', payload: { source: 'cancel' } }], {
+      sessionUpdate: (last) => ({ $max: { interrupt_seq: last } }),
+    });
+    await this.pubsub.publish(controlChannel(id), { type: 'interrupt', seq: ev!.seq, reason: 'cancel' } satisfies InterruptSignal);
+    return this.get(tenant, id);
+  }
+
+  /** Soft delete: terminate (sticky), stop the runtime, then a tenant-scoped idempotent cascade. */
+  async remove(tenant: string, id: string): Promise<{ id: string; type: 'session_deleted' }> {
+    const s = await this.getDoc(tenant, id);
+    const now = nowIso();
+    if (!s.terminated_at) {
+      await this.log.append(tenant, id, [{ type: 'session.status_terminated', payload: {} }, { type: 'session.deleted', payload: {} }], {
+        allowTerminated: true,
+        sessionUpdate: () => ({ $set: { terminated_at: now } }),
+      });
+      await this.pubsub.publish(controlChannel(id), { type: 'interrupt', seq: 0, reason: 'terminated' } satisfies InterruptSignal);
+    }
+    await this.c.sessions.updateOne(tenant, { _id: id }, { $set: { deleted_at: now, updated_at: now } });
+    await this.c.runs.deleteMany(tenant, { _id: id });
+    await this.c.events.deleteMany(tenant, { session_id: id });
+    return { id, type: 'session_deleted' };
+  }
+}
+
+export function renderSession(s: SessionDoc, hasRun: boolean) {
+  const { id: _aid, version: _v, ...spec } = s.agent;
+  return {
+    id: s._id,
+    type: 'session' as const,
+    agent: { id: s.agent_id, type: 'agent' as const, version: s.agent_version, ...renderSpec(spec) },
+    agent_id: s.agent_id,
+    agent_version: s.agent_version,
+    environment_id: s.environment_id,
+    title: s.title,
+    metadata: s.metadata,
+    resources: s.resources,
+    vault_ids: s.vault_ids,
+    budget: s.budget,
+    status: deriveStatus(s, hasRun),
+    stats: {},
+    usage: s.usage,
+    outcome_evaluations: [],
+    archived_at: s.archived_at,
+    terminated_at: s.terminated_at,
+    created_at: s.created_at,
+    updated_at: s.updated_at,
+  };
+}

@@ -1,0 +1,235 @@
+/**
+ * Server-Sent Events over fetch, plus the HTTP plumbing both model providers share.
+ *
+ * parseSSE follows the WHATWG event-stream rules: lines end in CRLF, LF or CR (a CRLF split
+ * across chunks counts once); UTF-8 may be split anywhere; a leading BOM is dropped; `:` lines
+ * are comments; one space after the colon is stripped; `data:` lines join with "\n"; an event
+ * is dispatched on a blank line only if it had at least one `data:` line; `id` is the last event
+ * id seen so far (it persists across events, as in the spec); `retry` and unknown fields are
+ * ignored. At end of stream a pending event whose lines were all complete is dispatched; a
+ * trailing unterminated line is discarded (it may be truncated).
+ */
+import { ModelError, type ModelErrorKind } from './types.js';
+
+export interface SSEEvent {
+  event: string | null;
+  data: string;
+  id: string | null;
+}
+
+/**
+ * Yields events as they complete. Aborting `signal` cancels the body and makes the generator
+ * throw an AbortError promptly; returning early (break) cancels the body too.
+ */
+export async function* parseSSE(
+  body: ReadableStream<Uint8Array>,
+  signal?: AbortSignal,
+): AsyncGenerator<SSEEvent> {
+  if (signal?.aborted) throw abortError(signal);
+  const reader = body.getReader();
+  const onAbort = () => void reader.cancel(signal?.reason).catch(() => {});
+  signal?.addEventListener('abort', onAbort, { once: true });
+
+  const decoder = new TextDecoder('utf-8');
+  const terminator = /[\r\n]/g;
+  let buf = '';
+  let skipLF = false; // the previous line ended in CR; a following LF belongs to it
+  let eventType = '';
+  let dataLines: string[] = [];
+  let lastId: string | null = null;
+
+  const takeLine = (line: string): SSEEvent | null => {
+    if (line === '') {
+      const hadData = dataLines.length > 0;
+      const ev: SSEEvent = { event: eventType || null, data: dataLines.join('\n'), id: lastId };
+      eventType = '';
+      dataLines = [];
+      return hadData ? ev : null;
+    }
+    if (line.startsWith(':')) return null;
+    const colon = line.indexOf(':');
+    const field = colon === -1 ? line : line.slice(0, colon);
+    let value = colon === -1 ? '' : line.slice(colon + 1);
+    if (value.startsWith(' ')) value = value.slice(1);
+    if (field === 'data') dataLines.push(value);
+    else if (field === 'event') eventType = value;
+    else if (field === 'id' && !value.includes('\0')) lastId = value;
+    return null;
+  };
+
+  function* drain(): Generator<SSEEvent> {
+    let pos = 0;
+    while (pos < buf.length) {
+      if (skipLF) {
+        skipLF = false;
+        if (buf[pos] === '\n') pos++;
+        continue;
+      }
+      terminator.lastIndex = pos;
+      const m = terminator.exec(buf);
+      if (!m) break;
+      const line = buf.slice(pos, m.index);
+      skipLF = m[0] === '\r';
+      pos = m.index + 1;
+      const ev = takeLine(line);
+      if (ev) yield ev;
+    }
+    buf = buf.slice(pos);
+  }
+
+  try {
+    for (;;) {
+      const { done, value } = await reader.read();
+      if (signal?.aborted) throw abortError(signal);
+      if (done) break;
+      buf += decoder.decode(value, { stream: true });
+      yield* drain();
+    }
+    buf += decoder.decode();
+    yield* drain();
+    const last = takeLine('');
+    if (last) yield last;
+  } catch (err) {
+    if (signal?.aborted) throw abortError(signal);
+    throw err;
+  } finally {
+    signal?.removeEventListener('abort', onAbort);
+    await reader.cancel().catch(() => {});
+    reader.releaseLock();
+  }
+}
+
+/** The platform's abort error for `signal` (its reason when that is an AbortError). */
+export function abortError(signal: AbortSignal): Error {
+  const reason: unknown = signal.reason;
+  if (reason instanceof Error && reason.name === 'AbortError') return reason;
+  return new DOMException('This operation was aborted', 'AbortError');
+}
+
+// ---- HTTP helpers shared by the providers ----
+
+/** Maps an upstream HTTP status and/or error type onto the port's error kinds. */
+export function modelErrorFor(
+  status: number | undefined,
+  type: string | undefined,
+  message: string,
+): ModelError {
+  const t = (type ?? '').toLowerCase();
+  let kind: ModelErrorKind = 'model_request_failed_error';
+  let retryable = false;
+  if (status === 529 || t === 'overloaded_error' || t === 'overloaded') {
+    kind = 'model_overloaded_error';
+    retryable = true;
+  } else if (status === 402 || t === 'billing_error' || t === 'insufficient_quota') {
+    kind = 'billing_error';
+  } else if (status === 429 || t === 'rate_limit_error' || t === 'rate_limit_exceeded') {
+    kind = 'model_rate_limited_error';
+    retryable = true;
+  } else if (
+    status === undefined
+      ? t === 'api_error' || t === 'server_error' || t === 'timeout'
+      : status === 408 || status === 409 || status >= 500
+  ) {
+    retryable = true;
+  }
+  return new ModelError(kind, message, status, retryable);
+}
+
+/** Extracts `{type, message}` from Anthropic-, OpenAI- or loosely-shaped error bodies. */
+export function upstreamError(payload: unknown): { type?: string; message?: string } {
+  if (!payload || typeof payload !== 'object') return {};
+  const p = payload as Record<string, unknown>;
+  const e = p.error;
+  if (typeof e === 'string') return { message: e };
+  if (e && typeof e === 'object') {
+    const o = e as Record<string, unknown>;
+    const code = typeof o.code === 'string' ? o.code : undefined;
+    const type = typeof o.type === 'string' ? o.type : undefined;
+    // OpenAI puts the specific reason in `code` (e.g. insufficient_quota under a 429).
+    const specific = code === 'insufficient_quota' || code === 'rate_limit_exceeded' ? code : type ?? code;
+    return { type: specific, message: typeof o.message === 'string' ? o.message : undefined };
+  }
+  return { message: typeof p.message === 'string' ? p.message : undefined };
+}
+
+export interface PostStreamOptions {
+  url: string;
+  headers: Headers;
+  body: unknown;
+  apiKey: string;
+  signal?: AbortSignal;
+}
+
+/**
+ * POSTs a JSON body and returns the response body stream of a 2xx reply. Non-2xx replies and
+ * network failures become ModelErrors (never containing the API key); aborts rethrow the
+ * platform's AbortError.
+ */
+export async function postForEventStream(o: PostStreamOptions): Promise<ReadableStream<Uint8Array>> {
+  o.headers.set('content-type', 'application/json');
+  o.headers.set('accept', 'text/event-stream');
+  let res: Response;
+  try {
+    res = await fetch(o.url, { method: 'POST', headers: o.headers, body: JSON.stringify(o.body), signal: o.signal });
+  } catch (err) {
+    throw transportError(err, o.signal, o.apiKey);
+  }
+  if (res.ok && res.body) return res.body;
+  let text = '';
+  try {
+    text = await res.text();
+  } catch {
+    if (o.signal?.aborted) throw abortError(o.signal);
+  }
+  let payload: unknown;
+  try {
+    payload = JSON.parse(text);
+  } catch {
+    payload = undefined;
+  }
+  const up = upstreamError(payload);
+  const detail = up.message ?? (text.trim().slice(0, 500) || res.statusText);
+  const msg = redact(`model request failed: HTTP ${res.status}${up.type ? ` ${up.type}` : ''}: ${detail}`, o.apiKey);
+  throw modelErrorFor(res.status, up.type, msg);
+}
+
+/** Converts anything thrown while talking to the upstream into the error the port promises. */
+export function transportError(err: unknown, signal: AbortSignal | undefined, apiKey: string): Error {
+  if (signal?.aborted) return abortError(signal);
+  if (err instanceof ModelError) return err;
+  if (err instanceof Error && err.name === 'AbortError') return err;
+  const cause = err instanceof Error && err.cause instanceof Error ? `: ${err.cause.message}` : '';
+  const base = err instanceof Error ? err.message : String(err);
+  return new ModelError('model_request_failed_error', redact(`model request failed: ${base}${cause}`, apiKey), undefined, true);
+}
+
+/** Error for a stream that closed before its protocol's terminator. */
+export function truncatedStreamError(): ModelError {
+  return new ModelError('model_request_failed_error', 'model stream ended before the response completed', undefined, true);
+}
+
+export function redact(text: string, secret: string): string {
+  return secret ? text.split(secret).join('[redacted]') : text;
+}
+
+export function parseJSONEvent(data: string): Record<string, unknown> {
+  try {
+    const v: unknown = JSON.parse(data);
+    if (v && typeof v === 'object' && !Array.isArray(v)) return v as Record<string, unknown>;
+  } catch {
+    // fall through
+  }
+  throw new ModelError('model_request_failed_error', `malformed model stream event: ${data.slice(0, 200)}`, undefined, true);
+}
+
+/** Parses accumulated tool-call arguments; empty means `{}`. Anything but an object is an error. */
+export function parseToolInput(name: string, json: string): Record<string, unknown> {
+  if (json.trim() === '') return {};
+  try {
+    const v: unknown = JSON.parse(json);
+    if (v && typeof v === 'object' && !Array.isArray(v)) return v as Record<string, unknown>;
+  } catch {
+    // fall through
+  }
+  throw new ModelError('model_request_failed_error', `tool call ${name}: arguments are not a JSON object`, undefined, true);
+}

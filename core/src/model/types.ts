@@ -1,0 +1,105 @@
+/**
+ * Model provider port. A provider turns one request into a stream of normalized events,
+ * whatever its wire protocol (Anthropic Messages, OpenAI chat completions). Providers never
+ * retry on their own; the turn runner decides.
+ */
+
+export type ContentBlock =
+  | { type: 'text'; text: string }
+  | { type: 'image'; source: { type: 'base64'; media_type: string; data: string } | { type: 'url'; url: string } }
+  | { type: 'document'; source: Record<string, unknown>; title?: string | null }
+  | { type: 'thinking'; thinking: string; signature?: string }
+  | { type: 'tool_use'; id: string; name: string; input: Record<string, unknown> }
+  | {
+      type: 'tool_result';
+      tool_use_id: string;
+      content: Array<{ type: 'text'; text: string } | Record<string, unknown>>;
+      is_error?: boolean;
+    };
+
+export interface ChatMessage {
+  role: 'user' | 'assistant';
+  content: ContentBlock[];
+}
+
+export interface ToolSpec {
+  name: string;
+  description: string;
+  input_schema: Record<string, unknown>;
+}
+
+export type Effort = 'low' | 'medium' | 'high' | 'xhigh' | 'max';
+
+export interface ModelRequest {
+  /** Wire-level model id. */
+  model: string;
+  system?: string;
+  messages: ChatMessage[];
+  tools?: ToolSpec[];
+  maxTokens: number;
+  /** When set, ask for extended thinking / reasoning at this level. */
+  effort?: Effort;
+  speed?: 'standard' | 'fast';
+  signal?: AbortSignal;
+}
+
+export interface ModelUsage {
+  input_tokens: number;
+  output_tokens: number;
+  cache_creation_input_tokens: number;
+  cache_read_input_tokens: number;
+}
+
+export type StopReason = 'end_turn' | 'tool_use' | 'max_tokens' | 'stop_sequence' | 'refusal';
+
+/** Normalized stream. Blocks are strictly sequential: a block ends before the next starts. */
+export type ModelStreamEvent =
+  | { type: 'message_start' }
+  | { type: 'text_start' }
+  | { type: 'text_delta'; text: string }
+  | { type: 'text_end'; text: string }
+  | { type: 'thinking_start' }
+  | { type: 'thinking_delta'; thinking: string }
+  | { type: 'thinking_end'; thinking: string; signature?: string }
+  | { type: 'tool_use_start'; id: string; name: string }
+  | { type: 'tool_use_delta'; id: string; partial_json: string }
+  | { type: 'tool_use_end'; id: string; name: string; input: Record<string, unknown> }
+  | { type: 'message_end'; stop_reason: StopReason; usage: ModelUsage };
+
+export interface ModelProvider {
+  /** The wire protocol this provider speaks. */
+  readonly protocol: 'anthropic' | 'openai';
+  stream(request: ModelRequest): AsyncIterable<ModelStreamEvent>;
+}
+
+/** Error kinds map 1:1 onto the SDK's session.error types. */
+export type ModelErrorKind =
+  | 'model_overloaded_error'
+  | 'model_rate_limited_error'
+  | 'model_request_failed_error'
+  | 'billing_error'
+  | 'unknown_error';
+
+export class ModelError extends Error {
+  override readonly name = 'ModelError';
+  constructor(
+    readonly kind: ModelErrorKind,
+    message: string,
+    readonly status?: number,
+    readonly retryable = false,
+  ) {
+    super(message);
+  }
+}
+
+/** Thrown when a request asks for something the protocol cannot do (e.g. speed: fast). */
+export class UnsupportedModelFeatureError extends Error {
+  override readonly name = 'UnsupportedModelFeatureError';
+}
+
+export interface ProviderConfig {
+  protocol: 'anthropic' | 'openai';
+  apiKey: string;
+  baseUrl?: string;
+  customHeaders?: Record<string, string>;
+}

@@ -1,0 +1,110 @@
+/**
+ * Store port: a document store with MongoDB's single-document semantics and nothing more.
+ *
+ * Guarantees every adapter must keep (see core/test/store.contract.ts):
+ * - every write is atomic on one document; there are no multi-document transactions and no
+ *   change streams (FerretDB, used in CI, has neither);
+ * - a write that resolved is durable: a crash of the process after the promise resolved loses
+ *   nothing (the embedded adapter fsyncs its write-ahead log before resolving);
+ * - unique indexes are enforced on insert and update; a violation throws DuplicateKeyError and
+ *   writes nothing.
+ *
+ * The filter and update languages are the subset of MongoDB's that the domain uses, so the
+ * MongoDB adapter passes them through unchanged.
+ */
+
+export type Primitive = string | number | boolean | null;
+
+/** Field conditions: a value (equality; `null` also matches a missing field) or operators. */
+export interface FieldOps {
+  $eq?: unknown;
+  $ne?: unknown;
+  $in?: unknown[];
+  $nin?: unknown[];
+  $gt?: string | number;
+  $gte?: string | number;
+  $lt?: string | number;
+  $lte?: string | number;
+  $exists?: boolean;
+}
+
+/** Keys are top-level or dotted field paths. `$or` takes a list of filters. */
+export type Filter = { [field: string]: unknown } & { $or?: Filter[] };
+
+export interface Update {
+  $set?: Record<string, unknown>;
+  $unset?: Record<string, true | 1 | ''>;
+  $inc?: Record<string, number>;
+  $max?: Record<string, number | string>;
+  $setOnInsert?: Record<string, unknown>;
+}
+
+export type SortSpec = Record<string, 1 | -1>;
+
+export interface FindOptions {
+  sort?: SortSpec;
+  limit?: number;
+  skip?: number;
+}
+
+export interface IndexSpec {
+  /** Fields in order; 1 ascending, -1 descending. */
+  fields: Record<string, 1 | -1>;
+  unique?: boolean;
+  /** Optional name; defaults to the fields joined. */
+  name?: string;
+}
+
+export interface CollectionSpec {
+  name: string;
+  indexes?: IndexSpec[];
+}
+
+export interface Doc {
+  _id: string;
+}
+
+export interface UpdateResult {
+  matched: number;
+  modified: number;
+  upsertedId?: string;
+}
+
+export interface Collection<T extends Doc> {
+  readonly name: string;
+  /** Throws DuplicateKeyError when `_id` or a unique index already holds the key. */
+  insertOne(doc: T): Promise<void>;
+  findOne(filter: Filter, options?: FindOptions): Promise<T | null>;
+  find(filter: Filter, options?: FindOptions): Promise<T[]>;
+  count(filter: Filter): Promise<number>;
+  updateOne(filter: Filter, update: Update, options?: { upsert?: boolean }): Promise<UpdateResult>;
+  /** Atomic read-modify-write of one document; returns the document before or after, or null. */
+  findOneAndUpdate(
+    filter: Filter,
+    update: Update,
+    options?: { upsert?: boolean; returnDocument?: 'before' | 'after'; sort?: SortSpec },
+  ): Promise<T | null>;
+  deleteOne(filter: Filter): Promise<number>;
+  deleteMany(filter: Filter): Promise<number>;
+}
+
+export interface DocumentStore {
+  /** Declares (idempotently) and returns a collection; indexes are created if missing. */
+  collection<T extends Doc>(spec: CollectionSpec): Collection<T>;
+  /** Resolves when the store is reachable and its collections are ready. */
+  ready(): Promise<void>;
+  /** True while the store can serve requests (readiness endpoint). */
+  healthy(): Promise<boolean>;
+  close(): Promise<void>;
+}
+
+export class DuplicateKeyError extends Error {
+  override readonly name = 'DuplicateKeyError';
+  constructor(
+    readonly collection: string,
+    readonly index: string,
+    readonly key: unknown,
+  ) {
+    super(`duplicate key in ${collection} index ${index}: ${JSON.stringify(key)}`);
+  }
+}

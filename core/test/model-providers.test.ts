@@ -1,0 +1,542 @@
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import Anthropic from '@anthropic-ai/sdk';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { ANTHROPIC_FAST_MODE_BETA, AnthropicMessagesProvider } from '../src/model/anthropic.js';
+import { OpenAIChatProvider } from '../src/model/openai.js';
+import { createProvider, providerProtocol } from '../src/model/providers.js';
+import { parseSSE, type SSEEvent } from '../src/model/sse.js';
+import {
+  ModelError,
+  UnsupportedModelFeatureError,
+  type ModelProvider,
+  type ModelRequest,
+  type ModelStreamEvent,
+} from '../src/model/types.js';
+import { startScriptedModelServer, type ScriptedModelServer } from '../../test/fixtures/scriptedModel.js';
+
+const KEY = 'sk-test-very-secret-key-123';
+let server: ScriptedModelServer;
+let modelSeq = 0;
+const freshModel = () => `model-${++modelSeq}`;
+
+beforeAll(async () => {
+  server = await startScriptedModelServer();
+});
+afterAll(async () => {
+  await server.close();
+});
+
+type Proto = 'anthropic' | 'openai';
+type Opts = { baseUrl?: string; customHeaders?: Record<string, string>; supportsFast?: boolean; apiKey?: string };
+function make(protocol: Proto, o: Opts = {}): ModelProvider {
+  const baseUrl = o.baseUrl ?? (protocol === 'anthropic' ? server.url : `${server.url}/v1`);
+  const options = { apiKey: KEY, ...o, baseUrl };
+  return protocol === 'anthropic' ? new AnthropicMessagesProvider(options) : new OpenAIChatProvider(options);
+}
+function req(model: string, extra: Partial<ModelRequest> = {}): ModelRequest {
+  return { model, maxTokens: 1000, messages: [{ role: 'user', content: [{ type: 'text', text: 'hi' }] }], ...extra };
+}
+async function collect(p: ModelProvider, r: ModelRequest): Promise<ModelStreamEvent[]> {
+  const out: ModelStreamEvent[] = [];
+  for await (const e of p.stream(r)) out.push(e);
+  return out;
+}
+async function failure(p: ModelProvider, r: ModelRequest): Promise<{ events: ModelStreamEvent[]; error: any }> {
+  const events: ModelStreamEvent[] = [];
+  try {
+    for await (const e of p.stream(r)) events.push(e);
+  } catch (error) {
+    return { events, error };
+  }
+  throw new Error(`expected the stream to fail; got ${JSON.stringify(events)}`);
+}
+const of = <T extends ModelStreamEvent['type']>(events: ModelStreamEvent[], type: T) =>
+  events.filter((e): e is Extract<ModelStreamEvent, { type: T }> => e.type === type);
+const lastRequest = (model: string) => {
+  const hits = server.requests.filter((r) => r.model === model);
+  return hits[hits.length - 1];
+};
+
+describe.each(['anthropic', 'openai'] as const)('%s provider against the scripted server', (protocol) => {
+  it('streams text as deltas that concatenate to text_end', async () => {
+    const model = freshModel();
+    server.script(model, { steps: [{ text: 'Hello, streaming wörld! 🎉', chunks: 4 }] });
+    const events = await collect(make(protocol), req(model));
+    expect(events.map((e) => e.type)).toEqual([
+      'message_start', 'text_start', 'text_delta', 'text_delta', 'text_delta', 'text_delta', 'text_end', 'message_end',
+    ]);
+    expect(of(events, 'text_delta').map((e) => e.text).join('')).toBe('Hello, streaming wörld! 🎉');
+    expect(of(events, 'text_end')[0].text).toBe('Hello, streaming wörld! 🎉');
+    expect(of(events, 'message_end')[0].stop_reason).toBe('end_turn');
+  });
+
+  it('streams thinking before text', async () => {
+    const model = freshModel();
+    server.script(model, { steps: [{ thinking: 'Let me think about this.', signature: 'sig-abc' }, { text: 'Answer.' }] });
+    const events = await collect(make(protocol), req(model, { effort: 'medium' }));
+    const types = events.map((e) => e.type);
+    expect(types.indexOf('thinking_end')).toBeLessThan(types.indexOf('text_start'));
+    expect(of(events, 'thinking_delta').map((e) => e.thinking).join('')).toBe('Let me think about this.');
+    const end = of(events, 'thinking_end')[0];
+    expect(end.thinking).toBe('Let me think about this.');
+    // Anthropic carries the signature; chat completions has none.
+    expect(end.signature).toBe(protocol === 'anthropic' ? 'sig-abc' : undefined);
+    expect(of(events, 'text_end')[0].text).toBe('Answer.');
+  });
+
+  it('streams tool_use input in fragments and parses it at the end, blocks strictly sequential', async () => {
+    const model = freshModel();
+    const input = { city: 'Paris', days: [1, 2], opts: { unit: 'C', note: 'quote " and \\ slash' } };
+    server.script(model, {
+      steps: [{ text: 'Checking.' }, { tool_use: { id: 'tool_1', name: 'weather', input } }, { tool_use: { name: 'noop', input: {} } }],
+    });
+    const events = await collect(make(protocol), req(model));
+    expect(events.map((e) => e.type).filter((t) => !t.endsWith('_delta'))).toEqual([
+      'message_start', 'text_start', 'text_end', 'tool_use_start', 'tool_use_end', 'tool_use_start', 'tool_use_end', 'message_end',
+    ]);
+    const starts = of(events, 'tool_use_start');
+    expect(starts[0]).toEqual({ type: 'tool_use_start', id: 'tool_1', name: 'weather' });
+    const fragments = of(events, 'tool_use_delta').filter((e) => e.id === 'tool_1');
+    expect(fragments.length).toBeGreaterThanOrEqual(2);
+    expect(fragments.map((e) => e.partial_json).join('')).toBe(JSON.stringify(input));
+    const ends = of(events, 'tool_use_end');
+    expect(ends[0]).toEqual({ type: 'tool_use_end', id: 'tool_1', name: 'weather', input });
+    expect(ends[1]).toMatchObject({ name: 'noop', input: {} });
+    expect(ends[1].id).toBe(starts[1].id);
+    expect(ends[1].id).not.toBe('');
+    expect(of(events, 'message_end')[0].stop_reason).toBe('tool_use');
+  });
+
+  it('maps usage (cached prompt tokens reported separately)', async () => {
+    const model = freshModel();
+    server.script(model, { steps: [{ text: 'x' }], usage: { input_tokens: 120, output_tokens: 7, cache_read_input_tokens: 30 } });
+    const events = await collect(make(protocol), req(model));
+    expect(of(events, 'message_end')[0].usage).toEqual({
+      input_tokens: 120,
+      output_tokens: 7,
+      cache_read_input_tokens: 30,
+      cache_creation_input_tokens: 0,
+    });
+  });
+
+  it.each(['end_turn', 'max_tokens', 'refusal', 'tool_use'] as const)('maps stop reason %s', async (stop) => {
+    const model = freshModel();
+    server.script(model, { steps: [{ text: 'x' }], stop_reason: stop });
+    const events = await collect(make(protocol), req(model));
+    expect(of(events, 'message_end')[0].stop_reason).toBe(stop);
+  });
+
+  it('sends auth and custom headers to the configured base URL', async () => {
+    const model = freshModel();
+    const baseUrl = protocol === 'anthropic' ? `${server.url}/gateway/` : `${server.url}/gateway/v1/`;
+    await collect(make(protocol, { baseUrl, customHeaders: { 'X-Tenant': 'tenant-7' } }), req(model));
+    const r = lastRequest(model);
+    expect(r.path).toBe(protocol === 'anthropic' ? '/gateway/v1/messages' : '/gateway/v1/chat/completions');
+    expect(r.headers['x-tenant']).toBe('tenant-7');
+    expect(r.headers['content-type']).toBe('application/json');
+    if (protocol === 'anthropic') {
+      expect(r.headers['x-api-key']).toBe(KEY);
+      expect(r.headers['anthropic-version']).toBe('2023-06-01');
+    } else {
+      expect(r.headers.authorization).toBe(`Bearer ${KEY}`);
+    }
+    expect(r.body.stream).toBe(true);
+  });
+
+  it('maps speed fast into the request and leaves standard requests untouched', async () => {
+    const model = freshModel();
+    const p = make(protocol, { customHeaders: { 'anthropic-beta': 'other-beta' } });
+    await collect(p, req(model, { speed: 'fast' }));
+    const fast = lastRequest(model);
+    await collect(p, req(model, { speed: 'standard' }));
+    const std = lastRequest(model);
+    if (protocol === 'anthropic') {
+      expect(fast.body.speed).toBe('fast');
+      expect(String(fast.headers['anthropic-beta']).split(',')).toEqual(['other-beta', ANTHROPIC_FAST_MODE_BETA]);
+      expect(std.body.speed).toBeUndefined();
+      expect(std.headers['anthropic-beta']).toBe('other-beta');
+    } else {
+      expect(fast.body.service_tier).toBe('priority');
+      expect(std.body.service_tier).toBeUndefined();
+    }
+  });
+
+  it('rejects speed fast on a provider without fast support before any request', async () => {
+    const model = freshModel();
+    const p = createProvider({ protocol, apiKey: KEY, baseUrl: `${server.url}/v1`, supportsFast: false });
+    await expect(collect(p, req(model, { speed: 'fast' }))).rejects.toBeInstanceOf(UnsupportedModelFeatureError);
+    expect(server.requests.filter((r) => r.model === model)).toHaveLength(0);
+    await collect(p, req(model)); // the same provider still serves standard requests
+    expect(server.requests.filter((r) => r.model === model)).toHaveLength(1);
+  });
+
+  it.each([
+    [529, 'overloaded_error', 'model_overloaded_error', true],
+    [503, 'overloaded_error', 'model_overloaded_error', true],
+    [429, 'rate_limit_error', 'model_rate_limited_error', true],
+    [402, 'billing_error', 'billing_error', false],
+    [429, 'insufficient_quota', 'billing_error', false],
+    [400, 'invalid_request_error', 'model_request_failed_error', false],
+    [401, 'authentication_error', 'model_request_failed_error', false],
+    [500, 'api_error', 'model_request_failed_error', true],
+  ] as const)('maps HTTP %i %s to %s', async (status, type, kind, retryable) => {
+    const model = freshModel();
+    server.script(model, { steps: [{ http_error: { status, type, message: `upstream says no (key ${KEY})` } }] });
+    const { events, error } = await failure(make(protocol), req(model));
+    expect(events).toEqual([]);
+    expect(error).toBeInstanceOf(ModelError);
+    expect(error).toMatchObject({ kind, retryable, status });
+    expect(error.message).toContain(String(status));
+    expect(error.message).toContain('upstream says no');
+    expect(error.message).not.toContain(KEY);
+  });
+
+  it('maps a network failure to a retryable request failure', async () => {
+    const probe = http.createServer();
+    await new Promise<void>((r) => probe.listen(0, '127.0.0.1', () => r()));
+    const port = (probe.address() as AddressInfo).port;
+    await new Promise<void>((r) => probe.close(() => r()));
+    const { error } = await failure(make(protocol, { baseUrl: `http://127.0.0.1:${port}` }), req('m'));
+    expect(error).toBeInstanceOf(ModelError);
+    expect(error).toMatchObject({ kind: 'model_request_failed_error', retryable: true });
+  });
+
+  it.each([
+    ['overloaded_error', 'model_overloaded_error', true],
+    ['rate_limit_error', 'model_rate_limited_error', true],
+    ['api_error', 'model_request_failed_error', true],
+    ['invalid_request_error', 'model_request_failed_error', false],
+  ] as const)('maps a mid-stream %s error event to %s', async (type, kind, retryable) => {
+    const model = freshModel();
+    server.script(model, { steps: [{ text: 'partial answer' }, { stream_error: { type, message: 'went wrong' } }] });
+    const { events, error } = await failure(make(protocol), req(model));
+    expect(of(events, 'text_delta').map((e) => e.text).join('')).toBe('partial answer');
+    expect(of(events, 'message_end')).toHaveLength(0);
+    expect(error).toBeInstanceOf(ModelError);
+    expect(error).toMatchObject({ kind, retryable });
+    expect(error.message).toContain('went wrong');
+  });
+
+  it('aborts mid-delay: the iterator rejects with AbortError promptly and the server sees the disconnect', async () => {
+    const model = freshModel();
+    server.script(model, { steps: [{ text: 'before' }, { delay_ms: 20_000 }, { text: 'after' }] });
+    const ac = new AbortController();
+    const before = server.aborted;
+    const it = make(protocol).stream(req(model, { signal: ac.signal }))[Symbol.asyncIterator]();
+    const seen: ModelStreamEvent[] = [];
+    while (!seen.some((e) => e.type === 'text_delta')) seen.push((await it.next()).value);
+    let pending: Promise<unknown> = it.next();
+    // Drain whatever was already buffered before the delay; the next read must be blocked.
+    for (;;) {
+      const raced = await Promise.race([pending, new Promise((r) => setTimeout(() => r('blocked'), 150))]);
+      if (raced === 'blocked') break;
+      pending = it.next();
+    }
+    const t0 = Date.now();
+    ac.abort();
+    await expect(pending).rejects.toMatchObject({ name: 'AbortError' });
+    expect(Date.now() - t0).toBeLessThan(1000);
+    await vi.waitFor(() => expect(server.aborted).toBe(before + 1), { timeout: 2000 });
+  });
+
+  it('rejects with AbortError when the signal is already aborted', async () => {
+    const ac = new AbortController();
+    ac.abort();
+    await expect(collect(make(protocol), req(freshModel(), { signal: ac.signal }))).rejects.toMatchObject({ name: 'AbortError' });
+  });
+
+  it('closes the connection when the consumer stops iterating early', async () => {
+    const model = freshModel();
+    server.script(model, { steps: [{ text: 'one' }, { delay_ms: 20_000 }, { text: 'two' }] });
+    const before = server.aborted;
+    for await (const e of make(protocol).stream(req(model))) if (e.type === 'text_delta') break;
+    await vi.waitFor(() => expect(server.aborted).toBe(before + 1), { timeout: 2000 });
+  });
+});
+
+describe('request mapping', () => {
+  const conversation: ModelRequest['messages'] = [
+    { role: 'user', content: [{ type: 'text', text: 'What is the weather?' }, { type: 'text', text: 'In Paris.' }] },
+    {
+      role: 'assistant',
+      content: [
+        { type: 'thinking', thinking: 'unsigned thought' },
+        { type: 'thinking', thinking: 'signed thought', signature: 'sig-1' },
+        { type: 'text', text: 'Let me check.' },
+        { type: 'tool_use', id: 'call_9', name: 'weather', input: { city: 'Paris' } },
+      ],
+    },
+    {
+      role: 'user',
+      content: [
+        { type: 'tool_result', tool_use_id: 'call_9', content: [{ type: 'text', text: '21C' }, { type: 'text', text: 'sunny' }] },
+        { type: 'text', text: 'Thanks' },
+      ],
+    },
+  ];
+  const tools = [{ name: 'weather', description: 'Get weather', input_schema: { type: 'object', properties: { city: { type: 'string' } } } }];
+
+  it('anthropic: system, messages, tools; unsigned thinking dropped', async () => {
+    const model = freshModel();
+    await collect(make('anthropic'), req(model, { system: 'Be brief.', messages: conversation, tools, maxTokens: 2048 }));
+    const body = lastRequest(model).body;
+    expect(body).toMatchObject({ model, system: 'Be brief.', max_tokens: 2048, stream: true, tools });
+    expect(body.thinking).toBeUndefined();
+    expect(body.messages).toHaveLength(3);
+    expect(body.messages[1].content.map((b: any) => b.type)).toEqual(['thinking', 'text', 'tool_use']);
+    expect(body.messages[1].content[0]).toEqual({ type: 'thinking', thinking: 'signed thought', signature: 'sig-1' });
+    expect(body.messages[2]).toEqual(conversation[2]);
+  });
+
+  it('openai: system first, tool_calls, tool messages, concatenated text, function tools', async () => {
+    const model = freshModel();
+    await collect(make('openai'), req(model, { system: 'Be brief.', messages: conversation, tools, maxTokens: 2048 }));
+    const body = lastRequest(model).body;
+    expect(body.stream_options).toEqual({ include_usage: true });
+    expect(body.max_completion_tokens).toBe(2048);
+    expect(body.reasoning_effort).toBeUndefined();
+    expect(body.tools).toEqual([{ type: 'function', function: { name: 'weather', description: 'Get weather', parameters: tools[0].input_schema } }]);
+    expect(body.messages).toEqual([
+      { role: 'system', content: 'Be brief.' },
+      { role: 'user', content: 'What is the weather?\nIn Paris.' },
+      {
+        role: 'assistant',
+        content: 'Let me check.',
+        tool_calls: [{ id: 'call_9', type: 'function', function: { name: 'weather', arguments: '{"city":"Paris"}' } }],
+      },
+      { role: 'tool', tool_call_id: 'call_9', content: '21C\nsunny' },
+      { role: 'user', content: 'Thanks' },
+    ]);
+  });
+
+  it.each([
+    ['low', 1024],
+    ['medium', 4096],
+    ['high', 10000],
+    ['xhigh', 20000],
+    ['max', 32000],
+  ] as const)('anthropic effort %s → thinking budget %i, max_tokens above it', async (effort, budget) => {
+    const model = freshModel();
+    await collect(make('anthropic'), req(model, { effort, maxTokens: 2000 }));
+    const small = lastRequest(model).body;
+    expect(small.thinking).toEqual({ type: 'enabled', budget_tokens: budget });
+    expect(small.max_tokens).toBe(2000 <= budget ? budget + 2000 : 2000);
+    expect(small.max_tokens).toBeGreaterThan(budget);
+    await collect(make('anthropic'), req(model, { effort, maxTokens: 64000 }));
+    expect(lastRequest(model).body.max_tokens).toBe(64000);
+  });
+
+  it.each([
+    ['low', 'low'],
+    ['medium', 'medium'],
+    ['high', 'high'],
+    ['xhigh', 'high'],
+    ['max', 'high'],
+  ] as const)('openai effort %s → reasoning_effort %s', async (effort, expected) => {
+    const model = freshModel();
+    await collect(make('openai'), req(model, { effort }));
+    expect(lastRequest(model).body.reasoning_effort).toBe(expected);
+  });
+});
+
+/** One-shot server replying with a fixed SSE body, for wire shapes the scripted server never produces. */
+async function rawSSE(payload: string): Promise<{ url: string; close: () => Promise<void> }> {
+  const s = http.createServer((_req, res) => {
+    res.writeHead(200, { 'content-type': 'text/event-stream' });
+    res.end(payload);
+  });
+  await new Promise<void>((r) => s.listen(0, '127.0.0.1', () => r()));
+  return {
+    url: `http://127.0.0.1:${(s.address() as AddressInfo).port}`,
+    close: () => new Promise<void>((r) => s.close(() => r())),
+  };
+}
+const oaiChunk = (delta: unknown, finish: string | null = null) =>
+  `data: ${JSON.stringify({ choices: [{ index: 0, delta, finish_reason: finish }] })}\n\n`;
+const antEvent = (data: Record<string, unknown>) => `event: ${data.type}\ndata: ${JSON.stringify(data)}\n\n`;
+
+describe('wire edge cases', () => {
+  it('openai: interleaved tool-call fragments still yield sequential, complete blocks', async () => {
+    const raw = await rawSSE(
+      [
+        oaiChunk({ content: 'Hi' }),
+        oaiChunk({ tool_calls: [{ index: 0, id: 'a', type: 'function', function: { name: 'f', arguments: '{"x"' } }] }),
+        oaiChunk({ tool_calls: [{ index: 1, id: 'b', type: 'function', function: { name: 'g', arguments: '{"y":' } }] }),
+        oaiChunk({ tool_calls: [{ index: 0, function: { arguments: ':1}' } }] }),
+        oaiChunk({ tool_calls: [{ index: 1, function: { arguments: '2}' } }] }),
+        oaiChunk({}, 'tool_calls'),
+        'data: [DONE]\n\n',
+      ].join(''),
+    );
+    try {
+      const events = await collect(make('openai', { baseUrl: raw.url }), req('m'));
+      expect(events.map((e) => e.type).filter((t) => !t.endsWith('_delta'))).toEqual([
+        'message_start', 'text_start', 'text_end', 'tool_use_start', 'tool_use_end', 'tool_use_start', 'tool_use_end', 'message_end',
+      ]);
+      const ends = of(events, 'tool_use_end');
+      expect(ends.map((e) => [e.id, e.name, e.input])).toEqual([['a', 'f', { x: 1 }], ['b', 'g', { y: 2 }]]);
+      for (const end of ends) {
+        const joined = of(events, 'tool_use_delta').filter((d) => d.id === end.id).map((d) => d.partial_json).join('');
+        expect(JSON.parse(joined)).toEqual(end.input);
+      }
+    } finally {
+      await raw.close();
+    }
+  });
+
+  it('openai: a body ending without [DONE] but after finish_reason completes; before it, fails', async () => {
+    const ok = await rawSSE(oaiChunk({ content: 'done' }) + oaiChunk({}, 'length'));
+    const cut = await rawSSE(oaiChunk({ content: 'cut' }));
+    try {
+      const events = await collect(make('openai', { baseUrl: ok.url }), req('m'));
+      expect(of(events, 'message_end')[0].stop_reason).toBe('max_tokens');
+      const { error } = await failure(make('openai', { baseUrl: cut.url }), req('m'));
+      expect(error).toMatchObject({ kind: 'model_request_failed_error', retryable: true });
+    } finally {
+      await ok.close();
+      await cut.close();
+    }
+  });
+
+  it('anthropic: empty tool input is {}; a stream without message_stop fails', async () => {
+    const body = [
+      antEvent({ type: 'message_start', message: { usage: { input_tokens: 5, output_tokens: 1 } } }),
+      antEvent({ type: 'content_block_start', index: 0, content_block: { type: 'tool_use', id: 't', name: 'now', input: {} } }),
+      antEvent({ type: 'content_block_stop', index: 0 }),
+      antEvent({ type: 'message_delta', delta: { stop_reason: 'tool_use' }, usage: { output_tokens: 3 } }),
+    ].join('');
+    const complete = await rawSSE(body + antEvent({ type: 'message_stop' }));
+    const truncated = await rawSSE(body);
+    try {
+      const events = await collect(make('anthropic', { baseUrl: complete.url }), req('m'));
+      expect(of(events, 'tool_use_end')[0]).toEqual({ type: 'tool_use_end', id: 't', name: 'now', input: {} });
+      expect(of(events, 'message_end')[0].usage).toMatchObject({ input_tokens: 5, output_tokens: 3 });
+      const { error } = await failure(make('anthropic', { baseUrl: truncated.url }), req('m'));
+      expect(error).toMatchObject({ kind: 'model_request_failed_error', retryable: true });
+    } finally {
+      await complete.close();
+      await truncated.close();
+    }
+  });
+});
+
+describe('official Anthropic SDK against the scripted server', () => {
+  it('consumes the stream and the non-streaming reply', async () => {
+    const model = freshModel();
+    const input = { q: 'x', n: [1, 2, 3] };
+    const steps = [{ thinking: 'hmm', signature: 'sig-z' }, { text: 'Calling.' }, { tool_use: { id: 'toolu_1', name: 'search', input } }];
+    server.script(model, { steps }, { steps });
+    const client = new Anthropic({ apiKey: KEY, baseURL: server.url, maxRetries: 0 });
+    const params = { model, max_tokens: 100, messages: [{ role: 'user' as const, content: 'hi' }] };
+    const streamed = await client.messages.stream(params).finalMessage();
+    const plain = await client.messages.create(params);
+    for (const msg of [streamed, plain]) {
+      expect(msg.stop_reason).toBe('tool_use');
+      expect(msg.content).toEqual([
+        { type: 'thinking', thinking: 'hmm', signature: 'sig-z' },
+        { type: 'text', text: 'Calling.' },
+        { type: 'tool_use', id: 'toolu_1', name: 'search', input },
+      ]);
+    }
+  });
+});
+
+describe('scripted server', () => {
+  it('answers 401 with the protocol error body when the key is missing, and falls back to defaultText', async () => {
+    const a = await fetch(`${server.url}/v1/messages`, { method: 'POST', body: JSON.stringify({ model: 'x', stream: true }) });
+    expect(a.status).toBe(401);
+    expect(await a.json()).toMatchObject({ type: 'error', error: { type: 'authentication_error' } });
+    const o = await fetch(`${server.url}/v1/chat/completions`, { method: 'POST', body: JSON.stringify({ model: 'x' }) });
+    expect(o.status).toBe(401);
+    expect(await o.json()).toMatchObject({ error: { type: 'invalid_request_error' } });
+    const custom = await startScriptedModelServer({ defaultText: 'fallback reply' });
+    try {
+      const p = new OpenAIChatProvider({ apiKey: KEY, baseUrl: `${custom.url}/v1` });
+      const events = await collect(p, req('unscripted'));
+      expect(of(events, 'text_end')[0].text).toBe('fallback reply');
+    } finally {
+      await custom.close();
+    }
+  });
+
+  it('rejects an http_error that is not the first step', () => {
+    expect(() => server.script('x', { steps: [{ text: 'a' }, { http_error: { status: 500, type: 'api_error', message: 'm' } }] })).toThrow();
+  });
+});
+
+describe('providers', () => {
+  it('maps provider ids to protocols', () => {
+    expect(providerProtocol('anthropic')).toEqual({ protocol: 'anthropic', supportsFast: true });
+    expect(providerProtocol('ant')).toEqual({ protocol: 'anthropic', supportsFast: true });
+    expect(providerProtocol('ant-compatible')).toEqual({ protocol: 'anthropic', supportsFast: false });
+    expect(providerProtocol('openai')).toEqual({ protocol: 'openai', supportsFast: true });
+    expect(providerProtocol('oai')).toEqual({ protocol: 'openai', supportsFast: true });
+    expect(providerProtocol('oai-compatible')).toEqual({ protocol: 'openai', supportsFast: false });
+    expect(providerProtocol('openai-compatible')).toEqual({ protocol: 'openai', supportsFast: false });
+    expect(providerProtocol('gemini')).toBeNull();
+    expect(providerProtocol('toString')).toBeNull();
+  });
+
+  it('createProvider builds the provider for the protocol', () => {
+    expect(createProvider({ protocol: 'anthropic', apiKey: 'k' })).toBeInstanceOf(AnthropicMessagesProvider);
+    expect(createProvider({ protocol: 'openai', apiKey: 'k' })).toBeInstanceOf(OpenAIChatProvider);
+    expect(createProvider({ protocol: 'openai', apiKey: 'k' }).protocol).toBe('openai');
+  });
+});
+
+describe('parseSSE', () => {
+  const enc = new TextEncoder();
+  function streamOf(chunks: Uint8Array[]): ReadableStream<Uint8Array> {
+    return new ReadableStream({
+      start(c) {
+        for (const ch of chunks) c.enqueue(ch);
+        c.close();
+      },
+    });
+  }
+  async function all(body: ReadableStream<Uint8Array>): Promise<SSEEvent[]> {
+    const out: SSEEvent[] = [];
+    for await (const e of parseSSE(body)) out.push(e);
+    return out;
+  }
+  const wire =
+    ': comment\r\nevent: a\r\ndata: {"x":"é€🎉"}\r\nid: 1\r\n\r\n' + // CRLF
+    'data:first\ndata: second\ndata\n\n' + // multi-line, no space, bare field
+    'event: b\rdata:  two spaces\r\r' + // CR only; only one leading space stripped
+    'event: empty\n\n' + // no data: not dispatched
+    'retry: 10\nunknown: z\ndata: last\n\n' +
+    'data: unterminated';
+  const expected: SSEEvent[] = [
+    { event: 'a', data: '{"x":"é€🎉"}', id: '1' },
+    { event: null, data: 'first\nsecond\n', id: '1' },
+    { event: 'b', data: ' two spaces', id: '1' },
+    { event: null, data: 'last', id: '1' },
+  ];
+
+  it('parses fields, comments, multi-line data and all line endings', async () => {
+    expect(await all(streamOf([enc.encode(wire)]))).toEqual(expected);
+  });
+
+  it('gives the same events however the bytes are split', async () => {
+    const bytes = enc.encode(wire);
+    expect(await all(streamOf([...bytes].map((b) => Uint8Array.of(b))))).toEqual(expected);
+    for (let cut = 1; cut < bytes.length; cut += 7) {
+      expect(await all(streamOf([bytes.slice(0, cut), bytes.slice(cut)]))).toEqual(expected);
+    }
+  });
+
+  it('dispatches a complete pending event at end of stream', async () => {
+    expect(await all(streamOf([enc.encode('data: a\ndata: b\n')]))).toEqual([{ event: null, data: 'a\nb', id: null }]);
+  });
+
+  it('stops promptly with AbortError on abort while waiting for bytes', async () => {
+    const ac = new AbortController();
+    const never = new ReadableStream<Uint8Array>({ start: (c) => c.enqueue(enc.encode('data: 1\n\n')) });
+    const it = parseSSE(never, ac.signal);
+    expect((await it.next()).value).toEqual({ event: null, data: '1', id: null });
+    const pending = it.next();
+    setTimeout(() => ac.abort(), 20);
+    await expect(pending).rejects.toMatchObject({ name: 'AbortError' });
+  });
+});

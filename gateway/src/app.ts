@@ -1,0 +1,82 @@
+import Fastify, { type FastifyError, type FastifyInstance } from 'fastify';
+import { ValidationError } from '@agentfleet/schemas';
+import { ApiError, ulid, type Logger, type Platform } from '@agentfleet/core';
+import { errorBody, hasBeta, parseQuery } from './http.js';
+import { agentRoutes } from './routes/agents.js';
+import { environmentRoutes } from './routes/environments.js';
+import { sessionRoutes } from './routes/sessions.js';
+import { adminRoutes } from './routes/admin.js';
+
+export interface AppOptions {
+  log: Logger;
+  /** Extra route registrations (GraphQL) that share auth and error handling. */
+  plugins?: Array<(app: FastifyInstance, p: Platform) => Promise<void> | void>;
+}
+
+/** The HTTP surface: REST /v1 (and GraphQL via plugins) with one auth, error and rate-limit path. */
+export async function buildApp(p: Platform, opts: AppOptions): Promise<FastifyInstance> {
+  const app = Fastify({
+    logger: false,
+    bodyLimit: 32 * 1024 * 1024,
+    genReqId: () => `req_${ulid()}`,
+    routerOptions: { ignoreTrailingSlash: true, querystringParser: parseQuery },
+  });
+
+  app.addHook('onRequest', async (req, reply) => {
+    reply.header('request-id', req.id);
+    const cfg = req.routeOptions.config ?? {};
+    if (cfg.public) return;
+    const headerKey = req.headers['x-api-key'];
+    const auth = req.headers.authorization;
+    const bearer = typeof auth === 'string' && auth.startsWith('Bearer ') ? auth.slice(7).trim() : undefined;
+    const key = typeof headerKey === 'string' ? headerKey : bearer;
+    if (!key) throw new ApiError('unauthorized', 'missing x-api-key header');
+    const principal = await p.auth.authenticate(key);
+    // Bearer is for the operator key and (later) environment service keys only.
+    if (!principal || (!headerKey && !principal.operator && !principal.environmentId)) throw new ApiError('unauthorized', 'invalid API key');
+    if (principal.environmentId) throw new ApiError('forbidden', 'environment service keys are valid only for that environment\'s work endpoints');
+    if (cfg.operator && !principal.operator) throw new ApiError('forbidden', 'this endpoint requires the operator API key');
+    req.principal = principal;
+    const rl = await p.coordination.rateLimiter.consume(`rl:${principal.tenantId}`, p.config.rateLimit.perMinute, 60_000);
+    reply.header('x-ratelimit-limit', rl.limit).header('x-ratelimit-remaining', rl.remaining).header('x-ratelimit-reset', rl.resetAt);
+    if (!rl.allowed) {
+      reply.header('retry-after', Math.max(1, rl.resetAt - Math.floor(Date.now() / 1000)));
+      throw new ApiError('rate_limited', `rate limit of ${rl.limit} requests per minute exceeded for this tenant`);
+    }
+  });
+
+  app.addHook('preHandler', async (req) => {
+    if (req.routeOptions.config?.beta && !hasBeta(req)) {
+      throw new ApiError('invalid_request', 'anthropic-beta: this extension endpoint requires the beta header anthropic-beta (or vendor-beta): managed-agents-2026-04-01');
+    }
+  });
+
+  app.setErrorHandler((err: FastifyError & { field?: string }, req, reply) => {
+    const id = String(req.id);
+    if (err instanceof ApiError) return reply.code(err.status).send(errorBody(err.type, err.message, id, err.details));
+    if (err instanceof ValidationError) return reply.code(400).send(errorBody('invalid_request', err.message, id, { field: err.field }));
+    if (err.code === 'FST_ERR_CTP_INVALID_JSON_BODY' || err.name === 'SyntaxError') return reply.code(400).send(errorBody('invalid_request', `body: malformed JSON (${err.message})`, id));
+    if (err.code === 'FST_ERR_CTP_EMPTY_JSON_BODY') return reply.code(400).send(errorBody('invalid_request', 'body: a JSON object is required', id));
+    if (err.code === 'FST_ERR_CTP_INVALID_MEDIA_TYPE') return reply.code(400).send(errorBody('invalid_request', `content-type: ${req.headers['content-type']} is not supported; send application/json`, id));
+    if (err.code === 'FST_ERR_CTP_BODY_TOO_LARGE') return reply.code(413).send(errorBody('invalid_request', 'body: exceeds the 32 MiB limit', id));
+    if (err.statusCode && err.statusCode >= 400 && err.statusCode < 500) return reply.code(400).send(errorBody('invalid_request', err.message, id));
+    opts.log.error('unhandled error', { request_id: id, method: req.method, url: req.url, err: String(err.stack ?? err) });
+    return reply.code(500).send(errorBody('internal_error', 'internal error', id));
+  });
+
+  app.setNotFoundHandler((req, reply) => reply.code(404).send(errorBody('not_found', `no route ${req.method} ${req.url.split('?')[0]}`, String(req.id))));
+
+  app.get('/healthz', { config: { public: true } }, async () => ({ ok: true }));
+  app.get('/readyz', { config: { public: true } }, async (_req, reply) => {
+    const [store, bus, coordination] = await Promise.all([p.store.healthy(), p.bus.healthy(), p.coordination.healthy()].map((x) => x.catch(() => false)));
+    const ok = store && bus && coordination;
+    return reply.code(ok ? 200 : 503).send({ ok, checks: { store, bus, coordination } });
+  });
+
+  agentRoutes(app, p);
+  environmentRoutes(app, p);
+  sessionRoutes(app, p);
+  adminRoutes(app, p);
+  for (const plugin of opts.plugins ?? []) await plugin(app, p);
+  return app;
+}

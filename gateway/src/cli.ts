@@ -1,0 +1,38 @@
+import { ConfigError, type Role } from '@agentfleet/core';
+import { startServer } from './server.js';
+
+const role = (process.argv[2] ?? 'all') as Role;
+if (!['all', 'gateway', 'worker'].includes(role)) {
+  process.stderr.write(`usage: agentfleet [all|gateway|worker]\n`);
+  process.exit(2);
+}
+
+try {
+  const server = await startServer(role);
+  const { config } = server.platform;
+  const lines = [`agentfleet ${role} started`];
+  if (server.url) lines.push(`  REST:    ${server.url}/v1`, `  GraphQL: ${server.url}/graphql`, `  health:  ${server.url}/healthz`);
+  lines.push(`  data:    ${config.dataDir}`);
+  if (config.generatedOperatorKey) {
+    lines.push('', `  Operator API key (generated now and shown only once; only its hash is stored in ${config.dataDir}):`, `    ${config.generatedOperatorKey}`);
+  } else lines.push(`  auth:    send the operator key (API_KEY, or the one printed on first start) as the x-api-key header`);
+  if (config.rootSecretSource === 'generated') lines.push(`  PLATFORM_ROOT_SECRET was not set: generated one into ${config.dataDir}/root-secret (keep it; losing it makes stored secrets unreadable)`);
+  if (!config.vendor) lines.push('  models:  no ANTHROPIC_API_KEY set; create a model card (POST /v1/svc/model_cards) before running agents');
+  process.stdout.write(`${lines.join('\n')}\n`);
+  let stopping = false;
+  const stop = async (signal: string) => {
+    if (stopping) return;
+    stopping = true;
+    process.stdout.write(`${signal}: shutting down\n`);
+    await server.close();
+    process.exit(0);
+  };
+  process.on('SIGTERM', () => void stop('SIGTERM'));
+  process.on('SIGINT', () => void stop('SIGINT'));
+} catch (err) {
+  if (err instanceof ConfigError) {
+    process.stderr.write(`${err.message}\n`);
+    process.exit(1);
+  }
+  throw err;
+}

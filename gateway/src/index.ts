@@ -1,0 +1,2 @@
+export { buildApp } from './app.js';
+export { startServer, type RunningServer } from './server.js';

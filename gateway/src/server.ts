@@ -1,0 +1,45 @@
+import type { FastifyInstance } from 'fastify';
+import { createLogger, createPlatform, loadConfig, type Config, type Platform, type PlatformOverrides, type Role } from '@agentfleet/core';
+import { TurnRunner } from '@agentfleet/workers';
+import { buildApp } from './app.js';
+import { graphqlPlugin } from './graphql/index.js';
+
+export interface RunningServer {
+  url: string;
+  platform: Platform;
+  app: FastifyInstance | null;
+  close(): Promise<void>;
+}
+
+/**
+ * Starts the platform in one process: the gateway (role all|gateway) and the turn runner
+ * (role all|worker), on the adapters the config selects. Shutdown order: stop accepting HTTP,
+ * stop the workers (finish in-flight turns), then close the adapters.
+ */
+export async function startServer(role: Role, env: Record<string, string | undefined> = process.env, overrides: PlatformOverrides = {}): Promise<RunningServer> {
+  const config: Config = loadConfig(role, env);
+  const log = createLogger(config.logLevel, { role });
+  const platform = await createPlatform(config, overrides);
+  let runner: TurnRunner | null = null;
+  if (role === 'all' || role === 'worker') {
+    runner = new TurnRunner(platform, `worker-${process.pid}-${Math.random().toString(36).slice(2, 8)}`, log.child({ component: 'turn-runner' }));
+    await runner.start();
+  }
+  let app: FastifyInstance | null = null;
+  let url = '';
+  if (role === 'all' || role === 'gateway') {
+    app = await buildApp(platform, { log, plugins: [graphqlPlugin] });
+    url = await app.listen({ host: config.host, port: config.port });
+    url = url.replace('[::1]', '127.0.0.1');
+  }
+  return {
+    url,
+    platform,
+    app,
+    async close() {
+      await app?.close();
+      await runner?.stop();
+      await platform.close();
+    },
+  };
+}

@@ -1,0 +1,47 @@
+import type { FastifyReply, FastifyRequest } from 'fastify';
+
+/**
+ * A Server-Sent Events response. Every frame is named (`event:`) because the official SDK
+ * skips unnamed frames; canonical events carry `id: <seq>` so Last-Event-ID resumes after it.
+ * A ping frame every 15 s keeps proxies from closing an idle stream.
+ */
+export class SseWriter {
+  readonly abort = new AbortController();
+  private readonly ping: NodeJS.Timeout;
+  private closed = false;
+
+  constructor(private readonly req: FastifyRequest, private readonly reply: FastifyReply) {
+    reply.hijack();
+    const origin = req.headers.origin;
+    reply.raw.writeHead(200, {
+      'content-type': 'text/event-stream; charset=utf-8',
+      'cache-control': 'no-cache, no-transform',
+      connection: 'keep-alive',
+      'x-accel-buffering': 'no',
+      'request-id': String(req.id),
+      ...(origin ? { 'access-control-allow-origin': origin } : {}),
+    });
+    reply.raw.flushHeaders?.();
+    req.raw.on('close', () => this.close());
+    this.ping = setInterval(() => this.frame('ping', {}), 15_000);
+    this.ping.unref();
+  }
+
+  get signal(): globalThis.AbortSignal {
+    return this.abort.signal;
+  }
+
+  frame(event: string, data: unknown, id?: number): void {
+    if (this.closed) return;
+    const head = id !== undefined ? `id: ${id}\n` : '';
+    this.reply.raw.write(`${head}event: ${event}\ndata: ${JSON.stringify(data)}\n\n`);
+  }
+
+  close(): void {
+    if (this.closed) return;
+    this.closed = true;
+    clearInterval(this.ping);
+    this.abort.abort();
+    this.reply.raw.end();
+  }
+}

@@ -1,0 +1,187 @@
+import { Type, type Static } from '@sinclair/typebox';
+import { Id, Metadata, MetadataPatch, Nullable, Obj, TOOLSET_TYPE } from './common.js';
+
+export const EFFORTS = ['low', 'medium', 'high', 'xhigh', 'max'] as const;
+const EffortName = Type.Union(EFFORTS.map((e) => Type.Literal(e)));
+const EffortObj = Obj({ type: EffortName });
+
+/** Model: a model card handle, or the object form whose controls are versioned with the agent. */
+export const ModelConfigParams = Obj({
+  id: Type.String({ minLength: 1, maxLength: 256 }),
+  effort: Type.Optional(Nullable(Type.Union([EffortName, EffortObj]))),
+  speed: Type.Optional(Nullable(Type.Union([Type.Literal('standard'), Type.Literal('fast')]))),
+  inference_geo: Type.Optional(Nullable(Type.String({ minLength: 1, maxLength: 64, pattern: '^[A-Za-z0-9_-]+$' }))),
+});
+export const ModelParam = Type.Union([Type.String({ minLength: 1, maxLength: 256 }), ModelConfigParams]);
+
+const Policy = Type.Union([
+  Obj({ type: Type.Literal('always_allow') }),
+  Obj({ type: Type.Literal('always_ask') }),
+  Obj({ type: Type.Literal('auto') }),
+]);
+const TOOL_NAMES = ['bash', 'edit', 'read', 'write', 'glob', 'grep', 'web_fetch', 'web_search'] as const;
+const ToolConfig = Type.Object(
+  {
+    name: Type.Union(TOOL_NAMES.map((n) => Type.Literal(n))),
+    type: Type.Optional(Type.String()),
+    enabled: Type.Optional(Nullable(Type.Boolean())),
+    permission_policy: Type.Optional(Nullable(Policy)),
+  },
+  // web_fetch / web_search carry extra SDK settings (allowed sources, user location).
+  { additionalProperties: true },
+);
+const DefaultConfig = Obj({
+  enabled: Type.Optional(Nullable(Type.Boolean())),
+  permission_policy: Type.Optional(Nullable(Policy)),
+});
+
+export const ToolsetParams = Obj({
+  type: Type.Literal(TOOLSET_TYPE),
+  configs: Type.Optional(Type.Array(ToolConfig, { maxItems: 16 })),
+  default_config: Type.Optional(Nullable(DefaultConfig)),
+});
+export const McpToolsetParams = Obj({
+  type: Type.Literal('mcp_toolset'),
+  mcp_server_name: Type.String({ minLength: 1, maxLength: 64 }),
+  configs: Type.Optional(
+    Type.Array(
+      Obj({
+        name: Type.String({ minLength: 1 }),
+        enabled: Type.Optional(Nullable(Type.Boolean())),
+        permission_policy: Type.Optional(Nullable(Policy)),
+      }),
+    ),
+  ),
+  default_config: Type.Optional(Nullable(DefaultConfig)),
+});
+export const ToolExecution = Type.Union([
+  Obj({ type: Type.Literal('http'), endpoint: Type.String({ format: 'uri' }), method: Type.Optional(Type.String({ pattern: '^(GET|POST|PUT|PATCH|DELETE)$' })) }),
+  Obj({ type: Type.Literal('sandbox'), command: Type.String({ minLength: 1, maxLength: 4096 }) }),
+]);
+export const CustomToolParams = Obj({
+  type: Type.Literal('custom'),
+  name: Type.String({ minLength: 1, maxLength: 128, pattern: '^[A-Za-z0-9_-]+$' }),
+  description: Type.String({ maxLength: 10_000 }),
+  input_schema: Type.Object({ type: Type.Literal('object') }, { additionalProperties: true }),
+  /** Extension: absent means client-executed (agent.custom_tool_use → requires_action). */
+  execution: Type.Optional(ToolExecution),
+});
+export const ToolDefinition = Type.Union([ToolsetParams, McpToolsetParams, CustomToolParams]);
+export type ToolDefinition = Static<typeof ToolDefinition>;
+
+export const SkillRef = Type.Union([
+  Type.String({ minLength: 1 }),
+  Obj({
+    skill_id: Type.String({ minLength: 1 }),
+    type: Type.Union([Type.Literal('custom'), Type.Literal('anthropic'), Type.Literal('vendor')]),
+    version: Type.Optional(Nullable(Type.String())),
+  }),
+]);
+
+export const McpServerConfig = Type.Union([
+  Obj({
+    name: Type.String({ minLength: 1, maxLength: 64, pattern: '^[A-Za-z0-9_-]+$' }),
+    type: Type.Literal('url'),
+    url: Type.String({ format: 'uri' }),
+    authorization_token: Type.Optional(Type.String()),
+  }),
+  Obj({
+    name: Type.String({ minLength: 1, maxLength: 64, pattern: '^[A-Za-z0-9_-]+$' }),
+    type: Type.Literal('stdio'),
+    command: Type.String({ minLength: 1 }),
+    args: Type.Optional(Type.Array(Type.String())),
+    env: Type.Optional(Type.Record(Type.String(), Type.String())),
+  }),
+]);
+
+const AgentFields = {
+  description: Type.Optional(Nullable(Type.String({ maxLength: 2048 }))),
+  system: Type.Optional(Nullable(Type.String({ maxLength: 200_000 }))),
+  tools: Type.Optional(Type.Array(ToolDefinition, { maxItems: 128 })),
+  skills: Type.Optional(Type.Array(SkillRef, { maxItems: 64 })),
+  environment_id: Type.Optional(Nullable(Id('env_'))),
+  mcp_servers: Type.Optional(Type.Array(McpServerConfig, { maxItems: 20 })),
+  memory_store_id: Type.Optional(Nullable(Type.String({ minLength: 1 }))),
+  harness: Type.Optional(Type.String({ minLength: 1, maxLength: 64 })),
+  execution_identity: Type.Optional(
+    Nullable(
+      Type.Union([
+        Obj({ type: Type.Literal('service_account') }),
+        Obj({ type: Type.Literal('aws_role'), role_arn: Type.String({ minLength: 1 }) }),
+      ]),
+    ),
+  ),
+  multiagent: Type.Optional(Nullable(Type.Object({ type: Type.String() }, { additionalProperties: true }))),
+};
+
+export const AgentCreate = Obj({
+  name: Type.String({ minLength: 1, maxLength: 256 }),
+  model: ModelParam,
+  metadata: Type.Optional(Metadata),
+  ...AgentFields,
+});
+export type AgentCreate = Static<typeof AgentCreate>;
+
+export const AgentUpdate = Obj({
+  name: Type.Optional(Type.String({ minLength: 1, maxLength: 256 })),
+  model: Type.Optional(ModelParam),
+  metadata: Type.Optional(Nullable(MetadataPatch)),
+  /** SDK optimistic concurrency: the version the caller last saw. */
+  version: Type.Optional(Type.Integer({ minimum: 1 })),
+  ...AgentFields,
+  tools: Type.Optional(Nullable(Type.Array(ToolDefinition, { maxItems: 128 }))),
+  skills: Type.Optional(Nullable(Type.Array(SkillRef, { maxItems: 64 }))),
+  mcp_servers: Type.Optional(Nullable(Type.Array(McpServerConfig, { maxItems: 20 }))),
+});
+export type AgentUpdate = Static<typeof AgentUpdate>;
+
+export const AgentListQuery = Obj({
+  limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 1000 })),
+  cursor: Type.Optional(Type.String({ maxLength: 512 })),
+  page: Type.Optional(Type.String({ maxLength: 512 })),
+  archived: Type.Optional(Type.Boolean()),
+  include_archived: Type.Optional(Type.Boolean()),
+  'created_at[gte]': Type.Optional(Type.String()),
+  'created_at[lte]': Type.Optional(Type.String()),
+});
+export const AgentRetrieveQuery = Obj({ version: Type.Optional(Type.Integer({ minimum: 1 })) });
+export const VersionListQuery = Obj({
+  limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 1000 })),
+  cursor: Type.Optional(Type.String({ maxLength: 512 })),
+  page: Type.Optional(Type.String({ maxLength: 512 })),
+});
+
+/** Stored, normalized model config (what responses and sessions carry). */
+export interface ModelConfig {
+  id: string;
+  effort?: { type: (typeof EFFORTS)[number] };
+  speed?: 'standard' | 'fast';
+  inference_geo?: string;
+}
+
+/** The versioned part of an agent: every field a version pins. */
+export interface AgentSpec {
+  name: string;
+  description: string | null;
+  model: ModelConfig;
+  system: string | null;
+  tools: unknown[];
+  skills: unknown[];
+  mcp_servers: unknown[];
+  environment_id: string | null;
+  memory_store_id: string | null;
+  harness: string;
+  metadata: Record<string, string>;
+  execution_identity: { type: string; role_arn?: string };
+  multiagent: unknown | null;
+}
+
+export interface Agent extends AgentSpec {
+  id: string;
+  type: 'agent';
+  version: number;
+  archived: boolean;
+  archived_at: string | null;
+  created_at: string;
+  updated_at: string;
+}

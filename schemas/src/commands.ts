@@ -1,0 +1,59 @@
+import { Type, type Static, type TSchema } from '@sinclair/typebox';
+import { Obj } from './common.js';
+
+/**
+ * The command catalog: every command the gateway publishes and a worker consumes.
+ * Delivery is at-least-once and ordered per key; handlers are idempotent (a redelivered
+ * command appends nothing twice). After `retry.maxAttempts` failures a command goes to the
+ * topic's dead-letter topic (`<topic>.dlq`).
+ */
+export interface CommandDefinition<S extends TSchema = TSchema> {
+  topic: string;
+  /** The partition key: session commands are keyed by session id (order per session). */
+  key: (payload: Static<S>) => string;
+  payload: S;
+  retry: { maxAttempts: number; baseDelayMs: number; maxDelayMs: number };
+  /** A handler running longer than this is considered stuck (lease and recovery take over). */
+  timeoutMs: number;
+  /** Worker kind (consumer group) that handles it. */
+  group: 'turn-runner' | 'sandbox-manager' | 'webhook-sender';
+}
+
+const SessionRef = { tenant_id: Type.String(), session_id: Type.String() };
+
+export const TurnRequested = Obj({ ...SessionRef, seq: Type.Integer({ minimum: 0 }), reason: Type.Optional(Type.String()) });
+export const SessionCancelRequested = Obj({ ...SessionRef, reason: Type.String() });
+
+export const COMMANDS = {
+  'session.turn.requested': {
+    topic: 'agentfleet.session-commands',
+    key: (p: Static<typeof TurnRequested>) => p.session_id,
+    payload: TurnRequested,
+    retry: { maxAttempts: 5, baseDelayMs: 200, maxDelayMs: 5_000 },
+    timeoutMs: 30 * 60_000,
+    group: 'turn-runner',
+  },
+  'session.cancel.requested': {
+    topic: 'agentfleet.session-commands',
+    key: (p: Static<typeof SessionCancelRequested>) => p.session_id,
+    payload: SessionCancelRequested,
+    retry: { maxAttempts: 3, baseDelayMs: 200, maxDelayMs: 2_000 },
+    timeoutMs: 60_000,
+    group: 'turn-runner',
+  },
+} as const satisfies Record<string, CommandDefinition<any>>;
+
+export type CommandName = keyof typeof COMMANDS;
+export type CommandPayload<N extends CommandName> = Static<(typeof COMMANDS)[N]['payload']>;
+
+/** Wire envelope, versioned so a rolling deploy can read old and new shapes. */
+export interface CommandEnvelope<N extends CommandName = CommandName> {
+  v: 1;
+  id: string;
+  name: N;
+  payload: CommandPayload<N>;
+  published_at: string;
+  attempt: number;
+}
+
+export const COMMAND_TOPICS: string[] = [...new Set(Object.values(COMMANDS).map((c) => c.topic))];

@@ -1,0 +1,56 @@
+import { Type, type Static, type TSchema } from '@sinclair/typebox';
+
+export const BETA_VERSION = 'managed-agents-2026-04-01';
+export const TOOLSET_TYPE = 'agent_toolset_20260401';
+
+/** Strict object: unknown fields are rejected at the edge with the field's name. */
+export const Obj = <T extends Record<string, TSchema>>(props: T, opts: { description?: string } = {}) =>
+  Type.Object(props, { additionalProperties: false, ...opts });
+
+export const Nullable = <T extends TSchema>(t: T) => Type.Union([t, Type.Null()]);
+
+export const Metadata = Type.Record(Type.String({ maxLength: 64 }), Type.String({ maxLength: 512 }), {
+  maxProperties: 16,
+});
+/** Metadata patch: a null value removes the key. */
+export const MetadataPatch = Type.Record(Type.String({ maxLength: 64 }), Nullable(Type.String({ maxLength: 512 })), {
+  maxProperties: 16,
+});
+
+export const Id = (prefix: string) => Type.String({ minLength: prefix.length + 1, maxLength: 128, pattern: `^${prefix}` });
+
+export const TextBlock = Obj({ type: Type.Literal('text'), text: Type.String({ maxLength: 1_000_000 }) });
+const ImageSource = Type.Union([
+  Obj({ type: Type.Literal('base64'), media_type: Type.String(), data: Type.String() }),
+  Obj({ type: Type.Literal('url'), url: Type.String({ format: 'uri' }) }),
+  Obj({ type: Type.Literal('file'), file_id: Type.String() }),
+]);
+export const ImageBlock = Obj({ type: Type.Literal('image'), source: ImageSource });
+export const DocumentBlock = Type.Object(
+  {
+    type: Type.Literal('document'),
+    source: Type.Object({ type: Type.String() }, { additionalProperties: true }),
+    title: Type.Optional(Nullable(Type.String())),
+    context: Type.Optional(Nullable(Type.String())),
+  },
+  { additionalProperties: false },
+);
+export const RedactedBlock = Obj({ type: Type.Literal('redacted') });
+export const ContentBlock = Type.Union([TextBlock, ImageBlock, DocumentBlock, RedactedBlock]);
+export type ContentBlock = Static<typeof ContentBlock>;
+
+export const ListQueryBase = {
+  limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 1000 })),
+  cursor: Type.Optional(Type.String({ maxLength: 512 })),
+  page: Type.Optional(Type.String({ maxLength: 512 })),
+};
+
+/** List envelope: the SDK's PageCursor/BidirectionalPageCursor fields plus Page's ids. */
+export interface ListPage<T> {
+  data: T[];
+  has_more: boolean;
+  next_page: string | null;
+  prev_page?: string | null;
+  first_id: string | null;
+  last_id: string | null;
+}

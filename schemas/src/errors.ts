@@ -1,0 +1,22 @@
+/**
+ * Error types of the spec's Errors section and the HTTP status each carries at the edge.
+ * The status codes follow the official API (400, 401, 403, 404, 409, 429, 500).
+ */
+export const ERROR_STATUS = {
+  invalid_request: 400,
+  unauthorized: 401,
+  forbidden: 403,
+  not_found: 404,
+  conflict: 409,
+  rate_limited: 429,
+  internal_error: 500,
+} as const;
+
+export type ErrorType = keyof typeof ERROR_STATUS;
+
+/** Body shape: the spec's `{error: {type, message}}` plus the SDK's `type: 'error'` envelope. */
+export interface ErrorBody {
+  type: 'error';
+  error: { type: ErrorType | string; message: string; details?: Record<string, unknown> };
+  request_id?: string;
+}

@@ -1,0 +1,119 @@
+import { Type, type Static } from '@sinclair/typebox';
+import { ContentBlock, Id, Metadata, MetadataPatch, Nullable, Obj, TextBlock, ImageBlock, DocumentBlock } from './common.js';
+import { McpServerConfig, ModelParam, SkillRef, ToolDefinition } from './agents.js';
+
+export const UserMessageParams = Obj({
+  type: Type.Literal('user.message'),
+  content: Type.Array(ContentBlock, { minItems: 1, maxItems: 100 }),
+});
+export const UserInterruptParams = Obj({
+  type: Type.Literal('user.interrupt'),
+  session_thread_id: Type.Optional(Nullable(Type.String())),
+});
+export const UserCustomToolResultParams = Obj({
+  type: Type.Literal('user.custom_tool_result'),
+  custom_tool_use_id: Type.String({ minLength: 1 }),
+  content: Type.Optional(Type.Array(Type.Union([TextBlock, ImageBlock, DocumentBlock]))),
+  is_error: Type.Optional(Nullable(Type.Boolean())),
+});
+export const InputEvent = Type.Union([UserMessageParams, UserInterruptParams, UserCustomToolResultParams]);
+export type InputEvent = Static<typeof InputEvent>;
+
+export const SendEventsBody = Obj({ events: Type.Array(InputEvent, { minItems: 1, maxItems: 50 }) });
+export type SendEventsBody = Static<typeof SendEventsBody>;
+
+export const MessagesBody = Obj({
+  content: Type.Union([Type.String({ minLength: 1, maxLength: 1_000_000 }), Type.Array(ContentBlock, { minItems: 1, maxItems: 100 })]),
+});
+
+const AgentRef = Type.Union([
+  Type.String({ minLength: 1 }),
+  Obj({ type: Type.Literal('agent'), id: Type.String({ minLength: 1 }), version: Type.Optional(Type.Integer({ minimum: 1 })) }),
+  Obj({
+    type: Type.Literal('agent_with_overrides'),
+    id: Type.String({ minLength: 1 }),
+    version: Type.Optional(Type.Integer({ minimum: 1 })),
+    model: Type.Optional(ModelParam),
+    system: Type.Optional(Nullable(Type.String())),
+    tools: Type.Optional(Type.Array(ToolDefinition)),
+    skills: Type.Optional(Type.Array(SkillRef)),
+    mcp_servers: Type.Optional(Type.Array(McpServerConfig, { maxItems: 20 })),
+  }),
+]);
+
+const ResourceParams = Type.Union([
+  Obj({ type: Type.Literal('file'), file_id: Type.String({ minLength: 1 }), mount_path: Type.Optional(Nullable(Type.String())) }),
+  Obj({
+    type: Type.Literal('github_repository'),
+    url: Type.String({ format: 'uri' }),
+    authorization_token: Type.Optional(Type.String()),
+    checkout: Type.Optional(Nullable(Type.Object({ type: Type.String() }, { additionalProperties: true }))),
+    mount_path: Type.Optional(Nullable(Type.String())),
+  }),
+  Obj({
+    type: Type.Literal('memory_store'),
+    memory_store_id: Type.String({ minLength: 1 }),
+    access: Type.Optional(Nullable(Type.Union([Type.Literal('read_write'), Type.Literal('read_only')]))),
+    instructions: Type.Optional(Nullable(Type.String())),
+  }),
+]);
+
+export const SessionCreate = Obj({
+  agent: AgentRef,
+  environment_id: Id('env_'),
+  title: Type.Optional(Nullable(Type.String({ maxLength: 512 }))),
+  metadata: Type.Optional(Metadata),
+  resources: Type.Optional(Type.Array(ResourceParams, { maxItems: 100 })),
+  vault_ids: Type.Optional(Type.Array(Type.String({ minLength: 1 }), { maxItems: 20 })),
+  budget: Type.Optional(Nullable(Type.Object({ type: Type.Literal('limit') }, { additionalProperties: true }))),
+  initial_events: Type.Optional(Type.Array(UserMessageParams, { maxItems: 50 })),
+});
+export type SessionCreate = Static<typeof SessionCreate>;
+
+export const SessionUpdate = Obj({
+  title: Type.Optional(Nullable(Type.String({ maxLength: 512 }))),
+  metadata: Type.Optional(Nullable(MetadataPatch)),
+  vault_ids: Type.Optional(Type.Array(Type.String({ minLength: 1 }), { maxItems: 20 })),
+  budget: Type.Optional(Nullable(Type.Object({ type: Type.Literal('limit') }, { additionalProperties: true }))),
+  agent: Type.Optional(Obj({ tools: Type.Optional(Type.Array(ToolDefinition)), mcp_servers: Type.Optional(Type.Array(McpServerConfig, { maxItems: 20 })) })),
+});
+export type SessionUpdate = Static<typeof SessionUpdate>;
+
+export const RUNTIME_STATUSES = ['rescheduling', 'running', 'idle', 'terminated'] as const;
+export type RuntimeStatus = (typeof RUNTIME_STATUSES)[number];
+const StatusLit = Type.Union(RUNTIME_STATUSES.map((s) => Type.Literal(s)));
+
+export const SessionListQuery = Obj({
+  limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 1000 })),
+  cursor: Type.Optional(Type.String({ maxLength: 512 })),
+  page: Type.Optional(Type.String({ maxLength: 512 })),
+  agent_id: Type.Optional(Type.String()),
+  agent_version: Type.Optional(Type.Integer({ minimum: 1 })),
+  status: Type.Optional(StatusLit),
+  statuses: Type.Optional(Type.Array(StatusLit)),
+  include_archived: Type.Optional(Type.Boolean()),
+  order: Type.Optional(Type.Union([Type.Literal('asc'), Type.Literal('desc')])),
+  'created_at[gt]': Type.Optional(Type.String()),
+  'created_at[gte]': Type.Optional(Type.String()),
+  'created_at[lt]': Type.Optional(Type.String()),
+  'created_at[lte]': Type.Optional(Type.String()),
+});
+
+export const EventListQuery = Obj({
+  limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 1000 })),
+  order: Type.Optional(Type.Union([Type.Literal('asc'), Type.Literal('desc')])),
+  after_seq: Type.Optional(Type.Integer({ minimum: 0 })),
+  page: Type.Optional(Type.String({ maxLength: 512 })),
+  cursor: Type.Optional(Type.String({ maxLength: 512 })),
+  types: Type.Optional(Type.Array(Type.String({ minLength: 1 }))),
+  'created_at[gt]': Type.Optional(Type.String()),
+  'created_at[gte]': Type.Optional(Type.String()),
+  'created_at[lt]': Type.Optional(Type.String()),
+  'created_at[lte]': Type.Optional(Type.String()),
+});
+
+export const StreamQuery = Obj({
+  include: Type.Optional(Type.String({ pattern: '^(chunks)(,chunks)*$' })),
+  replay: Type.Optional(Type.Union([Type.Literal('1'), Type.Literal('true'), Type.Literal('0'), Type.Literal('false')])),
+  event_deltas: Type.Optional(Type.Array(Type.Union([Type.Literal('agent.message'), Type.Literal('agent.thinking')]))),
+});

@@ -1,0 +1,108 @@
+import { Ajv, type ErrorObject, type ValidateFunction } from 'ajv';
+import addFormatsImport from 'ajv-formats';
+import type { Static, TSchema } from '@sinclair/typebox';
+
+const addFormats = addFormatsImport as unknown as (ajv: Ajv) => Ajv;
+
+const ajv = new Ajv({ allErrors: false, strict: false, coerceTypes: false, useDefaults: false });
+addFormats(ajv);
+/** Query strings arrive as strings: a second instance coerces scalars and wraps single values in arrays. */
+const ajvQuery = new Ajv({ allErrors: false, strict: false, coerceTypes: 'array', useDefaults: false });
+addFormats(ajvQuery);
+
+export class ValidationError extends Error {
+  override readonly name = 'ValidationError';
+  constructor(
+    message: string,
+    readonly field: string,
+  ) {
+    super(message);
+  }
+}
+
+function fieldPath(instancePath: string, prefix: string): string {
+  const parts = instancePath.split('/').filter(Boolean).map((p) => p.replace(/~1/g, '/').replace(/~0/g, '~'));
+  let out = prefix;
+  for (const p of parts) out += /^\d+$/.test(p) ? `[${p}]` : out ? `.${p}` : p;
+  return out;
+}
+
+/** One readable message that names the offending field. */
+export function describeError(e: ErrorObject, prefix = ''): ValidationError {
+  const at = fieldPath(e.instancePath, prefix);
+  const p = e.params as Record<string, unknown>;
+  switch (e.keyword) {
+    case 'additionalProperties': {
+      const f = at ? `${at}.${String(p.additionalProperty)}` : String(p.additionalProperty);
+      return new ValidationError(`${f}: unknown field`, f);
+    }
+    case 'required': {
+      const f = at ? `${at}.${String(p.missingProperty)}` : String(p.missingProperty);
+      return new ValidationError(`${f}: is required`, f);
+    }
+    case 'type':
+      return new ValidationError(`${at || 'body'}: must be ${String(p.type)}`, at);
+    case 'enum':
+    case 'const':
+      return new ValidationError(`${at || 'body'}: must be one of ${JSON.stringify(p.allowedValues ?? p.allowedValue)}`, at);
+    default:
+      return new ValidationError(`${at || 'body'}: ${e.message ?? 'is invalid'}`, at);
+  }
+}
+
+/**
+ * For unions, ajv reports the last branch's error, which is rarely the helpful one. Choose the
+ * branch whose `type` literal matches the input (discriminated unions), else the deepest error.
+ */
+function bestError(errors: ErrorObject[]): ErrorObject {
+  return errors.reduce((best, e) => (e.instancePath.length > best.instancePath.length ? e : best), errors[0]!);
+}
+
+export interface Validator<T> {
+  (value: unknown): T;
+  schema: TSchema;
+}
+
+function build<S extends TSchema>(instance: Ajv, schema: S, prefix: string): Validator<Static<S>> {
+  // allErrors on unions so the deepest (most specific) error can be picked.
+  const fn: ValidateFunction = instance.compile(schema);
+  const all = new Ajv({ allErrors: true, strict: false, coerceTypes: instance === ajvQuery ? 'array' : false });
+  addFormats(all);
+  let detailed: ValidateFunction | undefined;
+  const v = ((value: unknown) => {
+    if (fn(value)) return value as Static<S>;
+    detailed ??= all.compile(schema);
+    detailed(structuredClone(value));
+    const errs = (detailed.errors ?? fn.errors ?? []) as ErrorObject[];
+    throw describeError(narrowUnion(errs, value) ?? bestError(errs), prefix);
+  }) as Validator<Static<S>>;
+  v.schema = schema;
+  return v;
+}
+
+/** Prefer errors from the union branch whose `type` const equals the value's `type` at that path. */
+function narrowUnion(errors: ErrorObject[], root: unknown): ErrorObject | undefined {
+  const relevant = errors.filter((e) => e.keyword !== 'anyOf' && e.keyword !== 'const');
+  const withType = relevant.filter((e) => {
+    const m = /\/anyOf\/(\d+)\//.exec(e.schemaPath);
+    if (!m) return false;
+    const at = e.instancePath;
+    const typeValue = get(root, at)?.type;
+    const constErr = errors.find(
+      (c) => c.keyword === 'const' && c.instancePath === `${at}/type` && c.schemaPath.startsWith(e.schemaPath.slice(0, m.index + m[0].length)),
+    );
+    return typeof typeValue === 'string' && !constErr;
+  });
+  const pool = withType.length ? withType : relevant;
+  if (!pool.length) return undefined;
+  return bestError(pool);
+}
+
+function get(root: unknown, pointer: string): any {
+  let cur: any = root;
+  for (const p of pointer.split('/').filter(Boolean)) cur = cur?.[p];
+  return cur;
+}
+
+export const compileBody = <S extends TSchema>(schema: S) => build(ajv, schema, '');
+export const compileQuery = <S extends TSchema>(schema: S) => build(ajvQuery, schema, '');

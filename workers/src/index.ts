@@ -1,0 +1,2 @@
+export { TurnRunner } from './turnRunner.js';
+export { buildHistory } from './history.js';

@@ -1,0 +1,374 @@
+import {
+  ApiError, controlChannel, ModelError, newId, PREFIX, StaleLeaseError, UnsupportedModelFeatureError, backoffDelay, sleep, nowIso,
+  type EventDoc, type EventDraft, type Lease, type Logger, type ModelStreamEvent, type ModelUsage, type Platform,
+  type SessionDoc, type ConsumerHandle,
+} from '@agentfleet/core';
+import type { CommandEnvelope } from '@agentfleet/schemas';
+import { buildHistory } from './history.js';
+
+type TurnEnd = { stop_reason: Record<string, unknown>; interrupted?: boolean };
+
+class TurnAborted extends Error {
+  constructor(readonly reason: 'interrupt' | 'terminated' | 'lease_lost') {
+    super(reason);
+  }
+}
+
+const MODEL_ATTEMPTS = 3;
+
+/**
+ * Runs session turns. Guarantees: one turn per session at a time (session lease, fenced
+ * appends); a turn's input is every user message appended since the last turn, in order; every
+ * turn ends with exactly one session.status_idle; a redelivered command appends nothing when its
+ * input was already processed; a turn orphaned by a crashed worker is resumed by the next one
+ * (after more than 5 recoveries the session is forced idle).
+ */
+export class TurnRunner {
+  private consumer: ConsumerHandle | null = null;
+  private scanTimer: NodeJS.Timeout | null = null;
+  private readonly active = new Map<string, AbortController>();
+
+  constructor(
+    private readonly p: Platform,
+    private readonly owner: string,
+    private readonly log: Logger,
+  ) {}
+
+  async start(): Promise<void> {
+    this.consumer = await this.p.bus.consume('turn-runner', {
+      'session.turn.requested': (cmd) => this.handle(cmd),
+      'session.cancel.requested': async () => {},
+    });
+    const scan = () => this.recoveryScan().catch((err) => this.log.error('recovery scan failed', { err: String(err) }));
+    void scan();
+    this.scanTimer = setInterval(scan, this.p.config.turn.recoveryScanMs);
+    this.scanTimer.unref();
+  }
+
+  async stop(): Promise<void> {
+    if (this.scanTimer) clearInterval(this.scanTimer);
+    await this.consumer?.stop();
+  }
+
+  /** Command handler: drains the session's pending input under its lease. */
+  async handle(cmd: CommandEnvelope<'session.turn.requested'>): Promise<void> {
+    const { tenant_id: tenant, session_id: sid } = cmd.payload;
+    for (;;) {
+      const lease = await this.p.coordination.leases.acquire(`session:${sid}`, this.owner, this.p.config.turn.leaseTtlMs);
+      if (!lease) return; // the holder drains all pending input and re-checks after releasing
+      const renew = setInterval(() => {
+        this.p.coordination.leases.renew(lease, this.p.config.turn.leaseTtlMs).then((ok) => {
+          if (!ok) this.active.get(sid)?.abort(new TurnAborted('lease_lost'));
+        }, () => {});
+      }, Math.max(250, Math.floor(this.p.config.turn.leaseTtlMs / 3)));
+      try {
+        await this.drain(tenant, sid, lease);
+      } catch (err) {
+        if (err instanceof StaleLeaseError) return;
+        throw err;
+      } finally {
+        clearInterval(renew);
+        await this.p.coordination.leases.release(lease);
+      }
+      const s = await this.p.collections.sessions.get(tenant, sid);
+      if (!s || s.deleted_at || s.terminated_at || !s.pending) return;
+    }
+  }
+
+  private async drain(tenant: string, sid: string, lease: Lease): Promise<void> {
+    const { sessions, runs } = this.p.collections;
+    await sessions.updateOne(tenant, { _id: sid }, { $max: { fence: lease.token } });
+    for (;;) {
+      const s = await sessions.get(tenant, sid);
+      if (!s || s.deleted_at || s.terminated_at) {
+        await runs.deleteMany(tenant, { _id: sid });
+        return;
+      }
+      const orphan = await runs.get(tenant, sid);
+      if (orphan) {
+        await this.recover(tenant, s, orphan.start_seq, orphan.input_to, lease);
+        continue;
+      }
+      if (!s.pending || s.input_seq <= s.processed_seq) {
+        if (s.pending) await sessions.updateOne(tenant, { _id: sid, input_seq: s.input_seq }, { $set: { pending: false } });
+        return;
+      }
+      await this.runTurn(tenant, s, lease);
+    }
+  }
+
+  private async runTurn(tenant: string, s: SessionDoc, lease: Lease): Promise<void> {
+    const inputTo = s.input_seq;
+    // Input older than the newest interrupt was cancelled by it.
+    const interruptSeq = s.interrupt_seq ?? 0;
+    const live = await this.p.collections.events.find(tenant, { session_id: s._id, type: { $in: ['user.message', 'user.custom_tool_result'] }, seq: { $gt: Math.max(s.processed_seq, interruptSeq), $lte: inputTo } }, { limit: 1 });
+    if (!live.length) {
+      await this.markProcessed(tenant, s._id, inputTo);
+      return;
+    }
+    const startSeq = s.last_seq + 1;
+    await this.p.collections.runs.raw.updateOne(
+      { _id: s._id, tenant_id: tenant },
+      { $set: { run_id: newId(PREFIX.run), owner: this.owner, token: lease.token, start_seq: startSeq, input_to: inputTo, started_at: nowIso() } },
+      { upsert: true },
+    );
+    await this.append(tenant, s._id, lease, [{ type: 'session.status_running', payload: {} }]);
+    await this.loop(tenant, s, lease, inputTo, interruptSeq);
+  }
+
+  /** The agent loop; ends the turn with one session.status_idle. */
+  private async loop(tenant: string, s: SessionDoc, lease: Lease, inputTo: number, interruptSeq: number): Promise<void> {
+    const sid = s._id;
+    const abort = new AbortController();
+    this.active.set(sid, abort);
+    const unsubscribe = await this.p.coordination.pubsub.subscribe(controlChannel(sid), (m: any) => {
+      if (m?.type === 'interrupt' && (m.seq > interruptSeq || m.reason === 'terminated')) abort.abort(new TurnAborted(m.reason === 'terminated' ? 'terminated' : 'interrupt'));
+    });
+    let end: TurnEnd = { stop_reason: { type: 'end_turn' } };
+    try {
+      // An interrupt may have landed between reading the session and subscribing.
+      const fresh = await this.p.collections.sessions.get(tenant, sid);
+      if ((fresh?.interrupt_seq ?? 0) > interruptSeq) abort.abort(new TurnAborted('interrupt'));
+      end = await this.modelLoop(tenant, s, lease, abort.signal);
+    } catch (err) {
+      const reason = abort.signal.aborted ? (abort.signal.reason as TurnAborted)?.reason : undefined;
+      if (reason === 'lease_lost' || err instanceof StaleLeaseError) throw new StaleLeaseError('lease lost mid-turn');
+      if (reason === 'terminated') return;
+      if (reason === 'interrupt') end = { stop_reason: { type: 'end_turn' }, interrupted: true };
+      else {
+        this.log.error('turn failed', { session_id: sid, err: String((err as Error)?.stack ?? err) });
+        await this.append(tenant, sid, lease, [sessionError('unknown_error', 'the turn failed unexpectedly', 'terminal')]);
+      }
+    } finally {
+      this.active.delete(sid);
+      await unsubscribe();
+    }
+    await this.finish(tenant, sid, lease, inputTo, end);
+  }
+
+  private async finish(tenant: string, sid: string, lease: Lease, inputTo: number, end: TurnEnd): Promise<void> {
+    const s = await this.p.collections.sessions.get(tenant, sid);
+    const processed = Math.max(inputTo, end.interrupted ? (s?.interrupt_seq ?? 0) : 0);
+    await this.append(tenant, sid, lease, [{ type: 'session.status_idle', payload: { stop_reason: end.stop_reason, stop_details: null, ...(end.interrupted ? { interrupted: true } : {}) } }], {
+      $max: { processed_seq: processed },
+      $set: { recoveries: 0 },
+    });
+    await this.markProcessed(tenant, sid, processed);
+    await this.p.collections.runs.deleteOne(tenant, { _id: sid });
+  }
+
+  private async markProcessed(tenant: string, sid: string, upTo: number) {
+    const { sessions } = this.p.collections;
+    await sessions.updateOne(tenant, { _id: sid }, { $max: { processed_seq: upTo } });
+    // Cleared only if no newer input arrived meanwhile (compare-and-set on input_seq).
+    await sessions.updateOne(tenant, { _id: sid, input_seq: { $lte: upTo } }, { $set: { pending: false } });
+  }
+
+  private append(tenant: string, sid: string, lease: Lease, drafts: EventDraft[], extra?: Record<string, any>): Promise<EventDoc[]> {
+    return this.p.events.append(tenant, sid, drafts, { fence: lease.token, sessionUpdate: extra ? () => extra : undefined });
+  }
+
+  private async modelLoop(tenant: string, s: SessionDoc, lease: Lease, signal: AbortSignal): Promise<TurnEnd> {
+    const sid = s._id;
+    for (let i = 0; i < this.p.config.turn.maxModelRequests; i++) {
+      if (signal.aborted) throw signal.reason;
+      const history = buildHistory(await this.p.events.all(tenant, sid));
+      const outcome = await this.modelRequest(tenant, s, lease, history, signal);
+      if (outcome.kind === 'error') return { stop_reason: { type: outcome.exhausted ? 'retries_exhausted' : 'end_turn' } };
+      if (outcome.stop !== 'tool_use' || !outcome.toolUses.length) {
+        return { stop_reason: { type: outcome.stop === 'refusal' ? 'refusal' : 'end_turn' } };
+      }
+      // Tool execution arrives with the sandbox work; until then every call gets an error result.
+      await this.append(tenant, sid, lease, outcome.toolUses.map((t) => ({
+        type: 'agent.tool_result',
+        payload: { tool_use_id: t.id, content: [{ type: 'text', text: `tool '${t.name}' is not available in this deployment yet` }], is_error: true },
+      })));
+    }
+    return { stop_reason: { type: 'end_turn' }, interrupted: false };
+  }
+
+  /** One model call with streaming, retried on retryable errors; appends the canonical events. */
+  private async modelRequest(tenant: string, s: SessionDoc, lease: Lease, history: ReturnType<typeof buildHistory>, signal: AbortSignal):
+    Promise<{ kind: 'ok'; stop: string; toolUses: Array<{ id: string; name: string }> } | { kind: 'error'; exhausted: boolean }> {
+    const sid = s._id;
+    for (let attempt = 1; ; attempt++) {
+      const [start] = await this.append(tenant, sid, lease, [{ type: 'span.model_request_start', payload: {} }]);
+      try {
+        const resolved = await this.p.models.resolve(tenant, s.agent.model);
+        const stream = resolved.provider.stream({
+          model: resolved.wireModel,
+          system: s.agent.system ?? undefined,
+          messages: history,
+          tools: toolSpecs(s.agent.tools as any[]),
+          maxTokens: this.p.config.turn.maxTokens,
+          effort: s.agent.model.effort?.type,
+          speed: s.agent.model.speed,
+          signal,
+        });
+        const r = await this.consume(tenant, sid, lease, stream, signal);
+        await this.append(tenant, sid, lease, [...r.drafts, spanEnd(start!._id, false, r.usage, r.stop, s.agent.model.speed)], {
+          $inc: { 'usage.input_tokens': r.usage.input_tokens, 'usage.output_tokens': r.usage.output_tokens, 'usage.cache_read_input_tokens': r.usage.cache_read_input_tokens, 'usage.cache_creation_input_tokens': r.usage.cache_creation_input_tokens },
+        });
+        return { kind: 'ok', stop: r.stop, toolUses: r.toolUses };
+      } catch (err) {
+        if (signal.aborted) {
+          await this.append(tenant, sid, lease, [spanEnd(start!._id, true, zeroUsage(), 'aborted')]).catch(() => {});
+          throw signal.reason;
+        }
+        const me = toModelError(err);
+        const retry = me.retryable && attempt < MODEL_ATTEMPTS;
+        await this.append(tenant, sid, lease, [spanEnd(start!._id, true, zeroUsage(), 'error'), sessionError(me.kind, me.message, retry ? 'retrying' : me.retryable ? 'exhausted' : 'terminal')]);
+        if (!retry) return { kind: 'error', exhausted: me.retryable };
+        await sleep(backoffDelay(attempt, 250, 4_000), signal);
+      }
+    }
+  }
+
+  /** Streams chunks live and collects the canonical events of one model response. */
+  private async consume(_tenant: string, sid: string, _lease: Lease, stream: AsyncIterable<ModelStreamEvent>, signal: AbortSignal) {
+    const drafts: EventDraft[] = [];
+    const toolUses: Array<{ id: string; name: string }> = [];
+    const toolIds = new Map<string, string>();
+    let textId = '', thinkingId = '', text: Array<{ type: 'text'; text: string }> = [];
+    let stop = 'end_turn';
+    let usage: ModelUsage = zeroUsage();
+    let first = true;
+    const live = (type: string, payload: Record<string, unknown>) => this.p.events.publishLive(sid, { type, ...payload });
+    for await (const ev of stream) {
+      if (signal.aborted) throw signal.reason;
+      if (first) { first = false; await live('span.model_first_token', {}); }
+      switch (ev.type) {
+        case 'text_start':
+          textId ||= newId(PREFIX.event);
+          await live('agent.message_stream_start', { message_id: textId });
+          break;
+        case 'text_delta':
+          await live('agent.message_chunk', { message_id: textId, delta: ev.text });
+          break;
+        case 'text_end':
+          text.push({ type: 'text', text: ev.text });
+          await live('agent.message_stream_end', { message_id: textId });
+          break;
+        case 'thinking_start':
+          thinkingId = newId(PREFIX.event);
+          await live('agent.thinking_stream_start', { thinking_id: thinkingId });
+          break;
+        case 'thinking_delta':
+          await live('agent.thinking_chunk', { thinking_id: thinkingId, delta: ev.thinking });
+          break;
+        case 'thinking_end':
+          await live('agent.thinking_stream_end', { thinking_id: thinkingId });
+          drafts.push({ id: thinkingId, type: 'agent.thinking', payload: { thinking: ev.thinking, ...(ev.signature ? { signature: ev.signature } : {}) } });
+          break;
+        case 'tool_use_start': {
+          const id = newId(PREFIX.event);
+          toolIds.set(ev.id, id);
+          await live('agent.tool_use_input_stream_start', { tool_use_id: id, name: ev.name });
+          break;
+        }
+        case 'tool_use_delta':
+          await live('agent.tool_use_input_chunk', { tool_use_id: toolIds.get(ev.id), delta: ev.partial_json });
+          break;
+        case 'tool_use_end': {
+          const id = toolIds.get(ev.id) ?? newId(PREFIX.event);
+          await live('agent.tool_use_input_stream_end', { tool_use_id: id });
+          if (text.length) { drafts.push({ id: textId, type: 'agent.message', payload: { content: text } }); text = []; textId = ''; }
+          drafts.push({ id, type: 'agent.tool_use', payload: { name: ev.name, input: ev.input } });
+          toolUses.push({ id, name: ev.name });
+          break;
+        }
+        case 'message_end':
+          stop = ev.stop_reason;
+          usage = ev.usage;
+          break;
+        default:
+          break;
+      }
+    }
+    if (text.length) drafts.push({ id: textId, type: 'agent.message', payload: { content: text } });
+    return { drafts, toolUses, stop, usage };
+  }
+
+  /**
+   * Resumes a turn whose worker died: reconciles an interrupted model stream or orphan tool
+   * calls (session.warning), then continues the loop; more than 5 recoveries forces idle.
+   */
+  private async recover(tenant: string, s: SessionDoc, startSeq: number, inputTo: number, lease: Lease): Promise<void> {
+    const sid = s._id;
+    const recoveries = s.recoveries + 1;
+    this.log.warn('recovering orphaned turn', { session_id: sid, recoveries });
+    const turn = await this.p.events.range(tenant, sid, startSeq - 1, 100_000);
+    if (turn.some((e) => e.type === 'session.status_idle')) {
+      await this.markProcessed(tenant, sid, inputTo);
+      await this.p.collections.runs.deleteOne(tenant, { _id: sid });
+      return;
+    }
+    if (recoveries > this.p.config.turn.maxRecoveries) {
+      await this.finish(tenant, sid, lease, inputTo, { stop_reason: { type: 'retries_exhausted' } });
+      return;
+    }
+    await this.p.collections.sessions.updateOne(tenant, { _id: sid }, { $set: { recoveries } });
+    await this.p.collections.runs.raw.updateOne({ _id: sid, tenant_id: tenant }, { $set: { owner: this.owner, token: lease.token } });
+    const drafts: EventDraft[] = [{ type: 'session.status_rescheduled', payload: {} }];
+    const ended = new Set(turn.filter((e) => e.type === 'span.model_request_end').map((e) => e.payload.model_request_start_id));
+    for (const st of turn.filter((e) => e.type === 'span.model_request_start' && !ended.has(e._id))) {
+      drafts.push(spanEnd(st._id, true, zeroUsage(), 'interrupted'));
+      drafts.push({ type: 'session.warning', payload: { warning: 'interrupted_stream', message: 'a model response was interrupted by a worker restart and is retried', model_request_start_id: st._id } });
+    }
+    const results = new Set(turn.filter((e) => e.type === 'agent.tool_result').map((e) => e.payload.tool_use_id));
+    for (const tu of turn.filter((e) => e.type === 'agent.tool_use' && !results.has(e._id))) {
+      drafts.push({ type: 'agent.tool_result', payload: { tool_use_id: tu._id, content: [{ type: 'text', text: 'the tool call was interrupted by a restart and was not completed' }], is_error: true } });
+      drafts.push({ type: 'session.warning', payload: { warning: 'orphan_tool_use', message: 'a tool call was interrupted by a worker restart', tool_use_id: tu._id } });
+    }
+    drafts.push({ type: 'session.status_running', payload: {} });
+    await this.append(tenant, sid, lease, drafts);
+    const lastEnd = [...turn].reverse().find((e) => e.type === 'span.model_request_end');
+    const done = lastEnd && !lastEnd.payload.is_error && lastEnd.payload.stop_reason !== 'tool_use';
+    if (done) {
+      await this.finish(tenant, sid, lease, inputTo, { stop_reason: { type: 'end_turn' } });
+      return;
+    }
+    await this.loop(tenant, (await this.p.collections.sessions.get(tenant, sid))!, lease, inputTo, s.interrupt_seq ?? 0);
+  }
+
+  /** Re-drives orphaned runs (lease expired) and unprocessed input (e.g. a command lost in a crash). */
+  async recoveryScan(): Promise<void> {
+    const { runs, sessions } = this.p.collections;
+    const candidates = new Map<string, string>();
+    for (const r of await runs.raw.find({}, { limit: 1000 })) candidates.set(r._id, r.tenant_id);
+    for (const s of await sessions.raw.find({ pending: true }, { limit: 1000 })) candidates.set(s._id, s.tenant_id);
+    for (const [sid, tenant] of candidates) {
+      if (this.active.has(sid)) continue;
+      if (await this.p.coordination.leases.holder(`session:${sid}`)) continue;
+      await this.p.bus.publish('session.turn.requested', { tenant_id: tenant, session_id: sid, seq: 0, reason: 'recovery' });
+    }
+  }
+}
+
+function toolSpecs(tools: any[]) {
+  const specs = [];
+  for (const t of tools ?? []) {
+    if (t.type === 'custom') specs.push({ name: t.name, description: t.description, input_schema: t.input_schema });
+  }
+  return specs.length ? specs : undefined;
+}
+
+const zeroUsage = (): ModelUsage => ({ input_tokens: 0, output_tokens: 0, cache_creation_input_tokens: 0, cache_read_input_tokens: 0 });
+
+function spanEnd(startId: string, isError: boolean, usage: ModelUsage, stopReason: string, speed?: string): EventDraft {
+  return {
+    type: 'span.model_request_end',
+    payload: { model_request_start_id: startId, is_error: isError, model_usage: { ...usage, ...(speed ? { speed } : {}) }, stop_reason: stopReason },
+  };
+}
+
+function sessionError(type: string, message: string, retry: 'retrying' | 'exhausted' | 'terminal'): EventDraft {
+  return { type: 'session.error', payload: { error: { type, message, retry_status: { type: retry } } } };
+}
+
+function toModelError(err: unknown): ModelError {
+  if (err instanceof ModelError) return err;
+  if (err instanceof UnsupportedModelFeatureError) return new ModelError('model_request_failed_error', `unsupported: ${err.message}`);
+  if (err instanceof ApiError) return new ModelError('model_request_failed_error', err.message);
+  return new ModelError('unknown_error', (err as Error)?.message ?? String(err));
+}
