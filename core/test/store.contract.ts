@@ -7,7 +7,7 @@
  * against a shared database. Unordered results are compared after sorting.
  */
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { DuplicateKeyError, type Doc, type DocumentStore } from '../src/ports/store.js';
+import { DuplicateKeyError, type CollectionSpec, type Doc, type DocumentStore } from '../src/ports/store.js';
 
 export interface ContractHandle {
   store: DocumentStore;
@@ -269,7 +269,7 @@ export function storeContract(name: string, open: () => Promise<ContractHandle>)
 
     it('keeps every resolved write across a reopen', async () => {
       if (!h.reopen) return;
-      const spec = { name: unique('durable'), indexes: [{ fields: { k: 1 }, unique: true }] };
+      const spec: CollectionSpec = { name: unique('durable'), indexes: [{ fields: { k: 1 }, unique: true }] };
       const c = store.collection<Item>(spec);
       await Promise.all(Array.from({ length: 50 }, (_, i) => c.insertOne({ _id: `d${i}`, k: i, n: 0 })));
       await c.updateOne({ _id: 'd1' }, { $inc: { n: 5 } });

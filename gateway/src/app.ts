@@ -29,12 +29,15 @@ export async function buildApp(p: Platform, opts: AppOptions): Promise<FastifyIn
     const headerKey = req.headers['x-api-key'];
     const auth = req.headers.authorization;
     const bearer = typeof auth === 'string' && auth.startsWith('Bearer ') ? auth.slice(7).trim() : undefined;
+    // The spec names x-api-key; the official SDK (1.12) sends Authorization: Bearer. Both are served.
     const key = typeof headerKey === 'string' ? headerKey : bearer;
     if (!key) throw new ApiError('unauthorized', 'missing x-api-key header');
     const principal = await p.auth.authenticate(key);
-    // Bearer is for the operator key and (later) environment service keys only.
-    if (!principal || (!headerKey && !principal.operator && !principal.environmentId)) throw new ApiError('unauthorized', 'invalid API key');
-    if (principal.environmentId) throw new ApiError('forbidden', 'environment service keys are valid only for that environment\'s work endpoints');
+    if (!principal) throw new ApiError('unauthorized', 'invalid API key');
+    if (principal.environmentId) {
+      // Environment service keys: Bearer only, and only under that environment's work routes.
+      throw new ApiError('forbidden', "environment service keys are valid only as Bearer on their environment's /work endpoints");
+    }
     if (cfg.operator && !principal.operator) throw new ApiError('forbidden', 'this endpoint requires the operator API key');
     req.principal = principal;
     const rl = await p.coordination.rateLimiter.consume(`rl:${principal.tenantId}`, p.config.rateLimit.perMinute, 60_000);

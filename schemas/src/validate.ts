@@ -50,12 +50,33 @@ export function describeError(e: ErrorObject, prefix = ''): ValidationError {
   }
 }
 
+const KEYWORD_RANK: Record<string, number> = { additionalProperties: 3, required: 3, enum: 2, const: 1, type: 0 };
+
 /**
- * For unions, ajv reports the last branch's error, which is rarely the helpful one. Choose the
- * branch whose `type` literal matches the input (discriminated unions), else the deepest error.
+ * Picks the one error worth reporting. ajv reports every failing union branch; a branch whose
+ * `type` discriminator does not match the input is noise, and "must be null" from a nullable
+ * wrapper is never the helpful message when a value was given. Among what is left, the deepest
+ * error wins. When every branch failed on its discriminator, the allowed values are listed.
  */
-function bestError(errors: ErrorObject[]): ErrorObject {
-  return errors.reduce((best, e) => (e.instancePath.length > best.instancePath.length ? e : best), errors[0]!);
+function pickError(errors: ErrorObject[]): ErrorObject {
+  const isUnion = (e: ErrorObject) => e.keyword === 'anyOf' || e.keyword === 'oneOf';
+  const discriminator = errors.filter((e) => e.keyword === 'const' && e.instancePath.endsWith('/type') && e.schemaPath.endsWith('/properties/type/const'));
+  const badBranches = discriminator.map((e) => e.schemaPath.slice(0, -'/properties/type/const'.length));
+  let pool = errors.filter((e) => !isUnion(e) && !badBranches.some((b) => e.schemaPath.startsWith(`${b}/`)));
+  const nonNull = pool.filter((e) => !(e.keyword === 'type' && (e.params as { type?: string }).type === 'null'));
+  if (nonNull.length) pool = nonNull;
+  if (!pool.length && discriminator.length) {
+    const at = discriminator[0]!.instancePath;
+    const allowed = discriminator.filter((e) => e.instancePath === at).map((e) => (e.params as { allowedValue: unknown }).allowedValue);
+    return { ...discriminator[0]!, keyword: 'enum', params: { allowedValues: allowed } };
+  }
+  if (!pool.length) pool = errors.filter((e) => !isUnion(e));
+  if (!pool.length) pool = errors;
+  return pool.reduce((best, e) => {
+    const d = e.instancePath.split('/').length - best.instancePath.split('/').length;
+    if (d !== 0) return d > 0 ? e : best;
+    return (KEYWORD_RANK[e.keyword] ?? 1) > (KEYWORD_RANK[best.keyword] ?? 1) ? e : best;
+  });
 }
 
 export interface Validator<T> {
@@ -74,7 +95,7 @@ function build<S extends TSchema>(instance: Ajv, schema: S, prefix: string): Val
     detailed ??= all.compile(schema);
     detailed(structuredClone(value));
     const errs = (detailed.errors ?? fn.errors ?? []) as ErrorObject[];
-    throw describeError(narrowUnion(errs, value) ?? bestError(errs), prefix);
+    throw describeError(pickError(errs), prefix);
   }) as Validator<Static<S>>;
   v.schema = schema;
   return v;

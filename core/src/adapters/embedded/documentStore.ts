@@ -366,6 +366,7 @@ async function acquireLock(dir: string): Promise<() => Promise<void>> {
 }
 
 const EMPTY: ReadonlySet<string> = new Set();
+const copy = <T>(doc: Raw | undefined): T | null => (doc ? (clone(doc) as unknown as T) : null);
 const newId = () => Math.floor(Date.now() / 1000).toString(16).padStart(8, '0') + randomBytes(8).toString('hex');
 const keyObject = (fields: string[], key: string) => {
   const vals = JSON.parse(key) as unknown[];
@@ -489,8 +490,12 @@ class Embedded implements EmbeddedStore {
     if (this.log?.failed) throw this.log.failed;
   }
 
-  settle(): Promise<void> {
-    return this.log ? this.log.settle() : Promise.resolve();
+  /** Runs `op` against memory now (call order), then resolves once everything so far is durable. */
+  async run<R>(op: () => R): Promise<R> {
+    this.live();
+    const result = op();
+    if (this.log) await this.log.settle();
+    return result;
   }
 
   /** Matching stored documents (not copies) in sort order, after skip/limit. */
@@ -509,6 +514,7 @@ class Embedded implements EmbeddedStore {
         if (!cmp && out.length >= skip + limit) break;
       }
     }
+    if (cmp && skip + limit === 1) return out.length ? [out.reduce((a, b) => (cmp(b, a) < 0 ? b : a))] : [];
     if (cmp) out.sort(cmp);
     return skip > 0 || limit !== Infinity ? out.slice(skip, skip + limit) : out;
   }
@@ -555,76 +561,65 @@ class Embedded implements EmbeddedStore {
 class Handle<T extends Doc> implements Collection<T> {
   constructor(private readonly db: Embedded, readonly name: string, private readonly st: State) {}
 
-  async insertOne(doc: T): Promise<void> {
-    this.db.live();
-    const next = storable(doc) as Raw;
-    if (typeof next._id !== 'string') throw new TypeError(`${this.name}: _id must be a string`);
-    this.db.put(this.name, this.st, undefined, next);
-    await this.db.settle();
+  insertOne(doc: T): Promise<void> {
+    return this.db.run(() => {
+      const next = storable(doc) as Raw;
+      if (typeof next._id !== 'string') throw new TypeError(`${this.name}: _id must be a string`);
+      this.db.put(this.name, this.st, undefined, next);
+    });
   }
 
-  async findOne(filter: Filter, options?: FindOptions): Promise<T | null> {
-    this.db.live();
-    const [doc] = this.db.select(this.st, filter, { ...options, limit: 1 });
-    await this.db.settle();
-    return doc ? (clone(doc) as unknown as T) : null;
+  findOne(filter: Filter, options?: FindOptions): Promise<T | null> {
+    return this.db.run(() => copy<T>(this.db.select(this.st, filter, { ...options, limit: 1 })[0]));
   }
 
-  async find(filter: Filter, options?: FindOptions): Promise<T[]> {
-    this.db.live();
-    const docs = this.db.select(this.st, filter, options);
-    await this.db.settle();
-    return docs.map((d) => clone(d) as unknown as T);
+  find(filter: Filter, options?: FindOptions): Promise<T[]> {
+    return this.db.run(() => this.db.select(this.st, filter, options).map((d) => copy<T>(d)!));
   }
 
-  async count(filter: Filter): Promise<number> {
-    this.db.live();
-    const n = Object.keys(filter).length === 0 ? this.st.docs.size : this.db.select(this.st, filter).length;
-    await this.db.settle();
-    return n;
+  count(filter: Filter): Promise<number> {
+    return this.db.run(() => (Object.keys(filter).length ? this.db.select(this.st, filter).length : this.st.docs.size));
   }
 
-  async updateOne(filter: Filter, update: Update, options?: { upsert?: boolean }): Promise<UpdateResult> {
-    this.db.live();
-    validateUpdate(update);
-    const [cur] = this.db.select(this.st, filter, { limit: 1 });
-    let result: UpdateResult = { matched: 0, modified: 0 };
-    if (cur) result = { matched: 1, modified: this.db.modify(this.name, this.st, cur, update) ? 1 : 0 };
-    else if (options?.upsert) result.upsertedId = this.db.upsert(this.name, this.st, filter, update)._id;
-    await this.db.settle();
-    return result;
+  updateOne(filter: Filter, update: Update, options?: { upsert?: boolean }): Promise<UpdateResult> {
+    return this.db.run(() => {
+      validateUpdate(update);
+      const [cur] = this.db.select(this.st, filter, { limit: 1 });
+      if (cur) return { matched: 1, modified: this.db.modify(this.name, this.st, cur, update) ? 1 : 0 };
+      if (!options?.upsert) return { matched: 0, modified: 0 };
+      return { matched: 0, modified: 0, upsertedId: this.db.upsert(this.name, this.st, filter, update)._id };
+    });
   }
 
-  async findOneAndUpdate(
+  findOneAndUpdate(
     filter: Filter,
     update: Update,
     options?: { upsert?: boolean; returnDocument?: 'before' | 'after'; sort?: SortSpec },
   ): Promise<T | null> {
-    this.db.live();
-    validateUpdate(update);
-    const [cur] = this.db.select(this.st, filter, { sort: options?.sort, limit: 1 });
-    let after: Raw | null = null;
-    if (cur) after = this.db.modify(this.name, this.st, cur, update) ?? cur;
-    else if (options?.upsert) after = this.db.upsert(this.name, this.st, filter, update);
-    const out = options?.returnDocument === 'after' ? after : (cur ?? null);
-    await this.db.settle();
-    return out ? (clone(out) as unknown as T) : null;
+    return this.db.run(() => {
+      validateUpdate(update);
+      const [cur] = this.db.select(this.st, filter, { sort: options?.sort, limit: 1 });
+      let after: Raw | undefined;
+      if (cur) after = this.db.modify(this.name, this.st, cur, update) ?? cur;
+      else if (options?.upsert) after = this.db.upsert(this.name, this.st, filter, update);
+      return copy<T>(options?.returnDocument === 'after' ? after : cur);
+    });
   }
 
-  async deleteOne(filter: Filter): Promise<number> {
-    this.db.live();
-    const [doc] = this.db.select(this.st, filter, { limit: 1 });
-    if (doc) this.db.remove(this.name, this.st, doc);
-    await this.db.settle();
-    return doc ? 1 : 0;
+  deleteOne(filter: Filter): Promise<number> {
+    return this.db.run(() => {
+      const [doc] = this.db.select(this.st, filter, { limit: 1 });
+      if (doc) this.db.remove(this.name, this.st, doc);
+      return doc ? 1 : 0;
+    });
   }
 
-  async deleteMany(filter: Filter): Promise<number> {
-    this.db.live();
-    const docs = this.db.select(this.st, filter);
-    for (const doc of docs) this.db.remove(this.name, this.st, doc);
-    await this.db.settle();
-    return docs.length;
+  deleteMany(filter: Filter): Promise<number> {
+    return this.db.run(() => {
+      const docs = this.db.select(this.st, filter);
+      for (const doc of docs) this.db.remove(this.name, this.st, doc);
+      return docs.length;
+    });
   }
 }
 

@@ -1,0 +1,125 @@
+/**
+ * The platform under bench: the whole platform in this process (embedded adapters, data in a
+ * temp dir) and the scripted model server (zero latency, answers 'ok'), both on 127.0.0.1.
+ * Also a small JSON helper over a keep-alive node:http Agent for setup and turn requests.
+ */
+import http from 'node:http';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { startServer, type RunningServer } from '@agentfleet/gateway';
+
+/** The operator key's tenant (core's DEFAULT_TENANT). */
+export const OPERATOR_TENANT = 'tnt_default';
+
+/** The parts of test/fixtures/scriptedModel.ts the bench uses. */
+interface ScriptedModel {
+  url: string;
+  requests: unknown[];
+  close(): Promise<void>;
+}
+
+export interface BenchPlatform {
+  url: string;
+  apiKey: string;
+  server: RunningServer;
+  model: ScriptedModel;
+  /** Keep-alive agent for setup and turn requests (not the load loop's). */
+  agent: http.Agent;
+  json<T = any>(method: string, path: string, body?: unknown): Promise<{ status: number; body: T }>;
+  /** Creates an agent, an environment and `n` sessions; returns the ids. */
+  sessions(n: number): Promise<{ agentId: string; environmentId: string; sessionIds: string[] }>;
+  close(): Promise<void>;
+}
+
+export async function startBenchPlatform(): Promise<BenchPlatform> {
+  // The fixture lives in the test workspace (outside this project's tsconfig): load it at run time.
+  const fixture = new URL('../../test/fixtures/scriptedModel.ts', import.meta.url).href;
+  const { startScriptedModelServer } = (await import(fixture)) as { startScriptedModelServer: () => Promise<ScriptedModel> };
+  const model = await startScriptedModelServer();
+  const dataDir = mkdtempSync(join(tmpdir(), 'agentfleet-bench-'));
+  const apiKey = `op-bench-${Math.random().toString(36).slice(2)}`;
+  let server: RunningServer;
+  try {
+    server = await startServer('all', {
+      PORT: '0',
+      HOST: '127.0.0.1',
+      DATA_DIR: dataDir,
+      API_KEY: apiKey,
+      PLATFORM_ROOT_SECRET: 'bench-root-secret-0123456789abcdef0123456789',
+      ANTHROPIC_API_KEY: 'sk-bench-vendor',
+      ANTHROPIC_BASE_URL: model.url,
+      LOG_LEVEL: 'error',
+      // The bench drives far more than the default 6000 requests/min per tenant.
+      RATE_LIMIT_PER_MINUTE: String(Number.MAX_SAFE_INTEGER),
+    });
+  } catch (err) {
+    await model.close();
+    rmSync(dataDir, { recursive: true, force: true });
+    throw err;
+  }
+  const u = new URL(server.url);
+  if (u.hostname !== '127.0.0.1') throw new Error(`bench: server is not on 127.0.0.1 (${server.url})`);
+  const agent = new http.Agent({ keepAlive: true, maxSockets: 64 });
+
+  const json = <T>(method: string, path: string, body?: unknown) =>
+    new Promise<{ status: number; body: T }>((resolve, reject) => {
+      const payload = body === undefined ? undefined : JSON.stringify(body);
+      const req = http.request(
+        {
+          agent, host: u.hostname, port: u.port, path, method,
+          headers: { 'x-api-key': apiKey, ...(payload ? { 'content-type': 'application/json', 'content-length': Buffer.byteLength(payload) } : {}) },
+        },
+        (res) => {
+          const chunks: Buffer[] = [];
+          res.on('data', (c: Buffer) => chunks.push(c));
+          res.on('end', () => {
+            const text = Buffer.concat(chunks).toString('utf8');
+            try {
+              resolve({ status: res.statusCode ?? 0, body: (text ? JSON.parse(text) : null) as T });
+            } catch (err) {
+              reject(err);
+            }
+          });
+          res.on('error', reject);
+        },
+      );
+      req.setTimeout(20_000, () => req.destroy(new Error(`${method} ${path}: timeout`)));
+      req.on('error', reject);
+      req.end(payload);
+    });
+
+  const expectOk = async <T>(method: string, path: string, body?: unknown): Promise<T> => {
+    const r = await json<T>(method, path, body);
+    if (r.status < 200 || r.status >= 300) throw new Error(`${method} ${path}: HTTP ${r.status} ${JSON.stringify(r.body)}`);
+    return r.body;
+  };
+
+  return {
+    url: server.url,
+    apiKey,
+    server,
+    model,
+    agent,
+    json,
+    async sessions(n) {
+      const ag = await expectOk<{ id: string }>('POST', '/v1/agents', { name: 'bench-agent', model: 'claude-sonnet-4-5' });
+      const env = await expectOk<{ id: string }>('POST', '/v1/environments', { name: `bench-env-${Math.random().toString(36).slice(2, 8)}` });
+      const sessionIds: string[] = [];
+      for (let i = 0; i < n; i++) {
+        const s = await expectOk<{ id: string }>('POST', '/v1/sessions', { agent: ag.id, environment_id: env.id });
+        sessionIds.push(s.id);
+      }
+      return { agentId: ag.id, environmentId: env.id, sessionIds };
+    },
+    async close() {
+      agent.destroy();
+      try {
+        await server.close();
+      } finally {
+        await model.close();
+        rmSync(dataDir, { recursive: true, force: true });
+      }
+    },
+  };
+}
