@@ -7,3 +7,4 @@ export * from './events.js';
 export * from './modelCards.js';
 export * from './commands.js';
 export * from './validate.js';
+export * from './graphql.js';

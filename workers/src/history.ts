@@ -1,8 +1,11 @@
 import type { ChatMessage, ContentBlock, EventDoc } from '@agentfleet/core';
 
 /**
- * Rebuilds the model conversation from canonical events. Tool calls use the agent.tool_use
- * event id as the tool id, so a tool_use and its tool_result pair up across restarts.
+ * Rebuilds the model conversation from canonical events. User input enters the conversation
+ * at the turn that consumed it (the next session.status_running), not where it was appended:
+ * messages sent during a turn belong after that turn's reply. Tool calls use the
+ * agent.tool_use event id as the tool id, so a tool_use and its tool_result pair up across
+ * restarts.
  */
 export function buildHistory(events: EventDoc[]): ChatMessage[] {
   const out: ChatMessage[] = [];
@@ -12,11 +15,16 @@ export function buildHistory(events: EventDoc[]): ChatMessage[] {
     if (last && last.role === role) last.content.push(...blocks);
     else out.push({ role, content: [...blocks] });
   };
+  let waiting: ContentBlock[] = [];
   for (const e of events) {
     const p = e.payload as any;
     switch (e.type) {
       case 'user.message':
-        push('user', (p.content as any[]).filter((b) => b.type !== 'redacted') as ContentBlock[]);
+        waiting.push(...((p.content as any[]).filter((b) => b.type !== 'redacted') as ContentBlock[]));
+        break;
+      case 'session.status_running':
+        push('user', waiting);
+        waiting = [];
         break;
       case 'agent.thinking':
         if (p.signature) push('assistant', [{ type: 'thinking', thinking: p.thinking ?? '', signature: p.signature }]);

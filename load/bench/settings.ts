@@ -1,0 +1,32 @@
+/** Run settings, from the environment. BENCH_SECONDS scales every timed measurement. */
+export interface BenchSettings {
+  /** Seconds per timed measurement (BENCH_SECONDS, default 8: about 90 s for the whole run). */
+  seconds: number;
+  /** Warm-up before each HTTP load measurement, ms (a quarter of `seconds`, 0.25–2 s). */
+  warmupMs: number;
+  /** Keep-alive connections of the HTTP load loop (BENCH_CONNECTIONS, default 32). */
+  connections: number;
+  /** Sequential turns to time (BENCH_TURNS, default 200; also bounded by `seconds`). */
+  turns: number;
+  /** Sessions driven concurrently (BENCH_SESSIONS, default 8). */
+  sessions: number;
+}
+
+function num(env: Record<string, string | undefined>, name: string, def: number, min: number, max: number): number {
+  const raw = env[name];
+  if (raw === undefined || raw === '') return def;
+  const n = Number(raw);
+  if (!Number.isFinite(n) || n < min || n > max) throw new Error(`${name} must be a number between ${min} and ${max} (got '${raw}')`);
+  return n;
+}
+
+export function loadSettings(env: Record<string, string | undefined> = process.env): BenchSettings {
+  const seconds = num(env, 'BENCH_SECONDS', 8, 0.5, 600);
+  return {
+    seconds,
+    warmupMs: Math.round(Math.min(2, Math.max(0.25, seconds / 4)) * 1000),
+    connections: Math.floor(num(env, 'BENCH_CONNECTIONS', 32, 1, 1024)),
+    turns: Math.floor(num(env, 'BENCH_TURNS', 200, 1, 100_000)),
+    sessions: Math.floor(num(env, 'BENCH_SESSIONS', 8, 1, 256)),
+  };
+}

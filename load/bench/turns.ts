@@ -1,0 +1,173 @@
+/**
+ * Section b: turn overhead with a zero-latency scripted model. Each session has an SSE stream
+ * (`?include=chunks`) open before its turns; a turn is timed from the POST …/events to the
+ * first `agent.message_chunk` frame and to `session.status_idle`.
+ */
+import http from 'node:http';
+import { OPERATOR_TENANT, type BenchPlatform } from './context.js';
+import type { BenchSettings } from './settings.js';
+import { fmt, fmtInt, nowMs, printSection, printTable, sleep, summarize, type Summary } from './stats.js';
+
+const TURN_TIMEOUT_MS = 15_000;
+const MESSAGE = { events: [{ type: 'user.message', content: [{ type: 'text', text: 'hi' }] }] };
+
+type FrameHandler = (event: string, data: string) => void;
+
+interface Stream {
+  onFrame: FrameHandler | null;
+  close(): void;
+}
+
+/** Opens GET /v1/sessions/:id/events/stream?include=chunks and parses its frames. */
+function openStream(p: BenchPlatform, sessionId: string): Promise<Stream> {
+  const u = new URL(p.url);
+  return new Promise((resolve, reject) => {
+    const req = http.request(
+      {
+        agent: false, host: u.hostname, port: u.port, method: 'GET',
+        path: `/v1/sessions/${sessionId}/events/stream?include=chunks`,
+        headers: { 'x-api-key': p.apiKey, accept: 'text/event-stream' },
+      },
+      (res) => {
+        if (res.statusCode !== 200) {
+          res.resume();
+          reject(new Error(`SSE ${sessionId}: HTTP ${res.statusCode}`));
+          return;
+        }
+        res.setEncoding('utf8');
+        const stream: Stream = { onFrame: null, close: () => req.destroy() };
+        let buf = '';
+        res.on('data', (chunk: string) => {
+          buf += chunk;
+          let i: number;
+          while ((i = buf.indexOf('\n\n')) >= 0) {
+            const raw = buf.slice(0, i);
+            buf = buf.slice(i + 2);
+            let event = 'message';
+            let data = '';
+            for (const line of raw.split('\n')) {
+              if (line.startsWith('event: ')) event = line.slice(7);
+              else if (line.startsWith('data: ')) data = line.slice(6);
+            }
+            if (event !== 'ping') stream.onFrame?.(event, data);
+          }
+        });
+        res.on('error', () => {});
+        resolve(stream);
+      },
+    );
+    req.on('error', (err) => reject(err));
+    req.end();
+  });
+}
+
+interface TurnTiming { firstChunkMs: number; idleMs: number }
+
+async function turn(p: BenchPlatform, stream: Stream, sessionId: string): Promise<TurnTiming> {
+  const t0 = nowMs();
+  let first = NaN;
+  let timer: NodeJS.Timeout | undefined;
+  const idle = new Promise<number>((resolve, reject) => {
+    stream.onFrame = (event) => {
+      if (event === 'agent.message_chunk' && Number.isNaN(first)) first = nowMs() - t0;
+      else if (event === 'session.status_idle') resolve(nowMs() - t0);
+    };
+    timer = setTimeout(() => reject(new Error(`turn on ${sessionId}: no session.status_idle within ${TURN_TIMEOUT_MS} ms`)), TURN_TIMEOUT_MS);
+  });
+  try {
+    const r = await p.json('POST', `/v1/sessions/${sessionId}/events`, MESSAGE);
+    if (r.status !== 202) throw new Error(`POST /v1/sessions/${sessionId}/events: HTTP ${r.status} ${JSON.stringify(r.body)}`);
+    const idleMs = await idle;
+    return { firstChunkMs: first, idleMs };
+  } finally {
+    clearTimeout(timer);
+    stream.onFrame = null;
+    idle.catch(() => {});
+  }
+}
+
+const lastSeq = async (p: BenchPlatform, ids: string[]) => {
+  let sum = 0;
+  for (const id of ids) sum += (await p.server.platform.sessions.getDoc(OPERATOR_TENANT, id)).last_seq;
+  return sum;
+};
+
+export interface TurnFigures {
+  sequential: { turns: number; errors: number; firstChunk: Summary; idle: Summary; eventsPerTurn: number };
+  concurrent: { sessions: number; turns: number; errors: number; turnsPerSec: number; idle: Summary; eventsPerSec: number };
+}
+
+export async function turnsSection(p: BenchPlatform, s: BenchSettings): Promise<TurnFigures> {
+  printSection('b. Turn overhead (zero-latency scripted model, SSE ?include=chunks already open)');
+  const { sessionIds } = await p.sessions(Math.max(1, s.sessions));
+  const streams = await Promise.all(sessionIds.map((id) => openStream(p, id)));
+  try {
+    // The stream subscribes just after its headers: give it a moment, then one warm-up turn each.
+    await sleep(100);
+    await Promise.all(sessionIds.map((id, i) => turn(p, streams[i]!, id)));
+
+    // Sequential turns on one session.
+    const sid = sessionIds[0]!;
+    const seqBefore = await lastSeq(p, [sid]);
+    const first: number[] = [];
+    const idle: number[] = [];
+    let seqErrors = 0;
+    const seqEnd = nowMs() + s.seconds * 1000;
+    while (idle.length + seqErrors < s.turns && nowMs() < seqEnd) {
+      try {
+        const t = await turn(p, streams[0]!, sid);
+        idle.push(t.idleMs);
+        if (!Number.isNaN(t.firstChunkMs)) first.push(t.firstChunkMs);
+      } catch (err) {
+        seqErrors++;
+        console.error(`  turn error: ${(err as Error).message}`);
+        if (seqErrors >= 3) break;
+      }
+    }
+    const eventsPerTurn = idle.length ? ((await lastSeq(p, [sid])) - seqBefore) / idle.length : NaN;
+    const firstS = summarize(first);
+    const idleS = summarize(idle);
+    const row = (name: string, x: Summary) => [name, fmtInt(x.n), fmt(x.p50), fmt(x.p90), fmt(x.p99), fmt(x.max), fmt(x.mean)];
+    printTable(
+      `sequential turns on one session (${idle.length} turns, bounded by ${s.turns} turns / ${s.seconds}s)`,
+      ['measure', 'n', 'p50 ms', 'p90 ms', 'p99 ms', 'max ms', 'mean ms'],
+      [row('POST -> first agent.message_chunk', firstS), row('POST -> session.status_idle', idleS)],
+      [
+        `errors: ${seqErrors}; persisted events per turn: ${fmt(eventsPerTurn, 1)}`,
+        ...(first.length < idle.length ? [`${idle.length - first.length} turns had no agent.message_chunk frame`] : []),
+      ],
+    );
+
+    // Concurrent turns: every session loops turns for `seconds`.
+    const before = await lastSeq(p, sessionIds);
+    const cIdle: number[] = [];
+    let cErrors = 0;
+    const t0 = nowMs();
+    const cEnd = t0 + s.seconds * 1000;
+    await Promise.all(sessionIds.map(async (id, i) => {
+      let errs = 0;
+      while (nowMs() < cEnd) {
+        try {
+          cIdle.push((await turn(p, streams[i]!, id)).idleMs);
+        } catch (err) {
+          cErrors++;
+          if (++errs === 1) console.error(`  turn error: ${(err as Error).message}`);
+          if (errs >= 3) break;
+        }
+      }
+    }));
+    const elapsed = (nowMs() - t0) / 1000;
+    const events = (await lastSeq(p, sessionIds)) - before;
+    const cS = summarize(cIdle);
+    const concurrent = { sessions: sessionIds.length, turns: cIdle.length, errors: cErrors, turnsPerSec: cIdle.length / elapsed, idle: cS, eventsPerSec: events / elapsed };
+    printTable(
+      `concurrent turns across ${sessionIds.length} sessions for ${s.seconds}s (each session: one turn at a time)`,
+      ['sessions', 'turns', 'turns/s', 'idle p50 ms', 'idle p99 ms', 'idle max ms', 'events/s', 'errors'],
+      [[String(concurrent.sessions), fmtInt(concurrent.turns), fmt(concurrent.turnsPerSec, 1), fmt(cS.p50), fmt(cS.p99), fmt(cS.max), fmtInt(concurrent.eventsPerSec), fmtInt(cErrors)]],
+      ['events/s: persisted session events (log appends) per second during these turns'],
+    );
+    return { sequential: { turns: idle.length, errors: seqErrors, firstChunk: firstS, idle: idleS, eventsPerTurn }, concurrent };
+  } finally {
+    for (const st of streams) st.close();
+  }
+}
