@@ -1,0 +1,148 @@
+import { readFileSync, readdirSync, statSync } from 'node:fs';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { BETA, startPlatform, waitFor, type TestPlatform } from './harness.js';
+
+let t: TestPlatform;
+beforeAll(async () => { t = await startPlatform({ env: { RATE_LIMIT_PER_MINUTE: '100000' } }); });
+afterAll(async () => { await t?.close(); });
+
+const json = async (r: Response) => ({ status: r.status, body: (await r.json()) as any });
+
+describe('tenant isolation', () => {
+  it("answers 404 for every route of this issue given another tenant's ids", async () => {
+    const a = await t.newTenant('alpha');
+    const b = await t.newTenant('beta');
+    const env = await a.client.beta.environments.create({ name: 'a-env' });
+    const agent = await a.client.beta.agents.create({ name: 'a-agent', model: 'claude-sonnet-4-5' });
+    const session = await a.client.beta.sessions.create({ agent: agent.id, environment_id: env.id });
+    const card = await json(await t.http('/v1/svc/model_cards', { method: 'POST', key: a.apiKey, headers: BETA, json: { model_id: 'a-card', provider: 'anthropic', model: 'm', base_url: t.model.url, api_key: 'sk-a' } }));
+    const keys = await json(await t.http('/v1/svc/api_keys', { key: a.apiKey, headers: BETA }));
+    const keyId = keys.body.data[0].id;
+    const routes: Array<[string, string, unknown?]> = [
+      ['GET', `/v1/agents/${agent.id}`],
+      ['GET', `/v1/agents/${agent.id}?version=1`],
+      ['GET', `/v1/agents/${agent.id}/versions`],
+      ['GET', `/v1/agents/${agent.id}/versions/1`],
+      ['PATCH', `/v1/agents/${agent.id}`, { name: 'x' }],
+      ['POST', `/v1/agents/${agent.id}`, { name: 'x' }],
+      ['DELETE', `/v1/agents/${agent.id}`],
+      ['POST', `/v1/agents/${agent.id}/archive`],
+      ['GET', `/v1/environments/${env.id}`],
+      ['PATCH', `/v1/environments/${env.id}`, { name: 'x' }],
+      ['POST', `/v1/environments/${env.id}`, { name: 'x' }],
+      ['DELETE', `/v1/environments/${env.id}`],
+      ['POST', `/v1/environments/${env.id}/archive`],
+      ['GET', `/v1/sessions/${session.id}`],
+      ['POST', `/v1/sessions/${session.id}`, { title: 'x' }],
+      ['DELETE', `/v1/sessions/${session.id}`],
+      ['POST', `/v1/sessions/${session.id}/archive`],
+      ['POST', `/v1/sessions/${session.id}/cancel`],
+      ['GET', `/v1/sessions/${session.id}/events`],
+      ['GET', `/v1/sessions/${session.id}/events/stream`],
+      ['POST', `/v1/sessions/${session.id}/events`, { events: [{ type: 'user.message', content: [{ type: 'text', text: 'x' }] }] }],
+      ['GET', `/v1/sessions/${session.id}/log`],
+      ['POST', `/v1/sessions/${session.id}/messages`, { content: 'x' }],
+      ['POST', `/v1/svc/model_cards/${card.body.id}`, { api_key: 'sk-x' }],
+      ['DELETE', `/v1/svc/model_cards/${card.body.id}`],
+      ['DELETE', `/v1/svc/api_keys/${keyId}`],
+    ];
+    for (const [method, path, body] of routes) {
+      const r = await t.http(path, { method, key: b.apiKey, headers: BETA, ...(body ? { json: body } : {}) });
+      expect(r.status, `${method} ${path}`).toBe(404);
+      expect(((await r.json()) as any).error.type).toBe('not_found');
+    }
+    // Sessions may not reference another tenant's agent or environment either.
+    const benv = await b.client.beta.environments.create({ name: 'b-env' });
+    await expect(b.client.beta.sessions.create({ agent: agent.id, environment_id: benv.id })).rejects.toMatchObject({ status: 400 });
+    // Lists never show another tenant's documents.
+    expect((await json(await t.http('/v1/agents', { key: b.apiKey }))).body.data).toEqual([]);
+    expect((await json(await t.http('/v1/sessions', { key: b.apiKey }))).body.data).toEqual([]);
+    // Nothing was changed by the foreign calls.
+    const still = await a.client.beta.agents.retrieve(agent.id);
+    expect(still.version).toBe(1);
+    expect(still.archived_at).toBeNull();
+    expect((await a.client.beta.sessions.retrieve(session.id)).title).toBeNull();
+  });
+});
+
+describe('authentication and errors', () => {
+  it('requires a key everywhere but /healthz; x-api-key and Bearer both work', async () => {
+    expect(await json(await t.http('/healthz', { key: null }))).toEqual({ status: 200, body: { ok: true } });
+    const missing = await json(await t.http('/v1/agents', { key: null }));
+    expect(missing.status).toBe(401);
+    expect(missing.body).toMatchObject({ type: 'error', error: { type: 'unauthorized' } });
+    expect((await t.http('/v1/agents', { key: 'nope' })).status).toBe(401);
+    expect((await t.http('/v1/agents', { key: null, headers: { authorization: `Bearer ${t.operatorKey}` } })).status).toBe(200);
+    expect((await t.http('/graphql', { key: null, method: 'POST', json: { query: '{ __typename }' } })).status).toBe(401);
+    const notFound = await json(await t.http('/v1/nothing'));
+    expect(notFound).toMatchObject({ status: 404, body: { error: { type: 'not_found' } } });
+  });
+
+  it('revoked keys stop working; only the operator key creates tenants', async () => {
+    const a = await t.newTenant('revoke');
+    const k = await json(await t.http('/v1/svc/api_keys', { method: 'POST', key: a.apiKey, headers: BETA, json: { name: 'second' } }));
+    expect(k.body.key).toMatch(/^afk_/);
+    const listed = await json(await t.http('/v1/api_keys', { key: a.apiKey, headers: BETA }));
+    expect(JSON.stringify(listed.body)).not.toContain(k.body.key);
+    expect((await t.http('/v1/agents', { key: k.body.key })).status).toBe(200);
+    await t.http(`/v1/svc/api_keys/${k.body.id}`, { method: 'DELETE', key: a.apiKey, headers: BETA });
+    expect((await t.http('/v1/agents', { key: k.body.key })).status).toBe(401);
+    const forbidden = await json(await t.http('/v1/svc/tenants', { method: 'POST', key: a.apiKey, headers: BETA, json: { name: 'x' } }));
+    expect(forbidden).toMatchObject({ status: 403, body: { error: { type: 'forbidden' } } });
+  });
+
+  it('sends rate-limit headers and answers 429 rate_limited past the per-tenant limit', async () => {
+    const small = await startPlatform({ env: { RATE_LIMIT_PER_MINUTE: '3' } });
+    try {
+      const r = await small.http('/v1/agents');
+      expect(r.headers.get('x-ratelimit-limit')).toBe('3');
+      expect(r.headers.get('x-ratelimit-remaining')).toBe('2');
+      expect(Number(r.headers.get('x-ratelimit-reset'))).toBeGreaterThan(Date.now() / 1000 - 1);
+      await small.http('/v1/agents');
+      await small.http('/v1/agents');
+      const limited = await json(await small.http('/v1/agents'));
+      expect(limited).toMatchObject({ status: 429, body: { error: { type: 'rate_limited' } } });
+    } finally {
+      await small.close();
+    }
+  });
+});
+
+describe('model cards', () => {
+  it('encrypts the key, shows only the last 4, probes loudly, rotates and deletes', async () => {
+    const created = await json(await t.http('/v1/svc/model_cards', { method: 'POST', headers: BETA, json: { model_id: 'card-1', provider: 'ant', model: 'wire-1', base_url: t.model.url, api_key: 'sk-secret-value-1234' } }));
+    expect(created.status).toBe(200);
+    expect(created.body.api_key_preview).toBe('…1234');
+    expect(created.body.probe.ok).toBe(true);
+    expect(JSON.stringify(created.body)).not.toContain('sk-secret-value');
+    const list = await json(await t.http('/v1/model_cards', { headers: BETA }));
+    expect(JSON.stringify(list.body)).not.toContain('sk-secret-value');
+    expect(list.body.data.map((c: any) => c.model_id)).toContain('card-1');
+    const dup = await json(await t.http('/v1/svc/model_cards', { method: 'POST', headers: BETA, json: { model_id: 'card-1', provider: 'ant', model: 'w', base_url: t.model.url, api_key: 'sk-2' } }));
+    expect(dup.status).toBe(409);
+    const badKey = await json(await t.http('/v1/svc/model_cards', { method: 'POST', headers: BETA, json: { model_id: 'card-bad', provider: 'anthropic', model: 'w', base_url: t.model.url, api_key: 'sk-bad' } }));
+    expect(badKey.status).toBe(400);
+    expect(badKey.body.error.message).toMatch(/api_key: rejected/);
+    const custom = await json(await t.http('/v1/svc/model_cards', { method: 'POST', headers: BETA, json: { model_id: 'card-c', provider: 'my-llm', model: 'w', base_url: t.model.url, api_key: 'sk-3' } }));
+    expect(custom.body.error.message).toMatch(/pi_config\.api/);
+    const rotated = await json(await t.http(`/v1/svc/model_cards/${created.body.id}`, { method: 'POST', headers: BETA, json: { api_key: 'sk-rotated-9876' } }));
+    expect(rotated.body.api_key_preview).toBe('…9876');
+    // The plaintext key is nowhere on disk.
+    const files: string[] = [];
+    const walk = (d: string) => { for (const f of readdirSync(d)) { const p = join(d, f); statSync(p).isDirectory() ? walk(p) : files.push(p); } };
+    await waitFor(async () => true);
+    walk(t.dataDir);
+    for (const f of files) expect(readFileSync(f, 'utf8'), f).not.toMatch(/sk-secret-value-1234|sk-rotated-9876/);
+    // Turns use the rotated key.
+    const agent = await t.client.beta.agents.create({ name: 'carded', model: 'card-1' });
+    const env = await t.client.beta.environments.create({ name: 'c' });
+    const s = await t.client.beta.sessions.create({ agent: agent.id, environment_id: env.id });
+    await t.client.beta.sessions.events.send(s.id, { events: [{ type: 'user.message', content: [{ type: 'text', text: 'hi' }] }] });
+    await waitFor(async () => t.model.requests.some((r) => r.model === 'wire-1'));
+    expect(t.model.requests.find((r) => r.model === 'wire-1')!.headers['x-api-key']).toBe('sk-rotated-9876');
+    const models = await t.client.beta.models.list();
+    expect(models.data.map((m) => m.id)).toContain('card-1');
+    expect((await json(await t.http(`/v1/svc/model_cards/${created.body.id}`, { method: 'DELETE', headers: BETA }))).status).toBe(200);
+  });
+});
