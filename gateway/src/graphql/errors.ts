@@ -17,15 +17,14 @@ export const isNotFound = (err: unknown) => err instanceof ApiError && err.type 
 
 /**
  * Maps a service error to a GraphQL error: `extensions: { code, type, http_status }` plus the
- * REST error's details (`field` for validation errors). Anything else is logged and served as
+ * REST error's details (`field` for validation errors, `current_version` for conflicts). Anything else is logged and served as
  * an opaque internal error, never with its message or stack.
  */
 export function toGraphQLError(err: unknown, log: Logger): GraphQLError {
   if (err instanceof GraphQLError) return err;
   if (err instanceof ApiError) {
-    const details = err.details ?? {};
     return new GraphQLError(err.message, {
-      extensions: { code: CODES[err.type], type: err.type, http_status: err.status, ...details, ...(Object.keys(details).length ? { details } : {}) },
+      extensions: { ...err.details, code: CODES[err.type], type: err.type, http_status: err.status },
     });
   }
   if (err instanceof ValidationError) {
@@ -39,12 +38,13 @@ export function toGraphQLError(err: unknown, log: Logger): GraphQLError {
  * Apollo's last word on every error. Resolver errors are already mapped (above); this only
  * fills in `type`/`http_status` for Apollo's own errors (parse, validation, variable coercion).
  */
-export function formatError(formatted: GraphQLFormattedError): GraphQLFormattedError {
+export const formatError = (log: Logger) => (formatted: GraphQLFormattedError, error: unknown): GraphQLFormattedError => {
   const ext = formatted.extensions ?? {};
   if (ext.type) return formatted;
   const code = String(ext.code ?? 'INTERNAL_SERVER_ERROR');
   if (code === 'INTERNAL_SERVER_ERROR') {
+    log.error('graphql error', { message: formatted.message, path: formatted.path, err: String((error as Error)?.stack ?? error) });
     return { message: 'internal error', locations: formatted.locations, path: formatted.path, extensions: { code, type: 'internal_error', http_status: 500 } };
   }
   return { ...formatted, extensions: { ...ext, type: 'invalid_request', http_status: 400 } };
-}
+};

@@ -1,0 +1,57 @@
+import { assertValidSchema, buildSchema, isObjectType, type GraphQLFieldResolver, type GraphQLSchema } from 'graphql';
+import type { Platform, Principal } from '@agentfleet/core';
+
+/** Per-operation context: the principal set by the gateway's auth hook, and the services. */
+export interface GqlContext {
+  principal: Principal;
+  platform: Platform;
+}
+
+export type Resolver = GraphQLFieldResolver<any, GqlContext, any>;
+export interface SubscriptionResolver {
+  subscribe: Resolver;
+  resolve?: Resolver;
+}
+export type ResolverMap = Record<string, Record<string, Resolver | SubscriptionResolver>>;
+
+/**
+ * Builds the executable schema from the SDL and a resolver map, shared by Apollo (queries,
+ * mutations) and graphql-sse (subscriptions). `mapError` wraps every resolver so services'
+ * errors reach clients in one shape on both transports. Unknown types or fields in the map, and
+ * root fields without a resolver, fail at startup rather than at request time.
+ *
+ * The JSON scalar needs no code: graphql-js's default scalar serializes and parses values as
+ * they are, and literals through valueFromASTUntyped.
+ */
+export function makeSchema(typeDefs: string, resolvers: ResolverMap, mapError: (err: unknown) => Error): GraphQLSchema {
+  const schema = buildSchema(typeDefs);
+  const guard = (fn: Resolver): Resolver => async (source, args, ctx, info) => {
+    try {
+      return await fn(source, args, ctx, info);
+    } catch (err) {
+      throw mapError(err);
+    }
+  };
+  for (const [typeName, fields] of Object.entries(resolvers)) {
+    const type = schema.getType(typeName);
+    if (!isObjectType(type)) throw new Error(`graphql resolvers: ${typeName} is not an object type of the schema`);
+    const defs = type.getFields();
+    for (const [name, r] of Object.entries(fields)) {
+      const field = defs[name];
+      if (!field) throw new Error(`graphql resolvers: ${typeName}.${name} is not in the schema`);
+      if (typeof r === 'function') {
+        field.resolve = guard(r);
+      } else {
+        field.subscribe = guard(r.subscribe);
+        field.resolve = r.resolve ? guard(r.resolve) : (v: unknown) => v;
+      }
+    }
+  }
+  for (const root of [schema.getQueryType(), schema.getMutationType(), schema.getSubscriptionType()]) {
+    for (const field of Object.values(root?.getFields() ?? {})) {
+      if (!field.resolve) throw new Error(`graphql resolvers: ${root!.name}.${field.name} has no resolver`);
+    }
+  }
+  assertValidSchema(schema);
+  return schema;
+}
