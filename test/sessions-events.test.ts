@@ -205,7 +205,7 @@ describe('events', () => {
   it('messages sent during a turn run next, in order', async () => {
     const { agent, model } = await agentWithModel();
     const s = await t.client.beta.sessions.create({ agent: agent.id, environment_id: envId });
-    t.model.script(model, { steps: [{ delay_ms: 800 }, { text: 'r1' }] }, { steps: [{ text: 'r2' }] });
+    t.model.script(model, { steps: [{ delay_ms: 3000 }, { text: 'r1' }] }, { steps: [{ text: 'r2' }] });
     await say(s.id, 'm1');
     await waitFor(async () => (await t.client.beta.sessions.retrieve(s.id)).status === 'running');
     await say(s.id, 'm2');

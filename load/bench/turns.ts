@@ -61,15 +61,17 @@ function openStream(p: BenchPlatform, sessionId: string): Promise<Stream> {
   });
 }
 
-interface TurnTiming { firstChunkMs: number; idleMs: number }
+interface TurnTiming { firstChunkMs: number; idleMs: number; sessionErrors: number }
 
 async function turn(p: BenchPlatform, stream: Stream, sessionId: string): Promise<TurnTiming> {
   const t0 = nowMs();
   let first = NaN;
+  let sessionErrors = 0;
   let timer: NodeJS.Timeout | undefined;
   const idle = new Promise<number>((resolve, reject) => {
     stream.onFrame = (event) => {
       if (event === 'agent.message_chunk' && Number.isNaN(first)) first = nowMs() - t0;
+      else if (event === 'session.error') sessionErrors++;
       else if (event === 'session.status_idle') resolve(nowMs() - t0);
     };
     timer = setTimeout(() => reject(new Error(`turn on ${sessionId}: no session.status_idle within ${TURN_TIMEOUT_MS} ms`)), TURN_TIMEOUT_MS);
@@ -78,7 +80,7 @@ async function turn(p: BenchPlatform, stream: Stream, sessionId: string): Promis
     const r = await p.json('POST', `/v1/sessions/${sessionId}/events`, MESSAGE);
     if (r.status !== 202) throw new Error(`POST /v1/sessions/${sessionId}/events: HTTP ${r.status} ${JSON.stringify(r.body)}`);
     const idleMs = await idle;
-    return { firstChunkMs: first, idleMs };
+    return { firstChunkMs: first, idleMs, sessionErrors };
   } finally {
     clearTimeout(timer);
     stream.onFrame = null;
@@ -112,11 +114,13 @@ export async function turnsSection(p: BenchPlatform, s: BenchSettings): Promise<
     const first: number[] = [];
     const idle: number[] = [];
     let seqErrors = 0;
+    let seqSessionErrors = 0;
     const seqEnd = nowMs() + s.seconds * 1000;
     while (idle.length + seqErrors < s.turns && nowMs() < seqEnd) {
       try {
         const t = await turn(p, streams[0]!, sid);
         idle.push(t.idleMs);
+        seqSessionErrors += t.sessionErrors;
         if (!Number.isNaN(t.firstChunkMs)) first.push(t.firstChunkMs);
       } catch (err) {
         seqErrors++;
@@ -133,7 +137,7 @@ export async function turnsSection(p: BenchPlatform, s: BenchSettings): Promise<
       ['measure', 'n', 'p50 ms', 'p90 ms', 'p99 ms', 'max ms', 'mean ms'],
       [row('POST -> first agent.message_chunk', firstS), row('POST -> session.status_idle', idleS)],
       [
-        `errors: ${seqErrors}; persisted events per turn: ${fmt(eventsPerTurn, 1)}`,
+        `errors: ${seqErrors}; session.error frames (model retries): ${seqSessionErrors}; persisted events per turn: ${fmt(eventsPerTurn, 1)}`,
         ...(first.length < idle.length ? [`${idle.length - first.length} turns had no agent.message_chunk frame`] : []),
       ],
     );
@@ -142,13 +146,17 @@ export async function turnsSection(p: BenchPlatform, s: BenchSettings): Promise<
     const before = await lastSeq(p, sessionIds);
     const cIdle: number[] = [];
     let cErrors = 0;
+    let cSessionErrors = 0;
+    const busBefore = p.server.platform.bus.stats();
     const t0 = nowMs();
     const cEnd = t0 + s.seconds * 1000;
     await Promise.all(sessionIds.map(async (id, i) => {
       let errs = 0;
       while (nowMs() < cEnd) {
         try {
-          cIdle.push((await turn(p, streams[i]!, id)).idleMs);
+          const t = await turn(p, streams[i]!, id);
+          cIdle.push(t.idleMs);
+          cSessionErrors += t.sessionErrors;
         } catch (err) {
           cErrors++;
           if (++errs === 1) console.error(`  turn error: ${(err as Error).message}`);
@@ -158,13 +166,17 @@ export async function turnsSection(p: BenchPlatform, s: BenchSettings): Promise<
     }));
     const elapsed = (nowMs() - t0) / 1000;
     const events = (await lastSeq(p, sessionIds)) - before;
+    const busAfter = p.server.platform.bus.stats();
     const cS = summarize(cIdle);
     const concurrent = { sessions: sessionIds.length, turns: cIdle.length, errors: cErrors, turnsPerSec: cIdle.length / elapsed, idle: cS, eventsPerSec: events / elapsed };
     printTable(
       `concurrent turns across ${sessionIds.length} sessions for ${s.seconds}s (each session: one turn at a time)`,
       ['sessions', 'turns', 'turns/s', 'idle p50 ms', 'idle p99 ms', 'idle max ms', 'events/s', 'errors'],
       [[String(concurrent.sessions), fmtInt(concurrent.turns), fmt(concurrent.turnsPerSec, 1), fmt(cS.p50), fmt(cS.p99), fmt(cS.max), fmtInt(concurrent.eventsPerSec), fmtInt(cErrors)]],
-      ['events/s: persisted session events (log appends) per second during these turns'],
+      [
+        'events/s: persisted session events (log appends) per second during these turns',
+        `session.error frames (model retries): ${cSessionErrors}; bus commands retried: ${busAfter.retried - busBefore.retried}, dead-lettered: ${busAfter.deadLettered - busBefore.deadLettered}`,
+      ],
     );
     return { sequential: { turns: idle.length, errors: seqErrors, firstChunk: firstS, idle: idleS, eventsPerTurn }, concurrent };
   } finally {

@@ -1,5 +1,62 @@
-import type { FastifyInstance } from 'fastify';
-import type { Platform } from '@agentfleet/core';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { ApolloServer } from '@apollo/server';
+import { ApolloServerPluginLandingPageDisabled } from '@apollo/server/plugin/disabled';
+import { fastifyApolloHandler } from '@as-integrations/fastify';
+import { typeDefs } from '@agentfleet/schemas';
+import { createLogger, type Platform } from '@agentfleet/core';
+import { formatError, toGraphQLError } from './errors.js';
+import { resolvers } from './resolvers.js';
+import { makeSchema, type GqlContext } from './schema.js';
+import { eventStreamRoute, wantsEventStream } from './stream.js';
 
-/** GraphQL is registered here (Apollo Server at /graphql, graphql-sse subscriptions). */
-export async function graphqlPlugin(_app: FastifyInstance, _p: Platform): Promise<void> {}
+/**
+ * GraphQL on the gateway's fastify instance, behind the same auth hook, rate limit and error
+ * handler as REST:
+ * - `/graphql` (GET, POST): Apollo Server 5, queries and mutations;
+ * - `/graphql/stream` (graphql-sse): subscriptions; `/graphql` also serves graphql-sse for
+ *   requests that ask for `Accept: text/event-stream` (or carry a stream token), and its
+ *   single-connection PUT/DELETE.
+ *
+ * Apollo's fastify drain plugin is not used: it closes the fastify instance from Apollo's stop,
+ * while here the instance's close stops Apollo (onClose) and ends open event streams (preClose).
+ */
+export async function graphqlPlugin(app: FastifyInstance, p: Platform): Promise<void> {
+  const log = createLogger(p.config.logLevel, { component: 'graphql' });
+  const subscriptions = new Set<AbortController>();
+  const schema = makeSchema(typeDefs, resolvers({ subscriptions }), (err) => toGraphQLError(err, log));
+
+  const apollo = new ApolloServer<GqlContext>({
+    schema,
+    introspection: true,
+    includeStacktraceInErrorResponses: false,
+    formatError: formatError(log),
+    // Every request needs x-api-key or Authorization, neither of which a browser sends on a
+    // simple (preflight-free) request, so those headers also satisfy CSRF prevention.
+    csrfPrevention: { requestHeaders: ['x-api-key', 'authorization', 'x-apollo-operation-name', 'apollo-require-preflight'] },
+    plugins: [ApolloServerPluginLandingPageDisabled()],
+  });
+  await apollo.start();
+  const apolloHandler = fastifyApolloHandler<GqlContext>(apollo, {
+    context: async (req) => ({ principal: req.principal, platform: p }),
+  });
+  const sse = eventStreamRoute(schema, p, log);
+
+  app.route({
+    method: ['GET', 'POST'],
+    url: '/graphql',
+    handler(req: FastifyRequest, reply: FastifyReply) {
+      if (wantsEventStream(req)) return sse.handle(req, reply);
+      return (apolloHandler as unknown as (this: FastifyInstance, req: FastifyRequest, reply: FastifyReply) => Promise<unknown>).call(this, req, reply);
+    },
+  });
+  app.route({ method: ['PUT', 'DELETE'], url: '/graphql', handler: sse.handle });
+  app.route({ method: ['GET', 'POST', 'PUT', 'DELETE'], url: '/graphql/stream', handler: sse.handle });
+
+  app.addHook('preClose', async () => {
+    for (const ac of subscriptions) ac.abort();
+    sse.closeAll();
+  });
+  app.addHook('onClose', async () => {
+    await apollo.stop();
+  });
+}
