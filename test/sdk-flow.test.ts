@@ -47,3 +47,79 @@ describe('official SDK drives a full session turn', () => {
     expect(after.status).toBe('idle');
   });
 });
+
+describe('SDK: replay, cancel, tool calls', () => {
+  it('replays with Last-Event-ID through the SDK stream, only seq > N', async () => {
+    const c = t.client;
+    const env = await c.beta.environments.create({ name: 'replay' });
+    const agent = await c.beta.agents.create({ name: 'r', model: 'claude-sonnet-4-5' });
+    const s = await c.beta.sessions.create({ agent: agent.id, environment_id: env.id });
+    await c.beta.sessions.events.send(s.id, { events: [{ type: 'user.message', content: [{ type: 'text', text: 'one' }] }] });
+    let all: any[] = [];
+    for (let i = 0; i < 200 && !all.some((e) => e.type === 'session.status_idle'); i++) {
+      all = (await c.beta.sessions.events.list(s.id)).data;
+      await new Promise((r) => setTimeout(r, 25));
+    }
+    const stream = await c.beta.sessions.events.stream(s.id, {}, { headers: { 'Last-Event-ID': '2' } });
+    const got: any[] = [];
+    for await (const ev of stream) {
+      got.push(ev);
+      if ((ev as any).seq === all.at(-1).seq) break;
+    }
+    expect(got.map((e) => e.seq)).toEqual(all.filter((e) => e.seq > 2).map((e) => e.seq));
+    const end = all.find((e) => e.type === 'span.model_request_end');
+    expect(end.model_usage.output_tokens).toBeGreaterThan(0);
+    expect(end.model_usage).toHaveProperty('input_tokens');
+    expect((await c.beta.sessions.retrieve(s.id)).usage.output_tokens).toBe(end.model_usage.output_tokens);
+  });
+
+  it('a tool call the deployment cannot execute yet gets an is_error result and the turn continues', async () => {
+    const c = t.client;
+    const env = await c.beta.environments.create({ name: 'tools' });
+    const agent = await c.beta.agents.create({
+      name: 'tooled', model: 'tool-model',
+      tools: [{ type: 'custom', name: 'lookup', description: 'looks things up', input_schema: { type: 'object', properties: { q: { type: 'string' } } } }],
+    }).catch(async () => {
+      await t.http('/v1/svc/model_cards', { method: 'POST', headers: { 'anthropic-beta': 'managed-agents-2026-04-01' }, json: { model_id: 'tool-model', provider: 'anthropic', model: 'tool-model', base_url: t.model.url, api_key: 'k' } });
+      return c.beta.agents.create({ name: 'tooled', model: 'tool-model', tools: [{ type: 'custom', name: 'lookup', description: 'looks things up', input_schema: { type: 'object', properties: { q: { type: 'string' } } } }] });
+    });
+    t.model.script('tool-model', { steps: [{ text: 'checking' }, { tool_use: { name: 'lookup', input: { q: 'x' } } }] }, { steps: [{ text: 'done without it' }] });
+    const s = await c.beta.sessions.create({ agent: agent.id, environment_id: env.id });
+    const stream = await c.beta.sessions.events.stream(s.id);
+    await c.beta.sessions.events.send(s.id, { events: [{ type: 'user.message', content: [{ type: 'text', text: 'go' }] }] });
+    const seen: any[] = [];
+    for await (const ev of stream) { seen.push(ev); if (ev.type === 'session.status_idle') break; }
+    const use = seen.find((e) => e.type === 'agent.tool_use');
+    expect(use).toMatchObject({ name: 'lookup', input: { q: 'x' } });
+    const result = seen.find((e) => e.type === 'agent.tool_result');
+    expect(result).toMatchObject({ tool_use_id: use.id, is_error: true });
+    expect(seen.filter((e) => e.type === 'agent.message').map((e) => e.content[0].text)).toEqual(['checking', 'done without it']);
+    // The second model request carried the tool call and its result, paired by id.
+    const second = t.model.requests.filter((r) => r.model === 'tool-model')[1]!.body.messages;
+    expect(second[1].content.find((b: any) => b.type === 'tool_use').id).toBe(use.id);
+    expect(second[2].content[0]).toMatchObject({ type: 'tool_result', tool_use_id: use.id, is_error: true });
+    expect(t.model.requests.filter((r) => r.model === 'tool-model')[0]!.body.tools[0].name).toBe('lookup');
+    // A custom tool result for a tool use that does not exist is refused, naming the field.
+    await expect(c.beta.sessions.events.send(s.id, { events: [{ type: 'user.custom_tool_result', custom_tool_use_id: 'sevt_nope', content: [] }] }))
+      .rejects.toMatchObject({ status: 400, message: expect.stringContaining('events[0].custom_tool_use_id') });
+  });
+
+  it('cancel stops a running turn; the session returns to idle', async () => {
+    const c = t.client;
+    const env = await c.beta.environments.create({ name: 'cancel' });
+    await t.http('/v1/svc/model_cards', { method: 'POST', headers: { 'anthropic-beta': 'managed-agents-2026-04-01' }, json: { model_id: 'cancel-model', provider: 'anthropic', model: 'cancel-model', base_url: t.model.url, api_key: 'k' } });
+    const agent = await c.beta.agents.create({ name: 'c', model: 'cancel-model' });
+    const s = await c.beta.sessions.create({ agent: agent.id, environment_id: env.id });
+    t.model.script('cancel-model', { steps: [{ delay_ms: 30_000 }, { text: 'never' }] });
+    await c.beta.sessions.events.send(s.id, { events: [{ type: 'user.message', content: [{ type: 'text', text: 'x' }] }] });
+    for (let i = 0; i < 200 && (await c.beta.sessions.retrieve(s.id)).status !== 'running'; i++) await new Promise((r) => setTimeout(r, 25));
+    const r = await t.http(`/v1/sessions/${s.id}/cancel`, { method: 'POST', headers: { 'anthropic-beta': 'managed-agents-2026-04-01' } });
+    expect(r.status).toBe(200);
+    let status = '';
+    for (let i = 0; i < 200 && status !== 'idle'; i++) { status = (await c.beta.sessions.retrieve(s.id)).status; await new Promise((r) => setTimeout(r, 25)); }
+    expect(status).toBe('idle');
+    const events = (await c.beta.sessions.events.list(s.id)).data as any[];
+    expect(events.some((e) => e.type === 'agent.message')).toBe(false);
+    expect(events.at(-1)).toMatchObject({ type: 'session.status_idle', interrupted: true });
+  });
+});

@@ -101,29 +101,5 @@ function build<S extends TSchema>(instance: Ajv, schema: S, prefix: string): Val
   return v;
 }
 
-/** Prefer errors from the union branch whose `type` const equals the value's `type` at that path. */
-function narrowUnion(errors: ErrorObject[], root: unknown): ErrorObject | undefined {
-  const relevant = errors.filter((e) => e.keyword !== 'anyOf' && e.keyword !== 'const');
-  const withType = relevant.filter((e) => {
-    const m = /\/anyOf\/(\d+)\//.exec(e.schemaPath);
-    if (!m) return false;
-    const at = e.instancePath;
-    const typeValue = get(root, at)?.type;
-    const constErr = errors.find(
-      (c) => c.keyword === 'const' && c.instancePath === `${at}/type` && c.schemaPath.startsWith(e.schemaPath.slice(0, m.index + m[0].length)),
-    );
-    return typeof typeValue === 'string' && !constErr;
-  });
-  const pool = withType.length ? withType : relevant;
-  if (!pool.length) return undefined;
-  return bestError(pool);
-}
-
-function get(root: unknown, pointer: string): any {
-  let cur: any = root;
-  for (const p of pointer.split('/').filter(Boolean)) cur = cur?.[p];
-  return cur;
-}
-
 export const compileBody = <S extends TSchema>(schema: S) => build(ajv, schema, '');
 export const compileQuery = <S extends TSchema>(schema: S) => build(ajvQuery, schema, '');

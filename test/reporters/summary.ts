@@ -9,13 +9,17 @@ export default class SummaryReporter implements Reporter {
     let passed = 0, failed = 0, skipped = 0;
     const skippedNames: string[] = [];
     for (const m of modules) {
+      // A suite that failed outside its tests (import, beforeAll) leaves its tests unrun: failures.
+      const moduleFailed = m.state() === 'failed';
+      let counted = 0;
       for (const t of m.children.allTests()) {
+        counted++;
         const state = t.result().state;
         if (state === 'passed') passed++;
-        else if (state === 'failed') failed++;
+        else if (state === 'failed' || moduleFailed) failed++;
         else { skipped++; skippedNames.push(`${m.moduleId.replace(process.cwd() + '/', '')} > ${t.fullName}`); }
       }
-      if (m.state() === 'failed' && ![...m.children.allTests()].length) failed++;
+      if (moduleFailed && counted === 0) failed++;
     }
     for (const n of skippedNames) process.stdout.write(`skipped: ${n}\n`);
     process.stdout.write(`\ntests: ${passed} passed, ${failed} failed, ${skipped} skipped\n`);
