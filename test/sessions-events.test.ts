@@ -212,10 +212,31 @@ describe('events', () => {
     await say(s.id, 'm3');
     const events = await untilIdle(s.id, 2);
     const reqs = t.model.requests.filter((r) => r.model === model);
-    expect(reqs.length).toBe(2);
+    expect(reqs.length, JSON.stringify(events.map((e: any) => [e.seq, e.type, e.content?.[0]?.text ?? e.error?.type]))).toBe(2);
     const texts = (m: any) => m.content.map((b: any) => b.text).join('|');
     expect(reqs[1]!.body.messages.map(texts)).toEqual(['m1', 'r1', 'm2|m3']);
     expect(events.filter((e: any) => e.type === 'session.status_running').length).toBe(2);
+  });
+
+  it('concurrent sends while a turn runs: every message once, seq gap-free, all answered', async () => {
+    const { agent, model } = await agentWithModel();
+    const s = await t.client.beta.sessions.create({ agent: agent.id, environment_id: envId });
+    t.model.script(model, { steps: [{ delay_ms: 300 }, { text: 'first' }] });
+    await say(s.id, 'm0');
+    await Promise.all(Array.from({ length: 25 }, (_, i) => say(s.id, `c${i}`)));
+    const events = await waitFor(async () => {
+      const ev = (await json(await t.http(`/v1/sessions/${s.id}/events?limit=1000`))).body.data;
+      const last = ev.at(-1);
+      const s2 = await t.client.beta.sessions.retrieve(s.id);
+      return last?.type === 'session.status_idle' && s2.status === 'idle' ? ev : null;
+    }, 20_000);
+    expect(events.map((e: any) => e.seq)).toEqual(events.map((_: unknown, i: number) => i + 1));
+    const texts = events.filter((e: any) => e.type === 'user.message').map((e: any) => e.content[0].text).sort();
+    expect(texts).toEqual(['m0', ...Array.from({ length: 25 }, (_, i) => `c${i}`)].sort());
+    // Every message reached the model exactly once across the turns.
+    const seenByModel = t.model.requests.filter((r) => r.model === model).at(-1)!.body.messages
+      .filter((m: any) => m.role === 'user').flatMap((m: any) => m.content.map((b: any) => b.text)).sort();
+    expect(seenByModel).toEqual(texts);
   });
 
   it('model errors become session.error with the SDK types, then idle', async () => {

@@ -18,7 +18,7 @@ export interface Config {
   rootSecretSource: 'env' | 'generated' | 'data_dir';
   vendor: { apiKey: string; baseUrl?: string } | null;
   rateLimit: { perMinute: number };
-  turn: { maxModelRequests: number; maxTokens: number; leaseTtlMs: number; recoveryScanMs: number; maxRecoveries: number };
+  turn: { maxModelRequests: number; maxTokens: number; leaseTtlMs: number; recoveryScanMs: number; maxRecoveries: number; maxConcurrent: number };
   logLevel: 'debug' | 'info' | 'warn' | 'error' | 'silent';
   infra: { kafkaBrokers: string | null; mongodbUrl: string | null; redisUrl: string | null; nomadAddr: string | null };
 }
@@ -74,6 +74,7 @@ export function loadConfig(role: Role, env: Env = process.env): Config {
     leaseTtlMs: int(env, 'SESSION_LEASE_TTL_MS', 15_000, problems, 1000),
     recoveryScanMs: int(env, 'RECOVERY_SCAN_MS', 5_000, problems, 100),
     maxRecoveries: 5,
+    maxConcurrent: int(env, 'WORKER_MAX_CONCURRENT_TURNS', 64, problems, 1, 10_000),
   };
   if (env.PLATFORM_ROOT_SECRET !== undefined && env.PLATFORM_ROOT_SECRET.length < 32) problems.push('PLATFORM_ROOT_SECRET must be at least 32 characters');
   if (problems.length) throw new ConfigError(problems);

@@ -234,6 +234,20 @@ export function storeContract(name: string, open: () => Promise<ContractHandle>)
       expect(page.map((d) => d._id)).toEqual(['e1', 'e2']);
     });
 
+    it('insertMany is ordered: stops at the first duplicate, keeps the ones before, reports insertedCount', async () => {
+      const c = store.collection<any>({ name: unique('many'), indexes: [{ fields: { session_id: 1, seq: 1 }, unique: true }] });
+      await c.insertMany([{ _id: 'a', session_id: 's', seq: 1 }, { _id: 'b', session_id: 's', seq: 2 }]);
+      let err: any;
+      try {
+        await c.insertMany([{ _id: 'c', session_id: 's', seq: 3 }, { _id: 'd', session_id: 's', seq: 2 }, { _id: 'e', session_id: 's', seq: 4 }]);
+      } catch (e) {
+        err = e;
+      }
+      expect(err).toBeInstanceOf(DuplicateKeyError);
+      expect(err.insertedCount).toBe(1);
+      expect((await c.find({}, { sort: { seq: 1 } })).map((d: any) => d._id)).toEqual(['a', 'b', 'c']);
+    });
+
     it('deletes one or many and counts', async () => {
       const c = await seeded('delete');
       expect(await c.deleteOne({ n: { $gte: 2 } })).toBe(1);

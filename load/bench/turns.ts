@@ -145,6 +145,7 @@ export async function turnsSection(p: BenchPlatform, s: BenchSettings): Promise<
     // Concurrent turns: every session loops turns for `seconds`.
     const before = await lastSeq(p, sessionIds);
     const cIdle: number[] = [];
+    const perSession = sessionIds.map(() => 0);
     let cErrors = 0;
     let cSessionErrors = 0;
     const busBefore = p.server.platform.bus.stats();
@@ -156,6 +157,7 @@ export async function turnsSection(p: BenchPlatform, s: BenchSettings): Promise<
         try {
           const t = await turn(p, streams[i]!, id);
           cIdle.push(t.idleMs);
+          perSession[i]!++;
           cSessionErrors += t.sessionErrors;
         } catch (err) {
           cErrors++;
@@ -175,6 +177,7 @@ export async function turnsSection(p: BenchPlatform, s: BenchSettings): Promise<
       [[String(concurrent.sessions), fmtInt(concurrent.turns), fmt(concurrent.turnsPerSec, 1), fmt(cS.p50), fmt(cS.p99), fmt(cS.max), fmtInt(concurrent.eventsPerSec), fmtInt(cErrors)]],
       [
         'events/s: persisted session events (log appends) per second during these turns',
+        `turns per session: min ${Math.min(...perSession)}, max ${Math.max(...perSession)}`,
         `session.error frames (model retries): ${cSessionErrors}; bus commands retried: ${busAfter.retried - busBefore.retried}, dead-lettered: ${busAfter.deadLettered - busBefore.deadLettered}`,
       ],
     );

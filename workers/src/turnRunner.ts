@@ -27,12 +27,18 @@ export class TurnRunner {
   private consumer: ConsumerHandle | null = null;
   private scanTimer: NodeJS.Timeout | null = null;
   private readonly active = new Map<string, AbortController>();
+  private readonly running = new Set<Promise<void>>();
+  private readonly draining = new Set<string>();
 
   constructor(
     private readonly p: Platform,
     private readonly owner: string,
     private readonly log: Logger,
   ) {}
+
+  private get maxConcurrentTurns() {
+    return this.p.config.turn.maxConcurrent;
+  }
 
   async start(): Promise<void> {
     this.consumer = await this.p.bus.consume('turn-runner', {
@@ -45,33 +51,66 @@ export class TurnRunner {
     this.scanTimer.unref();
   }
 
-  async stop(): Promise<void> {
+  /** Stops taking commands, then waits (bounded) for running turns; an abandoned turn is recovered elsewhere. */
+  async stop(drainMs = 30_000): Promise<void> {
     if (this.scanTimer) clearInterval(this.scanTimer);
     await this.consumer?.stop();
+    const all = Promise.allSettled([...this.running]);
+    await Promise.race([all, sleep(drainMs)]);
   }
 
-  /** Command handler: drains the session's pending input under its lease. */
+  /**
+   * Command handler. It only claims the session (lease) and hands the session to a background
+   * drain, so a long turn never holds a bus partition and other sessions on that partition keep
+   * moving. Acknowledging early is safe: input that no turn has consumed keeps the session's
+   * `pending` flag and a started turn has a run record; the recovery scan re-drives both.
+   * At most `maxConcurrentTurns` sessions run per worker; beyond that the handler waits
+   * (backpressure on the partition) instead of acknowledging work it cannot start.
+   */
   async handle(cmd: CommandEnvelope<'session.turn.requested'>): Promise<void> {
     const { tenant_id: tenant, session_id: sid } = cmd.payload;
-    for (;;) {
-      const lease = await this.p.coordination.leases.acquire(`session:${sid}`, this.owner, this.p.config.turn.leaseTtlMs);
-      if (!lease) return; // the holder drains all pending input and re-checks after releasing
+    if (this.draining.has(sid)) return; // this worker's drain re-checks pending input before it lets go
+    while (this.running.size >= this.maxConcurrentTurns) await Promise.race(this.running);
+    const lease = await this.p.coordination.leases.acquire(`session:${sid}`, this.owner, this.p.config.turn.leaseTtlMs);
+    if (!lease) return; // the holder drains all pending input and re-checks after releasing
+    let failed = false;
+    const run = this.runSession(tenant, sid, lease).catch((err) => {
+      failed = true; // left to the recovery scan, so a persistent fault cannot spin here
+      this.log.error('session drain failed', { session_id: sid, err: String((err as Error)?.stack ?? err) });
+    });
+    this.running.add(run);
+    this.draining.add(sid);
+    void run.finally(async () => {
+      this.running.delete(run);
+      this.draining.delete(sid);
+      // A command skipped while this drain was letting go: its input is still pending.
+      const s = await this.p.collections.sessions.get(tenant, sid).catch(() => null);
+      if (!failed && s?.pending && !s.terminated_at && !s.deleted_at) void this.handle(cmd).catch((err) => this.log.error('re-drive failed', { session_id: sid, err: String(err) }));
+    });
+  }
+
+  private async runSession(tenant: string, sid: string, first: Lease): Promise<void> {
+    let lease: Lease | null = first;
+    while (lease) {
+      const held = lease;
       const renew = setInterval(() => {
-        this.p.coordination.leases.renew(lease, this.p.config.turn.leaseTtlMs).then((ok) => {
+        this.p.coordination.leases.renew(held, this.p.config.turn.leaseTtlMs).then((ok) => {
           if (!ok) this.active.get(sid)?.abort(new TurnAborted('lease_lost'));
         }, () => {});
       }, Math.max(250, Math.floor(this.p.config.turn.leaseTtlMs / 3)));
       try {
-        await this.drain(tenant, sid, lease);
+        await this.drain(tenant, sid, held);
       } catch (err) {
         if (err instanceof StaleLeaseError) return;
         throw err;
       } finally {
         clearInterval(renew);
-        await this.p.coordination.leases.release(lease);
+        await this.p.coordination.leases.release(held);
       }
+      // Input that arrived after the last check but before the release: take it now.
       const s = await this.p.collections.sessions.get(tenant, sid);
       if (!s || s.deleted_at || s.terminated_at || !s.pending) return;
+      lease = await this.p.coordination.leases.acquire(`session:${sid}`, this.owner, this.p.config.turn.leaseTtlMs);
     }
   }
 
@@ -338,7 +377,7 @@ export class TurnRunner {
     for (const r of await runs.raw.find({}, { limit: 1000 })) candidates.set(r._id, r.tenant_id);
     for (const s of await sessions.raw.find({ pending: true }, { limit: 1000 })) candidates.set(s._id, s.tenant_id);
     for (const [sid, tenant] of candidates) {
-      if (this.active.has(sid)) continue;
+      if (this.active.has(sid) || this.draining.has(sid)) continue;
       if (await this.p.coordination.leases.holder(`session:${sid}`)) continue;
       await this.p.bus.publish('session.turn.requested', { tenant_id: tenant, session_id: sid, seq: 0, reason: 'recovery' });
     }

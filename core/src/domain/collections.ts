@@ -10,6 +10,9 @@ export class TenantCollection<T extends Doc & { tenant_id: string }> {
   insert(tenant: string, doc: Omit<T, 'tenant_id'>): Promise<void> {
     return this.raw.insertOne({ ...(doc as T), tenant_id: tenant });
   }
+  insertMany(tenant: string, docs: Array<Omit<T, 'tenant_id'>>): Promise<void> {
+    return this.raw.insertMany(docs.map((d) => ({ ...(d as T), tenant_id: tenant })));
+  }
   get(tenant: string, id: string): Promise<T | null> {
     return this.raw.findOne({ _id: id, tenant_id: tenant });
   }

@@ -48,18 +48,16 @@ export class EventLog {
       if (!s || s.deleted_at) throw notFound('session', sessionId);
       if (opts.fence !== undefined && s.fence > opts.fence) throw new StaleLeaseError(`session ${sessionId}: lease token ${opts.fence} superseded by ${s.fence}`);
       if (s.terminated_at && !opts.allowTerminated) throw new ApiError('invalid_request', `session ${sessionId} is terminated and accepts no events`);
-      let seq = s.last_seq;
-      const firstSeq = seq + 1;
-      const batch: EventDoc[] = [];
+      const firstSeq = s.last_seq + 1;
+      const now = nowIso();
+      const docs: EventDoc[] = pending.map((d, i) => ({ _id: d.id, tenant_id: tenant, session_id: sessionId, seq: firstSeq + i, type: d.type, payload: d.payload, created_at: now }));
+      let batch = docs;
       try {
-        for (const d of pending) {
-          const doc: EventDoc = { _id: d.id, tenant_id: tenant, session_id: sessionId, seq: ++seq, type: d.type, payload: d.payload, created_at: nowIso() };
-          await this.c.events.insert(tenant, doc);
-          batch.push(doc);
-        }
+        await this.c.events.insertMany(tenant, docs);
       } catch (err) {
-        if (!(err instanceof DuplicateKeyError) || err.index === '_id') throw err;
+        if (!(err instanceof DuplicateKeyError) || err.index === '_id_') throw err;
         // Lost the race for a seq (or the head is behind after a crash): repair and go again.
+        batch = docs.slice(0, err.insertedCount);
         await this.advanceHead(tenant, sessionId, s, batch, opts, firstSeq);
         written.push(...batch);
         pending = pending.slice(batch.length);

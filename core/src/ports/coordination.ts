@@ -14,6 +14,7 @@ export interface Lease {
 }
 
 export interface LeaseStore {
+  /** Null while any live lease exists for the key, including one held by the same owner. */
   acquire(key: string, owner: string, ttlMs: number): Promise<Lease | null>;
   /** False when the lease was lost (expired and taken, or released). */
   renew(lease: Lease, ttlMs: number): Promise<boolean>;

@@ -74,6 +74,12 @@ export interface Collection<T extends Doc> {
   readonly name: string;
   /** Throws DuplicateKeyError when `_id` or a unique index already holds the key. */
   insertOne(doc: T): Promise<void>;
+  /**
+   * Ordered insert (MongoDB `ordered: true`): documents are inserted in order until the first
+   * failure, which is thrown; the ones before it stay. A DuplicateKeyError carries
+   * `insertedCount`. One durable write for the whole batch.
+   */
+  insertMany(docs: T[]): Promise<void>;
   findOne(filter: Filter, options?: FindOptions): Promise<T | null>;
   find(filter: Filter, options?: FindOptions): Promise<T[]>;
   count(filter: Filter): Promise<number>;
@@ -104,6 +110,8 @@ export class DuplicateKeyError extends Error {
     readonly collection: string,
     readonly index: string,
     readonly key: unknown,
+    /** For insertMany: how many documents before the failing one were inserted. */
+    public insertedCount = 0,
   ) {
     super(`duplicate key in ${collection} index ${index}: ${JSON.stringify(key)}`);
   }

@@ -1,4 +1,5 @@
-import { GraphQLError, type GraphQLFormattedError } from 'graphql';
+// The CJS build, as Apollo and graphql-sse use (see schema.ts).
+import { GraphQLError, type GraphQLFormattedError } from 'graphql/index.js';
 import { ValidationError, type ErrorType } from '@agentfleet/schemas';
 import { ApiError, type Logger } from '@agentfleet/core';
 

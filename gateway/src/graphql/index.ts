@@ -54,7 +54,7 @@ export async function graphqlPlugin(app: FastifyInstance, p: Platform): Promise<
 
   app.addHook('preClose', async () => {
     for (const ac of subscriptions) ac.abort();
-    sse.closeAll();
+    await sse.closeAll();
   });
   app.addHook('onClose', async () => {
     await apollo.stop();

@@ -1,11 +1,14 @@
-import { assertValidSchema, buildSchema, isObjectType, type GraphQLFieldResolver, type GraphQLSchema } from 'graphql';
+// 'graphql/index.js', not 'graphql': graphql ships CJS (main) and ESM (module) builds, and Apollo
+// and graphql-sse load the CJS one under Node. Bundler-style resolution (vitest) would hand this
+// file the ESM one, a second graphql instance whose schema and errors Apollo rejects.
+import { assertValidSchema, buildSchema, isObjectType, type GraphQLFieldResolver, type GraphQLSchema } from 'graphql/index.js';
 import type { Platform, Principal } from '@agentfleet/core';
 
 /** Per-operation context: the principal set by the gateway's auth hook, and the services. */
-export interface GqlContext {
+export type GqlContext = {
   principal: Principal;
   platform: Platform;
-}
+};
 
 export type Resolver = GraphQLFieldResolver<any, GqlContext, any>;
 export interface SubscriptionResolver {

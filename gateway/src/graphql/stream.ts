@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
-import type { ServerResponse } from 'node:http';
+import type { OutgoingHttpHeaders, ServerResponse } from 'node:http';
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import type { GraphQLSchema } from 'graphql';
+import type { GraphQLSchema } from 'graphql/index.js';
 import { createHandler, TOKEN_HEADER_KEY, TOKEN_QUERY_KEY } from 'graphql-sse';
 import { ApiError, type Logger, type Platform } from '@agentfleet/core';
 import type { GqlContext } from './schema.js';
@@ -64,7 +64,7 @@ export function eventStreamRoute(schema: GraphQLSchema, p: Platform, log: Logger
     }
     reply.hijack();
     const res = reply.raw;
-    res.writeHead(init.status, { ...reply.getHeaders(), ...init.headers, 'x-accel-buffering': 'no' });
+    res.writeHead(init.status, { ...reply.getHeaders(), ...init.headers, 'x-accel-buffering': 'no' } as OutgoingHttpHeaders);
     res.flushHeaders?.();
     open.add(res);
     // The client went away (or the server is closing): complete the operations, which aborts
@@ -87,8 +87,14 @@ export function eventStreamRoute(schema: GraphQLSchema, p: Platform, log: Logger
 
   return {
     handle,
-    /** Ends every open event stream (server shutdown), so closing does not wait on them. */
-    closeAll() {
+    /**
+     * Server shutdown, after the subscriptions were aborted: gives their streams a moment to
+     * send `complete` and end, then ends whatever is still open (single-connection streams stay
+     * open after their operations finish) so closing does not wait on them.
+     */
+    async closeAll(graceMs = 1000) {
+      const deadline = Date.now() + graceMs;
+      while (open.size && Date.now() < deadline) await new Promise((r) => setTimeout(r, 10));
       for (const res of open) res.end();
     },
   };

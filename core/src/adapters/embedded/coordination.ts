@@ -10,7 +10,8 @@ export class MemoryLeaseStore implements LeaseStore {
   async acquire(key: string, owner: string, ttlMs: number): Promise<Lease | null> {
     const cur = this.leases.get(key);
     const t = this.now();
-    if (cur && cur.expiresAt > t && cur.owner !== owner) return null;
+    // Exclusive like Redis SET NX: a live lease cannot be taken again, not even by its owner.
+    if (cur && cur.expiresAt > t) return null;
     const token = (this.fences.get(key) ?? 0) + 1;
     this.fences.set(key, token);
     const lease = { owner, token, expiresAt: t + ttlMs };

@@ -261,6 +261,21 @@ class Handle<T extends Doc> implements Collection<T> {
     });
   }
 
+  insertMany(docs: T[]): Promise<void> {
+    return this.db.run(() => {
+      docs.forEach((doc, i) => {
+        const next = storable(doc) as Raw;
+        if (typeof next._id !== 'string') throw new TypeError(`${this.name}: _id must be a string`);
+        try {
+          this.db.put(this.name, this.st, undefined, next);
+        } catch (err) {
+          if (err instanceof DuplicateKeyError) err.insertedCount = i;
+          throw err;
+        }
+      });
+    });
+  }
+
   findOne(filter: Filter, options?: FindOptions): Promise<T | null> {
     return this.db.run(() => copy<T>(this.db.select(this.st, filter, { ...options, limit: 1 })[0]));
   }
