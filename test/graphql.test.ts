@@ -89,6 +89,10 @@ describe('GraphQL over HTTP', () => {
     expect(((await get.json()) as any).data.agents.hasMore).toBeTypeOf('boolean');
     const bearer = await t.http('/graphql', { key: null, method: 'POST', headers: { authorization: `Bearer ${t.operatorKey}` }, json: { query: '{ agents { hasMore } }' } });
     expect(bearer.status).toBe(200);
+    // Apollo serves queries and mutations; subscriptions are pointed to graphql-sse.
+    const sub = await gql(SUBSCRIBE, { s: 'ses_x' });
+    expect(sub.status).toBe(400);
+    expect(sub.body.errors[0]).toMatchObject({ message: expect.stringContaining('/graphql/stream'), extensions: { code: 'BAD_REQUEST' } });
   });
 
   it('creates an agent, updates it to v2, lists both versions, reads either version', async () => {
@@ -224,6 +228,11 @@ describe('GraphQL over HTTP', () => {
     const { seen, errors } = await sub.events;
     expect(seen).toEqual([]);
     expect(errors?.[0]?.extensions).toMatchObject({ code: 'NOT_FOUND' });
+    // Single-connection stream tokens are per tenant: another tenant cannot complete operations on them.
+    const token = await (await t.http('/graphql/stream', { method: 'PUT' })).text();
+    const del = (key: string) => t.http('/graphql/stream?operationId=op1', { method: 'DELETE', key, headers: { 'x-graphql-event-stream-token': token } });
+    expect((await del(other.apiKey)).status).toBe(404);
+    expect((await del(t.apiKey)).status).toBe(200);
     // Nothing changed.
     expect((await ok(`query($id: ID!) { agent(id: $id) { version system archived } }`, { id: a.id })).agent).toEqual({ version: 1, system: 'v1', archived: false });
     expect((await allEvents(s.id)).filter((e) => e.type.startsWith('user.')).map((e) => e.type)).toEqual(['user.message']);

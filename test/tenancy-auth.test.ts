@@ -146,3 +146,18 @@ describe('model cards', () => {
     expect((await json(await t.http(`/v1/svc/model_cards/${created.body.id}`, { method: 'DELETE', headers: BETA }))).status).toBe(200);
   });
 });
+
+describe('shutdown', () => {
+  it('closes promptly while REST SSE streams are open', async () => {
+    const p = await startPlatform();
+    const env = await p.client.beta.environments.create({ name: 's' });
+    const agent = await p.client.beta.agents.create({ name: 's', model: 'claude-sonnet-4-5' });
+    const s = await p.client.beta.sessions.create({ agent: agent.id, environment_id: env.id });
+    const res = await p.http(`/v1/sessions/${s.id}/events/stream`);
+    expect(res.status).toBe(200);
+    const reading = res.text().catch(() => 'aborted');
+    const closed = await Promise.race([p.close().then(() => 'closed'), new Promise((r) => setTimeout(() => r('hung'), 10_000))]);
+    expect(closed).toBe('closed');
+    await reading;
+  });
+});

@@ -2,6 +2,7 @@ import Fastify, { type FastifyError, type FastifyInstance } from 'fastify';
 import { ValidationError } from '@agentfleet/schemas';
 import { ApiError, ulid, type Logger, type Platform } from '@agentfleet/core';
 import { errorBody, hasBeta, parseQuery } from './http.js';
+import { openStreams } from './sse.js';
 import { agentRoutes } from './routes/agents.js';
 import { environmentRoutes } from './routes/environments.js';
 import { sessionRoutes } from './routes/sessions.js';
@@ -19,6 +20,8 @@ export async function buildApp(p: Platform, opts: AppOptions): Promise<FastifyIn
     logger: false,
     bodyLimit: 32 * 1024 * 1024,
     genReqId: () => `req_${ulid()}`,
+    // On close, idle keep-alive sockets are destroyed instead of waited on.
+    forceCloseConnections: 'idle',
     routerOptions: { ignoreTrailingSlash: true, querystringParser: parseQuery },
   });
 
@@ -65,6 +68,11 @@ export async function buildApp(p: Platform, opts: AppOptions): Promise<FastifyIn
     if (err.statusCode && err.statusCode >= 400 && err.statusCode < 500) return reply.code(400).send(errorBody('invalid_request', err.message, id));
     opts.log.error('unhandled error', { request_id: id, method: req.method, url: req.url, err: String(err.stack ?? err) });
     return reply.code(500).send(errorBody('internal_error', 'internal error', id));
+  });
+
+  // Streams never end on their own: end them so close() completes.
+  app.addHook('preClose', async () => {
+    for (const s of [...openStreams]) s.close();
   });
 
   app.setNotFoundHandler((req, reply) => reply.code(404).send(errorBody('not_found', `no route ${req.method} ${req.url.split('?')[0]}`, String(req.id))));

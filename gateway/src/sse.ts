@@ -5,6 +5,9 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
  * skips unnamed frames; canonical events carry `id: <seq>` so Last-Event-ID resumes after it.
  * A ping frame every 15 s keeps proxies from closing an idle stream.
  */
+/** Open streams, so shutdown can end them instead of waiting on clients forever. */
+export const openStreams = new Set<SseWriter>();
+
 export class SseWriter {
   readonly abort = new AbortController();
   private readonly ping: NodeJS.Timeout;
@@ -22,6 +25,7 @@ export class SseWriter {
       ...(origin ? { 'access-control-allow-origin': origin } : {}),
     });
     reply.raw.flushHeaders?.();
+    openStreams.add(this);
     req.raw.on('close', () => this.close());
     this.ping = setInterval(() => this.frame('ping', {}), 15_000);
     this.ping.unref();
@@ -40,6 +44,7 @@ export class SseWriter {
   close(): void {
     if (this.closed) return;
     this.closed = true;
+    openStreams.delete(this);
     clearInterval(this.ping);
     this.abort.abort();
     this.reply.raw.end();

@@ -49,3 +49,26 @@ export const formatError = (log: Logger) => (formatted: GraphQLFormattedError, e
   }
   return { ...formatted, extensions: { ...ext, type: 'invalid_request', http_status: 400 } };
 };
+
+const withExtensions = (e: GraphQLError, message: string, extensions: Record<string, unknown>) =>
+  new GraphQLError(message, { nodes: e.nodes, source: e.source, positions: e.positions, path: e.path, extensions });
+
+/** graphql-js validation errors, tagged as Apollo tags them (graphql-sse has no formatError). */
+export const tagValidationErrors = (errors: readonly GraphQLError[]): GraphQLError[] =>
+  errors.map((e) => withExtensions(e, e.message, { ...e.extensions, code: 'GRAPHQL_VALIDATION_FAILED', type: 'invalid_request', http_status: 400 }));
+
+/**
+ * The graphql-sse counterpart of formatError, applied to every streamed result: mapped errors
+ * pass; errors without a path (variable coercion) are the client's; anything else raised while
+ * executing is logged and served as an opaque internal error.
+ */
+export function formatStreamedErrors<R extends { errors?: readonly GraphQLError[] }>(result: R, log: Logger): R | undefined {
+  if (!result.errors?.length) return undefined;
+  const errors = result.errors.map((e) => {
+    if (e.extensions?.type) return e;
+    if (!e.path) return withExtensions(e, e.message, { ...e.extensions, code: 'BAD_USER_INPUT', type: 'invalid_request', http_status: 400 });
+    log.error('graphql error', { message: e.message, path: e.path, err: String(e.originalError?.stack ?? e) });
+    return withExtensions(e, 'internal error', { code: 'INTERNAL_SERVER_ERROR', type: 'internal_error', http_status: 500 });
+  });
+  return { ...result, errors };
+}

@@ -1,5 +1,6 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import { ApolloServer } from '@apollo/server';
+import { ApolloServer, type ApolloServerPlugin } from '@apollo/server';
+import { GraphQLError } from 'graphql/index.js';
 import { ApolloServerPluginLandingPageDisabled } from '@apollo/server/plugin/disabled';
 import { fastifyApolloHandler } from '@as-integrations/fastify';
 import { typeDefs } from '@agentfleet/schemas';
@@ -8,6 +9,20 @@ import { formatError, toGraphQLError } from './errors.js';
 import { resolvers } from './resolvers.js';
 import { makeSchema, type GqlContext } from './schema.js';
 import { eventStreamRoute, wantsEventStream } from './stream.js';
+
+/** Apollo serves queries and mutations only: a subscription sent to it is told where to go. */
+const subscriptionsElsewhere: ApolloServerPlugin<GqlContext> = {
+  async requestDidStart() {
+    return {
+      async didResolveOperation({ operation }) {
+        if (operation?.operation !== 'subscription') return;
+        throw new GraphQLError('subscriptions are served over graphql-sse: POST /graphql/stream (or /graphql with Accept: text/event-stream)', {
+          extensions: { code: 'BAD_REQUEST', type: 'invalid_request', http_status: 400, http: { status: 400 } },
+        });
+      },
+    };
+  },
+};
 
 /**
  * GraphQL on the gateway's fastify instance, behind the same auth hook, rate limit and error
@@ -33,7 +48,7 @@ export async function graphqlPlugin(app: FastifyInstance, p: Platform): Promise<
     // Every request needs x-api-key or Authorization, neither of which a browser sends on a
     // simple (preflight-free) request, so those headers also satisfy CSRF prevention.
     csrfPrevention: { requestHeaders: ['x-api-key', 'authorization', 'x-apollo-operation-name', 'apollo-require-preflight'] },
-    plugins: [ApolloServerPluginLandingPageDisabled()],
+    plugins: [ApolloServerPluginLandingPageDisabled(), subscriptionsElsewhere],
   });
   await apollo.start();
   const apolloHandler = fastifyApolloHandler<GqlContext>(apollo, {

@@ -1,9 +1,10 @@
 import { randomUUID } from 'node:crypto';
 import type { OutgoingHttpHeaders, ServerResponse } from 'node:http';
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import type { GraphQLSchema } from 'graphql/index.js';
+import { validate, type GraphQLSchema } from 'graphql/index.js';
 import { createHandler, TOKEN_HEADER_KEY, TOKEN_QUERY_KEY } from 'graphql-sse';
 import { ApiError, type Logger, type Platform } from '@agentfleet/core';
+import { formatStreamedErrors, tagValidationErrors } from './errors.js';
 import type { GqlContext } from './schema.js';
 
 const header = (req: FastifyRequest, key: string): string | null => {
@@ -39,6 +40,8 @@ export function eventStreamRoute(schema: GraphQLSchema, p: Platform, log: Logger
       return token.startsWith(ns) ? token : ns + token;
     },
     context: (req) => ({ principal: req.raw.principal, platform: p }),
+    validate: (...args: Parameters<typeof validate>) => tagValidationErrors(validate(...args)),
+    onNext: (_ctx, _req, result) => formatStreamedErrors(result, log),
   });
 
   async function handle(req: FastifyRequest, reply: FastifyReply): Promise<void> {
