@@ -21,6 +21,46 @@ export interface Config {
   turn: { maxModelRequests: number; maxTokens: number; leaseTtlMs: number; recoveryScanMs: number; maxRecoveries: number; maxConcurrent: number };
   logLevel: 'debug' | 'info' | 'warn' | 'error' | 'silent';
   infra: { kafkaBrokers: string | null; mongodbUrl: string | null; redisUrl: string | null; nomadAddr: string | null };
+  fleet: {
+    /** Prefix of Kafka topics and consumer groups, Redis keys and the MongoDB database name. */
+    namespace: string;
+    kafkaPartitions: number;
+    kafkaReplicationFactor: number;
+    perTenantDb: boolean;
+    storeBackends: StoreBackends | null;
+  };
+}
+
+/**
+ * STORE_BACKENDS: named MongoDB backends and tenant placement, e.g.
+ * {"default":"mongodb://a:27017/agentfleet","backends":{"eu":"mongodb://b:27017/agentfleet"},"tenants":{"tnt_acme":"eu"}}.
+ * A tenant not listed lives on `default` (MONGODB_URL when `default` is omitted).
+ */
+export interface StoreBackends {
+  default: string | null;
+  backends: Record<string, string>;
+  tenants: Record<string, string>;
+}
+
+function parseStoreBackends(raw: string, problems: string[]): StoreBackends | null {
+  let v: any;
+  try {
+    v = JSON.parse(raw);
+  } catch (err) {
+    problems.push(`STORE_BACKENDS is not valid JSON: ${(err as Error).message}`);
+    return null;
+  }
+  if (!v || typeof v !== 'object' || Array.isArray(v)) { problems.push('STORE_BACKENDS must be a JSON object'); return null; }
+  for (const k of Object.keys(v)) if (!['default', 'backends', 'tenants'].includes(k)) problems.push(`STORE_BACKENDS.${k}: unknown field`);
+  const isUrl = (u: unknown) => typeof u === 'string' && /^mongodb(\+srv)?:\/\//.test(u);
+  if (v.default !== undefined && !isUrl(v.default)) problems.push('STORE_BACKENDS.default: must be a mongodb:// URL');
+  const backends = v.backends ?? {};
+  if (typeof backends !== 'object' || Array.isArray(backends)) problems.push('STORE_BACKENDS.backends: must be an object of name → mongodb:// URL');
+  else for (const [n, u] of Object.entries(backends)) if (!isUrl(u)) problems.push(`STORE_BACKENDS.backends.${n}: must be a mongodb:// URL`);
+  const tenants = v.tenants ?? {};
+  if (typeof tenants !== 'object' || Array.isArray(tenants)) problems.push('STORE_BACKENDS.tenants: must be an object of tenant id → backend name');
+  else for (const [t, b] of Object.entries(tenants)) if (typeof b !== 'string' || !(b in backends)) problems.push(`STORE_BACKENDS.tenants.${t}: names no backend in STORE_BACKENDS.backends`);
+  return { default: v.default ?? null, backends, tenants };
 }
 
 export class ConfigError extends Error {
@@ -59,9 +99,25 @@ export function loadConfig(role: Role, env: Env = process.env): Config {
     redisUrl: env.REDIS_URL || null,
     nomadAddr: env.NOMAD_ADDR || null,
   };
-  for (const [name, value] of Object.entries({ KAFKA_BROKERS: infra.kafkaBrokers, MONGODB_URL: infra.mongodbUrl, REDIS_URL: infra.redisUrl, NOMAD_ADDR: infra.nomadAddr })) {
-    if (value) problems.push(`${name} is set, but this build has only the embedded adapters (fleet adapters are tracked in issue #3/#4); unset it`);
+  if (infra.nomadAddr) problems.push('NOMAD_ADDR is set, but this build has no Nomad sandbox driver yet (issue #4); unset it');
+  if (infra.mongodbUrl && !/^mongodb(\+srv)?:\/\//.test(infra.mongodbUrl)) problems.push('MONGODB_URL must be a mongodb:// URL');
+  if (infra.redisUrl && !/^rediss?:\/\//.test(infra.redisUrl)) problems.push('REDIS_URL must be a redis:// URL');
+  if (infra.kafkaBrokers && !infra.kafkaBrokers.split(',').every((b) => /^[^:,\s]+:\d+$/.test(b.trim()))) problems.push('KAFKA_BROKERS must be a comma-separated list of host:port');
+  const storeBackends = env.STORE_BACKENDS ? parseStoreBackends(env.STORE_BACKENDS, problems) : null;
+  if (storeBackends && !storeBackends.default && !infra.mongodbUrl) problems.push('STORE_BACKENDS needs a "default" backend or MONGODB_URL');
+  const perTenantDb = (env.PER_TENANT_DB_ENABLED ?? 'false') === 'true';
+  if (env.PER_TENANT_DB_ENABLED && !['true', 'false'].includes(env.PER_TENANT_DB_ENABLED)) problems.push("PER_TENANT_DB_ENABLED must be 'true' or 'false'");
+  if ((perTenantDb || storeBackends) && !infra.mongodbUrl && !storeBackends?.default) problems.push('PER_TENANT_DB_ENABLED / STORE_BACKENDS need MongoDB (MONGODB_URL)');
+  const namespace = env.FLEET_NAMESPACE || 'agentfleet';
+  if (!/^[a-z][a-z0-9_-]{0,40}$/.test(namespace)) problems.push('FLEET_NAMESPACE must match ^[a-z][a-z0-9_-]{0,40}$');
+  const kafkaPartitions = int(env, 'KAFKA_PARTITIONS', 8, problems, 1, 1024);
+  const kafkaReplicationFactor = int(env, 'KAFKA_REPLICATION_FACTOR', 1, problems, 1, 16);
+  const fleetMode = !!(infra.kafkaBrokers || infra.mongodbUrl || infra.redisUrl);
+  if (role !== 'all' && !(infra.kafkaBrokers && infra.mongodbUrl && infra.redisUrl)) {
+    problems.push(`role '${role}' runs as one process of a fleet: KAFKA_BROKERS, MONGODB_URL and REDIS_URL must all be set (use 'all' for one process on embedded adapters)`);
   }
+  if (fleetMode && !env.PLATFORM_ROOT_SECRET) problems.push('PLATFORM_ROOT_SECRET is required when any real adapter is configured (every process must share it)');
+  if (fleetMode && !env.API_KEY) problems.push('API_KEY is required when any real adapter is configured (every process must agree on the operator key)');
   const dataDir = resolve(env.DATA_DIR || '.data');
   const port = int(env, 'PORT', 8080, problems, 0, 65535);
   const host = env.HOST || '127.0.0.1';
@@ -111,5 +167,6 @@ export function loadConfig(role: Role, env: Env = process.env): Config {
     turn,
     logLevel,
     infra,
+    fleet: { namespace, kafkaPartitions, kafkaReplicationFactor, perTenantDb, storeBackends },
   };
 }

@@ -23,3 +23,4 @@ export { EmbeddedBus } from './adapters/embedded/bus.js';
 export { embeddedCoordination, MemoryLeaseStore, MemoryPubSub, MemoryRateLimiter } from './adapters/embedded/coordination.js';
 export { openEmbeddedStore } from './adapters/embedded/documentStore.js';
 export * from './log.js';
+export * from './metrics.js';

@@ -7,13 +7,14 @@ import { openEmbeddedStore } from './adapters/embedded/documentStore.js';
 import type { CommandBus } from './ports/bus.js';
 import type { Coordination } from './ports/coordination.js';
 import type { DocumentStore } from './ports/store.js';
-import { openCollections, type Collections } from './domain/collections.js';
+import { openCollections, singleStore, type Collections, type StoreRouter } from './domain/collections.js';
 import { AgentService } from './domain/agents.js';
 import { AuthService } from './domain/auth.js';
 import { EnvironmentService } from './domain/environments.js';
 import { EventLog } from './domain/eventLog.js';
 import { ModelResolver } from './domain/models.js';
 import { SessionService } from './domain/sessions.js';
+import { platformMetrics, type PlatformMetrics } from './metrics.js';
 
 /** Everything gateway and workers share: the adapters chosen by config and the domain services. */
 export interface Platform {
@@ -29,6 +30,7 @@ export interface Platform {
   sessions: SessionService;
   models: ModelResolver;
   events: EventLog;
+  metrics: PlatformMetrics;
   close(): Promise<void>;
 }
 
@@ -36,6 +38,7 @@ export interface PlatformOverrides {
   store?: DocumentStore;
   bus?: CommandBus;
   coordination?: Coordination;
+  router?: StoreRouter;
 }
 
 export async function createPlatform(config: Config, overrides: PlatformOverrides = {}): Promise<Platform> {
@@ -43,17 +46,24 @@ export async function createPlatform(config: Config, overrides: PlatformOverride
   await store.ready();
   const bus = overrides.bus ?? new EmbeddedBus();
   const coordination = overrides.coordination ?? embeddedCoordination();
-  const collections = openCollections(store);
+  const router: StoreRouter = overrides.router ?? singleStore(store);
+  const collections = openCollections(router);
   const secrets = new SecretBox(config.rootSecret);
   const models = new ModelResolver(collections, secrets, config.vendor);
-  const events = new EventLog(collections, coordination.pubsub);
+  const metrics = platformMetrics();
+  const bus$ = bus;
+  metrics.registry.gauge('agentfleet_bus_commands', 'Bus command counters of this process (published, handled, retried, dead_lettered)', () => {
+    const st = bus$.stats();
+    return [[{ kind: 'published' }, st.published], [{ kind: 'handled' }, st.handled], [{ kind: 'retried' }, st.retried], [{ kind: 'dead_lettered' }, st.deadLettered]];
+  });
+  const events = new EventLog(collections, coordination.pubsub, metrics);
   const agents = new AgentService(collections, models, secrets);
   const environments = new EnvironmentService(collections);
   const sessions = new SessionService(collections, agents, models, events, bus, coordination.pubsub);
   const auth = new AuthService(collections, config.operatorKeyHash);
   await auth.bootstrap();
   return {
-    config, store, bus, coordination, collections, secrets, auth, agents, environments, sessions, models, events,
+    config, store, bus, coordination, collections, secrets, auth, agents, environments, sessions, models, events, metrics,
     async close() {
       await bus.close();
       await coordination.close();

@@ -8,6 +8,27 @@ import { environmentRoutes } from './routes/environments.js';
 import { sessionRoutes } from './routes/sessions.js';
 import { adminRoutes } from './routes/admin.js';
 
+/** Health, readiness (reflects store, bus and coordination connectivity) and Prometheus metrics. */
+export function opsRoutes(app: FastifyInstance, p: Platform): void {
+  app.get('/healthz', { config: { public: true } }, async () => ({ ok: true }));
+  app.get('/readyz', { config: { public: true } }, async (_req, reply) => {
+    const [store, bus, coordination] = await Promise.all([p.store.healthy(), p.bus.healthy(), p.coordination.healthy()].map((x) => x.catch(() => false)));
+    const ok = store && bus && coordination;
+    return reply.code(ok ? 200 : 503).send({ ok, checks: { store, bus, coordination } });
+  });
+  app.get('/metrics', { config: { public: true } }, async (_req, reply) => {
+    p.metrics.sseStreams.set(openStreams.size);
+    return reply.type('text/plain; version=0.0.4; charset=utf-8').send(p.metrics.registry.render());
+  });
+}
+
+/** The process surface of a worker: only ops routes. */
+export async function buildOpsApp(p: Platform): Promise<FastifyInstance> {
+  const app = Fastify({ logger: false, forceCloseConnections: 'idle' });
+  opsRoutes(app, p);
+  return app;
+}
+
 export interface AppOptions {
   log: Logger;
   /** Extra route registrations (GraphQL) that share auth and error handling. */
@@ -77,12 +98,12 @@ export async function buildApp(p: Platform, opts: AppOptions): Promise<FastifyIn
 
   app.setNotFoundHandler((req, reply) => reply.code(404).send(errorBody('not_found', `no route ${req.method} ${req.url.split('?')[0]}`, String(req.id))));
 
-  app.get('/healthz', { config: { public: true } }, async () => ({ ok: true }));
-  app.get('/readyz', { config: { public: true } }, async (_req, reply) => {
-    const [store, bus, coordination] = await Promise.all([p.store.healthy(), p.bus.healthy(), p.coordination.healthy()].map((x) => x.catch(() => false)));
-    const ok = store && bus && coordination;
-    return reply.code(ok ? 200 : 503).send({ ok, checks: { store, bus, coordination } });
+  app.addHook('onResponse', async (req, reply) => {
+    const route = req.routeOptions.url ?? 'unmatched';
+    p.metrics.httpRequests.inc({ method: req.method, route, status: reply.statusCode });
+    p.metrics.httpDuration.observe(reply.elapsedTime / 1000, { method: req.method, route });
   });
+  opsRoutes(app, p);
 
   agentRoutes(app, p);
   environmentRoutes(app, p);

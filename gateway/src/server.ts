@@ -1,7 +1,7 @@
 import type { FastifyInstance } from 'fastify';
 import { createLogger, createPlatform, loadConfig, type Config, type Platform, type PlatformOverrides, type Role } from '@agentfleet/core';
 import { TurnRunner } from '@agentfleet/workers';
-import { buildApp } from './app.js';
+import { buildApp, buildOpsApp } from './app.js';
 import { graphqlPlugin } from './graphql/index.js';
 
 export interface RunningServer {
@@ -27,11 +27,9 @@ export async function startServer(role: Role, env: Record<string, string | undef
   }
   let app: FastifyInstance | null = null;
   let url = '';
-  if (role === 'all' || role === 'gateway') {
-    app = await buildApp(platform, { log, plugins: [graphqlPlugin] });
-    url = await app.listen({ host: config.host, port: config.port });
-    url = url.replace('[::1]', '127.0.0.1');
-  }
+  // Every role listens: the gateway for the API, a worker for health, readiness and metrics.
+  app = role === 'worker' ? await buildOpsApp(platform) : await buildApp(platform, { log, plugins: [graphqlPlugin] });
+  url = (await app.listen({ host: config.host, port: config.port })).replace('[::1]', '127.0.0.1');
   return {
     url,
     platform,

@@ -146,12 +146,14 @@ export class TurnRunner {
       return;
     }
     const startSeq = s.last_seq + 1;
-    await this.p.collections.runs.raw.updateOne(
-      { _id: s._id, tenant_id: tenant },
+    await this.p.collections.runs.updateOne(
+      tenant,
+      { _id: s._id },
       { $set: { run_id: newId(PREFIX.run), owner: this.owner, token: lease.token, start_seq: startSeq, input_to: inputTo, started_at: nowIso() } },
       { upsert: true },
     );
     await this.append(tenant, s._id, lease, [{ type: 'session.status_running', payload: {} }]);
+    this.p.metrics.turnsStarted.inc();
     await this.loop(tenant, s, lease, inputTo, interruptSeq);
   }
 
@@ -194,6 +196,7 @@ export class TurnRunner {
     });
     await this.markProcessed(tenant, sid, processed);
     await this.p.collections.runs.deleteOne(tenant, { _id: sid });
+    this.p.metrics.turnsFinished.inc({ stop_reason: String(end.stop_reason.type), interrupted: end.interrupted ? 'true' : 'false' });
   }
 
   private async markProcessed(tenant: string, sid: string, upTo: number) {
@@ -244,7 +247,10 @@ export class TurnRunner {
           speed: s.agent.model.speed,
           signal,
         });
+        const t0 = performance.now();
         const r = await this.consume(tenant, sid, lease, stream, signal);
+        this.p.metrics.modelDuration.observe((performance.now() - t0) / 1000, { protocol: resolved.protocol });
+        this.p.metrics.modelRequests.inc({ protocol: resolved.protocol, outcome: 'ok' });
         await this.append(tenant, sid, lease, [...r.drafts, spanEnd(start!._id, false, r.usage, r.stop, s.agent.model.speed)], {
           $inc: { 'usage.input_tokens': r.usage.input_tokens, 'usage.output_tokens': r.usage.output_tokens, 'usage.cache_read_input_tokens': r.usage.cache_read_input_tokens, 'usage.cache_creation_input_tokens': r.usage.cache_creation_input_tokens },
         });
@@ -255,6 +261,7 @@ export class TurnRunner {
           throw signal.reason;
         }
         const me = toModelError(err);
+        this.p.metrics.modelRequests.inc({ protocol: 'any', outcome: me.kind });
         const retry = me.retryable && attempt < MODEL_ATTEMPTS;
         await this.append(tenant, sid, lease, [spanEnd(start!._id, true, zeroUsage(), 'error'), sessionError(me.kind, me.message, retry ? 'retrying' : me.retryable ? 'exhausted' : 'terminal')]);
         if (!retry) return { kind: 'error', exhausted: me.retryable };
@@ -336,6 +343,7 @@ export class TurnRunner {
     const sid = s._id;
     const recoveries = s.recoveries + 1;
     this.log.warn('recovering orphaned turn', { session_id: sid, recoveries });
+    this.p.metrics.turnRecoveries.inc();
     const turn = await this.p.events.range(tenant, sid, startSeq - 1, 100_000);
     if (turn.some((e) => e.type === 'session.status_idle')) {
       await this.markProcessed(tenant, sid, inputTo);
@@ -347,7 +355,7 @@ export class TurnRunner {
       return;
     }
     await this.p.collections.sessions.updateOne(tenant, { _id: sid }, { $set: { recoveries } });
-    await this.p.collections.runs.raw.updateOne({ _id: sid, tenant_id: tenant }, { $set: { owner: this.owner, token: lease.token } });
+    await this.p.collections.runs.updateOne(tenant, { _id: sid }, { $set: { owner: this.owner, token: lease.token } });
     const drafts: EventDraft[] = [{ type: 'session.status_rescheduled', payload: {} }];
     const ended = new Set(turn.filter((e) => e.type === 'span.model_request_end').map((e) => e.payload.model_request_start_id));
     for (const st of turn.filter((e) => e.type === 'span.model_request_start' && !ended.has(e._id))) {
@@ -374,8 +382,8 @@ export class TurnRunner {
   async recoveryScan(): Promise<void> {
     const { runs, sessions } = this.p.collections;
     const candidates = new Map<string, string>();
-    for (const r of await runs.raw.find({}, { limit: 1000 })) candidates.set(r._id, r.tenant_id);
-    for (const s of await sessions.raw.find({ pending: true }, { limit: 1000 })) candidates.set(s._id, s.tenant_id);
+    for (const r of await runs.scanAll({}, { limit: 1000 })) candidates.set(r._id, r.tenant_id);
+    for (const s of await sessions.scanAll({ pending: true }, { limit: 1000 })) candidates.set(s._id, s.tenant_id);
     for (const [sid, tenant] of candidates) {
       if (this.active.has(sid) || this.draining.has(sid)) continue;
       if (await this.p.coordination.leases.holder(`session:${sid}`)) continue;

@@ -2,40 +2,73 @@ import type { Collection, CollectionSpec, Doc, DocumentStore, Filter, FindOption
 import type { AgentSpec, ModelConfig } from '@agentfleet/schemas';
 
 /**
+ * Where a tenant's documents live. One store for everything (embedded, or MongoDB without
+ * isolation), a shard per tenant (STORE_BACKENDS), or a database per tenant
+ * (PER_TENANT_DB_ENABLED). The control store holds tenants and API keys.
+ */
+export interface StoreRouter {
+  readonly control: DocumentStore;
+  forTenant(tenant: string): Promise<DocumentStore>;
+  /** Every store that may hold tenant documents, for cross-tenant sweeps. */
+  all(): Promise<DocumentStore[]>;
+}
+
+export function singleStore(store: DocumentStore): StoreRouter {
+  return { control: store, forTenant: async () => store, all: async () => [store] };
+}
+
+/**
  * Tenant-scoped access: every method takes the tenant id first and adds it to every filter and
- * every inserted document, so no query can run unscoped.
+ * every inserted document, so no query can run unscoped. The only cross-tenant read is
+ * `scanAll`, for worker sweeps.
  */
 export class TenantCollection<T extends Doc & { tenant_id: string }> {
-  constructor(readonly raw: Collection<T>) {}
-  insert(tenant: string, doc: Omit<T, 'tenant_id'>): Promise<void> {
-    return this.raw.insertOne({ ...(doc as T), tenant_id: tenant });
+  private readonly handles = new Map<DocumentStore, Collection<T>>();
+  constructor(private readonly spec: CollectionSpec, private readonly router: StoreRouter) {}
+
+  private on(store: DocumentStore): Collection<T> {
+    let c = this.handles.get(store);
+    if (!c) this.handles.set(store, (c = store.collection<T>(this.spec)));
+    return c;
   }
-  insertMany(tenant: string, docs: Array<Omit<T, 'tenant_id'>>): Promise<void> {
-    return this.raw.insertMany(docs.map((d) => ({ ...(d as T), tenant_id: tenant })));
+  private async c(tenant: string): Promise<Collection<T>> {
+    return this.on(await this.router.forTenant(tenant));
   }
-  get(tenant: string, id: string): Promise<T | null> {
-    return this.raw.findOne({ _id: id, tenant_id: tenant });
+  async insert(tenant: string, doc: Omit<T, 'tenant_id'>): Promise<void> {
+    return (await this.c(tenant)).insertOne({ ...(doc as T), tenant_id: tenant });
   }
-  findOne(tenant: string, filter: Filter, options?: FindOptions): Promise<T | null> {
-    return this.raw.findOne({ ...filter, tenant_id: tenant }, options);
+  async insertMany(tenant: string, docs: Array<Omit<T, 'tenant_id'>>): Promise<void> {
+    return (await this.c(tenant)).insertMany(docs.map((d) => ({ ...(d as T), tenant_id: tenant })));
   }
-  find(tenant: string, filter: Filter, options?: FindOptions): Promise<T[]> {
-    return this.raw.find({ ...filter, tenant_id: tenant }, options);
+  async get(tenant: string, id: string): Promise<T | null> {
+    return (await this.c(tenant)).findOne({ _id: id, tenant_id: tenant });
   }
-  count(tenant: string, filter: Filter): Promise<number> {
-    return this.raw.count({ ...filter, tenant_id: tenant });
+  async findOne(tenant: string, filter: Filter, options?: FindOptions): Promise<T | null> {
+    return (await this.c(tenant)).findOne({ ...filter, tenant_id: tenant }, options);
   }
-  updateOne(tenant: string, filter: Filter, update: Update) {
-    return this.raw.updateOne({ ...filter, tenant_id: tenant }, update);
+  async find(tenant: string, filter: Filter, options?: FindOptions): Promise<T[]> {
+    return (await this.c(tenant)).find({ ...filter, tenant_id: tenant }, options);
   }
-  findOneAndUpdate(tenant: string, filter: Filter, update: Update, options?: { returnDocument?: 'before' | 'after'; upsert?: boolean }) {
-    return this.raw.findOneAndUpdate({ ...filter, tenant_id: tenant }, update, options);
+  async count(tenant: string, filter: Filter): Promise<number> {
+    return (await this.c(tenant)).count({ ...filter, tenant_id: tenant });
   }
-  deleteOne(tenant: string, filter: Filter) {
-    return this.raw.deleteOne({ ...filter, tenant_id: tenant });
+  async updateOne(tenant: string, filter: Filter, update: Update, options?: { upsert?: boolean }) {
+    return (await this.c(tenant)).updateOne({ ...filter, tenant_id: tenant }, update, options);
   }
-  deleteMany(tenant: string, filter: Filter) {
-    return this.raw.deleteMany({ ...filter, tenant_id: tenant });
+  async findOneAndUpdate(tenant: string, filter: Filter, update: Update, options?: { returnDocument?: 'before' | 'after'; upsert?: boolean }) {
+    return (await this.c(tenant)).findOneAndUpdate({ ...filter, tenant_id: tenant }, update, options);
+  }
+  async deleteOne(tenant: string, filter: Filter) {
+    return (await this.c(tenant)).deleteOne({ ...filter, tenant_id: tenant });
+  }
+  async deleteMany(tenant: string, filter: Filter) {
+    return (await this.c(tenant)).deleteMany({ ...filter, tenant_id: tenant });
+  }
+  /** Cross-tenant read for worker sweeps only: fans out over every store. */
+  async scanAll(filter: Filter, options?: FindOptions): Promise<T[]> {
+    const out: T[] = [];
+    for (const store of await this.router.all()) out.push(...(await this.on(store).find(filter, options)));
+    return out;
   }
 }
 
@@ -167,17 +200,18 @@ export const COLLECTIONS = {
   modelCards: { name: 'model_cards', indexes: [{ fields: { tenant_id: 1, model_id: 1 }, unique: true }] },
 } as const satisfies Record<string, CollectionSpec>;
 
-export function openCollections(store: DocumentStore) {
+export function openCollections(router: StoreRouter) {
+  const t = <T extends Doc & { tenant_id: string }>(spec: CollectionSpec) => new TenantCollection<T>(spec, router);
   return {
-    tenants: store.collection<TenantDoc>(COLLECTIONS.tenants),
-    apiKeys: store.collection<ApiKeyDoc>(COLLECTIONS.apiKeys),
-    agents: new TenantCollection(store.collection<AgentDoc>(COLLECTIONS.agents)),
-    agentVersions: new TenantCollection(store.collection<AgentVersionDoc>(COLLECTIONS.agentVersions)),
-    environments: new TenantCollection(store.collection<EnvironmentDoc>(COLLECTIONS.environments)),
-    sessions: new TenantCollection(store.collection<SessionDoc>(COLLECTIONS.sessions)),
-    events: new TenantCollection(store.collection<EventDoc>(COLLECTIONS.events)),
-    runs: new TenantCollection(store.collection<RunDoc>(COLLECTIONS.runs)),
-    modelCards: new TenantCollection(store.collection<ModelCardDoc>(COLLECTIONS.modelCards)),
+    tenants: router.control.collection<TenantDoc>(COLLECTIONS.tenants),
+    apiKeys: router.control.collection<ApiKeyDoc>(COLLECTIONS.apiKeys),
+    agents: t<AgentDoc>(COLLECTIONS.agents),
+    agentVersions: t<AgentVersionDoc>(COLLECTIONS.agentVersions),
+    environments: t<EnvironmentDoc>(COLLECTIONS.environments),
+    sessions: t<SessionDoc>(COLLECTIONS.sessions),
+    events: t<EventDoc>(COLLECTIONS.events),
+    runs: t<RunDoc>(COLLECTIONS.runs),
+    modelCards: t<ModelCardDoc>(COLLECTIONS.modelCards),
   };
 }
 export type Collections = ReturnType<typeof openCollections>;

@@ -5,6 +5,7 @@ import type { PubSub } from '../ports/coordination.js';
 import { DuplicateKeyError, type Update } from '../ports/store.js';
 import type { Collections, EventDoc, SessionDoc } from './collections.js';
 import { nowIso } from '../util.js';
+import type { PlatformMetrics } from '../metrics.js';
 
 export interface EventDraft {
   /** Pre-allocated id (chunk events correlate with it); generated when absent. */
@@ -38,6 +39,7 @@ export class EventLog {
   constructor(
     private readonly c: Collections,
     private readonly pubsub: PubSub,
+    private readonly metrics?: PlatformMetrics,
   ) {}
 
   async append(tenant: string, sessionId: string, drafts: EventDraft[], opts: AppendOptions = {}): Promise<EventDoc[]> {
@@ -68,6 +70,7 @@ export class EventLog {
       written.push(...batch);
       pending = [];
     }
+    this.metrics?.eventsAppended.inc({}, written.length);
     for (const e of written) await this.pubsub.publish(sessionChannel(sessionId), renderEvent(e));
     return written;
   }
