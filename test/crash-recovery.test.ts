@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startScriptedModelServer, type ScriptedModelServer } from './fixtures/scriptedModel.js';
 import { freePort, kill9, startProcess } from './process.js';
-import { waitFor } from './harness.js';
+import { realAdapterEnv, waitFor } from './harness.js';
 
 let model: ScriptedModelServer;
 let dataDir: string;
@@ -23,7 +23,8 @@ describe('kill -9 of the all-in-one process mid-turn', () => {
     const key = 'op-crash-test';
     const env = {
       PORT: String(port), DATA_DIR: dataDir, API_KEY: key, PLATFORM_ROOT_SECRET: 'crash-test-secret-0123456789abcdef0123',
-      ANTHROPIC_API_KEY: 'sk-x', ANTHROPIC_BASE_URL: model.url, LOG_LEVEL: 'error', RECOVERY_SCAN_MS: '200',
+      ANTHROPIC_API_KEY: 'sk-x', ANTHROPIC_BASE_URL: model.url, LOG_LEVEL: 'error', RECOVERY_SCAN_MS: '200', SESSION_LEASE_TTL_MS: '3000',
+      ...realAdapterEnv(),
     };
     const base = `http://127.0.0.1:${port}`;
     const call = async (path: string, body?: unknown) => {

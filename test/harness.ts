@@ -7,6 +7,26 @@ import { startScriptedModelServer, type ScriptedModelServer } from './fixtures/s
 
 export const BETA = { 'anthropic-beta': 'managed-agents-2026-04-01' };
 
+/** True when the real servers are configured (CI): every platform then runs on them. */
+export const REAL = !!(process.env.KAFKA_BROKERS && process.env.MONGODB_URL && process.env.REDIS_URL);
+
+/**
+ * Env for a platform on the real adapters, isolated by its own namespace: Kafka topics and
+ * consumer groups, Redis keys and the MongoDB database all carry it.
+ */
+export function realAdapterEnv(namespace = `t${Math.random().toString(36).slice(2, 10)}`): Record<string, string> {
+  if (!REAL) return {};
+  const mongo = new URL(process.env.MONGODB_URL!.replace(/^mongodb:/, 'http:'));
+  mongo.pathname = `/${namespace}`;
+  return {
+    KAFKA_BROKERS: process.env.KAFKA_BROKERS!,
+    REDIS_URL: process.env.REDIS_URL!,
+    MONGODB_URL: mongo.toString().replace(/^http:/, 'mongodb:'),
+    FLEET_NAMESPACE: namespace,
+    KAFKA_PARTITIONS: '4',
+  };
+}
+
 export interface TestPlatform {
   url: string;
   apiKey: string;
@@ -37,6 +57,7 @@ export async function startPlatform(opts: { env?: Record<string, string>; model?
     ANTHROPIC_BASE_URL: model.url,
     LOG_LEVEL: 'error',
     RECOVERY_SCAN_MS: '500',
+    ...realAdapterEnv(),
     ...opts.env,
   };
   let server = await startServer('all', env);
