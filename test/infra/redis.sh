@@ -3,15 +3,19 @@
 #
 # Installs Debian's redis-server when it is missing, then runs a private instance (never the
 # system service) on 127.0.0.1 and a free port, daemonized with a pidfile, data under
-# $AGENTFLEET_INFRA_DIR/redis. `up` writes REDIS_URL=redis://127.0.0.1:PORT to
-# $AGENTFLEET_INFRA_DIR/redis.env (and again when already running). `restart` stops the
-# instance with SHUTDOWN SAVE and starts it on the same port, so data (lease fence counters)
-# survives the restart; no periodic snapshots or AOF otherwise. `down` stops it.
+# $AGENTFLEET_INFRA_DIR/$REDIS_NAME (REDIS_NAME defaults to "redis"; another name runs a separate
+# instance, e.g. one that a restart test may bounce without disturbing other tests). `up` writes
+# REDIS_URL=redis://127.0.0.1:PORT to $AGENTFLEET_INFRA_DIR/$REDIS_NAME.env (again when already
+# running). `restart` stops the instance with SHUTDOWN SAVE and starts it on the same port, so
+# data (lease fence counters) survives the restart; no periodic snapshots or AOF otherwise.
+# `down` stops it (also with SHUTDOWN SAVE) and removes the env file.
 set -euo pipefail
 
 INFRA_DIR="${AGENTFLEET_INFRA_DIR:-$HOME/.cache/agentfleet/infra}"
-DIR="$INFRA_DIR/redis"
-ENV_FILE="$INFRA_DIR/redis.env"
+NAME="${REDIS_NAME:-redis}"
+case "$NAME" in ''|*[!A-Za-z0-9_.-]*) echo "redis.sh: bad REDIS_NAME '$NAME'" >&2; exit 2 ;; esac
+DIR="$INFRA_DIR/$NAME"
+ENV_FILE="$INFRA_DIR/$NAME.env"
 PIDFILE="$DIR/redis.pid"
 PORTFILE="$DIR/port"
 CONF="$DIR/redis.conf"
