@@ -161,3 +161,19 @@ describe('shutdown', () => {
     await reading;
   });
 });
+
+describe('secrets never served', () => {
+  it('MCP authorization tokens from agents, session overrides and session updates are sealed, never returned', async () => {
+    const env = await t.client.beta.environments.create({ name: 'mcp' });
+    const agent = await json(await t.http('/v1/agents', { method: 'POST', json: { name: 'mcp', model: 'claude-sonnet-4-5', mcp_servers: [{ name: 'gh', type: 'url', url: 'https://mcp.example.com/sse', authorization_token: 'AGENT-TOKEN-1' }] } }));
+    expect(JSON.stringify(agent.body)).not.toContain('AGENT-TOKEN-1');
+    const s = await json(await t.http('/v1/sessions', { method: 'POST', json: { agent: { type: 'agent_with_overrides', id: agent.body.id, mcp_servers: [{ name: 'gh', type: 'url', url: 'https://mcp.example.com/sse', authorization_token: 'OVERRIDE-TOKEN-2' }] }, environment_id: env.id } }));
+    expect(s.status).toBe(200);
+    const upd = await json(await t.http(`/v1/sessions/${s.body.id}`, { method: 'POST', json: { agent: { mcp_servers: [{ name: 'gh2', type: 'url', url: 'https://mcp2.example.com/sse', authorization_token: 'UPDATE-TOKEN-3' }] } } }));
+    expect(upd.status).toBe(200);
+    const got = await json(await t.http(`/v1/sessions/${s.body.id}`));
+    const list = await json(await t.http('/v1/sessions?limit=1000'));
+    for (const body of [s.body, upd.body, got.body, list.body]) expect(JSON.stringify(body)).not.toMatch(/AGENT-TOKEN-1|OVERRIDE-TOKEN-2|UPDATE-TOKEN-3/);
+    expect(got.body.agent.mcp_servers).toEqual([{ name: 'gh2', type: 'url', url: 'https://mcp2.example.com/sse', has_authorization_token: true }]);
+  });
+});

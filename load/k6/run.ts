@@ -2,7 +2,7 @@
  * `npm run load`: starts a scripted (zero-latency) model server and the platform on 127.0.0.1,
  * runs each k6 script against it, bounded in time, and stops everything. The platform uses the
  * real adapters when KAFKA_BROKERS, MONGODB_URL and REDIS_URL are set (see `npm run infra:up`).
- * k6 must be on PATH: `go install go.k6.io/k6@v1.4.0` (puts it in $(go env GOPATH)/bin).
+ * k6 must be on PATH: `go install go.k6.io/k6@v1.8.1` (puts it in $(go env GOPATH)/bin).
  */
 import { spawnSync } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
@@ -14,7 +14,7 @@ import { startServer } from '@agentfleet/gateway';
 const here = fileURLToPath(new URL('.', import.meta.url));
 const which = spawnSync('k6', ['version'], { encoding: 'utf8' });
 if (which.error) {
-  process.stderr.write('k6 is not on PATH. Install it with: go install go.k6.io/k6@v1.4.0 (then add $(go env GOPATH)/bin to PATH)\n');
+  process.stderr.write('k6 is not on PATH. Install it with: go install go.k6.io/k6@v1.8.1 (then add $(go env GOPATH)/bin to PATH)\n');
   process.exit(1);
 }
 process.stdout.write(`${which.stdout.trim()}\n`);

@@ -2,7 +2,7 @@ import { Type, type Static } from '@sinclair/typebox';
 import { Id, Metadata, MetadataPatch, Nullable, Obj, TOOLSET_TYPE } from './common.js';
 
 export const EFFORTS = ['low', 'medium', 'high', 'xhigh', 'max'] as const;
-const EffortName = Type.Union(EFFORTS.map((e) => Type.Literal(e)));
+export const EffortName = Type.Union(EFFORTS.map((e) => Type.Literal(e)));
 const EffortObj = Obj({ type: EffortName });
 
 /** Model: a model card handle, or the object form whose controls are versioned with the agent. */
@@ -14,7 +14,7 @@ export const ModelConfigParams = Obj({
 });
 export const ModelParam = Type.Union([Type.String({ minLength: 1, maxLength: 256 }), ModelConfigParams]);
 
-const Policy = Type.Union([
+export const Policy = Type.Union([
   Obj({ type: Type.Literal('always_allow') }),
   Obj({ type: Type.Literal('always_ask') }),
   Obj({ type: Type.Literal('auto') }),
@@ -151,37 +151,4 @@ export const VersionListQuery = Obj({
   page: Type.Optional(Type.String({ maxLength: 512 })),
 });
 
-/** Stored, normalized model config (what responses and sessions carry). */
-export interface ModelConfig {
-  id: string;
-  effort?: { type: (typeof EFFORTS)[number] };
-  speed?: 'standard' | 'fast';
-  inference_geo?: string;
-}
-
-/** The versioned part of an agent: every field a version pins. */
-export interface AgentSpec {
-  name: string;
-  description: string | null;
-  model: ModelConfig;
-  system: string | null;
-  tools: unknown[];
-  skills: unknown[];
-  mcp_servers: unknown[];
-  environment_id: string | null;
-  memory_store_id: string | null;
-  harness: string;
-  metadata: Record<string, string>;
-  execution_identity: { type: string; role_arn?: string };
-  multiagent: unknown | null;
-}
-
-export interface Agent extends AgentSpec {
-  id: string;
-  type: 'agent';
-  version: number;
-  archived: boolean;
-  archived_at: string | null;
-  created_at: string;
-  updated_at: string;
-}
+// The served shapes (Agent, AgentSpec, ModelConfig) are schemas in resources.ts.

@@ -9,6 +9,12 @@ export const Obj = <T extends Record<string, TSchema>>(props: T, opts: { descrip
 
 export const Nullable = <T extends TSchema>(t: T) => Type.Union([t, Type.Null()]);
 
+/** The SDK's budget: a list-cost cap. */
+export const BudgetLimit = Obj({
+  type: Type.Literal('limit'),
+  max_list_cost: Obj({ amount: Type.String({ pattern: '^[0-9]+(\\.[0-9]+)?$' }), currency: Type.String({ minLength: 3, maxLength: 3 }) }),
+});
+
 export const Metadata = Type.Record(Type.String({ maxLength: 64 }), Type.String({ maxLength: 512 }), {
   maxProperties: 16,
 });
@@ -29,7 +35,13 @@ export const ImageBlock = Obj({ type: Type.Literal('image'), source: ImageSource
 export const DocumentBlock = Type.Object(
   {
     type: Type.Literal('document'),
-    source: Type.Object({ type: Type.String() }, { additionalProperties: true }),
+    // The SDK's document sources.
+    source: Type.Union([
+      Obj({ type: Type.Literal('base64'), media_type: Type.String({ minLength: 1 }), data: Type.String() }),
+      Obj({ type: Type.Literal('text'), media_type: Type.Literal('text/plain'), data: Type.String() }),
+      Obj({ type: Type.Literal('url'), url: Type.String({ format: 'uri' }) }),
+      Obj({ type: Type.Literal('file'), file_id: Type.String({ minLength: 1 }) }),
+    ]),
     title: Type.Optional(Nullable(Type.String())),
     context: Type.Optional(Nullable(Type.String())),
   },
@@ -45,12 +57,4 @@ export const ListQueryBase = {
   page: Type.Optional(Type.String({ maxLength: 512 })),
 };
 
-/** List envelope: the SDK's PageCursor/BidirectionalPageCursor fields plus Page's ids. */
-export interface ListPage<T> {
-  data: T[];
-  has_more: boolean;
-  next_page: string | null;
-  prev_page?: string | null;
-  first_id: string | null;
-  last_id: string | null;
-}
+// The list envelope (ListPage) is a schema in resources.ts.

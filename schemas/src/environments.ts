@@ -2,7 +2,7 @@ import { Type, type Static } from '@sinclair/typebox';
 import { Metadata, MetadataPatch, Nullable, Obj } from './common.js';
 
 const PkgList = Type.Optional(Nullable(Type.Array(Type.String({ minLength: 1, maxLength: 256 }), { maxItems: 256 })));
-const Packages = Obj({
+const PackagesParams = Obj({
   type: Type.Optional(Type.Literal('packages')),
   pip: PkgList, npm: PkgList, apt: PkgList, cargo: PkgList, gem: PkgList, go: PkgList,
 });
@@ -25,7 +25,7 @@ export const EnvironmentConfigParams = Type.Union([
         ]),
       ),
     ),
-    packages: Type.Optional(Nullable(Packages)),
+    packages: Type.Optional(Nullable(PackagesParams)),
   }),
   Obj({ type: Type.Literal('self_hosted') }),
 ]);
@@ -33,7 +33,7 @@ export const EnvironmentConfigParams = Type.Union([
 /** The spec's EnvironmentConfig fields, accepted at the top level beside the SDK's `config`. */
 const SpecFields = {
   base_image: Type.Optional(Type.String({ minLength: 1, maxLength: 512 })),
-  packages: Type.Optional(Packages),
+  packages: Type.Optional(PackagesParams),
   network: Type.Optional(
     Obj({
       allowlist: Type.Optional(Type.Array(Hostname, { maxItems: 256 })),
@@ -73,23 +73,4 @@ export const EnvironmentListQuery = Obj({
 /** Keys that belong to the runtime host deployment and must never appear on a self-hosted environment. */
 export const SELF_HOSTED_FORBIDDEN_KEYS = ['provider', 'volume', 'checkpoint', 'output', 'retention'] as const;
 
-export interface Packages { pip: string[]; npm: string[]; apt: string[]; cargo: string[]; gem: string[]; go: string[] }
-
-export interface Environment {
-  id: string;
-  type: 'environment';
-  name: string;
-  description: string | null;
-  config:
-    | { type: 'cloud'; networking: { type: 'unrestricted' } | { type: 'limited'; allow_mcp_servers: boolean; allow_package_managers: boolean; allowed_hosts: string[] }; packages: Packages & { type: 'packages' } }
-    | { type: 'self_hosted' };
-  base_image: string | null;
-  packages: Packages;
-  network: { allowlist: string[]; denylist: string[] };
-  env: Record<string, string>;
-  metadata: Record<string, string>;
-  scope: 'organization' | 'account';
-  archived_at: string | null;
-  created_at: string;
-  updated_at: string;
-}
+// The served shapes (Environment, Packages) are schemas in resources.ts.

@@ -14,9 +14,4 @@ export const ERROR_STATUS = {
 
 export type ErrorType = keyof typeof ERROR_STATUS;
 
-/** Body shape: the spec's `{error: {type, message}}` plus the SDK's `type: 'error'` envelope. */
-export interface ErrorBody {
-  type: 'error';
-  error: { type: ErrorType | string; message: string; details?: Record<string, unknown> };
-  request_id?: string;
-}
+// The error body (ErrorBody) is a schema in resources.ts.

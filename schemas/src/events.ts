@@ -1,3 +1,7 @@
+import { Type, type Static, type TProperties, type TSchema } from '@sinclair/typebox';
+import { ContentBlock, DocumentBlock, Id, ImageBlock, Nullable, Obj, TextBlock } from './common.js';
+import { compileBody, ValidationError, type Validator } from './validate.js';
+
 /**
  * Session event catalog. Canonical events are persisted with a gap-free `seq`; stream
  * lifecycle events (chunks) are broadcast live only and never persisted (spec Events rule 1).
@@ -44,36 +48,259 @@ export type ChunkEventType = (typeof CHUNK_EVENT_TYPES)[number];
 /** The spec's default SSE union: every canonical type except extension ones. */
 export const EXTENSION_CANONICAL_TYPES: ReadonlySet<string> = new Set(['session.warning']);
 
-export type StopReason =
-  | { type: 'end_turn' }
-  | { type: 'requires_action'; event_ids: string[] }
-  | { type: 'retries_exhausted' }
-  | { type: 'budget_reached' }
-  | { type: 'refusal' };
+// ---------------------------------------------------------------------------------------------
+// Payload parts
 
-export type SessionErrorType =
-  | 'unknown_error'
-  | 'model_overloaded_error'
-  | 'model_rate_limited_error'
-  | 'model_request_failed_error'
-  | 'billing_error';
+export const StopReason = Type.Union([
+  Obj({ type: Type.Literal('end_turn') }),
+  Obj({ type: Type.Literal('requires_action'), event_ids: Type.Array(Type.String()) }),
+  Obj({ type: Type.Literal('retries_exhausted') }),
+  Obj({ type: Type.Literal('budget_reached') }),
+  Obj({ type: Type.Literal('refusal') }),
+]);
+export type StopReason = Static<typeof StopReason>;
+
+export const SESSION_ERROR_TYPES = [
+  'unknown_error',
+  'model_overloaded_error',
+  'model_rate_limited_error',
+  'model_request_failed_error',
+  'billing_error',
+] as const;
+export const SessionErrorType = Type.Union(SESSION_ERROR_TYPES.map((t) => Type.Literal(t)));
+export type SessionErrorType = Static<typeof SessionErrorType>;
+
+export const RetryStatus = Type.Union([
+  Obj({ type: Type.Literal('retrying') }),
+  Obj({ type: Type.Literal('exhausted') }),
+  Obj({ type: Type.Literal('terminal') }),
+]);
+
+/** `stop_reason` of a model response as recorded on its span (provider reason or how the call ended). */
+export const SPAN_STOP_REASONS = ['end_turn', 'tool_use', 'max_tokens', 'stop_sequence', 'refusal', 'aborted', 'error', 'interrupted'] as const;
+
+const TextOut = Obj({ type: Type.Literal('text'), text: Type.String() });
+const TokenCount = Type.Integer({ minimum: 0 });
+export const SpanModelUsage = Obj({
+  input_tokens: TokenCount,
+  output_tokens: TokenCount,
+  cache_creation_input_tokens: TokenCount,
+  cache_read_input_tokens: TokenCount,
+  speed: Type.Optional(Type.Union([Type.Literal('standard'), Type.Literal('fast')])),
+});
+
+// ---------------------------------------------------------------------------------------------
+// Persisted (canonical) events, as served
+
+/** The payloads the platform appends, per type: what `renderEvent` spreads flat and nests as `data`. */
+export const EVENT_PAYLOADS = {
+  /** POST …/events, POST …/messages and initial_events: the request's content, verbatim. */
+  'user.message': { content: Type.Array(ContentBlock, { minItems: 1 }) },
+  /** `source: 'cancel'` marks an interrupt appended by POST …/cancel rather than sent by the user. */
+  'user.interrupt': { session_thread_id: Type.Optional(Nullable(Type.String())), source: Type.Optional(Type.Literal('cancel')) },
+  'user.custom_tool_result': {
+    custom_tool_use_id: Type.String(),
+    content: Type.Optional(Type.Array(Type.Union([TextBlock, ImageBlock, DocumentBlock]))),
+    is_error: Type.Optional(Nullable(Type.Boolean())),
+  },
+  'session.status_running': {},
+  'session.status_idle': {
+    stop_reason: StopReason,
+    stop_details: Type.Null(),
+    /** Extension: present (true) when the turn was ended by an interrupt or cancel. */
+    interrupted: Type.Optional(Type.Literal(true)),
+  },
+  'session.status_rescheduled': {},
+  'session.status_terminated': {},
+  'session.error': { error: Obj({ type: SessionErrorType, message: Type.String(), retry_status: RetryStatus }) },
+  'session.deleted': {},
+  'agent.message': { content: Type.Array(TextOut, { minItems: 1 }) },
+  /** Extension: the thinking text and signature ride along (the SDK's event carries neither). */
+  'agent.thinking': { thinking: Type.String(), signature: Type.Optional(Type.String()) },
+  'agent.tool_use': { name: Type.String(), input: Type.Record(Type.String(), Type.Unknown()) },
+  'agent.tool_result': { tool_use_id: Id('sevt_'), content: Type.Array(TextOut), is_error: Type.Boolean() },
+  'span.model_request_start': {},
+  'span.model_request_end': {
+    model_request_start_id: Id('sevt_'),
+    is_error: Type.Boolean(),
+    model_usage: SpanModelUsage,
+    /** Extension. */
+    stop_reason: Type.Union(SPAN_STOP_REASONS.map((r) => Type.Literal(r))),
+  },
+} satisfies Partial<Record<CanonicalEventType, TProperties>>;
+
+/** Every persisted event: the payload flat, then the envelope (`renderEvent`). */
+const eventOf = <T extends string, P extends TProperties>(type: T, payload: P) =>
+  Obj({
+    ...payload,
+    id: Id('sevt_'),
+    type: Type.Literal(type),
+    seq: Type.Integer({ minimum: 1 }),
+    session_id: Id('sess_'),
+    created_at: Type.String({ format: 'date-time' }),
+    processed_at: Type.String({ format: 'date-time' }),
+    data: Obj(payload),
+  });
+
+const P = EVENT_PAYLOADS;
+export const UserMessageEvent = eventOf('user.message', P['user.message']);
+export const UserInterruptEvent = eventOf('user.interrupt', P['user.interrupt']);
+export const UserCustomToolResultEvent = eventOf('user.custom_tool_result', P['user.custom_tool_result']);
+export const SessionStatusRunningEvent = eventOf('session.status_running', P['session.status_running']);
+export const SessionStatusIdleEvent = eventOf('session.status_idle', P['session.status_idle']);
+export const SessionStatusRescheduledEvent = eventOf('session.status_rescheduled', P['session.status_rescheduled']);
+export const SessionStatusTerminatedEvent = eventOf('session.status_terminated', P['session.status_terminated']);
+export const SessionErrorEvent = eventOf('session.error', P['session.error']);
+/** Extension (worker recovery): an interrupted model stream or an orphaned tool call. */
+export const SessionWarningEvent = Type.Union([
+  eventOf('session.warning', { warning: Type.Literal('interrupted_stream'), message: Type.String(), model_request_start_id: Id('sevt_') }),
+  eventOf('session.warning', { warning: Type.Literal('orphan_tool_use'), message: Type.String(), tool_use_id: Id('sevt_') }),
+]);
+export const SessionDeletedEvent = eventOf('session.deleted', P['session.deleted']);
+export const AgentMessageEvent = eventOf('agent.message', P['agent.message']);
+export const AgentThinkingEvent = eventOf('agent.thinking', P['agent.thinking']);
+export const AgentToolUseEvent = eventOf('agent.tool_use', P['agent.tool_use']);
+export const AgentToolResultEvent = eventOf('agent.tool_result', P['agent.tool_result']);
+export const SpanModelRequestStartEvent = eventOf('span.model_request_start', P['span.model_request_start']);
+export const SpanModelRequestEndEvent = eventOf('span.model_request_end', P['span.model_request_end']);
+
+/**
+ * Schema per canonical type the platform emits today. `agent.mcp_tool_use`,
+ * `agent.mcp_tool_result` and `agent.custom_tool_use` are reserved in the catalog but nothing
+ * produces them yet, so a served event of those types fails validation until it gets a schema.
+ */
+export const SESSION_EVENT_SCHEMAS = {
+  'user.message': UserMessageEvent,
+  'user.interrupt': UserInterruptEvent,
+  'user.custom_tool_result': UserCustomToolResultEvent,
+  'session.status_running': SessionStatusRunningEvent,
+  'session.status_idle': SessionStatusIdleEvent,
+  'session.status_rescheduled': SessionStatusRescheduledEvent,
+  'session.status_terminated': SessionStatusTerminatedEvent,
+  'session.error': SessionErrorEvent,
+  'session.warning': SessionWarningEvent,
+  'session.deleted': SessionDeletedEvent,
+  'agent.message': AgentMessageEvent,
+  'agent.thinking': AgentThinkingEvent,
+  'agent.tool_use': AgentToolUseEvent,
+  'agent.tool_result': AgentToolResultEvent,
+  'span.model_request_start': SpanModelRequestStartEvent,
+  'span.model_request_end': SpanModelRequestEndEvent,
+} satisfies Partial<Record<CanonicalEventType, TSchema>>;
+
+export const SessionEvent = Type.Union(Object.values(SESSION_EVENT_SCHEMAS) as Array<(typeof SESSION_EVENT_SCHEMAS)[keyof typeof SESSION_EVENT_SCHEMAS]>);
+export type SessionEvent = Static<typeof SessionEvent>;
+
+// ---------------------------------------------------------------------------------------------
+// Live-only events, as served on SSE (`?include=chunks`, /messages)
+
+/** A live event's frame: its payload plus `type` and `session_id` (never persisted: no id, no seq). */
+const chunkOf = <T extends string, P extends TProperties>(type: T, payload: P) =>
+  Obj({ ...payload, type: Type.Literal(type), session_id: Id('sess_') });
+
+/** Chunk events correlate with the canonical event that follows them by its pre-allocated id. */
+const MessageId = { message_id: Id('sevt_') };
+const ThinkingId = { thinking_id: Id('sevt_') };
+const ToolUseId = { tool_use_id: Id('sevt_') };
+export const AgentMessageStreamStartEvent = chunkOf('agent.message_stream_start', MessageId);
+export const AgentMessageChunkEvent = chunkOf('agent.message_chunk', { ...MessageId, delta: Type.String() });
+export const AgentMessageStreamEndEvent = chunkOf('agent.message_stream_end', MessageId);
+export const AgentThinkingStreamStartEvent = chunkOf('agent.thinking_stream_start', ThinkingId);
+export const AgentThinkingChunkEvent = chunkOf('agent.thinking_chunk', { ...ThinkingId, delta: Type.String() });
+export const AgentThinkingStreamEndEvent = chunkOf('agent.thinking_stream_end', ThinkingId);
+export const AgentToolUseInputStreamStartEvent = chunkOf('agent.tool_use_input_stream_start', { ...ToolUseId, name: Type.String() });
+/** `delta` is a fragment of the tool input's JSON text. */
+export const AgentToolUseInputChunkEvent = chunkOf('agent.tool_use_input_chunk', { ...ToolUseId, delta: Type.String() });
+export const AgentToolUseInputStreamEndEvent = chunkOf('agent.tool_use_input_stream_end', ToolUseId);
+export const SpanModelFirstTokenEvent = chunkOf('span.model_first_token', {});
+
+export const CHUNK_EVENT_SCHEMAS = {
+  'agent.message_stream_start': AgentMessageStreamStartEvent,
+  'agent.message_chunk': AgentMessageChunkEvent,
+  'agent.message_stream_end': AgentMessageStreamEndEvent,
+  'agent.thinking_stream_start': AgentThinkingStreamStartEvent,
+  'agent.thinking_chunk': AgentThinkingChunkEvent,
+  'agent.thinking_stream_end': AgentThinkingStreamEndEvent,
+  'agent.tool_use_input_stream_start': AgentToolUseInputStreamStartEvent,
+  'agent.tool_use_input_chunk': AgentToolUseInputChunkEvent,
+  'agent.tool_use_input_stream_end': AgentToolUseInputStreamEndEvent,
+  'span.model_first_token': SpanModelFirstTokenEvent,
+} satisfies Record<ChunkEventType, TSchema>;
+
+export const ChunkEvent = Type.Union(Object.values(CHUNK_EVENT_SCHEMAS) as Array<(typeof CHUNK_EVENT_SCHEMAS)[keyof typeof CHUNK_EVENT_SCHEMAS]>);
+export type ChunkEvent = Static<typeof ChunkEvent>;
+
+/** The SDK's preview frames (`?event_deltas[]=agent.message|agent.thinking`), made from chunks. */
+export const StreamStartEvent = Obj({
+  type: Type.Literal('event_start'),
+  event: Obj({ id: Id('sevt_'), type: Type.Union([Type.Literal('agent.message'), Type.Literal('agent.thinking')]) }),
+});
+export const StreamDeltaEvent = Obj({
+  type: Type.Literal('event_delta'),
+  event_id: Id('sevt_'),
+  delta: Obj({ type: Type.Literal('content_delta'), content: TextOut, index: Type.Integer({ minimum: 0 }) }),
+});
+export const STREAM_DELTA_SCHEMAS = { event_start: StreamStartEvent, event_delta: StreamDeltaEvent };
+
+// ---------------------------------------------------------------------------------------------
+// Internal envelopes (what the log and the pubsub carry between core, workers and gateway)
 
 /** A persisted event as served: the SDK's flat fields plus the spec's `data`, `seq`, `session_id`, `created_at`. */
-export interface SessionEventOut {
-  id: string;
-  type: string;
-  seq: number;
-  session_id: string;
-  created_at: string;
-  processed_at: string;
-  data: Record<string, unknown>;
-  [field: string]: unknown;
+export const SessionEventEnvelope = Type.Object(
+  {
+    id: Type.String(),
+    type: Type.String(),
+    seq: Type.Integer({ minimum: 1 }),
+    session_id: Type.String(),
+    created_at: Type.String(),
+    processed_at: Type.String(),
+    data: Type.Record(Type.String(), Type.Unknown()),
+  },
+  { additionalProperties: true },
+);
+/** Any persisted event, loosely typed (narrow with `SessionEvent` / `validateSessionEvent`). */
+export type SessionEventOut = Static<typeof SessionEventEnvelope> & { [field: string]: unknown };
+
+/** A live-only event on the pubsub (chunks): no seq, never persisted; `ephemeral` is stripped on SSE. */
+export const LiveEventEnvelope = Type.Object(
+  { type: Type.String(), session_id: Type.String(), ephemeral: Type.Literal(true) },
+  { additionalProperties: true },
+);
+export type LiveEventOut = Static<typeof LiveEventEnvelope> & { [field: string]: unknown };
+
+// ---------------------------------------------------------------------------------------------
+// Validation of served events
+
+const compiled = new Map<string, Validator<unknown>>();
+function validateBy(schemas: Record<string, TSchema>, kind: string, value: unknown): unknown {
+  const type = typeof value === 'object' && value !== null ? (value as { type?: unknown }).type : undefined;
+  const schema = typeof type === 'string' && Object.hasOwn(schemas, type) ? schemas[type] : undefined;
+  if (!schema) throw new ValidationError(`type: ${JSON.stringify(type)} is not a ${kind} type`, 'type');
+  const key = `${kind}:${type}`;
+  let v = compiled.get(key);
+  if (!v) compiled.set(key, (v = compileBody(schema)));
+  return v(value);
 }
 
-/** A live-only event (chunks, SDK deltas): no seq, never persisted. */
-export interface LiveEventOut {
-  type: string;
-  session_id: string;
-  ephemeral: true;
-  [field: string]: unknown;
+/**
+ * Validates one served persisted event (REST list, SSE frame, POST …/events answer) against the
+ * schema of its `type`; throws a ValidationError naming the offending field.
+ */
+export function validateSessionEvent(value: unknown): SessionEvent {
+  return validateBy(SESSION_EVENT_SCHEMAS, 'session event', value) as SessionEvent;
+}
+
+/** Validates one served live-only chunk event (an SSE frame's data, `ephemeral` already stripped). */
+export function validateChunkEvent(value: unknown): ChunkEvent {
+  return validateBy(CHUNK_EVENT_SCHEMAS, 'chunk event', value) as ChunkEvent;
+}
+
+/** Validates any SSE frame's data: a persisted event, a chunk event or an SDK preview frame. */
+export function validateStreamFrame(value: unknown): SessionEvent | ChunkEvent | Static<typeof StreamStartEvent> | Static<typeof StreamDeltaEvent> {
+  const type = typeof value === 'object' && value !== null ? (value as { type?: unknown }).type : undefined;
+  if (typeof type === 'string' && Object.hasOwn(CHUNK_EVENT_SCHEMAS, type)) return validateChunkEvent(value);
+  if (typeof type === 'string' && Object.hasOwn(STREAM_DELTA_SCHEMAS, type)) {
+    return validateBy(STREAM_DELTA_SCHEMAS, 'stream frame', value) as Static<typeof StreamStartEvent> | Static<typeof StreamDeltaEvent>;
+  }
+  return validateSessionEvent(value);
 }

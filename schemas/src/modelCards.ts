@@ -12,19 +12,7 @@ export const ModelCardCreate = Obj({
 });
 export type ModelCardCreate = Static<typeof ModelCardCreate>;
 
-export interface ModelCardOut {
-  id: string;
-  type: 'model_card';
-  model_id: string;
-  provider: string;
-  model: string;
-  base_url: string | null;
-  custom_headers: Record<string, string>;
-  api_key_preview: string;
-  pi_config: Record<string, unknown> | null;
-  created_at: string;
-  updated_at: string;
-}
+// The served shape (ModelCardOut) is a schema in resources.ts.
 
 /** Legacy provider aliases the older create body restricts to. */
 export const LEGACY_PROVIDERS = ['ant', 'ant-compatible', 'oai', 'oai-compatible'] as const;

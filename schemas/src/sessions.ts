@@ -1,5 +1,5 @@
 import { Type, type Static } from '@sinclair/typebox';
-import { ContentBlock, Id, Metadata, MetadataPatch, Nullable, Obj, TextBlock, ImageBlock, DocumentBlock } from './common.js';
+import { BudgetLimit, ContentBlock, Id, Metadata, MetadataPatch, Nullable, Obj, TextBlock, ImageBlock, DocumentBlock } from './common.js';
 import { McpServerConfig, ModelParam, SkillRef, ToolDefinition } from './agents.js';
 
 export const UserMessageParams = Obj({
@@ -65,7 +65,7 @@ export const SessionCreate = Obj({
   metadata: Type.Optional(Metadata),
   resources: Type.Optional(Type.Array(ResourceParams, { maxItems: 100 })),
   vault_ids: Type.Optional(Type.Array(Type.String({ minLength: 1 }), { maxItems: 20 })),
-  budget: Type.Optional(Nullable(Type.Object({ type: Type.Literal('limit') }, { additionalProperties: true }))),
+  budget: Type.Optional(Nullable(BudgetLimit)),
   initial_events: Type.Optional(Type.Array(UserMessageParams, { maxItems: 50 })),
 });
 export type SessionCreate = Static<typeof SessionCreate>;
@@ -74,7 +74,7 @@ export const SessionUpdate = Obj({
   title: Type.Optional(Nullable(Type.String({ maxLength: 512 }))),
   metadata: Type.Optional(Nullable(MetadataPatch)),
   vault_ids: Type.Optional(Type.Array(Type.String({ minLength: 1 }), { maxItems: 20 })),
-  budget: Type.Optional(Nullable(Type.Object({ type: Type.Literal('limit') }, { additionalProperties: true }))),
+  budget: Type.Optional(Nullable(BudgetLimit)),
   agent: Type.Optional(Obj({ tools: Type.Optional(Type.Array(ToolDefinition)), mcp_servers: Type.Optional(Type.Array(McpServerConfig, { maxItems: 20 })) })),
 });
 export type SessionUpdate = Static<typeof SessionUpdate>;

@@ -22,13 +22,14 @@ export function normalizeModel(m: ModelInput): ModelConfig {
 
 const policy = (p: unknown) => (p && typeof p === 'object' ? p : { type: 'always_allow' });
 
-export function normalizeTools(tools: readonly any[] | null | undefined): unknown[] {
+export function normalizeTools(tools: readonly any[] | null | undefined): AgentSpec['tools'] {
   return (tools ?? []).map((t) => {
     if (t.type === TOOLSET_TYPE || t.type === 'mcp_toolset') {
       const dc = { enabled: t.default_config?.enabled ?? true, permission_policy: policy(t.default_config?.permission_policy) };
       const configs = (t.configs ?? []).map((c: any) => ({
         ...c,
         ...(t.type === TOOLSET_TYPE ? { type: c.name } : {}),
+        ...(c.name === 'web_fetch' ? { url_sources: c.url_sources ?? null } : {}),
         enabled: c.enabled ?? dc.enabled,
         permission_policy: policy(c.permission_policy ?? dc.permission_policy),
       }));
@@ -48,8 +49,9 @@ function checkToolNames(tools: any[]): void {
 }
 
 /** Skills bind only in object form; a bare string array is accepted and does not bind (spec). */
-const normalizeSkills = (skills: readonly unknown[] | null | undefined) =>
-  (skills ?? []).filter((s): s is Record<string, unknown> => typeof s === 'object' && s !== null).map((s) => ({ version: 'latest', ...s }));
+type SkillObject = { skill_id: string; type: string; version?: string | null };
+const normalizeSkills = (skills: readonly unknown[] | null | undefined): AgentSpec['skills'] =>
+  (skills ?? []).filter((s): s is SkillObject => typeof s === 'object' && s !== null).map((s) => ({ ...s, type: s.type === 'vendor' ? 'anthropic' : s.type, version: s.version ?? 'latest' }) as AgentSpec['skills'][number]);
 
 export class AgentService {
   constructor(
@@ -58,7 +60,8 @@ export class AgentService {
     private readonly secrets: SecretBox,
   ) {}
 
-  private sealMcp(servers: readonly any[] | null | undefined): unknown[] {
+  /** MCP bearer tokens are sealed at rest and never served. */
+  sealMcp(servers: readonly any[] | null | undefined): AgentSpec['mcp_servers'] {
     return (servers ?? []).map((s) => {
       const { authorization_token, ...rest } = s;
       return authorization_token ? { ...rest, authorization_token_sealed: this.secrets.seal(authorization_token, 'mcp-server-token') } : rest;

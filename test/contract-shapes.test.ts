@@ -1,0 +1,333 @@
+/**
+ * Served shapes against their schemas: every response body and every event (REST list, SSE
+ * frames with chunks and SDK previews, POST answers) of a full session lifecycle is validated
+ * against the schemas in `@agentfleet/schemas`, which are strict, so a served shape that drifts
+ * from its schema (a field added, renamed, dropped or retyped) fails here.
+ */
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { Type, type TSchema } from '@sinclair/typebox';
+import {
+  Agent,
+  CHUNK_EVENT_TYPES,
+  Deleted,
+  Environment,
+  ErrorBody,
+  FullList,
+  ListPage,
+  ModelCardCreated,
+  ModelCardOut,
+  Session,
+  SessionEvent,
+  compileBody,
+  validateSessionEvent,
+  validateStreamFrame,
+  type Validator,
+} from '@agentfleet/schemas';
+import { BETA, startPlatform, waitFor, type TestPlatform } from './harness.js';
+
+let t: TestPlatform;
+beforeAll(async () => { t = await startPlatform(); });
+afterAll(async () => { await t?.close(); });
+
+const validators = new Map<TSchema, Validator<unknown>>();
+/** Validates `body` against `schema`; the failure names the field and shows the body. */
+function conforms(schema: TSchema, body: unknown, what: string): void {
+  let v = validators.get(schema);
+  if (!v) validators.set(schema, (v = compileBody(schema)));
+  try {
+    v(body);
+  } catch (err) {
+    throw new Error(`${what} does not match its schema: ${(err as Error).message}\n${JSON.stringify(body, null, 2)}`);
+  }
+}
+
+function conformsEvent(ev: unknown, what: string, validate: (v: unknown) => unknown = validateSessionEvent): void {
+  try {
+    validate(ev);
+  } catch (err) {
+    throw new Error(`${what} does not match its schema: ${(err as Error).message}\n${JSON.stringify(ev, null, 2)}`);
+  }
+}
+
+/** Calls the API and validates the answer: `schema` for 2xx, ErrorBody for 4xx/5xx. */
+async function call(schema: TSchema, method: string, path: string, json?: unknown, headers: Record<string, string> = {}): Promise<any> {
+  const res = await t.http(path, { method, json, headers });
+  const body = await res.json();
+  if (res.status >= 400) {
+    conforms(ErrorBody, body, `${method} ${path} error body`);
+    throw new Error(`${method} ${path}: HTTP ${res.status} ${JSON.stringify(body)}`);
+  }
+  conforms(schema, body, `${method} ${path}`);
+  return body;
+}
+
+async function expectError(status: number, method: string, path: string, json?: unknown, key?: string) {
+  const res = await t.http(path, { method, json, key });
+  expect(res.status).toBe(status);
+  const body = await res.json();
+  conforms(ErrorBody, body, `${method} ${path} (${status})`);
+  return body;
+}
+
+interface Frame { event: string; data: any; id?: string }
+
+/** Keeps reading an SSE response in the background; `until` waits for a frame matching `pred`. */
+function collectSse(res: Response) {
+  const frames: Frame[] = [];
+  const waiter: { wake?: () => void } = {};
+  let ended = false;
+  const reader = res.body!.getReader();
+  const pump = (async () => {
+    const dec = new TextDecoder();
+    let buf = '';
+    try {
+      for (;;) {
+        const { value, done } = await reader.read();
+        if (done) break;
+        buf += dec.decode(value, { stream: true });
+        let i: number;
+        while ((i = buf.indexOf('\n\n')) >= 0) {
+          const raw = buf.slice(0, i);
+          buf = buf.slice(i + 2);
+          const f: Frame = { event: 'message', data: null };
+          for (const line of raw.split('\n')) {
+            if (line.startsWith('event: ')) f.event = line.slice(7);
+            else if (line.startsWith('data: ')) f.data = JSON.parse(line.slice(6));
+            else if (line.startsWith('id: ')) f.id = line.slice(4);
+          }
+          if (f.event !== 'ping') frames.push(f);
+        }
+        waiter.wake?.();
+      }
+    } catch {
+      /* cancelled */
+    } finally {
+      ended = true;
+      waiter.wake?.();
+    }
+  })();
+  return {
+    frames,
+    async until(pred: (f: Frame, i: number) => boolean, from = 0, timeoutMs = 20_000): Promise<Frame> {
+      const deadline = Date.now() + timeoutMs;
+      for (;;) {
+        const hit = frames.findIndex((f, i) => i >= from && pred(f, i));
+        if (hit >= 0) return frames[hit]!;
+        if (ended) throw new Error(`SSE ended; got ${frames.map((f) => f.event).join(',')}`);
+        const left = deadline - Date.now();
+        if (left <= 0) throw new Error(`SSE timeout; got ${frames.map((f) => f.event).join(',')}`);
+        await new Promise<void>((r) => { waiter.wake = r; setTimeout(r, Math.min(left, 250)); });
+      }
+    },
+    async close() {
+      await reader.cancel().catch(() => {});
+      await pump;
+    },
+  };
+}
+
+/** The frame contract: named by the event's type; persisted events carry `id: <seq>`. */
+function checkFrame(f: Frame, what: string): void {
+  expect(f.data.type, what).toBe(f.event);
+  if (typeof f.data.seq === 'number') expect(f.id, what).toBe(String(f.data.seq));
+  else expect(f.id, what).toBeUndefined();
+  conformsEvent(f.data, `${what} frame ${f.event}`, validateStreamFrame);
+}
+
+const MODEL = 'contract-model';
+const userMessage = (text: string) => ({ events: [{ type: 'user.message', content: [{ type: 'text', text }] }] });
+const SendAnswer = Type.Object({ data: Type.Array(SessionEvent) }, { additionalProperties: false });
+
+describe('served shapes match their schemas', () => {
+  it('the schemas are strict: an added, dropped or retyped field fails validation', async () => {
+    const env = await call(Environment, 'POST', '/v1/environments', { name: 'strict' });
+    expect(() => compileBody(Environment)({ ...env, surprise: 1 })).toThrow(/surprise: unknown field/);
+    const { name: _n, ...noName } = env;
+    expect(() => compileBody(Environment)(noName)).toThrow(/name: is required/);
+    expect(() => compileBody(Environment)({ ...env, archived_at: 5 })).toThrow(/archived_at/);
+    const ev = { id: 'sevt_1', type: 'session.status_running', seq: 1, session_id: 'sess_1', created_at: env.created_at, processed_at: env.created_at, data: {} };
+    expect(validateSessionEvent(ev)).toEqual(ev);
+    expect(() => validateSessionEvent({ ...ev, extra: true })).toThrow(/extra: unknown field/);
+    expect(() => validateSessionEvent({ ...ev, type: 'session.nope' })).toThrow(/not a session event type/);
+    expect(() => validateSessionEvent({ ...ev, data: { x: 1 } })).toThrow(/data\.x: unknown field/);
+  });
+
+  it('resources, lists, errors and every event of a full session lifecycle', async () => {
+    // ---- model card (extension) ----
+    const card = await call(ModelCardCreated, 'POST', '/v1/svc/model_cards', { model_id: MODEL, provider: 'anthropic', model: MODEL, base_url: t.model.url, api_key: 'sk-contract-1234', custom_headers: { 'x-team': 'a' } }, BETA);
+    await call(ModelCardOut, 'POST', `/v1/svc/model_cards/${card.id}`, { api_key: 'sk-contract-5678' }, BETA);
+    await call(FullList(ModelCardOut), 'GET', '/v1/svc/model_cards', undefined, BETA);
+    const spare = await call(ModelCardCreated, 'POST', '/v1/svc/model_cards', { model_id: 'spare', provider: 'custom-llm', model: 'spare', base_url: t.model.url, api_key: 'sk-spare', pi_config: { api: 'openai-completions' } }, BETA);
+    await call(Deleted('model_card_deleted'), 'DELETE', `/v1/svc/model_cards/${spare.id}`, undefined, BETA);
+
+    // ---- environments ----
+    const env = await call(Environment, 'POST', '/v1/environments', {
+      name: 'contract', description: 'limited', metadata: { team: 'a' },
+      config: { type: 'cloud', networking: { type: 'limited', allowed_hosts: ['example.com'], allow_package_managers: true }, packages: { pip: ['requests'] } },
+    });
+    await call(Environment, 'POST', '/v1/environments', { name: 'spec-view', base_image: 'python:3.12', packages: { npm: ['left-pad'] }, network: { allowlist: ['a.example'] }, env: { A: '1' } });
+    const selfHosted = await call(Environment, 'POST', '/v1/environments', { name: 'self', config: { type: 'self_hosted' } });
+    await call(Environment, 'GET', `/v1/environments/${env.id}`);
+    await call(Environment, 'POST', `/v1/environments/${env.id}`, { description: 'updated', config: { type: 'cloud', networking: { type: 'unrestricted' } } });
+    await call(Environment, 'POST', `/v1/environments/${selfHosted.id}/archive`);
+    const envPage = await call(ListPage(Environment), 'GET', '/v1/environments?limit=1');
+    await call(ListPage(Environment), 'GET', `/v1/environments?limit=1&page=${envPage.next_page}`);
+    const doomed = await call(Environment, 'POST', '/v1/environments', { name: 'doomed' });
+    await call(Deleted('environment_deleted'), 'DELETE', `/v1/environments/${doomed.id}`);
+
+    // ---- agents ----
+    const agentBody = {
+      name: 'contract-agent',
+      description: 'every served field',
+      model: { id: MODEL, effort: 'high' },
+      system: 'You are v1',
+      tools: [
+        { type: 'agent_toolset_20260401', configs: [{ name: 'bash', enabled: false }, { name: 'web_search', permission_policy: { type: 'always_ask' }, allowed_domains: ['example.com'] }], default_config: { permission_policy: { type: 'auto' } } },
+        { type: 'mcp_toolset', mcp_server_name: 'docs', configs: [{ name: 'search' }] },
+        { type: 'custom', name: 'lookup', description: 'looks things up', input_schema: { type: 'object', properties: { q: { type: 'string' } } } },
+      ],
+      skills: [{ type: 'anthropic', skill_id: 'xlsx' }, { type: 'custom', skill_id: 'skill_1', version: '3' }, 'ignored-string-form'],
+      mcp_servers: [
+        { type: 'url', name: 'docs', url: 'https://mcp.example.com/sse', authorization_token: 'secret-token' },
+        { type: 'stdio', name: 'local', command: 'mcp-local', args: ['--quiet'] },
+      ],
+      environment_id: env.id,
+      metadata: { team: 'a' },
+      execution_identity: { type: 'aws_role', role_arn: 'arn:aws:iam::123456789012:role/runner' },
+    };
+    const agent = await call(Agent, 'POST', '/v1/agents', agentBody);
+    expect(agent.mcp_servers[0]).toEqual({ type: 'url', name: 'docs', url: 'https://mcp.example.com/sse', has_authorization_token: true });
+    await call(Agent, 'GET', `/v1/agents/${agent.id}`);
+    await call(Agent, 'POST', `/v1/agents/${agent.id}`, { version: 1, system: 'You are v2', multiagent: { type: 'coordinator', agents: [] } });
+    await call(Agent, 'PATCH', `/v1/agents/${agent.id}`, { metadata: { team: null }, model: MODEL });
+    await call(Agent, 'GET', `/v1/agents/${agent.id}?version=1`);
+    await call(Agent, 'GET', `/v1/agents/${agent.id}/versions/2`);
+    const versions = await call(ListPage(Agent), 'GET', `/v1/agents/${agent.id}/versions?limit=2`);
+    await call(ListPage(Agent), 'GET', `/v1/agents/${agent.id}/versions?limit=2&page=${versions.next_page}`);
+    const other = await call(Agent, 'POST', '/v1/agents', { name: 'archived-one', model: MODEL });
+    await call(Agent, 'POST', `/v1/agents/${other.id}/archive`);
+    await call(Agent, 'DELETE', `/v1/agents/${other.id}`);
+    const agents = await call(ListPage(Agent), 'GET', '/v1/agents?limit=1&include_archived=true');
+    await call(ListPage(Agent), 'GET', `/v1/agents?limit=1&include_archived=true&page=${agents.next_page}`);
+
+    // ---- error bodies ----
+    await expectError(404, 'GET', '/v1/agents/agent_nope');
+    await expectError(400, 'POST', '/v1/agents', { name: 'x', model: MODEL, bogus: 1 });
+    await expectError(409, 'POST', `/v1/agents/${agent.id}`, { version: 1, system: 'stale' });
+    await expectError(404, 'GET', '/v1/no-such-route');
+    await expectError(401, 'GET', '/v1/agents', undefined, 'wrong');
+
+    // ---- sessions ----
+    const session = await call(Session, 'POST', '/v1/sessions', { agent: { type: 'agent', id: agent.id, version: 1 }, environment_id: env.id, title: 'contract', metadata: { k: 'v' }, vault_ids: ['vlt_1'] });
+    expect(session.agent.version).toBe(1);
+    await call(Session, 'POST', '/v1/sessions', { agent: { type: 'agent_with_overrides', id: agent.id, model: { id: MODEL, speed: 'standard' }, system: 'override', tools: [] }, environment_id: env.id, budget: { type: 'limit', max_list_cost: { amount: '2500', currency: 'USD' } } });
+    await call(Session, 'GET', `/v1/sessions/${session.id}`);
+    await call(Session, 'POST', `/v1/sessions/${session.id}`, { title: 'renamed', metadata: { k: null, n: '1' } });
+    const sessions = await call(ListPage(Session), 'GET', '/v1/sessions?limit=1');
+    await call(ListPage(Session), 'GET', `/v1/sessions?limit=1&page=${sessions.next_page}`);
+    const sid = session.id as string;
+
+    // ---- one live stream across every turn: chunks and the SDK's preview frames ----
+    const stream = collectSse(await t.http(`/v1/sessions/${sid}/events/stream?include=chunks&event_deltas[]=agent.message&event_deltas[]=agent.thinking`));
+    const idleAfter = async (from: number) => stream.until((f) => f.event === 'session.status_idle', from);
+    const send = async (body: unknown) => {
+      const answer = await call(SendAnswer, 'POST', `/v1/sessions/${sid}/events`, body);
+      for (const e of answer.data) conformsEvent(e, 'POST …/events answer');
+      return answer;
+    };
+
+    // Turn 1: thinking, text and a tool call; the tool result is an error; a second request ends the turn.
+    t.model.script(MODEL,
+      { steps: [{ thinking: 'let me think', signature: 'sig1' }, { text: 'checking', chunks: 3 }, { tool_use: { name: 'lookup', input: { q: 'x' } } }] },
+      { steps: [{ text: 'done without it' }] });
+    let mark = stream.frames.length;
+    await send(userMessage('go'));
+    await idleAfter(mark);
+
+    // Turn 2: model errors, retried (overloaded, rate limited) until a non-retryable one (billing).
+    t.model.script(MODEL,
+      { steps: [{ http_error: { status: 529, type: 'overloaded_error', message: 'overloaded' } }] },
+      { steps: [{ http_error: { status: 429, type: 'rate_limit_error', message: 'slow down' } }] },
+      { steps: [{ http_error: { status: 402, type: 'billing_error', message: 'no credit' } }] });
+    mark = stream.frames.length;
+    await send(userMessage('fail terminally'));
+    await idleAfter(mark);
+
+    // Turn 3: retryable errors until the retries are exhausted.
+    const overloaded = { steps: [{ http_error: { status: 529, type: 'overloaded_error', message: 'overloaded' } }] };
+    t.model.script(MODEL, overloaded, overloaded, overloaded);
+    mark = stream.frames.length;
+    await send(userMessage('fail with retries'));
+    const exhausted = await idleAfter(mark);
+    expect(exhausted.data.stop_reason).toEqual({ type: 'retries_exhausted' });
+
+    // Turn 4: interrupted by the user mid-response.
+    t.model.script(MODEL, { steps: [{ text: 'partial', chunks: 1 }, { delay_ms: 30_000 }, { text: 'never' }] });
+    mark = stream.frames.length;
+    await send(userMessage('interrupt me'));
+    await stream.until((f) => f.event === 'agent.message_chunk', mark);
+    await send({ events: [{ type: 'user.interrupt' }] });
+    expect((await idleAfter(mark)).data.interrupted).toBe(true);
+
+    // Turn 5: cancelled (POST …/cancel appends its own interrupt).
+    t.model.script(MODEL, { steps: [{ delay_ms: 30_000 }, { text: 'never' }] });
+    mark = stream.frames.length;
+    await send(userMessage('cancel me'));
+    await stream.until((f) => f.event === 'span.model_request_start', mark);
+    await call(Session, 'POST', `/v1/sessions/${sid}/cancel`, undefined, BETA);
+    expect((await idleAfter(mark)).data.interrupted).toBe(true);
+
+    // Turn 6: POST …/messages streams its own turn (chunks always on).
+    t.model.script(MODEL, { steps: [{ thinking: 'hmm' }, { text: 'via messages', chunks: 2 }] });
+    const messages = await t.http(`/v1/sessions/${sid}/messages`, { method: 'POST', headers: BETA, json: { content: 'plain string' } });
+    expect(messages.status).toBe(200);
+    const msgFrames = collectSse(messages);
+    await msgFrames.until((f) => f.event === 'session.status_idle');
+    await msgFrames.close();
+    await stream.until((f, i) => i > mark && f.event === 'session.status_idle' && f.data.seq > 0 && !f.data.interrupted);
+    msgFrames.frames.forEach((f, i) => checkFrame(f, `POST …/messages frame ${i}`));
+
+    // ---- the persisted log: REST list (paged), the beta log, the session afterwards ----
+    const persisted: any[] = [];
+    let page: string | null = null;
+    do {
+      const body: any = await call(ListPage(SessionEvent), 'GET', `/v1/sessions/${sid}/events?limit=7${page ? `&page=${page}` : ''}`);
+      persisted.push(...body.data);
+      page = body.has_more ? body.next_page : null;
+    } while (page);
+    persisted.forEach((e, i) => conformsEvent(e, `GET …/events [${i}] (${e.type})`));
+    expect(persisted.map((e) => e.seq)).toEqual(persisted.map((_, i) => i + 1));
+    await call(ListPage(SessionEvent), 'GET', `/v1/sessions/${sid}/events?order=desc&limit=3&types[]=session.status_idle`);
+    await call(Type.Array(SessionEvent), 'GET', `/v1/sessions/${sid}/log`, undefined, BETA);
+    const after = await call(Session, 'GET', `/v1/sessions/${sid}`);
+    expect(after.usage.output_tokens).toBeGreaterThan(0);
+    await call(Session, 'POST', `/v1/sessions/${sid}/archive`);
+
+    // ---- deletion: terminated + deleted arrive live, then the stream is done ----
+    await call(Deleted('session_deleted'), 'DELETE', `/v1/sessions/${sid}`);
+    await stream.until((f) => f.event === 'session.deleted');
+    await stream.close();
+    stream.frames.forEach((f, i) => checkFrame(f, `SSE frame ${i}`));
+
+    // Every persisted event reached the live stream exactly once, in order, identical to the REST view.
+    const liveCanonical = stream.frames.filter((f) => f.id !== undefined).map((f) => f.data);
+    expect(liveCanonical.slice(0, persisted.length)).toEqual(persisted);
+
+    // The flow covered every event kind it is meant to, so the validation above was not vacuous.
+    const seen = new Set([...persisted.map((e) => e.type), ...stream.frames.map((f) => f.event)]);
+    const expected = [
+      'user.message', 'user.interrupt', 'session.status_running', 'session.status_idle', 'session.error',
+      'agent.thinking', 'agent.message', 'agent.tool_use', 'agent.tool_result',
+      'span.model_request_start', 'span.model_request_end', 'session.status_terminated', 'session.deleted',
+      ...CHUNK_EVENT_TYPES, 'event_start', 'event_delta',
+    ];
+    expect(expected.filter((type) => !seen.has(type))).toEqual([]);
+    const errors = persisted.filter((e) => e.type === 'session.error').map((e) => `${e.error.type}/${e.error.retry_status.type}`);
+    expect(errors).toEqual([
+      'model_overloaded_error/retrying', 'model_rate_limited_error/retrying', 'billing_error/terminal',
+      'model_overloaded_error/retrying', 'model_overloaded_error/retrying', 'model_overloaded_error/exhausted',
+    ]);
+    const interrupts = persisted.filter((e) => e.type === 'user.interrupt');
+    expect(interrupts.map((e) => e.source ?? 'user')).toEqual(['user', 'cancel']);
+  });
+});
