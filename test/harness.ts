@@ -14,16 +14,21 @@ export const REAL = !!(process.env.KAFKA_BROKERS && process.env.MONGODB_URL && p
  * Env for a platform on the real adapters, isolated by its own namespace: Kafka topics and
  * consumer groups, Redis keys and the MongoDB database all carry it.
  */
-export function realAdapterEnv(namespace = `t${Math.random().toString(36).slice(2, 10)}`): Record<string, string> {
+export function realAdapterEnv(namespace = `t${Math.random().toString(36).slice(2, 10)}`, opts: { faultSet?: boolean } = {}): Record<string, string> {
   if (!REAL) return {};
-  const mongo = new URL(process.env.MONGODB_URL!.replace(/^mongodb:/, 'http:'));
+  // The fault set (FAULT_*) is the one the fault tests restart; the main set is never restarted.
+  const e = (name: string) => (opts.faultSet ? process.env[`FAULT_${name}`] : undefined) ?? process.env[name]!;
+  const mongo = new URL(e('MONGODB_URL').replace(/^mongodb:/, 'http:'));
   mongo.pathname = `/${namespace}`;
   return {
-    KAFKA_BROKERS: process.env.KAFKA_BROKERS!,
-    REDIS_URL: process.env.REDIS_URL!,
+    KAFKA_BROKERS: e('KAFKA_BROKERS'),
+    REDIS_URL: e('REDIS_URL'),
     MONGODB_URL: mongo.toString().replace(/^http:/, 'mongodb:'),
     FLEET_NAMESPACE: namespace,
     KAFKA_PARTITIONS: '4',
+    // A killed process's partitions move on after 6 s instead of Kafka's default 30 s.
+    KAFKA_SESSION_TIMEOUT_MS: '6000',
+    KAFKA_HEARTBEAT_INTERVAL_MS: '1000',
   };
 }
 
@@ -55,8 +60,9 @@ export async function startPlatform(opts: { env?: Record<string, string>; model?
     PLATFORM_ROOT_SECRET: 'test-root-secret-0123456789abcdef0123456789',
     ANTHROPIC_API_KEY: 'sk-test-vendor',
     ANTHROPIC_BASE_URL: model.url,
-    LOG_LEVEL: 'error',
+    LOG_LEVEL: process.env.TEST_LOG_LEVEL ?? 'error',
     RECOVERY_SCAN_MS: '500',
+    SHUTDOWN_GRACE_MS: '2000',
     ...realAdapterEnv(),
     ...opts.env,
   };

@@ -20,12 +20,17 @@ export interface Config {
   rateLimit: { perMinute: number };
   turn: { maxModelRequests: number; maxTokens: number; leaseTtlMs: number; recoveryScanMs: number; maxRecoveries: number; maxConcurrent: number };
   logLevel: 'debug' | 'info' | 'warn' | 'error' | 'silent';
+  /** On SIGTERM, in-flight HTTP requests get this long before connections are cut. */
+  shutdownGraceMs: number;
   infra: { kafkaBrokers: string | null; mongodbUrl: string | null; redisUrl: string | null; nomadAddr: string | null };
   fleet: {
     /** Prefix of Kafka topics and consumer groups, Redis keys and the MongoDB database name. */
     namespace: string;
     kafkaPartitions: number;
     kafkaReplicationFactor: number;
+    /** A dead worker's partitions move to another after this long. */
+    kafkaSessionTimeoutMs: number;
+    kafkaHeartbeatIntervalMs: number;
     perTenantDb: boolean;
     storeBackends: StoreBackends | null;
   };
@@ -112,6 +117,9 @@ export function loadConfig(role: Role, env: Env = process.env): Config {
   if (!/^[a-z][a-z0-9_-]{0,40}$/.test(namespace)) problems.push('FLEET_NAMESPACE must match ^[a-z][a-z0-9_-]{0,40}$');
   const kafkaPartitions = int(env, 'KAFKA_PARTITIONS', 8, problems, 1, 1024);
   const kafkaReplicationFactor = int(env, 'KAFKA_REPLICATION_FACTOR', 1, problems, 1, 16);
+  const kafkaSessionTimeoutMs = int(env, 'KAFKA_SESSION_TIMEOUT_MS', 30_000, problems, 3_000, 300_000);
+  const kafkaHeartbeatIntervalMs = int(env, 'KAFKA_HEARTBEAT_INTERVAL_MS', Math.min(3_000, Math.floor(kafkaSessionTimeoutMs / 3)), problems, 100, 60_000);
+  if (kafkaHeartbeatIntervalMs >= kafkaSessionTimeoutMs) problems.push('KAFKA_HEARTBEAT_INTERVAL_MS must be lower than KAFKA_SESSION_TIMEOUT_MS');
   const fleetMode = !!(infra.kafkaBrokers || infra.mongodbUrl || infra.redisUrl);
   if (role !== 'all' && !(infra.kafkaBrokers && infra.mongodbUrl && infra.redisUrl)) {
     problems.push(`role '${role}' runs as one process of a fleet: KAFKA_BROKERS, MONGODB_URL and REDIS_URL must all be set (use 'all' for one process on embedded adapters)`);
@@ -124,6 +132,7 @@ export function loadConfig(role: Role, env: Env = process.env): Config {
   const logLevel = (env.LOG_LEVEL || 'info') as Config['logLevel'];
   if (!['debug', 'info', 'warn', 'error', 'silent'].includes(logLevel)) problems.push(`LOG_LEVEL must be one of debug, info, warn, error, silent`);
   const perMinute = int(env, 'RATE_LIMIT_PER_MINUTE', 6000, problems, 1);
+  const shutdownGraceMs = int(env, 'SHUTDOWN_GRACE_MS', 10_000, problems, 0, 600_000);
   const turn = {
     maxModelRequests: int(env, 'TURN_MAX_MODEL_REQUESTS', 50, problems, 1, 1000),
     maxTokens: int(env, 'TURN_MAX_TOKENS', 8192, problems, 1, 1_000_000),
@@ -164,9 +173,10 @@ export function loadConfig(role: Role, env: Env = process.env): Config {
     rootSecretSource,
     vendor: vendorKey ? { apiKey: vendorKey, baseUrl: env.ANTHROPIC_BASE_URL || undefined } : null,
     rateLimit: { perMinute },
+    shutdownGraceMs,
     turn,
     logLevel,
     infra,
-    fleet: { namespace, kafkaPartitions, kafkaReplicationFactor, perTenantDb, storeBackends },
+    fleet: { namespace, kafkaPartitions, kafkaReplicationFactor, kafkaSessionTimeoutMs, kafkaHeartbeatIntervalMs, perTenantDb, storeBackends },
   };
 }

@@ -1,13 +1,10 @@
-import { join } from 'node:path';
 import type { Config } from './config.js';
 import { SecretBox } from './crypto.js';
-import { EmbeddedBus } from './adapters/embedded/bus.js';
-import { embeddedCoordination } from './adapters/embedded/coordination.js';
-import { openEmbeddedStore } from './adapters/embedded/documentStore.js';
+import { selectAdapters } from './adapters/select.js';
 import type { CommandBus } from './ports/bus.js';
 import type { Coordination } from './ports/coordination.js';
 import type { DocumentStore } from './ports/store.js';
-import { openCollections, singleStore, type Collections, type StoreRouter } from './domain/collections.js';
+import { openCollections, type Collections } from './domain/collections.js';
 import { AgentService } from './domain/agents.js';
 import { AuthService } from './domain/auth.js';
 import { EnvironmentService } from './domain/environments.js';
@@ -34,19 +31,11 @@ export interface Platform {
   close(): Promise<void>;
 }
 
-export interface PlatformOverrides {
-  store?: DocumentStore;
-  bus?: CommandBus;
-  coordination?: Coordination;
-  router?: StoreRouter;
-}
-
-export async function createPlatform(config: Config, overrides: PlatformOverrides = {}): Promise<Platform> {
-  const store = overrides.store ?? (await openEmbeddedStore({ dir: join(config.dataDir, 'store') }));
+export async function createPlatform(config: Config): Promise<Platform> {
+  const adapters = await selectAdapters(config);
+  const store = adapters.store;
   await store.ready();
-  const bus = overrides.bus ?? new EmbeddedBus();
-  const coordination = overrides.coordination ?? embeddedCoordination();
-  const router: StoreRouter = overrides.router ?? singleStore(store);
+  const { bus, coordination, router } = adapters;
   const collections = openCollections(router);
   const secrets = new SecretBox(config.rootSecret);
   const models = new ModelResolver(collections, secrets, config.vendor);
@@ -65,9 +54,7 @@ export async function createPlatform(config: Config, overrides: PlatformOverride
   return {
     config, store, bus, coordination, collections, secrets, auth, agents, environments, sessions, models, events, metrics,
     async close() {
-      await bus.close();
-      await coordination.close();
-      await store.close();
+      await adapters.close();
     },
   };
 }

@@ -15,6 +15,8 @@ import { storeContract } from './store.contract.js';
 
 const url = process.env.MONGODB_URL;
 const restartCmd = process.env.MONGODB_RESTART_CMD;
+/** The restart test may use its own server (MONGODB_RESTART_URL) so other test files are not disturbed. */
+const restartUrl = process.env.MONGODB_RESTART_URL || url;
 const repoRoot = resolve(dirname(fileURLToPath(import.meta.url)), '../..');
 const runId = `${Date.now().toString(36)}_${process.pid}`;
 const dbName = `af_test_${runId}`;
@@ -174,7 +176,7 @@ describe.skipIf(!url)('mongo store', () => {
   });
 
   it.skipIf(!restartCmd)('keeps working across a server restart; nothing acknowledged is lost', async () => {
-    const store = await openMongoStore({ url: url!, dbName });
+    const store = await openMongoStore({ url: restartUrl!, dbName });
     try {
       const c = store.collection<Item>({ name: `restart_${runId}`, indexes: [{ fields: { k: 1 }, unique: true }] });
       await c.insertOne({ _id: 'ctr', k: 'ctr', n: 0 });

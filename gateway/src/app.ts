@@ -110,5 +110,10 @@ export async function buildApp(p: Platform, opts: AppOptions): Promise<FastifyIn
   sessionRoutes(app, p);
   adminRoutes(app, p);
   for (const plugin of opts.plugins ?? []) await plugin(app, p);
+  // Registered last: the streams the hooks above ended leave idle keep-alive sockets behind.
+  app.addHook('preClose', async () => {
+    await new Promise((r) => setTimeout(r, 20));
+    app.server.closeIdleConnections();
+  });
   return app;
 }

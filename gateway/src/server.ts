@@ -1,5 +1,5 @@
 import type { FastifyInstance } from 'fastify';
-import { createLogger, createPlatform, loadConfig, type Config, type Platform, type PlatformOverrides, type Role } from '@agentfleet/core';
+import { createLogger, createPlatform, loadConfig, type Config, type Platform, type Role } from '@agentfleet/core';
 import { TurnRunner } from '@agentfleet/workers';
 import { buildApp, buildOpsApp } from './app.js';
 import { graphqlPlugin } from './graphql/index.js';
@@ -16,10 +16,10 @@ export interface RunningServer {
  * (role all|worker), on the adapters the config selects. Shutdown order: stop accepting HTTP,
  * stop the workers (finish in-flight turns), then close the adapters.
  */
-export async function startServer(role: Role, env: Record<string, string | undefined> = process.env, overrides: PlatformOverrides = {}): Promise<RunningServer> {
+export async function startServer(role: Role, env: Record<string, string | undefined> = process.env): Promise<RunningServer> {
   const config: Config = loadConfig(role, env);
   const log = createLogger(config.logLevel, { role });
-  const platform = await createPlatform(config, overrides);
+  const platform = await createPlatform(config);
   let runner: TurnRunner | null = null;
   if (role === 'all' || role === 'worker') {
     runner = new TurnRunner(platform, `worker-${process.pid}-${Math.random().toString(36).slice(2, 8)}`, log.child({ component: 'turn-runner' }));
@@ -35,9 +35,19 @@ export async function startServer(role: Role, env: Record<string, string | undef
     platform,
     app,
     async close() {
-      await app?.close();
-      await runner?.stop();
-      await platform.close();
+      const step = async (name: string, f: () => Promise<unknown> | undefined) => {
+        const t0 = Date.now();
+        await f();
+        log.debug('shutdown step', { step: name, ms: Date.now() - t0 });
+      };
+      // In-flight requests get the grace period; then whatever is still connected is cut.
+      await step('http', async () => {
+        if (!app) return;
+        const force = setTimeout(() => app!.server.closeAllConnections(), config.shutdownGraceMs);
+        try { await app.close(); } finally { clearTimeout(force); }
+      });
+      await step('workers', () => runner?.stop());
+      await step('adapters', () => platform.close());
     },
   };
 }

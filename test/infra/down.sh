@@ -1,5 +1,8 @@
 #!/usr/bin/env bash
-# Stops the servers started by up.sh.
+# Stops the servers started by up.sh (both sets).
 set -uo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
-for svc in redis kafka ferretdb; do bash "$here/$svc.sh" down || true; done
+dir="${AGENTFLEET_INFRA_DIR:-$HOME/.cache/agentfleet/infra}"
+for d in "$dir" "$dir/faults"; do
+  for svc in redis kafka ferretdb; do AGENTFLEET_INFRA_DIR="$d" bash "$here/$svc.sh" down || true; done
+done

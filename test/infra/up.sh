@@ -3,30 +3,48 @@
 # Redis (Debian's redis-server), Apache Kafka (KRaft, jars from Maven Central) and FerretDB v1
 # (SQLite backend, built from test/ferretdb). Downloads and builds are cached under
 # ${AGENTFLEET_INFRA_DIR:-$HOME/.cache/agentfleet/infra}; nothing is written to the repo.
-# Prints, and writes to <infra dir>/fleet.env, the variables to export:
-#   REDIS_URL, KAFKA_BROKERS, MONGODB_URL, plus the restart commands the fault tests use.
+#
+# Two sets are started: the main one (REDIS_URL, KAFKA_BROKERS, MONGODB_URL), shared by the
+# test files running in parallel, and a fault set (FAULT_*) that only the restart tests and
+# the fleet fault test restart, so a restart never disturbs another test file.
+# Writes every variable to <infra dir>/fleet.env and prints it.
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 dir="${AGENTFLEET_INFRA_DIR:-$HOME/.cache/agentfleet/infra}"
-mkdir -p "$dir"
-pids=()
-for svc in redis kafka ferretdb; do
-  ( bash "$here/$svc.sh" up > "$dir/$svc.up.log" 2>&1 ) & pids+=($!)
+faults="$dir/faults"
+mkdir -p "$dir" "$faults"
+
+# Build/download once, before the parallel starts (two sets would otherwise race on the caches).
+bash "$here/ferretdb.sh" build > "$dir/ferretdb.build.log" 2>&1 || { tail -n 40 "$dir/ferretdb.build.log"; exit 1; }
+
+pids=(); names=()
+for set in main faults; do
+  d="$dir"; [ "$set" = faults ] && d="$faults"
+  for svc in redis kafka ferretdb; do
+    ( AGENTFLEET_INFRA_DIR="$d" bash "$here/$svc.sh" up > "$d/$svc.up.log" 2>&1 ) & pids+=($!); names+=("$set/$svc")
+    sleep 1 # free-port picks happen at start: spread them out
+  done
 done
 failed=0
 for i in "${!pids[@]}"; do
-  if ! wait "${pids[$i]}"; then failed=1; fi
+  if ! wait "${pids[$i]}"; then echo "infra: ${names[$i]} failed to start" >&2; failed=1; fi
 done
 if [ "$failed" -ne 0 ]; then
-  for svc in redis kafka ferretdb; do echo "--- $svc"; tail -n 30 "$dir/$svc.up.log" || true; done
-  echo "infra:up failed" >&2
+  for d in "$dir" "$faults"; do for svc in redis kafka ferretdb; do echo "--- $d/$svc"; tail -n 30 "$d/$svc.up.log" 2>/dev/null || true; done; done
   exit 1
 fi
+val() { sed -n "s/^$2=//p" "$1"; }
 {
   cat "$dir/redis.env" "$dir/kafka.env" "$dir/mongo.env"
-  echo "REDIS_RESTART_CMD=bash $here/redis.sh restart"
-  echo "KAFKA_RESTART_CMD=bash $here/kafka.sh restart"
-  echo "MONGODB_RESTART_CMD=bash $here/ferretdb.sh restart"
+  echo "FAULT_REDIS_URL=$(val "$faults/redis.env" REDIS_URL)"
+  echo "FAULT_KAFKA_BROKERS=$(val "$faults/kafka.env" KAFKA_BROKERS)"
+  echo "FAULT_MONGODB_URL=$(val "$faults/mongo.env" MONGODB_URL)"
+  echo "REDIS_RESTART_URL=$(val "$faults/redis.env" REDIS_URL)"
+  echo "KAFKA_RESTART_BROKERS=$(val "$faults/kafka.env" KAFKA_BROKERS)"
+  echo "MONGODB_RESTART_URL=$(val "$faults/mongo.env" MONGODB_URL)"
+  echo "REDIS_RESTART_CMD=\"env AGENTFLEET_INFRA_DIR=$faults bash $here/redis.sh restart\""
+  echo "KAFKA_RESTART_CMD=\"env AGENTFLEET_INFRA_DIR=$faults bash $here/kafka.sh restart\""
+  echo "MONGODB_RESTART_CMD=\"env AGENTFLEET_INFRA_DIR=$faults bash $here/ferretdb.sh restart\""
 } > "$dir/fleet.env"
 echo "# export these (or: set -a; source $dir/fleet.env; set +a)"
 cat "$dir/fleet.env"

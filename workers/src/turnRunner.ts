@@ -190,10 +190,10 @@ export class TurnRunner {
   private async finish(tenant: string, sid: string, lease: Lease, inputTo: number, end: TurnEnd): Promise<void> {
     const s = await this.p.collections.sessions.get(tenant, sid);
     const processed = Math.max(inputTo, end.interrupted ? (s?.interrupt_seq ?? 0) : 0);
-    await this.append(tenant, sid, lease, [{ type: 'session.status_idle', payload: { stop_reason: end.stop_reason, stop_details: null, ...(end.interrupted ? { interrupted: true } : {}) } }], {
-      $max: { processed_seq: processed },
+    await this.append(tenant, sid, lease, [{ type: 'session.status_idle', payload: { stop_reason: end.stop_reason, stop_details: null, ...(end.interrupted ? { interrupted: true } : {}) } }], (idleSeq) => ({
+      $max: { processed_seq: processed, idle_seq: idleSeq },
       $set: { recoveries: 0 },
-    });
+    }));
     await this.markProcessed(tenant, sid, processed);
     await this.p.collections.runs.deleteOne(tenant, { _id: sid });
     this.p.metrics.turnsFinished.inc({ stop_reason: String(end.stop_reason.type), interrupted: end.interrupted ? 'true' : 'false' });
@@ -206,8 +206,9 @@ export class TurnRunner {
     await sessions.updateOne(tenant, { _id: sid, input_seq: { $lte: upTo } }, { $set: { pending: false } });
   }
 
-  private append(tenant: string, sid: string, lease: Lease, drafts: EventDraft[], extra?: Record<string, any>): Promise<EventDoc[]> {
-    return this.p.events.append(tenant, sid, drafts, { fence: lease.token, sessionUpdate: extra ? () => extra : undefined });
+  private append(tenant: string, sid: string, lease: Lease, drafts: EventDraft[], extra?: Record<string, any> | ((lastSeq: number) => Record<string, any>)): Promise<EventDoc[]> {
+    const update = typeof extra === 'function' ? (last: number) => extra(last) : extra ? () => extra : undefined;
+    return this.p.events.append(tenant, sid, drafts, { fence: lease.token, sessionUpdate: update });
   }
 
   private async modelLoop(tenant: string, s: SessionDoc, lease: Lease, signal: AbortSignal): Promise<TurnEnd> {

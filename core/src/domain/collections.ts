@@ -144,6 +144,8 @@ export interface SessionDoc {
   recoveries: number;
   /** Seq of the newest interrupt; a turn that started before it is aborted. */
   interrupt_seq?: number;
+  /** Seq of the newest session.status_idle (set atomically with its append). */
+  idle_seq?: number;
   /** True while user input awaits a turn (the recovery sweep scans it). */
   pending?: boolean;
   usage: { input_tokens: number; output_tokens: number; cache_read_input_tokens: number; cache_creation_input_tokens: number };

@@ -10,6 +10,12 @@ export interface FollowOptions {
   afterSeq: number | null;
   includeLive: boolean;
   signal: AbortSignal;
+  /**
+   * Called once the live subscription is established and the starting point fixed, before
+   * anything is yielded. An SSE response sends its headers here: a client that sees the
+   * stream open can rely on every later event reaching it.
+   */
+  onReady?: () => void;
 }
 
 const PAGE = 500;
@@ -32,7 +38,9 @@ export async function* followSession(c: Collections, log: EventLog, pubsub: PubS
     if (opts.afterSeq === null) {
       const s = await c.sessions.get(tenant, sessionId);
       last = s?.last_seq ?? 0;
+      opts.onReady?.();
     } else {
+      opts.onReady?.();
       last = opts.afterSeq;
       for (;;) {
         const rows = await log.range(tenant, sessionId, last, PAGE);

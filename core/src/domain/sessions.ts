@@ -5,7 +5,7 @@ import type { CommandBus } from '../ports/bus.js';
 import type { PubSub } from '../ports/coordination.js';
 import type { AgentService } from './agents.js';
 import { normalizeModel, normalizeTools, renderSpec } from './agents.js';
-import type { Collections, EventDoc, SessionAgentSnapshot, SessionDoc } from './collections.js';
+import type { Collections, EventDoc, RunDoc, SessionAgentSnapshot, SessionDoc } from './collections.js';
 import { controlChannel, type EventLog } from './eventLog.js';
 import type { ModelResolver } from './models.js';
 import { decodeCursor, makePage, type Page } from './pagination.js';
@@ -16,6 +16,13 @@ export function deriveStatus(s: Pick<SessionDoc, 'terminated_at'>, hasRun: boole
   if (s.terminated_at) return 'terminated';
   return hasRun ? 'running' : 'idle';
 }
+
+/**
+ * A run record counts once it started after the session's last session.status_idle: the turn
+ * appends its idle event (recording `idle_seq` atomically) before it deletes the record, so a
+ * reader that has seen the idle event never sees the session as running.
+ */
+export const runIsLive = (s: Pick<SessionDoc, 'idle_seq'>, run: Pick<RunDoc, 'start_seq'> | null | undefined) => !!run && run.start_seq > (s.idle_seq ?? 0);
 
 export interface InterruptSignal { type: 'interrupt'; seq: number; reason: string }
 
@@ -92,7 +99,7 @@ export class SessionService {
   async get(tenant: string, id: string) {
     const s = await this.getDoc(tenant, id);
     const run = await this.c.runs.get(tenant, id);
-    return renderSession(s, !!run);
+    return renderSession(s, runIsLive(s, run));
   }
 
   async list(tenant: string, q: Record<string, any>): Promise<Page<ReturnType<typeof renderSession>>> {
@@ -111,7 +118,9 @@ export class SessionService {
     const statuses: string[] = [...(q.statuses ?? []), ...(q.status ? [q.status] : [])];
     const ids: Record<string, unknown> = {};
     if (statuses.length) {
-      const running = (await this.c.runs.find(tenant, {})).map((r) => r._id);
+      const runs = await this.c.runs.find(tenant, {});
+      const docs = new Map((await this.c.sessions.find(tenant, { _id: { $in: runs.map((r) => r._id) } })).map((d) => [d._id, d]));
+      const running = runs.filter((r) => docs.has(r._id) && runIsLive(docs.get(r._id)!, r)).map((r) => r._id);
       const ors: Record<string, unknown>[] = [];
       if (statuses.includes('terminated')) ors.push({ terminated_at: { $ne: null } });
       if (statuses.includes('running')) ors.push({ terminated_at: null, _id: { $in: running } });
@@ -124,8 +133,8 @@ export class SessionService {
     if (Object.keys(ids).length) filter._id = ids;
     const rows = await this.c.sessions.find(tenant, filter, { sort: { _id: goLess ? -1 : 1 }, limit: limit + 1 });
     const page = makePage(rows, limit, (r) => r._id, (r) => r._id, { hadCursor: !!cur, backwards });
-    const runIds = new Set((await this.c.runs.find(tenant, { _id: { $in: page.data.map((s) => s._id) } })).map((r) => r._id));
-    return { ...page, data: page.data.map((s) => renderSession(s, runIds.has(s._id))) };
+    const runs = new Map((await this.c.runs.find(tenant, { _id: { $in: page.data.map((s) => s._id) } })).map((r) => [r._id, r]));
+    return { ...page, data: page.data.map((s) => renderSession(s, runIsLive(s, runs.get(s._id)))) };
   }
 
   async update(tenant: string, id: string, b: SessionUpdate) {

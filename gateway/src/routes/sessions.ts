@@ -109,13 +109,20 @@ async function stream(p: Platform, req: IdReq, reply: FastifyReply) {
     afterSeq = n;
   } else if (q.replay === '1' || q.replay === 'true') afterSeq = 0;
   const mode: StreamMode = { chunks: !!q.include, deltas: new Set(q.event_deltas ?? []) };
-  const sse = new SseWriter(req, reply);
+  const abort = new AbortController();
+  req.raw.once('close', () => abort.abort());
+  let sse: SseWriter | null = null;
+  // Headers go out only once the live subscription is in place (onReady).
+  const open = () => {
+    sse = new SseWriter(req, reply);
+    sse.signal.addEventListener('abort', () => abort.abort(), { once: true });
+  };
   try {
-    for await (const item of followSession(p.collections, p.events, p.coordination.pubsub, tenant, req.params.id, { afterSeq, includeLive: mode.chunks || mode.deltas.size > 0, signal: sse.signal })) {
-      write(sse, item, mode);
+    for await (const item of followSession(p.collections, p.events, p.coordination.pubsub, tenant, req.params.id, { afterSeq, includeLive: mode.chunks || mode.deltas.size > 0, signal: abort.signal, onReady: open })) {
+      write(sse!, item, mode);
     }
   } finally {
-    sse.close();
+    (sse as SseWriter | null)?.close();
   }
 }
 

@@ -30,9 +30,13 @@ local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)`;
 
 // KEYS: lease, fence. ARGV: owner, ttlMs, fenceTtlMs. Returns the token, or nil while a lease is live.
+// The token is last + 1, floored at the server clock in microseconds (about 1.8e15, exact in a
+// double), so tokens keep increasing even after the fence counter was lost.
 const ACQUIRE = `
 if redis.call('EXISTS', KEYS[1]) == 1 then return false end
-${NOW_MS}
+if redis.replicate_commands then redis.replicate_commands() end
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000000 + tonumber(t[2])
 local last = tonumber(redis.call('GET', KEYS[2]) or '0') or 0
 local token = last + 1
 if now > token then token = now end
