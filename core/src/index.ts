@@ -24,3 +24,5 @@ export { embeddedCoordination, MemoryLeaseStore, MemoryPubSub, MemoryRateLimiter
 export { openEmbeddedStore } from './adapters/embedded/documentStore.js';
 export * from './log.js';
 export * from './metrics.js';
+export * from './ports/sandbox.js';
+export * from './ports/objectStore.js';

@@ -1,0 +1,113 @@
+/**
+ * Sandbox ports. A sandbox is one isolated container per session (sessions never share
+ * sandbox state). Inside it runs the sandbox agent, which executes what the turn runner asks
+ * over one protocol whatever the driver (local bubblewrap or a Nomad job).
+ */
+
+export interface ExecRequest {
+  command: string;
+  cwd?: string;
+  env?: Record<string, string>;
+  /** Killed (whole process group) after this long; default 120 s. */
+  timeoutMs?: number;
+  /** stdout and stderr are each cut at this many bytes; default 100 KiB. */
+  maxOutputBytes?: number;
+  stdin?: string;
+}
+
+export interface ExecResult {
+  exitCode: number | null;
+  signal: string | null;
+  stdout: string;
+  stderr: string;
+  timedOut: boolean;
+  truncated: boolean;
+  durationMs: number;
+}
+
+export interface GrepMatch {
+  path: string;
+  line: number;
+  text: string;
+}
+
+/** The sandbox agent's operations (the protocol). Paths are absolute inside the sandbox. */
+export interface SandboxAgentApi {
+  ping(): Promise<void>;
+  exec(req: ExecRequest): Promise<ExecResult>;
+  /** UTF-8 text (binary files are refused with an error naming the path). */
+  readFile(path: string, options?: { offset?: number; limit?: number }): Promise<{ content: string; totalLines: number }>;
+  writeFile(path: string, content: string | Uint8Array, options?: { mode?: number }): Promise<void>;
+  /** Exact-string replacement; fails if old_string is missing, or ambiguous without replaceAll. */
+  edit(path: string, oldString: string, newString: string, replaceAll?: boolean): Promise<{ replacements: number }>;
+  glob(pattern: string, cwd?: string): Promise<string[]>;
+  grep(pattern: string, path?: string, options?: { glob?: string; maxMatches?: number }): Promise<GrepMatch[]>;
+  /** File transfer for snapshots and outputs: a tar (gzip) of a directory, and its inverse. */
+  archive(dir: string): Promise<Uint8Array>;
+  extract(dir: string, archive: Uint8Array): Promise<void>;
+  /** Files under a directory (non-recursive listing with sizes), for outputs. */
+  list(dir: string): Promise<Array<{ name: string; size: number; isDirectory: boolean }>>;
+}
+
+export type InstanceSize = 'small' | 'medium' | 'large';
+/** Spec Limits: 1 vCPU/4 GB (default), 2/8, 4/16; 4 GB disk. */
+export const INSTANCE_SIZES: Record<InstanceSize, { cpus: number; memoryMb: number; diskMb: number }> = {
+  small: { cpus: 1, memoryMb: 4096, diskMb: 4096 },
+  medium: { cpus: 2, memoryMb: 8192, diskMb: 4096 },
+  large: { cpus: 4, memoryMb: 16384, diskMb: 4096 },
+};
+
+export interface SandboxSpec {
+  tenantId: string;
+  sessionId: string;
+  environmentId: string;
+  size: InstanceSize;
+  /** Environment variables the environment declares (no credentials). */
+  env: Record<string, string>;
+  /** Outbound HTTP(S) proxy URL the sandbox must use; the sandbox has no other network. */
+  proxyUrl: string | null;
+}
+
+export interface SandboxHandle {
+  readonly id: string;
+  readonly api: SandboxAgentApi;
+  /** Resolves when the sandbox's main process exits (crash, OOM (137), stop). */
+  readonly exited: Promise<{ code: number | null; signal: string | null }>;
+  /** Graceful stop. */
+  stop(): Promise<void>;
+  /** Stop and remove everything the driver created (Nomad: stop and purge the job). */
+  destroy(): Promise<void>;
+}
+
+/** One interface, implementations side by side (local, nomad), chosen at start by config. */
+export interface SandboxDriver {
+  readonly name: 'local' | 'nomad';
+  start(spec: SandboxSpec): Promise<SandboxHandle>;
+  close(): Promise<void>;
+}
+
+export interface SessionRef {
+  tenantId: string;
+  sessionId: string;
+  environmentId: string;
+}
+
+export type SandboxState = 'cold' | 'warming-up' | 'active' | 'stopping';
+
+/**
+ * The sandbox lifecycle (spec "Sandbox container lifecycle"): cold → warming-up → active;
+ * idle `sleepAfter` → snapshot of /workspace → stop → cold; crash → snapshot attempted → cold
+ * (the next warmup restores the latest snapshot); destroy → eager snapshot, then destroy.
+ */
+export interface SandboxManager {
+  /** Runs `fn` in the session's sandbox, warming it up first when cold; renews the idle timer. */
+  run<T>(session: SessionRef, fn: (api: SandboxAgentApi) => Promise<T>): Promise<T>;
+  /** Keeps the sandbox awake while a background task runs (at most 30 minutes per task). */
+  keepAlive(session: SessionRef, taskId: string, untilMs: number): void;
+  state(sessionId: string): SandboxState;
+  /** Copies files under /mnt/session/outputs to the object store (durable outputs). */
+  syncOutputs(session: SessionRef): Promise<void>;
+  /** Eager snapshot, then destroy. */
+  destroy(session: SessionRef): Promise<void>;
+  close(): Promise<void>;
+}
