@@ -236,12 +236,18 @@ describe('served shapes match their schemas', () => {
       return answer;
     };
 
-    // Turn 1: thinking, text and a tool call; the tool result is an error; a second request ends the turn.
+    // Turn 1: thinking, text and a built-in tool call (no backend: an error result), then a
+    // client-executed custom tool call (idle with requires_action), answered by the client.
     t.model.script(MODEL,
-      { steps: [{ thinking: 'let me think', signature: 'sig1' }, { text: 'checking', chunks: 3 }, { tool_use: { name: 'lookup', input: { q: 'x' } } }] },
-      { steps: [{ text: 'done without it' }] });
+      { steps: [{ thinking: 'let me think', signature: 'sig1' }, { text: 'checking', chunks: 3 }, { tool_use: { name: 'web_search', input: { query: 'x' } } }] },
+      { steps: [{ tool_use: { name: 'lookup', input: { q: 'x' } } }] },
+      { steps: [{ text: 'done with it' }] });
     let mark = stream.frames.length;
     await send(userMessage('go'));
+    const waiting = await idleAfter(mark);
+    expect(waiting.data.stop_reason.type).toBe('requires_action');
+    mark = stream.frames.length;
+    await send({ events: [{ type: 'user.custom_tool_result', custom_tool_use_id: waiting.data.stop_reason.event_ids[0], content: [{ type: 'text', text: '42' }] }] });
     await idleAfter(mark);
 
     // Turn 2: model errors, retried (overloaded, rate limited) until a non-retryable one (billing).
@@ -317,7 +323,7 @@ describe('served shapes match their schemas', () => {
     const seen = new Set([...persisted.map((e) => e.type), ...stream.frames.map((f) => f.event)]);
     const expected = [
       'user.message', 'user.interrupt', 'session.status_running', 'session.status_idle', 'session.error',
-      'agent.thinking', 'agent.message', 'agent.tool_use', 'agent.tool_result',
+      'agent.thinking', 'agent.message', 'agent.tool_use', 'agent.tool_result', 'agent.custom_tool_use', 'user.custom_tool_result',
       'span.model_request_start', 'span.model_request_end', 'session.status_terminated', 'session.deleted',
       ...CHUNK_EVENT_TYPES, 'event_start', 'event_delta',
     ];

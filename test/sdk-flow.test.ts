@@ -73,35 +73,66 @@ describe('SDK: replay, cancel, tool calls', () => {
     expect((await c.beta.sessions.retrieve(s.id)).usage.output_tokens).toBe(end.model_usage.output_tokens);
   });
 
-  it('a tool call the deployment cannot execute yet gets an is_error result and the turn continues', async () => {
+  it('client-executed custom tools: agent.custom_tool_use, idle with requires_action, user.custom_tool_result resumes', async () => {
     const c = t.client;
     const env = await c.beta.environments.create({ name: 'tools' });
+    await t.http('/v1/svc/model_cards', { method: 'POST', headers: { 'anthropic-beta': 'managed-agents-2026-04-01' }, json: { model_id: 'tool-model', provider: 'anthropic', model: 'tool-model', base_url: t.model.url, api_key: 'k' } });
     const agent = await c.beta.agents.create({
       name: 'tooled', model: 'tool-model',
       tools: [{ type: 'custom', name: 'lookup', description: 'looks things up', input_schema: { type: 'object', properties: { q: { type: 'string' } } } }],
-    }).catch(async () => {
-      await t.http('/v1/svc/model_cards', { method: 'POST', headers: { 'anthropic-beta': 'managed-agents-2026-04-01' }, json: { model_id: 'tool-model', provider: 'anthropic', model: 'tool-model', base_url: t.model.url, api_key: 'k' } });
-      return c.beta.agents.create({ name: 'tooled', model: 'tool-model', tools: [{ type: 'custom', name: 'lookup', description: 'looks things up', input_schema: { type: 'object', properties: { q: { type: 'string' } } } }] });
     });
-    t.model.script('tool-model', { steps: [{ text: 'checking' }, { tool_use: { name: 'lookup', input: { q: 'x' } } }] }, { steps: [{ text: 'done without it' }] });
+    t.model.script('tool-model',
+      { steps: [{ text: 'checking' }, { tool_use: { name: 'lookup', input: { q: 'x' } } }, { tool_use: { name: 'lookup', input: { q: 'y' } } }] },
+      { steps: [{ text: 'the answers were 42 and 43' }] });
     const s = await c.beta.sessions.create({ agent: agent.id, environment_id: env.id });
     const stream = await c.beta.sessions.events.stream(s.id);
     await c.beta.sessions.events.send(s.id, { events: [{ type: 'user.message', content: [{ type: 'text', text: 'go' }] }] });
     const seen: any[] = [];
     for await (const ev of stream) { seen.push(ev); if (ev.type === 'session.status_idle') break; }
-    const use = seen.find((e) => e.type === 'agent.tool_use');
-    expect(use).toMatchObject({ name: 'lookup', input: { q: 'x' } });
-    const result = seen.find((e) => e.type === 'agent.tool_result');
-    expect(result).toMatchObject({ tool_use_id: use.id, is_error: true });
-    expect(seen.filter((e) => e.type === 'agent.message').map((e) => e.content[0].text)).toEqual(['checking', 'done without it']);
-    // The second model request carried the tool call and its result, paired by id.
+    const uses = seen.filter((e) => e.type === 'agent.custom_tool_use');
+    expect(uses.map((u) => u.input)).toEqual([{ q: 'x' }, { q: 'y' }]);
+    expect(seen.some((e) => e.type === 'agent.tool_result')).toBe(false);
+    expect(seen.at(-1).stop_reason).toEqual({ type: 'requires_action', event_ids: uses.map((u) => u.id) });
+    expect((await c.beta.sessions.retrieve(s.id)).status).toBe('idle');
+    // One result alone does not resume the turn; the second does.
+    const resumed = await c.beta.sessions.events.stream(s.id);
+    await c.beta.sessions.events.send(s.id, { events: [{ type: 'user.custom_tool_result', custom_tool_use_id: uses[0].id, content: [{ type: 'text', text: '42' }] }] });
+    await new Promise((r) => setTimeout(r, 300));
+    expect(t.model.requests.filter((r) => r.model === 'tool-model')).toHaveLength(1);
+    await c.beta.sessions.events.send(s.id, { events: [{ type: 'user.custom_tool_result', custom_tool_use_id: uses[1].id, content: [{ type: 'text', text: '43' }] }] });
+    const after: any[] = [];
+    for await (const ev of resumed) { after.push(ev); if (ev.type === 'session.status_idle') break; }
+    expect(after.filter((e) => e.type === 'agent.message').at(-1).content[0].text).toBe('the answers were 42 and 43');
+    expect(after.at(-1).stop_reason).toEqual({ type: 'end_turn' });
+    // The model saw both calls answered, paired by id, results first in the user turn.
     const second = t.model.requests.filter((r) => r.model === 'tool-model')[1]!.body.messages;
-    expect(second[1].content.find((b: any) => b.type === 'tool_use').id).toBe(use.id);
-    expect(second[2].content[0]).toMatchObject({ type: 'tool_result', tool_use_id: use.id, is_error: true });
+    expect(second[1].content.filter((b: any) => b.type === 'tool_use').map((b: any) => b.id)).toEqual(uses.map((u) => u.id));
+    expect(second[2].content).toEqual([
+      { type: 'tool_result', tool_use_id: uses[0].id, content: [{ type: 'text', text: '42' }], is_error: false },
+      { type: 'tool_result', tool_use_id: uses[1].id, content: [{ type: 'text', text: '43' }], is_error: false },
+    ]);
     expect(t.model.requests.filter((r) => r.model === 'tool-model')[0]!.body.tools[0].name).toBe('lookup');
     // A custom tool result for a tool use that does not exist is refused, naming the field.
     await expect(c.beta.sessions.events.send(s.id, { events: [{ type: 'user.custom_tool_result', custom_tool_use_id: 'sevt_nope', content: [] }] }))
       .rejects.toMatchObject({ status: 400, message: expect.stringContaining('events[0].custom_tool_use_id') });
+  });
+
+  it('a built-in tool call with no sandbox configured becomes an is_error result; the turn continues', async () => {
+    const c = t.client;
+    const env = await c.beta.environments.create({ name: 'builtin' });
+    await t.http('/v1/svc/model_cards', { method: 'POST', headers: { 'anthropic-beta': 'managed-agents-2026-04-01' }, json: { model_id: 'bash-model', provider: 'anthropic', model: 'bash-model', base_url: t.model.url, api_key: 'k' } });
+    const agent = await c.beta.agents.create({ name: 'bash', model: 'bash-model', tools: [{ type: 'agent_toolset_20260401' }] });
+    t.model.script('bash-model', { steps: [{ tool_use: { name: 'bash', input: { command: 'echo hi' } } }] }, { steps: [{ text: 'could not run it' }] });
+    const s = await c.beta.sessions.create({ agent: agent.id, environment_id: env.id });
+    const stream = await c.beta.sessions.events.stream(s.id);
+    await c.beta.sessions.events.send(s.id, { events: [{ type: 'user.message', content: [{ type: 'text', text: 'run' }] }] });
+    const seen: any[] = [];
+    for await (const ev of stream) { seen.push(ev); if (ev.type === 'session.status_idle') break; }
+    const use = seen.find((e) => e.type === 'agent.tool_use');
+    expect(seen.find((e) => e.type === 'agent.tool_result')).toMatchObject({ tool_use_id: use.id, is_error: true });
+    expect(seen.at(-1).stop_reason).toEqual({ type: 'end_turn' });
+    // The toolset's tools were offered with their input schemas.
+    expect(t.model.requests.filter((r) => r.model === 'bash-model')[0]!.body.tools.map((x: any) => x.name)).toEqual(['bash', 'read', 'write', 'edit', 'glob', 'grep', 'web_fetch', 'web_search']);
   });
 
   it('cancel stops a running turn; the session returns to idle', async () => {

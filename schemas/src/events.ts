@@ -118,6 +118,8 @@ export const EVENT_PAYLOADS = {
   /** Extension: the thinking text and signature ride along (the SDK's event carries neither). */
   'agent.thinking': { thinking: Type.String(), signature: Type.Optional(Type.String()) },
   'agent.tool_use': { name: Type.String(), input: Type.Record(Type.String(), Type.Unknown()) },
+  /** A call to a client-executed custom tool: the turn ends with requires_action. */
+  'agent.custom_tool_use': { name: Type.String(), input: Type.Record(Type.String(), Type.Unknown()) },
   'agent.tool_result': { tool_use_id: Id('sevt_'), content: Type.Array(TextOut), is_error: Type.Boolean() },
   'span.model_request_start': {},
   'span.model_request_end': {
@@ -161,12 +163,13 @@ export const AgentMessageEvent = eventOf('agent.message', P['agent.message']);
 export const AgentThinkingEvent = eventOf('agent.thinking', P['agent.thinking']);
 export const AgentToolUseEvent = eventOf('agent.tool_use', P['agent.tool_use']);
 export const AgentToolResultEvent = eventOf('agent.tool_result', P['agent.tool_result']);
+export const AgentCustomToolUseEvent = eventOf('agent.custom_tool_use', P['agent.custom_tool_use']);
 export const SpanModelRequestStartEvent = eventOf('span.model_request_start', P['span.model_request_start']);
 export const SpanModelRequestEndEvent = eventOf('span.model_request_end', P['span.model_request_end']);
 
 /**
- * Schema per canonical type the platform emits today. `agent.mcp_tool_use`,
- * `agent.mcp_tool_result` and `agent.custom_tool_use` are reserved in the catalog but nothing
+ * Schema per canonical type the platform emits today. `agent.mcp_tool_use` and
+ * `agent.mcp_tool_result` are reserved in the catalog but nothing
  * produces them yet, so a served event of those types fails validation until it gets a schema.
  */
 export const SESSION_EVENT_SCHEMAS = {
@@ -184,6 +187,7 @@ export const SESSION_EVENT_SCHEMAS = {
   'agent.thinking': AgentThinkingEvent,
   'agent.tool_use': AgentToolUseEvent,
   'agent.tool_result': AgentToolResultEvent,
+  'agent.custom_tool_use': AgentCustomToolUseEvent,
   'span.model_request_start': SpanModelRequestStartEvent,
   'span.model_request_end': SpanModelRequestEndEvent,
 } satisfies Partial<Record<CanonicalEventType, TSchema>>;

@@ -16,6 +16,7 @@ export function buildHistory(events: EventDoc[]): ChatMessage[] {
     else out.push({ role, content: [...blocks] });
   };
   let waiting: ContentBlock[] = [];
+  let waitingResults: ContentBlock[] = [];
   for (const e of events) {
     const p = e.payload as any;
     switch (e.type) {
@@ -23,8 +24,10 @@ export function buildHistory(events: EventDoc[]): ChatMessage[] {
         waiting.push(...((p.content as any[]).filter((b) => b.type !== 'redacted') as ContentBlock[]));
         break;
       case 'session.status_running':
-        push('user', waiting);
+        // Tool results first: the protocols require them at the head of the user turn.
+        push('user', [...waitingResults, ...waiting]);
         waiting = [];
+        waitingResults = [];
         break;
       case 'agent.thinking':
         if (p.signature) push('assistant', [{ type: 'thinking', thinking: p.thinking ?? '', signature: p.signature }]);
@@ -40,7 +43,7 @@ export function buildHistory(events: EventDoc[]): ChatMessage[] {
         push('user', [{ type: 'tool_result', tool_use_id: p.tool_use_id, content: p.content ?? [], is_error: !!p.is_error }]);
         break;
       case 'user.custom_tool_result':
-        push('user', [{ type: 'tool_result', tool_use_id: p.custom_tool_use_id, content: p.content ?? [], is_error: !!p.is_error }]);
+        waitingResults.push({ type: 'tool_result', tool_use_id: p.custom_tool_use_id, content: p.content ?? [], is_error: !!p.is_error });
         break;
       default:
         break;
@@ -48,5 +51,30 @@ export function buildHistory(events: EventDoc[]): ChatMessage[] {
   }
   // A conversation must open with a user turn.
   while (out.length && out[0]!.role !== 'user') out.shift();
-  return out;
+  return answerEveryToolCall(out);
+}
+
+/**
+ * Every tool_use must be answered by a tool_result in the next user turn. A call left without
+ * one (the client sent a message instead, or a restart interrupted it) gets an error result.
+ */
+function answerEveryToolCall(messages: ChatMessage[]): ChatMessage[] {
+  for (let i = 0; i < messages.length; i++) {
+    const m = messages[i]!;
+    if (m.role !== 'assistant') continue;
+    const ids = m.content.filter((b) => b.type === 'tool_use').map((b) => (b as { id: string }).id);
+    if (!ids.length) continue;
+    let next = messages[i + 1];
+    if (!next || next.role !== 'user') {
+      if (!next) break; // the last assistant turn: its calls are being answered now
+      next = { role: 'user', content: [] };
+      messages.splice(i + 1, 0, next);
+    }
+    const answered = new Set(next.content.filter((b) => b.type === 'tool_result').map((b) => (b as { tool_use_id: string }).tool_use_id));
+    const missing = ids.filter((id) => !answered.has(id)).map((id) => ({ type: 'tool_result' as const, tool_use_id: id, content: [{ type: 'text' as const, text: 'no result was provided for this tool call' }], is_error: true }));
+    const results = next.content.filter((b) => b.type === 'tool_result');
+    const rest = next.content.filter((b) => b.type !== 'tool_result');
+    next.content = [...results, ...missing, ...rest];
+  }
+  return messages;
 }

@@ -5,6 +5,7 @@ import {
 } from '@agentfleet/core';
 import type { CommandEnvelope } from '@agentfleet/schemas';
 import { buildHistory } from './history.js';
+import { classify, toolSpecs, ToolExecutor } from './tools.js';
 
 type TurnEnd = { stop_reason: Record<string, unknown>; interrupted?: boolean };
 
@@ -34,6 +35,7 @@ export class TurnRunner {
     private readonly p: Platform,
     private readonly owner: string,
     private readonly log: Logger,
+    private readonly tools: ToolExecutor = new ToolExecutor({ sandbox: null, web: null }),
   ) {}
 
   private get maxConcurrentTurns() {
@@ -141,7 +143,7 @@ export class TurnRunner {
     // Input older than the newest interrupt was cancelled by it.
     const interruptSeq = s.interrupt_seq ?? 0;
     const live = await this.p.collections.events.find(tenant, { session_id: s._id, type: { $in: ['user.message', 'user.custom_tool_result'] }, seq: { $gt: Math.max(s.processed_seq, interruptSeq), $lte: inputTo } }, { limit: 1 });
-    if (!live.length) {
+    if (!live.length || !(await this.answered(tenant, s, inputTo))) {
       await this.markProcessed(tenant, s._id, inputTo);
       return;
     }
@@ -155,6 +157,21 @@ export class TurnRunner {
     await this.append(tenant, s._id, lease, [{ type: 'session.status_running', payload: {} }]);
     this.p.metrics.turnsStarted.inc();
     await this.loop(tenant, s, lease, inputTo, interruptSeq);
+  }
+
+  /**
+   * After an idle with requires_action, the turn resumes once every client-executed call has
+   * its user.custom_tool_result (or a new user.message arrives, which answers the rest with
+   * error results).
+   */
+  private async answered(tenant: string, s: SessionDoc, inputTo: number): Promise<boolean> {
+    const [idle] = await this.p.collections.events.find(tenant, { session_id: s._id, type: 'session.status_idle' }, { sort: { seq: -1 }, limit: 1 });
+    const wanted: string[] = (idle?.payload as any)?.stop_reason?.type === 'requires_action' ? (idle!.payload as any).stop_reason.event_ids ?? [] : [];
+    if (!wanted.length) return true;
+    const after = await this.p.collections.events.find(tenant, { session_id: s._id, seq: { $gt: idle!.seq, $lte: inputTo }, type: { $in: ['user.message', 'user.custom_tool_result'] } });
+    if (after.some((e) => e.type === 'user.message')) return true;
+    const got = new Set(after.map((e) => (e.payload as any).custom_tool_use_id));
+    return wanted.every((id) => got.has(id));
   }
 
   /** The agent loop; ends the turn with one session.status_idle. */
@@ -221,18 +238,24 @@ export class TurnRunner {
       if (outcome.stop !== 'tool_use' || !outcome.toolUses.length) {
         return { stop_reason: { type: outcome.stop === 'refusal' ? 'refusal' : 'end_turn' } };
       }
-      // Tool execution arrives with the sandbox work; until then every call gets an error result.
-      await this.append(tenant, sid, lease, outcome.toolUses.map((t) => ({
-        type: 'agent.tool_result',
-        payload: { tool_use_id: t.id, content: [{ type: 'text', text: `tool '${t.name}' is not available in this deployment yet` }], is_error: true },
-      })));
+      // Server-side tools run now; client-executed custom tools end the turn with requires_action.
+      const session = { tenantId: tenant, sessionId: sid, environmentId: s.environment_id };
+      const clientCalls: string[] = [];
+      for (const call of outcome.toolUses) {
+        const kind = classify(s.agent.tools as any[], call.name);
+        if (kind.kind === 'custom_client') { clientCalls.push(call.id); continue; }
+        if (signal.aborted) throw signal.reason;
+        const result = await this.tools.execute(kind, call.input, { session, signal });
+        await this.append(tenant, sid, lease, [{ type: 'agent.tool_result', payload: { tool_use_id: call.id, content: result.content, is_error: result.is_error } }]);
+      }
+      if (clientCalls.length) return { stop_reason: { type: 'requires_action', event_ids: clientCalls } };
     }
     return { stop_reason: { type: 'end_turn' }, interrupted: false };
   }
 
   /** One model call with streaming, retried on retryable errors; appends the canonical events. */
   private async modelRequest(tenant: string, s: SessionDoc, lease: Lease, history: ReturnType<typeof buildHistory>, signal: AbortSignal):
-    Promise<{ kind: 'ok'; stop: string; toolUses: Array<{ id: string; name: string }> } | { kind: 'error'; exhausted: boolean }> {
+    Promise<{ kind: 'ok'; stop: string; toolUses: Array<{ id: string; name: string; input: Record<string, any> }> } | { kind: 'error'; exhausted: boolean }> {
     const sid = s._id;
     for (let attempt = 1; ; attempt++) {
       const [start] = await this.append(tenant, sid, lease, [{ type: 'span.model_request_start', payload: {} }]);
@@ -242,14 +265,14 @@ export class TurnRunner {
           model: resolved.wireModel,
           system: s.agent.system ?? undefined,
           messages: history,
-          tools: toolSpecs(s.agent.tools as any[]),
+          tools: ((specs) => (specs.length ? specs : undefined))(toolSpecs(s.agent.tools as any[])),
           maxTokens: this.p.config.turn.maxTokens,
           effort: s.agent.model.effort?.type,
           speed: s.agent.model.speed,
           signal,
         });
         const t0 = performance.now();
-        const r = await this.consume(tenant, sid, lease, stream, signal);
+        const r = await this.consume(tenant, sid, lease, stream, signal, s.agent.tools as any[]);
         this.p.metrics.modelDuration.observe((performance.now() - t0) / 1000, { protocol: resolved.protocol });
         this.p.metrics.modelRequests.inc({ protocol: resolved.protocol, outcome: 'ok' });
         await this.append(tenant, sid, lease, [...r.drafts, spanEnd(start!._id, false, r.usage, r.stop, s.agent.model.speed)], {
@@ -272,9 +295,9 @@ export class TurnRunner {
   }
 
   /** Streams chunks live and collects the canonical events of one model response. */
-  private async consume(_tenant: string, sid: string, _lease: Lease, stream: AsyncIterable<ModelStreamEvent>, signal: AbortSignal) {
+  private async consume(_tenant: string, sid: string, _lease: Lease, stream: AsyncIterable<ModelStreamEvent>, signal: AbortSignal, tools: any[]) {
     const drafts: EventDraft[] = [];
-    const toolUses: Array<{ id: string; name: string }> = [];
+    const toolUses: Array<{ id: string; name: string; input: Record<string, any> }> = [];
     const toolIds = new Map<string, string>();
     let textId = '', thinkingId = '', text: Array<{ type: 'text'; text: string }> = [];
     let stop = 'end_turn';
@@ -320,8 +343,9 @@ export class TurnRunner {
           const id = toolIds.get(ev.id) ?? newId(PREFIX.event);
           await live('agent.tool_use_input_stream_end', { tool_use_id: id });
           if (text.length) { drafts.push({ id: textId, type: 'agent.message', payload: { content: text } }); text = []; textId = ''; }
-          drafts.push({ id, type: 'agent.tool_use', payload: { name: ev.name, input: ev.input } });
-          toolUses.push({ id, name: ev.name });
+          const clientSide = classify(tools, ev.name).kind === 'custom_client';
+          drafts.push({ id, type: clientSide ? 'agent.custom_tool_use' : 'agent.tool_use', payload: { name: ev.name, input: ev.input } });
+          toolUses.push({ id, name: ev.name, input: ev.input });
           break;
         }
         case 'message_end':
@@ -393,13 +417,6 @@ export class TurnRunner {
   }
 }
 
-function toolSpecs(tools: any[]) {
-  const specs = [];
-  for (const t of tools ?? []) {
-    if (t.type === 'custom') specs.push({ name: t.name, description: t.description, input_schema: t.input_schema });
-  }
-  return specs.length ? specs : undefined;
-}
 
 const zeroUsage = (): ModelUsage => ({ input_tokens: 0, output_tokens: 0, cache_creation_input_tokens: 0, cache_read_input_tokens: 0 });
 
