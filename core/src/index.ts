@@ -18,6 +18,7 @@ export * from './domain/eventLog.js';
 export * from './domain/liveEvents.js';
 export * from './domain/sessions.js';
 export * from './domain/auth.js';
+export * from './domain/files.js';
 export * from './platform.js';
 export { EmbeddedBus } from './adapters/embedded/bus.js';
 export { embeddedCoordination, MemoryLeaseStore, MemoryPubSub, MemoryRateLimiter } from './adapters/embedded/coordination.js';

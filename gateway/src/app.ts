@@ -7,6 +7,7 @@ import { agentRoutes } from './routes/agents.js';
 import { environmentRoutes } from './routes/environments.js';
 import { sessionRoutes } from './routes/sessions.js';
 import { adminRoutes } from './routes/admin.js';
+import { fileRoutes, fileServicesOf, type FileServices } from './routes/files.js';
 
 /** Health, readiness (reflects store, bus and coordination connectivity) and Prometheus metrics. */
 export function opsRoutes(app: FastifyInstance, p: Platform): void {
@@ -33,6 +34,8 @@ export interface AppOptions {
   log: Logger;
   /** Extra route registrations (GraphQL) that share auth and error handling. */
   plugins?: Array<(app: FastifyInstance, p: Platform) => Promise<void> | void>;
+  /** Files and session outputs; defaults to the platform's own (`p.files`, `p.outputs`) when it has them. */
+  files?: FileServices;
 }
 
 /** The HTTP surface: REST /v1 (and GraphQL via plugins) with one auth, error and rate-limit path. */
@@ -109,6 +112,8 @@ export async function buildApp(p: Platform, opts: AppOptions): Promise<FastifyIn
   environmentRoutes(app, p);
   sessionRoutes(app, p);
   adminRoutes(app, p);
+  const files = opts.files ?? fileServicesOf(p);
+  if (files) fileRoutes(app, p, files);
   for (const plugin of opts.plugins ?? []) await plugin(app, p);
   // Registered last: the streams the hooks above ended leave idle keep-alive sockets behind.
   app.addHook('preClose', async () => {

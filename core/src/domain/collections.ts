@@ -190,6 +190,20 @@ export interface ModelCardDoc {
   updated_at: string;
 }
 
+export interface FileDoc {
+  _id: string;
+  tenant_id: string;
+  filename: string;
+  mime_type: string;
+  size_bytes: number;
+  /** Object store key of the bytes (`files/<tenant>/<id>`). */
+  object_key: string;
+  /** The session the file was uploaded for (its scope), or null. */
+  scope_id: string | null;
+  expires_at: string | null;
+  created_at: string;
+}
+
 export const COLLECTIONS = {
   tenants: { name: 'tenants' },
   apiKeys: { name: 'api_keys', indexes: [{ fields: { hash: 1 }, unique: true }, { fields: { tenant_id: 1, _id: 1 } }] },
@@ -200,6 +214,7 @@ export const COLLECTIONS = {
   events: { name: 'events', indexes: [{ fields: { session_id: 1, seq: 1 }, unique: true }] },
   runs: { name: 'runs', indexes: [{ fields: { tenant_id: 1 } }] },
   modelCards: { name: 'model_cards', indexes: [{ fields: { tenant_id: 1, model_id: 1 }, unique: true }] },
+  files: { name: 'files', indexes: [{ fields: { tenant_id: 1, _id: 1 } }, { fields: { tenant_id: 1, scope_id: 1 } }] },
 } as const satisfies Record<string, CollectionSpec>;
 
 export function openCollections(router: StoreRouter) {
@@ -214,6 +229,7 @@ export function openCollections(router: StoreRouter) {
     events: t<EventDoc>(COLLECTIONS.events),
     runs: t<RunDoc>(COLLECTIONS.runs),
     modelCards: t<ModelCardDoc>(COLLECTIONS.modelCards),
+    files: t<FileDoc>(COLLECTIONS.files),
   };
 }
 export type Collections = ReturnType<typeof openCollections>;

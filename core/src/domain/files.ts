@@ -1,0 +1,300 @@
+import { ApiError, invalid, notFound } from '../errors.js';
+import { newId } from '../ids.js';
+import type { ObjectStore } from '../ports/objectStore.js';
+import { nowIso } from '../util.js';
+import type { Collections, FileDoc } from './collections.js';
+import { decodeCursor, makePage, type Page } from './pagination.js';
+
+export const FILE_ID_PREFIX = 'file_';
+/** Default upload cap (32 MiB, the gateway's JSON body limit too). */
+export const DEFAULT_MAX_FILE_BYTES = 32 * 1024 * 1024;
+/** Where uploaded files appear inside a session's sandbox: `<root>/<file id>/<filename>`. */
+export const SANDBOX_FILES_ROOT = '/home/user/files';
+/** The sandbox directory whose files are durable session outputs. */
+export const SANDBOX_OUTPUTS_DIR = '/mnt/session/outputs';
+const MAX_NAME_BYTES = 255;
+const EXPIRES_MIN = 3600;
+const EXPIRES_MAX = 7_776_000;
+
+export const fileObjectKey = (tenant: string, id: string) => `files/${tenant}/${id}`;
+export const outputsPrefix = (tenant: string, sessionId: string) => `outputs/${tenant}/${sessionId}/`;
+export const outputObjectKey = (tenant: string, sessionId: string, filename: string) => `${outputsPrefix(tenant, sessionId)}${filename}`;
+
+/**
+ * A file or output name is one path segment: not empty, not `.` or `..`, no `/` or `\`, no
+ * control characters, at most 255 UTF-8 bytes. Anything else is refused naming `field`.
+ */
+export function checkFilename(name: string, field = 'filename'): string {
+  if (typeof name !== 'string' || name.length === 0) throw invalid(field, 'must not be empty');
+  if (name === '.' || name === '..') throw invalid(field, 'must not be "." or ".."');
+  if (/[/\\]/.test(name)) throw invalid(field, 'must be a single path segment (no "/" or "\\")');
+  // eslint-disable-next-line no-control-regex
+  if (/[\u0000-\u001f\u007f]/.test(name)) throw invalid(field, 'must not contain control characters');
+  if (Buffer.byteLength(name, 'utf8') > MAX_NAME_BYTES) throw invalid(field, `must be at most ${MAX_NAME_BYTES} bytes`);
+  return name;
+}
+
+const MIME_BY_EXT: Record<string, string> = {
+  txt: 'text/plain', md: 'text/markdown', csv: 'text/csv', html: 'text/html', htm: 'text/html', css: 'text/css',
+  js: 'text/javascript', mjs: 'text/javascript', ts: 'text/plain', py: 'text/x-python', sh: 'text/x-shellscript',
+  json: 'application/json', xml: 'application/xml', yaml: 'application/yaml', yml: 'application/yaml',
+  pdf: 'application/pdf', zip: 'application/zip', gz: 'application/gzip', tar: 'application/x-tar',
+  png: 'image/png', jpg: 'image/jpeg', jpeg: 'image/jpeg', gif: 'image/gif', webp: 'image/webp', svg: 'image/svg+xml',
+  docx: 'application/vnd.openxmlformats-officedocument.wordprocessingml.document',
+  xlsx: 'application/vnd.openxmlformats-officedocument.spreadsheetml.sheet',
+  pptx: 'application/vnd.openxmlformats-officedocument.presentationml.presentation',
+};
+const EXT_BY_MIME: Record<string, string> = Object.fromEntries(Object.entries(MIME_BY_EXT).reverse().map(([e, m]) => [m, e]));
+const GENERIC_MIME = 'application/octet-stream';
+
+/** A MIME type from the name's extension, else application/octet-stream. */
+export function mimeFromName(name: string): string {
+  const dot = name.lastIndexOf('.');
+  return (dot > 0 && MIME_BY_EXT[name.slice(dot + 1).toLowerCase()]) || GENERIC_MIME;
+}
+
+export interface FileMetadata {
+  type: 'file';
+  id: string;
+  filename: string;
+  mime_type: string;
+  size_bytes: number;
+  created_at: string;
+  downloadable: boolean;
+  expires_at: string | null;
+  scope: { type: 'session'; id: string } | null;
+}
+
+export interface FileUpload {
+  filename: string | undefined;
+  mimeType?: string | undefined;
+  data: Uint8Array;
+  sessionId?: string | undefined;
+  expiresInSeconds?: number | undefined;
+}
+
+export interface FileListQuery {
+  limit?: number;
+  page?: string;
+  cursor?: string;
+  scope_id?: string;
+  ids?: string[];
+}
+
+/** A file the sandbox manager writes into a session's sandbox before a turn. */
+export interface MountedFile {
+  path: string;
+  data: () => Promise<Uint8Array>;
+}
+
+const expired = (d: FileDoc, now = Date.now()) => d.expires_at !== null && Date.parse(d.expires_at) <= now;
+
+export function renderFile(d: FileDoc): FileMetadata {
+  return {
+    type: 'file',
+    id: d._id,
+    filename: d.filename,
+    mime_type: d.mime_type,
+    size_bytes: d.size_bytes,
+    created_at: d.created_at,
+    downloadable: !expired(d),
+    expires_at: d.expires_at,
+    scope: d.scope_id ? { type: 'session', id: d.scope_id } : null,
+  };
+}
+
+async function liveSession(c: Collections, tenant: string, id: string): Promise<boolean> {
+  const s = await c.sessions.get(tenant, id);
+  return !!s && !s.deleted_at;
+}
+
+/**
+ * Uploaded files: bytes in the object store under `files/<tenant>/<id>`, metadata in the
+ * tenant-scoped `files` collection. A file uploaded with a session id is scoped to that session
+ * and is mounted in its sandbox at `/home/user/files/<id>/<filename>`.
+ */
+export class FileService {
+  readonly maxBytes: number;
+  constructor(
+    private readonly c: Collections,
+    private readonly objects: ObjectStore,
+    opts: { maxBytes?: number } = {},
+  ) {
+    this.maxBytes = opts.maxBytes ?? DEFAULT_MAX_FILE_BYTES;
+  }
+
+  /** The upload's file name: a single segment; absent or empty → `unnamed` (+ extension). */
+  static filenameOf(raw: string | undefined, mimeType: string | undefined): string {
+    if (raw === undefined || raw === '') {
+      const ext = mimeType ? EXT_BY_MIME[mimeType.split(';')[0]!.trim().toLowerCase()] : undefined;
+      return ext ? `unnamed.${ext}` : 'unnamed';
+    }
+    return checkFilename(raw, 'filename');
+  }
+
+  async upload(tenant: string, u: FileUpload): Promise<FileMetadata> {
+    const filename = FileService.filenameOf(u.filename, u.mimeType);
+    if (u.data.byteLength > this.maxBytes) throw invalid('file', `exceeds the ${this.maxBytes}-byte limit`);
+    let expiresAt: string | null = null;
+    if (u.expiresInSeconds !== undefined) {
+      const s = u.expiresInSeconds;
+      if (!Number.isInteger(s) || s < EXPIRES_MIN || s > EXPIRES_MAX) throw invalid('expires_in_seconds', `must be an integer from ${EXPIRES_MIN} to ${EXPIRES_MAX}`);
+      expiresAt = new Date(Date.now() + s * 1000).toISOString();
+    }
+    if (u.sessionId !== undefined) {
+      if (!u.sessionId) throw invalid('session_id', 'must not be empty');
+      if (!(await liveSession(this.c, tenant, u.sessionId))) throw invalid('session_id', `session ${u.sessionId} not found`);
+    }
+    const declared = u.mimeType?.split(';')[0]?.trim().toLowerCase();
+    const mime = declared && declared !== GENERIC_MIME ? declared : mimeFromName(filename);
+    const id = newId(FILE_ID_PREFIX);
+    const doc: Omit<FileDoc, 'tenant_id'> = {
+      _id: id,
+      filename,
+      mime_type: mime,
+      size_bytes: u.data.byteLength,
+      object_key: fileObjectKey(tenant, id),
+      scope_id: u.sessionId ?? null,
+      expires_at: expiresAt,
+      created_at: nowIso(),
+    };
+    // Bytes first: the file becomes visible only once its bytes are durable.
+    await this.objects.put(doc.object_key, u.data, { contentType: mime });
+    await this.c.files.insert(tenant, doc);
+    return renderFile({ ...doc, tenant_id: tenant });
+  }
+
+  async getDoc(tenant: string, id: string): Promise<FileDoc> {
+    const d = await this.c.files.get(tenant, id);
+    if (!d) throw notFound('file', id);
+    return d;
+  }
+
+  async get(tenant: string, id: string): Promise<FileMetadata> {
+    return renderFile(await this.getDoc(tenant, id));
+  }
+
+  /** Metadata and bytes; an expired file's bytes are gone (404). */
+  async content(tenant: string, id: string): Promise<{ file: FileMetadata; data: Uint8Array }> {
+    const d = await this.getDoc(tenant, id);
+    if (expired(d)) throw new ApiError('not_found', `file ${id} has expired`);
+    const data = await this.objects.get(d.object_key);
+    if (!data) throw notFound('file content', id);
+    return { file: renderFile(d), data };
+  }
+
+  /** Newest first; `page`/`cursor` from `next_page`/`prev_page`; `ids` answers one page. */
+  async list(tenant: string, q: FileListQuery): Promise<Page<FileMetadata>> {
+    if (q.ids !== undefined) {
+      if (q.page !== undefined || q.cursor !== undefined || q.limit !== undefined) throw invalid('ids', 'cannot be combined with page or limit');
+      const ids = [...new Set(q.ids)];
+      if (ids.length > 100) throw invalid('ids', 'at most 100 ids');
+      const filter: Record<string, unknown> = { _id: { $in: ids } };
+      if (q.scope_id !== undefined) filter.scope_id = q.scope_id;
+      const data = (await this.c.files.find(tenant, filter, { sort: { _id: -1 } })).map(renderFile);
+      return { data, has_more: false, next_page: null, prev_page: null, first_id: data[0]?.id ?? null, last_id: data[data.length - 1]?.id ?? null };
+    }
+    const limit = q.limit ?? 20;
+    if (!Number.isInteger(limit) || limit < 1 || limit > 1000) throw invalid('limit', 'must be an integer from 1 to 1000');
+    const token = q.page ?? q.cursor;
+    const cur = token ? decodeCursor(token, q.page !== undefined ? 'page' : 'cursor') : null;
+    const backwards = cur?.d === 'prev';
+    const filter: Record<string, unknown> = {};
+    if (q.scope_id !== undefined) filter.scope_id = q.scope_id;
+    if (cur) filter._id = backwards ? { $gt: cur.k } : { $lt: cur.k };
+    const rows = await this.c.files.find(tenant, filter, { sort: { _id: backwards ? 1 : -1 }, limit: limit + 1 });
+    const page = makePage(rows, limit, (r) => r._id, (r) => r._id, { hadCursor: !!cur, backwards });
+    return { ...page, data: page.data.map(renderFile) };
+  }
+
+  /** Metadata first (the file disappears at once), then the bytes. */
+  async delete(tenant: string, id: string): Promise<{ id: string; type: 'file_deleted' }> {
+    const d = await this.getDoc(tenant, id);
+    await this.c.files.deleteOne(tenant, { _id: id });
+    await this.objects.delete(d.object_key);
+    return { id, type: 'file_deleted' };
+  }
+
+  /**
+   * The files scoped to a session, as the sandbox manager's resources callback wants them:
+   * `/home/user/files/<id>/<filename>`, bytes read lazily. Expired files are left out.
+   */
+  async forSession(tenant: string, sessionId: string): Promise<MountedFile[]> {
+    const rows = await this.c.files.find(tenant, { scope_id: sessionId }, { sort: { _id: 1 } });
+    const now = Date.now();
+    return rows
+      .filter((d) => !expired(d, now))
+      .map((d) => ({
+        path: `${SANDBOX_FILES_ROOT}/${d._id}/${d.filename}`,
+        data: async () => {
+          const b = await this.objects.get(d.object_key);
+          if (!b) throw notFound('file content', d._id);
+          return b;
+        },
+      }));
+  }
+}
+
+export interface SessionOutput {
+  type: 'session_output';
+  filename: string;
+  /** Where the file was written in the sandbox. */
+  path: string;
+  size_bytes: number;
+  mime_type: string;
+  updated_at: string;
+}
+
+/**
+ * Durable session outputs: files the sandbox wrote under `/mnt/session/outputs`, synced by the
+ * sandbox manager to `outputs/<tenant>/<session>/<filename>`. Only single-segment names are
+ * outputs; anything nested under the prefix is not listed and cannot be read.
+ */
+export class OutputService {
+  constructor(
+    private readonly c: Collections,
+    private readonly objects: ObjectStore,
+  ) {}
+
+  /** 404 unless the session exists for this tenant (and is not deleted). */
+  async assertSession(tenant: string, sessionId: string): Promise<void> {
+    if (!(await liveSession(this.c, tenant, sessionId))) throw notFound('session', sessionId);
+  }
+
+  async list(tenant: string, sessionId: string): Promise<{ data: SessionOutput[]; has_more: false }> {
+    await this.assertSession(tenant, sessionId);
+    const prefix = outputsPrefix(tenant, sessionId);
+    const data: SessionOutput[] = [];
+    for (const o of await this.objects.list(prefix)) {
+      const name = o.key.slice(prefix.length);
+      try {
+        checkFilename(name);
+      } catch {
+        continue;
+      }
+      data.push(renderOutput(name, o.size, o.modifiedAt, o.contentType));
+    }
+    return { data, has_more: false };
+  }
+
+  /** Session first (foreign or unknown → 404), then the name (→ 400 naming `filename`). */
+  async read(tenant: string, sessionId: string, filename: string): Promise<{ output: SessionOutput; data: Uint8Array }> {
+    await this.assertSession(tenant, sessionId);
+    checkFilename(filename);
+    const key = outputObjectKey(tenant, sessionId, filename);
+    const [info, data] = await Promise.all([this.objects.head(key), this.objects.get(key)]);
+    if (!data) throw notFound('output', filename);
+    return { output: renderOutput(filename, data.byteLength, info?.modifiedAt ?? nowIso(), info?.contentType), data };
+  }
+}
+
+function renderOutput(name: string, size: number, modifiedAt: string, contentType: string | undefined): SessionOutput {
+  return {
+    type: 'session_output',
+    filename: name,
+    path: `${SANDBOX_OUTPUTS_DIR}/${name}`,
+    size_bytes: size,
+    mime_type: contentType && contentType !== GENERIC_MIME ? contentType : mimeFromName(name),
+    updated_at: modifiedAt,
+  };
+}
