@@ -1,7 +1,8 @@
 /**
- * The platform under bench: the whole platform in this process (embedded adapters, data in a
- * temp dir) and the scripted model server (zero latency, answers 'ok'), both on 127.0.0.1.
- * Also a small JSON helper over a keep-alive node:http Agent for setup and turn requests.
+ * The platform under bench: the whole platform in this process (embedded adapters by default,
+ * or the real ones when `env` carries their URLs; data dir in a temp dir) and the scripted model
+ * server (zero latency, answers 'ok'), both on 127.0.0.1. Also a small JSON client over a
+ * keep-alive node:http Agent for setup and turn requests, usable against any gateway URL.
  */
 import http from 'node:http';
 import { mkdtempSync, rmSync } from 'node:fs';
@@ -13,53 +14,42 @@ import { startServer, type RunningServer } from '@agentfleet/gateway';
 export const OPERATOR_TENANT = 'tnt_default';
 
 /** The parts of test/fixtures/scriptedModel.ts the bench uses. */
-interface ScriptedModel {
+export interface ScriptedModel {
   url: string;
-  requests: unknown[];
+  requests: Array<{ model: string }>;
+  script(model: string, ...responses: Array<{ steps: Array<{ text: string } | { delay_ms: number }> }>): void;
   close(): Promise<void>;
 }
 
-export interface BenchPlatform {
+/** Starts the scripted model server of test/fixtures/scriptedModel.ts on 127.0.0.1. */
+export async function startScriptedModel(): Promise<ScriptedModel> {
+  // The fixture lives in the test workspace (outside this project's tsconfig): load it at run time.
+  const fixture = new URL('../../test/fixtures/scriptedModel.ts', import.meta.url).href;
+  const { startScriptedModelServer } = (await import(fixture)) as { startScriptedModelServer: () => Promise<ScriptedModel> };
+  return startScriptedModelServer();
+}
+
+/** HTTP client of one gateway (operator key): JSON requests and session setup. */
+export interface BenchClient {
   url: string;
   apiKey: string;
-  server: RunningServer;
-  model: ScriptedModel;
   /** Keep-alive agent for setup and turn requests (not the load loop's). */
   agent: http.Agent;
   json<T = any>(method: string, path: string, body?: unknown): Promise<{ status: number; body: T }>;
   /** Creates an agent, an environment and `n` sessions; returns the ids. */
   sessions(n: number): Promise<{ agentId: string; environmentId: string; sessionIds: string[] }>;
+}
+
+export interface BenchPlatform extends BenchClient {
+  server: RunningServer;
+  model: ScriptedModel;
   close(): Promise<void>;
 }
 
-export async function startBenchPlatform(): Promise<BenchPlatform> {
-  // The fixture lives in the test workspace (outside this project's tsconfig): load it at run time.
-  const fixture = new URL('../../test/fixtures/scriptedModel.ts', import.meta.url).href;
-  const { startScriptedModelServer } = (await import(fixture)) as { startScriptedModelServer: () => Promise<ScriptedModel> };
-  const model = await startScriptedModelServer();
-  const dataDir = mkdtempSync(join(tmpdir(), 'agentfleet-bench-'));
-  const apiKey = `op-bench-${Math.random().toString(36).slice(2)}`;
-  let server: RunningServer;
-  try {
-    server = await startServer('all', {
-      PORT: '0',
-      HOST: '127.0.0.1',
-      DATA_DIR: dataDir,
-      API_KEY: apiKey,
-      PLATFORM_ROOT_SECRET: 'bench-root-secret-0123456789abcdef0123456789',
-      ANTHROPIC_API_KEY: 'sk-bench-vendor',
-      ANTHROPIC_BASE_URL: model.url,
-      LOG_LEVEL: 'error',
-      // The bench drives far more than the default 6000 requests/min per tenant.
-      RATE_LIMIT_PER_MINUTE: String(Number.MAX_SAFE_INTEGER),
-    });
-  } catch (err) {
-    await model.close();
-    rmSync(dataDir, { recursive: true, force: true });
-    throw err;
-  }
-  const u = new URL(server.url);
-  if (u.hostname !== '127.0.0.1') throw new Error(`bench: server is not on 127.0.0.1 (${server.url})`);
+/** A client of the gateway at `url` (127.0.0.1 only). Destroy `agent` when done. */
+export function benchClient(url: string, apiKey: string): BenchClient {
+  const u = new URL(url);
+  if (u.hostname !== '127.0.0.1') throw new Error(`bench: server is not on 127.0.0.1 (${url})`);
   const agent = new http.Agent({ keepAlive: true, maxSockets: 64 });
 
   const json = <T>(method: string, path: string, body?: unknown) =>
@@ -96,10 +86,8 @@ export async function startBenchPlatform(): Promise<BenchPlatform> {
   };
 
   return {
-    url: server.url,
+    url,
     apiKey,
-    server,
-    model,
     agent,
     json,
     async sessions(n) {
@@ -112,8 +100,53 @@ export async function startBenchPlatform(): Promise<BenchPlatform> {
       }
       return { agentId: ag.id, environmentId: env.id, sessionIds };
     },
+  };
+}
+
+/**
+ * Starts the whole platform in this process. `env` is merged over the bench's settings (the real
+ * adapters' URLs and FLEET_NAMESPACE select Kafka, MongoDB and Redis instead of the embedded ones).
+ */
+export async function startBenchPlatform(env: Record<string, string> = {}): Promise<BenchPlatform> {
+  const model = await startScriptedModel();
+  const dataDir = mkdtempSync(join(tmpdir(), 'agentfleet-bench-'));
+  const apiKey = `op-bench-${Math.random().toString(36).slice(2)}`;
+  let server: RunningServer;
+  try {
+    server = await startServer('all', {
+      PORT: '0',
+      HOST: '127.0.0.1',
+      DATA_DIR: dataDir,
+      API_KEY: apiKey,
+      PLATFORM_ROOT_SECRET: 'bench-root-secret-0123456789abcdef0123456789',
+      ANTHROPIC_API_KEY: 'sk-bench-vendor',
+      ANTHROPIC_BASE_URL: model.url,
+      LOG_LEVEL: 'error',
+      // The bench drives far more than the default 6000 requests/min per tenant.
+      RATE_LIMIT_PER_MINUTE: String(Number.MAX_SAFE_INTEGER),
+      ...env,
+    });
+  } catch (err) {
+    await model.close();
+    rmSync(dataDir, { recursive: true, force: true });
+    throw err;
+  }
+  let client: BenchClient;
+  try {
+    client = benchClient(server.url, apiKey);
+  } catch (err) {
+    await server.close();
+    await model.close();
+    rmSync(dataDir, { recursive: true, force: true });
+    throw err;
+  }
+
+  return {
+    ...client,
+    server,
+    model,
     async close() {
-      agent.destroy();
+      client.agent.destroy();
       try {
         await server.close();
       } finally {

@@ -1,6 +1,6 @@
 /**
- * Section c: session event log appends per second on the embedded store, calling the
- * platform's EventLog.append in-process (durable insert + log-head update + live publish).
+ * Section c (and f on FerretDB): session event log appends per second on the platform's store,
+ * calling its EventLog.append in-process (durable insert + log-head update + live publish).
  */
 import type { EventDraft } from '@agentfleet/core';
 import { OPERATOR_TENANT, type BenchPlatform } from './context.js';
@@ -12,7 +12,7 @@ const MAX_APPENDS = 1_000_000;
 
 const draft = (i: number): EventDraft => ({ type: 'agent.message', payload: { content: [{ type: 'text', text: `bench event ${i}` }] } });
 
-interface AppendFigures { name: string; sessions: number; batch: number; appends: number; events: number; eventsPerSec: number; latency: Summary; errors: number }
+export interface AppendFigures { name: string; sessions: number; batch: number; appends: number; events: number; eventsPerSec: number; latency: Summary; errors: number }
 
 async function measure(p: BenchPlatform, name: string, sessionIds: string[], batch: number, durationMs: number): Promise<AppendFigures> {
   const log = p.server.platform.events;
@@ -40,8 +40,17 @@ async function measure(p: BenchPlatform, name: string, sessionIds: string[], bat
   return { name, sessions: sessionIds.length, batch, appends, events: appends * batch, eventsPerSec: (appends * batch) / elapsed, latency: summarize(latencies), errors };
 }
 
-export async function eventsSection(p: BenchPlatform, s: BenchSettings, turns?: TurnFigures): Promise<AppendFigures[]> {
-  printSection('c. Event log appends/s (embedded store, EventLog.append in-process)');
+export interface EventsSectionLabels {
+  /** Section heading. */
+  title: string;
+  /** Which section's concurrent turns the closing note quotes. */
+  turnsSection: string;
+}
+
+const EMBEDDED: EventsSectionLabels = { title: 'c. Event log appends/s (embedded store, EventLog.append in-process)', turnsSection: 'section b' };
+
+export async function eventsSection(p: BenchPlatform, s: BenchSettings, turns?: TurnFigures, labels: EventsSectionLabels = EMBEDDED): Promise<AppendFigures[]> {
+  printSection(labels.title);
   const { sessionIds } = await p.sessions(Math.max(1, s.sessions));
   const ms = s.seconds * 1000;
   const rows: AppendFigures[] = [];
@@ -53,7 +62,7 @@ export async function eventsSection(p: BenchPlatform, s: BenchSettings, turns?: 
     ['mode', 'events/s', 'appends/s', 'events', 'p50 ms', 'p99 ms', 'max ms', 'errors'],
     rows.map((r) => [r.name, fmtInt(r.eventsPerSec), fmtInt(r.eventsPerSec / r.batch), fmtInt(r.events), fmt(r.latency.p50, 3), fmt(r.latency.p99, 3), fmt(r.latency.max, 3), fmtInt(r.errors)]),
     turns
-      ? [`during section b's concurrent turns (${turns.concurrent.sessions} sessions, via HTTP + turn runner): ${fmtInt(turns.concurrent.eventsPerSec)} persisted events/s`]
+      ? [`during ${labels.turnsSection}'s concurrent turns (${turns.concurrent.sessions} sessions, via HTTP + turn runner): ${fmtInt(turns.concurrent.eventsPerSec)} persisted events/s`]
       : [],
   );
   return rows;

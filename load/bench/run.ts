@@ -1,8 +1,12 @@
 /**
  * `npm run bench`: platform figures on this machine, section by section. Figures only: no
- * assertions, no thresholds. Everything runs in this process on 127.0.0.1 (the HTTP load loop
- * on a worker thread). BENCH_SECONDS (default 8) sets each timed measurement; the default run
- * takes about 90 s. See load/README.md.
+ * assertions, no thresholds. Sections a–d run everything in this process on 127.0.0.1 (the HTTP
+ * load loop on a worker thread) on the embedded adapters. Sections e–g need the real servers
+ * (REDIS_URL, KAFKA_BROKERS and MONGODB_URL on 127.0.0.1, e.g. from `npm run infra:up`'s
+ * fleet.env) and print one "skipped: …" line without them: e and f run the platform in-process on
+ * Kafka + FerretDB + Redis, g runs a gateway and worker processes. BENCH_SECONDS (default 8) sets
+ * each timed measurement; the default run takes about 90 s, about 2.5 minutes with the real servers.
+ * See load/README.md.
  *
  * Adding a section: a module under load/bench/ exporting `async (platform, settings) => figures`
  * that prints its own table, listed in SECTIONS below.
@@ -11,54 +15,108 @@ import os from 'node:os';
 import { startBenchPlatform, type BenchPlatform } from './context.js';
 import { eventsSection } from './events.js';
 import { httpSection } from './http.js';
+import { describeServers, dropNamespace, newNamespace, realAdapterEnv, realConfig, type RealServers } from './real.js';
 import { loadSettings, type BenchSettings } from './settings.js';
 import { storeSection } from './store.js';
-import { fmt } from './stats.js';
+import { fmt, printSection } from './stats.js';
 import { turnsSection, type TurnFigures } from './turns.js';
+import { workersSection } from './workers.js';
+
+/** Which in-process platform a section needs: embedded adapters, the real servers, or none. */
+type PlatformKind = 'embedded' | 'real' | null;
 
 interface Section {
   name: string;
-  /** Whether the section needs the in-process platform. */
-  platform: boolean;
-  run(p: BenchPlatform | null, s: BenchSettings, results: Map<string, unknown>): Promise<unknown>;
+  platform: PlatformKind;
+  /** Needs the real servers (skipped with one line when they are not configured). */
+  real: boolean;
+  run(p: BenchPlatform | null, s: BenchSettings, results: Map<string, unknown>, servers: RealServers | null): Promise<unknown>;
 }
 
 const SECTIONS: Section[] = [
-  { name: 'http', platform: true, run: (p, s) => httpSection(p!, s) },
-  { name: 'turns', platform: true, run: (p, s) => turnsSection(p!, s) },
-  { name: 'events', platform: true, run: (p, s, r) => eventsSection(p!, s, r.get('turns') as TurnFigures | undefined) },
-  { name: 'store', platform: false, run: (_p, s) => storeSection(s) },
+  { name: 'http', platform: 'embedded', real: false, run: (p, s) => httpSection(p!, s) },
+  { name: 'turns', platform: 'embedded', real: false, run: (p, s) => turnsSection(p!, s) },
+  { name: 'events', platform: 'embedded', real: false, run: (p, s, r) => eventsSection(p!, s, r.get('turns') as TurnFigures | undefined) },
+  { name: 'store', platform: null, real: false, run: (_p, s) => storeSection(s) },
+  {
+    name: 'real-turns', platform: 'real', real: true,
+    run: (p, s) => turnsSection(p!, s, 'e. Turn overhead on Kafka + FerretDB + Redis (platform in-process on the real adapters, zero-latency model, SSE ?include=chunks open)'),
+  },
+  {
+    name: 'real-events', platform: 'real', real: true,
+    run: (p, s, r) => eventsSection(p!, s, r.get('real-turns') as TurnFigures | undefined, {
+      title: 'f. Event log appends/s on FerretDB (MongoDB store adapter, EventLog.append in-process)',
+      turnsSection: 'section e',
+    }),
+  },
+  { name: 'workers', platform: null, real: true, run: (_p, s, _r, servers) => workersSection(servers!, s) },
 ];
+
+/** The in-process platform of a kind; the real one runs on its own namespace, removed on close. */
+async function startPlatform(kind: 'embedded' | 'real', servers: RealServers | null): Promise<BenchPlatform> {
+  if (kind === 'embedded') return startBenchPlatform();
+  const namespace = newNamespace('p');
+  const p = await startBenchPlatform(realAdapterEnv(servers!, namespace));
+  return {
+    ...p,
+    async close() {
+      try {
+        await p.close();
+      } finally {
+        console.log(`  cleanup: ${await dropNamespace(servers!, namespace)}`);
+      }
+    },
+  };
+}
 
 async function main(): Promise<void> {
   const s = loadSettings();
+  const real = realConfig();
   const cpus = os.cpus();
   const started = performance.now();
   // Hard bound on the whole run: an unref'd timer only fires if something is still running.
+  // Child processes of section g are SIGKILLed on exit (procs.ts).
+  const boundS = 15 * s.seconds + 90 + (real.servers ? 12 * s.seconds + 180 : 0);
   const watchdog = setTimeout(() => {
     console.error(`bench: still running after ${Math.round((performance.now() - started) / 1000)} s; exiting`);
     process.exit(2);
-  }, (15 * s.seconds + 90) * 1000);
+  }, boundS * 1000);
   watchdog.unref();
 
   console.log('agentfleet bench: figures only (no thresholds); they vary with the machine and its load');
   console.log(`machine:  ${cpus.length} cpus (${cpus[0]?.model.trim() ?? 'unknown'}), ${fmt(os.totalmem() / 2 ** 30, 1)} GiB, ${os.platform()} ${os.release()} ${os.arch()}`);
   console.log(`node:     ${process.version}`);
-  console.log(`settings: BENCH_SECONDS=${s.seconds} (per measurement), warm-up ${s.warmupMs / 1000}s, connections=${s.connections}, turns<=${s.turns}, sessions=${s.sessions}`);
-  console.log('setup:    platform in-process (embedded adapters, temp data dir), scripted model with zero latency, all on 127.0.0.1');
+  console.log(`settings: BENCH_SECONDS=${s.seconds} (per measurement), warm-up ${s.warmupMs / 1000}s, connections=${s.connections}, turns<=${s.turns}, sessions=${s.sessions}, model delay (section g) ${s.modelDelayMs} ms`);
+  console.log('setup:    a-d: platform in-process (embedded adapters, temp data dir), scripted model with zero latency, all on 127.0.0.1');
+  console.log(`real:     ${real.servers ? `e-g on ${describeServers(real.servers)} (FerretDB v1 behind a write-serializing proxy; a fresh namespace per platform, removed afterwards)` : 'e-g skipped (REDIS_URL, KAFKA_BROKERS, MONGODB_URL not all set)'}`);
 
   const results = new Map<string, unknown>();
   let failed = 0;
   let platform: BenchPlatform | null = null;
+  let platformKind: PlatformKind = null;
+  let skipPrinted = false;
   try {
     for (const section of SECTIONS) {
-      try {
-        if (section.platform && !platform) platform = await startBenchPlatform();
-        if (!section.platform && platform) {
-          await platform.close();
-          platform = null;
+      if (section.real && !real.servers) {
+        if (!skipPrinted) {
+          printSection('e-g. Real servers: turn overhead, event appends and 1 vs 2 workers on Kafka + FerretDB + Redis');
+          console.log(real.reason);
+          skipPrinted = true;
         }
-        results.set(section.name, await section.run(platform, s, results));
+        continue;
+      }
+      try {
+        if (platform && platformKind !== section.platform) {
+          const p = platform;
+          platform = null;
+          platformKind = null;
+          await p.close();
+        }
+        if (section.platform && !platform) {
+          platform = await startPlatform(section.platform, real.servers);
+          platformKind = section.platform;
+        }
+        results.set(section.name, await section.run(platform, s, results, real.servers));
       } catch (err) {
         failed++;
         console.error(`\nsection '${section.name}' failed: ${(err as Error).stack ?? err}`);

@@ -10,6 +10,8 @@ export interface BenchSettings {
   turns: number;
   /** Sessions driven concurrently (BENCH_SESSIONS, default 8). */
   sessions: number;
+  /** Fixed latency of each scripted model response in the worker-process section, ms (BENCH_MODEL_DELAY_MS, default 50). */
+  modelDelayMs: number;
 }
 
 function num(env: Record<string, string | undefined>, name: string, def: number, min: number, max: number): number {
@@ -28,5 +30,6 @@ export function loadSettings(env: Record<string, string | undefined> = process.e
     connections: Math.floor(num(env, 'BENCH_CONNECTIONS', 32, 1, 1024)),
     turns: Math.floor(num(env, 'BENCH_TURNS', 200, 1, 100_000)),
     sessions: Math.floor(num(env, 'BENCH_SESSIONS', 8, 1, 256)),
+    modelDelayMs: Math.floor(num(env, 'BENCH_MODEL_DELAY_MS', 50, 0, 10_000)),
   };
 }

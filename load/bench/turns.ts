@@ -1,10 +1,11 @@
 /**
- * Section b: turn overhead with a zero-latency scripted model. Each session has an SSE stream
- * (`?include=chunks`) open before its turns; a turn is timed from the POST …/events to the
- * first `agent.message_chunk` frame and to `session.status_idle`.
+ * Section b (and e on the real adapters): turn overhead with a zero-latency scripted model. Each
+ * session has an SSE stream (`?include=chunks`) open before its turns; a turn is timed from the
+ * POST …/events to the first `agent.message_chunk` frame and to `session.status_idle`.
+ * `openStream` and `turn` also drive the worker-process section (workers.ts) through a gateway.
  */
 import http from 'node:http';
-import { OPERATOR_TENANT, type BenchPlatform } from './context.js';
+import { OPERATOR_TENANT, type BenchClient, type BenchPlatform } from './context.js';
 import type { BenchSettings } from './settings.js';
 import { fmt, fmtInt, nowMs, printSection, printTable, sleep, summarize, type Summary } from './stats.js';
 
@@ -13,13 +14,13 @@ const MESSAGE = { events: [{ type: 'user.message', content: [{ type: 'text', tex
 
 type FrameHandler = (event: string, data: string) => void;
 
-interface Stream {
+export interface Stream {
   onFrame: FrameHandler | null;
   close(): void;
 }
 
 /** Opens GET /v1/sessions/:id/events/stream?include=chunks and parses its frames. */
-function openStream(p: BenchPlatform, sessionId: string): Promise<Stream> {
+export function openStream(p: BenchClient, sessionId: string): Promise<Stream> {
   const u = new URL(p.url);
   return new Promise((resolve, reject) => {
     const req = http.request(
@@ -61,9 +62,9 @@ function openStream(p: BenchPlatform, sessionId: string): Promise<Stream> {
   });
 }
 
-interface TurnTiming { firstChunkMs: number; idleMs: number; sessionErrors: number }
+export interface TurnTiming { firstChunkMs: number; idleMs: number; sessionErrors: number }
 
-async function turn(p: BenchPlatform, stream: Stream, sessionId: string): Promise<TurnTiming> {
+export async function turn(p: BenchClient, stream: Stream, sessionId: string): Promise<TurnTiming> {
   const t0 = nowMs();
   let first = NaN;
   let sessionErrors = 0;
@@ -99,8 +100,8 @@ export interface TurnFigures {
   concurrent: { sessions: number; turns: number; errors: number; turnsPerSec: number; idle: Summary; eventsPerSec: number };
 }
 
-export async function turnsSection(p: BenchPlatform, s: BenchSettings): Promise<TurnFigures> {
-  printSection('b. Turn overhead (zero-latency scripted model, SSE ?include=chunks already open)');
+export async function turnsSection(p: BenchPlatform, s: BenchSettings, title = 'b. Turn overhead (zero-latency scripted model, SSE ?include=chunks already open)'): Promise<TurnFigures> {
+  printSection(title);
   const { sessionIds } = await p.sessions(Math.max(1, s.sessions));
   const streams = await Promise.all(sessionIds.map((id) => openStream(p, id)));
   try {

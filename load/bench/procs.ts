@@ -1,0 +1,129 @@
+/**
+ * Platform processes for the worker-scaling section: `gateway/src/cli.ts <role>` run as real
+ * child processes, the same command line as test/process.ts startProcess. Unlike that helper, a
+ * process that fails to start is killed before the error is thrown, and every process started
+ * here is tracked so it can be stopped at the end (SIGTERM, then SIGKILL) and is SIGKILLed when
+ * this process exits by any route (including the run's watchdog).
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { createServer } from 'node:net';
+import { fileURLToPath } from 'node:url';
+
+const REPO = fileURLToPath(new URL('../../', import.meta.url));
+const CLI = fileURLToPath(new URL('../../gateway/src/cli.ts', import.meta.url));
+const START_TIMEOUT_MS = 60_000;
+const STOP_GRACE_MS = 8_000;
+const OUTPUT_LIMIT = 20_000;
+
+export interface PlatformProcess {
+  role: 'gateway' | 'worker';
+  pid: number;
+  /** http://127.0.0.1:<port>: the REST API of a gateway, /healthz, /readyz and /metrics of a worker. */
+  url: string;
+  child: ChildProcess;
+  /** The last few KB of its stdout and stderr. */
+  output(): string;
+}
+
+/** Every live child started here; SIGKILLed synchronously if this process exits with them still running. */
+const live = new Set<ChildProcess>();
+let exitHookInstalled = false;
+function installExitHook(): void {
+  if (exitHookInstalled) return;
+  exitHookInstalled = true;
+  process.on('exit', () => {
+    for (const c of live) {
+      try {
+        c.kill('SIGKILL');
+      } catch {
+        // already gone
+      }
+    }
+  });
+}
+
+export async function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const s = createServer();
+    s.on('error', reject);
+    s.listen(0, '127.0.0.1', () => {
+      const port = (s.address() as { port: number }).port;
+      s.close(() => resolve(port));
+    });
+  });
+}
+
+const exited = (c: ChildProcess) => c.exitCode !== null || c.signalCode !== null;
+
+function waitExit(c: ChildProcess, ms: number): Promise<boolean> {
+  if (exited(c)) return Promise.resolve(true);
+  return new Promise((resolve) => {
+    const timer = setTimeout(() => {
+      c.off('exit', onExit);
+      resolve(false);
+    }, ms);
+    const onExit = () => {
+      clearTimeout(timer);
+      resolve(true);
+    };
+    c.once('exit', onExit);
+  });
+}
+
+/** SIGTERM (the platform shuts down gracefully: Kafka consumers leave their group), SIGKILL after a grace period. */
+export async function stopProcess(c: ChildProcess): Promise<void> {
+  if (!exited(c)) {
+    c.kill('SIGTERM');
+    if (!(await waitExit(c, STOP_GRACE_MS))) {
+      c.kill('SIGKILL');
+      await waitExit(c, 5_000);
+    }
+  }
+  live.delete(c);
+}
+
+/** Starts one platform process on 127.0.0.1 and waits until it prints "started" (bounded). */
+export async function startPlatformProcess(role: 'gateway' | 'worker', env: Record<string, string>): Promise<PlatformProcess> {
+  installExitHook();
+  const port = await freePort();
+  const child = spawn(process.execPath, ['--conditions=source', '--import', 'tsx', CLI, role], {
+    cwd: REPO,
+    env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '', ...env, HOST: '127.0.0.1', PORT: String(port) },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  live.add(child);
+  child.once('exit', () => live.delete(child));
+  let out = '';
+  const append = (d: Buffer) => {
+    out += d.toString('utf8');
+    if (out.length > OUTPUT_LIMIT) out = out.slice(-OUTPUT_LIMIT);
+  };
+  child.stdout!.on('data', append);
+  child.stderr!.on('data', append);
+  try {
+    await new Promise<void>((resolve, reject) => {
+      const timer = setTimeout(() => finish(new Error(`${role} did not start within ${START_TIMEOUT_MS / 1000} s`)), START_TIMEOUT_MS);
+      const check = () => { if (/\bstarted\b/.test(out)) finish(); };
+      const onExit = (code: number | null, signal: string | null) => finish(new Error(`${role} exited (${signal ?? code}) before it started`));
+      const onError = (err: Error) => finish(err);
+      function finish(err?: Error) {
+        clearTimeout(timer);
+        child.stdout!.off('data', check);
+        child.off('exit', onExit);
+        child.off('error', onError);
+        if (err) reject(err);
+        else resolve();
+      }
+      child.stdout!.on('data', check);
+      child.once('exit', onExit);
+      child.once('error', onError);
+      check();
+    });
+  } catch (err) {
+    child.kill('SIGKILL');
+    await waitExit(child, 5_000);
+    live.delete(child);
+    throw new Error(`${(err as Error).message}:\n${out.slice(-4000)}`);
+  }
+  return { role, pid: child.pid!, url: `http://127.0.0.1:${port}`, child, output: () => out };
+}
