@@ -117,19 +117,21 @@ describe('SDK: replay, cancel, tool calls', () => {
       .rejects.toMatchObject({ status: 400, message: expect.stringContaining('events[0].custom_tool_use_id') });
   });
 
-  it('a built-in tool call with no sandbox configured becomes an is_error result; the turn continues', async () => {
+  it('a built-in bash call runs in the session sandbox; its output is the tool result', async () => {
     const c = t.client;
     const env = await c.beta.environments.create({ name: 'builtin' });
     await t.http('/v1/svc/model_cards', { method: 'POST', headers: { 'anthropic-beta': 'managed-agents-2026-04-01' }, json: { model_id: 'bash-model', provider: 'anthropic', model: 'bash-model', base_url: t.model.url, api_key: 'k' } });
     const agent = await c.beta.agents.create({ name: 'bash', model: 'bash-model', tools: [{ type: 'agent_toolset_20260401' }] });
-    t.model.script('bash-model', { steps: [{ tool_use: { name: 'bash', input: { command: 'echo hi' } } }] }, { steps: [{ text: 'could not run it' }] });
+    t.model.script('bash-model', { steps: [{ tool_use: { name: 'bash', input: { command: 'echo hi' } } }] }, { steps: [{ text: 'it printed hi' }] });
     const s = await c.beta.sessions.create({ agent: agent.id, environment_id: env.id });
     const stream = await c.beta.sessions.events.stream(s.id);
     await c.beta.sessions.events.send(s.id, { events: [{ type: 'user.message', content: [{ type: 'text', text: 'run' }] }] });
     const seen: any[] = [];
     for await (const ev of stream) { seen.push(ev); if (ev.type === 'session.status_idle') break; }
     const use = seen.find((e) => e.type === 'agent.tool_use');
-    expect(seen.find((e) => e.type === 'agent.tool_result')).toMatchObject({ tool_use_id: use.id, is_error: true });
+    const result = seen.find((e) => e.type === 'agent.tool_result');
+    expect(result).toMatchObject({ tool_use_id: use.id, is_error: false });
+    expect(result.content[0].text).toMatch(/^hi\n/);
     expect(seen.at(-1).stop_reason).toEqual({ type: 'end_turn' });
     // The toolset's tools were offered with their input schemas.
     expect(t.model.requests.filter((r) => r.model === 'bash-model')[0]!.body.tools.map((x: any) => x.name)).toEqual(['bash', 'read', 'write', 'edit', 'glob', 'grep', 'web_fetch', 'web_search']);

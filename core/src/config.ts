@@ -20,6 +20,15 @@ export interface Config {
   rateLimit: { perMinute: number };
   turn: { maxModelRequests: number; maxTokens: number; leaseTtlMs: number; recoveryScanMs: number; maxRecoveries: number; maxConcurrent: number };
   logLevel: 'debug' | 'info' | 'warn' | 'error' | 'silent';
+  sandbox: {
+    driver: 'local' | 'nomad' | 'none';
+    rootDir: string;
+    sleepAfterMs: number;
+    webSearch: { url: string; apiKey: string; flavor?: 'brave' | 'generic' } | null;
+    nomad: { address: string; token: string | null; namespace: string | null; region: string | null } | null;
+  };
+  objectStoreDir: string;
+  maxFileBytes: number;
   /** On SIGTERM, in-flight HTTP requests get this long before connections are cut. */
   shutdownGraceMs: number;
   infra: { kafkaBrokers: string | null; mongodbUrl: string | null; redisUrl: string | null; nomadAddr: string | null };
@@ -104,7 +113,13 @@ export function loadConfig(role: Role, env: Env = process.env): Config {
     redisUrl: env.REDIS_URL || null,
     nomadAddr: env.NOMAD_ADDR || null,
   };
-  if (infra.nomadAddr) problems.push('NOMAD_ADDR is set, but this build has no Nomad sandbox driver yet (issue #4); unset it');
+  const sandboxDriver = (env.SANDBOX_DRIVER || (infra.nomadAddr ? 'nomad' : 'local')) as 'local' | 'nomad' | 'none';
+  if (!['local', 'nomad', 'none'].includes(sandboxDriver)) problems.push("SANDBOX_DRIVER must be 'local', 'nomad' or 'none'");
+  if (sandboxDriver === 'nomad' && !infra.nomadAddr) problems.push('SANDBOX_DRIVER=nomad needs NOMAD_ADDR');
+  const sleepAfterMs = int(env, 'SANDBOX_SLEEP_AFTER_MS', 5 * 60_000, problems, 100, 24 * 3600_000);
+  const maxFileBytes = int(env, 'MAX_FILE_BYTES', 32 * 1024 * 1024, problems, 1, 1024 * 1024 * 1024);
+  if (env.WEB_SEARCH_URL && !/^https?:\/\//.test(env.WEB_SEARCH_URL)) problems.push('WEB_SEARCH_URL must be an http(s) URL');
+  if (env.WEB_SEARCH_URL && !env.WEB_SEARCH_API_KEY) problems.push('WEB_SEARCH_URL needs WEB_SEARCH_API_KEY');
   if (infra.mongodbUrl && !/^mongodb(\+srv)?:\/\//.test(infra.mongodbUrl)) problems.push('MONGODB_URL must be a mongodb:// URL');
   if (infra.redisUrl && !/^rediss?:\/\//.test(infra.redisUrl)) problems.push('REDIS_URL must be a redis:// URL');
   if (infra.kafkaBrokers && !infra.kafkaBrokers.split(',').every((b) => /^[^:,\s]+:\d+$/.test(b.trim()))) problems.push('KAFKA_BROKERS must be a comma-separated list of host:port');
@@ -177,6 +192,15 @@ export function loadConfig(role: Role, env: Env = process.env): Config {
     turn,
     logLevel,
     infra,
+    sandbox: {
+      driver: sandboxDriver,
+      rootDir: resolve(env.SANDBOX_ROOT || join(dataDir, 'sandboxes')),
+      sleepAfterMs,
+      webSearch: env.WEB_SEARCH_URL && env.WEB_SEARCH_API_KEY ? { url: env.WEB_SEARCH_URL, apiKey: env.WEB_SEARCH_API_KEY, ...(env.WEB_SEARCH_FLAVOR === 'brave' || env.WEB_SEARCH_FLAVOR === 'generic' ? { flavor: env.WEB_SEARCH_FLAVOR } : {}) } : null,
+      nomad: infra.nomadAddr ? { address: infra.nomadAddr, token: env.NOMAD_TOKEN || null, namespace: env.NOMAD_NAMESPACE || null, region: env.NOMAD_REGION || null } : null,
+    },
+    objectStoreDir: resolve(env.OBJECT_STORE_DIR || join(dataDir, 'objects')),
+    maxFileBytes,
     fleet: { namespace, kafkaPartitions, kafkaReplicationFactor, kafkaSessionTimeoutMs, kafkaHeartbeatIntervalMs, perTenantDb, storeBackends },
   };
 }

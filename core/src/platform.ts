@@ -12,6 +12,9 @@ import { EventLog } from './domain/eventLog.js';
 import { ModelResolver } from './domain/models.js';
 import { SessionService } from './domain/sessions.js';
 import { platformMetrics, type PlatformMetrics } from './metrics.js';
+import { createDirectoryObjectStore } from './adapters/embedded/objectStore.js';
+import { FileService, OutputService } from './domain/files.js';
+import type { ObjectStore } from './ports/objectStore.js';
 
 /** Everything gateway and workers share: the adapters chosen by config and the domain services. */
 export interface Platform {
@@ -28,6 +31,9 @@ export interface Platform {
   models: ModelResolver;
   events: EventLog;
   metrics: PlatformMetrics;
+  objects: ObjectStore;
+  files: FileService;
+  outputs: OutputService;
   close(): Promise<void>;
 }
 
@@ -47,12 +53,17 @@ export async function createPlatform(config: Config): Promise<Platform> {
   });
   const events = new EventLog(collections, coordination.pubsub, metrics);
   const agents = new AgentService(collections, models, secrets);
+  // Snapshots, outputs and files. A directory: shared by the processes of one machine; a
+  // GridFS/S3 adapter for multi-machine fleets is not built yet.
+  const objects = createDirectoryObjectStore(config.objectStoreDir);
+  const files = new FileService(collections, objects, { maxBytes: config.maxFileBytes });
+  const outputs = new OutputService(collections, objects);
   const environments = new EnvironmentService(collections);
   const sessions = new SessionService(collections, agents, models, events, bus, coordination.pubsub);
   const auth = new AuthService(collections, config.operatorKeyHash);
   await auth.bootstrap();
   return {
-    config, store, bus, coordination, collections, secrets, auth, agents, environments, sessions, models, events, metrics,
+    config, store, bus, coordination, collections, secrets, auth, agents, environments, sessions, models, events, metrics, objects, files, outputs,
     async close() {
       await adapters.close();
     },

@@ -1,6 +1,6 @@
 import type { FastifyInstance } from 'fastify';
-import { createLogger, createPlatform, loadConfig, type Config, type Platform, type Role } from '@agentfleet/core';
-import { TurnRunner } from '@agentfleet/workers';
+import { createLogger, createPlatform, createSandboxRuntime, loadConfig, type SandboxRuntime, type Config, type Platform, type Role } from '@agentfleet/core';
+import { ToolExecutor, TurnRunner } from '@agentfleet/workers';
 import { buildApp, buildOpsApp } from './app.js';
 import { graphqlPlugin } from './graphql/index.js';
 
@@ -21,8 +21,16 @@ export async function startServer(role: Role, env: Record<string, string | undef
   const log = createLogger(config.logLevel, { role });
   const platform = await createPlatform(config);
   let runner: TurnRunner | null = null;
+  let sandboxes: SandboxRuntime | null = null;
   if (role === 'all' || role === 'worker') {
-    runner = new TurnRunner(platform, `worker-${process.pid}-${Math.random().toString(36).slice(2, 8)}`, log.child({ component: 'turn-runner' }));
+    try {
+      sandboxes = await createSandboxRuntime(platform, log);
+    } catch (err) {
+      await platform.close();
+      throw err;
+    }
+    const tools = new ToolExecutor({ sandbox: sandboxes?.manager ?? null, web: sandboxes?.web ?? null });
+    runner = new TurnRunner(platform, `worker-${process.pid}-${Math.random().toString(36).slice(2, 8)}`, log.child({ component: 'turn-runner' }), tools, sandboxes?.manager ?? null);
     await runner.start();
   }
   let app: FastifyInstance | null = null;
@@ -47,6 +55,7 @@ export async function startServer(role: Role, env: Record<string, string | undef
         try { await app.close(); } finally { clearTimeout(force); }
       });
       await step('workers', () => runner?.stop());
+      await step('sandboxes', () => sandboxes?.close());
       await step('adapters', () => platform.close());
     },
   };

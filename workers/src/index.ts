@@ -1,2 +1,3 @@
 export { TurnRunner } from './turnRunner.js';
 export { buildHistory } from './history.js';
+export { ToolExecutor, toolSpecs, classify } from './tools.js';

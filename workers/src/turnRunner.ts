@@ -1,7 +1,7 @@
 import {
   ApiError, controlChannel, ModelError, newId, PREFIX, StaleLeaseError, UnsupportedModelFeatureError, backoffDelay, sleep, nowIso,
   type EventDoc, type EventDraft, type Lease, type Logger, type ModelStreamEvent, type ModelUsage, type Platform,
-  type SessionDoc, type ConsumerHandle,
+  type SessionDoc, type ConsumerHandle, type SandboxManager,
 } from '@agentfleet/core';
 import type { CommandEnvelope } from '@agentfleet/schemas';
 import { buildHistory } from './history.js';
@@ -36,6 +36,7 @@ export class TurnRunner {
     private readonly owner: string,
     private readonly log: Logger,
     private readonly tools: ToolExecutor = new ToolExecutor({ sandbox: null, web: null }),
+    private readonly sandbox: SandboxManager | null = null,
   ) {}
 
   private get maxConcurrentTurns() {
@@ -212,6 +213,11 @@ export class TurnRunner {
       $set: { recoveries: 0 },
     }));
     await this.markProcessed(tenant, sid, processed);
+    // Files the turn wrote under /mnt/session/outputs become durable outputs.
+    const s2 = s ?? (await this.p.collections.sessions.get(tenant, sid));
+    if (this.sandbox && s2 && this.sandbox.state(sid) === 'active') {
+      await this.sandbox.syncOutputs({ tenantId: tenant, sessionId: sid, environmentId: s2.environment_id }).catch((err) => this.log.warn('output sync failed', { session_id: sid, err: String(err) }));
+    }
     await this.p.collections.runs.deleteOne(tenant, { _id: sid });
     this.p.metrics.turnsFinished.inc({ stop_reason: String(end.stop_reason.type), interrupted: end.interrupted ? 'true' : 'false' });
   }

@@ -225,6 +225,8 @@ export class SessionService {
       });
       await this.pubsub.publish(controlChannel(id), { type: 'interrupt', seq: 0, reason: 'terminated' } satisfies InterruptSignal);
     }
+    // Whichever worker holds the sandbox takes an eager snapshot, then destroys it.
+    await this.pubsub.publish('sandbox-control', { type: 'destroy', tenantId: tenant, sessionId: id, environmentId: s.environment_id });
     await this.c.sessions.updateOne(tenant, { _id: id }, { $set: { deleted_at: now, updated_at: now } });
     await this.c.runs.deleteMany(tenant, { _id: id });
     await this.c.events.deleteMany(tenant, { session_id: id });

@@ -1,0 +1,264 @@
+/**
+ * The Nomad sandbox task's entry point: serves the sandbox protocol (protocol.ts: JSON-RPC 2.0,
+ * newline-delimited) over TCP, by running the sandbox agent (agent.ts, which speaks it on
+ * stdin/stdout) as a child and relaying lines between it and the TCP connections.
+ *
+ *   node nomadAgent.mjs [--mkdir DIR]... [--file PATH=BASE64]... [--proxy-forward SOCKET=HOST:PORT]
+ *                       [--bwrap-args N] -- <agent command: node agent.mjs …, or bwrap … node agent.mjs …>
+ *
+ * Environment: AGENTFLEET_AGENT_LISTEN=host:port (the job passes ${NOMAD_IP_agent}:${NOMAD_PORT_agent});
+ * AGENTFLEET_AGENT_TOKEN: when set, a connection's first line must be
+ * `{"jsonrpc":"2.0","method":"auth","params":{"token":"…"}}` (anything else closes it). Neither
+ * variable is passed on to the agent.
+ *
+ * - Several connections may be open at once (e.g. a worker restarted and reconnected): request
+ *   ids are rewritten per connection, so each gets only its own answers; notifications (the
+ *   agent's `ready`, replayed to every connection once authenticated) go to all.
+ * - A dropped connection does not stop the agent; the agent's stdin ends (and so the agent) only
+ *   when this process gets SIGTERM/SIGINT (Nomad's kill signal), with SIGKILL after 5 s.
+ * - This process exits with the agent's exit status (128 + n when the agent was killed by signal n).
+ * - `--bwrap-args N`: the command is bwrap; its first N arguments are its options, handed over
+ *   through a pipe (`--args 3`) so that they (host paths, env values) do not show inside.
+ * - `--mkdir`/`--file` prepare the task directory before the agent starts (bind sources for
+ *   bwrap); `--proxy-forward` serves a unix socket forwarding each connection to HOST:PORT (the
+ *   platform's outbound proxy), for a network-less sandbox to bind (agent --proxy-socket).
+ *
+ * No dependencies but `node:` builtins, so the compiled file can be shipped alone.
+ */
+import { spawn } from 'node:child_process';
+import { timingSafeEqual } from 'node:crypto';
+import { mkdirSync, realpathSync, rmSync, writeFileSync } from 'node:fs';
+import * as net from 'node:net';
+import { constants as osConstants } from 'node:os';
+import { dirname } from 'node:path';
+import { pathToFileURL } from 'node:url';
+
+const MAX_LINE = 512 * 1024 * 1024;
+
+export interface LauncherArgs {
+  mkdirs: string[];
+  files: Array<{ path: string; content: Buffer }>;
+  proxyForward: { socket: string; host: string; port: number } | null;
+  /** With bwrap: how many arguments after the program go through a pipe (`--args 3`). */
+  pipedArgs: number;
+  command: string[];
+}
+
+export function parseLauncherArgs(argv: string[]): LauncherArgs {
+  const out: LauncherArgs = { mkdirs: [], files: [], proxyForward: null, pipedArgs: 0, command: [] };
+  for (let i = 0; i < argv.length; i++) {
+    const a = argv[i];
+    if (a === '--') {
+      out.command = argv.slice(i + 1);
+      break;
+    }
+    const v = argv[++i];
+    if (v === undefined) throw new Error(`${a} needs a value`);
+    if (a === '--mkdir') out.mkdirs.push(v);
+    else if (a === '--bwrap-args') out.pipedArgs = Number(v);
+    else if (a === '--file') {
+      const eq = v.indexOf('='); // base64 may end with '='
+      out.files.push({ path: v.slice(0, eq), content: Buffer.from(v.slice(eq + 1), 'base64') });
+    } else if (a === '--proxy-forward') {
+      const eq = v.lastIndexOf('=');
+      const target = v.slice(eq + 1);
+      const colon = target.lastIndexOf(':');
+      out.proxyForward = { socket: v.slice(0, eq), host: target.slice(0, colon), port: Number(target.slice(colon + 1)) };
+    } else throw new Error(`unknown option ${a}`);
+  }
+  if (out.command.length === 0) throw new Error('no agent command (after --)');
+  if (!Number.isInteger(out.pipedArgs) || out.pipedArgs < 0 || out.pipedArgs > out.command.length - 1) throw new Error('--bwrap-args: not a count of the command\'s arguments');
+  return out;
+}
+
+/** Splits a byte stream into lines (without the newline). */
+function splitter(onLine: (line: string) => void, onTooLong: () => void): (chunk: Buffer) => void {
+  let parts: Buffer[] = [];
+  let size = 0;
+  return (chunk) => {
+    let start = 0;
+    for (let nl = chunk.indexOf(10, start); nl !== -1; nl = chunk.indexOf(10, start)) {
+      parts.push(chunk.subarray(start, nl));
+      const line = Buffer.concat(parts).toString('utf8');
+      parts = [];
+      size = 0;
+      start = nl + 1;
+      onLine(line);
+    }
+    if (start < chunk.length) {
+      parts.push(chunk.subarray(start));
+      size += chunk.length - start;
+      if (size > MAX_LINE) {
+        parts = [];
+        size = 0;
+        onTooLong();
+      }
+    }
+  };
+}
+
+const ID_PREFIX = /^\{"jsonrpc":"2\.0","id":(-?\d+|"(?:[^"\\]|\\.)*"|null),/;
+
+/** The id of a JSON-RPC line and the line with its id replaced (fast path for our own encoders). */
+function withId(line: string): { id: unknown; replace: (id: unknown) => string } | null {
+  const m = ID_PREFIX.exec(line);
+  if (m) {
+    const rest = line.slice(m[0].length);
+    return { id: JSON.parse(m[1]), replace: (id) => `{"jsonrpc":"2.0","id":${JSON.stringify(id)},${rest}` };
+  }
+  try {
+    const msg = JSON.parse(line);
+    if (!msg || typeof msg !== 'object' || !('id' in msg)) return null;
+    return { id: msg.id, replace: (id) => JSON.stringify({ ...msg, id }) };
+  } catch {
+    return null;
+  }
+}
+
+const tokenOk = (expected: string, got: unknown) => {
+  if (typeof got !== 'string') return false;
+  const a = Buffer.from(expected);
+  const b = Buffer.from(got);
+  return a.length === b.length && timingSafeEqual(a, b);
+};
+
+export async function runLauncher(argv: string[], env: NodeJS.ProcessEnv = process.env): Promise<void> {
+  const args = parseLauncherArgs(argv);
+  const listen = env.AGENTFLEET_AGENT_LISTEN;
+  if (!listen || !/^.+:\d+$/.test(listen)) throw new Error(`AGENTFLEET_AGENT_LISTEN must be host:port (got ${JSON.stringify(listen)})`);
+  const token = env.AGENTFLEET_AGENT_TOKEN || null;
+  for (const d of args.mkdirs) mkdirSync(d, { recursive: true });
+  for (const f of args.files) {
+    mkdirSync(dirname(f.path), { recursive: true });
+    writeFileSync(f.path, f.content, { mode: 0o644 });
+  }
+  if (args.proxyForward) {
+    const { socket, host, port } = args.proxyForward;
+    rmSync(socket, { force: true });
+    mkdirSync(dirname(socket), { recursive: true });
+    const fwd = net.createServer((c) => {
+      const up = net.connect(port, host);
+      const close = () => { c.destroy(); up.destroy(); };
+      c.on('error', close);
+      up.on('error', close);
+      c.pipe(up);
+      up.pipe(c);
+    });
+    await new Promise<void>((resolve, reject) => fwd.once('error', reject).listen(socket, () => resolve()));
+  }
+
+  const childEnv = { ...env };
+  delete childEnv.AGENTFLEET_AGENT_TOKEN;
+  delete childEnv.AGENTFLEET_AGENT_LISTEN;
+  const [program, ...rest] = args.command;
+  const piped = rest.slice(0, args.pipedArgs);
+  // bwrap reads its options from fd 3: the sandbox's process list shows only the command
+  const agent = piped.length
+    ? spawn(program, ['--args', '3', '--', ...rest.slice(piped.length)], { env: childEnv, stdio: ['pipe', 'pipe', 'inherit', 'pipe'] })
+    : spawn(program, rest, { env: childEnv, stdio: ['pipe', 'pipe', 'inherit'] });
+  if (piped.length) {
+    const argPipe = agent.stdio[3] as NodeJS.WritableStream;
+    argPipe.on('error', () => {});
+    argPipe.end(`${piped.join('\0')}\0`);
+  }
+  agent.stdin!.on('error', () => {});
+
+  interface Conn { socket: net.Socket; authed: boolean }
+  const conns = new Set<Conn>();
+  const inflight = new Map<number, { conn: Conn; id: unknown }>();
+  let nextId = 1;
+  let readyLine: string | null = null;
+  const send = (conn: Conn, line: string) => { if (!conn.socket.destroyed) conn.socket.write(`${line}\n`); };
+
+  agent.stdout!.on('data', splitter((line) => {
+    const parsed = withId(line);
+    if (!parsed) {
+      // a notification: `ready` is kept for connections that come later
+      if (/"method":"ready"/.test(line)) readyLine = line;
+      for (const c of conns) if (c.authed) send(c, line);
+      return;
+    }
+    const route = typeof parsed.id === 'number' ? inflight.get(parsed.id) : undefined;
+    if (!route) return; // the asking connection is gone, or an error without id
+    inflight.delete(parsed.id as number);
+    send(route.conn, parsed.replace(route.id));
+  }, () => process.stderr.write('nomad-agent: agent line over the limit dropped\n')));
+
+  const server = net.createServer((socket) => {
+    const conn: Conn = { socket, authed: token === null };
+    conns.add(conn);
+    socket.setNoDelay(true);
+    if (conn.authed && readyLine) send(conn, readyLine);
+    const drop = () => {
+      conns.delete(conn);
+      for (const [k, r] of inflight) if (r.conn === conn) inflight.delete(k);
+    };
+    socket.on('close', drop);
+    socket.on('error', () => socket.destroy());
+    socket.on('data', splitter((line) => {
+      if (!conn.authed) {
+        let ok = false;
+        try {
+          const m = JSON.parse(line);
+          ok = m?.method === 'auth' && tokenOk(token!, m?.params?.token);
+        } catch { /* not JSON */ }
+        if (!ok) {
+          socket.end(`${JSON.stringify({ jsonrpc: '2.0', id: null, error: { code: -32001, message: 'sandbox agent: authentication failed', data: { kind: 'unauthorized' } } })}\n`);
+          socket.destroy();
+          return;
+        }
+        conn.authed = true;
+        if (readyLine) send(conn, readyLine);
+        return;
+      }
+      const parsed = withId(line);
+      if (!parsed || parsed.id === null || parsed.id === undefined) {
+        if (!parsed) agent.stdin!.write(`${line}\n`); // notifications pass through
+        return;
+      }
+      const id = nextId++;
+      inflight.set(id, { conn, id: parsed.id });
+      agent.stdin!.write(`${parsed.replace(id)}\n`);
+    }, () => socket.destroy()));
+  });
+  const colon = listen.lastIndexOf(':');
+  await new Promise<void>((resolve, reject) => server.once('error', reject).listen(Number(listen.slice(colon + 1)), listen.slice(0, colon), () => resolve()));
+
+  let stopping = false;
+  const stop = () => {
+    if (stopping) return;
+    stopping = true;
+    agent.stdin!.end(); // the agent exits when its stdin ends, killing what it still runs
+    setTimeout(() => agent.kill('SIGTERM'), 3000).unref();
+    setTimeout(() => agent.kill('SIGKILL'), 5000).unref();
+  };
+  process.on('SIGTERM', stop);
+  process.on('SIGINT', stop);
+  agent.once('error', (err) => {
+    process.stderr.write(`nomad-agent: cannot start the agent: ${err.message}\n`);
+    process.exit(127);
+  });
+  agent.once('exit', (code, signal) => {
+    for (const c of conns) c.socket.destroy();
+    server.close();
+    const n = signal ? (osConstants.signals as Record<string, number>)[signal] ?? 0 : 0;
+    process.exit(signal ? 128 + n : (code ?? 1));
+  });
+}
+
+function isEntryPoint(): boolean {
+  const entry = process.argv[1];
+  if (!entry) return false;
+  try {
+    return import.meta.url === pathToFileURL(realpathSync(entry)).href || import.meta.url === pathToFileURL(entry).href;
+  } catch {
+    return false;
+  }
+}
+
+if (isEntryPoint()) {
+  runLauncher(process.argv.slice(2)).catch((err) => {
+    process.stderr.write(`nomad-agent: ${(err as Error).message}\n`);
+    process.exit(2);
+  });
+}

@@ -1,0 +1,126 @@
+/**
+ * The command a Nomad sandbox task runs: the TCP launcher (nomadAgent.ts) in front of the sandbox
+ * agent (agent.ts), optionally wrapped in bubblewrap exactly as the local driver does (same
+ * layout, namespaces, no network but the proxy socket). With `raw_exec`, bubblewrap is what
+ * isolates the sandbox; Nomad places it and accounts its resources.
+ *
+ * Paths are paths ON THE NOMAD CLIENT (node, launcher, agent, bwrap), and `${NOMAD_TASK_DIR}`
+ * is interpolated by Nomad in the task's arguments. The read-only system binds are computed
+ * here (on the worker) from this machine's layout: the clients are assumed to have the same OS
+ * image as the workers.
+ */
+import { createHash, randomBytes } from 'node:crypto';
+import { existsSync } from 'node:fs';
+import * as fsp from 'node:fs/promises';
+import { dirname, join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import type { SandboxSpec } from '../ports/sandbox.js';
+import { extraBindArgs, HOST_CODE_ROOT, NAMESPACE_ARGS, SANDBOX_PATHS, SANDBOX_PROXY_LISTEN, SANDBOX_UID, systemBindArgs } from './local.js';
+
+export interface NomadAgentCommandOptions {
+  /** node on the Nomad client. */
+  node: string;
+  /** The compiled launcher (dist/sandbox/nomadAgent.js) on the client. */
+  launcher: string;
+  /** The compiled agent (dist/sandbox/agent.js) on the client. */
+  agent: string;
+  /** bwrap on the client; false runs the agent unwrapped (no isolation but the task driver's). Default "bwrap". */
+  bwrap?: string | false;
+  /** Extra client paths bound read-only at the same path inside the sandbox. */
+  readOnlyBinds?: string[];
+  /** Client paths inside bound trees to cover (besides this code's own tree). */
+  hidePaths?: string[];
+}
+
+const TASK_DIR = '${NOMAD_TASK_DIR}';
+
+/** passwd/group/hosts inside the sandbox (as the local driver writes them). */
+function systemFiles(): Record<string, string> {
+  return {
+    passwd: `root:x:0:0:root:/root:/bin/sh\nuser:x:${SANDBOX_UID}:${SANDBOX_UID}:user:/home/user:/bin/sh\nnobody:x:65534:65534:nobody:/nonexistent:/usr/sbin/nologin\n`,
+    group: `root:x:0:\nuser:x:${SANDBOX_UID}:\nnogroup:x:65534:\n`,
+    hosts: '127.0.0.1\tlocalhost sandbox\n::1\tlocalhost ip6-localhost ip6-loopback\n',
+  };
+}
+
+/** The proxy as seen from inside a network-less sandbox: same credentials, the agent's loopback forwarder. */
+function insideProxyUrl(proxyUrl: string): { url: string; target: string } {
+  const u = new URL(proxyUrl);
+  const port = u.port || (u.protocol === 'https:' ? '443' : '80');
+  const target = `${u.hostname}:${port}`;
+  const [host, p] = SANDBOX_PROXY_LISTEN.split(':');
+  u.hostname = host;
+  u.port = p;
+  return { url: u.toString().replace(/\/$/, ''), target };
+}
+
+export function nomadAgentCommand(spec: SandboxSpec, o: NomadAgentCommandOptions): string[] {
+  const bwrap = o.bwrap === undefined ? 'bwrap' : o.bwrap;
+  if (bwrap === false) return [o.node, o.launcher, '--', o.node, o.agent];
+  const root = `${TASK_DIR}/sandbox`;
+  const dirs = { workspace: `${root}/workspace`, tmp: `${root}/tmp`, home: `${root}/home`, outputs: `${root}/outputs` };
+  const systemDir = `${root}/system`;
+  const proxySocket = `${root}/proxy.sock`;
+  const proxy = spec.proxyUrl ? insideProxyUrl(spec.proxyUrl) : null;
+  const launcherArgs: string[] = [];
+  for (const d of Object.values(dirs)) launcherArgs.push('--mkdir', d);
+  for (const [name, content] of Object.entries(systemFiles())) launcherArgs.push('--file', `${systemDir}/${name}=${Buffer.from(content).toString('base64')}`);
+  if (proxy) launcherArgs.push('--proxy-forward', `${proxySocket}=${proxy.target}`);
+  const env: Record<string, string> = {
+    PATH: `/usr/local/bin:/usr/bin:/bin:/usr/local/sbin:/usr/sbin:/sbin:${dirname(SANDBOX_PATHS.node)}`,
+    HOME: SANDBOX_PATHS.home,
+    USER: 'user',
+    LOGNAME: 'user',
+    SHELL: '/bin/sh',
+    LANG: 'C.UTF-8',
+    TMPDIR: '/tmp',
+    ...spec.env,
+    ...(proxy ? { HTTP_PROXY: proxy.url, HTTPS_PROXY: proxy.url, http_proxy: proxy.url, https_proxy: proxy.url, NO_PROXY: 'localhost,127.0.0.1,::1', no_proxy: 'localhost,127.0.0.1,::1' } : {}),
+  };
+  // the same bwrap options as the local driver's, handed to bwrap through a pipe by the launcher
+  const bwrapOptions = [
+    ...NAMESPACE_ARGS,
+    ...systemBindArgs(systemDir),
+    '--bind', dirs.workspace, SANDBOX_PATHS.workspace,
+    '--bind', dirs.tmp, SANDBOX_PATHS.tmp,
+    '--bind', dirs.home, SANDBOX_PATHS.home,
+    '--bind', dirs.outputs, SANDBOX_PATHS.outputs,
+    '--ro-bind', o.node, SANDBOX_PATHS.node,
+    '--ro-bind', o.agent, SANDBOX_PATHS.agent,
+    ...(proxy ? ['--ro-bind', proxySocket, SANDBOX_PATHS.proxySocket] : []),
+    ...extraBindArgs(o.readOnlyBinds, [HOST_CODE_ROOT, dirname(o.launcher), dirname(o.agent), ...(o.hidePaths ?? [])]),
+    '--chdir', SANDBOX_PATHS.workspace,
+    '--clearenv',
+    ...Object.entries(env).flatMap(([k, v]) => ['--setenv', k, v]),
+  ];
+  return [
+    o.node, o.launcher, ...launcherArgs, '--bwrap-args', String(bwrapOptions.length), '--',
+    bwrap,
+    ...bwrapOptions,
+    SANDBOX_PATHS.node, SANDBOX_PATHS.agent,
+    ...(proxy ? ['--proxy-socket', SANDBOX_PATHS.proxySocket, '--proxy-listen', SANDBOX_PROXY_LISTEN] : []),
+  ];
+}
+
+/**
+ * A compiled script of this directory (`agent` or `nomadAgent`): beside this module when running
+ * from dist, else the .ts source transpiled once into `cacheDir` (running from source: tsx, vitest).
+ */
+export async function resolveSandboxScript(name: 'agent' | 'nomadAgent', cacheDir: string): Promise<string> {
+  const here = fileURLToPath(import.meta.url);
+  if (here.endsWith('.js')) {
+    const compiled = join(dirname(here), `${name}.js`);
+    if (existsSync(compiled)) return compiled;
+  }
+  const source = here.endsWith('.ts') ? join(dirname(here), `${name}.ts`) : resolve(dirname(here), `../../src/sandbox/${name}.ts`);
+  const text = await fsp.readFile(source, 'utf8');
+  const out = join(cacheDir, `${name}-${createHash('sha256').update(text).digest('hex').slice(0, 16)}.mjs`);
+  if (existsSync(out)) return out;
+  const ts = (await import('typescript')).default; // a dev dependency: only when running from source
+  const js = ts.transpileModule(text, { compilerOptions: { module: ts.ModuleKind.ESNext, target: ts.ScriptTarget.ES2022 }, fileName: `${name}.ts` }).outputText;
+  await fsp.mkdir(cacheDir, { recursive: true });
+  const tmp = `${out}.${process.pid}.${randomBytes(4).toString('hex')}.tmp`;
+  await fsp.writeFile(tmp, js, { mode: 0o644 });
+  await fsp.rename(tmp, out);
+  return out;
+}

@@ -1,0 +1,210 @@
+/**
+ * The sandbox wire protocol, host side. JSON-RPC 2.0 over a newline-delimited byte stream: one
+ * message per line, UTF-8 JSON; binary payloads are base64. Method names are the
+ * SandboxAgentApi methods; params are named:
+ *
+ *   ping       {}                                                  → null
+ *   exec       ExecRequest                                         → ExecResult
+ *   readFile   { path, offset?, limit? }                           → { content, totalLines }
+ *              offset: 1-based first line (default 1); limit: number of lines (default all)
+ *   writeFile  { path, content } | { path, contentBase64 }, mode?  → null   (parents created)
+ *   edit       { path, oldString, newString, replaceAll? }         → { replacements }
+ *   glob       { pattern, cwd? }                                   → string[] (absolute, sorted)
+ *   grep       { pattern, path?, glob?, maxMatches? }              → GrepMatch[]
+ *              pattern: a JS regular expression; a leading `(?i)` / `(?s)` / `(?m)` sets flags
+ *   archive    { dir }                                             → { base64, bytes } (tar.gz)
+ *   extract    { dir, base64 }                                     → null
+ *   list       { dir }                                             → [{ name, size, isDirectory }]
+ *
+ * Relative paths resolve against /workspace. The agent announces itself with the notification
+ * `{"jsonrpc":"2.0","method":"ready","params":{...}}`. Errors are JSON-RPC error objects:
+ * `{ code, message, data: { kind, path?, argument? } }`; the message names the path or argument
+ * (codes and kinds in ERROR_CODES). The agent program is agent.ts.
+ */
+import type { Readable, Writable } from 'node:stream';
+import type { ExecRequest, ExecResult, GrepMatch, SandboxAgentApi } from '../ports/sandbox.js';
+import { ERROR_CODES, lineSplitter, type AgentErrorKind, type RpcErrorObject } from './agent.js';
+
+export { ERROR_CODES, MAX_ARCHIVE_BYTES, createTar, createTarGz, parseTar, parseTarGz, type AgentErrorKind, type TarEntry } from './agent.js';
+
+export const AGENT_METHODS = ['ping', 'exec', 'readFile', 'writeFile', 'edit', 'glob', 'grep', 'archive', 'extract', 'list'] as const;
+export type AgentMethod = (typeof AGENT_METHODS)[number];
+
+/** A rejected protocol call: the agent's error (code, kind, path/argument), a timeout or a closed stream. */
+export class SandboxAgentError extends Error {
+  override readonly name = 'SandboxAgentError';
+  constructor(
+    readonly code: number,
+    message: string,
+    readonly kind: AgentErrorKind | string,
+    readonly data: { path?: string; argument?: string; [k: string]: unknown } = {},
+  ) {
+    super(message);
+  }
+}
+
+/** A newline-delimited message stream: `send` one line (no newline), receive lines, learn of the end. */
+export interface AgentTransport {
+  send(line: string): void;
+  onLine(listener: (line: string) => void): void;
+  onClose(listener: (reason?: Error) => void): void;
+  close(): void;
+}
+
+/** A transport over a pair of Node streams (e.g. a child's stdout and stdin). */
+export function nodeStreamTransport(readable: Readable, writable: Writable): AgentTransport {
+  const lineListeners: Array<(line: string) => void> = [];
+  const closeListeners: Array<(reason?: Error) => void> = [];
+  let closed = false;
+  const fireClose = (reason?: Error) => {
+    if (closed) return;
+    closed = true;
+    for (const l of closeListeners) l(reason);
+  };
+  const split = lineSplitter(
+    (line) => { for (const l of lineListeners) l(line); },
+    (bytes) => fireClose(new Error(`agent sent a line over the limit (${bytes} bytes)`)),
+  );
+  readable.on('data', (chunk: Buffer | string) => split(typeof chunk === 'string' ? Buffer.from(chunk) : chunk));
+  readable.once('end', () => fireClose());
+  readable.once('close', () => fireClose());
+  readable.once('error', (err) => fireClose(err));
+  writable.on('error', (err) => fireClose(err));
+  return {
+    send(line) {
+      if (closed) throw new Error('stream closed');
+      writable.write(`${line}\n`);
+    },
+    onLine: (l) => void lineListeners.push(l),
+    onClose: (l) => void closeListeners.push(l),
+    close() {
+      writable.end();
+      fireClose();
+    },
+  };
+}
+
+export interface AgentClientOptions {
+  /** Calls other than exec/archive/extract fail after this long (default 60 s). */
+  timeoutMs?: number;
+  /** exec calls fail this long after the command's own timeout (default 15 s). */
+  execGraceMs?: number;
+  /** archive/extract (default 10 min). */
+  transferTimeoutMs?: number;
+}
+
+export interface AgentClient extends SandboxAgentApi {
+  /** Notifications from the agent (`ready`). */
+  onNotification(listener: (method: string, params: unknown) => void): void;
+  /** Rejects every pending call and refuses new ones. */
+  close(reason?: Error): void;
+  readonly closed: boolean;
+  /** Number of calls waiting for an answer. */
+  pending(): number;
+}
+
+const b64 = (data: Uint8Array) => Buffer.from(data.buffer, data.byteOffset, data.length).toString('base64');
+const fromB64 = (s: string) => {
+  const buf = Buffer.from(s, 'base64');
+  return new Uint8Array(buf.buffer, buf.byteOffset, buf.length);
+};
+
+/**
+ * A SandboxAgentApi speaking the protocol over `transport`: request ids, per-call timeouts, and
+ * rejection of every pending call when the stream closes (the sandbox exited).
+ */
+export function createAgentClient(transport: AgentTransport, options: AgentClientOptions = {}): AgentClient {
+  const timeoutMs = options.timeoutMs ?? 60_000;
+  const execGraceMs = options.execGraceMs ?? 15_000;
+  const transferTimeoutMs = options.transferTimeoutMs ?? 600_000;
+  const pending = new Map<number, { resolve: (v: unknown) => void; reject: (e: Error) => void; timer: NodeJS.Timeout }>();
+  const notificationListeners: Array<(method: string, params: unknown) => void> = [];
+  let nextId = 1;
+  let closedWith: SandboxAgentError | null = null;
+
+  const failAll = (err: SandboxAgentError) => {
+    if (!closedWith) closedWith = err;
+    for (const [id, p] of pending) {
+      pending.delete(id);
+      clearTimeout(p.timer);
+      p.reject(err);
+    }
+  };
+
+  transport.onLine((line) => {
+    let msg: { id?: unknown; method?: unknown; params?: unknown; result?: unknown; error?: RpcErrorObject };
+    try {
+      msg = JSON.parse(line);
+    } catch {
+      return; // not a protocol line
+    }
+    if (!msg || typeof msg !== 'object') return;
+    if ((msg.id === undefined || msg.id === null) && typeof msg.method === 'string') {
+      for (const l of notificationListeners) l(msg.method, msg.params);
+      return;
+    }
+    if (typeof msg.id !== 'number') return;
+    const p = pending.get(msg.id);
+    if (!p) return; // timed out already
+    pending.delete(msg.id);
+    clearTimeout(p.timer);
+    if (msg.error) {
+      const e = msg.error;
+      p.reject(new SandboxAgentError(e.code, e.message, e.data?.kind ?? 'internal', e.data ?? {}));
+    } else p.resolve(msg.result);
+  });
+  transport.onClose((reason) => {
+    failAll(new SandboxAgentError(ERROR_CODES.closed, `sandbox agent stream closed${reason ? `: ${reason.message}` : ''} (the sandbox exited or was stopped)`, 'closed'));
+  });
+
+  const call = <T>(method: AgentMethod, params: Record<string, unknown>, ms = timeoutMs): Promise<T> =>
+    new Promise<T>((resolve, reject) => {
+      if (closedWith) return reject(closedWith);
+      const id = nextId++;
+      const timer = setTimeout(() => {
+        pending.delete(id);
+        reject(new SandboxAgentError(ERROR_CODES.timeout, `sandbox agent call ${method} timed out after ${ms} ms`, 'timeout'));
+      }, ms);
+      timer.unref?.();
+      pending.set(id, { resolve: resolve as (v: unknown) => void, reject, timer });
+      try {
+        transport.send(JSON.stringify({ jsonrpc: '2.0', id, method, params }));
+      } catch (err) {
+        pending.delete(id);
+        clearTimeout(timer);
+        reject(new SandboxAgentError(ERROR_CODES.closed, `sandbox agent stream closed: ${(err as Error).message}`, 'closed'));
+      }
+    });
+
+  return {
+    async ping() {
+      await call('ping', {});
+    },
+    exec: (req: ExecRequest) => call<ExecResult>('exec', { ...req }, (req.timeoutMs ?? 120_000) + execGraceMs),
+    readFile: (path, opts) => call('readFile', { path, ...(opts ?? {}) }),
+    async writeFile(path, content, opts) {
+      const body = typeof content === 'string' ? { content } : { contentBase64: b64(content) };
+      await call('writeFile', { path, ...body, ...(opts?.mode !== undefined ? { mode: opts.mode } : {}) });
+    },
+    edit: (path, oldString, newString, replaceAll) => call('edit', { path, oldString, newString, replaceAll: replaceAll ?? false }),
+    glob: (pattern, cwd) => call<string[]>('glob', { pattern, ...(cwd !== undefined ? { cwd } : {}) }),
+    grep: (pattern, path, opts) => call<GrepMatch[]>('grep', { pattern, ...(path !== undefined ? { path } : {}), ...(opts ?? {}) }),
+    async archive(dir) {
+      const r = await call<{ base64: string }>('archive', { dir }, transferTimeoutMs);
+      return fromB64(r.base64);
+    },
+    async extract(dir, archive) {
+      await call('extract', { dir, base64: b64(archive) }, transferTimeoutMs);
+    },
+    list: (dir) => call('list', { dir }),
+    onNotification: (l) => void notificationListeners.push(l),
+    close(reason) {
+      failAll(new SandboxAgentError(ERROR_CODES.closed, `sandbox agent client closed${reason ? `: ${reason.message}` : ''}`, 'closed'));
+      transport.close();
+    },
+    get closed() {
+      return closedWith !== null;
+    },
+    pending: () => pending.size,
+  };
+}

@@ -1,0 +1,150 @@
+import { createHash } from 'node:crypto';
+import { mkdirSync } from 'node:fs';
+import { join } from 'node:path';
+import type { Logger } from '../log.js';
+import type { Platform } from '../platform.js';
+import type { SandboxDriver, SandboxSpec, SessionRef } from '../ports/sandbox.js';
+import { createOutboundProxy, hostPolicy, type OutboundProxy } from './proxy.js';
+import { checkBubblewrap, createLocalDriver, BWRAP_MISSING_MESSAGE } from './local.js';
+import { createSandboxManager, type SandboxManagerService } from './manager.js';
+import { searchBackendFromEnv, webFetch, webSearch, type WebSearchBackend } from '../tools/web.js';
+
+export const SANDBOX_CONTROL_CHANNEL = 'sandbox-control';
+
+/** One outbound proxy per session, on a unix socket, alive while something holds it. */
+class ProxyRegistry {
+  private readonly proxies = new Map<string, { proxy: Promise<OutboundProxy>; socketPath: string; refs: number; idle: NodeJS.Timeout | null }>();
+  constructor(private readonly dir: string, private readonly p: Platform, private readonly log: Logger) {
+    mkdirSync(dir, { recursive: true, mode: 0o700 });
+  }
+
+  async acquire(ref: SessionRef): Promise<{ address: string; socketPath: string; release: () => void }> {
+    let entry = this.proxies.get(ref.sessionId);
+    if (!entry) {
+      // Unix socket paths are limited to 108 bytes: a short hash names the socket.
+      const socketPath = join(this.dir, `${createHash('sha256').update(ref.sessionId).digest('hex').slice(0, 16)}.sock`);
+      const proxy = this.policyFor(ref).then((policy) =>
+        createOutboundProxy({
+          listen: { socketPath },
+          context: { tenantId: ref.tenantId, sessionId: ref.sessionId },
+          policy,
+          // The per-host credential hook goes here with the vault work (spec: inject Authorization by host).
+          log: (entry) => this.log.info('outbound request', { ...entry }),
+        }),
+      );
+      entry = { proxy, socketPath, refs: 0, idle: null };
+      this.proxies.set(ref.sessionId, entry);
+    }
+    const e = entry;
+    if (e.idle) { clearTimeout(e.idle); e.idle = null; }
+    e.refs++;
+    const proxy = await e.proxy;
+    let released = false;
+    return {
+      address: proxy.address,
+      socketPath: e.socketPath,
+      release: () => {
+        if (released) return;
+        released = true;
+        if (--e.refs > 0) return;
+        e.idle = setTimeout(() => {
+          if (e.refs > 0) return;
+          this.proxies.delete(ref.sessionId);
+          void proxy.close();
+        }, 30_000);
+        e.idle.unref();
+      },
+    };
+  }
+
+  private async policyFor(ref: SessionRef) {
+    const env = await this.p.collections.environments.get(ref.tenantId, ref.environmentId);
+    const n = env?.network ?? { allowlist: [], denylist: [], unrestricted: true };
+    return hostPolicy({ allowlist: n.allowlist, denylist: n.denylist, unrestricted: n.unrestricted });
+  }
+
+  async close(): Promise<void> {
+    for (const e of this.proxies.values()) {
+      if (e.idle) clearTimeout(e.idle);
+      await (await e.proxy).close().catch(() => {});
+    }
+    this.proxies.clear();
+  }
+}
+
+export interface SandboxRuntime {
+  manager: SandboxManagerService;
+  driver: SandboxDriver;
+  web: {
+    fetch(input: { url: string }, session: SessionRef): ReturnType<typeof webFetch>;
+    search(input: { query: string }, session: SessionRef): ReturnType<typeof webSearch>;
+  };
+  close(): Promise<void>;
+}
+
+/**
+ * The worker side of sandboxes: the driver chosen by config, the lifecycle manager, a proxy per
+ * session, the web tools through that proxy, and destroy requests from gateways.
+ */
+export async function createSandboxRuntime(p: Platform, log: Logger, driverOverride?: SandboxDriver): Promise<SandboxRuntime | null> {
+  const cfg = p.config.sandbox;
+  if (cfg.driver === 'none' && !driverOverride) return null;
+  const proxies = new ProxyRegistry(join(cfg.rootDir, 'px'), p, log.child({ component: 'outbound-proxy' }));
+  let driver: SandboxDriver;
+  if (driverOverride) driver = driverOverride;
+  else if (cfg.driver === 'local') {
+    const check = checkBubblewrap();
+    if (!check.ok) throw new Error(`${check.message ?? BWRAP_MISSING_MESSAGE}. Or set SANDBOX_DRIVER=none to run without sandboxes (tools that need one then answer with an error).`);
+    driver = createLocalDriver({
+      rootDir: join(cfg.rootDir, 'local'),
+      hidePaths: [p.config.dataDir],
+      proxySocket: async (spec: SandboxSpec) => {
+        const h = await proxies.acquire(spec);
+        return { path: h.socketPath, release: h.release };
+      },
+      log: log.child({ component: 'sandbox-local' }),
+    });
+  } else {
+    throw new Error('SANDBOX_DRIVER=nomad: the Nomad driver is not wired into the worker yet');
+  }
+  const manager = createSandboxManager({
+    driver,
+    objects: p.objects,
+    sleepAfterMs: cfg.sleepAfterMs,
+    resources: (s) => p.files.forSession(s.tenantId, s.sessionId),
+    specFor: async (s) => {
+      const env = await p.collections.environments.get(s.tenantId, s.environmentId);
+      return { ...s, size: 'small', env: env?.env ?? {}, proxyUrl: null };
+    },
+    log: log.child({ component: 'sandbox-manager' }),
+    onEvent: (e) => log.debug('sandbox event', { ...e }),
+  });
+  const unsubscribe = await p.coordination.pubsub.subscribe(SANDBOX_CONTROL_CHANNEL, (m: any) => {
+    if (m?.type !== 'destroy' || !m.tenantId || !m.sessionId) return;
+    if (manager.state(m.sessionId) === 'cold') return;
+    manager.destroy({ tenantId: m.tenantId, sessionId: m.sessionId, environmentId: m.environmentId }).catch((err) => log.error('sandbox destroy failed', { session_id: m.sessionId, err: String(err) }));
+  });
+  const backend: WebSearchBackend | null = cfg.webSearch;
+  return {
+    manager,
+    driver,
+    web: {
+      async fetch(input, session) {
+        const h = await proxies.acquire(session);
+        try { return await webFetch(input as Parameters<typeof webFetch>[0], { proxy: h.address }); } finally { h.release(); }
+      },
+      async search(input, session) {
+        const h = await proxies.acquire(session);
+        try { return await webSearch(input, { backend, proxy: h.address }); } finally { h.release(); }
+      },
+    },
+    async close() {
+      await unsubscribe();
+      await manager.close();
+      await driver.close();
+      await proxies.close();
+    },
+  };
+}
+
+export { searchBackendFromEnv };

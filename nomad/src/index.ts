@@ -1,0 +1,3 @@
+export * from './types.js';
+export * from './client.js';
+export * from './jobTemplate.js';

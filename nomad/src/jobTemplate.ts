@@ -1,0 +1,153 @@
+/**
+ * The sandbox job: one Nomad job per session, rendered to the JSON the jobs API takes.
+ * `nomad/templates/sandbox.hcl` is the same job in HCL, for operators to read, `nomad job plan`
+ * or run by hand; nomad/test/client.test.ts checks that the two keep the same shape.
+ *
+ * Shape: a `batch` job (a sandbox is not restarted or rescheduled: if it dies, the session's
+ * sandbox goes cold and the next turn starts a new one from the latest snapshot), one group, one
+ * task running the agent command, a dynamic host port labelled `agent` the agent listens on, and
+ * resources from the instance size. Task driver: `raw_exec` by default, where the command
+ * isolates itself (core's nomadAgentCommand wraps the agent in bubblewrap, as the local driver
+ * does; raw_exec must be enabled on the clients); `exec` (Nomad's chroot + cgroups) is
+ * selectable, but then the chroot must provide the sandbox layout (/workspace, …).
+ *
+ * CPU: Nomad's `cpu` is in MHz: a node offers cores × per-core clock (its `cpu.frequency`
+ * attribute; e.g. 8 cores at 2.5 GHz = 20 000 MHz), and a task's MHz are a share of that. So
+ * one vCPU = one core's clock: `CPU = cpus × cpuMhzPerCore` (default 2000 MHz per vCPU; set it
+ * to your nodes' clock). MHz are a weighted share, not a hard cap; `cpuMode: 'cores'` instead
+ * reserves whole cores (`cores = cpus`, an exclusive cpuset).
+ */
+import type { Job, Task } from './types.js';
+
+export interface SandboxResources {
+  cpus: number;
+  memoryMb: number;
+  diskMb: number;
+}
+
+/** The instance sizes of the spec's limits (1 vCPU/4 GB default, 2/8, 4/16; 4 GB disk); core's INSTANCE_SIZES. */
+export const SANDBOX_SIZES: Record<'small' | 'medium' | 'large', SandboxResources> = {
+  small: { cpus: 1, memoryMb: 4096, diskMb: 4096 },
+  medium: { cpus: 2, memoryMb: 8192, diskMb: 4096 },
+  large: { cpus: 4, memoryMb: 16384, diskMb: 4096 },
+};
+
+/** What a sandbox is started for (structurally core's SandboxSpec). */
+export interface SandboxJobSpec {
+  tenantId: string;
+  sessionId: string;
+  environmentId: string;
+  size: string;
+  env: Record<string, string>;
+  proxyUrl: string | null;
+}
+
+export interface JobTemplateOptions {
+  /** The agent's command and arguments; Nomad interpolates `${NOMAD_*}` in them at run time. */
+  agentCommand: string[];
+  jobId?: string;
+  namespace?: string;
+  region?: string;
+  /** Default ["*"] (every datacenter). */
+  datacenters?: string[];
+  nodePool?: string;
+  /** Default "raw_exec". */
+  driver?: 'exec' | 'raw_exec';
+  /** Unix user the task runs as (exec/raw_exec `user`). */
+  user?: string;
+  /** Default "mhz" (CPU = cpus × cpuMhzPerCore); "cores" reserves whole cores. */
+  cpuMode?: 'mhz' | 'cores';
+  /** Default 2000. */
+  cpuMhzPerCore?: number;
+  /** Size table; default SANDBOX_SIZES. */
+  sizes?: Record<string, SandboxResources>;
+  /** Sent to the agent as AGENTFLEET_AGENT_TOKEN; the client must present it. */
+  agentToken?: string;
+  /** Extra environment for the agent (the spec's env wins for the sandbox's own variables). */
+  env?: Record<string, string>;
+  /** Time between the kill signal and SIGKILL; default 10 s. */
+  killTimeoutMs?: number;
+  /** Extra job meta. */
+  meta?: Record<string, string>;
+  priority?: number;
+}
+
+export const AGENT_PORT_LABEL = 'agent';
+export const SANDBOX_GROUP = 'sandbox';
+export const SANDBOX_TASK = 'agent';
+const NS = 1_000_000;
+
+/** A job ID Nomad accepts (no spaces or slashes; ≤ 128 characters), stable per session. */
+export function sandboxJobId(sessionId: string): string {
+  return `sandbox-${sessionId.replace(/[^A-Za-z0-9_.-]/g, '-')}`.slice(0, 128);
+}
+
+export function sandboxResources(size: string, sizes: Record<string, SandboxResources> = SANDBOX_SIZES): SandboxResources {
+  const r = sizes[size];
+  if (!r) throw new Error(`unknown instance size ${JSON.stringify(size)} (expected one of ${Object.keys(sizes).join(', ')})`);
+  return r;
+}
+
+export function jobTemplate(spec: SandboxJobSpec, opts: JobTemplateOptions): Job {
+  if (opts.agentCommand.length === 0) throw new Error('agentCommand is empty');
+  const res = sandboxResources(spec.size, opts.sizes);
+  const driver = opts.driver ?? 'raw_exec';
+  const cpuMode = opts.cpuMode ?? 'mhz';
+  const meta: Record<string, string> = {
+    ...opts.meta,
+    tenant_id: spec.tenantId,
+    session_id: spec.sessionId,
+    environment_id: spec.environmentId,
+    instance_size: spec.size,
+  };
+  const env: Record<string, string> = {
+    ...opts.env,
+    ...spec.env,
+    AGENTFLEET_AGENT_LISTEN: `\${NOMAD_IP_${AGENT_PORT_LABEL}}:\${NOMAD_PORT_${AGENT_PORT_LABEL}}`,
+    AGENTFLEET_SESSION_ID: spec.sessionId,
+  };
+  if (opts.agentToken) env.AGENTFLEET_AGENT_TOKEN = opts.agentToken;
+  if (spec.proxyUrl) {
+    for (const k of ['HTTP_PROXY', 'HTTPS_PROXY', 'http_proxy', 'https_proxy']) env[k] = spec.proxyUrl;
+    env.NO_PROXY = env.no_proxy = 'localhost,127.0.0.1';
+  }
+  const [command, ...args] = opts.agentCommand;
+  const task: Task = {
+    Name: SANDBOX_TASK,
+    Driver: driver,
+    Config: { command, args },
+    Env: env,
+    Resources: {
+      ...(cpuMode === 'cores' ? { Cores: res.cpus } : { CPU: Math.round(res.cpus * (opts.cpuMhzPerCore ?? 2000)) }),
+      MemoryMB: res.memoryMb,
+    },
+    KillSignal: 'SIGTERM',
+    KillTimeout: (opts.killTimeoutMs ?? 10_000) * NS,
+    LogConfig: { MaxFiles: 2, MaxFileSizeMB: 10 },
+    Meta: null,
+  };
+  if (opts.user) task.User = opts.user;
+  const job: Job = {
+    ID: opts.jobId ?? sandboxJobId(spec.sessionId),
+    Name: opts.jobId ?? sandboxJobId(spec.sessionId),
+    Type: 'batch',
+    Priority: opts.priority ?? 50,
+    Datacenters: opts.datacenters ?? ['*'],
+    Meta: meta,
+    TaskGroups: [
+      {
+        Name: SANDBOX_GROUP,
+        Count: 1,
+        Networks: [{ Mode: 'host', DynamicPorts: [{ Label: AGENT_PORT_LABEL }] }],
+        RestartPolicy: { Attempts: 0, Mode: 'fail' },
+        ReschedulePolicy: { Attempts: 0, Unlimited: false },
+        EphemeralDisk: { SizeMB: res.diskMb, Sticky: false, Migrate: false },
+        Tasks: [task],
+      },
+    ],
+  };
+  if (opts.namespace) job.Namespace = opts.namespace;
+  if (opts.region) job.Region = opts.region;
+  if (opts.nodePool) job.NodePool = opts.nodePool;
+  return job;
+}
