@@ -8,6 +8,8 @@ export interface RunningServer {
   url: string;
   platform: Platform;
   app: FastifyInstance | null;
+  /** The worker's sandbox runtime (null on a gateway, or with SANDBOX_DRIVER=none). */
+  sandboxes: SandboxRuntime | null;
   close(): Promise<void>;
 }
 
@@ -42,6 +44,7 @@ export async function startServer(role: Role, env: Record<string, string | undef
     url,
     platform,
     app,
+    sandboxes,
     async close() {
       const step = async (name: string, f: () => Promise<unknown> | undefined) => {
         const t0 = Date.now();

@@ -208,16 +208,15 @@ export class TurnRunner {
   private async finish(tenant: string, sid: string, lease: Lease, inputTo: number, end: TurnEnd): Promise<void> {
     const s = await this.p.collections.sessions.get(tenant, sid);
     const processed = Math.max(inputTo, end.interrupted ? (s?.interrupt_seq ?? 0) : 0);
+    // Files the turn wrote under /mnt/session/outputs are durable before the turn reports idle.
+    if (this.sandbox && s && this.sandbox.state(sid) === 'active') {
+      await this.sandbox.syncOutputs({ tenantId: tenant, sessionId: sid, environmentId: s.environment_id }).catch((err) => this.log.warn('output sync failed', { session_id: sid, err: String(err) }));
+    }
     await this.append(tenant, sid, lease, [{ type: 'session.status_idle', payload: { stop_reason: end.stop_reason, stop_details: null, ...(end.interrupted ? { interrupted: true } : {}) } }], (idleSeq) => ({
       $max: { processed_seq: processed, idle_seq: idleSeq },
       $set: { recoveries: 0 },
     }));
     await this.markProcessed(tenant, sid, processed);
-    // Files the turn wrote under /mnt/session/outputs become durable outputs.
-    const s2 = s ?? (await this.p.collections.sessions.get(tenant, sid));
-    if (this.sandbox && s2 && this.sandbox.state(sid) === 'active') {
-      await this.sandbox.syncOutputs({ tenantId: tenant, sessionId: sid, environmentId: s2.environment_id }).catch((err) => this.log.warn('output sync failed', { session_id: sid, err: String(err) }));
-    }
     await this.p.collections.runs.deleteOne(tenant, { _id: sid });
     this.p.metrics.turnsFinished.inc({ stop_reason: String(end.stop_reason.type), interrupted: end.interrupted ? 'true' : 'false' });
   }

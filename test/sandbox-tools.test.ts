@@ -1,0 +1,102 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { toFile } from '@anthropic-ai/sdk';
+import { BETA, startPlatform, waitFor, type TestPlatform } from './harness.js';
+
+let t: TestPlatform;
+let envId: string;
+const MODEL = 'sandbox-model';
+beforeAll(async () => {
+  t = await startPlatform({ env: { SANDBOX_SLEEP_AFTER_MS: '1500' } });
+  await t.http('/v1/svc/model_cards', { method: 'POST', headers: BETA, json: { model_id: MODEL, provider: 'anthropic', model: MODEL, base_url: t.model.url, api_key: 'k' } });
+  envId = (await t.client.beta.environments.create({ name: 'sandboxed' })).id;
+});
+afterAll(async () => { await t?.close(); });
+
+const call = (name: string, input: Record<string, unknown>) => ({ steps: [{ tool_use: { name, input } }] });
+const say = (text: string) => ({ steps: [{ text }] });
+
+async function turn(sid: string, text: string) {
+  const stream = await t.client.beta.sessions.events.stream(sid);
+  await t.client.beta.sessions.events.send(sid, { events: [{ type: 'user.message', content: [{ type: 'text', text }] }] });
+  const seen: any[] = [];
+  for await (const ev of stream) { seen.push(ev); if (ev.type === 'session.status_idle') break; }
+  const results = seen.filter((e) => e.type === 'agent.tool_result').map((e) => ({ text: e.content[0].text as string, is_error: e.is_error as boolean }));
+  return { seen, results };
+}
+
+describe('sandboxes and the built-in toolset, through the SDK', () => {
+  let sid: string;
+  let fileId: string;
+
+  it('runs bash, write, read, edit, glob and grep in the session sandbox with real results; files are mounted; outputs are durable', async () => {
+    const agent = await t.client.beta.agents.create({ name: 'tools', model: MODEL, tools: [{ type: 'agent_toolset_20260401' }] });
+    sid = (await t.client.beta.sessions.create({ agent: agent.id, environment_id: envId })).id;
+    const uploaded = await t.client.beta.files.upload({ file: await toFile(Buffer.from('uploaded content\n'), 'notes.txt'), session_id: sid } as any);
+    fileId = uploaded.id;
+    t.model.script(MODEL,
+      call('bash', { command: 'mkdir -p /workspace/src && echo hello > /workspace/src/a.txt && cat /workspace/src/a.txt' }),
+      call('write', { file_path: '/workspace/src/b.py', content: 'print(1)\nprint(2)\n' }),
+      call('read', { file_path: '/workspace/src/b.py' }),
+      call('edit', { file_path: '/workspace/src/b.py', old_string: 'print(2)', new_string: 'print(3)' }),
+      call('glob', { pattern: '**/*.py', path: '/workspace' }),
+      call('grep', { pattern: 'print\\(3\\)', path: '/workspace' }),
+      call('bash', { command: `cat /home/user/files/${fileId}/notes.txt && mkdir -p /mnt/session/outputs && printf 'report body' > /mnt/session/outputs/report.txt` }),
+      call('edit', { file_path: '/workspace/src/b.py', old_string: 'absent', new_string: 'x' }),
+      say('all done'));
+    const { results, seen } = await turn(sid, 'use the tools');
+    expect(results.map((r) => r.is_error)).toEqual([false, false, false, false, false, false, false, true]);
+    expect(results[0]!.text).toMatch(/^hello\n/);
+    expect(results[1]!.text).toMatch(/wrote 18 bytes/);
+    expect(results[2]!.text).toMatch(/1\tprint\(1\)\n\s+2\tprint\(2\)/);
+    expect(results[3]!.text).toMatch(/replaced 1 occurrence/);
+    expect(results[4]!.text).toBe('/workspace/src/b.py');
+    expect(results[5]!.text).toBe('/workspace/src/b.py:2:print(3)');
+    expect(results[6]!.text).toMatch(/^uploaded content\n/);
+    expect(results[7]!.text).toMatch(/absent|not found/i); // a tool error is a result, never a dead turn
+    expect(seen.at(-1).stop_reason).toEqual({ type: 'end_turn' });
+    // The output is listed and downloaded (beta header), durable after the turn.
+    const list = (await (await t.http(`/v1/sessions/${sid}/outputs`, { headers: BETA })).json()) as any;
+    expect(list.data.map((o: any) => o.filename)).toEqual(['report.txt']);
+    const body = await (await t.http(`/v1/sessions/${sid}/outputs/report.txt`, { headers: BETA })).text();
+    expect(body).toBe('report body');
+  });
+
+  it('a second session cannot see the first one\'s files or processes', async () => {
+    const agent = await t.client.beta.agents.create({ name: 'other', model: MODEL, tools: [{ type: 'agent_toolset_20260401' }] });
+    const other = (await t.client.beta.sessions.create({ agent: agent.id, environment_id: envId })).id;
+    t.model.script(MODEL,
+      call('bash', { command: 'echo "ws:[$(ls -A /workspace)]"; echo "files:[$(ls -A /home/user/files 2>/dev/null)]"; echo "procs:$(ls /proc | grep -cE "^[0-9]+$")"; test -e /workspace/src/a.txt && echo visible || echo absent' }),
+      say('looked'));
+    const { results } = await turn(other, 'look around');
+    const out = results[0]!.text;
+    expect(out).toContain('ws:[]');
+    expect(out).toContain('files:[]');
+    expect(out).toContain('\nabsent\n');
+    const processes = Number(/procs:(\d+)/.exec(out)![1]);
+    expect(processes).toBeLessThan(10); // its own agent, shell and tools only
+  });
+
+  it('sleeps after the idle timeout (snapshot), and a later turn finds /workspace restored', async () => {
+    const manager = t.server.sandboxes!.manager;
+    expect(manager.state(sid)).toBe('active');
+    await waitFor(async () => manager.state(sid) === 'cold', 15_000, 100);
+    t.model.script(MODEL, call('bash', { command: 'cat /workspace/src/a.txt /workspace/src/b.py' }), say('restored'));
+    const { results } = await turn(sid, 'are my files still there?');
+    expect(results[0]!.text).toMatch(/^hello\nprint\(1\)\nprint\(3\)\n/);
+  });
+
+  it('a sandbox killed mid-turn comes back with its last snapshot', async () => {
+    const manager = t.server.sandboxes!.manager;
+    await waitFor(async () => manager.state(sid) === 'cold', 15_000, 100); // snapshot S2 holds a.txt and b.py
+    t.model.script(MODEL,
+      // Written after the last snapshot, then the sandbox's agent is killed (a crash).
+      call('bash', { command: 'echo unsaved > /workspace/src/c.txt && kill -9 $PPID; sleep 5' }),
+      call('bash', { command: 'ls /workspace/src' }),
+      say('recovered'));
+    const { results } = await turn(sid, 'crash please');
+    expect(results[0]!.is_error).toBe(true);
+    expect(results[1]!.is_error).toBe(false);
+    expect(results[1]!.text.split('\n')).toEqual(expect.arrayContaining(['a.txt', 'b.py']));
+    expect(results[1]!.text).not.toContain('c.txt');
+  });
+});
