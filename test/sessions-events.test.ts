@@ -228,8 +228,12 @@ describe('events', () => {
       const ev = (await json(await t.http(`/v1/sessions/${s.id}/events?limit=1000`))).body.data;
       const last = ev.at(-1);
       const s2 = await t.client.beta.sessions.retrieve(s.id);
-      return last?.type === 'session.status_idle' && s2.status === 'idle' ? ev : null;
-    }, 20_000);
+      // Idle can hold between two turns: every message must have been taken by a turn first.
+      const lastMessage = Math.max(...ev.filter((e: any) => e.type === 'user.message').map((e: any) => e.seq));
+      const lastRunning = Math.max(...ev.filter((e: any) => e.type === 'session.status_running').map((e: any) => e.seq));
+      const count = ev.filter((e: any) => e.type === 'user.message').length;
+      return count === 26 && lastRunning > lastMessage && last?.type === 'session.status_idle' && s2.status === 'idle' ? ev : null;
+    }, 30_000);
     expect(events.map((e: any) => e.seq)).toEqual(events.map((_: unknown, i: number) => i + 1));
     const texts = events.filter((e: any) => e.type === 'user.message').map((e: any) => e.content[0].text).sort();
     expect(texts).toEqual(['m0', ...Array.from({ length: 25 }, (_, i) => `c${i}`)].sort());
