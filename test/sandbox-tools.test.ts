@@ -1,19 +1,33 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { toFile } from '@anthropic-ai/sdk';
 import { BETA, startPlatform, waitFor, type TestPlatform } from './harness.js';
+import { startNomadFake } from './nomad/fake.js';
 
-let t: TestPlatform;
-let envId: string;
 const MODEL = 'sandbox-model';
-beforeAll(async () => {
-  t = await startPlatform({ env: { SANDBOX_SLEEP_AFTER_MS: '1500' } });
-  await t.http('/v1/svc/model_cards', { method: 'POST', headers: BETA, json: { model_id: MODEL, provider: 'anthropic', model: MODEL, base_url: t.model.url, api_key: 'k' } });
-  envId = (await t.client.beta.environments.create({ name: 'sandboxed' })).id;
-});
-afterAll(async () => { await t?.close(); });
 
 const call = (name: string, input: Record<string, unknown>) => ({ steps: [{ tool_use: { name, input } }] });
 const say = (text: string) => ({ steps: [{ text }] });
+
+/** The same behaviour through the platform with each sandbox driver (Nomad: against the Nomad API fake). */
+describe.each(['local', 'nomad'] as const)('sandboxes and the built-in toolset, through the SDK (%s driver)', (driver) => {
+let t: TestPlatform;
+let envId: string;
+let closeFake: (() => Promise<void>) | null = null;
+beforeAll(async () => {
+  const env: Record<string, string> = { SANDBOX_SLEEP_AFTER_MS: '1500', SANDBOX_DRIVER: driver };
+  if (driver === 'nomad') {
+    const fake = await startNomadFake();
+    closeFake = fake.close;
+    env.NOMAD_ADDR = fake.address;
+  }
+  t = await startPlatform({ env });
+  await t.http('/v1/svc/model_cards', { method: 'POST', headers: BETA, json: { model_id: MODEL, provider: 'anthropic', model: MODEL, base_url: t.model.url, api_key: 'k' } });
+  envId = (await t.client.beta.environments.create({ name: 'sandboxed' })).id;
+}, 60_000);
+afterAll(async () => {
+  await t?.close();
+  await closeFake?.();
+});
 
 async function turn(sid: string, text: string) {
   const stream = await t.client.beta.sessions.events.stream(sid);
@@ -24,7 +38,7 @@ async function turn(sid: string, text: string) {
   return { seen, results };
 }
 
-describe('sandboxes and the built-in toolset, through the SDK', () => {
+describe('tools, isolation, lifecycle', () => {
   let sid: string;
   let fileId: string;
 
@@ -99,4 +113,5 @@ describe('sandboxes and the built-in toolset, through the SDK', () => {
     expect(results[1]!.text.split('\n')).toEqual(expect.arrayContaining(['a.txt', 'b.py']));
     expect(results[1]!.text).not.toContain('c.txt');
   });
+});
 });

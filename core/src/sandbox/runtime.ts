@@ -105,7 +105,20 @@ export async function createSandboxRuntime(p: Platform, log: Logger, driverOverr
       log: log.child({ component: 'sandbox-local' }),
     });
   } else {
-    throw new Error('SANDBOX_DRIVER=nomad: the Nomad driver is not wired into the worker yet');
+    // One Nomad job per session. The job runs our launcher + bubblewrap + the agent with this
+    // worker's node and scripts, so Nomad clients need the same paths (see README). Sandboxes on
+    // Nomad get no outbound proxy yet: the per-session proxies listen on this worker's unix sockets.
+    const n = p.config.sandbox.nomad!;
+    const { NomadClient } = await import('@agentfleet/nomad');
+    const { createNomadDriver } = await import('./nomad.js');
+    const { nomadAgentCommand, resolveSandboxScript } = await import('./nomadCommand.js');
+    const scriptsDir = join(cfg.rootDir, 'scripts');
+    const scripts = { launcher: await resolveSandboxScript('nomadAgent', scriptsDir), agent: await resolveSandboxScript('agent', scriptsDir) };
+    driver = createNomadDriver({
+      client: new NomadClient({ address: n.address, token: n.token ?? undefined, namespace: n.namespace ?? undefined, region: n.region ?? undefined }),
+      agentCommand: (spec) => nomadAgentCommand(spec, { node: process.execPath, launcher: scripts.launcher, agent: scripts.agent }),
+      log: log.child({ component: 'sandbox-nomad' }),
+    });
   }
   const manager = createSandboxManager({
     driver,
