@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { toFile } from '@anthropic-ai/sdk';
+import { createServer } from 'node:http';
 import { BETA, startPlatform, waitFor, type TestPlatform } from './harness.js';
 import { startNomadFake } from './nomad/fake.js';
 
@@ -16,7 +17,8 @@ let closeFake: (() => Promise<void>) | null = null;
 beforeAll(async () => {
   const env: Record<string, string> = { SANDBOX_SLEEP_AFTER_MS: '1500', SANDBOX_DRIVER: driver };
   if (driver === 'nomad') {
-    const fake = await startNomadFake();
+    // A node that fits several 1 vCPU / 4 GB sandboxes at once (this machine has 2 cores).
+    const fake = await startNomadFake({ node: { cpuMhz: 16_000, memoryMb: 65_536 } });
     closeFake = fake.close;
     env.NOMAD_ADDR = fake.address;
   }
@@ -88,6 +90,46 @@ describe('tools, isolation, lifecycle', () => {
     expect(out).toContain('\nabsent\n');
     const processes = Number(/procs:(\d+)/.exec(out)![1]);
     expect(processes).toBeLessThan(10); // its own agent, shell and tools only
+  });
+
+  it('custom tools with execution sandbox and http, and web_fetch, go through the sandbox and the session proxy', async () => {
+    const hits: Array<{ method: string; url: string; body: string }> = [];
+    const origin = createServer((req, res) => {
+      let body = '';
+      req.on('data', (d) => (body += d));
+      req.on('end', () => {
+        hits.push({ method: req.method!, url: req.url!, body });
+        res.writeHead(200, { 'content-type': req.url === '/page' ? 'text/html' : 'application/json' });
+        res.end(req.url === '/page' ? '<html><body><h1>Hello page</h1><script>x()</script></body></html>' : JSON.stringify({ weather: 'sunny' }));
+      });
+    });
+    await new Promise<void>((r) => origin.listen(0, '127.0.0.1', () => r()));
+    const port = (origin.address() as { port: number }).port;
+    try {
+      // The proxy refuses private addresses unless the environment allow-lists them.
+      const env = await t.client.beta.environments.create({ name: 'net', config: { type: 'cloud', networking: { type: 'limited', allowed_hosts: ['127.0.0.1'] } } });
+      const agent = await t.client.beta.agents.create({
+        name: 'custom', model: MODEL,
+        tools: [
+          { type: 'agent_toolset_20260401' },
+          { type: 'custom', name: 'shout', description: 'upper-cases its input', input_schema: { type: 'object', properties: { word: { type: 'string' } } }, execution: { type: 'sandbox', command: 'tr a-z A-Z' } },
+          { type: 'custom', name: 'weather', description: 'weather service', input_schema: { type: 'object', properties: { city: { type: 'string' } } }, execution: { type: 'http', endpoint: `http://127.0.0.1:${port}/weather`, method: 'POST' } },
+        ] as any,
+      });
+      const sess = (await t.client.beta.sessions.create({ agent: agent.id, environment_id: env.id })).id;
+      t.model.script(MODEL, call('shout', { word: 'hey' }), call('weather', { city: 'Oslo' }), call('web_fetch', { url: `http://127.0.0.1:${port}/page` }), call('web_fetch', { url: 'http://example.invalid/' }), say('ok'));
+      const { results } = await turn(sess, 'use custom tools');
+      expect(results[0]).toEqual({ text: '{"WORD":"HEY"}', is_error: false });
+      expect(results[1]!.is_error).toBe(false);
+      expect(results[1]!.text).toContain('{"weather":"sunny"}');
+      expect(hits.find((h) => h.url === '/weather')).toMatchObject({ method: 'POST', body: '{"city":"Oslo"}' });
+      expect(results[2]!.is_error).toBe(false);
+      expect(results[2]!.text).toContain('Hello page');
+      expect(results[2]!.text).not.toContain('x()');
+      expect(results[3]!.is_error).toBe(true); // not in the allowlist: refused by the proxy
+    } finally {
+      await new Promise<void>((r) => origin.close(() => r()));
+    }
   });
 
   it('sleeps after the idle timeout (snapshot), and a later turn finds /workspace restored', async () => {

@@ -18,6 +18,7 @@ import { httpSection } from './http.js';
 import { describeServers, dropNamespace, newNamespace, realAdapterEnv, realConfig, type RealServers } from './real.js';
 import { loadSettings, type BenchSettings } from './settings.js';
 import { storeSection } from './store.js';
+import { sandboxSection } from './sandbox.js';
 import { fmt, printSection } from './stats.js';
 import { turnsSection, type TurnFigures } from './turns.js';
 import { workersSection } from './workers.js';
@@ -38,6 +39,7 @@ const SECTIONS: Section[] = [
   { name: 'turns', platform: 'embedded', real: false, run: (p, s) => turnsSection(p!, s) },
   { name: 'events', platform: 'embedded', real: false, run: (p, s, r) => eventsSection(p!, s, r.get('turns') as TurnFigures | undefined) },
   { name: 'store', platform: null, real: false, run: (_p, s) => storeSection(s) },
+  { name: 'sandbox', platform: null, real: false, run: () => sandboxSection() },
   {
     name: 'real-turns', platform: 'real', real: true,
     run: (p, s) => turnsSection(p!, s, 'e. Turn overhead on Kafka + FerretDB + Redis (platform in-process on the real adapters, zero-latency model, SSE ?include=chunks open)'),
