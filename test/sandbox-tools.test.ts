@@ -77,6 +77,17 @@ describe('tools, isolation, lifecycle', () => {
     expect(body).toBe('report body');
   });
 
+  it('a file attached as a session resource is mounted at its mount_path', async () => {
+    const f = await t.client.beta.files.upload({ file: await toFile(Buffer.from('attached data\n'), 'input.txt') } as any);
+    const agent = await t.client.beta.agents.create({ name: 'res', model: MODEL, tools: [{ type: 'agent_toolset_20260401' }] });
+    const sess = await t.client.beta.sessions.create({ agent: agent.id, environment_id: envId, resources: [{ type: 'file', file_id: f.id, mount_path: '/workspace/data/input.txt' }] });
+    expect(sess.resources).toEqual([expect.objectContaining({ type: 'file', file_id: f.id, mount_path: '/workspace/data/input.txt' })]);
+    t.model.script(MODEL, call('bash', { command: 'cat /workspace/data/input.txt' }), say('read it'));
+    const { results } = await turn(sess.id, 'read the attachment');
+    expect(results[0]).toMatchObject({ is_error: false });
+    expect(results[0]!.text).toMatch(/^attached data\n/);
+  });
+
   it('a second session cannot see the first one\'s files or processes', async () => {
     const agent = await t.client.beta.agents.create({ name: 'other', model: MODEL, tools: [{ type: 'agent_toolset_20260401' }] });
     const other = (await t.client.beta.sessions.create({ agent: agent.id, environment_id: envId })).id;

@@ -216,7 +216,7 @@ export const Session = Obj({
   environment_id: Id('env_'),
   title: Nullable(Type.String()),
   metadata: StringMap,
-  resources: AlwaysEmpty,
+  resources: Type.Array(Obj({ id: Type.String(), type: Type.Literal('file'), file_id: Type.String(), mount_path: Type.String(), created_at: Type.String(), updated_at: Type.String() })),
   vault_ids: Type.Array(Type.String()),
   /** Passed through as the client sent it (validated only for its `type`). */
   budget: Nullable(BudgetLimit),

@@ -219,13 +219,27 @@ export class FileService {
    * The files scoped to a session, as the sandbox manager's resources callback wants them:
    * `/home/user/files/<id>/<filename>`, bytes read lazily. Expired files are left out.
    */
-  async forSession(tenant: string, sessionId: string): Promise<MountedFile[]> {
+  /** Files uploaded for the session, plus the session's file resources at their mount paths. */
+  async forSession(tenant: string, sessionId: string, attached: Array<{ file_id: string; mount_path: string }> = []): Promise<MountedFile[]> {
     const rows = await this.c.files.find(tenant, { scope_id: sessionId }, { sort: { _id: 1 } });
+    const mounts = new Map<string, string>();
+    for (const d of rows) mounts.set(`${d._id}\0${SANDBOX_FILES_ROOT}/${d._id}/${d.filename}`, d._id);
+    const byId = new Map(rows.map((d) => [d._id, d]));
+    for (const a of attached) {
+      if (!byId.has(a.file_id)) {
+        const d = await this.c.files.get(tenant, a.file_id);
+        // A declared resource that cannot be prepared fails warmup (never skipped).
+        if (!d) throw notFound('file', a.file_id);
+        byId.set(d._id, d);
+      }
+      mounts.set(`${a.file_id}\0${a.mount_path}`, a.file_id);
+    }
     const now = Date.now();
-    return rows
-      .filter((d) => !expired(d, now))
-      .map((d) => ({
-        path: `${SANDBOX_FILES_ROOT}/${d._id}/${d.filename}`,
+    return [...mounts.entries()]
+      .map(([k, id]) => ({ d: byId.get(id)!, path: k.split('\0')[1]! }))
+      .filter(({ d }) => !expired(d, now))
+      .map(({ d, path }) => ({
+        path,
         data: async () => {
           const b = await this.objects.get(d.object_key);
           if (!b) throw notFound('file content', d._id);

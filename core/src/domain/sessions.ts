@@ -24,6 +24,9 @@ export function deriveStatus(s: Pick<SessionDoc, 'terminated_at'>, hasRun: boole
  */
 export const runIsLive = (s: Pick<SessionDoc, 'idle_seq'>, run: Pick<RunDoc, 'start_seq'> | null | undefined) => !!run && run.start_seq > (s.idle_seq ?? 0);
 
+/** A file attached to a session: mounted read-only data in its sandbox at every warmup. */
+export interface SessionFileResource { id: string; type: 'file'; file_id: string; mount_path: string; created_at: string; updated_at: string }
+
 export interface InterruptSignal { type: 'interrupt'; seq: number; reason: string }
 
 export class SessionService {
@@ -56,12 +59,20 @@ export class SessionService {
     const env = await this.c.environments.get(tenant, body.environment_id);
     if (!env || env.archived_at) throw invalid('environment_id', `environment ${body.environment_id} not found`);
     // Declared resources must be materializable before anything is allocated (spec Work rule 1).
-    (body.resources ?? []).forEach((r, i) => {
-      if (r.type === 'file') throw invalid(`resources[${i}].file_id`, `file ${r.file_id} not found`);
+    const now = nowIso();
+    const resources: SessionFileResource[] = [];
+    for (const [i, r] of (body.resources ?? []).entries()) {
+      if (r.type === 'file') {
+        const file = await this.c.files.get(tenant, r.file_id);
+        if (!file) throw invalid(`resources[${i}].file_id`, `file ${r.file_id} not found`);
+        const mount = r.mount_path ?? `/home/user/files/${file._id}/${file.filename}`;
+        if (!mount.startsWith('/') || mount.split('/').includes('..')) throw invalid(`resources[${i}].mount_path`, 'must be an absolute path without ..');
+        resources.push({ id: newId('sres_'), type: 'file', file_id: file._id, mount_path: mount, created_at: now, updated_at: now });
+        continue;
+      }
       if (r.type === 'memory_store') throw invalid(`resources[${i}].memory_store_id`, `memory store ${r.memory_store_id} not found`);
       throw invalid(`resources[${i}].type`, `no materializer for ${r.type} resources in this deployment`);
-    });
-    const now = nowIso();
+    }
     const doc: Omit<SessionDoc, 'tenant_id'> = {
       _id: newId(PREFIX.session),
       agent_id: ref.id,
@@ -70,7 +81,7 @@ export class SessionService {
       environment_id: body.environment_id,
       title: body.title ?? null,
       metadata: body.metadata ?? {},
-      resources: [],
+      resources,
       vault_ids: body.vault_ids ?? [],
       budget: body.budget ?? null,
       last_seq: 0,

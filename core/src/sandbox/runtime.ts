@@ -124,7 +124,11 @@ export async function createSandboxRuntime(p: Platform, log: Logger, driverOverr
     driver,
     objects: p.objects,
     sleepAfterMs: cfg.sleepAfterMs,
-    resources: (s) => p.files.forSession(s.tenantId, s.sessionId),
+    resources: async (s) => {
+      const session = await p.collections.sessions.get(s.tenantId, s.sessionId);
+      const attached = ((session?.resources ?? []) as Array<{ type: string; file_id: string; mount_path: string }>).filter((r) => r.type === 'file');
+      return p.files.forSession(s.tenantId, s.sessionId, attached);
+    },
     specFor: async (s) => {
       const env = await p.collections.environments.get(s.tenantId, s.environmentId);
       return { ...s, size: 'small', env: env?.env ?? {}, proxyUrl: null };
