@@ -5,7 +5,7 @@ import { newId, PREFIX } from '../ids.js';
 import { DuplicateKeyError } from '../ports/store.js';
 import type { SecretBox } from '../crypto.js';
 import type { AgentDoc, Collections } from './collections.js';
-import { decodeCursor, makePage, type Page } from './pagination.js';
+import { decodeCursor, makePage, pageById, type Page } from './pagination.js';
 import type { ModelResolver } from './models.js';
 import { nowIso } from '../util.js';
 
@@ -128,9 +128,6 @@ export class AgentService {
   }
 
   async list(tenant: string, q: { limit?: number; page?: string; cursor?: string; archived?: boolean; include_archived?: boolean; 'created_at[gte]'?: string; 'created_at[lte]'?: string }): Promise<Page<Agent>> {
-    const limit = q.limit ?? 20;
-    const token = q.page ?? q.cursor;
-    const cur = token ? decodeCursor(token, q.page ? 'page' : 'cursor') : null;
     const filter: Record<string, unknown> = {};
     if (q.archived === true) filter.archived_at = { $ne: null };
     else if (!q.include_archived && q.archived !== false) filter.archived_at = null;
@@ -139,11 +136,8 @@ export class AgentService {
     if (q['created_at[gte]']) created.$gte = q['created_at[gte]'];
     if (q['created_at[lte]']) created.$lte = q['created_at[lte]'];
     if (Object.keys(created).length) filter.created_at = created;
-    const backwards = cur?.d === 'prev';
     // Newest first, like the official API.
-    if (cur) filter._id = backwards ? { $gt: cur.k } : { $lt: cur.k };
-    const rows = await this.c.agents.find(tenant, filter, { sort: { _id: backwards ? 1 : -1 }, limit: limit + 1 });
-    const page = makePage(rows, limit, (r) => r._id, (r) => r._id, { hadCursor: !!cur, backwards });
+    const page = await pageById(this.c.agents, tenant, filter, q);
     return { ...page, data: page.data.map(render) };
   }
 

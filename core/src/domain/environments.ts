@@ -2,7 +2,7 @@ import { SELF_HOSTED_FORBIDDEN_KEYS, type Environment, type EnvironmentCreate, t
 import { conflict, invalid, notFound } from '../errors.js';
 import { newId, PREFIX } from '../ids.js';
 import type { Collections, EnvironmentDoc } from './collections.js';
-import { decodeCursor, makePage, type Page } from './pagination.js';
+import { pageById, type Page } from './pagination.js';
 import { nowIso } from '../util.js';
 
 const PKG_KINDS = ['pip', 'npm', 'apt', 'cargo', 'gem', 'go'] as const;
@@ -90,15 +90,9 @@ export class EnvironmentService {
   }
 
   async list(tenant: string, q: { limit?: number; page?: string; cursor?: string; include_archived?: boolean }): Promise<Page<Environment>> {
-    const limit = q.limit ?? 20;
-    const token = q.page ?? q.cursor;
-    const cur = token ? decodeCursor(token) : null;
-    const backwards = cur?.d === 'prev';
     const filter: Record<string, unknown> = {};
     if (!q.include_archived) filter.archived_at = null;
-    if (cur) filter._id = backwards ? { $gt: cur.k } : { $lt: cur.k };
-    const rows = await this.c.environments.find(tenant, filter, { sort: { _id: backwards ? 1 : -1 }, limit: limit + 1 });
-    const page = makePage(rows, limit, (r) => r._id, (r) => r._id, { hadCursor: !!cur, backwards });
+    const page = await pageById(this.c.environments, tenant, filter, q);
     return { ...page, data: page.data.map(render) };
   }
 

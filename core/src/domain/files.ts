@@ -3,7 +3,7 @@ import { newId } from '../ids.js';
 import type { ObjectStore } from '../ports/objectStore.js';
 import { nowIso } from '../util.js';
 import type { Collections, FileDoc } from './collections.js';
-import { decodeCursor, makePage, type Page } from './pagination.js';
+import { pageById, type Page } from './pagination.js';
 
 export const FILE_ID_PREFIX = 'file_';
 /** Default upload cap (32 MiB, the gateway's JSON body limit too). */
@@ -196,14 +196,9 @@ export class FileService {
     }
     const limit = q.limit ?? 20;
     if (!Number.isInteger(limit) || limit < 1 || limit > 1000) throw invalid('limit', 'must be an integer from 1 to 1000');
-    const token = q.page ?? q.cursor;
-    const cur = token ? decodeCursor(token, q.page !== undefined ? 'page' : 'cursor') : null;
-    const backwards = cur?.d === 'prev';
     const filter: Record<string, unknown> = {};
     if (q.scope_id !== undefined) filter.scope_id = q.scope_id;
-    if (cur) filter._id = backwards ? { $gt: cur.k } : { $lt: cur.k };
-    const rows = await this.c.files.find(tenant, filter, { sort: { _id: backwards ? 1 : -1 }, limit: limit + 1 });
-    const page = makePage(rows, limit, (r) => r._id, (r) => r._id, { hadCursor: !!cur, backwards });
+    const page = await pageById(this.c.files, tenant, filter, { ...q, limit });
     return { ...page, data: page.data.map(renderFile) };
   }
 

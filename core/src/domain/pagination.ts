@@ -1,4 +1,6 @@
 import { invalid } from '../errors.js';
+import type { Filter } from '../ports/store.js';
+import type { TenantCollection } from './collections.js';
 
 /** Opaque cursors: base64url JSON of the boundary key and direction. */
 export interface Cursor { k: string | number; d: 'next' | 'prev' }
@@ -44,4 +46,26 @@ export function makePage<T>(rows: T[], limit: number, key: (t: T) => string | nu
     first_id: first ? id(first) : null,
     last_id: last ? id(last) : null,
   };
+}
+
+/**
+ * One page over a tenant collection in `_id` order (ids are time-ordered, so this is creation
+ * order), newest first by default; `page` (SDK) or `cursor` (spec) continue in either direction.
+ */
+export async function pageById<T extends { _id: string; tenant_id: string }>(
+  coll: TenantCollection<T>,
+  tenant: string,
+  filter: Filter,
+  q: { limit?: number; page?: string; cursor?: string },
+  order: 'asc' | 'desc' = 'desc',
+): Promise<Page<T>> {
+  const limit = q.limit ?? 20;
+  const token = q.page ?? q.cursor;
+  const cur = token ? decodeCursor(token, q.page !== undefined ? 'page' : 'cursor') : null;
+  const backwards = cur?.d === 'prev';
+  const descending = (order === 'desc') !== backwards;
+  const f: Filter = { ...filter };
+  if (cur) f._id = descending ? { $lt: cur.k } : { $gt: cur.k };
+  const rows = await coll.find(tenant, f, { sort: { _id: descending ? -1 : 1 }, limit: limit + 1 });
+  return makePage(rows, limit, (r) => r._id, (r) => r._id, { hadCursor: !!cur, backwards });
 }

@@ -8,7 +8,7 @@ import { normalizeModel, normalizeTools, renderSpec } from './agents.js';
 import type { Collections, EventDoc, RunDoc, SessionAgentSnapshot, SessionDoc } from './collections.js';
 import { controlChannel, type EventLog } from './eventLog.js';
 import type { ModelResolver } from './models.js';
-import { decodeCursor, makePage, type Page } from './pagination.js';
+import { pageById, type Page } from './pagination.js';
 import { nowIso } from '../util.js';
 
 /** Derived, never stored: terminated if a terminated timestamp is set; running if a run record exists; else idle. */
@@ -114,11 +114,6 @@ export class SessionService {
   }
 
   async list(tenant: string, q: Record<string, any>): Promise<Page<ReturnType<typeof renderSession>>> {
-    const limit = q.limit ?? 20;
-    const token = q.page ?? q.cursor;
-    const cur = token ? decodeCursor(token) : null;
-    const desc = (q.order ?? 'desc') === 'desc';
-    const backwards = cur?.d === 'prev';
     const filter: Record<string, unknown> = { deleted_at: null };
     if (!q.include_archived) filter.archived_at = null;
     if (q.agent_id) filter.agent_id = q.agent_id;
@@ -127,7 +122,6 @@ export class SessionService {
     for (const op of ['gt', 'gte', 'lt', 'lte']) if (q[`created_at[${op}]`]) created[`$${op}`] = q[`created_at[${op}]`];
     if (Object.keys(created).length) filter.created_at = created;
     const statuses: string[] = [...(q.statuses ?? []), ...(q.status ? [q.status] : [])];
-    const ids: Record<string, unknown> = {};
     if (statuses.length) {
       const runs = await this.c.runs.find(tenant, {});
       const docs = new Map((await this.c.sessions.find(tenant, { _id: { $in: runs.map((r) => r._id) } })).map((d) => [d._id, d]));
@@ -138,12 +132,7 @@ export class SessionService {
       if (statuses.includes('idle')) ors.push({ terminated_at: null, _id: { $nin: running } });
       filter.$or = ors.length ? ors : [{ _id: { $in: [] } }];
     }
-    // Forward in display order = descending ids when desc.
-    const goLess = desc !== backwards;
-    if (cur) ids[goLess ? '$lt' : '$gt'] = cur.k;
-    if (Object.keys(ids).length) filter._id = ids;
-    const rows = await this.c.sessions.find(tenant, filter, { sort: { _id: goLess ? -1 : 1 }, limit: limit + 1 });
-    const page = makePage(rows, limit, (r) => r._id, (r) => r._id, { hadCursor: !!cur, backwards });
+    const page = await pageById(this.c.sessions, tenant, filter, q, q.order ?? 'desc');
     const runs = new Map((await this.c.runs.find(tenant, { _id: { $in: page.data.map((s) => s._id) } })).map((r) => [r._id, r]));
     return { ...page, data: page.data.map((s) => renderSession(s, runIsLive(s, runs.get(s._id)))) };
   }
