@@ -123,8 +123,8 @@ export class ToolExecutor {
             return text(r.stdout || r.stderr || `(exit ${r.exitCode})`, r.exitCode !== 0);
           });
         case 'custom_http':
-          if (!this.deps.web) return text(`http tool ${kind.name} is not available in this deployment`, true);
-          return await this.deps.web.fetch({ url: kind.endpoint, ...({ method: kind.method, body: JSON.stringify(input) } as object) } as { url: string }, ctx.session);
+          // From the sandbox side: its only network is the session's outbound proxy (policy, log, credentials hook).
+          return await this.inSandbox(ctx, (api) => httpFromSandbox(api, kind, input));
         case 'custom_client':
           return text('client-executed tools are answered by the client', true);
         default:
@@ -139,6 +139,21 @@ export class ToolExecutor {
     if (!this.deps.sandbox) return text('no sandbox is configured in this deployment', true);
     return this.deps.sandbox.run(ctx.session, fn);
   }
+}
+
+const shellQuote = (v: string) => `'${v.replace(/'/g, `'\\''`)}'`;
+
+/** Sends the tool input as JSON with curl inside the sandbox; the response body is the result. */
+async function httpFromSandbox(api: SandboxAgentApi, kind: { name: string; endpoint: string; method: string }, input: Record<string, any>): Promise<ToolResult> {
+  const marker = '__agentfleet_http_status__';
+  // curl reads only lowercase http_proxy: the sandbox's proxy is passed explicitly, for every host.
+  const cmd = `curl -sS --max-time 30 --proxy "\${HTTP_PROXY:-\${http_proxy:-}}" --noproxy '' -X ${shellQuote(kind.method)} -H 'content-type: application/json' --data-binary @- -w ${shellQuote(`\n${marker}%{http_code}`)} ${shellQuote(kind.endpoint)}`;
+  const r = await api.exec({ command: cmd, stdin: JSON.stringify(input), timeoutMs: 35_000 });
+  const at = r.stdout.lastIndexOf(`\n${marker}`);
+  if (r.exitCode !== 0 || at < 0) return text(`http tool ${kind.name}: request to ${kind.endpoint} failed: ${(r.stderr || r.stdout).trim() || `exit ${r.exitCode}`}`, true);
+  const status = Number(r.stdout.slice(at + marker.length + 1).trim());
+  const body = r.stdout.slice(0, at);
+  return text(status >= 400 || !status ? `HTTP ${status}\n${body}` : body, status >= 400 || !status);
 }
 
 async function builtin(api: SandboxAgentApi, name: BuiltinTool, input: Record<string, any>): Promise<ToolResult> {
