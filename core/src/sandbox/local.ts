@@ -47,6 +47,21 @@ export const SANDBOX_PATHS = {
 export const SANDBOX_PROXY_LISTEN = '127.0.0.1:3128';
 export const SANDBOX_UID = 1000;
 
+/** The environment every sandbox process starts with, whatever the driver. */
+export function sandboxEnv(specEnv: Record<string, string>, proxyUrl: string | null): Record<string, string> {
+  return {
+    PATH: `/usr/local/bin:/usr/bin:/bin:/usr/local/sbin:/usr/sbin:/sbin:${dirname(SANDBOX_PATHS.node)}`,
+    HOME: SANDBOX_PATHS.home,
+    USER: 'user',
+    LOGNAME: 'user',
+    SHELL: '/bin/sh',
+    LANG: 'C.UTF-8',
+    TMPDIR: '/tmp',
+    ...specEnv,
+    ...(proxyUrl ? { HTTP_PROXY: proxyUrl, HTTPS_PROXY: proxyUrl, http_proxy: proxyUrl, https_proxy: proxyUrl, NO_PROXY: 'localhost,127.0.0.1,::1', no_proxy: 'localhost,127.0.0.1,::1' } : {}),
+  };
+}
+
 export interface LocalDriverOptions {
   /** Host directory holding one directory per running sandbox (created, mode 0700). */
   rootDir: string;
@@ -314,17 +329,7 @@ export function createLocalDriver(opts: LocalDriverOptions): LocalDriver {
 
     const proxyUrl = spec.proxyUrl ?? (proxySocket ? `http://${SANDBOX_PROXY_LISTEN}` : null);
     if (spec.proxyUrl && !proxySocket) log?.warn('sandbox has a proxyUrl but no proxy socket: it has no way out', { sessionId: spec.sessionId });
-    const env: Record<string, string> = {
-      PATH: `/usr/local/bin:/usr/bin:/bin:/usr/local/sbin:/usr/sbin:/sbin:${dirname(SANDBOX_PATHS.node)}`,
-      HOME: SANDBOX_PATHS.home,
-      USER: 'user',
-      LOGNAME: 'user',
-      SHELL: '/bin/sh',
-      LANG: 'C.UTF-8',
-      TMPDIR: '/tmp',
-      ...spec.env,
-      ...(proxyUrl ? { HTTP_PROXY: proxyUrl, HTTPS_PROXY: proxyUrl, http_proxy: proxyUrl, https_proxy: proxyUrl, NO_PROXY: 'localhost,127.0.0.1,::1', no_proxy: 'localhost,127.0.0.1,::1' } : {}),
-    };
+    const env = sandboxEnv(spec.env, proxyUrl);
     let listen = SANDBOX_PROXY_LISTEN;
     if (proxyUrl) {
       try {

@@ -15,7 +15,7 @@ import * as fsp from 'node:fs/promises';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { SandboxSpec } from '../ports/sandbox.js';
-import { extraBindArgs, HOST_CODE_ROOT, NAMESPACE_ARGS, SANDBOX_PATHS, SANDBOX_PROXY_LISTEN, SANDBOX_UID, systemBindArgs } from './local.js';
+import { extraBindArgs, HOST_CODE_ROOT, NAMESPACE_ARGS, SANDBOX_PATHS, SANDBOX_PROXY_LISTEN, SANDBOX_UID, systemBindArgs, sandboxEnv } from './local.js';
 
 export interface NomadAgentCommandOptions {
   /** node on the Nomad client. */
@@ -66,17 +66,7 @@ export function nomadAgentCommand(spec: SandboxSpec, o: NomadAgentCommandOptions
   for (const d of Object.values(dirs)) launcherArgs.push('--mkdir', d);
   for (const [name, content] of Object.entries(systemFiles())) launcherArgs.push('--file', `${systemDir}/${name}=${Buffer.from(content).toString('base64')}`);
   if (proxy) launcherArgs.push('--proxy-forward', `${proxySocket}=${proxy.target}`);
-  const env: Record<string, string> = {
-    PATH: `/usr/local/bin:/usr/bin:/bin:/usr/local/sbin:/usr/sbin:/sbin:${dirname(SANDBOX_PATHS.node)}`,
-    HOME: SANDBOX_PATHS.home,
-    USER: 'user',
-    LOGNAME: 'user',
-    SHELL: '/bin/sh',
-    LANG: 'C.UTF-8',
-    TMPDIR: '/tmp',
-    ...spec.env,
-    ...(proxy ? { HTTP_PROXY: proxy.url, HTTPS_PROXY: proxy.url, http_proxy: proxy.url, https_proxy: proxy.url, NO_PROXY: 'localhost,127.0.0.1,::1', no_proxy: 'localhost,127.0.0.1,::1' } : {}),
-  };
+  const env = sandboxEnv(spec.env, proxy ? proxy.url : null);
   // the same bwrap options as the local driver's, handed to bwrap through a pipe by the launcher
   const bwrapOptions = [
     ...NAMESPACE_ARGS,
