@@ -33,9 +33,8 @@ try {
   process.on('SIGTERM', () => void stop('SIGTERM'));
   process.on('SIGINT', () => void stop('SIGINT'));
 } catch (err) {
-  if (err instanceof ConfigError) {
-    process.stderr.write(`${err.message}\n`);
-    process.exit(1);
-  }
-  throw err;
+  // Start-up failures (configuration, a missing sandbox runtime, an unreachable server) are
+  // reported as one clear message, not a stack trace.
+  process.stderr.write(`agentfleet: ${err instanceof ConfigError ? err.message : (err as Error)?.message ?? String(err)}\n`);
+  process.exit(1);
 }
