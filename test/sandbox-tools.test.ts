@@ -151,8 +151,10 @@ describe('tools, isolation, lifecycle', () => {
 
   it('sleeps after the idle timeout (snapshot), and a later turn finds /workspace restored', async () => {
     const manager = t.server.sandboxes!.manager;
-    expect(manager.state(sid)).toBe('active');
+    // The first test's turn left it active; idle for SANDBOX_SLEEP_AFTER_MS (1.5 s) it snapshots and stops.
     await waitFor(async () => manager.state(sid) === 'cold', 15_000, 100);
+    const snapshot = await manager.latestSnapshot({ tenantId: 'tnt_default', sessionId: sid, environmentId: envId });
+    expect(snapshot?.reason).toBe('idle');
     t.model.script(MODEL, call('bash', { command: 'cat /workspace/src/a.txt /workspace/src/b.py' }), say('restored'));
     const { results } = await turn(sid, 'are my files still there?');
     expect(results[0]!.text).toMatch(/^hello\nprint\(1\)\nprint\(3\)\n/);
