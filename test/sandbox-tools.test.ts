@@ -174,5 +174,16 @@ describe('tools, isolation, lifecycle', () => {
     expect(results[1]!.text.split('\n')).toEqual(expect.arrayContaining(['a.txt', 'b.py']));
     expect(results[1]!.text).not.toContain('c.txt');
   });
+
+  it('deleting the session takes an eager snapshot, then destroys its sandbox', async () => {
+    const manager = t.server.sandboxes!.manager;
+    t.model.script(MODEL, call('bash', { command: 'echo last > /workspace/last.txt' }), say('wrote'));
+    await turn(sid, 'one more');
+    expect(manager.state(sid)).toBe('active');
+    await t.client.beta.sessions.delete(sid);
+    await waitFor(async () => manager.state(sid) === 'cold', 15_000, 50);
+    const snapshot = await manager.latestSnapshot({ tenantId: 'tnt_default', sessionId: sid, environmentId: envId });
+    expect(snapshot?.reason).toBe('destroy');
+  });
 });
 });

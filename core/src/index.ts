@@ -27,7 +27,7 @@ export * from './log.js';
 export * from './metrics.js';
 export * from './ports/sandbox.js';
 export * from './ports/objectStore.js';
-export { createSandboxRuntime, SANDBOX_CONTROL_CHANNEL, type SandboxRuntime } from './sandbox/runtime.js';
+export { createSandboxRuntime, type SandboxRuntime } from './sandbox/runtime.js';
 export { createLocalDriver, checkBubblewrap } from './sandbox/local.js';
 export { createSandboxManager, type SandboxManagerService } from './sandbox/manager.js';
 export { createDirectoryObjectStore } from './adapters/embedded/objectStore.js';

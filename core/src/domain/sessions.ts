@@ -3,6 +3,7 @@ import { ApiError, invalid, notFound } from '../errors.js';
 import { newId, PREFIX } from '../ids.js';
 import type { CommandBus } from '../ports/bus.js';
 import type { PubSub } from '../ports/coordination.js';
+import { SANDBOX_CONTROL_CHANNEL } from '../ports/sandbox.js';
 import type { AgentService } from './agents.js';
 import { normalizeModel, normalizeTools, renderSpec } from './agents.js';
 import type { Collections, EventDoc, RunDoc, SessionAgentSnapshot, SessionDoc } from './collections.js';
@@ -226,7 +227,7 @@ export class SessionService {
       await this.pubsub.publish(controlChannel(id), { type: 'interrupt', seq: 0, reason: 'terminated' } satisfies InterruptSignal);
     }
     // Whichever worker holds the sandbox takes an eager snapshot, then destroys it.
-    await this.pubsub.publish('sandbox-control', { type: 'destroy', tenantId: tenant, sessionId: id, environmentId: s.environment_id });
+    await this.pubsub.publish(SANDBOX_CONTROL_CHANNEL, { type: 'destroy', tenantId: tenant, sessionId: id, environmentId: s.environment_id });
     await this.c.sessions.updateOne(tenant, { _id: id }, { $set: { deleted_at: now, updated_at: now } });
     await this.c.runs.deleteMany(tenant, { _id: id });
     await this.c.events.deleteMany(tenant, { session_id: id });

@@ -86,6 +86,9 @@ export interface SandboxDriver {
   close(): Promise<void>;
 }
 
+/** Pub/sub channel on which gateways ask whichever worker holds a session's sandbox to destroy it. */
+export const SANDBOX_CONTROL_CHANNEL = 'sandbox-control';
+
 export interface SessionRef {
   tenantId: string;
   sessionId: string;

@@ -3,13 +3,12 @@ import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Logger } from '../log.js';
 import type { Platform } from '../platform.js';
-import type { SandboxDriver, SandboxSpec, SessionRef } from '../ports/sandbox.js';
+import { SANDBOX_CONTROL_CHANNEL, type SandboxDriver, type SandboxSpec, type SessionRef } from '../ports/sandbox.js';
 import { createOutboundProxy, hostPolicy, type OutboundProxy } from './proxy.js';
 import { checkBubblewrap, createLocalDriver, BWRAP_MISSING_MESSAGE } from './local.js';
 import { createSandboxManager, type SandboxManagerService } from './manager.js';
 import { searchBackendFromEnv, webFetch, webSearch, type WebSearchBackend } from '../tools/web.js';
 
-export const SANDBOX_CONTROL_CHANNEL = 'sandbox-control';
 
 /** One outbound proxy per session, on a unix socket, alive while something holds it. */
 class ProxyRegistry {
