@@ -1,4 +1,4 @@
-import type { FastifyReply, FastifyRequest } from 'fastify';
+import type { FastifyRequest } from 'fastify';
 import { BETA_VERSION, compileBody, compileQuery, type ErrorBody } from '@agentfleet/schemas';
 import { ApiError, type Principal } from '@agentfleet/core';
 import type { TSchema, Static } from '@sinclair/typebox';
@@ -61,5 +61,3 @@ export function parseQuery(qs: string): Record<string, unknown> {
   }
   return out;
 }
-
-export const noContent = (reply: FastifyReply) => reply.code(204).send();

@@ -17,6 +17,7 @@
  * to your nodes' clock). MHz are a weighted share, not a hard cap; `cpuMode: 'cores'` instead
  * reserves whole cores (`cores = cpus`, an exclusive cpuset).
  */
+import { INSTANCE_SIZES, type InstanceSize } from '@agentfleet/schemas';
 import type { Job, Task } from './types.js';
 
 export interface SandboxResources {
@@ -25,12 +26,8 @@ export interface SandboxResources {
   diskMb: number;
 }
 
-/** The instance sizes of the spec's limits (1 vCPU/4 GB default, 2/8, 4/16; 4 GB disk); core's INSTANCE_SIZES. */
-export const SANDBOX_SIZES: Record<'small' | 'medium' | 'large', SandboxResources> = {
-  small: { cpus: 1, memoryMb: 4096, diskMb: 4096 },
-  medium: { cpus: 2, memoryMb: 8192, diskMb: 4096 },
-  large: { cpus: 4, memoryMb: 16384, diskMb: 4096 },
-};
+/** The instance sizes of the spec's limits, defined once in the contracts package. */
+export const SANDBOX_SIZES: Record<InstanceSize, SandboxResources> = INSTANCE_SIZES;
 
 /** What a sandbox is started for (structurally core's SandboxSpec). */
 export interface SandboxJobSpec {

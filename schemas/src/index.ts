@@ -9,3 +9,4 @@ export * from './resources.js';
 export * from './commands.js';
 export * from './validate.js';
 export * from './graphql.js';
+export * from './limits.js';

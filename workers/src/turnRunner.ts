@@ -277,7 +277,7 @@ export class TurnRunner {
           signal,
         });
         const t0 = performance.now();
-        const r = await this.consume(tenant, sid, lease, stream, signal, s.agent.tools as any[]);
+        const r = await this.consume(sid, stream, signal, s.agent.tools as any[]);
         this.p.metrics.modelDuration.observe((performance.now() - t0) / 1000, { protocol: resolved.protocol });
         this.p.metrics.modelRequests.inc({ protocol: resolved.protocol, outcome: 'ok' });
         await this.append(tenant, sid, lease, [...r.drafts, spanEnd(start!._id, false, r.usage, r.stop, s.agent.model.speed)], {
@@ -300,7 +300,7 @@ export class TurnRunner {
   }
 
   /** Streams chunks live and collects the canonical events of one model response. */
-  private async consume(_tenant: string, sid: string, _lease: Lease, stream: AsyncIterable<ModelStreamEvent>, signal: AbortSignal, tools: any[]) {
+  private async consume(sid: string, stream: AsyncIterable<ModelStreamEvent>, signal: AbortSignal, tools: any[]) {
     const drafts: EventDraft[] = [];
     const toolUses: Array<{ id: string; name: string; input: Record<string, any> }> = [];
     const toolIds = new Map<string, string>();

@@ -3,7 +3,7 @@ import { ApiError, notFound, StaleLeaseError } from '../errors.js';
 import { newId, PREFIX } from '../ids.js';
 import type { PubSub } from '../ports/coordination.js';
 import { DuplicateKeyError, type Update } from '../ports/store.js';
-import type { Collections, EventDoc, SessionDoc } from './collections.js';
+import type { Collections, EventDoc } from './collections.js';
 import { nowIso } from '../util.js';
 import type { PlatformMetrics } from '../metrics.js';
 
@@ -60,13 +60,13 @@ export class EventLog {
         if (!(err instanceof DuplicateKeyError) || err.index === '_id_') throw err;
         // Lost the race for a seq (or the head is behind after a crash): repair and go again.
         batch = docs.slice(0, err.insertedCount);
-        await this.advanceHead(tenant, sessionId, s, batch, opts, firstSeq);
+        await this.advanceHead(tenant, sessionId, batch, opts, firstSeq);
         written.push(...batch);
         pending = pending.slice(batch.length);
         await this.repairHead(tenant, sessionId);
         continue;
       }
-      await this.advanceHead(tenant, sessionId, s, batch, opts, firstSeq);
+      await this.advanceHead(tenant, sessionId, batch, opts, firstSeq);
       written.push(...batch);
       pending = [];
     }
@@ -75,7 +75,7 @@ export class EventLog {
     return written;
   }
 
-  private async advanceHead(tenant: string, sessionId: string, _s: SessionDoc, batch: EventDoc[], opts: AppendOptions, firstSeq: number) {
+  private async advanceHead(tenant: string, sessionId: string, batch: EventDoc[], opts: AppendOptions, firstSeq: number) {
     if (!batch.length) return;
     const last = batch[batch.length - 1]!.seq;
     const extra = opts.sessionUpdate?.(last, firstSeq) ?? {};

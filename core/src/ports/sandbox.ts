@@ -49,13 +49,8 @@ export interface SandboxAgentApi {
   list(dir: string): Promise<Array<{ name: string; size: number; isDirectory: boolean }>>;
 }
 
-export type InstanceSize = 'small' | 'medium' | 'large';
-/** Spec Limits: 1 vCPU/4 GB (default), 2/8, 4/16; 4 GB disk. */
-export const INSTANCE_SIZES: Record<InstanceSize, { cpus: number; memoryMb: number; diskMb: number }> = {
-  small: { cpus: 1, memoryMb: 4096, diskMb: 4096 },
-  medium: { cpus: 2, memoryMb: 8192, diskMb: 4096 },
-  large: { cpus: 4, memoryMb: 16384, diskMb: 4096 },
-};
+import type { InstanceSize } from '@agentfleet/schemas';
+export { INSTANCE_SIZES, type InstanceSize } from '@agentfleet/schemas';
 
 export interface SandboxSpec {
   tenantId: string;
