@@ -22,7 +22,8 @@ repo_root="$(cd "$here/../.." && pwd)"
 pom="$here/kafka/pom.xml"
 infra="${AGENTFLEET_INFRA_DIR:-$HOME/.cache/agentfleet/infra}"
 version="$(sed -n 's:.*<kafka.version>\(.*\)</kafka.version>.*:\1:p' "$pom" | head -n 1)"
-dist="$infra/kafka-$version"
+# The jars are shared by every server set (main, faults): one download, under the cache root.
+dist="${AGENTFLEET_KAFKA_DIST:-$HOME/.cache/agentfleet/kafka-$version}"
 libs="$dist/libs"
 state="$infra/kafka"
 props="$state/server.properties"
@@ -238,9 +239,10 @@ status() {
 }
 
 case "${1:-}" in
+  fetch) ensure_jars ;;
   up) start ;;
   down) stop ;;
   restart) stop; start ;;
   status) status ;;
-  *) echo "usage: $0 up|down|restart|status" >&2; exit 2 ;;
+  *) echo "usage: $0 fetch|up|down|restart|status" >&2; exit 2 ;;
 esac

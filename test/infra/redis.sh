@@ -124,6 +124,9 @@ stop() {
 }
 
 case "${1:-}" in
+  install)
+    install_redis
+    ;;
   up)
     install_redis
     if pid_alive && pings; then write_env; log "already up on 127.0.0.1:$(port)"; exit 0; fi
@@ -150,6 +153,6 @@ case "${1:-}" in
     echo "down"; exit 1
     ;;
   *)
-    echo "usage: $0 up|down|restart|status" >&2; exit 2
+    echo "usage: $0 install|up|down|restart|status" >&2; exit 2
     ;;
 esac

@@ -14,7 +14,10 @@ dir="${AGENTFLEET_INFRA_DIR:-$HOME/.cache/agentfleet/infra}"
 faults="$dir/faults"
 mkdir -p "$dir" "$faults"
 
-# Build/download once, before the parallel starts (two sets would otherwise race on the caches).
+# Install, download and build once, before the parallel starts: two sets would otherwise race
+# on dpkg's lock (apt-get install redis-server) and on the caches (Kafka jars, FerretDB build).
+bash "$here/redis.sh" install > "$dir/redis.install.log" 2>&1 || { tail -n 40 "$dir/redis.install.log"; exit 1; }
+bash "$here/kafka.sh" fetch > "$dir/kafka.fetch.log" 2>&1 || { tail -n 40 "$dir/kafka.fetch.log"; exit 1; }
 bash "$here/ferretdb.sh" build > "$dir/ferretdb.build.log" 2>&1 || { tail -n 40 "$dir/ferretdb.build.log"; exit 1; }
 
 pids=(); names=()
