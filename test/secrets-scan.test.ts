@@ -1,0 +1,294 @@
+/**
+ * Secrets scan (issue 7, item 6): the platform runs as a real child process (LOG_LEVEL=debug,
+ * stdout and stderr captured) with known, distinctive secrets — the operator key, the root
+ * secret, the vendor fallback key, a model card key and custom header value, an MCP server
+ * authorization_token, and the tenant key the platform hands out — through a whole lifecycle:
+ * tenant, model card (create, rotate), agent (create, update, session override, a refused body
+ * carrying the token), environment, file upload, a session whose sandbox (bubblewrap) prints
+ * `env`, every /proc/<pid>/environ and /proc/<pid>/cmdline, idles, is snapshotted and restored
+ * for a second turn, a vendor-key session, event lists, SSE streams (live and replayed), every
+ * read and GraphQL query of the same resources, /metrics.
+ *
+ * Then every secret, in clear and in its URL/base64 forms, is searched in: every HTTP response
+ * (status line, headers, body) the test received, every event (listed and streamed), every log
+ * line of the process, and every file under DATA_DIR (binary-safe; gzip members such as
+ * sandbox snapshots searched decompressed too). The only allowed appearance is the tenant key
+ * in the one response that creates it. A failure names the secret and the place, never the value.
+ *
+ * Positive controls keep the scan from passing vacuously: a canary the sandbox prints must be
+ * found in the recorded responses, the events, a plain data-dir file and a snapshot's gzip
+ * member; the tenant key must be found in its creation response; the model provider must have
+ * received the card key, the custom header and the vendor key (so those secrets were in use).
+ */
+import { randomBytes } from 'node:crypto';
+import { existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import type { ChildProcess } from 'node:child_process';
+import Anthropic, { toFile } from '@anthropic-ai/sdk';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startScriptedModelServer, type ScriptedModelServer } from './fixtures/scriptedModel.js';
+import { BETA, readSse, waitFor } from './harness.js';
+import { freePort, kill9, startProcess } from './process.js';
+import { describeFindings, findSecrets, readTree, recordingFetch, type Finding, type Secret } from './secretsScan.js';
+
+const rand = () => randomBytes(12).toString('hex');
+const OPERATOR_KEY = `scan-operator-key-${rand()}`;
+const ROOT_SECRET = `scan-root-secret-${rand()}${rand()}`;
+const VENDOR_KEY = `sk-ant-scan-vendor-${rand()}`;
+const CARD_KEY = `sk-scan-card-key-${rand()}`;
+const CARD_HEADER = `scan-custom-header-${rand()}`;
+const CARD_HEADER_ROTATED = `scan-custom-header-rotated-${rand()}`;
+const MCP_TOKEN = `scan-mcp-token-${rand()}`;
+const CANARY = `scan-canary-${rand()}`;
+const TENANT_CREATE = 'POST /v1/svc/tenants';
+
+const MODEL = 'scan-model';
+const VENDOR_MODEL = 'claude-scan-vendor';
+
+/** Everything the sandbox can see of processes: its env, every environ and cmdline in its PID namespace. */
+const DUMP = [
+  `echo ${CANARY} > /workspace/canary.txt`,
+  'mkdir -p /mnt/session/outputs',
+  '{ echo "== env"; env; for f in /proc/[0-9]*/environ; do echo "== $f"; tr "\\0" "\\n" < "$f"; echo; done;' +
+    ' for f in /proc/[0-9]*/cmdline; do echo "== $f"; tr "\\0" "\\n" < "$f"; echo; done; } 2>&1 | tee /mnt/session/outputs/env-dump.txt',
+  `echo ${CANARY}`,
+].join('; ');
+const DUMP_AGAIN = 'cat /workspace/canary.txt; for f in /proc/[0-9]*/environ /proc/[0-9]*/cmdline; do echo "== $f"; tr "\\0" "\\n" < "$f"; echo; done; env';
+
+const call = (name: string, input: Record<string, unknown>) => ({ steps: [{ tool_use: { name, input } }] });
+const say = (text: string) => ({ steps: [{ text }] });
+
+let model: ScriptedModelServer;
+let dataDir: string;
+let child: ChildProcess;
+let logs: () => string;
+let baseUrl: string;
+let tenantKey: string;
+const rec = recordingFetch();
+/** Events as the client saw them: `where` → event objects. */
+const events: Array<{ where: string; event: any }> = [];
+let secrets: Secret[];
+
+const client = (apiKey: string) => new Anthropic({ apiKey, baseURL: baseUrl, maxRetries: 0, timeout: 60_000, fetch: rec.fetch });
+const http = (path: string, init: RequestInit & { key?: string; json?: unknown } = {}) => {
+  const headers = new Headers(init.headers);
+  headers.set('x-api-key', init.key ?? tenantKey);
+  let body = init.body;
+  if (init.json !== undefined) { headers.set('content-type', 'application/json'); body = JSON.stringify(init.json); }
+  return rec.fetch(`${baseUrl}${path}`, { ...init, headers, body });
+};
+const json = async (res: Response) => {
+  const text = await res.text();
+  if (res.status >= 300) throw new Error(`HTTP ${res.status}: ${text}`);
+  return JSON.parse(text);
+};
+
+beforeAll(async () => {
+  model = await startScriptedModelServer();
+  dataDir = mkdtempSync(join(tmpdir(), 'agentfleet-secrets-'));
+  const port = await freePort();
+  const modelPort = new URL(model.url).port;
+  const started = await startProcess('all', {
+    PORT: String(port),
+    HOST: '127.0.0.1',
+    DATA_DIR: dataDir,
+    API_KEY: OPERATOR_KEY,
+    PLATFORM_ROOT_SECRET: ROOT_SECRET,
+    ANTHROPIC_API_KEY: VENDOR_KEY,
+    ANTHROPIC_BASE_URL: model.url,
+    EGRESS_ALLOW_PRIVATE_HOSTS: `127.0.0.1:${modelPort}`,
+    LOG_LEVEL: 'debug',
+    SANDBOX_DRIVER: 'local',
+    SANDBOX_SLEEP_AFTER_MS: '1500',
+    RECOVERY_SCAN_MS: '500',
+    SHUTDOWN_GRACE_MS: '2000',
+  });
+  child = started.child;
+  logs = started.output;
+  baseUrl = `http://127.0.0.1:${port}`;
+}, 60_000);
+
+afterAll(async () => {
+  if (child) await kill9(child);
+  await model?.close();
+  if (dataDir) rmSync(dataDir, { recursive: true, force: true });
+});
+
+describe('no secret appears in clear in any response, event, log line or data-dir file', () => {
+  it('runs the whole lifecycle, including a sandbox that prints its env, /proc/*/environ and /proc/*/cmdline', async () => {
+    // Tenant and its key (shown once, in this response only).
+    const tenant = await json(await http('/v1/svc/tenants', { method: 'POST', key: OPERATOR_KEY, headers: BETA, json: { name: 'scan' } }));
+    tenantKey = tenant.api_key;
+    expect(tenantKey).toMatch(/\S{16,}/);
+    secrets = [
+      { name: 'operator API_KEY', value: OPERATOR_KEY },
+      { name: 'PLATFORM_ROOT_SECRET', value: ROOT_SECRET },
+      { name: 'ANTHROPIC_API_KEY (vendor)', value: VENDOR_KEY },
+      { name: 'model card api_key', value: CARD_KEY },
+      { name: 'model card custom header value', value: CARD_HEADER },
+      { name: 'model card custom header value (rotated)', value: CARD_HEADER_ROTATED },
+      { name: 'MCP server authorization_token', value: MCP_TOKEN },
+      { name: 'tenant API key', value: tenantKey, allowedIn: (where) => where.startsWith(`response ${TENANT_CREATE} `) },
+    ];
+    const sdk = client(tenantKey);
+
+    // Model card with a key and a custom header; rotating the header; listing.
+    const card = await json(await http('/v1/svc/model_cards', {
+      method: 'POST', headers: BETA,
+      json: { model_id: MODEL, provider: 'anthropic', model: MODEL, base_url: model.url, api_key: CARD_KEY, custom_headers: { 'x-scan-header': CARD_HEADER } },
+    }));
+    await json(await http(`/v1/svc/model_cards/${card.id}`, { method: 'POST', headers: BETA, json: { custom_headers: { 'x-scan-header': CARD_HEADER_ROTATED } } }));
+    await json(await http(`/v1/svc/model_cards/${card.id}`, { method: 'POST', headers: BETA, json: { custom_headers: { 'x-scan-header': CARD_HEADER } } }));
+    await json(await http('/v1/svc/model_cards', { headers: BETA }));
+    await json(await http('/v1/models'));
+    await json(await http(`/v1/models/${MODEL}`));
+
+    // Environment, agents with an MCP server carrying an inline token (create, update), a refused body carrying it.
+    const env = await sdk.beta.environments.create({ name: 'scan-env' });
+    const mcp = [{ name: 'scan-mcp', type: 'url', url: 'https://mcp.example.com/sse', authorization_token: MCP_TOKEN }];
+    const agent = await sdk.beta.agents.create({ name: 'scan-agent', model: MODEL, tools: [{ type: 'agent_toolset_20260401' }], mcp_servers: mcp } as any);
+    expect(agent.mcp_servers).toEqual([expect.objectContaining({ name: 'scan-mcp', type: 'url', url: 'https://mcp.example.com/sse' })]);
+    expect((agent.mcp_servers[0] as any).has_authorization_token).toBe(true);
+    await sdk.beta.agents.update(agent.id, { version: agent.version, description: 'v2', mcp_servers: [{ ...mcp[0], name: 'scan-mcp-2' }] } as any);
+    const refused = await http('/v1/agents', { method: 'POST', json: { name: 'bad', model: MODEL, mcp_servers: [{ name: 'bad', type: 'url', url: 'not a url', authorization_token: MCP_TOKEN }] } });
+    expect(refused.status).toBe(400);
+    await refused.text();
+    const vendorAgent = await sdk.beta.agents.create({ name: 'scan-vendor', model: VENDOR_MODEL });
+
+    // A file, a session (with an MCP override carrying the token), and an API key listing.
+    const session = await sdk.beta.sessions.create({ agent: { type: 'agent_with_overrides', id: agent.id, mcp_servers: mcp }, environment_id: env.id } as any);
+    const sid = session.id;
+    await sdk.beta.files.upload({ file: await toFile(Buffer.from('scan file\n'), 'scan.txt'), session_id: sid } as any);
+    await json(await http('/v1/svc/api_keys', { headers: BETA }));
+
+    // Turn 1: the sandbox dumps everything it can see of its processes.
+    model.script(MODEL, call('bash', { command: DUMP }), say('dumped'));
+    const first = await turn(sdk, sid, 'dump the environment', 'turn 1');
+    const dump = first.find((e) => e.type === 'agent.tool_result');
+    expect(dump?.is_error).toBe(false);
+    const dumpText: string = dump.content.map((c: any) => c.text ?? '').join('');
+    expect(dumpText).toContain('== env');
+    expect(dumpText).toMatch(/== \/proc\/1\/environ/);
+    expect(dumpText).toMatch(/== \/proc\/1\/cmdline/);
+    expect(dumpText).toContain(CANARY);
+
+    // Idle: the sandbox is snapshotted (its /workspace holds the canary) and stopped.
+    await waitFor(async () => readTree(join(dataDir, 'objects')).some((f) => f.path.includes('snapshots') && f.path.endsWith('.tar.gz!gunzip') && f.bytes.includes(CANARY)), 30_000, 250);
+
+    // Turn 2: the sandbox is restored and dumps again.
+    model.script(MODEL, call('bash', { command: DUMP_AGAIN }), say('second done'));
+    const second = await turn(sdk, sid, 'again', 'turn 2');
+    const again = second.find((e) => e.type === 'agent.tool_result');
+    expect(again?.is_error).toBe(false);
+    expect(again.content.map((c: any) => c.text ?? '').join('')).toContain(CANARY);
+
+    // The vendor fallback key in use.
+    const vendorSession = await sdk.beta.sessions.create({ agent: vendorAgent.id, environment_id: env.id });
+    await turn(sdk, vendorSession.id, 'hello vendor', 'vendor turn');
+
+    // Every read of the same resources: REST, SDK, SSE replay, GraphQL, outputs, metrics.
+    for (const [s, turns] of [[sid, 2], [vendorSession.id, 1]] as const) {
+      const page = await sdk.beta.sessions.events.list(s, { limit: 1000 } as any);
+      for (const e of page.data) events.push({ where: `event seq ${(e as any).seq} ${e.type} of ${s} (list)`, event: e });
+      let idles = 0;
+      const replay = await readSse(await http(`/v1/sessions/${s}/events/stream?replay=1`), (f) => f.event === 'session.status_idle' && ++idles === turns, 30_000);
+      for (const f of replay) events.push({ where: `event ${f.event} id ${f.id} of ${s} (SSE replay)`, event: f.data });
+      await sdk.beta.sessions.retrieve(s);
+    }
+    await json(await http(`/v1/sessions/${sid}/log`, { headers: BETA }));
+    await sdk.beta.sessions.list();
+    await sdk.beta.agents.retrieve(agent.id);
+    await sdk.beta.agents.retrieve(agent.id, { version: 1 });
+    await sdk.beta.agents.list();
+    await sdk.beta.agents.versions.list(agent.id);
+    await sdk.beta.environments.retrieve(env.id);
+    await sdk.beta.environments.list();
+    await sdk.beta.files.list();
+    const outputs = await json(await http(`/v1/sessions/${sid}/outputs`, { headers: BETA }));
+    expect(outputs.data.map((o: any) => o.filename)).toContain('env-dump.txt');
+    for (const o of outputs.data) await (await http(`/v1/sessions/${sid}/outputs/${encodeURIComponent(o.filename)}`, { headers: BETA })).arrayBuffer();
+    for (const query of [
+      `{ agent(id: "${agent.id}") { id version mcpServers tools } }`,
+      `{ agents(limit: 10) { nodes { id mcpServers } } }`,
+      `{ agentVersions(agentId: "${agent.id}") { nodes { version mcpServers } } }`,
+      `{ environment(id: "${env.id}") { id env network config } }`,
+      `{ session(id: "${sid}") { id status resources agent { mcpServers } } }`,
+      `{ sessions(limit: 10) { nodes { id agent { mcpServers } } } }`,
+      `{ sessionEvents(sessionId: "${sid}", limit: 200) { nodes { seq type data } } }`,
+    ]) {
+      const body = await json(await http('/graphql', { method: 'POST', json: { query } }));
+      expect(body.errors).toBeUndefined();
+    }
+    await (await http('/metrics', { key: OPERATOR_KEY })).text();
+    await (await http('/metrics')).text();
+    await (await rec.fetch(`${baseUrl}/metrics`)).text();
+    await (await rec.fetch(`${baseUrl}/healthz`)).text();
+    await (await rec.fetch(`${baseUrl}/readyz`)).text();
+
+    // The secrets were in use: the provider received the card key, its header and the vendor key.
+    const cardCalls = model.requests.filter((r) => r.model === MODEL);
+    expect(cardCalls.length).toBeGreaterThan(0);
+    expect(cardCalls.every((r) => r.headers['x-api-key'] === CARD_KEY && r.headers['x-scan-header'] === CARD_HEADER)).toBe(true);
+    expect(model.requests.some((r) => r.model === VENDOR_MODEL && r.headers['x-api-key'] === VENDOR_KEY)).toBe(true);
+  }, 180_000);
+
+  it('no HTTP response (status, headers, body, SSE streams included) carries a secret', () => {
+    expect(rec.responses.length).toBeGreaterThan(40);
+    // Controls: the recording sees the tenant key where it is handed out, and the sandbox's canary.
+    const all = (r: (typeof rec.responses)[number]) => `${r.status}\n${r.headers}\n\n${r.body().toString('latin1')}`;
+    expect(rec.responses.some((r) => r.label.startsWith(TENANT_CREATE) && all(r).includes(tenantKey))).toBe(true);
+    expect(rec.responses.some((r) => r.label.includes('/events/stream') && all(r).includes(CANARY))).toBe(true);
+    const findings: Finding[] = rec.responses.flatMap((r) =>
+      findSecrets(secrets, Buffer.concat([Buffer.from(`${r.status}\n${r.headers}\n\n`), r.body()]), `response ${r.label} (HTTP ${r.status})`));
+    expect(findings, `secrets found in HTTP responses:\n${describeFindings(findings)}`).toEqual([]);
+  });
+
+  it('no event (listed, streamed live or replayed) carries a secret', () => {
+    expect(events.filter((e) => e.where.includes('(list)')).length).toBeGreaterThan(10);
+    expect(events.some((e) => e.where.includes('SSE replay'))).toBe(true);
+    expect(events.some((e) => JSON.stringify(e.event).includes(CANARY))).toBe(true);
+    const findings = events.flatMap((e) => findSecrets(secrets, JSON.stringify(e.event), e.where));
+    expect(findings, `secrets found in events:\n${describeFindings(findings)}`).toEqual([]);
+  });
+
+  it('no log line of the process (debug level, through shutdown) carries a secret', async () => {
+    // SIGTERM: the process shuts down cleanly, flushing its store and logging its shutdown.
+    await new Promise<void>((resolve) => {
+      if (child.exitCode !== null || child.signalCode !== null) return resolve();
+      child.once('exit', () => resolve());
+      child.kill('SIGTERM');
+    });
+    const lines = logs().split('\n');
+    expect(lines.some((l) => l.includes('"level":"debug"'))).toBe(true);
+    const msgOf = (line: string) => { try { return String(JSON.parse(line).msg).slice(0, 80); } catch { return line.slice(0, 80); } };
+    const findings = lines.flatMap((line, i) => findSecrets(secrets, line, `log line ${i + 1} (${msgOf(line)})`));
+    // The location quotes the start of the line: make sure that prefix itself cannot hold a secret value.
+    const safe = findings.map((f) => ({ ...f, where: secrets.reduce((w, s) => w.split(s.value).join(`<${s.name}>`), f.where) }));
+    expect(safe, `secrets found in log lines:\n${describeFindings(safe)}`).toEqual([]);
+  });
+
+  it('no file under DATA_DIR (store, objects, outputs, snapshots decompressed, sandbox dirs) carries a secret', () => {
+    expect(child.exitCode !== null || child.signalCode !== null).toBe(true);
+    expect(existsSync(dataDir)).toBe(true);
+    const files = readTree(dataDir);
+    // Controls: the sandbox's canary is found in a plain file (the event store) and inside a snapshot's gzip member.
+    expect(files.some((f) => !f.path.endsWith('!gunzip') && f.bytes.includes(CANARY))).toBe(true);
+    expect(files.some((f) => f.path.endsWith('.tar.gz!gunzip') && f.bytes.includes(CANARY))).toBe(true);
+    const findings = files.flatMap((f) => findSecrets(secrets, f.bytes, `file DATA_DIR/${f.path}`));
+    expect(findings, `secrets found in data-dir files:\n${describeFindings(findings)}`).toEqual([]);
+  });
+});
+
+/** One turn through the SDK: the live stream is opened first, then the message is sent; returns the events streamed. */
+async function turn(sdk: Anthropic, sid: string, text: string, label: string): Promise<any[]> {
+  const stream = await sdk.beta.sessions.events.stream(sid);
+  await sdk.beta.sessions.events.send(sid, { events: [{ type: 'user.message', content: [{ type: 'text', text }] }] });
+  const seen: any[] = [];
+  for await (const ev of stream) {
+    seen.push(ev);
+    events.push({ where: `event ${ev.type} of ${sid} (SSE live, ${label})`, event: ev });
+    if (ev.type === 'session.status_idle') break;
+  }
+  return seen;
+}
