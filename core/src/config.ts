@@ -1,6 +1,7 @@
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { randomToken, sha256 } from './crypto.js';
+import { parsePrivateHostRules, type PrivateHostRule } from './egress/policy.js';
 
 export type Role = 'all' | 'gateway' | 'worker';
 
@@ -31,6 +32,11 @@ export interface Config {
   maxFileBytes: number;
   /** On SIGTERM, in-flight HTTP requests get this long before connections are cut. */
   shutdownGraceMs: number;
+  /** Egress policy for requests made on a tenant's behalf (core/src/egress). */
+  egress: {
+    /** EGRESS_ALLOW_PRIVATE_HOSTS: private destinations the operator opens (`host` or `host:port`). */
+    allowPrivateHosts: PrivateHostRule[];
+  };
   infra: { kafkaBrokers: string | null; mongodbUrl: string | null; redisUrl: string | null; nomadAddr: string | null };
   fleet: {
     /** Prefix of Kafka topics and consumer groups, Redis keys and the MongoDB database name. */
@@ -148,6 +154,8 @@ export function loadConfig(role: Role, env: Env = process.env): Config {
   if (!['debug', 'info', 'warn', 'error', 'silent'].includes(logLevel)) problems.push(`LOG_LEVEL must be one of debug, info, warn, error, silent`);
   const perMinute = int(env, 'RATE_LIMIT_PER_MINUTE', 6000, problems, 1);
   const shutdownGraceMs = int(env, 'SHUTDOWN_GRACE_MS', 10_000, problems, 0, 600_000);
+  const allowPrivate = parsePrivateHostRules(env.EGRESS_ALLOW_PRIVATE_HOSTS ?? '');
+  problems.push(...allowPrivate.problems);
   const turn = {
     maxModelRequests: int(env, 'TURN_MAX_MODEL_REQUESTS', 50, problems, 1, 1000),
     maxTokens: int(env, 'TURN_MAX_TOKENS', 8192, problems, 1, 1_000_000),
@@ -189,6 +197,7 @@ export function loadConfig(role: Role, env: Env = process.env): Config {
     vendor: vendorKey ? { apiKey: vendorKey, baseUrl: env.ANTHROPIC_BASE_URL || undefined } : null,
     rateLimit: { perMinute },
     shutdownGraceMs,
+    egress: { allowPrivateHosts: allowPrivate.rules },
     turn,
     logLevel,
     infra,
