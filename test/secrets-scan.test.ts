@@ -3,11 +3,12 @@
  * stdout and stderr captured) with known, distinctive secrets — the operator key, the root
  * secret, the vendor fallback key, a model card key and custom header value, an MCP server
  * authorization_token, and the tenant key the platform hands out — through a whole lifecycle:
- * tenant, model card (create, rotate), agent (create, update, session override, a refused body
- * carrying the token), environment, file upload, a session whose sandbox (bubblewrap) prints
- * `env`, every /proc/<pid>/environ and /proc/<pid>/cmdline, idles, is snapshotted and restored
+ * tenant, model card (create, rotate), agent (create, update, session override and update,
+ * GraphQL mutation, refused REST and GraphQL bodies carrying the token), environment, file upload, a session whose sandbox (bubblewrap) prints
+ * `env`, every /proc/<pid>/environ and /proc/<pid>/cmdline and searches every file it can read
+ * (outside /proc, /sys, /dev, /usr) for each secret, idles, is snapshotted and restored
  * for a second turn, a vendor-key session, event lists, SSE streams (live and replayed), every
- * read and GraphQL query of the same resources, /metrics.
+ * read and GraphQL query of the same resources, a GraphQL subscription replay, /metrics.
  *
  * Then every secret, in clear and in its URL/base64 forms, is searched in: every HTTP response
  * (status line, headers, body) the test received, every event (listed and streamed), every log
@@ -48,13 +49,27 @@ const VENDOR_MODEL = 'claude-scan-vendor';
 
 /** Everything the sandbox can see of processes: its env, every environ and cmdline in its PID namespace. */
 const DUMP = [
-  `echo ${CANARY} > /workspace/canary.txt`,
   'mkdir -p /mnt/session/outputs',
   '{ echo "== env"; env; for f in /proc/[0-9]*/environ; do echo "== $f"; tr "\\0" "\\n" < "$f"; echo; done;' +
     ' for f in /proc/[0-9]*/cmdline; do echo "== $f"; tr "\\0" "\\n" < "$f"; echo; done; } 2>&1 | tee /mnt/session/outputs/env-dump.txt',
   `echo ${CANARY}`,
 ].join('; ');
 const DUMP_AGAIN = 'cat /workspace/canary.txt; for f in /proc/[0-9]*/environ /proc/[0-9]*/cmdline; do echo "== $f"; tr "\\0" "\\n" < "$f"; echo; done; env';
+
+/**
+ * A search of every file the sandbox can read (outside /proc, /sys, /dev and /usr) for each value,
+ * printing `bound-file <label>: <path>`. Each value is passed as two halves joined in the shell,
+ * so the command (stored in events) never holds a whole secret.
+ */
+function boundFileScan(values: Array<{ label: string; value: string }>): string {
+  const q = (s: string) => `'${s.replace(/'/g, `'\\''`)}'`;
+  const fn = 'scan(){ timeout 60 grep -rlsF --exclude-dir=proc --exclude-dir=sys --exclude-dir=dev --exclude-dir=usr -- "$1$2" / 2>/dev/null | sed "s|^|bound-file $3: |"; }';
+  const calls = values.map(({ label, value }) => {
+    const half = Math.floor(value.length / 2);
+    return `scan ${q(value.slice(0, half))} ${q(value.slice(half))} ${q(label)}`;
+  });
+  return [fn, ...calls, 'echo bound-file scan done'].join('\n');
+}
 
 const call = (name: string, input: Record<string, unknown>) => ({ steps: [{ tool_use: { name, input } }] });
 const say = (text: string) => ({ steps: [{ text }] });
@@ -159,13 +174,25 @@ describe('no secret appears in clear in any response, event, log line or data-di
     // A file, a session (with an MCP override carrying the token), and an API key listing.
     const session = await sdk.beta.sessions.create({ agent: { type: 'agent_with_overrides', id: agent.id, mcp_servers: mcp }, environment_id: env.id } as any);
     const sid = session.id;
+    await json(await http(`/v1/sessions/${sid}`, { method: 'POST', json: { agent: { mcp_servers: mcp } } }));
     await sdk.beta.files.upload({ file: await toFile(Buffer.from('scan file\n'), 'scan.txt'), session_id: sid } as any);
     await json(await http('/v1/svc/api_keys', { headers: BETA }));
 
     // Turn 1: the sandbox dumps everything it can see of its processes.
-    model.script(MODEL, call('bash', { command: DUMP }), say('dumped'));
+    model.script(MODEL,
+      call('bash', { command: `echo ${CANARY} > /workspace/canary.txt; echo written` }),
+      call('bash', { command: boundFileScan([{ label: 'canary', value: CANARY }, ...secrets.map((x) => ({ label: x.name, value: x.value }))]) }),
+      call('bash', { command: DUMP }),
+      say('dumped'));
     const first = await turn(sdk, sid, 'dump the environment', 'turn 1');
-    const dump = first.find((e) => e.type === 'agent.tool_result');
+    const results = first.filter((e) => e.type === 'agent.tool_result');
+    expect(results.map((r) => r.is_error)).toEqual([false, false, false]);
+    // No file readable in the sandbox holds a secret (the canary proves the search finds what is there).
+    const scanLines = (results[1].content.map((c: any) => c.text ?? '').join('') as string).split('\n');
+    expect(scanLines).toContain('bound-file scan done');
+    expect(scanLines).toContain('bound-file canary: /workspace/canary.txt');
+    expect(scanLines.filter((l) => l.startsWith('bound-file ') && !l.startsWith('bound-file canary:') && l !== 'bound-file scan done')).toEqual([]);
+    const dump = results[2];
     expect(dump?.is_error).toBe(false);
     const dumpText: string = dump.content.map((c: any) => c.text ?? '').join('');
     expect(dumpText).toContain('== env');
@@ -220,6 +247,17 @@ describe('no secret appears in clear in any response, event, log line or data-di
       const body = await json(await http('/graphql', { method: 'POST', json: { query } }));
       expect(body.errors).toBeUndefined();
     }
+    const created = await json(await http('/graphql', { method: 'POST', json: { query: 'mutation($i: JSON!) { createAgent(input: $i) { id mcpServers } }', variables: { i: { name: 'gql', model: MODEL, mcp_servers: mcp } } } }));
+    expect(created.data.createAgent.mcpServers[0].has_authorization_token).toBe(true);
+    const gqlRefused = await json(await http('/graphql', { method: 'POST', json: { query: 'mutation($i: JSON!) { createAgent(input: $i) { id } }', variables: { i: { name: 'gql', model: MODEL, mcp_servers: [{ ...mcp[0], url: 'not a url' }] } } } }));
+    expect(gqlRefused.errors?.length).toBeGreaterThan(0);
+    // The GraphQL subscription (graphql-sse, distinct connections), replaying the session from the start.
+    let subIdles = 0;
+    const sub = await readSse(
+      await http('/graphql/stream', { method: 'POST', headers: { accept: 'text/event-stream' }, json: { query: `subscription { sessionEvents(sessionId: "${sid}", afterSeq: 0) { seq type data } }` } }),
+      (f) => f.event === 'next' && f.data?.data?.sessionEvents?.type === 'session.status_idle' && ++subIdles === 2, 30_000);
+    for (const f of sub) if (f.event === 'next') events.push({ where: `event seq ${f.data?.data?.sessionEvents?.seq} of ${sid} (GraphQL subscription)`, event: f.data });
+    expect(subIdles).toBe(2);
     await (await http('/metrics', { key: OPERATOR_KEY })).text();
     await (await http('/metrics')).text();
     await (await rec.fetch(`${baseUrl}/metrics`)).text();
@@ -247,8 +285,13 @@ describe('no secret appears in clear in any response, event, log line or data-di
   it('no event (listed, streamed live or replayed) carries a secret', () => {
     expect(events.filter((e) => e.where.includes('(list)')).length).toBeGreaterThan(10);
     expect(events.some((e) => e.where.includes('SSE replay'))).toBe(true);
+    expect(events.some((e) => e.where.includes('GraphQL subscription') && JSON.stringify(e.event).includes(CANARY))).toBe(true);
     expect(events.some((e) => JSON.stringify(e.event).includes(CANARY))).toBe(true);
-    const findings = events.flatMap((e) => findSecrets(secrets, JSON.stringify(e.event), e.where));
+    // A finding in a sandbox dump names the dump sections ("== /proc/1/environ", …) that hold the secret.
+    const findings = events.flatMap((e) => findSecrets(secrets, JSON.stringify(e.event), e.where).map((f) => {
+      const sections = dumpSectionsHolding(e.event, secrets.find((x) => x.name === f.secret)!.value);
+      return sections.length ? { ...f, where: `${f.where}, in ${sections.join(', ')}` } : f;
+    }));
     expect(findings, `secrets found in events:\n${describeFindings(findings)}`).toEqual([]);
   });
 
@@ -291,4 +334,16 @@ async function turn(sdk: Anthropic, sid: string, text: string, label: string): P
     if (ev.type === 'session.status_idle') break;
   }
   return seen;
+}
+
+/** The `== <name>` sections of a tool result's dump text whose lines hold `value`. */
+function dumpSectionsHolding(event: any, value: string): string[] {
+  const text = JSON.stringify(event).replace(/\\n/g, '\n');
+  const out = new Set<string>();
+  let section = '';
+  for (const line of text.split('\n')) {
+    if (line.startsWith('== ')) section = line.slice(3).trim();
+    else if (section && line.includes(value)) out.add(section);
+  }
+  return [...out];
 }
