@@ -8,6 +8,7 @@ import { environmentRoutes } from './routes/environments.js';
 import { sessionRoutes } from './routes/sessions.js';
 import { adminRoutes } from './routes/admin.js';
 import { fileRoutes, fileServicesOf, type FileServices } from './routes/files.js';
+import { openApiRoute, recordRoutes } from './openapi/index.js';
 
 /** Health, readiness (reflects store, bus and coordination connectivity) and Prometheus metrics. */
 export function opsRoutes(app: FastifyInstance, p: Platform): void {
@@ -48,6 +49,8 @@ export async function buildApp(p: Platform, opts: AppOptions): Promise<FastifyIn
     forceCloseConnections: 'idle',
     routerOptions: { ignoreTrailingSlash: true, querystringParser: parseQuery },
   });
+  // Every route registered from here on is in the route table (OpenAPI document, tenancy test).
+  recordRoutes(app);
 
   app.addHook('onRequest', async (req, reply) => {
     reply.header('request-id', req.id);
@@ -115,6 +118,7 @@ export async function buildApp(p: Platform, opts: AppOptions): Promise<FastifyIn
   const files = opts.files ?? fileServicesOf(p);
   if (files) fileRoutes(app, p, files);
   for (const plugin of opts.plugins ?? []) await plugin(app, p);
+  openApiRoute(app);
   // Registered last: the streams the hooks above ended leave idle keep-alive sockets behind.
   app.addHook('preClose', async () => {
     await new Promise((r) => setTimeout(r, 20));

@@ -10,3 +10,4 @@ export * from './commands.js';
 export * from './validate.js';
 export * from './graphql.js';
 export * from './limits.js';
+export * from './serviceResources.js';

@@ -1,13 +1,13 @@
 import type { FastifyInstance } from 'fastify';
 import { Type } from '@sinclair/typebox';
-import { ModelCardCreate, Obj } from '@agentfleet/schemas';
+import { ApiKeyCreate, ModelCardCreate, TenantCreate } from '@agentfleet/schemas';
 import { ApiError, type Platform } from '@agentfleet/core';
 import { bodyOf, tenantOf } from '../http.js';
 
 const cardCreate = bodyOf(ModelCardCreate);
 const cardRotate = bodyOf(Type.Partial(ModelCardCreate, { additionalProperties: false }));
-const keyCreate = bodyOf(Obj({ name: Type.String({ minLength: 1, maxLength: 256 }), environment_id: Type.Optional(Type.String({ minLength: 1 })) }));
-const tenantCreate = bodyOf(Obj({ name: Type.String({ minLength: 1, maxLength: 256 }) }));
+const keyCreate = bodyOf(ApiKeyCreate);
+const tenantCreate = bodyOf(TenantCreate);
 
 /** `svc` extension endpoints, served under /v1/svc/... and un-prefixed where the spec says so. */
 export function adminRoutes(app: FastifyInstance, p: Platform) {
