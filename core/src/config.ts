@@ -18,7 +18,17 @@ export interface Config {
   rootSecret: string;
   rootSecretSource: 'env' | 'generated' | 'data_dir';
   vendor: { apiKey: string; baseUrl?: string } | null;
-  rateLimit: { perMinute: number };
+  rateLimit: {
+    perMinute: number;
+    /** Failed authentications per client address per minute before it gets 429 (AUTH_FAILURES_PER_MINUTE). */
+    authFailuresPerMinute: number;
+    /** A GraphQL operation of cost c takes floor(c / this) rate-limit tokens on top of its request's one (GRAPHQL_COST_PER_RATE_LIMIT_TOKEN). */
+    graphqlCostPerToken: number;
+  };
+  /** GraphQL document limits (graphql-armor): depth, aliases, cost and tokens per operation. */
+  graphqlLimits: { maxDepth: number; maxAliases: number; maxCost: number; maxTokens: number };
+  /** METRICS_LISTEN: /metrics served only there, without auth; null = on the API port, operator key required. */
+  metricsListen: { host: string; port: number } | null;
   turn: { maxModelRequests: number; maxTokens: number; leaseTtlMs: number; recoveryScanMs: number; maxRecoveries: number; maxConcurrent: number };
   logLevel: 'debug' | 'info' | 'warn' | 'error' | 'silent';
   sandbox: {
@@ -153,6 +163,20 @@ export function loadConfig(role: Role, env: Env = process.env): Config {
   const logLevel = (env.LOG_LEVEL || 'info') as Config['logLevel'];
   if (!['debug', 'info', 'warn', 'error', 'silent'].includes(logLevel)) problems.push(`LOG_LEVEL must be one of debug, info, warn, error, silent`);
   const perMinute = int(env, 'RATE_LIMIT_PER_MINUTE', 6000, problems, 1);
+  const authFailuresPerMinute = int(env, 'AUTH_FAILURES_PER_MINUTE', 30, problems, 1, 1_000_000);
+  const graphqlCostPerToken = int(env, 'GRAPHQL_COST_PER_RATE_LIMIT_TOKEN', 100, problems, 1, 1_000_000);
+  const graphqlLimits = {
+    maxDepth: int(env, 'GRAPHQL_MAX_DEPTH', 10, problems, 1, 100),
+    maxAliases: int(env, 'GRAPHQL_MAX_ALIASES', 15, problems, 0, 1000),
+    maxCost: int(env, 'GRAPHQL_MAX_COST', 5000, problems, 1, 10_000_000),
+    maxTokens: int(env, 'GRAPHQL_MAX_TOKENS', 2000, problems, 100, 1_000_000),
+  };
+  let metricsListen: Config['metricsListen'] = null;
+  if (env.METRICS_LISTEN) {
+    const m = /^(\[[0-9a-fA-F:.]+\]|[^:\s[\]]+):(\d{1,5})$/.exec(env.METRICS_LISTEN.trim());
+    if (!m || Number(m[2]) > 65535) problems.push(`METRICS_LISTEN must be host:port, e.g. 127.0.0.1:9464 (got '${env.METRICS_LISTEN}')`);
+    else metricsListen = { host: m[1]!.replace(/^\[|\]$/g, ''), port: Number(m[2]) };
+  }
   const shutdownGraceMs = int(env, 'SHUTDOWN_GRACE_MS', 10_000, problems, 0, 600_000);
   const allowPrivate = parsePrivateHostRules(env.EGRESS_ALLOW_PRIVATE_HOSTS ?? '');
   problems.push(...allowPrivate.problems);
@@ -195,7 +219,9 @@ export function loadConfig(role: Role, env: Env = process.env): Config {
     rootSecret,
     rootSecretSource,
     vendor: vendorKey ? { apiKey: vendorKey, baseUrl: env.ANTHROPIC_BASE_URL || undefined } : null,
-    rateLimit: { perMinute },
+    rateLimit: { perMinute, authFailuresPerMinute, graphqlCostPerToken },
+    graphqlLimits,
+    metricsListen,
     shutdownGraceMs,
     egress: { allowPrivateHosts: allowPrivate.rules },
     turn,

@@ -280,6 +280,20 @@ export function coordinationContract(name: string, make: () => Promise<Coordinat
         expect(other).toMatchObject({ allowed: true, remaining: 2 });
       });
 
+      it('a weighted consume counts its weight: allowed while the total stays within the limit', async () => {
+        const windowMs = 60_000;
+        for (let attempt = 1; ; attempt++) {
+          const key = unique('rlweight');
+          const results = [await c.rateLimiter.consume(key, 10, windowMs, 4), await c.rateLimiter.consume(key, 10, windowMs, 6), await c.rateLimiter.consume(key, 10, windowMs)];
+          // A window boundary between the calls restarts the count; try again then.
+          if (attempt < 3 && new Set(results.map((r) => r.resetAt)).size > 1) continue;
+          expect(results.map((r) => r.allowed)).toEqual([true, true, false]);
+          expect(results.map((r) => r.remaining)).toEqual([6, 0, 0]);
+          await expect(c.rateLimiter.consume(key, 10, windowMs, 0)).rejects.toThrow(/weight/);
+          return;
+        }
+      });
+
       it('starts a fresh count in the next window', async () => {
         const windowMs = 1000;
         for (let attempt = 1; ; attempt++) {

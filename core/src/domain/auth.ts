@@ -1,8 +1,10 @@
+import { LRUCache } from 'lru-cache';
 import { ApiError, notFound } from '../errors.js';
 import { randomToken, safeEqual, sha256 } from '../crypto.js';
 import { newId, PREFIX } from '../ids.js';
 import type { ApiKeyDoc, Collections } from './collections.js';
 import { nowIso } from '../util.js';
+import type { RateLimiter } from '../ports/coordination.js';
 
 export interface Principal {
   tenantId: string;
@@ -14,25 +16,44 @@ export interface Principal {
 
 export const DEFAULT_TENANT = 'tnt_default';
 const KEY_PREFIX = 'afk_';
+/** Longer presented keys are refused without a lookup (ours are 47 characters). */
+export const MAX_API_KEY_LENGTH = 256;
+/** Resolved keys kept in memory, at most, and for how long (revocation bites within this). */
+export const KEY_CACHE_MAX = 10_000;
+export const KEY_CACHE_TTL_MS = 2_000;
 
-/** API keys: only a SHA-256 hash is stored; the value is returned once, at creation. */
+/**
+ * API keys: only a SHA-256 hash is stored; the value is returned once, at creation.
+ *
+ * The key cache is an LRU bounded at KEY_CACHE_MAX entries, keyed by the key's hash, holding
+ * only keys that resolved to a principal: invalid keys never enter it, so no stream of distinct
+ * invalid keys can grow it (test/api-hardening.test.ts, "failed authentications"). A revoked
+ * key is refused at once by the process that revoked it and within KEY_CACHE_TTL_MS elsewhere.
+ */
 export class AuthService {
-  private readonly cache = new Map<string, { p: Principal | null; at: number }>();
+  private readonly cache = new LRUCache<string, Principal>({ max: KEY_CACHE_MAX, ttl: KEY_CACHE_TTL_MS });
   constructor(private readonly c: Collections, private readonly operatorKeyHash: string) {}
+
+  /** Entries in the key cache (the agentfleet_auth_key_cache_entries gauge). */
+  get cacheSize(): number {
+    return this.cache.size;
+  }
 
   async bootstrap(): Promise<void> {
     await this.c.tenants.updateOne({ _id: DEFAULT_TENANT }, { $setOnInsert: { name: 'default', created_at: nowIso() } }, { upsert: true });
   }
 
-  /** Resolves a key; the operator key (API_KEY) belongs to the default tenant. Cached 2 s so revocation bites fast. */
+  /** Resolves a key; the operator key (API_KEY) belongs to the default tenant. */
   async authenticate(key: string): Promise<Principal | null> {
-    if (safeEqual(sha256(key), this.operatorKeyHash)) return { tenantId: DEFAULT_TENANT, keyId: 'operator', operator: true, environmentId: null };
-    const hit = this.cache.get(key);
-    if (hit && Date.now() - hit.at < 2_000) return hit.p;
-    const doc = await this.c.apiKeys.findOne({ hash: sha256(key) });
-    const p = doc && !doc.revoked_at ? { tenantId: doc.tenant_id, keyId: doc._id, operator: false, environmentId: doc.environment_id } : null;
-    if (this.cache.size > 10_000) this.cache.clear();
-    this.cache.set(key, { p, at: Date.now() });
+    if (key.length > MAX_API_KEY_LENGTH) return null;
+    const hash = sha256(key);
+    if (safeEqual(hash, this.operatorKeyHash)) return { tenantId: DEFAULT_TENANT, keyId: 'operator', operator: true, environmentId: null };
+    const hit = this.cache.get(hash);
+    if (hit) return hit;
+    const doc = await this.c.apiKeys.findOne({ hash });
+    if (!doc || doc.revoked_at) return null;
+    const p: Principal = { tenantId: doc.tenant_id, keyId: doc._id, operator: false, environmentId: doc.environment_id };
+    this.cache.set(hash, p);
     return p;
   }
 
@@ -72,6 +93,39 @@ export class AuthService {
     const n = await this.c.apiKeys.updateOne({ _id: id, tenant_id: tenant, revoked_at: null }, { $set: { revoked_at: nowIso() } });
     if (!n.matched) throw notFound('api key', id);
     this.cache.clear();
+  }
+}
+
+/**
+ * Failed authentications per client address: at most `perMinute` per fixed minute window,
+ * counted in the coordination rate limiter (shared by every gateway in fleet mode). Once an
+ * address is over, this process refuses it BEFORE any key lookup until the window ends (a
+ * local, bounded record: no round trip per request). Tested in test/api-hardening.test.ts,
+ * "failed authentications".
+ */
+export class AuthFailureLimiter {
+  /** address → epoch ms until which it is refused. */
+  private readonly blocked = new LRUCache<string, number>({ max: 10_000 });
+  constructor(private readonly limiter: RateLimiter, readonly perMinute: number) {}
+
+  /** Seconds until `address` may authenticate again; 0 when it may now. */
+  retryAfter(address: string): number {
+    const until = this.blocked.get(address);
+    if (until === undefined) return 0;
+    const left = until - Date.now();
+    if (left <= 0) {
+      this.blocked.delete(address);
+      return 0;
+    }
+    return Math.max(1, Math.ceil(left / 1000));
+  }
+
+  /** Counts one failed authentication; returns the retry-after seconds once the address is over its limit, else 0. */
+  async fail(address: string): Promise<number> {
+    const r = await this.limiter.consume(`authfail:${address}`, this.perMinute, 60_000);
+    if (r.allowed) return 0;
+    this.blocked.set(address, r.resetAt * 1000);
+    return this.retryAfter(address) || 1;
   }
 }
 

@@ -37,7 +37,11 @@ export interface RateLimitResult {
 }
 
 export interface RateLimiter {
-  consume(key: string, limit: number, windowMs: number): Promise<RateLimitResult>;
+  /**
+   * Adds `weight` (a positive integer, default 1) to the key's count in the current fixed
+   * window; allowed while the count, this weight included, is at most `limit`.
+   */
+  consume(key: string, limit: number, windowMs: number, weight?: number): Promise<RateLimitResult>;
 }
 
 export interface Coordination {

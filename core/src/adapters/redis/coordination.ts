@@ -8,7 +8,7 @@ import type { Coordination, Lease, LeaseStore, PubSub, RateLimiter, RateLimitRes
  * Keys (under `keyPrefix`, default "agentfleet:"):
  *   lease:<key>        "<token>|<owner>", PX = lease TTL (SET NX semantics: exclusive even for the owner)
  *   fence:<key>        last fencing token handed out for <key>
- *   rl:<key>:<start>   request count of the window starting at <start> (ms), expires after the window
+ *   rl:<key>:<start>   request count (sum of weights) of the window starting at <start> (ms), expires after the window
  * Channels are prefixed the same way.
  *
  * Fencing tokens are max(last + 1, Redis server time in ms). The time floor keeps tokens strictly
@@ -71,8 +71,9 @@ ${NOW_MS}
 local w = tonumber(ARGV[2])
 local start = now - (now % w)
 local key = ARGV[1] .. ':' .. string.format('%.0f', start)
-local n = redis.call('INCR', key)
-if n == 1 then redis.call('PEXPIREAT', key, string.format('%.0f', start + w + 1000)) end
+local weight = tonumber(ARGV[3])
+local n = redis.call('INCRBY', key, weight)
+if n == weight then redis.call('PEXPIREAT', key, string.format('%.0f', start + w + 1000)) end
 return {n, string.format('%.0f', start + w)}`;
 
 type Commands = Redis & {
@@ -80,7 +81,7 @@ type Commands = Redis & {
   afRenew(lease: string, token: string, ttlMs: number): Promise<number>;
   afRelease(lease: string, token: string): Promise<number>;
   afHolder(lease: string): Promise<[string, number] | null>;
-  afConsume(base: string, windowMs: number): Promise<[number, string]>;
+  afConsume(base: string, windowMs: number, weight: number): Promise<[number, string]>;
 };
 
 const parseValue = (v: string) => {
@@ -198,9 +199,10 @@ class RedisPubSub implements PubSub {
 
 class RedisRateLimiter implements RateLimiter {
   constructor(private readonly redis: Commands, private readonly prefix: string) {}
-  async consume(key: string, limit: number, windowMs: number): Promise<RateLimitResult> {
+  async consume(key: string, limit: number, windowMs: number, weight = 1): Promise<RateLimitResult> {
     const w = positiveMs(windowMs, 'windowMs');
-    const [count, end] = await this.redis.afConsume(`${this.prefix}rl:${key}`, w);
+    if (!Number.isInteger(weight) || weight < 1) throw new Error(`rate limiter: weight must be a positive integer (got ${weight})`);
+    const [count, end] = await this.redis.afConsume(`${this.prefix}rl:${key}`, w, weight);
     const n = Number(count);
     return { allowed: n <= limit, limit, remaining: Math.max(0, limit - n), resetAt: Math.ceil(Number(end) / 1000) };
   }
