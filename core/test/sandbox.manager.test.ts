@@ -214,16 +214,19 @@ describe('sandbox manager', () => {
     expect(await m.run(s, async (api) => (await api.readFile('/workspace/keep.txt')).content)).toBe('kept\n');
   });
 
-  it('syncOutputs copies /mnt/session/outputs to outputs/<tenant>/<session>/<file>; stopping syncs them too', async () => {
+  it('syncOutputs copies the files in /mnt/session/outputs to outputs/<tenant>/<session>/<file> (nested ones skipped); stopping syncs them too', async () => {
     const m = manager({ sleepAfterMs: 400 });
     const s = session();
     await m.run(s, async (api) => {
       await api.writeFile('/mnt/session/outputs/report.md', '# report\n');
       await api.writeFile('/mnt/session/outputs/charts/a.png', new Uint8Array([137, 80, 78, 71, 0, 1]));
     });
-    await m.syncOutputs(s);
+    const report = await m.syncOutputs(s);
     expect(Buffer.from((await objects.get(`outputs/tnt_a/${s.sessionId}/report.md`))!).toString()).toBe('# report\n');
-    expect([...(await objects.get(`outputs/tnt_a/${s.sessionId}/charts/a.png`))!]).toEqual([137, 80, 78, 71, 0, 1]);
+    // only files directly in the outputs directory are outputs: a nested one is skipped and reported
+    expect(report.stored).toEqual(['report.md']);
+    expect(report.skipped).toEqual([expect.objectContaining({ name: 'charts/a.png', reason: 'invalid_name' })]);
+    expect(await objects.head(`outputs/tnt_a/${s.sessionId}/charts/a.png`)).toBeNull();
     await m.run(s, (api) => api.writeFile('/mnt/session/outputs/late.txt', 'late\n'));
     await expect.poll(() => m.state(s.sessionId), { timeout: 10_000 }).toBe('cold');
     expect(await objects.head(`outputs/tnt_a/${s.sessionId}/late.txt`)).toMatchObject({ size: 5 });
@@ -245,7 +248,11 @@ describe('sandbox manager', () => {
 
   it('an idle stop whose snapshot cannot be written keeps the sandbox up and retries', async () => {
     let failPuts = true;
-    const flaky: ObjectStore = { ...objects, put: (k, d, o) => (failPuts && k.startsWith('snapshots/') ? Promise.reject(new Error('store down')) : objects.put(k, d, o)) };
+    const flaky: ObjectStore = {
+      ...objects,
+      put: (k, d, o) => (failPuts && k.startsWith('snapshots/') ? Promise.reject(new Error('store down')) : objects.put(k, d, o)),
+      putStream: (k, d, o) => (failPuts && k.startsWith('snapshots/') ? Promise.reject(new Error('store down')) : objects.putStream(k, d, o)),
+    };
     const m = manager({ sleepAfterMs: 300, objects: flaky });
     const s = session();
     await m.run(s, (api) => api.writeFile('/workspace/precious.txt', 'x'));

@@ -3,6 +3,7 @@
  * sandbox state). Inside it runs the sandbox agent, which executes what the turn runner asks
  * over one protocol whatever the driver (local bubblewrap or a Nomad job).
  */
+import type { Readable } from 'node:stream';
 
 export interface ExecRequest {
   command: string;
@@ -31,6 +32,13 @@ export interface GrepMatch {
   text: string;
 }
 
+/** A streamed tar.gz from the sandbox (untrusted: the reader enforces its own limits). */
+export interface ArchiveStream {
+  /** Files the sandbox left out before sending (relative names, sizes as the sandbox reports them). */
+  skipped: Array<{ name: string; size: number; reason: 'too_large' }>;
+  data: Readable;
+}
+
 /** The sandbox agent's operations (the protocol). Paths are absolute inside the sandbox. */
 export interface SandboxAgentApi {
   ping(): Promise<void>;
@@ -42,9 +50,16 @@ export interface SandboxAgentApi {
   edit(path: string, oldString: string, newString: string, replaceAll?: boolean): Promise<{ replacements: number }>;
   glob(pattern: string, cwd?: string): Promise<string[]>;
   grep(pattern: string, path?: string, options?: { glob?: string; maxMatches?: number }): Promise<GrepMatch[]>;
-  /** File transfer for snapshots and outputs: a tar (gzip) of a directory, and its inverse. */
+  /** File transfer: a tar (gzip) of a directory, and its inverse, whole (small trees, tests). */
   archive(dir: string): Promise<Uint8Array>;
   extract(dir: string, archive: Uint8Array): Promise<void>;
+  /**
+   * The same, streamed in chunks (snapshots and outputs: bounded memory on both sides). With
+   * `maxFileBytes`, larger files are left out by the sandbox and listed in `skipped`. Destroying
+   * `data` early abandons the archive in the sandbox.
+   */
+  archiveStream(dir: string, options?: { maxFileBytes?: number }): Promise<ArchiveStream>;
+  extractStream(dir: string, archive: AsyncIterable<Uint8Array>): Promise<void>;
   /** Files under a directory (non-recursive listing with sizes), for outputs. */
   list(dir: string): Promise<Array<{ name: string; size: number; isDirectory: boolean }>>;
 }
@@ -90,6 +105,16 @@ export interface SessionRef {
   environmentId: string;
 }
 
+/** Why an output file was not stored. */
+export type OutputSkipReason = 'file_too_large' | 'session_quota_exceeded' | 'invalid_name' | 'not_a_regular_file';
+
+export interface OutputSyncReport {
+  /** Names stored (new or changed) by this sync. */
+  stored: string[];
+  /** Files skipped for the first time (a file skipped again unchanged is not listed again). */
+  skipped: Array<{ name: string; reason: OutputSkipReason; message: string }>;
+}
+
 export type SandboxState = 'cold' | 'warming-up' | 'active' | 'stopping';
 
 /**
@@ -103,8 +128,12 @@ export interface SandboxManager {
   /** Keeps the sandbox awake while a background task runs (at most 30 minutes per task). */
   keepAlive(session: SessionRef, taskId: string, untilMs: number): void;
   state(sessionId: string): SandboxState;
-  /** Copies files under /mnt/session/outputs to the object store (durable outputs). */
-  syncOutputs(session: SessionRef): Promise<void>;
+  /**
+   * Copies files under /mnt/session/outputs to the object store (durable outputs). Files that
+   * cannot be outputs (over a quota, unusable name, not a regular file) are skipped, each listed
+   * once in `skipped` (the turn runner reports them as `session.warning` events).
+   */
+  syncOutputs(session: SessionRef): Promise<OutputSyncReport>;
   /** Eager snapshot, then destroy. */
   destroy(session: SessionRef): Promise<void>;
   close(): Promise<void>;

@@ -22,7 +22,8 @@ import { accessSync, constants as fsConstants, realpathSync, type Stats } from '
 import * as fsp from 'node:fs/promises';
 import * as net from 'node:net';
 import * as path from 'node:path';
-import type { Readable, Writable } from 'node:stream';
+import { PassThrough, Readable, Writable } from 'node:stream';
+import { pipeline } from 'node:stream/promises';
 import { StringDecoder } from 'node:string_decoder';
 import { pathToFileURL } from 'node:url';
 import * as zlib from 'node:zlib';
@@ -194,22 +195,29 @@ function paxRecord(key: string, value: string): string {
 
 const pad512 = (n: number) => (512 - (n % 512)) % 512;
 
+/** The header blocks of one entry whose data is `size` bytes (a pax header first for long names). */
+function entryHeaders(e: Omit<TarEntry, 'data'>, size: number): Buffer[] {
+  const out: Buffer[] = [];
+  const name = e.type === 'directory' ? `${e.name}/` : e.name;
+  const flag = { file: '0', directory: '5', symlink: '2', hardlink: '1' }[e.type];
+  const link = e.linkname ?? '';
+  if (Buffer.byteLength(name) > 100 || Buffer.byteLength(link) > 100) {
+    let pax = '';
+    if (Buffer.byteLength(name) > 100) pax += paxRecord('path', name);
+    if (Buffer.byteLength(link) > 100) pax += paxRecord('linkpath', link);
+    const body = Buffer.from(pax, 'utf8');
+    out.push(tarHeader('././@PaxHeader', body.length, 0o644, e.mtime, 'x'), body, Buffer.alloc(pad512(body.length)));
+  }
+  out.push(tarHeader(name.slice(0, 100), size, e.mode, e.mtime, flag, link.slice(0, 100)));
+  return out;
+}
+
 /** Builds an uncompressed tar (ustar; pax records for names or link targets over 100 bytes). */
 export function createTar(entries: TarEntry[]): Buffer {
   const out: Buffer[] = [];
   for (const e of entries) {
-    const name = e.type === 'directory' ? `${e.name}/` : e.name;
-    const flag = { file: '0', directory: '5', symlink: '2', hardlink: '1' }[e.type];
-    const link = e.linkname ?? '';
-    if (Buffer.byteLength(name) > 100 || Buffer.byteLength(link) > 100) {
-      let pax = '';
-      if (Buffer.byteLength(name) > 100) pax += paxRecord('path', name);
-      if (Buffer.byteLength(link) > 100) pax += paxRecord('linkpath', link);
-      const body = Buffer.from(pax, 'utf8');
-      out.push(tarHeader('././@PaxHeader', body.length, 0o644, e.mtime, 'x'), body, Buffer.alloc(pad512(body.length)));
-    }
     const size = e.type === 'file' ? e.data.length : 0;
-    out.push(tarHeader(name.slice(0, 100), size, e.mode, e.mtime, flag, link.slice(0, 100)));
+    out.push(...entryHeaders(e, size));
     if (size) out.push(Buffer.from(e.data.buffer, e.data.byteOffset, e.data.length), Buffer.alloc(pad512(size)));
   }
   out.push(Buffer.alloc(1024));
@@ -871,6 +879,343 @@ async function extractOp(p: Params) {
   return null;
 }
 
+// ---------------------------------------------------------------------------------------------
+// Streamed transfers: archives travel in chunks of at most STREAM_CHUNK_BYTES, so neither side
+// ever holds a whole archive (the host parses and stores them as they come).
+//
+//   archiveOpen  { dir, maxFileBytes? }  → { stream, skipped: [{ name, size, reason }] }
+//   extractOpen  { dir }                 → { stream }
+//   streamRead   { stream }              → { base64, eof }      (archive streams)
+//   streamWrite  { stream, base64 }      → null                 (extract streams)
+//   streamEnd    { stream }              → null                 (extract: waits for the unpacking)
+//   streamClose  { stream }              → null                 (either: abandons it)
+//
+// With maxFileBytes, regular files larger than that are left out of the archive before anything
+// is read (a sparse 1 GiB file costs nothing) and listed in `skipped` with reason 'too_large'.
+// A stream untouched for STREAM_IDLE_MS is closed; at most MAX_OPEN_STREAMS are open at once.
+
+export const STREAM_CHUNK_BYTES = 1024 * 1024;
+const STREAM_IDLE_MS = 5 * 60_000;
+const MAX_OPEN_STREAMS = 8;
+/** Largest number of entries a filtered archive lists (the file list is held in memory). */
+const MAX_WALK_ENTRIES = 200_000;
+
+interface OpenStream {
+  id: string;
+  op: 'archive' | 'extract';
+  dir: string;
+  /** archive: the tar.gz bytes. */
+  readable?: Readable;
+  /** extract: where the tar.gz bytes go. */
+  writable?: Writable;
+  child?: ChildProcess;
+  stderr: string;
+  /** Resolves once the producer/consumer finished (rejects with its error). */
+  done: Promise<void>;
+  timer: NodeJS.Timeout | null;
+}
+
+const openStreams = new Map<string, OpenStream>();
+let streamSeq = 0;
+
+function touch(s: OpenStream): void {
+  if (s.timer) clearTimeout(s.timer);
+  s.timer = setTimeout(() => closeStream(s), STREAM_IDLE_MS);
+  s.timer.unref?.();
+}
+
+function closeStream(s: OpenStream): void {
+  if (s.timer) clearTimeout(s.timer);
+  openStreams.delete(s.id);
+  if (s.child) { running.delete(s.child); killGroup(s.child); }
+  s.readable?.destroy();
+  s.writable?.destroy();
+  s.done.catch(() => {});
+}
+
+function registerStream(s: Omit<OpenStream, 'id' | 'timer'>): OpenStream {
+  const full: OpenStream = { ...s, id: `st${++streamSeq}`, timer: null };
+  openStreams.set(full.id, full);
+  touch(full);
+  return full;
+}
+
+function streamOf(p: Params, method: string, op: OpenStream['op']): OpenStream {
+  const id = str(p, 'stream', method);
+  const s = openStreams.get(id);
+  if (!s || s.op !== op) throw new AgentError('not_found', `${method}: no open ${op} stream '${id}'`, { argument: 'stream' });
+  touch(s);
+  return s;
+}
+
+function checkStreamRoom(method: string): void {
+  if (openStreams.size >= MAX_OPEN_STREAMS) throw new AgentError('too_large', `${method}: ${MAX_OPEN_STREAMS} streams are open already`, { argument: 'stream' });
+}
+
+/** Spawns tar in its own process group; `done` resolves when it exits with an accepted code. */
+function spawnTar(args: string[], op: string, dir: string, okCodes: number[]): { child: ChildProcess; done: Promise<void>; stderr: () => string } {
+  const child = spawn(tarCli()!, args, { stdio: ['pipe', 'pipe', 'pipe'], detached: true });
+  running.add(child);
+  let stderr = '';
+  child.stderr!.on('data', (c: Buffer) => { if (stderr.length < 4000) stderr += c.toString('utf8'); });
+  child.stdin!.on('error', () => {});
+  const done = new Promise<void>((resolve, reject) => {
+    child.once('error', (err) => reject(fsError(err, op, dir)));
+    child.once('close', (code) => {
+      running.delete(child);
+      if (code !== null && okCodes.includes(code)) resolve();
+      else reject(new AgentError('io', `${op}: ${dir}: tar exited with ${code}: ${stderr.trim().slice(0, 1000)}`, { path: dir }));
+    });
+  });
+  done.catch(() => {});
+  return { child, done, stderr: () => stderr };
+}
+
+interface WalkItem { rel: string; type: 'file' | 'directory' | 'symlink'; size: number; mode: number; mtime: number; linkname?: string }
+
+/** Everything under `root` (lstat: symlinks are not followed), files over `maxFileBytes` left out. */
+async function walkForArchive(root: string, maxFileBytes: number, skipped: Array<{ name: string; size: number; reason: 'too_large' }>): Promise<WalkItem[]> {
+  const items: WalkItem[] = [];
+  const walk = async (dir: string, rel: string): Promise<void> => {
+    for (const d of await readDirSafe(dir)) {
+      if (items.length >= MAX_WALK_ENTRIES) throw new AgentError('too_large', `archive: ${root}: more than ${MAX_WALK_ENTRIES} entries`, { path: root });
+      const full = path.posix.join(dir, d.name);
+      const name = rel ? `${rel}/${d.name}` : d.name;
+      let st: Stats;
+      try {
+        st = await fsp.lstat(full);
+      } catch {
+        continue;
+      }
+      const mtime = Math.floor(st.mtimeMs / 1000);
+      if (st.isDirectory()) {
+        items.push({ rel: name, type: 'directory', size: 0, mode: st.mode & 0o7777, mtime });
+        await walk(full, name);
+      } else if (st.isSymbolicLink()) {
+        let linkname = '';
+        try { linkname = await fsp.readlink(full); } catch { continue; }
+        items.push({ rel: name, type: 'symlink', size: 0, mode: 0o777, mtime, linkname });
+      } else if (st.isFile()) {
+        if (st.size > maxFileBytes) skipped.push({ name, size: st.size, reason: 'too_large' });
+        else items.push({ rel: name, type: 'file', size: st.size, mode: st.mode & 0o7777, mtime });
+      }
+    }
+  };
+  await walk(root, '');
+  return items;
+}
+
+/** The built-in tar writer over a walk: each file read in chunks, exactly its listed size. */
+async function* builtinTar(root: string, items: WalkItem[]): AsyncGenerator<Buffer> {
+  for (const it of items) {
+    const entry = { name: it.rel, type: it.type, mode: it.mode, mtime: it.mtime, ...(it.linkname !== undefined ? { linkname: it.linkname } : {}) };
+    if (it.type !== 'file') {
+      yield Buffer.concat(entryHeaders(entry, 0));
+      continue;
+    }
+    let fh: fsp.FileHandle;
+    try {
+      fh = await fsp.open(path.posix.join(root, it.rel), 'r');
+    } catch {
+      continue; // unreadable: skipped, like tar --ignore-failed-read
+    }
+    try {
+      yield Buffer.concat(entryHeaders(entry, it.size));
+      let left = it.size;
+      while (left > 0) {
+        const buf = Buffer.alloc(Math.min(left, STREAM_CHUNK_BYTES));
+        const { bytesRead } = await fh.read(buf, 0, buf.length, null);
+        // a file that shrank meanwhile is padded with zeros: the header's size is what counts
+        if (bytesRead === 0) buf.fill(0);
+        const n = bytesRead || buf.length;
+        yield buf.subarray(0, n);
+        left -= n;
+      }
+      const pad = pad512(it.size);
+      if (pad) yield Buffer.alloc(pad);
+    } finally {
+      await fh.close();
+    }
+  }
+  yield Buffer.alloc(1024);
+}
+
+async function archiveOpenOp(p: Params) {
+  checkStreamRoom('archiveOpen');
+  const dir = absPath(p, 'dir', 'archiveOpen');
+  const maxFileBytes = num(p, 'maxFileBytes', 'archiveOpen', Number.MAX_SAFE_INTEGER, 0, Number.MAX_SAFE_INTEGER);
+  const filtered = p.maxFileBytes !== undefined && p.maxFileBytes !== null;
+  let st: Stats;
+  try {
+    st = await fsp.stat(dir);
+  } catch (err) {
+    throw fsError(err, 'archive', dir);
+  }
+  if (!st.isDirectory()) throw new AgentError('not_directory', `archive: ${dir} is not a directory`, { path: dir });
+  const skipped: Array<{ name: string; size: number; reason: 'too_large' }> = [];
+  const items = filtered || !tarCli() ? await walkForArchive(dir, maxFileBytes, skipped) : null;
+  let s: OpenStream;
+  if (tarCli()) {
+    // exit code 1: a file changed while it was read; the archive is still whole
+    const base = ['-czf', '-', '--numeric-owner', '--ignore-failed-read', '-C', dir];
+    const t = spawnTar(items ? [...base, '--null', '--no-recursion', '-T', '-'] : [...base, '.'], 'archive', dir, [0, 1]);
+    if (items) t.child.stdin!.end(Buffer.from(items.map((i) => `./${i.rel}\0`).join(''), 'utf8'));
+    else t.child.stdin!.end();
+    // piped at once: a child that exits before the first streamRead would otherwise have its
+    // unread output discarded (child_process resumes stdio nobody listens to)
+    const out = new PassThrough({ highWaterMark: STREAM_CHUNK_BYTES });
+    t.child.stdout!.pipe(out);
+    s = registerStream({ op: 'archive', dir, readable: out, child: t.child, stderr: '', done: t.done });
+  } else {
+    const gz = zlib.createGzip();
+    const source = Readable.from(builtinTar(dir, items!));
+    const done = pipeline(source, gz).catch((err) => { throw fsError(err, 'archive', dir); });
+    done.catch(() => {});
+    s = registerStream({ op: 'archive', dir, readable: gz, stderr: '', done });
+  }
+  return { stream: s.id, skipped };
+}
+
+/** Up to `max` bytes from a paused readable; `eof` once it has ended. */
+function readUpTo(r: Readable, max: number): Promise<{ data: Buffer; eof: boolean }> {
+  return new Promise((resolve, reject) => {
+    const parts: Buffer[] = [];
+    let size = 0;
+    const cleanup = () => {
+      r.off('readable', onReadable);
+      r.off('end', onEnd);
+      r.off('error', onError);
+      r.off('close', onEnd);
+    };
+    const finish = (eof: boolean) => {
+      cleanup();
+      resolve({ data: Buffer.concat(parts, size), eof });
+    };
+    function onReadable() {
+      let c: Buffer | null;
+      while (size < max && (c = r.read() as Buffer | null) !== null) {
+        if (size + c.length > max) {
+          const keep = max - size;
+          parts.push(c.subarray(0, keep));
+          r.unshift(c.subarray(keep));
+          size = max;
+          break;
+        }
+        parts.push(c);
+        size += c.length;
+      }
+      if (size >= max) finish(false);
+    }
+    function onEnd() { finish(true); }
+    function onError(err: Error) { cleanup(); reject(err); }
+    if (r.readableEnded || r.destroyed) return finish(true);
+    r.on('readable', onReadable);
+    r.once('end', onEnd);
+    r.once('close', onEnd);
+    r.once('error', onError);
+    onReadable();
+  });
+}
+
+async function streamReadOp(p: Params) {
+  const s = streamOf(p, 'streamRead', 'archive');
+  let chunk: { data: Buffer; eof: boolean };
+  try {
+    chunk = await readUpTo(s.readable!, STREAM_CHUNK_BYTES);
+    if (chunk.eof) await s.done; // the producer's verdict: a failed tar is an error, not a short archive
+  } catch (err) {
+    closeStream(s);
+    throw fsError(err, 'archive', s.dir);
+  }
+  if (chunk.eof) closeStream(s);
+  return { base64: chunk.data.toString('base64'), eof: chunk.eof };
+}
+
+async function extractOpenOp(p: Params) {
+  checkStreamRoom('extractOpen');
+  const dir = absPath(p, 'dir', 'extractOpen');
+  try {
+    await fsp.mkdir(dir, { recursive: true });
+  } catch (err) {
+    throw fsError(err, 'extract', dir);
+  }
+  let s: OpenStream;
+  if (tarCli()) {
+    const t = spawnTar(['-xzf', '-', '--no-same-owner', '-C', dir], 'extract', dir, [0]);
+    t.child.stdout!.resume();
+    s = registerStream({ op: 'extract', dir, writable: t.child.stdin!, child: t.child, stderr: '', done: t.done });
+  } else {
+    // The built-in reader parses whole archives: it collects them here (in the sandbox's own
+    // memory, bounded by MAX_ARCHIVE_BYTES), never on the host.
+    const parts: Buffer[] = [];
+    let size = 0;
+    let finish!: () => void;
+    const ended = new Promise<void>((r) => { finish = r; });
+    const writable = new Writable({
+      write(chunk: Buffer, _enc, cb) {
+        size += chunk.length;
+        if (size > MAX_ARCHIVE_BYTES) return cb(new AgentError('too_large', `extract: ${dir}: the archive exceeds ${MAX_ARCHIVE_BYTES} bytes`, { path: dir }));
+        parts.push(chunk);
+        cb();
+      },
+      final(cb) { finish(); cb(); },
+    });
+    const done = ended.then(async () => {
+      let tar: Buffer;
+      try {
+        tar = zlib.gunzipSync(Buffer.concat(parts, size));
+      } catch (err) {
+        throw new AgentError('invalid_params', `extract: ${dir}: the archive is not gzip data (${(err as Error).message})`, { path: dir, argument: 'archive' });
+      }
+      await extractEntries(dir, parseTar(tar)).catch((err) => { throw fsError(err, 'extract', dir); });
+    });
+    done.catch(() => {});
+    s = registerStream({ op: 'extract', dir, writable, stderr: '', done });
+  }
+  return { stream: s.id };
+}
+
+async function streamWriteOp(p: Params) {
+  const s = streamOf(p, 'streamWrite', 'extract');
+  const data = Buffer.from(str(p, 'base64', 'streamWrite'), 'base64');
+  const w = s.writable!;
+  try {
+    await new Promise<void>((resolve, reject) => {
+      const onError = (err: Error) => reject(err);
+      w.once('error', onError);
+      const ok = w.write(data, (err) => { if (err) reject(err); });
+      const settle = () => { w.off('error', onError); resolve(); };
+      if (ok) settle();
+      else w.once('drain', settle);
+    });
+  } catch (err) {
+    const reason = await s.done.then(() => err, (e: unknown) => e);
+    closeStream(s);
+    throw fsError(reason, 'extract', s.dir);
+  }
+  return null;
+}
+
+async function streamEndOp(p: Params) {
+  const s = streamOf(p, 'streamEnd', 'extract');
+  s.writable!.end();
+  try {
+    await s.done;
+  } catch (err) {
+    throw fsError(err, 'extract', s.dir);
+  } finally {
+    closeStream(s);
+  }
+  return null;
+}
+
+async function streamCloseOp(p: Params) {
+  const id = str(p, 'stream', 'streamClose');
+  const s = openStreams.get(id);
+  if (s) closeStream(s);
+  return null;
+}
+
 export type Handler = (params: Params) => Promise<unknown>;
 
 export function createHandlers(): Record<string, Handler> {
@@ -885,6 +1230,12 @@ export function createHandlers(): Record<string, Handler> {
     archive: archiveOp,
     extract: extractOp,
     list: listOp,
+    archiveOpen: archiveOpenOp,
+    extractOpen: extractOpenOp,
+    streamRead: streamReadOp,
+    streamWrite: streamWriteOp,
+    streamEnd: streamEndOp,
+    streamClose: streamCloseOp,
   };
 }
 

@@ -23,12 +23,17 @@
  * snapshots/<tenant>/<env>/<session>/latest (JSON), outputs/<tenant>/<session>/<path>.
  * sweepBackups() deletes snapshots older than 7 days (and pointers to them); it also runs every
  * `sweepIntervalMs`.
+ *
+ * Snapshots, restores and outputs stream (archiveStream/extractStream ↔ putStream/getStream):
+ * the server never holds a whole archive. Output quotas and name rules: outputs.ts.
  */
-import { createHash, randomBytes } from 'node:crypto';
+import { randomBytes } from 'node:crypto';
+import { Transform, type Readable } from 'node:stream';
 import type { Logger } from '../log.js';
 import type { ObjectStore } from '../ports/objectStore.js';
-import type { SandboxAgentApi, SandboxDriver, SandboxHandle, SandboxManager, SandboxSpec, SandboxState, SessionRef } from '../ports/sandbox.js';
-import { parseTarGz, SandboxAgentError } from './protocol.js';
+import type { OutputSyncReport, SandboxAgentApi, SandboxDriver, SandboxHandle, SandboxManager, SandboxSpec, SandboxState, SessionRef } from '../ports/sandbox.js';
+import { DEFAULT_OUTPUT_MAX_FILE_BYTES, DEFAULT_OUTPUT_MAX_SESSION_BYTES, newOutputSyncMemory, syncSessionOutputs, type OutputQuotas, type OutputSyncMemory } from './outputs.js';
+import { SandboxAgentError } from './protocol.js';
 
 export const WARM_MARKER = '/tmp/.agentfleet-warm';
 export const WORKSPACE_DIR = '/workspace';
@@ -73,6 +78,8 @@ export interface SandboxManagerDeps {
   probeDelayMs?: number;
   /** Clock for snapshot timestamps and the sweep (tests). */
   now?: () => number;
+  /** Output quotas (default 100 MiB per file, 1 GiB per session). */
+  outputQuotas?: OutputQuotas;
 }
 
 export interface SnapshotPointer {
@@ -133,7 +140,7 @@ interface Entry {
   lastActivity: number;
   idleTimer: NodeJS.Timeout | null;
   tasks: Map<string, { started: number; until: number }>;
-  outputHashes: Map<string, string>;
+  outputs: OutputSyncMemory;
 }
 
 const errMessage = (err: unknown) => (err instanceof Error ? err.message : String(err));
@@ -147,6 +154,7 @@ export function createSandboxManager(deps: SandboxManagerDeps): SandboxManagerSe
   const probeAttempts = deps.probeAttempts ?? PROBE_ATTEMPTS;
   const probeDelayMs = deps.probeDelayMs ?? 200;
   const now = deps.now ?? Date.now;
+  const outputQuotas: OutputQuotas = deps.outputQuotas ?? { maxFileBytes: DEFAULT_OUTPUT_MAX_FILE_BYTES, maxSessionBytes: DEFAULT_OUTPUT_MAX_SESSION_BYTES };
   const entries = new Map<string, Entry>();
   const deadHandles = new WeakSet<SandboxHandle>();
   let closed = false;
@@ -171,7 +179,7 @@ export function createSandboxManager(deps: SandboxManagerDeps): SandboxManagerSe
       e = {
         ref: { tenantId: ref.tenantId, sessionId: ref.sessionId, environmentId: ref.environmentId },
         state: 'cold', handle: null, warm: null, stopping: null, backup: null, inflight: 0,
-        lastActivity: Date.now(), idleTimer: null, tasks: new Map(), outputHashes: new Map(),
+        lastActivity: Date.now(), idleTimer: null, tasks: new Map(), outputs: newOutputSyncMemory(),
       };
       entries.set(ref.sessionId, e);
     }
@@ -204,44 +212,26 @@ export function createSandboxManager(deps: SandboxManagerDeps): SandboxManagerSe
 
   async function snapshot(e: Entry, h: SandboxHandle, reason: string): Promise<SnapshotPointer> {
     const ref = e.backup!;
-    const data = await h.api.archive(WORKSPACE_DIR);
+    const archive = await h.api.archiveStream(WORKSPACE_DIR);
     const at = now();
     const key = snapshotKey(ref, at);
-    await objects.put(key, data, { contentType: 'application/gzip' });
-    const pointer: SnapshotPointer = { key, createdAt: new Date(at).toISOString(), bytes: data.length, reason, sandboxId: h.id };
+    // streamed from the sandbox into the store: a failed transfer stores nothing
+    const { size } = await objects.putStream(key, archive.data, { contentType: 'application/gzip' });
+    const pointer: SnapshotPointer = { key, createdAt: new Date(at).toISOString(), bytes: size, reason, sandboxId: h.id };
     await objects.put(latestPointerKey(ref), Buffer.from(JSON.stringify(pointer)), { contentType: 'application/json' });
-    emit('snapshot', ref.sessionId, { key, reason, bytes: data.length, sandboxId: h.id });
-    log.info('sandbox snapshot written', { sessionId: ref.sessionId, key, reason, bytes: data.length });
+    emit('snapshot', ref.sessionId, { key, reason, bytes: size, sandboxId: h.id });
+    log.info('sandbox snapshot written', { sessionId: ref.sessionId, key, reason, bytes: size });
     return pointer;
   }
 
-  async function syncOutputsWith(e: Entry, h: SandboxHandle): Promise<number> {
-    let data: Uint8Array;
-    try {
-      data = await h.api.archive(OUTPUTS_DIR);
-    } catch (err) {
-      if (err instanceof SandboxAgentError && err.kind === 'not_found') return 0;
-      throw err;
-    }
-    let count = 0;
-    for (const f of parseTarGz(data)) {
-      if (f.type !== 'file') continue;
-      let key: string;
-      try {
-        key = outputKey(e.ref, f.name);
-        if (f.name.split('/').some((s) => s === '' || s === '.' || s === '..')) throw new Error('bad path');
-      } catch {
-        log.warn('output file skipped: unusable name', { sessionId: e.ref.sessionId, name: f.name });
-        continue;
-      }
-      const hash = createHash('sha256').update(f.data).digest('hex');
-      if (e.outputHashes.get(f.name) === hash) continue;
-      await objects.put(key, f.data);
-      e.outputHashes.set(f.name, hash);
-      count++;
-    }
-    emit('outputs_synced', e.ref.sessionId, { count });
-    return count;
+  async function syncOutputsWith(e: Entry, h: SandboxHandle): Promise<OutputSyncReport> {
+    const report = await syncSessionOutputs({
+      api: h.api, objects, dir: OUTPUTS_DIR, prefix: outputKey(e.ref, ''), quotas: outputQuotas,
+      memory: e.outputs, log, sessionId: e.ref.sessionId, now,
+    });
+    for (const s of report.skipped) emit('output_skipped', e.ref.sessionId, { name: s.name, reason: s.reason });
+    emit('outputs_synced', e.ref.sessionId, { count: report.stored.length, skipped: report.skipped.length });
+    return report;
   }
 
   // ---- warmup
@@ -273,10 +263,10 @@ export function createSandboxManager(deps: SandboxManagerDeps): SandboxManagerSe
 
   async function restore(e: Entry, api: SandboxAgentApi): Promise<string | null> {
     let pointer: SnapshotPointer | null;
-    let data: Uint8Array | null = null;
+    let data: Readable | null = null;
     try {
       pointer = await latestSnapshot(e.ref);
-      if (pointer) data = await objects.get(pointer.key);
+      if (pointer) data = await objects.getStream(pointer.key);
     } catch (err) {
       throw new SandboxWarmupError('restore', `reading the latest snapshot failed: ${errMessage(err)}`);
     }
@@ -285,12 +275,19 @@ export function createSandboxManager(deps: SandboxManagerDeps): SandboxManagerSe
       log.warn('latest snapshot is gone (expired?): starting with an empty /workspace', { sessionId: e.ref.sessionId, key: pointer.key });
       return null;
     }
+    let bytes = 0;
+    const counted = new Transform({ transform(chunk: Buffer, _enc, cb) { bytes += chunk.length; cb(null, chunk); } });
+    data.on('error', (err) => counted.destroy(err));
+    data.pipe(counted);
     try {
-      await api.extract(WORKSPACE_DIR, data);
+      await api.extractStream(WORKSPACE_DIR, counted);
     } catch (err) {
       throw new SandboxWarmupError('restore', `restoring snapshot ${pointer.key} into ${WORKSPACE_DIR} failed: ${errMessage(err)}`, WORKSPACE_DIR);
+    } finally {
+      counted.destroy();
+      data.destroy();
     }
-    emit('restore', e.ref.sessionId, { key: pointer.key, bytes: data.length });
+    emit('restore', e.ref.sessionId, { key: pointer.key, bytes });
     return pointer.key;
   }
 
@@ -554,11 +551,11 @@ export function createSandboxManager(deps: SandboxManagerDeps): SandboxManagerSe
 
     async syncOutputs(session) {
       const e = entries.get(session.sessionId);
-      if (!e || !e.handle || e.state !== 'active') return; // a cold sandbox synced when it stopped
+      if (!e || !e.handle || e.state !== 'active') return { stored: [], skipped: [] }; // a cold sandbox synced when it stopped
       e.inflight++;
       clearIdle(e);
       try {
-        await syncOutputsWith(e, e.handle);
+        return await syncOutputsWith(e, e.handle);
       } finally {
         e.inflight--;
         armIdle(e);

@@ -15,19 +15,29 @@
  *   archive    { dir }                                             → { base64, bytes } (tar.gz)
  *   extract    { dir, base64 }                                     → null
  *   list       { dir }                                             → [{ name, size, isDirectory }]
+ *   archiveOpen { dir, maxFileBytes? }                             → { stream, skipped }
+ *   extractOpen { dir }                                            → { stream }
+ *   streamRead  { stream }                                         → { base64, eof }  (≤ 1 MiB)
+ *   streamWrite { stream, base64 }                                 → null
+ *   streamEnd   { stream }                                         → null (extract finished)
+ *   streamClose { stream }                                         → null (abandoned)
+ *              archiveStream/extractStream are built on these: no whole archive in one message
  *
  * Relative paths resolve against /workspace. The agent announces itself with the notification
  * `{"jsonrpc":"2.0","method":"ready","params":{...}}`. Errors are JSON-RPC error objects:
  * `{ code, message, data: { kind, path?, argument? } }`; the message names the path or argument
  * (codes and kinds in ERROR_CODES). The agent program is agent.ts.
  */
-import type { Readable, Writable } from 'node:stream';
-import type { ExecRequest, ExecResult, GrepMatch, SandboxAgentApi } from '../ports/sandbox.js';
-import { ERROR_CODES, lineSplitter, type AgentErrorKind, type RpcErrorObject } from './agent.js';
+import { Readable, type Writable } from 'node:stream';
+import type { ArchiveStream, ExecRequest, ExecResult, GrepMatch, SandboxAgentApi } from '../ports/sandbox.js';
+import { ERROR_CODES, STREAM_CHUNK_BYTES, lineSplitter, type AgentErrorKind, type RpcErrorObject } from './agent.js';
 
 export { ERROR_CODES, MAX_ARCHIVE_BYTES, createTar, createTarGz, parseTar, parseTarGz, type AgentErrorKind, type TarEntry } from './agent.js';
 
-export const AGENT_METHODS = ['ping', 'exec', 'readFile', 'writeFile', 'edit', 'glob', 'grep', 'archive', 'extract', 'list'] as const;
+export const AGENT_METHODS = [
+  'ping', 'exec', 'readFile', 'writeFile', 'edit', 'glob', 'grep', 'archive', 'extract', 'list',
+  'archiveOpen', 'extractOpen', 'streamRead', 'streamWrite', 'streamEnd', 'streamClose',
+] as const;
 export type AgentMethod = (typeof AGENT_METHODS)[number];
 
 /** A rejected protocol call: the agent's error (code, kind, path/argument), a timeout or a closed stream. */
@@ -197,6 +207,40 @@ export function createAgentClient(transport: AgentTransport, options: AgentClien
       await call('extract', { dir, base64: b64(archive) }, transferTimeoutMs);
     },
     list: (dir) => call('list', { dir }),
+    async archiveStream(dir, opts): Promise<ArchiveStream> {
+      const params = { dir, ...(opts?.maxFileBytes !== undefined ? { maxFileBytes: opts.maxFileBytes } : {}) };
+      const opened = await call<{ stream: string; skipped: ArchiveStream['skipped'] }>('archiveOpen', params, transferTimeoutMs);
+      const stream = opened.stream;
+      async function* chunks(): AsyncGenerator<Uint8Array> {
+        let eof = false;
+        try {
+          while (!eof) {
+            const r = await call<{ base64: string; eof: boolean }>('streamRead', { stream }, transferTimeoutMs);
+            eof = r.eof === true;
+            if (r.base64) yield fromB64(r.base64);
+          }
+        } finally {
+          // abandoned early (the reader stopped or failed): the sandbox drops its tar process
+          if (!eof && !closedWith) call('streamClose', { stream }).catch(() => {});
+        }
+      }
+      return { skipped: Array.isArray(opened.skipped) ? opened.skipped : [], data: Readable.from(chunks(), { objectMode: false }) };
+    },
+    async extractStream(dir, archive) {
+      const { stream } = await call<{ stream: string }>('extractOpen', { dir }, transferTimeoutMs);
+      let ended = false;
+      try {
+        for await (const piece of archive) {
+          for (let off = 0; off < piece.length; off += STREAM_CHUNK_BYTES) {
+            await call('streamWrite', { stream, base64: b64(piece.subarray(off, off + STREAM_CHUNK_BYTES)) }, transferTimeoutMs);
+          }
+        }
+        ended = true;
+        await call('streamEnd', { stream }, transferTimeoutMs);
+      } finally {
+        if (!ended && !closedWith) call('streamClose', { stream }).catch(() => {});
+      }
+    },
     onNotification: (l) => void notificationListeners.push(l),
     close(reason) {
       failAll(new SandboxAgentError(ERROR_CODES.closed, `sandbox agent client closed${reason ? `: ${reason.message}` : ''}`, 'closed'));

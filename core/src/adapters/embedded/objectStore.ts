@@ -7,11 +7,15 @@
  * Keys are `/`-separated relative paths: no empty, `.` or `..` segment, no leading `/`, no
  * backslash or NUL, at most 1024 bytes. A key cannot also be the prefix "directory" of another
  * key (`a` and `a/b`): such a put fails with an error naming the key.
+ *
+ * putStream writes chunks as they arrive into the temp file (a failing or oversize source leaves
+ * nothing: the temp file is removed); getStream reads from an open handle. Tested by
+ * core/test/store.embedded.test.ts (contract) and core/test/sandbox.outputs.test.ts.
  */
 import { randomBytes } from 'node:crypto';
 import * as fsp from 'node:fs/promises';
 import { dirname, join } from 'node:path';
-import type { ObjectInfo, ObjectStore } from '../../ports/objectStore.js';
+import { ObjectTooLargeError, type ObjectInfo, type ObjectStore } from '../../ports/objectStore.js';
 
 export class InvalidObjectKeyError extends Error {
   override readonly name = 'InvalidObjectKeyError';
@@ -52,16 +56,18 @@ export function createDirectoryObjectStore(dir: string): ObjectStore {
       for (const f of await fsp.readdir(tmpRoot)) await fsp.rm(join(tmpRoot, f), { force: true });
     })());
 
-  const atomicWrite = async (target: string, data: Uint8Array, key: string) => {
+  /** Writes a temp file with `fill`, fsyncs it, renames it to `target`; the temp file never survives. */
+  const atomicWrite = async (target: string, data: Uint8Array | ((h: fsp.FileHandle) => Promise<void>), key: string) => {
     const tmp = join(tmpRoot, `${randomBytes(8).toString('hex')}.tmp`);
-    const h = await fsp.open(tmp, 'w', 0o600);
     try {
-      await h.writeFile(data);
-      await h.sync();
-    } finally {
-      await h.close();
-    }
-    try {
+      const h = await fsp.open(tmp, 'w', 0o600);
+      try {
+        if (typeof data === 'function') await data(h);
+        else await h.writeFile(data);
+        await h.sync();
+      } finally {
+        await h.close();
+      }
       for (let attempt = 0; ; attempt++) {
         try {
           await fsp.mkdir(dirname(target), { recursive: true });
@@ -80,6 +86,15 @@ export function createDirectoryObjectStore(dir: string): ObjectStore {
       await fsyncDir(dirname(target));
     } finally {
       await fsp.rm(tmp, { force: true });
+    }
+  };
+
+  /** Copies `source` into `h`, failing with ObjectTooLargeError past `maxBytes`. */
+  const copyInto = (source: AsyncIterable<Uint8Array>, key: string, maxBytes: number, counted: { size: number }) => async (h: fsp.FileHandle) => {
+    for await (const chunk of source) {
+      counted.size += chunk.byteLength;
+      if (counted.size > maxBytes) throw new ObjectTooLargeError(key, maxBytes);
+      await h.write(chunk);
     }
   };
 
@@ -116,6 +131,35 @@ export function createDirectoryObjectStore(dir: string): ObjectStore {
       if (options?.contentType) await atomicWrite(join(metaRoot, key), Buffer.from(options.contentType, 'utf8'), key);
       else await fsp.rm(join(metaRoot, key), { force: true }).catch(() => {});
       await atomicWrite(join(dataRoot, key), data, key);
+    },
+    async putStream(key, data, options) {
+      validateObjectKey(key);
+      await init();
+      const counted = { size: 0 };
+      const maxBytes = options?.maxBytes ?? Number.MAX_SAFE_INTEGER;
+      // the bytes first: a source that fails leaves the old object and its type untouched
+      await atomicWrite(join(dataRoot, key), copyInto(data, key, maxBytes, counted), key);
+      if (options?.contentType) await atomicWrite(join(metaRoot, key), Buffer.from(options.contentType, 'utf8'), key);
+      else await fsp.rm(join(metaRoot, key), { force: true }).catch(() => {});
+      return { size: counted.size };
+    },
+    async getStream(key) {
+      validateObjectKey(key);
+      await init();
+      let h: fsp.FileHandle;
+      try {
+        h = await fsp.open(join(dataRoot, key), 'r');
+        if (!(await h.stat()).isFile()) {
+          await h.close();
+          return null;
+        }
+      } catch (err) {
+        const code = (err as NodeJS.ErrnoException).code;
+        if (code === 'ENOENT' || code === 'EISDIR' || code === 'ENOTDIR') return null;
+        throw err;
+      }
+      // an open handle: a concurrent put (rename) or delete does not cut the stream short
+      return h.createReadStream({ autoClose: true });
     },
     async get(key) {
       validateObjectKey(key);
