@@ -40,6 +40,8 @@ export interface Config {
   };
   objectStoreDir: string;
   maxFileBytes: number;
+  /** Session outputs synced from sandboxes: quota per file and per session, in bytes. */
+  outputs: { maxFileBytes: number; maxSessionBytes: number };
   /** On SIGTERM, in-flight HTTP requests get this long before connections are cut. */
   shutdownGraceMs: number;
   /** Egress policy for requests made on a tenant's behalf (core/src/egress). */
@@ -134,6 +136,11 @@ export function loadConfig(role: Role, env: Env = process.env): Config {
   if (sandboxDriver === 'nomad' && !infra.nomadAddr) problems.push('SANDBOX_DRIVER=nomad needs NOMAD_ADDR');
   const sleepAfterMs = int(env, 'SANDBOX_SLEEP_AFTER_MS', 5 * 60_000, problems, 100, 24 * 3600_000);
   const maxFileBytes = int(env, 'MAX_FILE_BYTES', 32 * 1024 * 1024, problems, 1, 1024 * 1024 * 1024);
+  const outputs = {
+    maxFileBytes: int(env, 'OUTPUT_MAX_FILE_BYTES', 100 * 1024 * 1024, problems, 1, 64 * 1024 ** 3),
+    maxSessionBytes: int(env, 'OUTPUT_MAX_SESSION_BYTES', 1024 ** 3, problems, 1, 1024 ** 4),
+  };
+  if (outputs.maxFileBytes > outputs.maxSessionBytes) problems.push('OUTPUT_MAX_FILE_BYTES must not be larger than OUTPUT_MAX_SESSION_BYTES');
   if (env.WEB_SEARCH_URL && !/^https?:\/\//.test(env.WEB_SEARCH_URL)) problems.push('WEB_SEARCH_URL must be an http(s) URL');
   if (env.WEB_SEARCH_URL && !env.WEB_SEARCH_API_KEY) problems.push('WEB_SEARCH_URL needs WEB_SEARCH_API_KEY');
   if (infra.mongodbUrl && !/^mongodb(\+srv)?:\/\//.test(infra.mongodbUrl)) problems.push('MONGODB_URL must be a mongodb:// URL');
@@ -236,6 +243,7 @@ export function loadConfig(role: Role, env: Env = process.env): Config {
     },
     objectStoreDir: resolve(env.OBJECT_STORE_DIR || join(dataDir, 'objects')),
     maxFileBytes,
+    outputs,
     fleet: { namespace, kafkaPartitions, kafkaReplicationFactor, kafkaSessionTimeoutMs, kafkaHeartbeatIntervalMs, perTenantDb, storeBackends },
   };
 }

@@ -123,6 +123,7 @@ export async function createSandboxRuntime(p: Platform, log: Logger, driverOverr
     driver,
     objects: p.objects,
     sleepAfterMs: cfg.sleepAfterMs,
+    outputQuotas: p.config.outputs,
     resources: async (s) => {
       const session = await p.collections.sessions.get(s.tenantId, s.sessionId);
       const attached = ((session?.resources ?? []) as Array<{ type: string; file_id: string; mount_path: string }>).filter((r) => r.type === 'file');
