@@ -1,25 +1,28 @@
 /**
- * Secrets scan (issue 7, item 6): the platform runs as a real child process (LOG_LEVEL=debug,
- * stdout and stderr captured) with known, distinctive secrets — the operator key, the root
- * secret, the vendor fallback key, a model card key and custom header value, an MCP server
- * authorization_token, and the tenant key the platform hands out — through a whole lifecycle:
- * tenant, model card (create, rotate), agent (create, update, session override and update,
- * GraphQL mutation, refused REST and GraphQL bodies carrying the token), environment, file upload, a session whose sandbox (bubblewrap) prints
- * `env`, every /proc/<pid>/environ and /proc/<pid>/cmdline and searches every file it can read
- * (outside /proc, /sys, /dev, /usr) for each secret, idles, is snapshotted and restored
- * for a second turn, a vendor-key session, event lists, SSE streams (live and replayed), every
- * read and GraphQL query of the same resources, a GraphQL subscription replay, /metrics.
+ * Secrets scan (issue 7, item 6). The platform runs as a real child process (LOG_LEVEL=debug,
+ * stdout and stderr captured) with known, distinctive secrets: the operator key, the root
+ * secret, the vendor fallback key, a model card key and custom header values, an MCP server
+ * authorization_token, the API keys the platform hands out, and an invalid key a client
+ * presents. The test drives a whole lifecycle: tenant; API keys (created, used, revoked, a wrong
+ * key refused); model card (create, rotate, list); agents (create, update, session override and
+ * update, GraphQL mutation, refused REST and GraphQL bodies carrying the token); environment;
+ * file upload; a session whose sandbox (bubblewrap) searches every file it can read (outside
+ * /proc, /sys, /dev, /usr) for each secret and prints `env`, every /proc/<pid>/environ and
+ * /proc/<pid>/cmdline, idles, is snapshotted, and is restored for a second turn; a vendor-key
+ * session; event lists, SSE streams (live and replayed), a GraphQL subscription replay, every
+ * read and GraphQL query of the same resources, /metrics, /healthz, /readyz.
  *
- * Then every secret, in clear and in its URL/base64 forms, is searched in: every HTTP response
- * (status line, headers, body) the test received, every event (listed and streamed), every log
- * line of the process, and every file under DATA_DIR (binary-safe; gzip members such as
- * sandbox snapshots searched decompressed too). The only allowed appearance is the tenant key
- * in the one response that creates it. A failure names the secret and the place, never the value.
+ * Then every secret, in clear and in its URL/base64 forms, is searched in every HTTP response
+ * the test received (status, headers, body), every event (listed, streamed, replayed), every
+ * log line of the process (through its shutdown), and every file under DATA_DIR (binary-safe;
+ * gzip members such as sandbox snapshots are searched decompressed too). A key the platform
+ * issues may appear only in the one response that creates it. A failure names the secret and
+ * the place (for a sandbox dump, the /proc section), never the value.
  *
- * Positive controls keep the scan from passing vacuously: a canary the sandbox prints must be
- * found in the recorded responses, the events, a plain data-dir file and a snapshot's gzip
- * member; the tenant key must be found in its creation response; the model provider must have
- * received the card key, the custom header and the vendor key (so those secrets were in use).
+ * Positive controls keep the scan from passing vacuously: a canary written in the sandbox must
+ * be found by the in-sandbox search, in the recorded responses, the events, a plain data-dir
+ * file and a snapshot's gzip member; the tenant key must be found in its creation response; the
+ * model provider must have received the card key, the custom header and the vendor key.
  */
 import { randomBytes } from 'node:crypto';
 import { existsSync, mkdtempSync, rmSync } from 'node:fs';
@@ -41,6 +44,8 @@ const CARD_KEY = `sk-scan-card-key-${rand()}`;
 const CARD_HEADER = `scan-custom-header-${rand()}`;
 const CARD_HEADER_ROTATED = `scan-custom-header-rotated-${rand()}`;
 const MCP_TOKEN = `scan-mcp-token-${rand()}`;
+/** A key nobody issued, presented by a client: never echoed. */
+const WRONG_KEY = `scan-wrong-key-${rand()}`;
 const CANARY = `scan-canary-${rand()}`;
 const TENANT_CREATE = 'POST /v1/svc/tenants';
 
@@ -144,6 +149,7 @@ describe('no secret appears in clear in any response, event, log line or data-di
       { name: 'model card custom header value', value: CARD_HEADER },
       { name: 'model card custom header value (rotated)', value: CARD_HEADER_ROTATED },
       { name: 'MCP server authorization_token', value: MCP_TOKEN },
+      { name: 'an invalid API key presented by a client', value: WRONG_KEY },
       { name: 'tenant API key', value: tenantKey, allowedIn: (where) => where.startsWith(`response ${TENANT_CREATE} `) },
     ];
     const sdk = client(tenantKey);
@@ -176,6 +182,25 @@ describe('no secret appears in clear in any response, event, log line or data-di
     const sid = session.id;
     await json(await http(`/v1/sessions/${sid}`, { method: 'POST', json: { agent: { mcp_servers: mcp } } }));
     await sdk.beta.files.upload({ file: await toFile(Buffer.from('scan file\n'), 'scan.txt'), session_id: sid } as any);
+    // More keys (one an environment service key): shown once each; a revoked key and a wrong key are refused without an echo.
+    const keyCreated = (where: string) => where.startsWith('response POST /v1/svc/api_keys ');
+    for (const body of [{ name: 'scan-extra' }, { name: 'scan-env-key', environment_id: env.id }]) {
+      const created = await json(await http('/v1/svc/api_keys', { method: 'POST', headers: BETA, json: body }));
+      expect(created.key).toMatch(/\S{16,}/);
+      secrets.push({ name: `API key ${body.name}`, value: created.key, allowedIn: keyCreated });
+      if (body.name === 'scan-extra') {
+        expect((await http('/v1/agents', { key: created.key })).status).toBe(200);
+        await json(await http(`/v1/svc/api_keys/${created.id}`, { method: 'DELETE', headers: BETA }));
+        const revoked = await http('/v1/agents', { key: created.key });
+        expect(revoked.status).toBe(401);
+        await revoked.text();
+      }
+    }
+    for (const headers of [{ 'x-api-key': WRONG_KEY }, { authorization: `Bearer ${WRONG_KEY}` }]) {
+      const wrong = await rec.fetch(`${baseUrl}/v1/agents`, { headers });
+      expect(wrong.status).toBe(401);
+      await wrong.text();
+    }
     await json(await http('/v1/svc/api_keys', { headers: BETA }));
 
     // Turn 1: the sandbox dumps everything it can see of its processes.
