@@ -153,10 +153,19 @@ export const SessionStatusIdleEvent = eventOf('session.status_idle', P['session.
 export const SessionStatusRescheduledEvent = eventOf('session.status_rescheduled', P['session.status_rescheduled']);
 export const SessionStatusTerminatedEvent = eventOf('session.status_terminated', P['session.status_terminated']);
 export const SessionErrorEvent = eventOf('session.error', P['session.error']);
-/** Extension (worker recovery): an interrupted model stream or an orphaned tool call. */
+/**
+ * Extension (worker recovery): an interrupted model stream or an orphaned tool call; (outputs
+ * sync) a file in /mnt/session/outputs that was not stored, with the reason.
+ */
 export const SessionWarningEvent = Type.Union([
   eventOf('session.warning', { warning: Type.Literal('interrupted_stream'), message: Type.String(), model_request_start_id: Id('sevt_') }),
   eventOf('session.warning', { warning: Type.Literal('orphan_tool_use'), message: Type.String(), tool_use_id: Id('sevt_') }),
+  eventOf('session.warning', {
+    warning: Type.Literal('output_skipped'),
+    message: Type.String(),
+    filename: Type.String(),
+    reason: Type.Union([Type.Literal('file_too_large'), Type.Literal('session_quota_exceeded'), Type.Literal('invalid_name'), Type.Literal('not_a_regular_file')]),
+  }),
 ]);
 export const SessionDeletedEvent = eventOf('session.deleted', P['session.deleted']);
 export const AgentMessageEvent = eventOf('agent.message', P['agent.message']);

@@ -208,11 +208,19 @@ export class TurnRunner {
   private async finish(tenant: string, sid: string, lease: Lease, inputTo: number, end: TurnEnd): Promise<void> {
     const s = await this.p.collections.sessions.get(tenant, sid);
     const processed = Math.max(inputTo, end.interrupted ? (s?.interrupt_seq ?? 0) : 0);
-    // Files the turn wrote under /mnt/session/outputs are durable before the turn reports idle.
+    // Files the turn wrote under /mnt/session/outputs are durable before the turn reports idle;
+    // each file that was not stored (quota, name) gets a session.warning naming it, before idle.
+    const warnings: EventDraft[] = [];
     if (this.sandbox && s && this.sandbox.state(sid) === 'active') {
-      await this.sandbox.syncOutputs({ tenantId: tenant, sessionId: sid, environmentId: s.environment_id }).catch((err) => this.log.warn('output sync failed', { session_id: sid, err: String(err) }));
+      const report = await this.sandbox.syncOutputs({ tenantId: tenant, sessionId: sid, environmentId: s.environment_id }).catch((err) => {
+        this.log.warn('output sync failed', { session_id: sid, err: String(err) });
+        return null;
+      });
+      for (const k of report?.skipped ?? []) {
+        warnings.push({ type: 'session.warning', payload: { warning: 'output_skipped', message: k.message, filename: k.name, reason: k.reason } });
+      }
     }
-    await this.append(tenant, sid, lease, [{ type: 'session.status_idle', payload: { stop_reason: end.stop_reason, stop_details: null, ...(end.interrupted ? { interrupted: true } : {}) } }], (idleSeq) => ({
+    await this.append(tenant, sid, lease, [...warnings, { type: 'session.status_idle', payload: { stop_reason: end.stop_reason, stop_details: null, ...(end.interrupted ? { interrupted: true } : {}) } }], (idleSeq) => ({
       $max: { processed_seq: processed, idle_seq: idleSeq },
       $set: { recoveries: 0 },
     }));
