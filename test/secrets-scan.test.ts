@@ -196,7 +196,7 @@ describe('no secret appears in clear in any response, event, log line or data-di
         await revoked.text();
       }
     }
-    for (const headers of [{ 'x-api-key': WRONG_KEY }, { authorization: `Bearer ${WRONG_KEY}` }]) {
+    for (const headers of [{ 'x-api-key': WRONG_KEY }, { authorization: `Bearer ${WRONG_KEY}` }] as Array<Record<string, string>>) {
       const wrong = await rec.fetch(`${baseUrl}/v1/agents`, { headers });
       expect(wrong.status).toBe(401);
       await wrong.text();
