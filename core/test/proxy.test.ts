@@ -16,6 +16,7 @@ import {
   type OutboundProxyOptions,
   type ProxyLogEntry,
 } from '../src/sandbox/proxy.js';
+import { createEgressPolicy } from '../src/egress/policy.js';
 
 // --- local destinations ----------------------------------------------------------------------
 
@@ -83,11 +84,17 @@ afterEach(async () => {
   await Promise.all(proxies.splice(0).map((p) => p.close()));
 });
 
+/**
+ * A proxy whose egress policy opens exactly the two local destinations (as the operator would
+ * with EGRESS_ALLOW_PRIVATE_HOSTS=127.0.0.1:<origin>,127.0.0.1:<echo>); `over.lookup` feeds
+ * that policy's resolver.
+ */
 async function startProxy(over: Partial<OutboundProxyOptions> = {}): Promise<{ proxy: OutboundProxy; logs: ProxyLogEntry[] }> {
   const logs: ProxyLogEntry[] = [];
   const proxy = await createOutboundProxy({
     listen: { host: '127.0.0.1', port: 0 },
     policy: hostPolicy({ allowlist: ['127.0.0.1'] }),
+    egress: createEgressPolicy({ allowPrivateHosts: [`127.0.0.1:${originPort}`, `127.0.0.1:${echoPort}`], lookup: over.lookup }),
     log: (e) => logs.push(e),
     context: { tenantId: 'ten_1', sessionId: 'sesn_1' },
     ...over,
@@ -135,6 +142,33 @@ const drain = (s: net.Socket, first: Buffer = Buffer.alloc(0)) =>
     s.on('close', () => resolve(Buffer.concat(chunks)));
   });
 
+/** A port nothing listens on (bound, then released). */
+async function freePort(): Promise<number> {
+  const s = net.createServer();
+  await new Promise<void>((r) => s.listen(0, '127.0.0.1', r));
+  const port = (s.address() as net.AddressInfo).port;
+  await new Promise((r) => s.close(r));
+  return port;
+}
+
+/** A second local HTTP server that counts its requests. */
+async function listenOnce(body: string): Promise<{ port: number; hits(): number; close(): Promise<void> }> {
+  let hits = 0;
+  const s = http.createServer((_q, res) => {
+    hits++;
+    res.end(body);
+  });
+  await new Promise<void>((r) => s.listen(0, '127.0.0.1', r));
+  return {
+    port: (s.address() as net.AddressInfo).port,
+    hits: () => hits,
+    close: async () => {
+      s.closeAllConnections();
+      await new Promise((r) => s.close(r));
+    },
+  };
+}
+
 const waitFor = async (pred: () => boolean, ms = 3000) => {
   const until = Date.now() + ms;
   while (!pred()) {
@@ -159,7 +193,8 @@ describe('hostPolicy', () => {
     const open = hostPolicy({ allowlist: [], denylist: ['*.tracker.net'], unrestricted: true });
     expect(open(ctx('anything.io'))).toMatchObject({ allow: true, reason: 'unrestricted' });
     expect(open(ctx('x.tracker.net')).allow).toBe(false);
-    expect(open(ctx('anything.io')).allowPrivateAddress).toBeFalsy();
+    // An allowlist entry only lets a NAME through; it opens no address (egress policy).
+    expect(Object.keys(hostPolicy({ allowlist: ['127.0.0.1'] })(ctx('127.0.0.1')))).toEqual(['allow', 'reason']);
 
     // limited networking with no hosts: nothing goes out
     expect(hostPolicy({ allowlist: [], unrestricted: false })(ctx('a.example.com')).allow).toBe(false);
@@ -233,20 +268,97 @@ describe('outbound proxy: HTTP forwarding', () => {
     ]);
   });
 
-  it('refuses private addresses unless the allowlist names the host', async () => {
-    const { proxy, logs } = await startProxy({ policy: hostPolicy({ unrestricted: true }), lookup: async () => ({ address: '127.0.0.1', family: 4 }) });
+  it('refuses private addresses whatever the allowlist says: literal, localhost and other names after resolution, every IPv4 form', async () => {
+    const lookups: string[] = [];
+    const system = createEgressPolicy(); // nothing opened, the system resolver
+    const allowAll = hostPolicy({ allowlist: ['127.0.0.1', 'localhost', '::1', '::ffff:7f00:1', '2130706433', '0x7f000001', 'rebind.example'] });
+    const { proxy, logs } = await startProxy({ policy: allowAll, egress: system });
     const before = seen.length;
-    const literal = await viaProxy(proxy, `http://127.0.0.1:${originPort}/x`);
-    expect(literal.status).toBe(403);
-    const named = await viaProxy(proxy, `http://rebind.example:${originPort}/x`);
-    expect(named.status).toBe(403);
-    expect(named.headers['proxy-status']).toMatch(/destination_ip_prohibited/);
-    const tunnel = await connectVia(proxy, `127.0.0.1:${echoPort}`);
-    expect(tunnel.status).toBe(403);
-    tunnel.socket.destroy();
+    for (const url of [
+      `http://127.0.0.1:${originPort}/x`,
+      `http://localhost:${originPort}/x`,
+      `http://[::1]:${originPort}/x`,
+      `http://[::ffff:127.0.0.1]:${originPort}/x`,
+      `http://2130706433:${originPort}/x`, // decimal: the URL parser makes it 127.0.0.1
+      `http://0x7f.0.0.1:${originPort}/x`, // hex
+      `http://0177.0.0.1:${originPort}/x`, // octal
+    ]) {
+      const r = await viaProxy(proxy, url);
+      expect(r.status, url).toBe(403);
+      expect(r.headers['proxy-status'], url).toMatch(/destination_ip_prohibited/);
+      expect(r.body, url).not.toMatch(/refused the connection|ECONNREFUSED/);
+    }
+    for (const authority of [`127.0.0.1:${echoPort}`, `localhost:${echoPort}`, `[::1]:${echoPort}`, `2130706433:${echoPort}`, `0x7f000001:${echoPort}`]) {
+      const tunnel = await connectVia(proxy, authority);
+      expect(tunnel.status, authority).toBe(403);
+      tunnel.socket.destroy();
+    }
+    // A name the (injected) resolver points at loopback.
+    const named = await startProxy({ policy: allowAll, egress: createEgressPolicy({ lookup: async (h) => { lookups.push(h); return { address: '127.0.0.1', family: 4 }; } }) });
+    const r = await viaProxy(named.proxy, `http://rebind.example:${originPort}/x`);
+    expect(r.status).toBe(403);
+    expect(lookups).toEqual(['rebind.example']);
     expect(seen.length).toBe(before);
-    await waitFor(() => logs.length === 3);
-    for (const l of logs) expect(l).toMatchObject({ allowed: false, reason: 'private_address', status: 403 });
+    await waitFor(() => logs.length === 12 && named.logs.length === 1);
+    for (const l of [...logs, ...named.logs]) expect(l).toMatchObject({ allowed: false, reason: 'private_address', status: 403 });
+  });
+
+  it('gives the same refusal for an open and a closed private port (no port scanning through the proxy)', async () => {
+    const closedPort = await freePort();
+    const { proxy } = await startProxy({ egress: createEgressPolicy() });
+    const open = await viaProxy(proxy, `http://127.0.0.1:${originPort}/`);
+    const closed = await viaProxy(proxy, `http://127.0.0.1:${closedPort}/`);
+    expect([open.status, closed.status]).toEqual([403, 403]);
+    expect(open.body).toBe(closed.body);
+    expect(open.headers['proxy-status']).toBe(closed.headers['proxy-status']);
+    const refusal = async (authority: string) => {
+      const t = await connectVia(proxy, authority);
+      return { status: t.status, body: (await drain(t.socket, t.head)).toString() };
+    };
+    const [t1, t2] = [await refusal(`127.0.0.1:${echoPort}`), await refusal(`127.0.0.1:${closedPort}`)];
+    expect([t1.status, t2.status]).toEqual([403, 403]);
+    expect(t1.body).toBe(t2.body);
+  });
+
+  it('EGRESS_ALLOW_PRIVATE_HOSTS host:port opens exactly that port', async () => {
+    const otherPort = await listenOnce('other');
+    const { proxy, logs } = await startProxy({ policy: hostPolicy({ unrestricted: true }), egress: createEgressPolicy({ allowPrivateHosts: [`127.0.0.1:${originPort}`] }) });
+    expect((await viaProxy(proxy, `http://127.0.0.1:${originPort}/opened`)).status).toBe(200);
+    const other = await viaProxy(proxy, `http://127.0.0.1:${otherPort.port}/closed`);
+    expect(other.status).toBe(403);
+    expect(otherPort.hits()).toBe(0);
+    // A bare host opens every port of that host, by name.
+    const byName = await startProxy({ policy: hostPolicy({ unrestricted: true }), egress: createEgressPolicy({ allowPrivateHosts: ['localhost'] }) });
+    expect((await viaProxy(byName.proxy, `http://localhost:${otherPort.port}/x`)).status).toBe(200);
+    expect((await viaProxy(byName.proxy, `http://127.0.0.1:${otherPort.port}/x`)).status).toBe(403);
+    await otherPort.close();
+    await waitFor(() => logs.length === 2);
+    expect(logs.map((l) => [l.status, l.reason])).toEqual([[200, 'unrestricted'], [403, 'private_address']]);
+  });
+
+  it('connects to the address it checked: a rebinding resolver cannot switch it', async () => {
+    // Same port on 127.0.0.2: where a second, different answer would lead.
+    const decoy = http.createServer((_q, res) => res.end('decoy'));
+    await new Promise<void>((r) => decoy.listen(originPort, '127.0.0.2', () => r()));
+    let calls = 0;
+    const lookup = async () => ({ address: calls++ % 2 === 0 ? '127.0.0.1' : '127.0.0.2', family: 4 as const });
+    try {
+      const { proxy } = await startProxy({ policy: hostPolicy({ unrestricted: true }), egress: createEgressPolicy({ allowPrivateHosts: [`127.0.0.1:${originPort}`], lookup }) });
+      const first = await viaProxy(proxy, `http://flip.test:${originPort}/flip`);
+      expect(first.status).toBe(200);
+      expect(JSON.parse(first.body)).toMatchObject({ url: '/flip' });
+      expect(calls).toBe(1);
+      // The next request resolves again: this time to the unopened address, refused.
+      const second = await viaProxy(proxy, `http://flip.test:${originPort}/flip`);
+      expect(second.status).toBe(403);
+      expect(second.body).not.toContain('decoy');
+      // An answer mixing an opened and an unopened address is refused whole.
+      const mixed = await startProxy({ policy: hostPolicy({ unrestricted: true }), egress: createEgressPolicy({ allowPrivateHosts: [`127.0.0.1:${originPort}`], lookup: async () => [{ address: '127.0.0.1', family: 4 }, { address: '127.0.0.2', family: 4 }] }) });
+      expect((await viaProxy(mixed.proxy, `http://both.test:${originPort}/`)).status).toBe(403);
+    } finally {
+      decoy.closeAllConnections();
+      await new Promise((r) => decoy.close(r));
+    }
   });
 
   it('injects credentialHook headers for plain HTTP, replacing what the sandbox sent', async () => {
@@ -335,7 +447,7 @@ describe('outbound proxy: HTTP forwarding', () => {
     await new Promise<void>((r) => closed.listen(0, '127.0.0.1', r));
     const deadPort = (closed.address() as net.AddressInfo).port;
     await new Promise((r) => closed.close(r));
-    const { proxy, logs } = await startProxy();
+    const { proxy, logs } = await startProxy({ egress: createEgressPolicy({ allowPrivateHosts: [`127.0.0.1:${deadPort}`] }) });
     const refused = await viaProxy(proxy, `http://127.0.0.1:${deadPort}/`);
     expect(refused.status).toBe(502);
 

@@ -4,6 +4,7 @@ import type { AddressInfo } from 'node:net';
 import { gzipSync } from 'node:zlib';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createOutboundProxy, hostPolicy, type OutboundProxy, type ProxyLogEntry } from '../src/sandbox/proxy.js';
+import { createEgressPolicy, type EgressPolicy } from '../src/egress/policy.js';
 import { htmlToText, searchBackendFromEnv, WEB_SEARCH_NOT_CONFIGURED, webFetch, webSearch } from '../src/tools/web.js';
 
 // Self-signed test certificate for 127.0.0.1 / localhost (valid 2000-2100), used only by the
@@ -54,6 +55,7 @@ const listen = async (s: http.Server | https.Server) => {
 
 function route(req: http.IncomingMessage, res: http.ServerResponse) {
   const url = req.url ?? '/';
+  originHits.push(url);
   if (url === '/page.html') {
     res.writeHead(200, { 'content-type': 'text/html; charset=utf-8' });
     res.end(PAGE);
@@ -72,6 +74,12 @@ function route(req: http.IncomingMessage, res: http.ServerResponse) {
   } else if (url === '/redirect') {
     res.writeHead(302, { location: '/page.html' });
     res.end();
+  } else if (url === '/to-metadata') {
+    res.writeHead(302, { location: 'http://169.254.169.254/latest/meta-data/' });
+    res.end();
+  } else if (url === '/to-loopback') {
+    res.writeHead(302, { location: `http://127.0.0.2:${req.socket.localPort}/page.html` }); // same port, another loopback address: not opened
+    res.end();
   } else if (url === '/loop') {
     res.writeHead(302, { location: '/loop' });
     res.end();
@@ -83,6 +91,9 @@ function route(req: http.IncomingMessage, res: http.ServerResponse) {
 
 let proxy: OutboundProxy;
 let denyProxy: OutboundProxy;
+/** Opens the three local test servers, as the operator would with EGRESS_ALLOW_PRIVATE_HOSTS. */
+let opened: EgressPolicy;
+const originHits: string[] = [];
 const logs: ProxyLogEntry[] = [];
 const denyLogs: ProxyLogEntry[] = [];
 
@@ -114,16 +125,19 @@ beforeAll(async () => {
     );
   });
   searchBase = `http://127.0.0.1:${await listen(search)}`;
+  opened = createEgressPolicy({ allowPrivateHosts: [base, secureBase, searchBase].map((u) => new URL(u).host) });
 
   proxy = await createOutboundProxy({
     listen: { host: '127.0.0.1', port: 0 },
     policy: hostPolicy({ allowlist: ['127.0.0.1'] }),
+    egress: opened,
     log: (e) => logs.push(e),
     context: { tenantId: 'ten_w', sessionId: 'sesn_w' },
   });
   denyProxy = await createOutboundProxy({
     listen: { host: '127.0.0.1', port: 0 },
     policy: hostPolicy({ allowlist: ['docs.example.com'], denylist: ['127.0.0.1'] }),
+    egress: opened,
     log: (e) => denyLogs.push(e),
     context: { tenantId: 'ten_w', sessionId: 'sesn_w' },
   });
@@ -239,6 +253,50 @@ describe('webFetch through the session proxy', () => {
   });
 });
 
+describe('web tools: egress policy', () => {
+  it('web_fetch to loopback is refused whatever the allowlist says, before any connection (http, https, by name)', async () => {
+    const logs: ProxyLogEntry[] = [];
+    // The environment allow-lists loopback; the operator opened nothing.
+    const strict = await createOutboundProxy({
+      listen: { host: '127.0.0.1', port: 0 },
+      policy: hostPolicy({ allowlist: ['127.0.0.1', 'localhost'] }),
+      log: (e) => logs.push(e),
+      context: { tenantId: 'ten_w', sessionId: 'sesn_w' },
+    });
+    try {
+      const hitsBefore = originHits.length;
+      const port = new URL(base).port;
+      for (const url of [`${base}/page.html`, `http://localhost:${port}/page.html`, `${secureBase}/page.html`]) {
+        const r = await webFetch({ url }, { proxy: strict.address, ca: TEST_CERT });
+        expect(r.is_error, url).toBe(true);
+        expect(textOf(r), url).toContain('web_fetch refused');
+      }
+      expect(originHits.length).toBe(hitsBefore);
+      await expect.poll(() => logs.length).toBe(3);
+      expect(logs.every((l) => l.reason === 'private_address' && l.status === 403)).toBe(true);
+    } finally {
+      await strict.close();
+    }
+  });
+
+  it('checks every redirect hop: an opened origin cannot redirect into metadata or loopback', async () => {
+    for (const path of ['/to-metadata', '/to-loopback']) {
+      const r = await webFetch({ url: `${base}${path}` }, { proxy: proxy.address });
+      expect(r.is_error, path).toBe(true);
+      expect(textOf(r), path).toContain('web_fetch refused');
+    }
+  });
+
+  it('a direct request (web_search without a proxy) goes through the egress policy too', async () => {
+    const seenBefore = searchSeen.length;
+    const r = await webSearch({ query: 'x' }, { backend: { url: `${searchBase}/search`, apiKey: 'good-key' } });
+    expect(r.is_error).toBe(true);
+    expect(textOf(r)).toContain('EGRESS_ALLOW_PRIVATE_HOSTS');
+    expect(textOf(r)).not.toContain('good-key');
+    expect(searchSeen.length).toBe(seenBefore);
+  });
+});
+
 describe('webSearch', () => {
   it('without a backend returns a clear error result', async () => {
     const r = await webSearch({ query: 'anything' }, {});
@@ -248,7 +306,7 @@ describe('webSearch', () => {
   });
 
   it('queries a generic JSON backend and formats the results', async () => {
-    const r = await webSearch({ query: 'vitest proxies' }, { backend: { url: `${searchBase}/search`, apiKey: 'good-key' }, maxResults: 3 });
+    const r = await webSearch({ query: 'vitest proxies' }, { backend: { url: `${searchBase}/search`, apiKey: 'good-key' }, maxResults: 3, egress: opened });
     expect(r.is_error).toBe(false);
     const t = textOf(r);
     expect(t).toContain('Search results for "vitest proxies"');
@@ -264,23 +322,23 @@ describe('webSearch', () => {
   });
 
   it('speaks the Brave flavour', async () => {
-    const r = await webSearch({ query: 'q1' }, { backend: { url: `${searchBase}/brave`, apiKey: 'brave-key', flavor: 'brave' } });
+    const r = await webSearch({ query: 'q1' }, { backend: { url: `${searchBase}/brave`, apiKey: 'brave-key', flavor: 'brave' }, egress: opened });
     expect(r.is_error).toBe(false);
     expect(textOf(r)).toContain('Brave q1');
     expect(textOf(r)).toContain('A bold snippet & more');
   });
 
   it('reports no results, a rejected key and bad input as results, never throwing', async () => {
-    const none = await webSearch({ query: 'nothing' }, { backend: { url: `${searchBase}/search`, apiKey: 'good-key' } });
+    const none = await webSearch({ query: 'nothing' }, { backend: { url: `${searchBase}/search`, apiKey: 'good-key' }, egress: opened });
     expect(none).toMatchObject({ is_error: false });
     expect(textOf(none)).toContain('No results');
-    const bad = await webSearch({ query: 'x' }, { backend: { url: `${searchBase}/search`, apiKey: 'wrong-key' } });
+    const bad = await webSearch({ query: 'x' }, { backend: { url: `${searchBase}/search`, apiKey: 'wrong-key' }, egress: opened });
     expect(bad.is_error).toBe(true);
     expect(textOf(bad)).toContain('rejected the API key');
     expect(textOf(bad)).not.toContain('wrong-key');
-    expect((await webSearch({ query: '   ' }, { backend: { url: `${searchBase}/search`, apiKey: 'good-key' } })).is_error).toBe(true);
+    expect((await webSearch({ query: '   ' }, { backend: { url: `${searchBase}/search`, apiKey: 'good-key' }, egress: opened })).is_error).toBe(true);
     expect((await webSearch({ query: 'x' }, { backend: { url: 'not a url', apiKey: 'k' } })).is_error).toBe(true);
-    expect((await webSearch(undefined as unknown as { query: string }, { backend: { url: `${searchBase}/search`, apiKey: 'good-key' } })).is_error).toBe(true);
+    expect((await webSearch(undefined as unknown as { query: string }, { backend: { url: `${searchBase}/search`, apiKey: 'good-key' }, egress: opened })).is_error).toBe(true);
   });
 
   it('goes through the session proxy when one is given, without logging the key or query', async () => {

@@ -8,292 +8,38 @@
  *   (vault) are injected.
  * - `CONNECT host:port` opens a byte-for-byte tunnel (HTTPS). Credentials cannot be injected
  *   into a tunnel without TLS interception, which is not done (see the TODO in `handleConnect`).
- * - Every request, allowed or refused, is checked against the session's network policy
- *   (`hostPolicy` builds one from an environment's allowlist/denylist) and logged as one
- *   `outbound.request` entry: method, host, port, path without query values, status, sizes,
- *   duration. Header values are never logged.
- * - Private, loopback and link-local destinations are refused after DNS resolution unless the
- *   policy says otherwise (an explicit allowlist entry), and the connection goes to the
- *   address that was checked, so a name cannot re-resolve to a private address in between.
+ * - Every request, allowed or refused, is checked first against the session's network policy
+ *   (`hostPolicy`, ./proxyPolicy.ts: the environment's allowlist/denylist of names), then
+ *   against the platform's egress policy (core/src/egress): the destination is resolved once,
+ *   every address is checked, and loopback, private, link-local, CGNAT, metadata and the IPv6
+ *   forms embedding them are refused (403, before any connection) unless the operator opened
+ *   the host with EGRESS_ALLOW_PRIVATE_HOSTS, whatever the environment's allowlist says. The
+ *   connection goes to the checked address, so a name cannot re-resolve in between.
+ * - Each request is logged as one `outbound.request` entry: method, host, port, path without
+ *   query values, status, sizes, duration. Header values are never logged.
  * - Everything is bounded: connect timeout, idle timeout, header size, connection count.
+ *
+ * Tested in core/test/proxy.test.ts and core/test/tools.web.test.ts; custom http tools and
+ * web_fetch through it end to end in test/sandbox-tools.test.ts.
  */
-import dns from 'node:dns';
 import { promises as fsp } from 'node:fs';
 import http from 'node:http';
 import net from 'node:net';
 import type { Duplex } from 'node:stream';
+import { createEgressPolicy, EgressRefusedError, normalizeHost, type ResolvedAddress } from '../egress/policy.js';
+import type { PolicyDecision, ProxyRequestContext } from './proxyPolicy.js';
+import { DEFAULTS, HOP_BY_HOP, loggablePath, ProxyError, refusalText, upstreamError, withTimeout, type OutboundProxy, type OutboundProxyOptions, type ProxyLogEntry } from './proxyHelpers.js';
 
-/** What the policy and the credential hook see of one outbound request. */
-export interface ProxyRequestContext {
-  tenantId: string;
-  sessionId: string;
-  /** HTTP method; `CONNECT` for tunnels. */
-  method: string;
-  /** Lower case, without IPv6 brackets or a trailing dot. */
-  host: string;
-  port: number;
-  /** `http`: a forwarded absolute-URI request; `connect`: a tunnel (usually HTTPS). */
-  kind: 'http' | 'connect';
-}
-
-export interface PolicyDecision {
-  allow: boolean;
-  /** Short machine-readable reason (logged), e.g. `denylist`, `not_in_allowlist`, `allowlist`. */
-  reason?: string;
-  /**
-   * Allow the destination even if it resolves to a private, loopback, link-local or otherwise
-   * non-public address. Off by default: an unrestricted sandbox must not reach the platform's
-   * own services through its proxy.
-   */
-  allowPrivateAddress?: boolean;
-}
-
-export type ProxyPolicy = (ctx: ProxyRequestContext) => PolicyDecision;
-
-/**
- * Per-host credential lookup. Returns headers to set on the forwarded request (replacing any
- * the sandbox sent under the same names), or null to pass through unchanged.
- */
-export type CredentialHook = (host: string, ctx: ProxyRequestContext) => Promise<Record<string, string> | null>;
-
-export interface ProxyLogEntry {
-  op: 'outbound.request';
-  tenant_id: string;
-  session_id: string;
-  method: string;
-  host: string;
-  port: number;
-  /** Path with query parameter names only (`/search?q&page`); null for CONNECT (inside TLS). */
-  path: string | null;
-  /** Status returned to the sandbox (200 for an established tunnel). 0 if none was sent. */
-  status: number;
-  allowed: boolean;
-  reason?: string;
-  ms: number;
-  /** Bytes received from the destination (response body, or tunnel origin → sandbox). */
-  bytes_in: number;
-  /** Bytes sent to the destination (request body, or tunnel sandbox → origin). */
-  bytes_out: number;
-}
-
-export interface ProxyLimits {
-  /** DNS lookup + TCP connect (+ credential lookup) to the destination. Default 10 s. */
-  connectTimeoutMs?: number;
-  /** A request or tunnel with no traffic in either direction this long is closed. Default 60 s. */
-  idleTimeoutMs?: number;
-  /** Max request/response header size, bytes. Default 16 KiB. */
-  maxHeaderBytes?: number;
-  /** Max concurrent client connections to the proxy. Default 256. */
-  maxConnections?: number;
-  /** Time allowed for the sandbox to send a request's headers. Default 30 s. */
-  headersTimeoutMs?: number;
-}
-
-export interface OutboundProxyOptions {
-  listen: { socketPath: string } | { host: '127.0.0.1'; port: number };
-  policy: ProxyPolicy;
-  credentialHook?: CredentialHook;
-  log: (entry: ProxyLogEntry) => void;
-  context: { tenantId: string; sessionId: string };
-  limits?: ProxyLimits;
-  /** Name resolution (default `dns.lookup`); tests and pinned deployments may override it. */
-  lookup?: (host: string) => Promise<{ address: string; family: 4 | 6 }>;
-}
-
-export interface OutboundProxy {
-  /** `http://127.0.0.1:<port>` or `unix:<socket path>` (see `proxyRequestTarget`). */
-  address: string;
-  close(): Promise<void>;
-}
-
-const DEFAULTS: Required<ProxyLimits> = {
-  connectTimeoutMs: 10_000,
-  idleTimeoutMs: 60_000,
-  maxHeaderBytes: 16 * 1024,
-  maxConnections: 256,
-  headersTimeoutMs: 30_000,
-};
-
-/** Headers that describe one connection, never forwarded (RFC 9110 §7.6.1, plus proxy ones). */
-const HOP_BY_HOP = new Set([
-  'connection',
-  'keep-alive',
-  'proxy-connection',
-  'proxy-authenticate',
-  'proxy-authorization',
-  'te',
-  'trailer',
-  'transfer-encoding',
-  'upgrade',
-  'expect',
-]);
-
-// ---------------------------------------------------------------------------------------------
-// Policy
-
-const normalizeHost = (h: string): string => {
-  let s = h.trim().toLowerCase();
-  if (s.startsWith('[') && s.endsWith(']')) s = s.slice(1, -1);
-  while (s.endsWith('.')) s = s.slice(0, -1);
-  return s;
-};
-
-/** `*.example.com` matches any subdomain of example.com (not example.com itself); else exact. */
-export function hostMatches(pattern: string, host: string): boolean {
-  const p = normalizeHost(pattern);
-  const h = normalizeHost(host);
-  if (!p) return false;
-  if (p.startsWith('*.')) {
-    const suffix = p.slice(1); // ".example.com"
-    return h.length > suffix.length && h.endsWith(suffix);
-  }
-  return p === h;
-}
-
-/**
- * The policy of an environment's `network` settings:
- * - a host on the denylist is always refused (the denylist wins);
- * - when the allowlist is non-empty, or `unrestricted` is false, only allowlisted hosts pass
- *   (an allowlist entry also permits private addresses: the environment named it explicitly);
- * - otherwise every public destination is allowed.
- */
-export function hostPolicy(cfg: { allowlist?: readonly string[]; denylist?: readonly string[]; unrestricted?: boolean }): ProxyPolicy {
-  const allow = (cfg.allowlist ?? []).filter((h) => h.trim() !== '');
-  const deny = (cfg.denylist ?? []).filter((h) => h.trim() !== '');
-  const restricted = allow.length > 0 || cfg.unrestricted === false;
-  return (ctx) => {
-    if (deny.some((p) => hostMatches(p, ctx.host))) return { allow: false, reason: 'denylist' };
-    if (restricted) {
-      if (allow.some((p) => hostMatches(p, ctx.host))) return { allow: true, reason: 'allowlist', allowPrivateAddress: true };
-      return { allow: false, reason: 'not_in_allowlist' };
-    }
-    return { allow: true, reason: 'unrestricted' };
-  };
-}
-
-// ---------------------------------------------------------------------------------------------
-// Address checks
-
-const NON_PUBLIC = new net.BlockList();
-for (const [a, p] of [
-  ['0.0.0.0', 8],
-  ['10.0.0.0', 8],
-  ['100.64.0.0', 10],
-  ['127.0.0.0', 8],
-  ['169.254.0.0', 16],
-  ['172.16.0.0', 12],
-  ['192.0.0.0', 24],
-  ['192.0.2.0', 24],
-  ['192.168.0.0', 16],
-  ['198.18.0.0', 15],
-  ['198.51.100.0', 24],
-  ['203.0.113.0', 24],
-  ['224.0.0.0', 4],
-  ['240.0.0.0', 4],
-] as const) NON_PUBLIC.addSubnet(a, p, 'ipv4');
-for (const [a, p] of [
-  ['::', 128],
-  ['::1', 128],
-  ['100::', 64],
-  ['2001:db8::', 32],
-  ['fc00::', 7],
-  ['fe80::', 10],
-  ['fec0::', 10],
-  ['ff00::', 8],
-] as const) NON_PUBLIC.addSubnet(a, p, 'ipv6');
-
-/** The IPv4 address embedded in an IPv4-mapped (::ffff:a.b.c.d) or NAT64 (64:ff9b::/96) address. */
-function embeddedIPv4(addr: string): string | null {
-  const m = /^(?:::ffff:|64:ff9b::)(?:(\d+\.\d+\.\d+\.\d+)|([0-9a-f]{1,4}):([0-9a-f]{1,4}))$/i.exec(addr);
-  if (!m) return null;
-  if (m[1]) return m[1];
-  const hi = parseInt(m[2], 16);
-  const lo = parseInt(m[3], 16);
-  return `${hi >> 8}.${hi & 255}.${lo >> 8}.${lo & 255}`;
-}
-
-/** True for loopback, private, link-local, CGNAT, multicast, documentation and reserved ranges. */
-export function isNonPublicAddress(addr: string): boolean {
-  const family = net.isIP(addr);
-  if (family === 4) return NON_PUBLIC.check(addr, 'ipv4');
-  if (family === 6) {
-    const v4 = embeddedIPv4(addr);
-    if (v4) return NON_PUBLIC.check(v4, 'ipv4');
-    return NON_PUBLIC.check(addr, 'ipv6');
-  }
-  return true;
-}
-
-const defaultLookup = async (host: string): Promise<{ address: string; family: 4 | 6 }> => {
-  const r = await dns.promises.lookup(host, { verbatim: true });
-  return { address: r.address, family: r.family === 6 ? 6 : 4 };
-};
-
-// ---------------------------------------------------------------------------------------------
-// Helpers
-
-class ProxyError extends Error {
-  constructor(
-    readonly status: number,
-    readonly reason: string,
-    /** RFC 9209 Proxy-Status error type. */
-    readonly proxyStatus: string,
-    message: string,
-  ) {
-    super(message);
-  }
-}
-
-/** Path for the log: the path itself, query parameter names without their values, capped. */
-function loggablePath(pathname: string, search: string): string {
-  let out = pathname.length > 256 ? `${pathname.slice(0, 256)}…` : pathname;
-  if (search.length > 1) {
-    const names = [...new URLSearchParams(search).keys()].map((k) => (k.length > 64 ? `${k.slice(0, 64)}…` : k));
-    out += `?${names.slice(0, 32).join('&')}`;
-  }
-  return out;
-}
-
-function withTimeout<T>(p: Promise<T>, ms: number, onTimeout: () => Error): Promise<T> {
-  let timer: NodeJS.Timeout | undefined;
-  return Promise.race([
-    p,
-    new Promise<never>((_, reject) => {
-      timer = setTimeout(() => reject(onTimeout()), ms);
-    }),
-  ]).finally(() => clearTimeout(timer));
-}
-
-function upstreamError(err: unknown): ProxyError {
-  if (err instanceof ProxyError) return err;
-  const code = (err as NodeJS.ErrnoException)?.code ?? '';
-  if (code === 'ENOTFOUND' || code === 'EAI_AGAIN' || code === 'ENODATA') return new ProxyError(502, 'dns_error', 'dns_error', 'the destination host could not be resolved');
-  if (code === 'ECONNREFUSED') return new ProxyError(502, 'connection_refused', 'connection_refused', 'the destination refused the connection');
-  if (code === 'ETIMEDOUT') return new ProxyError(504, 'connect_timeout', 'connection_timeout', 'timed out connecting to the destination');
-  if (code === 'HPE_HEADER_OVERFLOW') return new ProxyError(502, 'response_header_too_large', 'http_response_header_section_size', 'the destination sent too large a header');
-  return new ProxyError(502, 'upstream_error', 'proxy_internal_error', 'the request to the destination failed');
-}
-
-const refusalText = (host: string) => `outbound request to ${host} refused by the network policy\n`;
-
-/**
- * How to reach a proxy `address` with `http.request`: `{ socketPath }` for `unix:<path>`,
- * `{ host, port }` for `http://host:port`.
- */
-export function proxyRequestTarget(address: string): { socketPath: string } | { host: string; port: number } {
-  if (address.startsWith('unix:')) return { socketPath: address.slice('unix:'.length) };
-  if (address.startsWith('/')) return { socketPath: address };
-  const u = new URL(address);
-  if (u.protocol !== 'http:') throw new Error(`unsupported proxy address ${address}`);
-  return { host: normalizeHost(u.hostname), port: Number(u.port || 80) };
-}
+export { hostMatches, hostPolicy, type PolicyDecision, type ProxyPolicy, type ProxyRequestContext } from './proxyPolicy.js';
+export { isNonPublicAddress } from '../egress/addresses.js';
+export { proxyRequestTarget, type CredentialHook, type OutboundProxy, type OutboundProxyOptions, type ProxyLimits, type ProxyLogEntry } from './proxyHelpers.js';
 
 // ---------------------------------------------------------------------------------------------
 // The proxy
 
 export async function createOutboundProxy(opts: OutboundProxyOptions): Promise<OutboundProxy> {
   const limits = { ...DEFAULTS, ...(opts.limits ?? {}) };
-  const lookup = opts.lookup ?? defaultLookup;
+  const egress = opts.egress ?? createEgressPolicy({ lookup: opts.lookup });
   const { tenantId, sessionId } = opts.context;
   const sockets = new Set<Duplex>();
   let closing = false;
@@ -316,16 +62,14 @@ export async function createOutboundProxy(opts: OutboundProxyOptions): Promise<O
     }
   };
 
-  /** Resolves the destination and checks the address the connection will actually use. */
-  const resolve = async (host: string, decision: PolicyDecision): Promise<{ address: string; family: 4 | 6 }> => {
-    let target: { address: string; family: 4 | 6 };
-    const literal = net.isIP(host);
-    if (literal) target = { address: host, family: literal === 6 ? 6 : 4 };
-    else target = await lookup(host);
-    if (!decision.allowPrivateAddress && isNonPublicAddress(target.address)) {
-      throw new ProxyError(403, 'private_address', 'destination_ip_prohibited', refusalText(host));
+  /** Resolves the destination once and checks every address (egress policy); returns the one to use. */
+  const resolve = async (host: string, port: number): Promise<ResolvedAddress> => {
+    try {
+      return await egress.resolve(host, port);
+    } catch (err) {
+      if (err instanceof EgressRefusedError) throw new ProxyError(403, 'private_address', 'destination_ip_prohibited', refusalText(host));
+      throw err;
     }
-    return target;
   };
 
   const credentials = async (ctx: ProxyRequestContext): Promise<Record<string, string> | null> => {
@@ -414,7 +158,7 @@ export async function createOutboundProxy(opts: OutboundProxyOptions): Promise<O
 
     void (async () => {
       const to = () => new ProxyError(504, 'connect_timeout', 'connection_timeout', 'timed out connecting to the destination');
-      const [dest, extra] = await withTimeout(Promise.all([resolve(host, decision), credentials(ctx)]), limits.connectTimeoutMs, to);
+      const [dest, extra] = await withTimeout(Promise.all([resolve(host, port), credentials(ctx)]), limits.connectTimeoutMs, to);
       if (res.destroyed) return;
 
       const headers: Record<string, string | string[]> = {};
@@ -556,7 +300,7 @@ export async function createOutboundProxy(opts: OutboundProxyOptions): Promise<O
 
     void (async () => {
       const to = () => new ProxyError(504, 'connect_timeout', 'connection_timeout', 'timed out connecting to the destination');
-      const dest = await withTimeout(resolve(host, decision), limits.connectTimeoutMs, to);
+      const dest = await withTimeout(resolve(host, port), limits.connectTimeoutMs, to);
       if (client.destroyed) return;
       const up = net.connect({ host: dest.address, port, family: dest.family });
       upstream = up;

@@ -5,6 +5,7 @@ import type { Logger } from '../log.js';
 import type { Platform } from '../platform.js';
 import { SANDBOX_CONTROL_CHANNEL, type SandboxDriver, type SandboxSpec, type SessionRef } from '../ports/sandbox.js';
 import { createOutboundProxy, hostPolicy, type OutboundProxy } from './proxy.js';
+import { createEgressPolicy } from '../egress/policy.js';
 import { checkBubblewrap, createLocalDriver, BWRAP_MISSING_MESSAGE } from './local.js';
 import { createSandboxManager, type SandboxManagerService } from './manager.js';
 import { searchBackendFromEnv, webFetch, webSearch, type WebSearchBackend } from '../tools/web.js';
@@ -13,7 +14,9 @@ import { searchBackendFromEnv, webFetch, webSearch, type WebSearchBackend } from
 /** One outbound proxy per session, on a unix socket, alive while something holds it. */
 class ProxyRegistry {
   private readonly proxies = new Map<string, { proxy: Promise<OutboundProxy>; socketPath: string; refs: number; idle: NodeJS.Timeout | null }>();
+  private readonly egress;
   constructor(private readonly dir: string, private readonly p: Platform, private readonly log: Logger) {
+    this.egress = createEgressPolicy({ allowPrivateHosts: p.config.egress.allowPrivateHosts });
     mkdirSync(dir, { recursive: true, mode: 0o700 });
   }
 
@@ -27,6 +30,8 @@ class ProxyRegistry {
           listen: { socketPath },
           context: { tenantId: ref.tenantId, sessionId: ref.sessionId },
           policy,
+          // Private addresses only where the operator opened them (EGRESS_ALLOW_PRIVATE_HOSTS).
+          egress: this.egress,
           // The per-host credential hook goes here with the vault work (spec: inject Authorization by host).
           log: (entry) => this.log.info('outbound request', { ...entry }),
         }),

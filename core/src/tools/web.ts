@@ -1,9 +1,14 @@
 /**
  * The `web_fetch` and `web_search` tools. They run on the worker, but their traffic goes
  * through the session's outbound proxy (`createOutboundProxy`), so the environment's network
- * policy and the outbound request log apply to them exactly as to the sandbox itself:
- * `http://` URLs as absolute-URI requests, `https://` URLs through a CONNECT tunnel with TLS
- * verified end to end by this client.
+ * policy, the platform's egress policy (private addresses refused unless the operator opened
+ * them, core/src/egress) and the outbound request log apply to them exactly as to the sandbox
+ * itself: `http://` URLs as absolute-URI requests, `https://` URLs through a CONNECT tunnel
+ * with TLS verified end to end by this client. Every redirect hop goes through the proxy
+ * again, so each is checked. Without a proxy (web_search only), the request still goes
+ * through the egress policy: resolved once, checked, connected to the checked address.
+ *
+ * Tested in core/test/tools.web.test.ts (including "egress policy").
  *
  * Both functions always resolve to a tool result; failures are `is_error` results with a short
  * explanation, never exceptions.
@@ -14,7 +19,11 @@ import net from 'node:net';
 import tls from 'node:tls';
 import zlib from 'node:zlib';
 import type { Readable } from 'node:stream';
-import { proxyRequestTarget } from '../sandbox/proxy.js';
+import { proxyRequestTarget } from '../sandbox/proxyHelpers.js';
+import { createEgressPolicy, type EgressPolicy } from '../egress/policy.js';
+import { capUtf8, contentKind, decodeText, htmlToText } from './webText.js';
+
+export { decodeEntities, htmlToText } from './webText.js';
 
 /** Same shape as the worker's tool result. */
 export interface WebToolResult {
@@ -65,6 +74,8 @@ export interface WebSearchOptions {
   backend?: WebSearchBackend | null;
   /** When set, the search request goes through this proxy (policy + log) like web_fetch. */
   proxy?: string;
+  /** Without a proxy: the egress policy for the direct request (default: nothing private opened). */
+  egress?: EgressPolicy;
   /** Default 5, at most 20. */
   maxResults?: number;
   /** Default 20 s. */
@@ -83,6 +94,9 @@ export function searchBackendFromEnv(env: Record<string, string | undefined> = p
   const flavor = env.WEB_SEARCH_FLAVOR === 'brave' || env.WEB_SEARCH_FLAVOR === 'generic' ? env.WEB_SEARCH_FLAVOR : undefined;
   return { url, apiKey, ...(flavor ? { flavor } : {}) };
 }
+
+/** Direct requests without an explicit policy: nothing private is opened. */
+const DIRECT_EGRESS = createEgressPolicy();
 
 const result = (text: string, isError = false): WebToolResult => ({ content: [{ type: 'text', text }], is_error: isError });
 const USER_AGENT = 'agentfleet-web/0.1';
@@ -103,6 +117,8 @@ class FetchError extends Error {}
 
 interface Transport {
   proxy?: string;
+  /** For direct requests (no proxy). */
+  egress?: EgressPolicy;
   ca?: WebFetchOptions['ca'];
   signal: AbortSignal;
 }
@@ -181,8 +197,12 @@ async function requestOnce(url: URL, init: { method: string; headers: Record<str
   try {
     if (t.signal.aborted) throw new FetchError('timed out');
     if (!t.proxy) {
+      // Resolved once and checked by the egress policy; the connection goes to that address,
+      // TLS is verified against the host name.
+      const dest = await (t.egress ?? DIRECT_EGRESS).resolve(hostname, port);
       const mod = url.protocol === 'https:' ? https : http;
-      return await send(mod.request({ host: hostname, port, method: init.method, path, headers, setHost: false, ...(url.protocol === 'https:' && t.ca ? { ca: t.ca } : {}) }));
+      const tlsOpts = url.protocol === 'https:' ? { ...(net.isIP(hostname) ? {} : { servername: hostname }), ...(t.ca ? { ca: t.ca } : {}) } : {};
+      return await send(mod.request({ host: dest.address, family: dest.family, port, method: init.method, path, headers, setHost: false, agent: false, ...tlsOpts }));
     }
     const target = proxyRequestTarget(t.proxy);
     if (url.protocol === 'http:') {
@@ -260,87 +280,6 @@ async function fetchFollowing(
     }
     url = next;
   }
-}
-
-// ---------------------------------------------------------------------------------------------
-// Content to text
-
-const ENTITIES: Record<string, string> = {
-  amp: '&', lt: '<', gt: '>', quot: '"', apos: "'", nbsp: ' ', copy: '©', reg: '®', trade: '™', hellip: '…',
-  mdash: '—', ndash: '–', lsquo: '‘', rsquo: '’', ldquo: '“', rdquo: '”', laquo: '«', raquo: '»', bull: '•',
-  middot: '·', euro: '€', pound: '£', yen: '¥', cent: '¢', deg: '°', times: '×', divide: '÷', para: '¶', sect: '§',
-};
-
-export function decodeEntities(s: string): string {
-  return s.replace(/&(#x[0-9a-f]{1,6}|#\d{1,7}|[a-z]{2,8});/gi, (m, e: string) => {
-    if (e[0] === '#') {
-      const code = e[1] === 'x' || e[1] === 'X' ? parseInt(e.slice(2), 16) : parseInt(e.slice(1), 10);
-      return code > 0 && code <= 0x10ffff && !(code >= 0xd800 && code <= 0xdfff) ? String.fromCodePoint(code) : m;
-    }
-    return ENTITIES[e.toLowerCase()] ?? m;
-  });
-}
-
-/** HTML to readable text: no scripts/styles, block elements on their own lines, entities decoded. */
-export function htmlToText(html: string): { title: string | null; text: string } {
-  const titleMatch = /<title\b[^>]*>([\s\S]*?)<\/title\s*>/i.exec(html);
-  const title = titleMatch ? decodeEntities(titleMatch[1].replace(/<[^>]*>/g, '')).replace(/\s+/g, ' ').trim() || null : null;
-  let s = html
-    .replace(/<!--[\s\S]*?-->/g, ' ')
-    .replace(/<(script|style|noscript|template|svg|math|iframe|object|head|select)\b[^>]*>[\s\S]*?<\/\1\s*>/gi, ' ')
-    .replace(/<(br|hr)\b[^>]*\/?>/gi, '\n')
-    .replace(/<li\b[^>]*>/gi, '\n- ')
-    .replace(/<(td|th)\b[^>]*>/gi, ' \t')
-    .replace(/<\/?(p|div|h[1-6]|ul|ol|li|tr|table|section|article|header|footer|nav|aside|main|blockquote|pre|figure|figcaption|dl|dt|dd|form|fieldset|address|details|summary)\b[^>]*>/gi, '\n')
-    .replace(/<[^>]*>/g, '');
-  s = decodeEntities(s)
-    .split('\n')
-    .map((line) => line.replace(/[ \t\f\v\u00a0]+/g, ' ').trim())
-    .join('\n')
-    .replace(/\n{3,}/g, '\n\n')
-    .trim();
-  return { title, text: s };
-}
-
-type Kind = 'html' | 'text' | 'binary';
-
-function contentKind(contentType: string, body: Buffer): Kind {
-  const ct = contentType.split(';')[0].trim().toLowerCase();
-  if (ct === 'text/html' || ct === 'application/xhtml+xml') return 'html';
-  if (
-    ct.startsWith('text/') ||
-    ct.endsWith('+json') ||
-    ct.endsWith('+xml') ||
-    ['application/json', 'application/xml', 'application/javascript', 'application/x-javascript', 'application/ecmascript', 'application/yaml', 'application/x-yaml', 'application/toml', 'application/x-ndjson', 'application/x-www-form-urlencoded'].includes(ct)
-  ) {
-    return 'text';
-  }
-  if (ct && ct !== 'application/octet-stream') return 'binary';
-  // No (useful) type: sniff.
-  const headBytes = body.subarray(0, 1024);
-  if (headBytes.includes(0)) return 'binary';
-  const head = headBytes.toString('latin1').trimStart().toLowerCase();
-  if (head.startsWith('<!doctype html') || head.startsWith('<html')) return 'html';
-  return 'text';
-}
-
-function decodeText(body: Buffer, contentType: string, kind: Kind): string {
-  let charset = /charset\s*=\s*"?([\w.:-]+)/i.exec(contentType)?.[1];
-  if (!charset && kind === 'html') charset = /<meta[^>]+charset\s*=\s*["']?([\w.:-]+)/i.exec(body.subarray(0, 4096).toString('latin1'))?.[1];
-  try {
-    return new TextDecoder(charset ?? 'utf-8').decode(body);
-  } catch {
-    return new TextDecoder('utf-8').decode(body);
-  }
-}
-
-/** Cuts `s` to at most `maxBytes` of UTF-8 without splitting a character. */
-function capUtf8(s: string, maxBytes: number): { text: string; cut: boolean } {
-  const buf = Buffer.from(s, 'utf8');
-  if (buf.length <= maxBytes) return { text: s, cut: false };
-  let end = maxBytes;
-  while (end > 0 && (buf[end] & 0xc0) === 0x80) end--;
-  return { text: buf.subarray(0, end).toString('utf8'), cut: true };
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -475,7 +414,7 @@ export async function webSearch(input: { query: string }, opts: WebSearchOptions
     const signal = timeoutSignal(timeoutMs, opts.signal);
     let res: FetchedResponse;
     try {
-      res = (await fetchFollowing(url, { method: 'GET', headers }, { proxy: opts.proxy, ca: opts.ca, signal }, 2 * 1024 * 1024, 2)).res;
+      res = (await fetchFollowing(url, { method: 'GET', headers }, { proxy: opts.proxy, egress: opts.egress, ca: opts.ca, signal }, 2 * 1024 * 1024, 2)).res;
     } catch (err) {
       const msg = signal.aborted && !opts.signal?.aborted ? `timed out after ${timeoutMs} ms` : (err as Error).message;
       return result(`web_search failed: ${msg}`, true);

@@ -1,0 +1,149 @@
+/**
+ * The outbound proxy's (./proxy.ts) types and small pieces: options, limits and their
+ * defaults, the log entry, its error type and the answers it maps upstream failures to, the
+ * hop-by-hop header set, the loggable path (query names only), and how to reach a proxy
+ * address.
+ */
+import { normalizeHost, type EgressLookup, type EgressPolicy } from '../egress/policy.js';
+import type { ProxyPolicy, ProxyRequestContext } from './proxyPolicy.js';
+
+/**
+ * Per-host credential lookup. Returns headers to set on the forwarded request (replacing any
+ * the sandbox sent under the same names), or null to pass through unchanged.
+ */
+export type CredentialHook = (host: string, ctx: ProxyRequestContext) => Promise<Record<string, string> | null>;
+
+export interface ProxyLogEntry {
+  op: 'outbound.request';
+  tenant_id: string;
+  session_id: string;
+  method: string;
+  host: string;
+  port: number;
+  /** Path with query parameter names only (`/search?q&page`); null for CONNECT (inside TLS). */
+  path: string | null;
+  /** Status returned to the sandbox (200 for an established tunnel). 0 if none was sent. */
+  status: number;
+  allowed: boolean;
+  reason?: string;
+  ms: number;
+  /** Bytes received from the destination (response body, or tunnel origin → sandbox). */
+  bytes_in: number;
+  /** Bytes sent to the destination (request body, or tunnel sandbox → origin). */
+  bytes_out: number;
+}
+
+export interface ProxyLimits {
+  /** DNS lookup + TCP connect (+ credential lookup) to the destination. Default 10 s. */
+  connectTimeoutMs?: number;
+  /** A request or tunnel with no traffic in either direction this long is closed. Default 60 s. */
+  idleTimeoutMs?: number;
+  /** Max request/response header size, bytes. Default 16 KiB. */
+  maxHeaderBytes?: number;
+  /** Max concurrent client connections to the proxy. Default 256. */
+  maxConnections?: number;
+  /** Time allowed for the sandbox to send a request's headers. Default 30 s. */
+  headersTimeoutMs?: number;
+}
+
+export interface OutboundProxyOptions {
+  listen: { socketPath: string } | { host: '127.0.0.1'; port: number };
+  policy: ProxyPolicy;
+  credentialHook?: CredentialHook;
+  log: (entry: ProxyLogEntry) => void;
+  context: { tenantId: string; sessionId: string };
+  limits?: ProxyLimits;
+  /**
+   * The platform's egress policy (private addresses refused unless the operator opened them).
+   * Default: nothing private opened, system resolver.
+   */
+  egress?: EgressPolicy;
+  /** Name resolution for the default egress policy; tests inject their own. Ignored with `egress`. */
+  lookup?: EgressLookup;
+}
+
+export interface OutboundProxy {
+  /** `http://127.0.0.1:<port>` or `unix:<socket path>` (see `proxyRequestTarget`). */
+  address: string;
+  close(): Promise<void>;
+}
+
+export const DEFAULTS: Required<ProxyLimits> = {
+  connectTimeoutMs: 10_000,
+  idleTimeoutMs: 60_000,
+  maxHeaderBytes: 16 * 1024,
+  maxConnections: 256,
+  headersTimeoutMs: 30_000,
+};
+
+
+/** Headers that describe one connection, never forwarded (RFC 9110 §7.6.1, plus proxy ones). */
+export const HOP_BY_HOP = new Set([
+  'connection',
+  'keep-alive',
+  'proxy-connection',
+  'proxy-authenticate',
+  'proxy-authorization',
+  'te',
+  'trailer',
+  'transfer-encoding',
+  'upgrade',
+  'expect',
+]);
+
+export class ProxyError extends Error {
+  constructor(
+    readonly status: number,
+    readonly reason: string,
+    /** RFC 9209 Proxy-Status error type. */
+    readonly proxyStatus: string,
+    message: string,
+  ) {
+    super(message);
+  }
+}
+
+/** Path for the log: the path itself, query parameter names without their values, capped. */
+export function loggablePath(pathname: string, search: string): string {
+  let out = pathname.length > 256 ? `${pathname.slice(0, 256)}…` : pathname;
+  if (search.length > 1) {
+    const names = [...new URLSearchParams(search).keys()].map((k) => (k.length > 64 ? `${k.slice(0, 64)}…` : k));
+    out += `?${names.slice(0, 32).join('&')}`;
+  }
+  return out;
+}
+
+export function withTimeout<T>(p: Promise<T>, ms: number, onTimeout: () => Error): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  return Promise.race([
+    p,
+    new Promise<never>((_, reject) => {
+      timer = setTimeout(() => reject(onTimeout()), ms);
+    }),
+  ]).finally(() => clearTimeout(timer));
+}
+
+export function upstreamError(err: unknown): ProxyError {
+  if (err instanceof ProxyError) return err;
+  const code = (err as NodeJS.ErrnoException)?.code ?? '';
+  if (code === 'ENOTFOUND' || code === 'EAI_AGAIN' || code === 'ENODATA') return new ProxyError(502, 'dns_error', 'dns_error', 'the destination host could not be resolved');
+  if (code === 'ECONNREFUSED') return new ProxyError(502, 'connection_refused', 'connection_refused', 'the destination refused the connection');
+  if (code === 'ETIMEDOUT') return new ProxyError(504, 'connect_timeout', 'connection_timeout', 'timed out connecting to the destination');
+  if (code === 'HPE_HEADER_OVERFLOW') return new ProxyError(502, 'response_header_too_large', 'http_response_header_section_size', 'the destination sent too large a header');
+  return new ProxyError(502, 'upstream_error', 'proxy_internal_error', 'the request to the destination failed');
+}
+
+export const refusalText = (host: string) => `outbound request to ${host} refused by the network policy\n`;
+
+/**
+ * How to reach a proxy `address` with `http.request`: `{ socketPath }` for `unix:<path>`,
+ * `{ host, port }` for `http://host:port`.
+ */
+export function proxyRequestTarget(address: string): { socketPath: string } | { host: string; port: number } {
+  if (address.startsWith('unix:')) return { socketPath: address.slice('unix:'.length) };
+  if (address.startsWith('/')) return { socketPath: address };
+  const u = new URL(address);
+  if (u.protocol !== 'http:') throw new Error(`unsupported proxy address ${address}`);
+  return { host: normalizeHost(u.hostname), port: Number(u.port || 80) };
+}
+
