@@ -157,3 +157,33 @@ describe('OpenAPI document', () => {
     expect(v({ ...agent, surprise: true })).toBe(false);
   });
 });
+
+/** What Schemathesis found against the document, fixed and kept fixed. */
+describe('schemathesis findings', () => {
+  const errorShape = async (res: Response, status: number, type: string) => {
+    expect(res.status).toBe(status);
+    const body = (await res.json()) as any;
+    expect(body).toMatchObject({ type: 'error', error: { type }, request_id: expect.stringMatching(/^req_/) });
+    return body;
+  };
+
+  it('router errors: an over-long path segment is 404 and malformed percent-encoding 400, in the error shape', async () => {
+    await errorShape(await t.http(`/v1/agents/${'0'.repeat(1500)}`), 404, 'not_found');
+    await errorShape(await t.http(`/v1/sessions/${'0'.repeat(1500)}/events`, { method: 'POST', json: { events: [] } }), 404, 'not_found');
+    // Ids up to the documented 128 characters reach the route (a plain 404 from the lookup).
+    expect((await errorShape(await t.http(`/v1/agents/agent_${'0'.repeat(122)}`), 404, 'not_found')).error.message).toMatch(/agent_0+ not found/);
+    const bad = await errorShape(await t.http('/v1/agents/%E0%A4%A'), 400, 'invalid_request');
+    expect(bad.error.details).toEqual({ field: 'path' });
+  });
+
+  it('map fields refuse keys outside their pattern and non-string values (env, custom_headers), and over-long metadata keys', async () => {
+    const env = await errorShape(await t.http('/v1/environments', { method: 'POST', json: { name: 'e', env: { 'not a name': 5 } } }), 400, 'invalid_request');
+    expect(env.error.message).toMatch(/^env\.not a name: unknown field/);
+    await errorShape(await t.http('/v1/environments', { method: 'POST', json: { name: 'e', env: { GOOD: 5 } } }), 400, 'invalid_request');
+    const card = await errorShape(await t.http('/v1/svc/model_cards', { method: 'POST', headers: BETA, json: { model_id: 'h', provider: 'anthropic', model: 'm', api_key: 'k', custom_headers: { 'bad header': 'x' } } }), 400, 'invalid_request');
+    expect(card.error.message).toMatch(/^custom_headers\.bad header: unknown field/);
+    const meta = await errorShape(await t.http('/v1/agents', { method: 'POST', json: { name: 'a', model: 'm', metadata: { ['k'.repeat(65)]: 'v' } } }), 400, 'invalid_request');
+    expect(meta.error.message).toMatch(/^metadata/);
+    expect((await t.http('/v1/environments', { method: 'POST', json: { name: 'e', env: { GOOD: 'yes' }, metadata: { ['k'.repeat(64)]: 'v' } } })).status).toBe(200);
+  });
+});

@@ -9,6 +9,7 @@ import { sessionRoutes } from './routes/sessions.js';
 import { adminRoutes } from './routes/admin.js';
 import { fileRoutes, fileServicesOf, type FileServices } from './routes/files.js';
 import { openApiRoute, recordRoutes } from './openapi/index.js';
+import { frameworkErrors, MAX_PARAM_LENGTH } from './frameworkErrors.js';
 
 /** Health, readiness (reflects store, bus and coordination connectivity) and Prometheus metrics. */
 export function opsRoutes(app: FastifyInstance, p: Platform): void {
@@ -47,7 +48,9 @@ export async function buildApp(p: Platform, opts: AppOptions): Promise<FastifyIn
     genReqId: () => `req_${ulid()}`,
     // On close, idle keep-alive sockets are destroyed instead of waited on.
     forceCloseConnections: 'idle',
-    routerOptions: { ignoreTrailingSlash: true, querystringParser: parseQuery },
+    routerOptions: { ignoreTrailingSlash: true, querystringParser: parseQuery, maxParamLength: MAX_PARAM_LENGTH },
+    // Router errors (over-long path segments, malformed percent-encoding) in the API error shape.
+    frameworkErrors,
   });
   // Every route registered from here on is in the route table (OpenAPI document, tenancy test).
   recordRoutes(app);

@@ -15,12 +15,15 @@ export const BudgetLimit = Obj({
   max_list_cost: Obj({ amount: Type.String({ pattern: '^[0-9]+(\\.[0-9]+)?$' }), currency: Type.String({ minLength: 3, maxLength: 3 }) }),
 });
 
+// propertyNames: TypeBox maps a plain string key to `^(.*)$`, dropping the key's maxLength.
 export const Metadata = Type.Record(Type.String({ maxLength: 64 }), Type.String({ maxLength: 512 }), {
   maxProperties: 16,
+  propertyNames: { maxLength: 64 },
 });
 /** Metadata patch: a null value removes the key. */
 export const MetadataPatch = Type.Record(Type.String({ maxLength: 64 }), Nullable(Type.String({ maxLength: 512 })), {
   maxProperties: 16,
+  propertyNames: { maxLength: 64 },
 });
 
 export const Id = (prefix: string) => Type.String({ minLength: prefix.length + 1, maxLength: 128, pattern: `^${prefix}` });

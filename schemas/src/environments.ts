@@ -40,7 +40,8 @@ const SpecFields = {
       denylist: Type.Optional(Type.Array(Hostname, { maxItems: 256 })),
     }),
   ),
-  env: Type.Optional(Type.Record(Type.String({ pattern: '^[A-Za-z_][A-Za-z0-9_]*$' }), Type.String(), { maxProperties: 128 })),
+  // additionalProperties: TypeBox turns the key pattern into patternProperties, which alone lets other keys through.
+  env: Type.Optional(Type.Record(Type.String({ pattern: '^[A-Za-z_][A-Za-z0-9_]*$' }), Type.String(), { maxProperties: 128, additionalProperties: false })),
 };
 
 export const EnvironmentCreate = Obj({
