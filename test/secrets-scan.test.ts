@@ -34,6 +34,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startScriptedModelServer, type ScriptedModelServer } from './fixtures/scriptedModel.js';
 import { BETA, readSse, waitFor } from './harness.js';
 import { freePort, kill9, startProcess } from './process.js';
+import { startNomadFake, type NomadFake } from './nomad/fake.js';
 import { describeFindings, findSecrets, readTree, recordingFetch, type Finding, type Secret } from './secretsScan.js';
 
 const rand = () => randomBytes(12).toString('hex');
@@ -79,7 +80,12 @@ function boundFileScan(values: Array<{ label: string; value: string }>): string 
 const call = (name: string, input: Record<string, unknown>) => ({ steps: [{ tool_use: { name, input } }] });
 const say = (text: string) => ({ steps: [{ text }] });
 
+const NOMAD_TOKEN = `scan-nomad-token-${rand()}`;
+
+/** The same scan with each sandbox driver (Nomad: against the Nomad API fake, with an ACL token). */
+describe.each(['local', 'nomad'] as const)('secrets scan (%s driver)', (driver) => {
 let model: ScriptedModelServer;
+let nomad: NomadFake | null = null;
 let dataDir: string;
 let child: ChildProcess;
 let logs: () => string;
@@ -89,6 +95,9 @@ const rec = recordingFetch();
 /** Events as the client saw them: `where` → event objects. */
 const events: Array<{ where: string; event: any }> = [];
 let secrets: Secret[];
+/** Nomad job specs as registered by the platform (Nomad driver), with where they were seen. */
+const nomadJobs: Array<{ where: string; job: unknown }> = [];
+const keepNomadJobs = (when: string) => { for (const job of nomad?.jobs() ?? []) nomadJobs.push({ where: `Nomad job ${(job as any).ID} (${when})`, job }); };
 
 const client = (apiKey: string) => new Anthropic({ apiKey, baseURL: baseUrl, maxRetries: 0, timeout: 60_000, fetch: rec.fetch });
 const http = (path: string, init: RequestInit & { key?: string; json?: unknown } = {}) => {
@@ -109,6 +118,12 @@ beforeAll(async () => {
   dataDir = mkdtempSync(join(tmpdir(), 'agentfleet-secrets-'));
   const port = await freePort();
   const modelPort = new URL(model.url).port;
+  const nomadEnv: Record<string, string> = {};
+  if (driver === 'nomad') {
+    // A node that fits several 1 vCPU / 4 GB sandboxes at once (this machine has 2 cores).
+    nomad = await startNomadFake({ token: NOMAD_TOKEN, node: { cpuMhz: 16_000, memoryMb: 65_536 } });
+    Object.assign(nomadEnv, { NOMAD_ADDR: nomad.address, NOMAD_TOKEN });
+  }
   const started = await startProcess('all', {
     PORT: String(port),
     HOST: '127.0.0.1',
@@ -119,7 +134,8 @@ beforeAll(async () => {
     ANTHROPIC_BASE_URL: model.url,
     EGRESS_ALLOW_PRIVATE_HOSTS: `127.0.0.1:${modelPort}`,
     LOG_LEVEL: 'debug',
-    SANDBOX_DRIVER: 'local',
+    SANDBOX_DRIVER: driver,
+    ...nomadEnv,
     SANDBOX_SLEEP_AFTER_MS: '1500',
     RECOVERY_SCAN_MS: '500',
     SHUTDOWN_GRACE_MS: '2000',
@@ -132,6 +148,7 @@ beforeAll(async () => {
 afterAll(async () => {
   if (child) await kill9(child);
   await model?.close();
+  await nomad?.close();
   if (dataDir) rmSync(dataDir, { recursive: true, force: true });
 });
 
@@ -150,6 +167,7 @@ describe('no secret appears in clear in any response, event, log line or data-di
       { name: 'model card custom header value (rotated)', value: CARD_HEADER_ROTATED },
       { name: 'MCP server authorization_token', value: MCP_TOKEN },
       { name: 'an invalid API key presented by a client', value: WRONG_KEY },
+      { name: 'NOMAD_TOKEN', value: NOMAD_TOKEN },
       { name: 'tenant API key', value: tenantKey, allowedIn: (where) => where.startsWith(`response ${TENANT_CREATE} `) },
     ];
     const sdk = client(tenantKey);
@@ -210,6 +228,7 @@ describe('no secret appears in clear in any response, event, log line or data-di
       call('bash', { command: DUMP }),
       say('dumped'));
     const first = await turn(sdk, sid, 'dump the environment', 'turn 1');
+    keepNomadJobs('turn 1');
     const results = first.filter((e) => e.type === 'agent.tool_result');
     expect(results.map((r) => r.is_error)).toEqual([false, false, false]);
     // No file readable in the sandbox holds a secret (the canary proves the search finds what is there).
@@ -231,6 +250,7 @@ describe('no secret appears in clear in any response, event, log line or data-di
     // Turn 2: the sandbox is restored and dumps again.
     model.script(MODEL, call('bash', { command: DUMP_AGAIN }), say('second done'));
     const second = await turn(sdk, sid, 'again', 'turn 2');
+    keepNomadJobs('turn 2');
     const again = second.find((e) => e.type === 'agent.tool_result');
     expect(again?.is_error).toBe(false);
     expect(again.content.map((c: any) => c.text ?? '').join('')).toContain(CANARY);
@@ -346,6 +366,15 @@ describe('no secret appears in clear in any response, event, log line or data-di
     const findings = files.flatMap((f) => findSecrets(secrets, f.bytes, `file DATA_DIR/${f.path}`));
     expect(findings, `secrets found in data-dir files:\n${describeFindings(findings)}`).toEqual([]);
   });
+
+  // Defined for the Nomad driver only (not skipped for the local one: there is no job to read).
+  if (driver === 'nomad') {
+    it('no Nomad job spec the platform registered (task env, args, templates) carries a secret', () => {
+      expect(nomadJobs.length).toBeGreaterThan(0);
+      const findings = nomadJobs.flatMap((j) => findSecrets(secrets, JSON.stringify(j.job), j.where));
+      expect(findings, `secrets found in Nomad job specs:\n${describeFindings(findings)}`).toEqual([]);
+    });
+  }
 });
 
 /** One turn through the SDK: the live stream is opened first, then the message is sent; returns the events streamed. */
@@ -360,6 +389,8 @@ async function turn(sdk: Anthropic, sid: string, text: string, label: string): P
   }
   return seen;
 }
+
+});
 
 /** The `== <name>` sections of a tool result's dump text whose lines hold `value`. */
 function dumpSectionsHolding(event: any, value: string): string[] {
