@@ -79,7 +79,9 @@ describe.skipIf(!REAL)('fleet: 2 gateways + 2 workers on Kafka, FerretDB and Red
     for (const g of gateways) expect(await (await fetch(`${g.url}/readyz`)).json()).toMatchObject({ ok: true, checks: { store: true, bus: true, coordination: true } });
     for (const w of workers) {
       expect((await fetch(`http://127.0.0.1:${w.port}/readyz`)).status).toBe(200);
-      expect(await (await fetch(`http://127.0.0.1:${w.port}/metrics`)).text()).toMatch(/agentfleet_turns_started_total/);
+      // /metrics answers only the operator key.
+      expect((await fetch(`http://127.0.0.1:${w.port}/metrics`)).status).toBe(401);
+      expect(await (await fetch(`http://127.0.0.1:${w.port}/metrics`, { headers: { 'x-api-key': key } })).text()).toMatch(/agentfleet_turns_started_total/);
     }
   }, 120_000);
 

@@ -13,3 +13,36 @@ export function backoffDelay(attempt: number, baseMs: number, maxMs: number): nu
 }
 
 export const nowIso = () => new Date().toISOString();
+
+/**
+ * Deepest allowed nesting of objects and arrays in JSON the API accepts (request bodies,
+ * GraphQL inputs), and in stored documents a session or an update copies. Deeper values would
+ * overflow recursive code (validators, structuredClone, BSON: MongoDB stops at 100).
+ */
+export const MAX_JSON_DEPTH = 64;
+/**
+ * Stored documents (written before MAX_JSON_DEPTH was enforced) deeper than this are refused
+ * with a 400 naming them instead of being copied: room for the wrapping a body gets when it is
+ * stored, and below MongoDB's nesting limit of 100.
+ */
+export const MAX_STORED_JSON_DEPTH = 96;
+
+/**
+ * Nesting depth of objects and arrays in a parsed value, computed iteratively and stopping once
+ * it passes `max` (so the answer is at most max + 1). Scalars have depth 0.
+ */
+export function valueDepth(value: unknown, max = MAX_JSON_DEPTH): number {
+  let deepest = 0;
+  const stack: Array<[unknown, number]> = [[value, 0]];
+  while (stack.length) {
+    const [v, d] = stack.pop()!;
+    if (v === null || typeof v !== 'object') continue;
+    const depth = d + 1;
+    if (depth > deepest) {
+      deepest = depth;
+      if (deepest > max) return deepest;
+    }
+    for (const child of Array.isArray(v) ? v : Object.values(v)) if (child !== null && typeof child === 'object') stack.push([child, depth]);
+  }
+  return deepest;
+}

@@ -1,7 +1,10 @@
-import Fastify, { type FastifyError, type FastifyInstance } from 'fastify';
-import { ValidationError } from '@agentfleet/schemas';
+import Fastify, { type FastifyInstance } from 'fastify';
 import { ApiError, ulid, type Logger, type Platform } from '@agentfleet/core';
 import { errorBody, hasBeta, parseQuery } from './http.js';
+import { errorHandler } from './errorHandler.js';
+import { registerJsonParser } from './jsonBody.js';
+import { registerRequestGuards } from './requestGuards.js';
+import { metricsRoute, operatorOnlyMetrics } from './metricsRoute.js';
 import { openStreams } from './sse.js';
 import { agentRoutes } from './routes/agents.js';
 import { environmentRoutes } from './routes/environments.js';
@@ -11,7 +14,10 @@ import { fileRoutes, fileServicesOf, type FileServices } from './routes/files.js
 import { openApiRoute, recordRoutes } from './openapi/index.js';
 import { frameworkErrors, MAX_PARAM_LENGTH } from './frameworkErrors.js';
 
-/** Health, readiness (reflects store, bus and coordination connectivity) and Prometheus metrics. */
+/**
+ * Health, readiness (reflects store, bus and coordination connectivity) and Prometheus metrics:
+ * /metrics needs the operator key here, or is served only on METRICS_LISTEN (metricsRoute.ts).
+ */
 export function opsRoutes(app: FastifyInstance, p: Platform): void {
   app.get('/healthz', { config: { public: true } }, async () => ({ ok: true }));
   app.get('/readyz', { config: { public: true } }, async (_req, reply) => {
@@ -19,15 +25,13 @@ export function opsRoutes(app: FastifyInstance, p: Platform): void {
     const ok = store && bus && coordination;
     return reply.code(ok ? 200 : 503).send({ ok, checks: { store, bus, coordination } });
   });
-  app.get('/metrics', { config: { public: true } }, async (_req, reply) => {
-    p.metrics.sseStreams.set(openStreams.size);
-    return reply.type('text/plain; version=0.0.4; charset=utf-8').send(p.metrics.registry.render());
-  });
+  if (!p.config.metricsListen) metricsRoute(app, p, { operator: true });
 }
 
-/** The process surface of a worker: only ops routes. */
+/** The process surface of a worker: only ops routes (its /metrics checks the operator key itself). */
 export async function buildOpsApp(p: Platform): Promise<FastifyInstance> {
   const app = Fastify({ logger: false, forceCloseConnections: 'idle' });
+  operatorOnlyMetrics(app, p);
   opsRoutes(app, p);
   return app;
 }
@@ -55,31 +59,8 @@ export async function buildApp(p: Platform, opts: AppOptions): Promise<FastifyIn
   // Every route registered from here on is in the route table (OpenAPI document, tenancy test).
   recordRoutes(app);
 
-  app.addHook('onRequest', async (req, reply) => {
-    reply.header('request-id', req.id);
-    const cfg = req.routeOptions.config ?? {};
-    if (cfg.public) return;
-    const headerKey = req.headers['x-api-key'];
-    const auth = req.headers.authorization;
-    const bearer = typeof auth === 'string' && auth.startsWith('Bearer ') ? auth.slice(7).trim() : undefined;
-    // The spec names x-api-key; the official SDK (1.12) sends Authorization: Bearer. Both are served.
-    const key = typeof headerKey === 'string' ? headerKey : bearer;
-    if (!key) throw new ApiError('unauthorized', 'missing x-api-key header');
-    const principal = await p.auth.authenticate(key);
-    if (!principal) throw new ApiError('unauthorized', 'invalid API key');
-    if (principal.environmentId) {
-      // Environment service keys: Bearer only, and only under that environment's work routes.
-      throw new ApiError('forbidden', "environment service keys are valid only as Bearer on their environment's /work endpoints");
-    }
-    if (cfg.operator && !principal.operator) throw new ApiError('forbidden', 'this endpoint requires the operator API key');
-    req.principal = principal;
-    const rl = await p.coordination.rateLimiter.consume(`rl:${principal.tenantId}`, p.config.rateLimit.perMinute, 60_000);
-    reply.header('x-ratelimit-limit', rl.limit).header('x-ratelimit-remaining', rl.remaining).header('x-ratelimit-reset', rl.resetAt);
-    if (!rl.allowed) {
-      reply.header('retry-after', Math.max(1, rl.resetAt - Math.floor(Date.now() / 1000)));
-      throw new ApiError('rate_limited', `rate limit of ${rl.limit} requests per minute exceeded for this tenant`);
-    }
-  });
+  registerJsonParser(app);
+  registerRequestGuards(app, p);
 
   app.addHook('preHandler', async (req) => {
     if (req.routeOptions.config?.beta && !hasBeta(req)) {
@@ -87,18 +68,7 @@ export async function buildApp(p: Platform, opts: AppOptions): Promise<FastifyIn
     }
   });
 
-  app.setErrorHandler((err: FastifyError & { field?: string }, req, reply) => {
-    const id = String(req.id);
-    if (err instanceof ApiError) return reply.code(err.status).send(errorBody(err.type, err.message, id, err.details));
-    if (err instanceof ValidationError) return reply.code(400).send(errorBody('invalid_request', err.message, id, { field: err.field }));
-    if (err.code === 'FST_ERR_CTP_INVALID_JSON_BODY' || err.name === 'SyntaxError') return reply.code(400).send(errorBody('invalid_request', `body: malformed JSON (${err.message})`, id));
-    if (err.code === 'FST_ERR_CTP_EMPTY_JSON_BODY') return reply.code(400).send(errorBody('invalid_request', 'body: a JSON object is required', id));
-    if (err.code === 'FST_ERR_CTP_INVALID_MEDIA_TYPE') return reply.code(400).send(errorBody('invalid_request', `content-type: ${req.headers['content-type']} is not supported; send application/json`, id));
-    if (err.code === 'FST_ERR_CTP_BODY_TOO_LARGE') return reply.code(413).send(errorBody('invalid_request', 'body: exceeds the 32 MiB limit', id));
-    if (err.statusCode && err.statusCode >= 400 && err.statusCode < 500) return reply.code(400).send(errorBody('invalid_request', err.message, id));
-    opts.log.error('unhandled error', { request_id: id, method: req.method, url: req.url, err: String(err.stack ?? err) });
-    return reply.code(500).send(errorBody('internal_error', 'internal error', id));
-  });
+  app.setErrorHandler(errorHandler(opts.log));
 
   // Streams never end on their own: end them so close() completes.
   app.addHook('preClose', async () => {

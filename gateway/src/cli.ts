@@ -11,8 +11,10 @@ try {
   const server = await startServer(role);
   const { config } = server.platform;
   const lines = [`agentfleet ${role} started`];
-  if (role === 'worker') lines.push(`  ops:     ${server.url}/healthz, ${server.url}/readyz, ${server.url}/metrics`);
-  else lines.push(`  REST:    ${server.url}/v1`, `  GraphQL: ${server.url}/graphql`, `  health:  ${server.url}/healthz (readiness /readyz, metrics /metrics)`);
+  const metrics = server.metricsUrl ? `${server.metricsUrl}/metrics (no auth: keep this address private)` : `${server.url}/metrics (operator key)`;
+  if (role === 'worker') lines.push(`  ops:     ${server.url}/healthz, ${server.url}/readyz`);
+  else lines.push(`  REST:    ${server.url}/v1`, `  GraphQL: ${server.url}/graphql`, `  health:  ${server.url}/healthz (readiness /readyz)`);
+  lines.push(`  metrics: ${metrics}`);
   const { infra, fleet } = config;
   lines.push(`  adapters: store=${infra.mongodbUrl ? `mongodb${fleet.perTenantDb ? ' (database per tenant)' : ''}` : 'embedded'}, bus=${infra.kafkaBrokers ? 'kafka' : 'embedded'}, coordination=${infra.redisUrl ? 'redis' : 'embedded'}`);
   lines.push(`  data:    ${config.dataDir}`);

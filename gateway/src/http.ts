@@ -45,19 +45,43 @@ export function hasBeta(req: FastifyRequest): boolean {
   return values.some((v) => v.split(',').map((s) => s.trim()).includes(BETA_VERSION));
 }
 
+/** Where parseQuery records the first malformed key of a query string (read by queryProblem). */
+const QUERY_PROBLEM = Symbol('queryProblem');
+/** Names that must never become object keys (prototype pollution, inherited lookups). */
+const RESERVED_KEYS = new Set(['__proto__', 'constructor', 'prototype']);
+/** `name` or `name[sub]` (created_at[gte]) or `name[]` (the SDK's bracket arrays); nothing else. */
+const KEY_SHAPE = /^([^[\]]+)(?:\[([^[\]]*)\])?$/;
+
 /**
  * Query strings: repeated keys and `key[]` (the SDK's bracket arrays) become arrays under the
- * bare key; `created_at[gte]` style keys are kept as written.
+ * bare key; `created_at[gte]` style keys are kept as written. The result has a null prototype.
+ * Reserved names (`__proto__`, `constructor`, `prototype`, also inside brackets), empty names
+ * and other bracket forms (`a[b][c]`, `a]`, `a[b]c`) are not kept: the first one is recorded
+ * for queryProblem, which the gateway turns into a 400 naming the key (the router calls this
+ * parser, where throwing would not become a client error).
  */
 export function parseQuery(qs: string): Record<string, unknown> {
-  const out: Record<string, unknown> = {};
+  const out: Record<string, unknown> = Object.create(null);
   for (const [rawKey, value] of new URLSearchParams(qs)) {
-    const isArray = rawKey.endsWith('[]');
-    const key = isArray ? rawKey.slice(0, -2) : rawKey;
+    const m = KEY_SHAPE.exec(rawKey);
+    if (!m || RESERVED_KEYS.has(m[1]!) || (m[2] !== undefined && RESERVED_KEYS.has(m[2]))) {
+      if (!(QUERY_PROBLEM in out)) {
+        const why = !m ? 'is not a valid query parameter name (use name, name[] or name[sub])' : 'is a reserved name and not accepted';
+        Object.defineProperty(out, QUERY_PROBLEM, { value: { key: rawKey, message: `query parameter ${JSON.stringify(rawKey.slice(0, 100))} ${why}` }, enumerable: false });
+      }
+      continue;
+    }
+    const isArray = m[2] === '';
+    const key = isArray ? m[1]! : rawKey;
     const cur = out[key];
     if (isArray) out[key] = Array.isArray(cur) ? [...cur, value] : cur === undefined ? [value] : [cur, value];
     else if (cur === undefined) out[key] = value;
     else out[key] = Array.isArray(cur) ? [...cur, value] : [cur, value];
   }
   return out;
+}
+
+/** The malformed query key parseQuery found, if any. */
+export function queryProblem(query: unknown): { key: string; message: string } | undefined {
+  return query && typeof query === 'object' ? (query as { [QUERY_PROBLEM]?: { key: string; message: string } })[QUERY_PROBLEM] : undefined;
 }

@@ -2,12 +2,15 @@ import type { FastifyInstance } from 'fastify';
 import { createLogger, createPlatform, createSandboxRuntime, loadConfig, type SandboxRuntime, type Config, type Platform, type Role } from '@agentfleet/core';
 import { ToolExecutor, TurnRunner } from '@agentfleet/workers';
 import { buildApp, buildOpsApp } from './app.js';
+import { buildMetricsApp } from './metricsRoute.js';
 import { graphqlPlugin } from './graphql/index.js';
 
 export interface RunningServer {
   url: string;
   platform: Platform;
   app: FastifyInstance | null;
+  /** http://host:port of the METRICS_LISTEN server (null when /metrics is on the API port). */
+  metricsUrl: string | null;
   /** The worker's sandbox runtime (null on a gateway, or with SANDBOX_DRIVER=none). */
   sandboxes: SandboxRuntime | null;
   close(): Promise<void>;
@@ -40,10 +43,18 @@ export async function startServer(role: Role, env: Record<string, string | undef
   // Every role listens: the gateway for the API, a worker for health, readiness and metrics.
   app = role === 'worker' ? await buildOpsApp(platform) : await buildApp(platform, { log, plugins: [graphqlPlugin] });
   url = (await app.listen({ host: config.host, port: config.port })).replace('[::1]', '127.0.0.1');
+  // METRICS_LISTEN: /metrics only there, without auth (and not on the API port).
+  let metricsApp: FastifyInstance | null = null;
+  let metricsUrl: string | null = null;
+  if (config.metricsListen) {
+    metricsApp = await buildMetricsApp(platform);
+    metricsUrl = (await metricsApp.listen({ host: config.metricsListen.host, port: config.metricsListen.port })).replace('[::1]', '127.0.0.1');
+  }
   return {
     url,
     platform,
     app,
+    metricsUrl,
     sandboxes,
     async close() {
       const step = async (name: string, f: () => Promise<unknown> | undefined) => {
@@ -57,6 +68,7 @@ export async function startServer(role: Role, env: Record<string, string | undef
         const force = setTimeout(() => app!.server.closeAllConnections(), config.shutdownGraceMs);
         try { await app.close(); } finally { clearTimeout(force); }
       });
+      await step('metrics', async () => metricsApp?.close());
       await step('workers', () => runner?.stop());
       await step('sandboxes', () => sandboxes?.close());
       await step('adapters', () => platform.close());

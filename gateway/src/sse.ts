@@ -16,7 +16,9 @@ export class SseWriter {
   constructor(private readonly req: FastifyRequest, private readonly reply: FastifyReply) {
     reply.hijack();
     const origin = req.headers.origin;
+    // The headers set on the reply so far (X-RateLimit-*, request-id) go out with the stream.
     reply.raw.writeHead(200, {
+      ...(reply.getHeaders() as Record<string, string | number | string[]>),
       'content-type': 'text/event-stream; charset=utf-8',
       'cache-control': 'no-cache, no-transform',
       connection: 'keep-alive',

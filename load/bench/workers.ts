@@ -42,10 +42,10 @@ export interface WorkerFigures {
   ratio: number;
 }
 
-/** Sum of a counter's samples in a Prometheus text exposition; NaN when unreadable. */
-async function counter(url: string, name: string): Promise<number> {
+/** Sum of a counter's samples in a Prometheus text exposition (/metrics takes the operator key); NaN when unreadable. */
+async function counter(url: string, name: string, operatorKey: string): Promise<number> {
   try {
-    const res = await fetch(`${url}/metrics`, { signal: AbortSignal.timeout(5000) });
+    const res = await fetch(`${url}/metrics`, { headers: { 'x-api-key': operatorKey }, signal: AbortSignal.timeout(5000) });
     const text = await res.text();
     let sum = 0;
     for (const m of text.matchAll(new RegExp(`^${name}(?:\\{[^}]*\\})? ([0-9.eE+-]+)$`, 'gm'))) sum += Number(m[1]);
@@ -55,7 +55,7 @@ async function counter(url: string, name: string): Promise<number> {
   }
 }
 
-const turnsStarted = (workers: PlatformProcess[]) => Promise.all(workers.map((w) => counter(w.url, 'agentfleet_turns_started_total')));
+const turnsStarted = (workers: PlatformProcess[], operatorKey: string) => Promise.all(workers.map((w) => counter(w.url, 'agentfleet_turns_started_total', operatorKey)));
 
 interface Driven { idle: number[]; perSession: number[]; errors: number; sessionErrors: number; elapsedMs: number; scripted: number }
 
@@ -92,7 +92,7 @@ async function drive(c: BenchClient, model: ScriptedModel, delayMs: number, sess
 }
 
 /** One measurement with the given workers: fresh sessions and streams, a warm-up, then `seconds` of turns. */
-async function phase(c: BenchClient, model: ScriptedModel, s: BenchSettings, workers: PlatformProcess[]): Promise<WorkerPhase> {
+async function phase(c: BenchClient, model: ScriptedModel, s: BenchSettings, workers: PlatformProcess[], operatorKey: string): Promise<WorkerPhase> {
   const { sessionIds } = await c.sessions(s.sessions);
   const streams: Stream[] = [];
   try {
@@ -102,9 +102,9 @@ async function phase(c: BenchClient, model: ScriptedModel, s: BenchSettings, wor
     await sleep(100);
     await drive(c, model, s.modelDelayMs, sessionIds, streams, s.warmupMs);
     const requestsBefore = model.requests.length;
-    const before = await turnsStarted(workers);
+    const before = await turnsStarted(workers, operatorKey);
     const d = await drive(c, model, s.modelDelayMs, sessionIds, streams, s.seconds * 1000);
-    const after = await turnsStarted(workers);
+    const after = await turnsStarted(workers, operatorKey);
     const modelRequests = model.requests.length - requestsBefore;
     // The fixture keeps every request body (whole histories): drop them between measurements.
     model.requests.length = 0;
@@ -171,7 +171,7 @@ async function fleetRun(servers: RealServers, s: BenchSettings, model: ScriptedM
     }
     const startupS = (nowMs() - t0) / 1000;
     client = benchClient(gateway.url, apiKey);
-    const phaseFigures = await phase(client, model, s, ws);
+    const phaseFigures = await phase(client, model, s, ws, apiKey);
     run = { phase: phaseFigures, namespace, pids: { gateway: gateway.pid, workers: ws.map((w) => w.pid) }, startupS };
   } finally {
     client?.agent.destroy();

@@ -7,7 +7,7 @@ import type { SecretBox } from '../crypto.js';
 import type { AgentDoc, Collections } from './collections.js';
 import { decodeCursor, makePage, pageById, type Page } from './pagination.js';
 import type { ModelResolver } from './models.js';
-import { nowIso } from '../util.js';
+import { MAX_STORED_JSON_DEPTH, nowIso, valueDepth } from '../util.js';
 
 type ModelInput = AgentCreate['model'];
 
@@ -189,6 +189,12 @@ export class AgentService {
   }
 
   private applyPatch(cur: AgentSpec, b: AgentUpdate): AgentSpec {
+    // Old data: a spec stored before request bodies were depth-limited is not copied (a stack
+    // overflow); an update that replaces its tools (the only free-form JSON) repairs it.
+    if (valueDepth(cur, MAX_STORED_JSON_DEPTH) > MAX_STORED_JSON_DEPTH) {
+      if (b.tools === undefined) throw invalid('tools', `the stored agent nests JSON deeper than ${MAX_STORED_JSON_DEPTH} levels (stored before that limit); send tools to replace them`);
+      cur = { ...cur, tools: [] };
+    }
     const s: AgentSpec = structuredClone(cur);
     if (b.name !== undefined) s.name = b.name;
     if (b.description !== undefined) s.description = b.description;

@@ -10,7 +10,7 @@ import type { Collections, EventDoc, RunDoc, SessionAgentSnapshot, SessionDoc } 
 import { controlChannel, type EventLog } from './eventLog.js';
 import type { ModelResolver } from './models.js';
 import { pageById, type Page } from './pagination.js';
-import { nowIso } from '../util.js';
+import { MAX_STORED_JSON_DEPTH, nowIso, valueDepth } from '../util.js';
 
 /** Derived, never stored: terminated if a terminated timestamp is set; running if a run record exists; else idle. */
 export function deriveStatus(s: Pick<SessionDoc, 'terminated_at'>, hasRun: boolean): RuntimeStatus {
@@ -48,6 +48,8 @@ export class SessionService {
     const version = 'version' in ref && ref.version !== undefined ? ref.version : agentDoc.version;
     const pinned = version === agentDoc.version ? agentDoc.spec : (await this.c.agentVersions.findOne(tenant, { agent_id: ref.id, version }))?.spec;
     if (!pinned || version > agentDoc.version) throw invalid('agent.version', `agent ${ref.id} has no version ${version}`);
+    // Old data: agents stored before request bodies were depth-limited are refused, not copied (a stack overflow).
+    if (valueDepth(pinned, MAX_STORED_JSON_DEPTH) > MAX_STORED_JSON_DEPTH) throw invalid('agent', `agent ${ref.id} version ${version} nests JSON deeper than ${MAX_STORED_JSON_DEPTH} levels (stored before that limit); update its tools or create a new agent`);
     const snapshot: SessionAgentSnapshot = { ...structuredClone(pinned), id: ref.id, version };
     if (typeof body.agent === 'object' && body.agent.type === 'agent_with_overrides') {
       const o = body.agent;

@@ -1,0 +1,95 @@
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { ApiError, AuthFailureLimiter, type Platform, type Principal } from '@agentfleet/core';
+import { queryProblem } from './http.js';
+
+/**
+ * The gateway's request guards, run in the onRequest hook before any route (REST, GraphQL,
+ * SSE). Guarantees, each tested in test/api-hardening.test.ts:
+ * - a query string with a reserved or malformed key is refused with 400 naming the key
+ *   ("query strings");
+ * - `multipart/form-data` without a boundary is refused with 400 ("multipart");
+ * - an address over AUTH_FAILURES_PER_MINUTE failed authentications gets 429 `rate_limited`
+ *   with Retry-After, before its key is looked up; keys longer than MAX_API_KEY_LENGTH are
+ *   failures without a lookup ("failed authentications");
+ * - every authenticated request takes one token of its tenant's rate limit and reports it in
+ *   X-RateLimit-* headers (SSE responses included); GraphQL operations take more by cost
+ *   (chargeTenant, see graphql/limits.ts).
+ */
+
+export const RATE_WINDOW_MS = 60_000;
+
+/** The API key a request presents: x-api-key, or Authorization: Bearer (what the official SDK sends). */
+export function presentedKey(req: FastifyRequest): string | undefined {
+  const headerKey = req.headers['x-api-key'];
+  const auth = req.headers.authorization;
+  const bearer = typeof auth === 'string' && auth.startsWith('Bearer ') ? auth.slice(7).trim() : undefined;
+  return typeof headerKey === 'string' ? headerKey : bearer;
+}
+
+/**
+ * Takes `weight` tokens of the tenant's per-minute rate limit, sets the X-RateLimit-* headers,
+ * and throws 429 (with Retry-After) when the tenant is over.
+ */
+export async function chargeTenant(p: Platform, reply: FastifyReply, tenantId: string, weight = 1): Promise<void> {
+  const rl = await p.coordination.rateLimiter.consume(`rl:${tenantId}`, p.config.rateLimit.perMinute, RATE_WINDOW_MS, weight);
+  reply.header('x-ratelimit-limit', rl.limit).header('x-ratelimit-remaining', rl.remaining).header('x-ratelimit-reset', rl.resetAt);
+  if (!rl.allowed) {
+    reply.header('retry-after', Math.max(1, rl.resetAt - Math.floor(Date.now() / 1000)));
+    throw new ApiError('rate_limited', `rate limit of ${rl.limit} requests per minute exceeded for this tenant`);
+  }
+}
+
+const MULTIPART = /^\s*multipart\/form-data\s*(;|$)/i;
+const BOUNDARY = /;\s*boundary=(?:"[^"]{1,70}"|[^\s;"]{1,70})\s*(;|$)/i;
+
+/** 400 for malformed query keys and for multipart bodies without a boundary. */
+export function checkRequestShape(req: FastifyRequest): void {
+  const q = queryProblem(req.query);
+  if (q) throw new ApiError('invalid_request', q.message, { field: q.key.slice(0, 100) });
+  const ct = req.headers['content-type'];
+  if (typeof ct === 'string' && MULTIPART.test(ct) && !BOUNDARY.test(ct)) {
+    throw new ApiError('invalid_request', 'content-type: multipart/form-data needs a boundary parameter (multipart/form-data; boundary=…)', { field: 'content-type' });
+  }
+}
+
+/**
+ * Resolves the request's principal, or throws 401 / 429. Failed attempts count against the
+ * client address; an address over its limit is refused before the lookup.
+ */
+export async function authenticateRequest(p: Platform, failures: AuthFailureLimiter, req: FastifyRequest, reply: FastifyReply): Promise<Principal> {
+  const key = presentedKey(req);
+  if (!key) throw new ApiError('unauthorized', 'missing x-api-key header');
+  const refuse = (seconds: number) => {
+    reply.header('retry-after', seconds);
+    return new ApiError('rate_limited', `too many failed authentications from this address (limit ${failures.perMinute} per minute); retry after ${seconds} s`);
+  };
+  const wait = failures.retryAfter(req.ip);
+  if (wait > 0) throw refuse(wait);
+  const principal = await p.auth.authenticate(key);
+  if (!principal) {
+    const over = await failures.fail(req.ip);
+    if (over > 0) throw refuse(over);
+    throw new ApiError('unauthorized', 'invalid API key');
+  }
+  return principal;
+}
+
+/** Registers the guards and the auth/rate-limit hook on the gateway app. */
+export function registerRequestGuards(app: FastifyInstance, p: Platform): AuthFailureLimiter {
+  const failures = new AuthFailureLimiter(p.coordination.rateLimiter, p.config.rateLimit.authFailuresPerMinute);
+  app.addHook('onRequest', async (req, reply) => {
+    reply.header('request-id', req.id);
+    const cfg = req.routeOptions.config ?? {};
+    if (cfg.public) return checkRequestShape(req);
+    const principal = await authenticateRequest(p, failures, req, reply);
+    if (principal.environmentId) {
+      // Environment service keys: Bearer only, and only under that environment's work routes.
+      throw new ApiError('forbidden', "environment service keys are valid only as Bearer on their environment's /work endpoints");
+    }
+    if (cfg.operator && !principal.operator) throw new ApiError('forbidden', 'this endpoint requires the operator API key');
+    req.principal = principal;
+    await chargeTenant(p, reply, principal.tenantId);
+    checkRequestShape(req);
+  });
+  return failures;
+}
