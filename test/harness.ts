@@ -65,6 +65,9 @@ export async function startPlatform(opts: { env?: Record<string, string>; model?
     SHUTDOWN_GRACE_MS: '2000',
     ...realAdapterEnv(),
     ...opts.env,
+    // The scripted model listens on loopback, which the egress policy refuses for tenants'
+    // model cards: the operator opens it (plus whatever the test opens itself).
+    EGRESS_ALLOW_PRIVATE_HOSTS: [new URL(model.url).host, opts.env?.EGRESS_ALLOW_PRIVATE_HOSTS].filter(Boolean).join(','),
   };
   let server = await startServer('all', env);
   const clientFor = (apiKey: string) => new Anthropic({ apiKey, baseURL: server.url, maxRetries: 0, timeout: 20_000 });

@@ -10,6 +10,7 @@ import { AuthService } from './domain/auth.js';
 import { EnvironmentService } from './domain/environments.js';
 import { EventLog } from './domain/eventLog.js';
 import { ModelResolver } from './domain/models.js';
+import { createEgressPolicy } from './egress/policy.js';
 import { SessionService } from './domain/sessions.js';
 import { platformMetrics, type PlatformMetrics } from './metrics.js';
 import { createDirectoryObjectStore } from './adapters/embedded/objectStore.js';
@@ -44,7 +45,10 @@ export async function createPlatform(config: Config): Promise<Platform> {
   const { bus, coordination, router } = adapters;
   const collections = openCollections(router);
   const secrets = new SecretBox(config.rootSecret);
-  const models = new ModelResolver(collections, secrets, config.vendor);
+  // Tenants' model card base_urls are under the egress policy (EGRESS_ALLOW_PRIVATE_HOSTS).
+  const models = new ModelResolver(collections, secrets, config.vendor, createEgressPolicy({ allowPrivateHosts: config.egress.allowPrivateHosts }));
+  // Cards stored before custom header values were sealed: seal them now.
+  await models.sealLegacyHeaders();
   const metrics = platformMetrics();
   const bus$ = bus;
   metrics.registry.gauge('agentfleet_bus_commands', 'Bus command counters of this process (published, handled, retried, dead_lettered)', () => {
@@ -65,6 +69,7 @@ export async function createPlatform(config: Config): Promise<Platform> {
   return {
     config, store, bus, coordination, collections, secrets, auth, agents, environments, sessions, models, events, metrics, objects, files, outputs,
     async close() {
+      await models.close();
       await adapters.close();
     },
   };

@@ -1,4 +1,23 @@
-import type { ModelCardCreate, ModelCardOut, ModelConfig } from '@agentfleet/schemas';
+/**
+ * Model cards (per tenant) and the deployment's fallback vendor key.
+ *
+ * Guarantees (tested in test/model-cards-egress.test.ts, test/tenancy-auth.test.ts,
+ * test/sessions-events.test.ts):
+ * - The API key and the custom header values are sealed at rest (AES-256-GCM under
+ *   PLATFORM_ROOT_SECRET, core/src/crypto.ts). A card serves `api_key_preview` and
+ *   `custom_headers` with every value replaced by CUSTOM_HEADER_MASK (names only); the values
+ *   reach the provider only. Cards stored before sealing are sealed on start
+ *   (`sealLegacyHeaders`) and, failing that, on first read.
+ * - A base_url of a tenant other than the operator's (the operator key's tenant, tnt_default)
+ *   is under the egress policy (core/src/egress): a literal private address is refused at
+ *   create/update, a name resolving to one is refused at create/update and again on every
+ *   connection (probe and turns connect to the checked address only). The refusal is a 400
+ *   naming `base_url`, given before any connection, so it is the same whether something
+ *   answers at that address or not. Only EGRESS_ALLOW_PRIVATE_HOSTS opens a private host.
+ * - The operator's own cards and the vendor fallback (ANTHROPIC_BASE_URL) are operator
+ *   configuration and are not restricted.
+ */
+import { CUSTOM_HEADER_MASK, type ModelCardCreate, type ModelCardOut, type ModelConfig } from '@agentfleet/schemas';
 import { ApiError, conflict, invalid, notFound } from '../errors.js';
 import { last4, type SecretBox } from '../crypto.js';
 import { newId, PREFIX } from '../ids.js';
@@ -7,6 +26,9 @@ import { createProvider, providerProtocol } from '../model/providers.js';
 import type { ModelProvider } from '../model/types.js';
 import type { Collections, ModelCardDoc } from './collections.js';
 import { nowIso } from '../util.js';
+import { DEFAULT_TENANT } from './auth.js';
+import { ALLOW_PRIVATE_SETTING, createEgressPolicy, egressRefusalIn, type EgressPolicy } from '../egress/policy.js';
+import { egressFetch, type HttpFetch } from '../egress/dispatcher.js';
 
 export interface VendorFallback {
   apiKey: string;
@@ -37,19 +59,93 @@ function protocolOf(provider: string, piConfig: Record<string, unknown> | null):
 }
 
 const PROBE_TIMEOUT_MS = 6_000;
+const HEADERS_PURPOSE = 'model-card-headers';
+const PRIVATE_REFUSAL = `private addresses are not allowed unless the operator opens them (${ALLOW_PRIVATE_SETTING})`;
+/** Headers that describe the connection or the body: the HTTP client owns them. */
+const RESERVED_HEADERS = new Set(['host', 'connection', 'content-length', 'transfer-encoding', 'keep-alive', 'upgrade', 'te', 'trailer', 'expect', 'proxy-authorization', 'proxy-connection']);
 
-/** Model cards (per tenant) and the deployment's fallback vendor key. */
 export class ModelResolver {
+  /** HTTP for tenants' base_urls: checked by the egress policy, pinned to the checked address. */
+  private readonly tenantFetch: HttpFetch & { close(): Promise<void> };
+
   constructor(
     private readonly c: Collections,
     private readonly secrets: SecretBox,
     private readonly vendor: VendorFallback | null,
-  ) {}
+    private readonly egress: EgressPolicy = createEgressPolicy(),
+  ) {
+    this.tenantFetch = egressFetch(egress);
+  }
+
+  /** The operator's tenant configures the deployment; its cards are not under the egress policy. */
+  private restricted(tenant: string): boolean {
+    return tenant !== DEFAULT_TENANT;
+  }
+
+  /**
+   * Refuses a restricted tenant's base_url on a private address: a literal at once, a name
+   * after resolving it. Resolution failures pass (the probe reports the host unreachable).
+   */
+  private async checkBaseUrl(tenant: string, baseUrl: string | undefined): Promise<void> {
+    if (!baseUrl || !this.restricted(tenant)) return;
+    let url: URL;
+    try {
+      url = new URL(baseUrl);
+    } catch {
+      throw invalid('base_url', 'not a valid URL');
+    }
+    const port = Number(url.port) || (url.protocol === 'https:' ? 443 : 80);
+    if (this.egress.checkLiteral(url.hostname, port)) throw invalid('base_url', PRIVATE_REFUSAL);
+    try {
+      await this.egress.resolve(url.hostname, port);
+    } catch (err) {
+      if (egressRefusalIn(err)) throw invalid('base_url', PRIVATE_REFUSAL);
+    }
+  }
+
+  /** Header names the HTTP client owns are refused (a 400 naming the header). */
+  private checkHeaders(headers: Record<string, string> | undefined): void {
+    for (const name of Object.keys(headers ?? {})) {
+      if (RESERVED_HEADERS.has(name.toLowerCase())) throw invalid(`custom_headers.${name}`, 'this header is set by the platform and cannot be overridden');
+    }
+  }
+
+  /** The stored custom headers of a card, opened (legacy cards: the clear values). */
+  private openHeaders(d: ModelCardDoc): Record<string, string> {
+    if (d.custom_headers_sealed) return JSON.parse(this.secrets.open(d.custom_headers_sealed, HEADERS_PURPOSE)) as Record<string, string>;
+    return { ...(d.custom_headers ?? {}) };
+  }
+
+  private sealHeaders(headers: Record<string, string>): Pick<ModelCardDoc, 'custom_headers_sealed' | 'custom_header_names'> {
+    const names = Object.keys(headers);
+    return { custom_header_names: names, custom_headers_sealed: names.length ? this.secrets.seal(JSON.stringify(headers), HEADERS_PURPOSE) : null };
+  }
+
+  /** Seals the clear custom headers of one legacy card in place. */
+  private async sealLegacy(d: ModelCardDoc): Promise<ModelCardDoc> {
+    if (d.custom_headers === undefined) return d;
+    const sealed = this.sealHeaders(this.openHeaders(d));
+    await this.c.modelCards.updateOne(d.tenant_id, { _id: d._id }, { $set: sealed, $unset: { custom_headers: '' } });
+    const { custom_headers: _clear, ...rest } = d;
+    return { ...rest, ...sealed };
+  }
+
+  /** Seals the custom headers of every card stored in clear (run at start). Returns how many. */
+  async sealLegacyHeaders(): Promise<number> {
+    const legacy = await this.c.modelCards.scanAll({ custom_headers: { $exists: true } });
+    for (const d of legacy) await this.sealLegacy(d);
+    return legacy.length;
+  }
 
   async create(tenant: string, body: ModelCardCreate): Promise<{ card: ModelCardOut; probe: Record<string, unknown> }> {
     const proto = protocolOf(body.provider, body.pi_config ?? null);
     if (!proto) throw invalid('pi_config.api', `custom provider '${body.provider}' must set pi_config.api (anthropic-messages or openai-completions)`);
-    const probe = await this.probe(proto.protocol, body.api_key, body.base_url, body.custom_headers);
+    this.checkHeaders(body.custom_headers);
+    if (Object.values(body.custom_headers ?? {}).includes(CUSTOM_HEADER_MASK)) {
+      throw invalid('custom_headers', `'${CUSTOM_HEADER_MASK}' is the masked value a card serves; send the real header value`);
+    }
+    await this.checkBaseUrl(tenant, body.base_url);
+    const probe = await this.probe(tenant, proto.protocol, body.api_key, body.base_url, body.custom_headers);
     if (probe.ok === false && (probe.status === 401 || probe.status === 403)) {
       throw invalid('api_key', `rejected by the provider (HTTP ${probe.status})`);
     }
@@ -60,7 +156,7 @@ export class ModelResolver {
       provider: body.provider,
       model: body.model,
       base_url: body.base_url ?? null,
-      custom_headers: body.custom_headers ?? {},
+      ...this.sealHeaders(body.custom_headers ?? {}),
       api_key_sealed: this.secrets.seal(body.api_key, 'model-card-key'),
       api_key_preview: last4(body.api_key),
       pi_config: body.pi_config ?? null,
@@ -83,17 +179,34 @@ export class ModelResolver {
     if (body.provider !== undefined && body.provider !== cur.provider) throw invalid('provider', 'cannot change; create a new card');
     const set: Partial<ModelCardDoc> = { updated_at: nowIso() };
     if (body.api_key !== undefined) Object.assign(set, { api_key_sealed: this.secrets.seal(body.api_key, 'model-card-key'), api_key_preview: last4(body.api_key) });
-    if (body.base_url !== undefined) set.base_url = body.base_url;
-    if (body.custom_headers !== undefined) set.custom_headers = body.custom_headers;
+    if (body.base_url !== undefined) {
+      await this.checkBaseUrl(tenant, body.base_url);
+      set.base_url = body.base_url;
+    }
+    let unset: Record<string, ''> | undefined;
+    if (body.custom_headers !== undefined) {
+      this.checkHeaders(body.custom_headers);
+      // A value equal to the mask (a card read back and sent again) keeps the stored value.
+      const stored = this.openHeaders(cur);
+      const next: Record<string, string> = {};
+      for (const [name, value] of Object.entries(body.custom_headers)) {
+        if (value !== CUSTOM_HEADER_MASK) next[name] = value;
+        else if (Object.hasOwn(stored, name)) next[name] = stored[name];
+        else throw invalid(`custom_headers.${name}`, `'${CUSTOM_HEADER_MASK}' is the masked value a card serves; send the real header value`);
+      }
+      Object.assign(set, this.sealHeaders(next));
+      unset = { custom_headers: '' };
+    }
     if (body.model !== undefined) set.model = body.model;
     if (body.pi_config !== undefined) set.pi_config = body.pi_config;
-    const after = await this.c.modelCards.findOneAndUpdate(tenant, { _id: id }, { $set: set }, { returnDocument: 'after' });
+    const after = await this.c.modelCards.findOneAndUpdate(tenant, { _id: id }, { $set: set, ...(unset ? { $unset: unset } : {}) }, { returnDocument: 'after' });
     if (!after) throw notFound('model card', id);
-    return renderCard(after);
+    return renderCard(await this.sealLegacy(after));
   }
 
   async list(tenant: string): Promise<ModelCardOut[]> {
-    return (await this.c.modelCards.find(tenant, {}, { sort: { _id: 1 } })).map(renderCard);
+    const docs = await this.c.modelCards.find(tenant, {}, { sort: { _id: 1 } });
+    return Promise.all(docs.map(async (d) => renderCard(await this.sealLegacy(d))));
   }
 
   async remove(tenant: string, id: string): Promise<void> {
@@ -128,8 +241,17 @@ export class ModelResolver {
     if (!r) throw new ApiError('invalid_request', `model '${model.id}' has no model card and no fallback vendor key`);
     if (r.card) {
       const apiKey = this.secrets.open(r.card.api_key_sealed, 'model-card-key');
+      const card = await this.sealLegacy(r.card);
       return {
-        provider: createProvider({ protocol: r.protocol, apiKey, baseUrl: r.card.base_url ?? undefined, customHeaders: r.card.custom_headers, supportsFast: r.supportsFast }),
+        provider: createProvider({
+          protocol: r.protocol,
+          apiKey,
+          baseUrl: card.base_url ?? undefined,
+          customHeaders: this.openHeaders(card),
+          supportsFast: r.supportsFast,
+          // A tenant's base_url is checked on every connection, and the connection pinned.
+          ...(this.restricted(tenant) && card.base_url ? { fetch: this.tenantFetch } : {}),
+        }),
         wireModel: r.card.model,
         protocol: r.protocol,
         supportsFast: r.supportsFast,
@@ -145,17 +267,27 @@ export class ModelResolver {
     };
   }
 
-  /** Capability probe, bounded at 6 s: lists models with the key so a bad key fails loudly. */
-  private async probe(protocol: 'anthropic' | 'openai', apiKey: string, baseUrl?: string, headers: Record<string, string> = {}): Promise<{ ok: boolean | null; status?: number; reason?: string }> {
+  /**
+   * Capability probe, bounded at 6 s: lists models with the key so a bad key fails loudly. A
+   * restricted tenant's probe goes through the egress policy; a refusal is a 400 on base_url.
+   */
+  private async probe(tenant: string, protocol: 'anthropic' | 'openai', apiKey: string, baseUrl?: string, headers: Record<string, string> = {}): Promise<{ ok: boolean | null; status?: number; reason?: string }> {
     const url = protocol === 'anthropic' ? `${baseUrl ?? 'https://api.anthropic.com'}/v1/models` : `${baseUrl ?? 'https://api.openai.com/v1'}/models`;
     const auth: Record<string, string> = protocol === 'anthropic' ? { 'x-api-key': apiKey, 'anthropic-version': '2023-06-01' } : { authorization: `Bearer ${apiKey}` };
+    const http: HttpFetch = this.restricted(tenant) && baseUrl ? this.tenantFetch : fetch;
     try {
-      const res = await fetch(url, { headers: { ...headers, ...auth }, signal: AbortSignal.timeout(PROBE_TIMEOUT_MS) });
+      const res = await http(url, { headers: { ...headers, ...auth }, signal: AbortSignal.timeout(PROBE_TIMEOUT_MS) });
       await res.body?.cancel();
       return res.ok ? { ok: true, status: res.status } : { ok: false, status: res.status, reason: `HTTP ${res.status}` };
     } catch (err) {
-      return { ok: false, reason: (err as Error).name === 'TimeoutError' ? 'probe timed out after 6s' : `unreachable: ${(err as Error).message}` };
+      if (egressRefusalIn(err)) throw invalid('base_url', PRIVATE_REFUSAL);
+      return { ok: false, reason: (err as Error).name === 'TimeoutError' ? 'probe timed out after 6s' : 'unreachable: the provider could not be reached' };
     }
+  }
+
+  /** Ends pooled connections to tenants' providers. */
+  async close(): Promise<void> {
+    await this.tenantFetch.close().catch(() => {});
   }
 }
 
@@ -167,7 +299,8 @@ export function renderCard(d: ModelCardDoc): ModelCardOut {
     provider: d.provider,
     model: d.model,
     base_url: d.base_url,
-    custom_headers: d.custom_headers,
+    // Names only: the values are sealed and never served.
+    custom_headers: Object.fromEntries((d.custom_header_names ?? Object.keys(d.custom_headers ?? {})).map((name) => [name, CUSTOM_HEADER_MASK])),
     api_key_preview: d.api_key_preview,
     pi_config: d.pi_config,
     created_at: d.created_at,

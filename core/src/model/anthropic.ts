@@ -121,6 +121,7 @@ export class AnthropicMessagesProvider implements ModelProvider {
       body: toAnthropicBody(req),
       apiKey,
       signal: req.signal,
+      fetch: this.options.fetch,
     });
     try {
       yield* this.events(body, req.signal);

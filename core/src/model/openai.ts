@@ -175,6 +175,7 @@ export class OpenAIChatProvider implements ModelProvider {
       body: toOpenAIBody(req),
       apiKey,
       signal: req.signal,
+      fetch: this.options.fetch,
     });
     try {
       yield* this.events(body, req.signal);

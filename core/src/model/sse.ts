@@ -10,6 +10,7 @@
  * trailing unterminated line is discarded (it may be truncated).
  */
 import { ModelError, type ModelErrorKind } from './types.js';
+import { egressRefusalIn } from '../egress/policy.js';
 
 export interface SSEEvent {
   event: string | null;
@@ -158,19 +159,22 @@ export interface PostStreamOptions {
   body: unknown;
   apiKey: string;
   signal?: AbortSignal;
+  /** Default: global fetch. A tenant's model card gets `egressFetch` (checked, pinned). */
+  fetch?: (url: string, init?: RequestInit) => Promise<Response>;
 }
 
 /**
  * POSTs a JSON body and returns the response body stream of a 2xx reply. Non-2xx replies and
- * network failures become ModelErrors (never containing the API key); aborts rethrow the
- * platform's AbortError.
+ * network failures become ModelErrors (never containing the API key); a destination the egress
+ * policy refuses becomes a non-retryable ModelError naming base_url (before any connection);
+ * aborts rethrow the platform's AbortError.
  */
 export async function postForEventStream(o: PostStreamOptions): Promise<ReadableStream<Uint8Array>> {
   o.headers.set('content-type', 'application/json');
   o.headers.set('accept', 'text/event-stream');
   let res: Response;
   try {
-    res = await fetch(o.url, { method: 'POST', headers: o.headers, body: JSON.stringify(o.body), signal: o.signal });
+    res = await (o.fetch ?? fetch)(o.url, { method: 'POST', headers: o.headers, body: JSON.stringify(o.body), signal: o.signal });
   } catch (err) {
     throw transportError(err, o.signal, o.apiKey);
   }
@@ -198,6 +202,8 @@ export function transportError(err: unknown, signal: AbortSignal | undefined, ap
   if (signal?.aborted) return abortError(signal);
   if (err instanceof ModelError) return err;
   if (err instanceof Error && err.name === 'AbortError') return err;
+  const refused = egressRefusalIn(err);
+  if (refused) return new ModelError('model_request_failed_error', `model request refused: base_url ${refused.message}`, undefined, false);
   const cause = err instanceof Error && err.cause instanceof Error ? `: ${err.cause.message}` : '';
   const base = err instanceof Error ? err.message : String(err);
   return new ModelError('model_request_failed_error', redact(`model request failed: ${base}${cause}`, apiKey), undefined, true);

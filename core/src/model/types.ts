@@ -102,4 +102,9 @@ export interface ProviderConfig {
   apiKey: string;
   baseUrl?: string;
   customHeaders?: Record<string, string>;
+  /**
+   * The HTTP client for model requests (default: global fetch). For a tenant's model card this
+   * is `egressFetch` (core/src/egress): the base_url is checked and the connection pinned.
+   */
+  fetch?: (url: string, init?: RequestInit) => Promise<Response>;
 }
