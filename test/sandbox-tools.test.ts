@@ -14,8 +14,29 @@ describe.each(['local', 'nomad'] as const)('sandboxes and the built-in toolset, 
 let t: TestPlatform;
 let envId: string;
 let closeFake: (() => Promise<void>) | null = null;
+/** A local service for the custom http tool and web_fetch; the operator opens exactly its port. */
+const hits: Array<{ method: string; url: string; body: string }> = [];
+const origin = createServer((req, res) => {
+  let body = '';
+  req.on('data', (d) => (body += d));
+  req.on('end', () => {
+    hits.push({ method: req.method!, url: req.url!, body });
+    res.writeHead(200, { 'content-type': req.url === '/page' ? 'text/html' : 'application/json' });
+    res.end(req.url === '/page' ? '<html><body><h1>Hello page</h1><script>x()</script></body></html>' : JSON.stringify({ weather: 'sunny' }));
+  });
+});
+let port = 0;
+/** Another loopback service, NOT opened by the operator: nothing in a sandbox may reach it. */
+let internalHits = 0;
+const internal = createServer((_req, res) => { internalHits++; res.end('internal'); });
+let internalPort = 0;
 beforeAll(async () => {
-  const env: Record<string, string> = { SANDBOX_SLEEP_AFTER_MS: '1500', SANDBOX_DRIVER: driver };
+  await new Promise<void>((r) => origin.listen(0, '127.0.0.1', () => r()));
+  port = (origin.address() as { port: number }).port;
+  await new Promise<void>((r) => internal.listen(0, '127.0.0.1', () => r()));
+  internalPort = (internal.address() as { port: number }).port;
+  // Private addresses are refused whatever an environment allow-lists, unless the operator opens them.
+  const env: Record<string, string> = { SANDBOX_SLEEP_AFTER_MS: '1500', SANDBOX_DRIVER: driver, EGRESS_ALLOW_PRIVATE_HOSTS: `127.0.0.1:${port}` };
   if (driver === 'nomad') {
     // A node that fits several 1 vCPU / 4 GB sandboxes at once (this machine has 2 cores).
     const fake = await startNomadFake({ node: { cpuMhz: 16_000, memoryMb: 65_536 } });
@@ -29,6 +50,9 @@ beforeAll(async () => {
 afterAll(async () => {
   await t?.close();
   await closeFake?.();
+  origin.closeAllConnections();
+  await new Promise<void>((r) => origin.close(() => r()));
+  await new Promise<void>((r) => internal.close(() => r()));
 });
 
 async function turn(sid: string, text: string) {
@@ -104,20 +128,8 @@ describe('tools, isolation, lifecycle', () => {
   });
 
   it('custom tools with execution sandbox and http, and web_fetch, go through the sandbox and the session proxy', async () => {
-    const hits: Array<{ method: string; url: string; body: string }> = [];
-    const origin = createServer((req, res) => {
-      let body = '';
-      req.on('data', (d) => (body += d));
-      req.on('end', () => {
-        hits.push({ method: req.method!, url: req.url!, body });
-        res.writeHead(200, { 'content-type': req.url === '/page' ? 'text/html' : 'application/json' });
-        res.end(req.url === '/page' ? '<html><body><h1>Hello page</h1><script>x()</script></body></html>' : JSON.stringify({ weather: 'sunny' }));
-      });
-    });
-    await new Promise<void>((r) => origin.listen(0, '127.0.0.1', () => r()));
-    const port = (origin.address() as { port: number }).port;
-    try {
-      // The proxy refuses private addresses unless the environment allow-lists them.
+    {
+      // The environment allow-lists the host; the operator opened its port (EGRESS_ALLOW_PRIVATE_HOSTS).
       const env = await t.client.beta.environments.create({ name: 'net', config: { type: 'cloud', networking: { type: 'limited', allowed_hosts: ['127.0.0.1'] } } });
       const agent = await t.client.beta.agents.create({
         name: 'custom', model: MODEL,
@@ -125,10 +137,11 @@ describe('tools, isolation, lifecycle', () => {
           { type: 'agent_toolset_20260401' },
           { type: 'custom', name: 'shout', description: 'upper-cases its input', input_schema: { type: 'object', properties: { word: { type: 'string' } } }, execution: { type: 'sandbox', command: 'tr a-z A-Z' } },
           { type: 'custom', name: 'weather', description: 'weather service', input_schema: { type: 'object', properties: { city: { type: 'string' } } }, execution: { type: 'http', endpoint: `http://127.0.0.1:${port}/weather`, method: 'POST' } },
+          { type: 'custom', name: 'internal', description: 'a loopback service the operator did not open', input_schema: { type: 'object', properties: {} }, execution: { type: 'http', endpoint: `http://127.0.0.1:${internalPort}/secret`, method: 'GET' } },
         ] as any,
       });
       const sess = (await t.client.beta.sessions.create({ agent: agent.id, environment_id: env.id })).id;
-      t.model.script(MODEL, call('shout', { word: 'hey' }), call('weather', { city: 'Oslo' }), call('web_fetch', { url: `http://127.0.0.1:${port}/page` }), call('web_fetch', { url: 'http://example.invalid/' }), say('ok'));
+      t.model.script(MODEL, call('shout', { word: 'hey' }), call('weather', { city: 'Oslo' }), call('web_fetch', { url: `http://127.0.0.1:${port}/page` }), call('web_fetch', { url: 'http://example.invalid/' }), call('internal', {}), call('web_fetch', { url: `http://127.0.0.1:${internalPort}/secret` }), say('ok'));
       const { results } = await turn(sess, 'use custom tools');
       expect(results[0]).toEqual({ text: '{"WORD":"HEY"}', is_error: false });
       if (driver === 'local') {
@@ -144,8 +157,11 @@ describe('tools, isolation, lifecycle', () => {
       expect(results[2]!.text).toContain('Hello page');
       expect(results[2]!.text).not.toContain('x()');
       expect(results[3]!.is_error).toBe(true); // not in the allowlist: refused by the proxy
-    } finally {
-      await new Promise<void>((r) => origin.close(() => r()));
+      // Allow-listed by the environment, but a private address the operator did not open: refused.
+      expect(results[4]!.is_error).toBe(true);
+      expect(results[5]!.is_error).toBe(true);
+      expect(results[5]!.text).toContain('web_fetch refused');
+      expect(internalHits).toBe(0);
     }
   });
 
