@@ -35,7 +35,7 @@ import { startScriptedModelServer, type ScriptedModelServer } from './fixtures/s
 import { BETA, readSse, waitFor } from './harness.js';
 import { freePort, kill9, startProcess } from './process.js';
 import { startNomadFake, type NomadFake } from './nomad/fake.js';
-import { describeFindings, findSecrets, readTree, recordingFetch, type Finding, type Secret } from './secretsScan.js';
+import { describeFindings, findSecrets, readTree, recordingFetch, sandboxProcesses, watchProcesses, type Finding, type ProcessSeen, type Secret } from './secretsScan.js';
 
 const rand = () => randomBytes(12).toString('hex');
 const OPERATOR_KEY = `scan-operator-key-${rand()}`;
@@ -60,16 +60,17 @@ const DUMP = [
     ' for f in /proc/[0-9]*/cmdline; do echo "== $f"; tr "\\0" "\\n" < "$f"; echo; done; } 2>&1 | tee /mnt/session/outputs/env-dump.txt',
   `echo ${CANARY}`,
 ].join('; ');
-const DUMP_AGAIN = 'cat /workspace/canary.txt; for f in /proc/[0-9]*/environ /proc/[0-9]*/cmdline; do echo "== $f"; tr "\\0" "\\n" < "$f"; echo; done; env';
+const DUMP_AGAIN = 'sleep 1.5; cat /workspace/canary.txt; for f in /proc/[0-9]*/environ /proc/[0-9]*/cmdline; do echo "== $f"; tr "\\0" "\\n" < "$f"; echo; done; env';
 
 /**
  * A search of every file the sandbox can read (outside /proc, /sys, /dev and /usr) for each value,
  * printing `bound-file <label>: <path>`. Each value is passed as two halves joined in the shell,
- * so the command (stored in events) never holds a whole secret.
+ * so neither the command (stored in events) nor any process's argv holds a whole secret.
  */
 function boundFileScan(values: Array<{ label: string; value: string }>): string {
   const q = (s: string) => `'${s.replace(/'/g, `'\\''`)}'`;
-  const fn = 'scan(){ timeout 60 grep -rlsF --exclude-dir=proc --exclude-dir=sys --exclude-dir=dev --exclude-dir=usr -- "$1$2" / 2>/dev/null | sed "s|^|bound-file $3: |"; }';
+  // printf is a shell builtin and grep reads the pattern from stdin: no process's argv holds the joined value.
+  const fn = 'scan(){ printf "%s%s\\n" "$1" "$2" | timeout 60 grep -rlsF --exclude-dir=proc --exclude-dir=sys --exclude-dir=dev --exclude-dir=usr -f - / 2>/dev/null | sed "s|^|bound-file $3: |"; }';
   const calls = values.map(({ label, value }) => {
     const half = Math.floor(value.length / 2);
     return `scan ${q(value.slice(0, half))} ${q(value.slice(half))} ${q(label)}`;
@@ -97,6 +98,8 @@ const events: Array<{ where: string; event: any }> = [];
 let secrets: Secret[];
 /** Nomad job specs as registered by the platform (Nomad driver), with where they were seen. */
 const nomadJobs: Array<{ where: string; job: unknown }> = [];
+/** Sandbox processes (bwrap and everything under it) as sampled from the host's /proc during the lifecycle. */
+let sandboxSeen: ProcessSeen[] = [];
 const keepNomadJobs = (when: string) => { for (const job of nomad?.jobs() ?? []) nomadJobs.push({ where: `Nomad job ${(job as any).ID} (${when})`, job }); };
 
 const client = (apiKey: string) => new Anthropic({ apiKey, baseURL: baseUrl, maxRetries: 0, timeout: 60_000, fetch: rec.fetch });
@@ -154,6 +157,16 @@ afterAll(async () => {
 
 describe('no secret appears in clear in any response, event, log line or data-dir file', () => {
   it('runs the whole lifecycle, including a sandbox that prints its env, /proc/*/environ and /proc/*/cmdline', async () => {
+    // Local: bwrap under the platform; Nomad: under the fake's tasks (in this process).
+    const watcher = watchProcesses(() => sandboxProcesses([child.pid!, process.pid]));
+    try {
+      await lifecycle();
+    } finally {
+      sandboxSeen = watcher.stop();
+    }
+  }, 180_000);
+
+  async function lifecycle() {
     // Tenant and its key (shown once, in this response only).
     const tenant = await json(await http('/v1/svc/tenants', { method: 'POST', key: OPERATOR_KEY, headers: BETA, json: { name: 'scan' } }));
     tenantKey = tenant.api_key;
@@ -314,7 +327,14 @@ describe('no secret appears in clear in any response, event, log line or data-di
     expect(cardCalls.length).toBeGreaterThan(0);
     expect(cardCalls.every((r) => r.headers['x-api-key'] === CARD_KEY && r.headers['x-scan-header'] === CARD_HEADER)).toBe(true);
     expect(model.requests.some((r) => r.model === VENDOR_MODEL && r.headers['x-api-key'] === VENDOR_KEY)).toBe(true);
-  }, 180_000);
+  }
+
+  it('no sandbox process (bwrap and everything under it, read from the host\'s /proc) has a secret in its environ or cmdline', () => {
+    expect(sandboxSeen.some((p) => p.cmdline.startsWith('bwrap') || /\/bwrap /.test(p.cmdline))).toBe(true);
+    expect(sandboxSeen.some((p) => p.cmdline.includes('sleep'))).toBe(true); // the tool's own processes were sampled too
+    const findings = sandboxSeen.flatMap((p) => findSecrets(secrets, p.bytes, `host /proc/${p.pid} (${p.cmdline.split(' ')[0]}) environ or cmdline`));
+    expect(findings, `secrets found in sandbox processes:\n${describeFindings(findings)}`).toEqual([]);
+  });
 
   it('no HTTP response (status, headers, body, SSE streams included) carries a secret', () => {
     expect(rec.responses.length).toBeGreaterThan(40);

@@ -5,6 +5,10 @@
  * binary-safe recursive scan of a directory (gzip members are also searched decompressed, so
  * a secret inside a sandbox snapshot `.tar.gz` is found).
  *
+ * `watchProcesses` + `sandboxProcesses` sample, from the host's /proc, the cmdline and environ
+ * of every sandbox process: each bwrap the platform (or the Nomad fake) starts, the sandbox
+ * agent and everything under them.
+ *
  * A finding names the secret and where it was found, never the secret's value.
  */
 import { lstatSync, readdirSync, readFileSync } from 'node:fs';
@@ -161,3 +165,71 @@ export function readTree(root: string): ScannedFile[] {
 /** One line per finding, for a failure message that never prints a secret. */
 export const describeFindings = (findings: readonly Finding[]) =>
   findings.map((f) => `${f.secret} (${f.form}) in ${f.where}`).join('\n');
+
+export interface ProcessSeen {
+  pid: number;
+  cmdline: string;
+  bytes: Buffer;
+}
+
+const readProc = (pid: number, file: string): Buffer | null => {
+  try {
+    return readFileSync(`/proc/${pid}/${file}`);
+  } catch {
+    return null; // exited, or not readable
+  }
+};
+
+/** The host's process table: pid → parent pid and command name. */
+function processTable(): Map<number, { ppid: number; comm: string }> {
+  const table = new Map<number, { ppid: number; comm: string }>();
+  for (const name of readdirSync('/proc')) {
+    if (!/^\d+$/.test(name)) continue;
+    const stat = readProc(Number(name), 'stat')?.toString('latin1');
+    if (!stat) continue;
+    // pid (comm) state ppid …: comm may hold spaces and parentheses, so split at the last ')'.
+    const close = stat.lastIndexOf(')');
+    table.set(Number(name), { comm: stat.slice(stat.indexOf('(') + 1, close), ppid: Number(stat.slice(close + 2).split(' ')[1]) });
+  }
+  return table;
+}
+
+/**
+ * The sandbox processes started under `ancestors`: every `bwrap` process descending from one of
+ * them, and everything under it (the sandbox agent, shells, tools).
+ */
+export function sandboxProcesses(ancestors: readonly number[]): number[] {
+  const table = processTable();
+  const anc = new Set(ancestors);
+  const chain = (pid: number): number[] => {
+    const out: number[] = [];
+    for (let p = table.get(pid)?.ppid, hops = 0; p !== undefined && p > 0 && hops < 128; p = table.get(p)?.ppid, hops++) out.push(p);
+    return out;
+  };
+  const bwraps = new Set([...table].filter(([pid, e]) => e.comm === 'bwrap' && chain(pid).some((p) => anc.has(p))).map(([pid]) => pid));
+  return [...table.keys()].filter((pid) => bwraps.has(pid) || chain(pid).some((p) => bwraps.has(p)));
+}
+
+/** Samples, every `everyMs` until stopped, the environ and cmdline of the `select`ed processes, keeping each distinct one. */
+export function watchProcesses(select: () => number[], everyMs = 250): { stop(): ProcessSeen[] } {
+  const seen = new Map<string, ProcessSeen>();
+  const sample = () => {
+    for (const pid of select()) {
+      const cmdline = readProc(pid, 'cmdline');
+      const environ = readProc(pid, 'environ');
+      if (!cmdline && !environ) continue;
+      const bytes = Buffer.concat([cmdline ?? Buffer.alloc(0), Buffer.from('\n--environ--\n'), environ ?? Buffer.alloc(0)]);
+      const key = `${pid}:${bytes.toString('base64')}`;
+      if (!seen.has(key)) seen.set(key, { pid, cmdline: (cmdline ?? Buffer.alloc(0)).toString('utf8').split('\0').join(' ').trim(), bytes });
+    }
+  };
+  sample();
+  const timer = setInterval(sample, everyMs);
+  return {
+    stop() {
+      clearInterval(timer);
+      sample();
+      return [...seen.values()];
+    },
+  };
+}
