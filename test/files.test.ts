@@ -1,55 +1,27 @@
 import { request } from 'node:http';
 import { randomBytes } from 'node:crypto';
-import type { FastifyInstance } from 'fastify';
+import { readdir } from 'node:fs/promises';
+import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import Anthropic, { toFile } from '@anthropic-ai/sdk';
-import { buildApp } from '@agentfleet/gateway';
-import { createLogger, FileService, OutputService, type ObjectInfo, type ObjectStore, type Platform } from '@agentfleet/core';
+import type { FileService, ObjectStore } from '@agentfleet/core';
 import { BETA, startPlatform, type TestPlatform } from './harness.js';
 
-/** A tiny in-memory object store: used while the platform does not build one itself. */
-function memoryObjectStore(): ObjectStore {
-  const m = new Map<string, { data: Uint8Array; info: ObjectInfo }>();
-  return {
-    async put(key, data, o) {
-      m.set(key, { data: new Uint8Array(data), info: { key, size: data.byteLength, modifiedAt: new Date().toISOString(), ...(o?.contentType ? { contentType: o.contentType } : {}) } });
-    },
-    async get(key) { return m.get(key)?.data ?? null; },
-    async head(key) { return m.get(key)?.info ?? null; },
-    async delete(key) { m.delete(key); },
-    async list(prefix) {
-      return [...m.values()].map((e) => e.info).filter((i) => i.key.startsWith(prefix)).sort((a, b) => (a.key < b.key ? -1 : a.key > b.key ? 1 : 0));
-    },
-  };
-}
-
-type WithFiles = Platform & Partial<{ files: FileService; outputs: OutputService; objects: ObjectStore }>;
-
 let t: TestPlatform;
-/** Base URL serving the file routes: the platform's own, or a second app on the same platform. */
 let url: string;
 let objects: ObjectStore;
 let files: FileService;
-let extraApp: FastifyInstance | null = null;
+/** A small upload cap, so the oversize cases stay small. */
+const MAX_FILE_BYTES = 256 * 1024;
 
 beforeAll(async () => {
-  t = await startPlatform({ env: { RATE_LIMIT_PER_MINUTE: '100000' } });
-  const p = t.server.platform as WithFiles;
-  if (p.files && p.outputs && p.objects) {
-    url = t.url;
-    objects = p.objects;
-    files = p.files;
-  } else {
-    // The platform does not build an object store yet: serve the same routes from a second app
-    // on the same platform, with an in-memory store and a small cap for the oversize case.
-    objects = memoryObjectStore();
-    files = new FileService(p.collections, objects, { maxBytes: 256 * 1024 });
-    extraApp = await buildApp(p, { log: createLogger('error'), files: { files, outputs: new OutputService(p.collections, objects) } });
-    url = (await extraApp.listen({ host: '127.0.0.1', port: 0 })).replace('[::1]', '127.0.0.1');
-  }
+  t = await startPlatform({ env: { RATE_LIMIT_PER_MINUTE: '100000', MAX_FILE_BYTES: String(MAX_FILE_BYTES) } });
+  const p = t.server.platform;
+  url = t.url;
+  objects = p.objects;
+  files = p.files;
 });
 afterAll(async () => {
-  await extraApp?.close();
   await t?.close();
 });
 
@@ -262,6 +234,43 @@ describe('files', () => {
     await expect(a.files.beta.files.upload({ file: await toFile(Buffer.from('x'), 'x.txt'), session_id: 'sess_nope' } as Anthropic.Beta.FileUploadParams)).rejects.toMatchObject({ status: 400 });
     expect((await a.files.beta.files.list()).data).toEqual([]);
     expect(await objects.list(`files/${a.tenantId}/`)).toEqual([]);
+  });
+});
+
+describe('uploads stream into the object store with the MAX_FILE_BYTES cap', () => {
+  const tmpFiles = async () => (await readdir(join(t.server.platform.config.objectStoreDir, 'tmp')).catch(() => [])).length;
+
+  it('a file of exactly the cap is stored; one byte more, or many MiB more, is 400 naming file and stores nothing', async () => {
+    const a = await tenantWithSession('files-cap');
+    const exact = await json(await upload(a.apiKey, [{ name: 'file', filename: 'exact.bin', data: randomBytes(MAX_FILE_BYTES) }]));
+    expect(exact.status).toBe(200);
+    expect(exact.body.size_bytes).toBe(MAX_FILE_BYTES);
+    const dl = await a.files.beta.files.download(exact.body.id);
+    expect(Buffer.from(await dl.arrayBuffer()).length).toBe(MAX_FILE_BYTES);
+    for (const size of [MAX_FILE_BYTES + 1, 8 * 1024 * 1024]) {
+      const r = await json(await upload(a.apiKey, [{ name: 'file', filename: 'big.bin', data: Buffer.alloc(size, 7) }]));
+      expect(r.status, String(size)).toBe(400);
+      expect(r.body.error.details, String(size)).toEqual({ field: 'file' });
+      expect(r.body.error.message, String(size)).toContain(`${MAX_FILE_BYTES}-byte limit`);
+    }
+    expect((await objects.list(`files/${a.tenantId}/`)).map((o) => o.size)).toEqual([MAX_FILE_BYTES]);
+    expect(await tmpFiles()).toBe(0);
+  });
+
+  it('bytes already streamed are removed when a field after the file is refused', async () => {
+    const a = await tenantWithSession('files-late-field');
+    for (const [parts, field] of [
+      [[{ name: 'file', filename: 'a.bin', data: randomBytes(100_000) }, { name: 'session_id', data: 'sess_nope' }], 'session_id'],
+      [[{ name: 'file', filename: 'a.bin', data: randomBytes(100_000) }, { name: 'expires_in_seconds', data: 'soon' }], 'expires_in_seconds'],
+      [[{ name: 'file', filename: 'a.bin', data: randomBytes(100_000) }, { name: 'file', filename: 'b.bin', data: 'b' }], 'file'],
+    ] as Array<[Part[], string]>) {
+      const r = await json(await upload(a.apiKey, parts));
+      expect(r.status, field).toBe(400);
+      expect(r.body.error.details, field).toEqual({ field });
+    }
+    expect(await objects.list(`files/${a.tenantId}/`)).toEqual([]);
+    expect((await a.files.beta.files.list()).data).toEqual([]);
+    expect(await tmpFiles()).toBe(0);
   });
 });
 

@@ -1,6 +1,7 @@
+import type { Readable } from 'node:stream';
 import { ApiError, invalid, notFound } from '../errors.js';
 import { newId } from '../ids.js';
-import type { ObjectStore } from '../ports/objectStore.js';
+import { ObjectTooLargeError, type ObjectStore } from '../ports/objectStore.js';
 import { nowIso } from '../util.js';
 import type { Collections, FileDoc } from './collections.js';
 import { pageById, type Page } from './pagination.js';
@@ -73,6 +74,15 @@ export interface FileUpload {
   expiresInSeconds?: number | undefined;
 }
 
+/** An upload's bytes, stored under a fresh id but not yet a file (commitUpload / discardUpload). */
+export interface StagedUpload {
+  id: string;
+  filename: string;
+  mimeType: string;
+  size: number;
+  objectKey: string;
+}
+
 export interface FileListQuery {
   limit?: number;
   page?: string;
@@ -133,8 +143,47 @@ export class FileService {
   }
 
   async upload(tenant: string, u: FileUpload): Promise<FileMetadata> {
-    const filename = FileService.filenameOf(u.filename, u.mimeType);
     if (u.data.byteLength > this.maxBytes) throw invalid('file', `exceeds the ${this.maxBytes}-byte limit`);
+    const staged = await this.stageUpload(tenant, { filename: u.filename, mimeType: u.mimeType }, (async function* () { yield u.data; })());
+    return this.commitUpload(tenant, staged, u);
+  }
+
+  /**
+   * Streams an upload's bytes into the object store under a fresh id (never whole in memory).
+   * Over maxBytes → 400 naming `file`; a bad name → 400 naming `filename`; either way, and if
+   * `data` fails, nothing is stored.
+   */
+  async stageUpload(tenant: string, meta: { filename: string | undefined; mimeType?: string | undefined }, data: AsyncIterable<Uint8Array> | Readable): Promise<StagedUpload> {
+    const filename = FileService.filenameOf(meta.filename, meta.mimeType);
+    const declared = meta.mimeType?.split(';')[0]?.trim().toLowerCase();
+    const mimeType = declared && declared !== GENERIC_MIME ? declared : mimeFromName(filename);
+    const id = newId(FILE_ID_PREFIX);
+    const objectKey = fileObjectKey(tenant, id);
+    try {
+      const { size } = await this.objects.putStream(objectKey, data, { contentType: mimeType, maxBytes: this.maxBytes });
+      return { id, filename, mimeType, size, objectKey };
+    } catch (err) {
+      if (err instanceof ObjectTooLargeError) throw invalid('file', `exceeds the ${this.maxBytes}-byte limit`);
+      throw err;
+    }
+  }
+
+  /** Removes a staged upload's bytes (the request failed after they were stored). */
+  async discardUpload(staged: StagedUpload): Promise<void> {
+    await this.objects.delete(staged.objectKey);
+  }
+
+  /** Checks the other fields and makes the staged bytes a file; any refusal discards them. */
+  async commitUpload(tenant: string, staged: StagedUpload, u: { sessionId?: string | undefined; expiresInSeconds?: number | undefined }): Promise<FileMetadata> {
+    try {
+      return await this.insertUpload(tenant, staged, u);
+    } catch (err) {
+      await this.discardUpload(staged).catch(() => {});
+      throw err;
+    }
+  }
+
+  private async insertUpload(tenant: string, staged: StagedUpload, u: { sessionId?: string | undefined; expiresInSeconds?: number | undefined }): Promise<FileMetadata> {
     let expiresAt: string | null = null;
     if (u.expiresInSeconds !== undefined) {
       const s = u.expiresInSeconds;
@@ -145,21 +194,17 @@ export class FileService {
       if (!u.sessionId) throw invalid('session_id', 'must not be empty');
       if (!(await liveSession(this.c, tenant, u.sessionId))) throw invalid('session_id', `session ${u.sessionId} not found`);
     }
-    const declared = u.mimeType?.split(';')[0]?.trim().toLowerCase();
-    const mime = declared && declared !== GENERIC_MIME ? declared : mimeFromName(filename);
-    const id = newId(FILE_ID_PREFIX);
     const doc: Omit<FileDoc, 'tenant_id'> = {
-      _id: id,
-      filename,
-      mime_type: mime,
-      size_bytes: u.data.byteLength,
-      object_key: fileObjectKey(tenant, id),
+      _id: staged.id,
+      filename: staged.filename,
+      mime_type: staged.mimeType,
+      size_bytes: staged.size,
+      object_key: staged.objectKey,
       scope_id: u.sessionId ?? null,
       expires_at: expiresAt,
       created_at: nowIso(),
     };
-    // Bytes first: the file becomes visible only once its bytes are durable.
-    await this.objects.put(doc.object_key, u.data, { contentType: mime });
+    // Bytes first (staged): the file becomes visible only once its bytes are durable.
     await this.c.files.insert(tenant, doc);
     return renderFile({ ...doc, tenant_id: tenant });
   }
@@ -181,6 +226,15 @@ export class FileService {
     const data = await this.objects.get(d.object_key);
     if (!data) throw notFound('file content', id);
     return { file: renderFile(d), data };
+  }
+
+  /** The same as a stream (downloads): the bytes are never held whole. */
+  async contentStream(tenant: string, id: string): Promise<{ file: FileMetadata; stream: Readable }> {
+    const d = await this.getDoc(tenant, id);
+    if (expired(d)) throw new ApiError('not_found', `file ${id} has expired`);
+    const stream = await this.objects.getStream(d.object_key);
+    if (!stream) throw notFound('file content', id);
+    return { file: renderFile(d), stream };
   }
 
   /** Newest first; `page`/`cursor` from `next_page`/`prev_page`; `ids` answers one page. */
@@ -294,6 +348,17 @@ export class OutputService {
     const [info, data] = await Promise.all([this.objects.head(key), this.objects.get(key)]);
     if (!data) throw notFound('output', filename);
     return { output: renderOutput(filename, data.byteLength, info?.modifiedAt ?? nowIso(), info?.contentType), data };
+  }
+
+  /** The same as a stream (downloads); `size_bytes` is the size when the stream was opened. */
+  async readStream(tenant: string, sessionId: string, filename: string): Promise<{ output: SessionOutput; stream: Readable }> {
+    await this.assertSession(tenant, sessionId);
+    checkFilename(filename);
+    const key = outputObjectKey(tenant, sessionId, filename);
+    const info = await this.objects.head(key);
+    const stream = info ? await this.objects.getStream(key) : null;
+    if (!info || !stream) throw notFound('output', filename);
+    return { output: renderOutput(filename, info.size, info.modifiedAt, info.contentType), stream };
   }
 }
 

@@ -129,19 +129,19 @@ export async function readTarGz(source: Readable, options: ArchiveReadOptions, h
       }
       const why = unsafeEntryName(name) ?? options.checkName?.(name) ?? null;
       if (why) {
-        await drain();
         await handlers.skip(name, 'invalid_name', `output '${printable(name)}' skipped: ${why}`);
+        await drain(); // reported first: a truncated archive still names it
         continue;
       }
       if (h.type !== 'file' && h.type !== 'contiguous-file') {
-        await drain();
         await handlers.skip(name, 'not_a_regular_file', `output '${printable(name)}' skipped: not a regular file (${h.type})`);
+        await drain(); // reported first: a truncated archive still names it
         continue;
       }
       const size = h.size ?? 0;
       if (size > options.maxFileBytes) {
-        await drain();
         await handlers.skip(name, 'file_too_large', `output '${printable(name)}' skipped: ${size} bytes is over the ${options.maxFileBytes}-byte limit per file`);
+        await drain(); // reported first: a truncated archive still names it
         continue;
       }
       let seen = 0;

@@ -1,6 +1,8 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import multipart from '@fastify/multipart';
-import { invalid, type FileListQuery, type FileService, type OutputService, type Platform } from '@agentfleet/core';
+import { finished } from 'node:stream/promises';
+import type { Readable } from 'node:stream';
+import { invalid, type FileListQuery, type FileService, type OutputService, type Platform, type StagedUpload } from '@agentfleet/core';
 import { tenantOf } from '../http.js';
 
 /** The services these routes need; `Platform` carries them once it builds them (`p.files`, `p.outputs`). */
@@ -37,13 +39,14 @@ function disposition(filename: string): string {
   return `attachment; filename="${ascii}"; filename*=UTF-8''${encodeURIComponent(filename).replace(/['()*]/g, (c) => `%${c.charCodeAt(0).toString(16).toUpperCase()}`)}`;
 }
 
-function sendBytes(reply: FastifyReply, data: Uint8Array, mime: string, filename: string) {
-  return reply
+/** Streams a download (files and outputs are never read whole into memory). */
+function sendStream(reply: FastifyReply, stream: Readable, mime: string, filename: string, size: number | null) {
+  reply
     .header('content-type', mime)
-    .header('content-length', data.byteLength)
     .header('content-disposition', disposition(filename))
-    .header('x-content-type-options', 'nosniff')
-    .send(Buffer.from(data.buffer, data.byteOffset, data.byteLength));
+    .header('x-content-type-options', 'nosniff');
+  if (size !== null) reply.header('content-length', size);
+  return reply.send(stream);
 }
 
 const LIST_KEYS = new Set(['limit', 'page', 'cursor', 'scope_id', 'ids']);
@@ -76,6 +79,15 @@ function listQuery(req: FastifyRequest): FileListQuery {
 const UPLOAD_FIELDS = new Set(['file', 'session_id', 'expires_in_seconds']);
 
 /**
+ * A multipart file stream that fails once busboy cut it at the size limit (`truncated`), so the
+ * streamed put stores nothing; busboy's limit is the cap itself, so it never buffers past it.
+ */
+async function* cappedAt(file: Readable & { truncated?: boolean }, maxBytes: number): AsyncGenerator<Uint8Array> {
+  for await (const chunk of file) yield chunk as Buffer;
+  if (file.truncated) throw invalid('file', `exceeds the ${maxBytes}-byte limit`);
+}
+
+/**
  * Files (`/v1/files`, the SDK's `beta.files`) and session outputs (`/v1/sessions/:id/outputs`,
  * an extension: beta header required).
  */
@@ -93,42 +105,51 @@ export function fileRoutes(app: FastifyInstance, _p: Platform, s: FileServices):
     });
     scope.post('/v1/files', async (req) => {
       if (!req.isMultipart()) throw invalid('file', 'send multipart/form-data with a "file" part');
+      const tenant = tenantOf(req);
       const unknown: string[] = [];
       const tooLong: string[] = [];
       let fileParts = 0;
       const fields = new Map<string, string>();
-      const files: Array<{ filename: string | undefined; mimetype: string; data: Buffer; truncated: boolean }> = [];
-      const parts = req.parts();
-      // Every part is read to the end (an oversize file is cut by busboy and drained) so the
-      // client always gets the 400 rather than a reset connection.
-      for await (const part of parts) {
-        if (!UPLOAD_FIELDS.has(part.fieldname)) unknown.push(part.fieldname);
-        if (part.type === 'file') {
-          const chunks: Buffer[] = [];
-          // Only the first `file` part is kept in memory; any other file part is drained.
-          const keep = part.fieldname === 'file' && fileParts++ === 0;
-          for await (const chunk of part.file) if (keep) chunks.push(chunk as Buffer);
-          if (keep) files.push({ filename: part.filename, mimetype: part.mimetype, data: Buffer.concat(chunks), truncated: part.file.truncated });
-        } else {
-          if (part.valueTruncated) tooLong.push(part.fieldname);
-          fields.set(part.fieldname, String(part.value));
+      // The first `file` part streams into the object store as it arrives (never whole in
+      // memory); its refusal (size, name) is kept until every part was read.
+      let staged: StagedUpload | null = null;
+      let fileError: unknown = null;
+      try {
+        // Every part is read to the end (extra file parts drained) so the client always gets
+        // the 400 rather than a reset connection.
+        for await (const part of req.parts()) {
+          if (!UPLOAD_FIELDS.has(part.fieldname)) unknown.push(part.fieldname);
+          if (part.type === 'file') {
+            if (part.fieldname === 'file' && fileParts++ === 0 && !fileError) {
+              try {
+                staged = await s.files.stageUpload(tenant, { filename: part.filename, mimeType: part.mimetype }, cappedAt(part.file, s.files.maxBytes));
+              } catch (err) {
+                fileError = err;
+              }
+            }
+            part.file.resume();
+            if (!part.file.readableEnded) await finished(part.file).catch(() => {});
+          } else {
+            if (part.valueTruncated) tooLong.push(part.fieldname);
+            fields.set(part.fieldname, String(part.value));
+          }
         }
+        if (unknown.length) throw invalid(unknown[0]!, 'is not a known field (expected file, session_id, expires_in_seconds)');
+        if (tooLong.length) throw invalid(tooLong[0]!, 'is too long');
+        if (fileParts === 0) throw invalid('file', 'a "file" part is required');
+        if (fileParts > 1) throw invalid('file', 'exactly one "file" part is allowed');
+        if (fileError) throw fileError;
+        const expires = fields.get('expires_in_seconds');
+        if (expires !== undefined && !/^\d+$/.test(expires.trim())) throw invalid('expires_in_seconds', 'must be an integer');
+        const done = staged!;
+        staged = null; // commitUpload discards the bytes itself when it refuses
+        return await s.files.commitUpload(tenant, done, {
+          sessionId: fields.get('session_id'),
+          expiresInSeconds: expires === undefined ? undefined : Number(expires),
+        });
+      } finally {
+        if (staged) await s.files.discardUpload(staged).catch(() => {});
       }
-      if (unknown.length) throw invalid(unknown[0]!, 'is not a known field (expected file, session_id, expires_in_seconds)');
-      if (tooLong.length) throw invalid(tooLong[0]!, 'is too long');
-      if (files.length === 0) throw invalid('file', 'a "file" part is required');
-      if (fileParts > 1) throw invalid('file', 'exactly one "file" part is allowed');
-      const f = files[0]!;
-      if (f.truncated) throw invalid('file', `exceeds the ${s.files.maxBytes}-byte limit`);
-      const expires = fields.get('expires_in_seconds');
-      if (expires !== undefined && !/^\d+$/.test(expires.trim())) throw invalid('expires_in_seconds', 'must be an integer');
-      return s.files.upload(tenantOf(req), {
-        filename: f.filename,
-        mimeType: f.mimetype,
-        data: f.data,
-        sessionId: fields.get('session_id'),
-        expiresInSeconds: expires === undefined ? undefined : Number(expires),
-      });
     });
   });
 
@@ -136,20 +157,22 @@ export function fileRoutes(app: FastifyInstance, _p: Platform, s: FileServices):
   app.get<{ Params: { id: string } }>('/v1/files/:id', async (req, reply) => {
     reply.header('vary', 'Accept');
     if (acceptsJson(req.headers.accept)) return s.files.get(tenantOf(req), req.params.id);
-    const { file, data } = await s.files.content(tenantOf(req), req.params.id);
-    return sendBytes(reply, data, file.mime_type, file.filename);
+    const { file, stream } = await s.files.contentStream(tenantOf(req), req.params.id);
+    return sendStream(reply, stream, file.mime_type, file.filename, file.size_bytes);
   });
   app.get<{ Params: { id: string } }>('/v1/files/:id/content', async (req, reply) => {
-    const { file, data } = await s.files.content(tenantOf(req), req.params.id);
-    return sendBytes(reply, data, file.mime_type, file.filename);
+    const { file, stream } = await s.files.contentStream(tenantOf(req), req.params.id);
+    return sendStream(reply, stream, file.mime_type, file.filename, file.size_bytes);
   });
   app.delete<{ Params: { id: string } }>('/v1/files/:id', async (req) => s.files.delete(tenantOf(req), req.params.id));
 
   const beta = { config: { beta: true } };
   app.get<{ Params: { id: string } }>('/v1/sessions/:id/outputs', beta, async (req) => s.outputs.list(tenantOf(req), req.params.id));
   app.get<{ Params: { id: string; filename: string } }>('/v1/sessions/:id/outputs/:filename', beta, async (req, reply) => {
-    const { output, data } = await s.outputs.read(tenantOf(req), req.params.id, req.params.filename);
-    return sendBytes(reply, data, output.mime_type, output.filename);
+    // no content-length: a sync may replace the output while it streams (the open handle keeps
+    // the version it started with, whose size the head may not have seen)
+    const { output, stream } = await s.outputs.readStream(tenantOf(req), req.params.id, req.params.filename);
+    return sendStream(reply, stream, output.mime_type, output.filename, null);
   });
   // Nested paths are never outputs: 404 for a foreign session, else 400 naming `filename`.
   app.get<{ Params: { id: string; '*': string } }>('/v1/sessions/:id/outputs/*', beta, async (req) => {
