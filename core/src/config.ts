@@ -171,11 +171,11 @@ export function loadConfig(role: Role, env: Env = process.env): Config {
   if (!['debug', 'info', 'warn', 'error', 'silent'].includes(logLevel)) problems.push(`LOG_LEVEL must be one of debug, info, warn, error, silent`);
   const perMinute = int(env, 'RATE_LIMIT_PER_MINUTE', 6000, problems, 1);
   const authFailuresPerMinute = int(env, 'AUTH_FAILURES_PER_MINUTE', 30, problems, 1, 1_000_000);
-  const graphqlCostPerToken = int(env, 'GRAPHQL_COST_PER_RATE_LIMIT_TOKEN', 100, problems, 1, 1_000_000);
+  const graphqlCostPerToken = int(env, 'GRAPHQL_COST_PER_RATE_LIMIT_TOKEN', 1000, problems, 1, 1_000_000);
   const graphqlLimits = {
     maxDepth: int(env, 'GRAPHQL_MAX_DEPTH', 10, problems, 1, 100),
     maxAliases: int(env, 'GRAPHQL_MAX_ALIASES', 15, problems, 0, 1000),
-    maxCost: int(env, 'GRAPHQL_MAX_COST', 5000, problems, 1, 10_000_000),
+    maxCost: int(env, 'GRAPHQL_MAX_COST', 50_000, problems, 1, 10_000_000),
     maxTokens: int(env, 'GRAPHQL_MAX_TOKENS', 2000, problems, 100, 1_000_000),
   };
   let metricsListen: Config['metricsListen'] = null;

@@ -9,6 +9,7 @@ import { formatError, toGraphQLError } from './errors.js';
 import { resolvers } from './resolvers.js';
 import { makeSchema, type GqlContext } from './schema.js';
 import { eventStreamRoute, wantsEventStream } from './stream.js';
+import { armorRules, preflight } from './limits.js';
 
 /** Apollo serves queries and mutations only: a subscription sent to it is told where to go. */
 const subscriptionsElsewhere: ApolloServerPlugin<GqlContext> = {
@@ -32,6 +33,11 @@ const subscriptionsElsewhere: ApolloServerPlugin<GqlContext> = {
  *   requests that ask for `Accept: text/event-stream` (or carry a stream token), and its
  *   single-connection PUT/DELETE.
  *
+ * Every GraphQL request first passes the document limits of limits.ts (tokens, cost, the cost
+ * charged to the tenant's rate limit); depth, alias and cost rules run in both servers'
+ * validation. Apollo's persisted queries are off: every request carries its document, so
+ * every request is checked.
+ *
  * Apollo's fastify drain plugin is not used: it closes the fastify instance from Apollo's stop,
  * while here the instance's close stops Apollo (onClose) and ends open event streams (preClose).
  */
@@ -49,23 +55,29 @@ export async function graphqlPlugin(app: FastifyInstance, p: Platform): Promise<
     // simple (preflight-free) request, so those headers also satisfy CSRF prevention.
     csrfPrevention: { requestHeaders: ['x-api-key', 'authorization', 'x-apollo-operation-name', 'apollo-require-preflight'] },
     plugins: [ApolloServerPluginLandingPageDisabled(), subscriptionsElsewhere],
+    validationRules: armorRules(p.config.graphqlLimits),
+    persistedQueries: false,
   });
   await apollo.start();
   const apolloHandler = fastifyApolloHandler<GqlContext>(apollo, {
     context: async (req) => ({ principal: req.principal, platform: p }),
   });
   const sse = eventStreamRoute(schema, p, log);
+  /** The limits first: a refused document never reaches Apollo or graphql-sse. */
+  const limited = (handle: (this: FastifyInstance, req: FastifyRequest, reply: FastifyReply) => unknown) =>
+    async function (this: FastifyInstance, req: FastifyRequest, reply: FastifyReply) {
+      const refusal = await preflight(schema, p, req, reply);
+      if (refusal) return reply.code(refusal.status).type('application/json; charset=utf-8').send(refusal.body);
+      return handle.call(this, req, reply);
+    };
+  const apolloOrStream = function (this: FastifyInstance, req: FastifyRequest, reply: FastifyReply) {
+    if (wantsEventStream(req)) return sse.handle(req, reply);
+    return (apolloHandler as unknown as (this: FastifyInstance, req: FastifyRequest, reply: FastifyReply) => Promise<unknown>).call(this, req, reply);
+  };
 
-  app.route({
-    method: ['GET', 'POST'],
-    url: '/graphql',
-    handler(req: FastifyRequest, reply: FastifyReply) {
-      if (wantsEventStream(req)) return sse.handle(req, reply);
-      return (apolloHandler as unknown as (this: FastifyInstance, req: FastifyRequest, reply: FastifyReply) => Promise<unknown>).call(this, req, reply);
-    },
-  });
-  app.route({ method: ['PUT', 'DELETE'], url: '/graphql', handler: sse.handle });
-  app.route({ method: ['GET', 'POST', 'PUT', 'DELETE'], url: '/graphql/stream', handler: sse.handle });
+  app.route({ method: ['GET', 'POST'], url: '/graphql', handler: limited(apolloOrStream) });
+  app.route({ method: ['PUT', 'DELETE'], url: '/graphql', handler: limited(sse.handle) });
+  app.route({ method: ['GET', 'POST', 'PUT', 'DELETE'], url: '/graphql/stream', handler: limited(sse.handle) });
 
   app.addHook('preClose', async () => {
     for (const ac of subscriptions) ac.abort();

@@ -2,7 +2,7 @@
 // and graphql-sse load the CJS one under Node. Bundler-style resolution (vitest) would hand this
 // file the ESM one, a second graphql instance whose schema and errors Apollo rejects.
 import { assertValidSchema, buildSchema, isObjectType, type GraphQLFieldResolver, type GraphQLSchema } from 'graphql/index.js';
-import type { Platform, Principal } from '@agentfleet/core';
+import { invalid, MAX_JSON_DEPTH, valueDepth, type Platform, type Principal } from '@agentfleet/core';
 
 /** Per-operation context: the principal set by the gateway's auth hook, and the services. */
 export type GqlContext = {
@@ -20,7 +20,8 @@ export type ResolverMap = Record<string, Record<string, Resolver | SubscriptionR
 /**
  * Builds the executable schema from the SDL and a resolver map, shared by Apollo (queries,
  * mutations) and graphql-sse (subscriptions). `mapError` wraps every resolver so services'
- * errors reach clients in one shape on both transports. Unknown types or fields in the map, and
+ * errors reach clients in one shape on both transports, and refuses arguments (JSON inputs,
+ * from literals or variables) nesting deeper than MAX_JSON_DEPTH, as REST refuses such bodies. Unknown types or fields in the map, and
  * root fields without a resolver, fail at startup rather than at request time.
  *
  * The JSON scalar needs no code: graphql-js's default scalar serializes and parses values as
@@ -30,6 +31,9 @@ export function makeSchema(typeDefs: string, resolvers: ResolverMap, mapError: (
   const schema = buildSchema(typeDefs);
   const guard = (fn: Resolver): Resolver => async (source, args, ctx, info) => {
     try {
+      for (const [name, value] of Object.entries(args ?? {})) {
+        if (valueDepth(value, MAX_JSON_DEPTH) > MAX_JSON_DEPTH) throw invalid(name, `JSON nests deeper than the limit of ${MAX_JSON_DEPTH} levels of objects and arrays`);
+      }
       return await fn(source, args, ctx, info);
     } catch (err) {
       throw mapError(err);

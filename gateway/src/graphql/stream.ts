@@ -1,10 +1,11 @@
 import { randomUUID } from 'node:crypto';
 import type { OutgoingHttpHeaders, ServerResponse } from 'node:http';
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import { validate, type GraphQLSchema } from 'graphql/index.js';
+import { specifiedRules, validate, type GraphQLSchema } from 'graphql/index.js';
 import { createHandler, TOKEN_HEADER_KEY, TOKEN_QUERY_KEY } from 'graphql-sse';
 import { ApiError, type Logger, type Platform } from '@agentfleet/core';
 import { formatStreamedErrors, tagValidationErrors } from './errors.js';
+import { armorRules } from './limits.js';
 import type { GqlContext } from './schema.js';
 
 const header = (req: FastifyRequest, key: string): string | null => {
@@ -32,6 +33,8 @@ export const wantsEventStream = (req: FastifyRequest) => header(req, 'accept') =
  */
 export function eventStreamRoute(schema: GraphQLSchema, p: Platform, log: Logger) {
   const open = new Set<ServerResponse>();
+  // graphql-js's rules plus the depth, alias and cost limits (limits.ts), as Apollo validates.
+  const rules = [...specifiedRules, ...armorRules(p.config.graphqlLimits)];
   const handler = createHandler<FastifyRequest, undefined, GqlContext>({
     schema,
     authenticate: (req) => {
@@ -40,7 +43,7 @@ export function eventStreamRoute(schema: GraphQLSchema, p: Platform, log: Logger
       return token.startsWith(ns) ? token : ns + token;
     },
     context: (req) => ({ principal: req.raw.principal, platform: p }),
-    validate: (...args: Parameters<typeof validate>) => tagValidationErrors(validate(...args)),
+    validate: (schema: GraphQLSchema, document: Parameters<typeof validate>[1]) => tagValidationErrors(validate(schema, document, rules)),
     onNext: (_ctx, _req, result) => formatStreamedErrors(result, log),
   });
 
