@@ -14,6 +14,7 @@ import {
   type ModelStreamEvent,
 } from '../src/model/types.js';
 import { startScriptedModelServer, type ScriptedModelServer } from '../../test/fixtures/scriptedModel.js';
+import { createEgressPolicy, egressFetch } from '../src/egress/index.js';
 
 const KEY = 'sk-test-very-secret-key-123';
 let server: ScriptedModelServer;
@@ -482,6 +483,38 @@ describe('providers', () => {
     expect(createProvider({ protocol: 'anthropic', apiKey: 'k' })).toBeInstanceOf(AnthropicMessagesProvider);
     expect(createProvider({ protocol: 'openai', apiKey: 'k' })).toBeInstanceOf(OpenAIChatProvider);
     expect(createProvider({ protocol: 'openai', apiKey: 'k' }).protocol).toBe('openai');
+  });
+});
+
+describe('egress: a provider given egressFetch (a tenant model card)', () => {
+  it.each(['anthropic', 'openai'] as const)('%s: an unopened loopback base_url fails fast, non-retryable, naming base_url, never connecting', async (protocol) => {
+    const f = egressFetch(createEgressPolicy());
+    try {
+      const before = server.requests.length;
+      const p = createProvider({ protocol, apiKey: KEY, baseUrl: protocol === 'anthropic' ? server.url : `${server.url}/v1`, fetch: f });
+      const err = await collect(p, req(freshModel())).catch((e) => e);
+      expect(err).toBeInstanceOf(ModelError);
+      expect(err).toMatchObject({ kind: 'model_request_failed_error', retryable: false });
+      expect(err.message).toMatch(/^model request refused: base_url 127\.0\.0\.1 is a private or reserved address/);
+      expect(err.message).not.toContain(KEY);
+      expect(server.requests.length).toBe(before);
+    } finally {
+      await f.close();
+    }
+  });
+
+  it.each(['anthropic', 'openai'] as const)('%s: streams normally when the operator opened the host:port, with custom headers', async (protocol) => {
+    const f = egressFetch(createEgressPolicy({ allowPrivateHosts: [new URL(server.url).host] }));
+    try {
+      const model = freshModel();
+      server.script(model, { steps: [{ text: 'pinned and opened' }] });
+      const p = createProvider({ protocol, apiKey: KEY, baseUrl: protocol === 'anthropic' ? server.url : `${server.url}/v1`, customHeaders: { 'x-card': 'c1' }, fetch: f });
+      const events = await collect(p, req(model));
+      expect(events.find((e) => e.type === 'text_end')).toMatchObject({ text: 'pinned and opened' });
+      expect(server.requests.at(-1)!.headers['x-card']).toBe('c1');
+    } finally {
+      await f.close();
+    }
   });
 });
 
