@@ -10,7 +10,8 @@ import { AuthService } from './domain/auth.js';
 import { EnvironmentService } from './domain/environments.js';
 import { EventLog } from './domain/eventLog.js';
 import { ModelResolver } from './domain/models.js';
-import { createEgressPolicy } from './egress/policy.js';
+import { createEgressPolicy, type EgressPolicy } from './egress/policy.js';
+import { egressFetch, type HttpFetch } from './egress/dispatcher.js';
 import { SessionService } from './domain/sessions.js';
 import { platformMetrics, type PlatformMetrics } from './metrics.js';
 import { createDirectoryObjectStore } from './adapters/embedded/objectStore.js';
@@ -30,6 +31,13 @@ export interface Platform {
   environments: EnvironmentService;
   sessions: SessionService;
   models: ModelResolver;
+  /**
+   * The egress policy for every server-side request to a tenant-supplied URL (model card
+   * base_url; MCP servers, webhooks and skill sources): `fetch` resolves once, refuses private
+   * addresses the operator did not open (EGRESS_ALLOW_PRIVATE_HOSTS) and connects to the
+   * checked address; `policy.resolve` does the same for non-HTTP clients.
+   */
+  egress: { policy: EgressPolicy; fetch: HttpFetch };
   events: EventLog;
   metrics: PlatformMetrics;
   objects: ObjectStore;
@@ -46,7 +54,9 @@ export async function createPlatform(config: Config): Promise<Platform> {
   const collections = openCollections(router);
   const secrets = new SecretBox(config.rootSecret);
   // Tenants' model card base_urls are under the egress policy (EGRESS_ALLOW_PRIVATE_HOSTS).
-  const models = new ModelResolver(collections, secrets, config.vendor, createEgressPolicy({ allowPrivateHosts: config.egress.allowPrivateHosts }));
+  const egressPolicy = createEgressPolicy({ allowPrivateHosts: config.egress.allowPrivateHosts });
+  const tenantFetch = egressFetch(egressPolicy);
+  const models = new ModelResolver(collections, secrets, config.vendor, egressPolicy, tenantFetch);
   // Cards stored before custom header values were sealed: seal them now.
   await models.sealLegacyHeaders();
   const metrics = platformMetrics();
@@ -68,8 +78,9 @@ export async function createPlatform(config: Config): Promise<Platform> {
   await auth.bootstrap();
   return {
     config, store, bus, coordination, collections, secrets, auth, agents, environments, sessions, models, events, metrics, objects, files, outputs,
+    egress: { policy: egressPolicy, fetch: tenantFetch },
     async close() {
-      await models.close();
+      await tenantFetch.close().catch(() => {});
       await adapters.close();
     },
   };

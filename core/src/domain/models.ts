@@ -65,17 +65,14 @@ const PRIVATE_REFUSAL = `private addresses are not allowed unless the operator o
 const RESERVED_HEADERS = new Set(['host', 'connection', 'content-length', 'transfer-encoding', 'keep-alive', 'upgrade', 'te', 'trailer', 'expect', 'proxy-authorization', 'proxy-connection']);
 
 export class ModelResolver {
-  /** HTTP for tenants' base_urls: checked by the egress policy, pinned to the checked address. */
-  private readonly tenantFetch: HttpFetch & { close(): Promise<void> };
-
   constructor(
     private readonly c: Collections,
     private readonly secrets: SecretBox,
     private readonly vendor: VendorFallback | null,
     private readonly egress: EgressPolicy = createEgressPolicy(),
-  ) {
-    this.tenantFetch = egressFetch(egress);
-  }
+    /** HTTP for tenants' base_urls: checked by the egress policy, pinned to the checked address. */
+    private readonly tenantFetch: HttpFetch = egressFetch(egress),
+  ) {}
 
   /** The operator's tenant configures the deployment; its cards are not under the egress policy. */
   private restricted(tenant: string): boolean {
@@ -285,10 +282,6 @@ export class ModelResolver {
     }
   }
 
-  /** Ends pooled connections to tenants' providers. */
-  async close(): Promise<void> {
-    await this.tenantFetch.close().catch(() => {});
-  }
 }
 
 export function renderCard(d: ModelCardDoc): ModelCardOut {
