@@ -4,9 +4,11 @@
  * connecting only to the checked address (a rebinding resolver cannot switch it).
  */
 import http from 'node:http';
+import https from 'node:https';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadConfig } from '../src/config.js';
+import { TEST_CERT, TEST_KEY } from './fixtures/testCert.js';
 import { canonicalAddress, classifyAddress, createEgressPolicy, egressFetch, egressRefusalIn, EgressRefusedError, isNonPublicAddress, parsePrivateHostRules } from '../src/egress/index.js';
 
 describe('address classification', () => {
@@ -256,6 +258,27 @@ describe('egressFetch', () => {
       await f.close();
       redirector.closeAllConnections();
       await new Promise((r) => redirector.close(r));
+    }
+  });
+});
+
+describe('egressFetch over TLS', () => {
+  it('connects to the checked address but verifies the certificate against the requested name', async () => {
+    const server = https.createServer({ key: TEST_KEY, cert: TEST_CERT }, (_req, res) => res.end('tls ok'));
+    await new Promise<void>((r) => server.listen(0, '127.0.0.1', () => r()));
+    const port = (server.address() as AddressInfo).port;
+    const lookup = async () => ({ address: '127.0.0.1', family: 4 as const });
+    const f = egressFetch(createEgressPolicy({ allowPrivateHosts: ['localhost', 'other.test'], lookup }), { ca: TEST_CERT });
+    try {
+      // The certificate names localhost: SNI and the check use the name, the socket the checked IP.
+      expect(await (await f(`https://localhost:${port}/`)).text()).toBe('tls ok');
+      // Same address, a name the certificate does not carry: refused by TLS, not silently accepted.
+      const err = await f(`https://other.test:${port}/`).catch((e) => e);
+      expect(String(err?.cause?.code ?? err?.cause?.message)).toMatch(/ERR_TLS_CERT_ALTNAME_INVALID|altname|Hostname/i);
+    } finally {
+      await f.close();
+      server.closeAllConnections();
+      await new Promise((r) => server.close(r));
     }
   });
 });

@@ -5,27 +5,8 @@ import { gzipSync } from 'node:zlib';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createOutboundProxy, hostPolicy, type OutboundProxy, type ProxyLogEntry } from '../src/sandbox/proxy.js';
 import { createEgressPolicy, type EgressPolicy } from '../src/egress/policy.js';
+import { TEST_CERT, TEST_KEY } from './fixtures/testCert.js';
 import { htmlToText, searchBackendFromEnv, WEB_SEARCH_NOT_CONFIGURED, webFetch, webSearch } from '../src/tools/web.js';
-
-// Self-signed test certificate for 127.0.0.1 / localhost (valid 2000-2100), used only by the
-// local HTTPS origin below.
-const TEST_KEY = `-----BEGIN EC PRIVATE KEY-----
-MHcCAQEEIP4dbRyE2mcjQ/HelxAXyGy8ckY0JaN5qc6IuY1/uMmnoAoGCCqGSM49
-AwEHoUQDQgAEM1TI23ksxzpVv9/oxEaCSSMHbt6JPeAwYE0omCz7wo5cpqjLhuZ3
-88i3wAdp2lss9jCDDy1o1ao6dRDGv8v9JQ==
------END EC PRIVATE KEY-----
-`;
-const TEST_CERT = `-----BEGIN CERTIFICATE-----
-MIIBZzCCAQ2gAwIBAgIBATAKBggqhkjOPQQDAjAUMRIwEAYDVQQDDAkxMjcuMC4w
-LjEwIBcNMDAwMTAxMDAwMDAwWhgPMjEwMDAxMDEwMDAwMDBaMBQxEjAQBgNVBAMM
-CTEyNy4wLjAuMTBZMBMGByqGSM49AgEGCCqGSM49AwEHA0IABDNUyNt5LMc6Vb/f
-6MRGgkkjB27eiT3gMGBNKJgs+8KOXKaoy4bmd/PIt8AHadpbLPYwgw8taNWqOnUQ
-xr/L/SWjTjBMMBoGA1UdEQQTMBGHBH8AAAGCCWxvY2FsaG9zdDAPBgNVHRMBAf8E
-BTADAQH/MB0GA1UdDgQWBBRAW2FW8JTlapQfj4b4VQ7/jJj6szAKBggqhkjOPQQD
-AgNIADBFAiEAzI6Rqmnwg2kQJWF5qYlTnCkAsSflrY/loK5omqEwsscCIDWMBzAV
-NOxUUY9kID5UKkpKiCJLmaGA1pye/snPp1Rf
------END CERTIFICATE-----
-`;
 
 const PAGE = `<!doctype html>
 <html><head><title>Test &amp; Page</title>
