@@ -201,5 +201,40 @@ describe('tools, isolation, lifecycle', () => {
     const snapshot = await manager.latestSnapshot({ tenantId: 'tnt_default', sessionId: sid, environmentId: envId });
     expect(snapshot?.reason).toBe('destroy');
   });
+
+  it('outputs stream with caps: a sparse 1 GiB file and a name with a backslash are skipped with a session.warning naming each; the normal file is stored; the session goes on', async () => {
+    const agent = await t.client.beta.agents.create({ name: 'outputs', model: MODEL, tools: [{ type: 'agent_toolset_20260401' }] });
+    const s = (await t.client.beta.sessions.create({ agent: agent.id, environment_id: envId })).id;
+    t.model.script(MODEL,
+      call('bash', { command: "mkdir -p /mnt/session/outputs && cd /mnt/session/outputs && truncate -s 1G zeros.bin && printf x > 'a\\b' && printf 'kept body' > normal.txt && ls" }),
+      say('wrote three files'));
+    const first = await turn(s, 'write outputs');
+    expect(first.results.map((r) => r.is_error)).toEqual([false]);
+    expect(first.seen.at(-1).stop_reason).toEqual({ type: 'end_turn' });
+
+    const list = (await (await t.http(`/v1/sessions/${s}/outputs`, { headers: BETA })).json()) as any;
+    expect(list.data.map((o: any) => [o.filename, o.size_bytes])).toEqual([['normal.txt', 9]]);
+    expect(await (await t.http(`/v1/sessions/${s}/outputs/normal.txt`, { headers: BETA })).text()).toBe('kept body');
+    expect((await t.http(`/v1/sessions/${s}/outputs/zeros.bin`, { headers: BETA })).status).toBe(404);
+
+    const events = ((await (await t.http(`/v1/sessions/${s}/events?limit=1000`)).json()) as any).data as any[];
+    const warnings = events.filter((e) => e.type === 'session.warning');
+    expect(warnings.map((w) => [w.warning, w.filename, w.reason]).sort()).toEqual([
+      ['output_skipped', 'a\\b', 'invalid_name'],
+      ['output_skipped', 'zeros.bin', 'file_too_large'],
+    ]);
+    expect(warnings.find((w) => w.filename === 'zeros.bin').message).toMatch(/zeros\.bin.*1073741824 bytes/);
+    // the warnings come before the turn's idle event
+    expect(events.at(-1).type).toBe('session.status_idle');
+
+    // the session goes on, and the same skipped files are not reported again
+    t.model.script(MODEL, call('bash', { command: 'echo more > /mnt/session/outputs/second.txt && echo ok' }), say('second turn'));
+    const second = await turn(s, 'one more');
+    expect(second.results).toEqual([{ text: expect.stringMatching(/^ok\n/), is_error: false }]);
+    const after = ((await (await t.http(`/v1/sessions/${s}/events?limit=1000`)).json()) as any).data as any[];
+    expect(after.filter((e) => e.type === 'session.warning')).toHaveLength(2);
+    const names = ((await (await t.http(`/v1/sessions/${s}/outputs`, { headers: BETA })).json()) as any).data.map((o: any) => o.filename);
+    expect(names).toEqual(['normal.txt', 'second.txt']);
+  });
 });
 });
