@@ -83,7 +83,13 @@ export const McpServerConfig = Type.Union([
     name: Type.String({ minLength: 1, maxLength: 64, pattern: '^[A-Za-z0-9_-]+$' }),
     type: Type.Literal('url'),
     url: Type.String({ format: 'uri' }),
-    authorization_token: Type.Optional(Type.String()),
+    /** Inline bearer: sealed at rest, never served. */
+    authorization_token: Type.Optional(Type.String({ maxLength: 8192 })),
+    /**
+     * As served. Sent back without a token: true (or absent) keeps the token stored for the same
+     * name and url on an update; false removes it.
+     */
+    has_authorization_token: Type.Optional(Type.Boolean()),
   }),
   Obj({
     name: Type.String({ minLength: 1, maxLength: 64, pattern: '^[A-Za-z0-9_-]+$' }),

@@ -60,11 +60,25 @@ export class AgentService {
     private readonly secrets: SecretBox,
   ) {}
 
-  /** MCP bearer tokens are sealed at rest and never served. */
-  sealMcp(servers: readonly any[] | null | undefined): AgentSpec['mcp_servers'] {
-    return (servers ?? []).map((s) => {
-      const { authorization_token, ...rest } = s;
-      return authorization_token ? { ...rest, authorization_token_sealed: this.secrets.seal(authorization_token, 'mcp-server-token') } : rest;
+  /**
+   * MCP bearer tokens are sealed at rest and never served (responses say has_authorization_token).
+   * A url server sent without a token keeps the sealed token of the `previous` server with the
+   * same name AND url (so the served object sent back, e.g. to add another server, loses
+   * nothing), unless it says `has_authorization_token: false`; a changed url never takes the
+   * token along to the new host; `has_authorization_token: true` with nothing to keep is a 400.
+   * Tested in test/mcp-tokens.test.ts.
+   */
+  sealMcp(servers: readonly any[] | null | undefined, previous: readonly any[] = [], field = 'mcp_servers'): AgentSpec['mcp_servers'] {
+    return (servers ?? []).map((s, i) => {
+      const { authorization_token, has_authorization_token, ...rest } = s;
+      if (authorization_token) return { ...rest, authorization_token_sealed: this.secrets.seal(authorization_token, 'mcp-server-token') };
+      const kept = rest.type === 'url' && has_authorization_token !== false
+        ? previous.find((p) => p.type === 'url' && p.name === rest.name && p.url === rest.url)?.authorization_token_sealed
+        : undefined;
+      if (!kept && has_authorization_token === true) {
+        throw invalid(`${field}[${i}].has_authorization_token`, `no token is stored for an MCP server named ${rest.name} with this url; send authorization_token`);
+      }
+      return kept ? { ...rest, authorization_token_sealed: kept } : rest;
     });
   }
 
@@ -202,7 +216,7 @@ export class AgentService {
     if (b.system !== undefined) s.system = b.system;
     if (b.tools !== undefined) s.tools = normalizeTools(b.tools);
     if (b.skills !== undefined) s.skills = normalizeSkills(b.skills);
-    if (b.mcp_servers !== undefined) s.mcp_servers = this.sealMcp(b.mcp_servers);
+    if (b.mcp_servers !== undefined) s.mcp_servers = this.sealMcp(b.mcp_servers, cur.mcp_servers);
     if (b.environment_id !== undefined) s.environment_id = b.environment_id;
     if (b.memory_store_id !== undefined) s.memory_store_id = b.memory_store_id;
     if (b.harness !== undefined) s.harness = b.harness;

@@ -56,7 +56,7 @@ export class SessionService {
       if (o.model !== undefined) snapshot.model = normalizeModel(o.model);
       if (o.system !== undefined) snapshot.system = o.system;
       if (o.tools !== undefined) snapshot.tools = normalizeTools(o.tools);
-      if (o.mcp_servers !== undefined) snapshot.mcp_servers = this.agents.sealMcp(o.mcp_servers);
+      if (o.mcp_servers !== undefined) snapshot.mcp_servers = this.agents.sealMcp(o.mcp_servers, pinned.mcp_servers, 'agent.mcp_servers');
       await this.models.validateForAgent(tenant, snapshot.model).catch((e) => { throw invalid('agent.model', e.message); });
     }
     const env = await this.c.environments.get(tenant, body.environment_id);
@@ -153,7 +153,7 @@ export class SessionService {
       set.metadata = m;
     }
     if (b.agent?.tools !== undefined) set['agent.tools'] = normalizeTools(b.agent.tools);
-    if (b.agent?.mcp_servers !== undefined) set['agent.mcp_servers'] = this.agents.sealMcp(b.agent.mcp_servers);
+    if (b.agent?.mcp_servers !== undefined) set['agent.mcp_servers'] = this.agents.sealMcp(b.agent.mcp_servers, s.agent.mcp_servers, 'agent.mcp_servers');
     await this.c.sessions.updateOne(tenant, { _id: id }, { $set: set });
     return this.get(tenant, id);
   }
