@@ -176,6 +176,8 @@ describe('createEgressPolicy', () => {
     const p = createEgressPolicy({ lookup: async () => { throw Object.assign(new Error('nope'), { code: 'ENOTFOUND' }); } });
     await expect(p.resolve('missing.example', 80)).rejects.toMatchObject({ code: 'ENOTFOUND' });
     await expect(createEgressPolicy({ lookup: async () => [] }).resolve('empty.example', 80)).rejects.toMatchObject({ code: 'ENOTFOUND' });
+    // A resolver that never answers is bounded.
+    await expect(createEgressPolicy({ lookup: () => new Promise(() => {}), lookupTimeoutMs: 50 }).resolve('hang.example', 80)).rejects.toMatchObject({ code: 'EAI_AGAIN' });
   });
 });
 

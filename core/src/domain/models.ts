@@ -81,9 +81,10 @@ export class ModelResolver {
 
   /**
    * Refuses a restricted tenant's base_url on a private address: a literal at once, a name
-   * after resolving it. Resolution failures pass (the probe reports the host unreachable).
+   * after resolving it (`resolve`; create leaves that to the probe, which connects through the
+   * policy). Resolution failures pass (the probe reports the host unreachable; turns fail).
    */
-  private async checkBaseUrl(tenant: string, baseUrl: string | undefined): Promise<void> {
+  private async checkBaseUrl(tenant: string, baseUrl: string | undefined, resolve: boolean): Promise<void> {
     if (!baseUrl || !this.restricted(tenant)) return;
     let url: URL;
     try {
@@ -93,6 +94,7 @@ export class ModelResolver {
     }
     const port = Number(url.port) || (url.protocol === 'https:' ? 443 : 80);
     if (this.egress.checkLiteral(url.hostname, port)) throw invalid('base_url', PRIVATE_REFUSAL);
+    if (!resolve) return;
     try {
       await this.egress.resolve(url.hostname, port);
     } catch (err) {
@@ -141,7 +143,7 @@ export class ModelResolver {
     if (Object.values(body.custom_headers ?? {}).includes(CUSTOM_HEADER_MASK)) {
       throw invalid('custom_headers', `'${CUSTOM_HEADER_MASK}' is the masked value a card serves; send the real header value`);
     }
-    await this.checkBaseUrl(tenant, body.base_url);
+    await this.checkBaseUrl(tenant, body.base_url, false);
     const probe = await this.probe(tenant, proto.protocol, body.api_key, body.base_url, body.custom_headers);
     if (probe.ok === false && (probe.status === 401 || probe.status === 403)) {
       throw invalid('api_key', `rejected by the provider (HTTP ${probe.status})`);
@@ -177,7 +179,7 @@ export class ModelResolver {
     const set: Partial<ModelCardDoc> = { updated_at: nowIso() };
     if (body.api_key !== undefined) Object.assign(set, { api_key_sealed: this.secrets.seal(body.api_key, 'model-card-key'), api_key_preview: last4(body.api_key) });
     if (body.base_url !== undefined) {
-      await this.checkBaseUrl(tenant, body.base_url);
+      await this.checkBaseUrl(tenant, body.base_url, true);
       set.base_url = body.base_url;
     }
     let unset: Record<string, ''> | undefined;

@@ -124,6 +124,8 @@ export interface EgressPolicyOptions {
   /** Rules, or raw `host`/`host:port` strings. */
   allowPrivateHosts?: ReadonlyArray<PrivateHostRule | string>;
   lookup?: EgressLookup;
+  /** A lookup taking longer fails with code EAI_AGAIN. Default 10 s. */
+  lookupTimeoutMs?: number;
 }
 
 const defaultLookup: EgressLookup = async (host) => {
@@ -142,6 +144,14 @@ export function createEgressPolicy(opts: EgressPolicyOptions = {}): EgressPolicy
     }
   }
   const lookup = opts.lookup ?? defaultLookup;
+  const lookupTimeoutMs = opts.lookupTimeoutMs ?? 10_000;
+  const boundedLookup = (host: string): Promise<ResolvedAddress | ResolvedAddress[]> => {
+    let timer: NodeJS.Timeout | undefined;
+    const expired = new Promise<never>((_, reject) => {
+      timer = setTimeout(() => reject(Object.assign(new Error(`${host}: name resolution timed out`), { code: 'EAI_AGAIN' })), lookupTimeoutMs);
+    });
+    return Promise.race([lookup(host), expired]).finally(() => clearTimeout(timer));
+  };
   const ruleAddresses = rules.map((r) => ({ ...r, canonical: canonicalAddress(r.host) }));
 
   const opened = (host: string, port: number, address: string): boolean => {
@@ -167,7 +177,7 @@ export function createEgressPolicy(opts: EgressPolicyOptions = {}): EgressPolicy
       let answers: ResolvedAddress[];
       if (family) answers = [{ address: host, family: family === 6 ? 6 : 4 }];
       else {
-        const got = await lookup(host);
+        const got = await boundedLookup(host);
         answers = Array.isArray(got) ? got : [got];
         if (answers.length === 0) throw Object.assign(new Error(`${host} has no address`), { code: 'ENOTFOUND' });
       }
