@@ -34,3 +34,4 @@ export { createDirectoryObjectStore } from './adapters/embedded/objectStore.js';
 export { createOutboundProxy, hostPolicy } from './sandbox/proxy.js';
 export { createNomadDriver } from './sandbox/nomad.js';
 export { nomadAgentCommand, resolveSandboxScript } from './sandbox/nomadCommand.js';
+export * from './egress/index.js';
