@@ -8,6 +8,8 @@
 import { request } from 'node:http';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { BETA, startPlatform, type TestPlatform } from './harness.js';
+// The worker's ops app is not part of the gateway package's public exports.
+import { buildOpsApp } from '../gateway/src/app.js';
 
 let t: TestPlatform;
 beforeAll(async () => { t = await startPlatform({ env: { SANDBOX_DRIVER: 'none', RATE_LIMIT_PER_MINUTE: '100000' } }); });
@@ -145,6 +147,28 @@ describe('multipart', () => {
   });
 });
 
+describe('client errors are never 500', () => {
+  it('odd content types and bodies get a 4xx in the API error shape', async () => {
+    const cases: Array<[string, string]> = [
+      ['application/xml', '<agent/>'],
+      ['text/plain', 'hello'],
+      ['application/x-www-form-urlencoded', 'name=x'],
+      ['multipart/form-data; boundary=X', 'garbage'],
+      ['application/json; charset=utf-16', '{}'],
+      ['a/b/c;;;=', '{}'],
+      ['application/json', '\u0000'],
+    ];
+    for (const [ct, body] of cases) {
+      for (const path of ['/v1/agents', '/v1/files', '/graphql']) {
+        const res = await t.http(path, { method: 'POST', headers: { 'content-type': ct, ...BETA }, body });
+        expect(res.status, `${path} ${ct}`).toBeGreaterThanOrEqual(400);
+        expect(res.status, `${path} ${ct}`).toBeLessThan(500);
+        if (path !== '/graphql') expect(((await res.json()) as any).type, `${path} ${ct}`).toBe('error');
+      }
+    }
+  });
+});
+
 describe('/metrics', () => {
   it('answers only the operator key on the API port', async () => {
     expect((await t.http('/metrics', { key: null })).status).toBe(401);
@@ -155,6 +179,24 @@ describe('/metrics', () => {
     const ok = await t.http('/metrics');
     expect(ok.status).toBe(200);
     expect(await ok.text()).toMatch(/^agentfleet_auth_key_cache_entries \d+$/m);
+  });
+
+  it("a worker's ops port answers /metrics only to the operator key; health stays open", async () => {
+    const ops = await buildOpsApp(t.server.platform);
+    const url = await ops.listen({ host: '127.0.0.1', port: 0 });
+    try {
+      expect((await fetch(`${url}/healthz`)).status).toBe(200);
+      expect((await fetch(`${url}/metrics`)).status).toBe(401);
+      const tenant = await t.newTenant('ops-tenant');
+      const forbidden = await fetch(`${url}/metrics`, { headers: { 'x-api-key': tenant.apiKey } });
+      expect(forbidden.status).toBe(403);
+      expect(((await forbidden.json()) as any).error.type).toBe('forbidden');
+      const ok = await fetch(`${url}/metrics`, { headers: { authorization: `Bearer ${t.operatorKey}` } });
+      expect(ok.status).toBe(200);
+      expect(await ok.text()).toMatch(/agentfleet_process_uptime_seconds/);
+    } finally {
+      await ops.close();
+    }
   });
 
   it('with METRICS_LISTEN it is served only there, without auth', async () => {
