@@ -76,6 +76,9 @@ describe('JSON bodies', () => {
     const doc = (await agents.get('tnt_default', agent.id))!;
     await agents.updateOne('tnt_default', { _id: agent.id }, { $set: { spec: { ...doc.spec, tools: [{ type: 'custom', name: 'deep', description: 'd', input_schema: schema }] } } });
 
+    // Reading it back still works.
+    expect((await t.http(`/v1/agents/${agent.id}`)).status).toBe(200);
+    expect((await t.http('/v1/agents?limit=100')).status).toBe(200);
     const session = await json(await t.http('/v1/sessions', { method: 'POST', json: { agent: agent.id, environment_id: env.id } }));
     expect(session.status).toBe(400);
     expect(session.body.error.details).toEqual({ field: 'agent' });
