@@ -272,8 +272,18 @@ describe('no secret appears in clear in any response, event, log line or data-di
     const vendorSession = await sdk.beta.sessions.create({ agent: vendorAgent.id, environment_id: env.id });
     await turn(sdk, vendorSession.id, 'hello vendor', 'vendor turn');
 
+    // Providers that echo credentials in their errors (an HTTP error, an error mid-stream): the
+    // platform's session.error events and logs must not pass them on.
+    model.script(VENDOR_MODEL, { steps: [{ text: 'partial' }, { stream_error: { type: 'invalid_request_error', message: `key ${VENDOR_KEY} is not allowed` } }] });
+    const vendorError = await turn(sdk, vendorSession.id, 'provoke a stream error', 'vendor echo turn');
+    expect(vendorError.some((e) => e.type === 'session.error')).toBe(true);
+    const echoSession = await sdk.beta.sessions.create({ agent: agent.id, environment_id: env.id });
+    model.script(MODEL, { steps: [{ http_error: { status: 400, type: 'invalid_request_error', message: `header x-scan-header=${CARD_HEADER} not valid with key ${CARD_KEY}` } }] });
+    const cardError = await turn(sdk, echoSession.id, 'provoke an http error', 'card echo turn');
+    expect(cardError.some((e) => e.type === 'session.error')).toBe(true);
+
     // Every read of the same resources: REST, SDK, SSE replay, GraphQL, outputs, metrics.
-    for (const [s, turns] of [[sid, 2], [vendorSession.id, 1]] as const) {
+    for (const [s, turns] of [[sid, 2], [vendorSession.id, 2], [echoSession.id, 1]] as const) {
       const page = await sdk.beta.sessions.events.list(s, { limit: 1000 } as any);
       for (const e of page.data) events.push({ where: `event seq ${(e as any).seq} ${e.type} of ${s} (list)`, event: e });
       let idles = 0;

@@ -26,6 +26,7 @@ import {
   parseToolInput,
   postForEventStream,
   transportError,
+  withCredentialsRedacted,
   truncatedStreamError,
   upstreamError,
 } from './sse.js';
@@ -100,7 +101,7 @@ export class AnthropicMessagesProvider implements ModelProvider {
   }
 
   stream(request: ModelRequest): AsyncIterable<ModelStreamEvent> {
-    return this.run(request);
+    return withCredentialsRedacted(this.run(request), [this.options.apiKey, ...Object.values(this.options.customHeaders ?? {})]);
   }
 
   private async *run(req: ModelRequest): AsyncGenerator<ModelStreamEvent> {

@@ -33,6 +33,7 @@ import {
   parseToolInput,
   postForEventStream,
   transportError,
+  withCredentialsRedacted,
   truncatedStreamError,
   upstreamError,
 } from './sse.js';
@@ -158,7 +159,7 @@ export class OpenAIChatProvider implements ModelProvider {
   }
 
   stream(request: ModelRequest): AsyncIterable<ModelStreamEvent> {
-    return this.run(request);
+    return withCredentialsRedacted(this.run(request), [this.options.apiKey, ...Object.values(this.options.customHeaders ?? {})]);
   }
 
   private async *run(req: ModelRequest): AsyncGenerator<ModelStreamEvent> {

@@ -218,6 +218,32 @@ export function redact(text: string, secret: string): string {
   return secret ? text.split(secret).join('[redacted]') : text;
 }
 
+/** Values shorter than this are not treated as secrets (a header value `1` must not garble messages). */
+const MIN_REDACTED_LENGTH = 6;
+
+/**
+ * Every error escaping a provider's stream names none of its credentials (API key, custom
+ * header values), whichever path produced it: an HTTP error body, an error event mid-stream, a
+ * transport failure. Upstreams that echo what they were sent cannot pass it on to session.error
+ * events or logs. Tested in test/secrets-scan.test.ts (echoing provider turns).
+ */
+export async function* withCredentialsRedacted<T>(inner: AsyncIterable<T>, secrets: readonly string[]): AsyncGenerator<T> {
+  try {
+    yield* inner;
+  } catch (err) {
+    throw redactError(err, secrets);
+  }
+}
+
+function redactError(err: unknown, secrets: readonly string[]): unknown {
+  if (!(err instanceof Error)) return err;
+  const message = secrets.filter((s) => s.length >= MIN_REDACTED_LENGTH).reduce((m, s) => redact(m, s), err.message);
+  if (message === err.message) return err;
+  if (err instanceof ModelError) return new ModelError(err.kind, message, err.status, err.retryable);
+  err.message = message;
+  return err;
+}
+
 export function parseJSONEvent(data: string): Record<string, unknown> {
   try {
     const v: unknown = JSON.parse(data);
