@@ -3,7 +3,7 @@
  * does (the proxy socket path, per-process limits, a crash of the bwrap process, bwrap missing,
  * the built-in tar), and the protocol client on its own. Needs `bwrap` (apt-get install bubblewrap).
  */
-import { existsSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import { mkdtemp, mkdir, rm, writeFile } from 'node:fs/promises';
 import { createServer } from 'node:http';
 import { tmpdir } from 'node:os';
@@ -101,17 +101,26 @@ describe('local sandbox driver', () => {
     await expect.poll(() => existsSync(h.hostDir)).toBe(false);
   });
 
-  it('per-process limits from the instance size (RLIMIT_DATA = memory, RLIMIT_FSIZE = disk)', async () => {
+  it('per-sandbox limits from the instance size: process cap and memory in its cgroups, disk in its own filesystem', async () => {
     const d = track(newDriver());
     const small = await d.start(testSpec({ size: 'small' }));
     cleanups.push(() => small.destroy());
-    expect((await small.api.exec({ command: 'ulimit -d; ulimit -f' })).stdout).toBe(`${4096 * 1024}\n${(4096 * 1024 * 1024) / 512}\n`);
     const medium = await d.start(testSpec({ size: 'medium' }));
     cleanups.push(() => medium.destroy());
-    expect((await medium.api.exec({ command: 'ulimit -d' })).stdout).toBe(`${8192 * 1024}\n`);
-    // a command can lower its limits but not raise them
-    const raise = await small.api.exec({ command: `ulimit -d ${8192 * 1024}` });
-    expect(raise.exitCode).not.toBe(0);
+    expect(small.confinement!.cgroup!.processUsage()!.max).toBe(1024);
+    expect(medium.confinement!.cgroup!.processUsage()!.max).toBe(2048);
+    const memFile = (h: typeof small) => {
+      const cg = h.confinement!.cgroup!;
+      return join(cg.byController.memory!, cg.layout.version === 1 ? 'memory.limit_in_bytes' : 'memory.max');
+    };
+    expect(readFileSync(memFile(small), 'utf8').trim()).toBe(String(4096 * 1024 * 1024));
+    expect(readFileSync(memFile(medium), 'utf8').trim()).toBe(String(8192 * 1024 * 1024));
+    const df = await small.api.exec({ command: 'df -k /workspace /tmp /home/user /mnt/session/outputs | tail -n +2' });
+    const rows = df.stdout.trim().split('\n').map((l) => l.split(/\s+/));
+    expect(rows).toHaveLength(4);
+    expect(new Set(rows.map((r) => r[0])).size).toBe(1); // one filesystem for the four
+    expect(Number(rows[0][1])).toBeGreaterThan(3.5 * 1024 * 1024);
+    expect(Number(rows[0][1])).toBeLessThanOrEqual(4096 * 1024);
   });
 
   it('outbound traffic goes through the proxy socket bound into the sandbox (HTTP_PROXY → 127.0.0.1:3128)', async () => {

@@ -1,0 +1,139 @@
+/**
+ * One local sandbox's confinement: its disk (a size-capped filesystem mounted at the sandbox's
+ * host directory), its cgroups (processes, memory, CPU) joined before bwrap runs, and a process
+ * watchdog. Created before the sandbox starts, released after it has exited.
+ *
+ * The watchdog: a fork bomb started in the background, or under `timeout` (whose kill of its
+ * process group misses children forked at that moment), can keep every process slot of the
+ * sandbox taken after its tool call has returned, so that nothing else could run there again.
+ * When the sandbox stays at its process cap for two consecutive checks, every process in it but
+ * bwrap, the sandbox's init and the agent is killed (logged as a warning): the session goes on.
+ *
+ * Proved by core/test/sandbox.limits.test.ts.
+ */
+import { readFileSync } from 'node:fs';
+import type { Logger } from '../../log.js';
+import type { InstanceResources } from '@agentfleet/schemas';
+import type { AgentClient } from '../protocol.js';
+import { joinCommand, SandboxCgroup, type CgroupLayout } from './cgroups.js';
+import { mountDiskQuota, unmountDiskQuota, type DiskQuotaTools } from './diskQuota.js';
+import type { SandboxLimitName } from './index.js';
+
+export const CGROUP_PREFIX = 'agentfleet-sbx-';
+const WATCH_MS = 500;
+
+export interface ConfinementOptions {
+  /** Unique per sandbox: names its cgroups. */
+  name: string;
+  /** The sandbox's host directory (exists, empty): the disk is mounted here. */
+  hostDir: string;
+  /** Where the disk image lives (beside hostDir). */
+  image: string;
+  resources: InstanceResources;
+  enforce: ReadonlySet<SandboxLimitName>;
+  cgroups: CgroupLayout | null;
+  disk: DiskQuotaTools | null;
+  log?: Logger;
+}
+
+function parentPid(pid: number): number | null {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    // pid (comm) state ppid …: comm may hold spaces and parentheses
+    return Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]);
+  } catch {
+    return null;
+  }
+}
+
+export class SandboxConfinement {
+  private timer: NodeJS.Timeout | null = null;
+  private keep = new Set<number>();
+  private released: Promise<void> | null = null;
+  /** Runaway processes killed by the watchdog so far. */
+  runawayKilled = 0;
+
+  private constructor(private readonly o: ConfinementOptions, readonly cgroup: SandboxCgroup | null, readonly diskMounted: boolean) {}
+
+  static async create(o: ConfinementOptions): Promise<SandboxConfinement> {
+    const diskMounted = !!(o.disk && o.enforce.has('disk'));
+    if (diskMounted) await mountDiskQuota(o.disk!, o.image, o.hostDir, o.resources.diskMb * 1024 * 1024);
+    let cgroup: SandboxCgroup | null = null;
+    if (o.cgroups) {
+      try {
+        cgroup = SandboxCgroup.create(o.cgroups, `${CGROUP_PREFIX}${process.pid}-${o.name}`, {
+          processes: o.enforce.has('processes') ? o.resources.processes : undefined,
+          memoryBytes: o.enforce.has('memory') ? o.resources.memoryMb * 1024 * 1024 : undefined,
+          cpus: o.enforce.has('cpu') ? o.resources.cpus : undefined,
+        });
+        if (cgroup.dirs.length === 0) cgroup = null;
+      } catch (err) {
+        if (diskMounted) await unmountDiskQuota(o.disk!, o.image, o.hostDir).catch(() => {});
+        throw err;
+      }
+    }
+    return new SandboxConfinement(o, cgroup, diskMounted);
+  }
+
+  /** `command` wrapped so that it joins the sandbox's cgroups first (same pid). */
+  command(command: string[]): string[] {
+    return joinCommand(this.cgroup?.procsFiles ?? [], command);
+  }
+
+  /** Starts the process watchdog once the sandbox's agent runs (`bwrapPid`: the host pid of bwrap). */
+  watch(bwrapPid: number): void {
+    const cg = this.cgroup;
+    if (!cg || !cg.processUsage() || this.timer) return;
+    const inside = cg.pids();
+    const init = inside.filter((p) => parentPid(p) === bwrapPid);
+    const agent = inside.filter((p) => init.includes(parentPid(p) ?? -1));
+    this.keep = new Set([bwrapPid, ...init, ...agent]);
+    let saturated = 0;
+    this.timer = setInterval(() => {
+      const u = cg.processUsage();
+      if (!u || u.current < u.max - 2) { saturated = 0; return; }
+      if (++saturated < 2) return;
+      saturated = 0;
+      const n = cg.killAll(this.keep);
+      this.runawayKilled += n;
+      this.o.log?.warn('sandbox at its process limit: its runaway processes were killed', { sandbox: this.o.name, limit: u.max, killed: n });
+    }, WATCH_MS);
+    this.timer.unref();
+  }
+
+  /**
+   * `api` whose exec reports the sandbox's limits being hit during the call (forks refused at the
+   * process cap, runaway processes killed, an OOM kill): a note on stderr, and a command that
+   * still exited 0 is reported as failed (exit 1), so the tool result is an error.
+   */
+  reportingLimits(api: AgentClient): AgentClient {
+    const cg = this.cgroup;
+    if (!cg) return api;
+    const counters = () => ({ forks: cg.processLimitHits(), ooms: cg.oomKills(), runaway: this.runawayKilled });
+    const r = this.o.resources;
+    // the client's other members (a `closed` getter among them) stay the client's own
+    const reporting = Object.create(api) as AgentClient;
+    reporting.exec = async (params) => {
+        const before = counters();
+        const result = await api.exec(params);
+        const after = counters();
+        const notes: string[] = [];
+        if (after.forks > before.forks || after.runaway > before.runaway) {
+          notes.push(`sandbox: the process limit (${r.processes}) was reached: ${after.forks - before.forks} forks refused${after.runaway > before.runaway ? `, ${after.runaway - before.runaway} runaway processes killed` : ''}`);
+        }
+        if (after.ooms > before.ooms) notes.push(`sandbox: the memory limit (${r.memoryMb} MB) was reached: ${after.ooms - before.ooms} process(es) killed (out of memory)`);
+        if (!notes.length) return result;
+        return { ...result, exitCode: result.exitCode === 0 ? 1 : result.exitCode, stderr: `${result.stderr}${result.stderr && !result.stderr.endsWith('\n') ? '\n' : ''}${notes.join('\n')}\n` };
+    };
+    return reporting;
+  }
+
+  /** After the sandbox has exited: stops the watchdog, kills leftovers, removes the cgroups, unmounts the disk. */
+  release(): Promise<void> {
+    return (this.released ??= (async () => {
+      if (this.timer) clearInterval(this.timer);
+      await this.cgroup?.remove();
+      if (this.diskMounted) await unmountDiskQuota(this.o.disk!, this.o.image, this.o.hostDir);
+    })());
+  }
+}

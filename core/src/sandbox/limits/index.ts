@@ -1,0 +1,64 @@
+/**
+ * What the local driver can enforce on this host, and the limits a sandbox gets: from its
+ * instance size (schemas/src/limits.ts), lowered by the operator's caps when given.
+ *
+ *   processes → cgroup pids.max        memory → cgroup memory limit (no swap)
+ *   cpu       → cgroup CFS quota       disk   → a loop-mounted ext4 image (diskQuota.ts)
+ *
+ * The start-up check (`probeSandboxLimits`) tries each for real; the worker refuses to start
+ * when none can be enforced (unless the operator turns limits off) and logs, by name, any that
+ * cannot (core/src/sandbox/runtime.ts; tested in test/startup.test.ts).
+ */
+import { INSTANCE_SIZES, type InstanceResources } from '@agentfleet/schemas';
+import { detectCgroups, type CgroupLayout } from './cgroups.js';
+import { probeDiskQuota } from './diskQuota.js';
+
+export type SandboxLimitName = 'processes' | 'memory' | 'cpu' | 'disk';
+export const SANDBOX_LIMIT_NAMES: SandboxLimitName[] = ['processes', 'memory', 'cpu', 'disk'];
+
+/** Upper bounds the operator puts on every sandbox, whatever its size (tests use small ones). */
+export interface SandboxLimitCaps {
+  processes?: number;
+  memoryMb?: number;
+  diskMb?: number;
+  cpus?: number;
+}
+
+export interface SandboxLimitsProbe {
+  /** Limits this host enforces. */
+  enforced: SandboxLimitName[];
+  /** Limits it cannot, with the reason. */
+  missing: Array<{ limit: SandboxLimitName; reason: string }>;
+  cgroups: CgroupLayout;
+}
+
+/** Tries every mechanism once (creates and removes a cgroup per controller, mounts a tiny image in `workDir`). */
+export async function probeSandboxLimits(workDir: string): Promise<SandboxLimitsProbe> {
+  const cgroups = detectCgroups();
+  const missing: SandboxLimitsProbe['missing'] = [];
+  const cg = { processes: 'pids', memory: 'memory', cpu: 'cpu' } as const;
+  for (const [limit, controller] of Object.entries(cg) as Array<[SandboxLimitName, 'pids' | 'memory' | 'cpu']>) {
+    if (!cgroups.parents[controller]) missing.push({ limit, reason: cgroups.problems[controller] ?? `no '${controller}' cgroup` });
+  }
+  const disk = await probeDiskQuota(workDir);
+  if (disk) missing.push({ limit: 'disk', reason: disk });
+  const enforced = SANDBOX_LIMIT_NAMES.filter((n) => !missing.some((m) => m.limit === n));
+  return { enforced, missing, cgroups };
+}
+
+export function describeMissing(probe: SandboxLimitsProbe): string {
+  return probe.missing.map((m) => `${m.limit}: ${m.reason}`).join('; ');
+}
+
+/** The resources a sandbox of `size` gets under `caps`. */
+export function sandboxResources(size: string, caps: SandboxLimitCaps = {}): InstanceResources {
+  const base = (INSTANCE_SIZES as Record<string, InstanceResources>)[size];
+  if (!base) throw new Error(`sandbox spec: unknown size '${size}'`);
+  const min = (a: number, b: number | undefined) => (b === undefined ? a : Math.min(a, b));
+  return {
+    cpus: min(base.cpus, caps.cpus),
+    memoryMb: min(base.memoryMb, caps.memoryMb),
+    diskMb: min(base.diskMb, caps.diskMb),
+    processes: min(base.processes, caps.processes),
+  };
+}

@@ -1,0 +1,184 @@
+/**
+ * The sandbox's filesystem layout and namespace flags, shared by the local driver, the Nomad
+ * task command (nomadCommand.ts) and the bench: sandbox paths, the environment every sandbox
+ * process starts with, the read-only system binds (an allowlist of /etc, generated passwd/group/
+ * hosts), paths hidden inside bound trees, and the bubblewrap start-up check.
+ *
+ * Tested through the driver contract (core/test/sandbox.contract.ts: hidden host paths, env)
+ * and core/test/sandbox.local.test.ts.
+ */
+import { spawnSync } from 'node:child_process';
+import { createHash, randomBytes } from 'node:crypto';
+import { existsSync, lstatSync, readdirSync, readlinkSync, statSync } from 'node:fs';
+import * as fsp from 'node:fs/promises';
+import { delimiter, dirname, join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+export const SANDBOX_PATHS = {
+  workspace: '/workspace',
+  tmp: '/tmp',
+  home: '/home/user',
+  outputs: '/mnt/session/outputs',
+  node: '/opt/agentfleet/bin/node',
+  agent: '/opt/agentfleet/agent.mjs',
+  proxySocket: '/run/agentfleet/proxy.sock',
+} as const;
+
+/** Where HTTP(S)_PROXY points inside the sandbox when a proxy socket is bound. */
+export const SANDBOX_PROXY_LISTEN = '127.0.0.1:3128';
+export const SANDBOX_UID = 1000;
+
+/** The environment every sandbox process starts with, whatever the driver. */
+export function sandboxEnv(specEnv: Record<string, string>, proxyUrl: string | null): Record<string, string> {
+  return {
+    PATH: `/usr/local/bin:/usr/bin:/bin:/usr/local/sbin:/usr/sbin:/sbin:${dirname(SANDBOX_PATHS.node)}`,
+    HOME: SANDBOX_PATHS.home,
+    USER: 'user',
+    LOGNAME: 'user',
+    SHELL: '/bin/sh',
+    LANG: 'C.UTF-8',
+    TMPDIR: '/tmp',
+    ...specEnv,
+    ...(proxyUrl ? { HTTP_PROXY: proxyUrl, HTTPS_PROXY: proxyUrl, http_proxy: proxyUrl, https_proxy: proxyUrl, NO_PROXY: 'localhost,127.0.0.1,::1', no_proxy: 'localhost,127.0.0.1,::1' } : {}),
+  };
+}
+
+const ETC_ALLOW = [
+  'alternatives', 'ca-certificates', 'ca-certificates.conf', 'ssl/certs', 'ssl/openssl.cnf',
+  'pki/ca-trust', 'pki/tls/certs', 'pki/tls/openssl.cnf', 'crypto-policies',
+  'ld.so.cache', 'ld.so.conf', 'ld.so.conf.d', 'localtime', 'timezone', 'nsswitch.conf', 'host.conf',
+  'gai.conf', 'protocols', 'services', 'networks', 'mime.types', 'os-release', 'debian_version',
+  'lsb-release', 'profile', 'bash.bashrc', 'inputrc', 'terminfo', 'magic', 'magic.mime', 'perl',
+  'gitconfig', 'wgetrc', 'xattr.conf', 'manpath.config', 'locale.alias', 'locale.gen', 'default/locale',
+];
+const ETC_ALLOW_PREFIX = ['python'];
+const SYSTEM_DIRS = ['/bin', '/sbin', '/lib', '/lib32', '/lib64', '/libx32'];
+
+export const BWRAP_MISSING_MESSAGE =
+  'the local sandbox driver needs bubblewrap (bwrap), which was not found: install it (Debian/Ubuntu: apt-get install bubblewrap), or configure the Nomad driver';
+
+export interface BwrapCheck {
+  ok: boolean;
+  version?: string;
+  message?: string;
+}
+
+/** Whether bwrap is installed and can create the namespaces the driver uses. */
+export function checkBubblewrap(bwrapCmd = 'bwrap'): BwrapCheck {
+  const bwrap = which(bwrapCmd);
+  if (!bwrap) return { ok: false, message: BWRAP_MISSING_MESSAGE };
+  // never the server's environment, even for a probe
+  const v = spawnSync(bwrap, ['--version'], { encoding: 'utf8', env: {} });
+  if (v.error || v.status !== 0) return { ok: false, message: BWRAP_MISSING_MESSAGE };
+  const version = v.stdout.trim();
+  const r = spawnSync(bwrap, ['--unshare-all', '--unshare-user', '--die-with-parent', '--ro-bind', '/', '/', '/bin/true'], { encoding: 'utf8', timeout: 10_000, env: {} });
+  if (r.status !== 0) {
+    return { ok: false, version, message: `bubblewrap (${version}) cannot create sandbox namespaces here: ${(r.stderr || r.error?.message || '').trim()} (user namespaces must be allowed: sysctl kernel.unprivileged_userns_clone=1 / user.max_user_namespaces > 0)` };
+  }
+  return { ok: true, version };
+}
+
+export function which(cmd: string): string | null {
+  if (cmd.includes('/')) return existsSync(cmd) ? cmd : null;
+  for (const d of (process.env.PATH ?? '/usr/bin:/bin').split(delimiter)) {
+    const p = join(d || '.', cmd);
+    try {
+      if (statSync(p).isFile()) return p;
+    } catch { /* next */ }
+  }
+  return null;
+}
+
+/** The compiled agent: beside this module when running from dist, else agent.ts transpiled once into `cacheDir`. */
+export async function resolveAgentScript(cacheDir: string): Promise<string> {
+  const here = fileURLToPath(import.meta.url);
+  if (here.endsWith('.js')) {
+    const compiled = join(dirname(here), 'agent.js');
+    if (existsSync(compiled)) return compiled;
+  }
+  const source = here.endsWith('.ts') ? join(dirname(here), 'agent.ts') : resolve(dirname(here), '../../src/sandbox/agent.ts');
+  const text = await fsp.readFile(source, 'utf8');
+  const out = join(cacheDir, `agent-${createHash('sha256').update(text).digest('hex').slice(0, 16)}.mjs`);
+  if (existsSync(out)) return out;
+  // typescript is a dev dependency: this path is for running from source (tsx, vitest)
+  const ts = (await import('typescript')).default;
+  const js = ts.transpileModule(text, { compilerOptions: { module: ts.ModuleKind.ESNext, target: ts.ScriptTarget.ES2022 }, fileName: 'agent.ts' }).outputText;
+  await fsp.mkdir(cacheDir, { recursive: true });
+  const tmp = `${out}.${process.pid}.${randomBytes(4).toString('hex')}.tmp`;
+  await fsp.writeFile(tmp, js, { mode: 0o644 });
+  await fsp.rename(tmp, out);
+  return out;
+}
+
+/** The repository (or installed package tree) this module runs from: never visible in a sandbox. */
+export const HOST_CODE_ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '../../..');
+
+const under = (p: string, root: string) => p === root || p.startsWith(root.endsWith('/') ? root : `${root}/`);
+
+/** bwrap arguments binding the system read-only (shared by the driver and the bench). */
+export function systemBindArgs(systemDir: string): string[] {
+  const args = ['--ro-bind', '/usr', '/usr'];
+  for (const d of SYSTEM_DIRS) {
+    let st;
+    try {
+      st = lstatSync(d);
+    } catch {
+      continue;
+    }
+    if (st.isSymbolicLink()) args.push('--symlink', readlinkSync(d), d);
+    else if (st.isDirectory()) args.push('--ro-bind', d, d);
+  }
+  for (const name of ETC_ALLOW) if (existsSync(`/etc/${name}`)) args.push('--ro-bind', `/etc/${name}`, `/etc/${name}`);
+  try {
+    for (const d of readdirSync('/etc').sort()) {
+      if (ETC_ALLOW_PREFIX.some((p) => d.startsWith(p))) args.push('--ro-bind', `/etc/${d}`, `/etc/${d}`);
+    }
+  } catch { /* none */ }
+  for (const f of ['passwd', 'group', 'hosts']) args.push('--ro-bind', join(systemDir, f), `/etc/${f}`);
+  args.push('--proc', '/proc', '--dev', '/dev');
+  return args;
+}
+
+/**
+ * After the sandbox's own binds: extra read-only binds, then paths in `hide` that fall inside a
+ * bound tree (e.g. an app under /usr/src) covered with an empty tmpfs (directories) or /dev/null
+ * (files).
+ */
+export function extraBindArgs(extraReadOnly: string[] = [], hide: string[] = []): string[] {
+  const args: string[] = [];
+  for (const p of extraReadOnly) args.push('--ro-bind', p, p);
+  const bound = ['/usr', ...SYSTEM_DIRS, ...ETC_ALLOW.map((e) => `/etc/${e}`), ...extraReadOnly];
+  for (const raw of hide) {
+    const p = resolve(raw);
+    if (!bound.some((b) => under(p, b))) continue;
+    try {
+      if (statSync(p).isDirectory()) args.push('--tmpfs', p);
+      else args.push('--ro-bind', '/dev/null', p);
+    } catch { /* absent: nothing to hide */ }
+  }
+  return args;
+}
+
+export async function writeSystemFiles(systemDir: string): Promise<void> {
+  await fsp.mkdir(systemDir, { recursive: true });
+  const files: Record<string, string> = {
+    passwd: `root:x:0:0:root:/root:/bin/sh\nuser:x:${SANDBOX_UID}:${SANDBOX_UID}:user:/home/user:/bin/sh\nnobody:x:65534:65534:nobody:/nonexistent:/usr/sbin/nologin\n`,
+    group: `root:x:0:\nuser:x:${SANDBOX_UID}:\nnogroup:x:65534:\n`,
+    hosts: '127.0.0.1\tlocalhost sandbox\n::1\tlocalhost ip6-localhost ip6-loopback\n',
+  };
+  for (const [name, content] of Object.entries(files)) {
+    const p = join(systemDir, name);
+    const cur = await fsp.readFile(p, 'utf8').catch(() => null);
+    if (cur === content) continue;
+    const tmp = `${p}.${randomBytes(4).toString('hex')}.tmp`;
+    await fsp.writeFile(tmp, content, { mode: 0o644 });
+    await fsp.rename(tmp, p);
+  }
+}
+
+/** Namespace flags shared by the driver and the bench. */
+export const NAMESPACE_ARGS = [
+  '--unshare-all', '--unshare-user', '--disable-userns', '--uid', String(SANDBOX_UID), '--gid', String(SANDBOX_UID),
+  '--hostname', 'sandbox', '--cap-drop', 'ALL', '--die-with-parent', '--new-session',
+];
+
