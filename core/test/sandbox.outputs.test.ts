@@ -249,6 +249,12 @@ describe('sandbox outputs and snapshots, streamed with caps (local sandboxes)', 
       expect(filtered.skipped.map((s) => [s.name, s.size, s.reason]).sort()).toEqual([['mid.bin', 64 * MIB, 'too_large'], ['zeros.bin', 1024 * MIB, 'too_large']]);
       const fromFiltered = await readAll(filtered.data);
       expect(fromFiltered.files.map((f) => f.name)).toEqual(['ok.txt']);
+      // a version the host already has ('size:mtime') is not sent again
+      const signature = (await h.api.exec({ command: "stat -c '%s:%Y' /tmp/o/ok.txt" })).stdout.trim();
+      const again = await h.api.archiveStream('/tmp/o', { maxFileBytes: MIB, unchanged: { 'ok.txt': signature } });
+      expect((await readAll(again.data)).files).toEqual([]);
+      const stale = await h.api.archiveStream('/tmp/o', { maxFileBytes: MIB, unchanged: { 'ok.txt': '3:0' } });
+      expect((await readAll(stale.data)).files.map((f) => f.name)).toEqual(['ok.txt']);
       // untrusted path: the same sandbox asked without the filter sends the 64 MiB file; the
       // server refuses it by its header and never hands more than the cap to the store
       await h.api.exec({ command: 'rm /tmp/o/zeros.bin' });

@@ -55,10 +55,11 @@ export interface SandboxAgentApi {
   extract(dir: string, archive: Uint8Array): Promise<void>;
   /**
    * The same, streamed in chunks (snapshots and outputs: bounded memory on both sides). With
-   * `maxFileBytes`, larger files are left out by the sandbox and listed in `skipped`. Destroying
+   * `maxFileBytes`, larger files are left out by the sandbox and listed in `skipped`; files whose
+   * `size:mtime` (whole seconds) matches `unchanged[name]` are left out silently. Destroying
    * `data` early abandons the archive in the sandbox.
    */
-  archiveStream(dir: string, options?: { maxFileBytes?: number }): Promise<ArchiveStream>;
+  archiveStream(dir: string, options?: { maxFileBytes?: number; unchanged?: Record<string, string> }): Promise<ArchiveStream>;
   extractStream(dir: string, archive: AsyncIterable<Uint8Array>): Promise<void>;
   /** Files under a directory (non-recursive listing with sizes), for outputs. */
   list(dir: string): Promise<Array<{ name: string; size: number; isDirectory: boolean }>>;

@@ -883,7 +883,7 @@ async function extractOp(p: Params) {
 // Streamed transfers: archives travel in chunks of at most STREAM_CHUNK_BYTES, so neither side
 // ever holds a whole archive (the host parses and stores them as they come).
 //
-//   archiveOpen  { dir, maxFileBytes? }  → { stream, skipped: [{ name, size, reason }] }
+//   archiveOpen  { dir, maxFileBytes?, unchanged? }  → { stream, skipped: [{ name, size, reason }] }
 //   extractOpen  { dir }                 → { stream }
 //   streamRead   { stream }              → { base64, eof }      (archive streams)
 //   streamWrite  { stream, base64 }      → null                 (extract streams)
@@ -892,6 +892,7 @@ async function extractOp(p: Params) {
 //
 // With maxFileBytes, regular files larger than that are left out of the archive before anything
 // is read (a sparse 1 GiB file costs nothing) and listed in `skipped` with reason 'too_large'.
+// `unchanged` ({ relative name: 'size:mtime seconds' }) leaves out files the host already has.
 // A stream untouched for STREAM_IDLE_MS is closed; at most MAX_OPEN_STREAMS are open at once.
 
 export const STREAM_CHUNK_BYTES = 1024 * 1024;
@@ -974,7 +975,7 @@ function spawnTar(args: string[], op: string, dir: string, okCodes: number[]): {
 interface WalkItem { rel: string; type: 'file' | 'directory' | 'symlink'; size: number; mode: number; mtime: number; linkname?: string }
 
 /** Everything under `root` (lstat: symlinks are not followed), files over `maxFileBytes` left out. */
-async function walkForArchive(root: string, maxFileBytes: number, skipped: Array<{ name: string; size: number; reason: 'too_large' }>): Promise<WalkItem[]> {
+async function walkForArchive(root: string, maxFileBytes: number, skipped: Array<{ name: string; size: number; reason: 'too_large' }>, unchanged: Map<string, string> = new Map()): Promise<WalkItem[]> {
   const items: WalkItem[] = [];
   const walk = async (dir: string, rel: string): Promise<void> => {
     for (const d of await readDirSafe(dir)) {
@@ -997,6 +998,7 @@ async function walkForArchive(root: string, maxFileBytes: number, skipped: Array
         items.push({ rel: name, type: 'symlink', size: 0, mode: 0o777, mtime, linkname });
       } else if (st.isFile()) {
         if (st.size > maxFileBytes) skipped.push({ name, size: st.size, reason: 'too_large' });
+        else if (unchanged.get(name) === `${st.size}:${mtime}`) continue; // the host has this version
         else items.push({ rel: name, type: 'file', size: st.size, mode: st.mode & 0o7777, mtime });
       }
     }
@@ -1044,7 +1046,12 @@ async function archiveOpenOp(p: Params) {
   checkStreamRoom('archiveOpen');
   const dir = absPath(p, 'dir', 'archiveOpen');
   const maxFileBytes = num(p, 'maxFileBytes', 'archiveOpen', Number.MAX_SAFE_INTEGER, 0, Number.MAX_SAFE_INTEGER);
-  const filtered = p.maxFileBytes !== undefined && p.maxFileBytes !== null;
+  const unchanged = new Map<string, string>();
+  if (p.unchanged !== undefined && p.unchanged !== null) {
+    if (typeof p.unchanged !== 'object' || Array.isArray(p.unchanged)) throw new AgentError('invalid_params', "archiveOpen: 'unchanged' must be an object of name → 'size:mtime'", { argument: 'unchanged' });
+    for (const [k, v] of Object.entries(p.unchanged as Params)) if (typeof v === 'string') unchanged.set(k, v);
+  }
+  const filtered = (p.maxFileBytes !== undefined && p.maxFileBytes !== null) || unchanged.size > 0;
   let st: Stats;
   try {
     st = await fsp.stat(dir);
@@ -1053,7 +1060,7 @@ async function archiveOpenOp(p: Params) {
   }
   if (!st.isDirectory()) throw new AgentError('not_directory', `archive: ${dir} is not a directory`, { path: dir });
   const skipped: Array<{ name: string; size: number; reason: 'too_large' }> = [];
-  const items = filtered || !tarCli() ? await walkForArchive(dir, maxFileBytes, skipped) : null;
+  const items = filtered || !tarCli() ? await walkForArchive(dir, maxFileBytes, skipped, unchanged) : null;
   let s: OpenStream;
   if (tarCli()) {
     // exit code 1: a file changed while it was read; the archive is still whole

@@ -15,7 +15,7 @@
  * - every skipped file is reported once (again only if it changes) with its reason, for the
  *   turn's `session.warning`; one bad file never stops the others;
  * - an unchanged file (same size and mtime, recorded when the mtime was already in the past) is
- *   not rewritten.
+ *   not sent again by the agent, nor rewritten (the server checks too).
  */
 import type { Logger } from '../log.js';
 import { checkFilename } from '../domain/files.js';
@@ -94,10 +94,21 @@ export async function syncSessionOutputs(d: OutputSyncDeps): Promise<OutputSyncR
     d.log.warn('output file skipped', { sessionId: d.sessionId, name: printable(name), reason });
   };
 
+  // what the session's stored outputs weigh now, name by name
+  const sizes = new Map<string, number>();
+  let used = 0;
+  for (const o of await objects.list(prefix)) {
+    sizes.set(o.key.slice(prefix.length), o.size);
+    used += o.size;
+  }
+
   const startedSec = Math.floor(now() / 1000);
   let archive;
   try {
-    archive = await d.api.archiveStream(d.dir, { maxFileBytes: quotas.maxFileBytes });
+    // settled versions the store has already are not sent again
+    const unchanged: Record<string, string> = {};
+    for (const [name, v] of memory.stored) if (v.settled && sizes.has(name)) unchanged[name] = v.signature;
+    archive = await d.api.archiveStream(d.dir, { maxFileBytes: quotas.maxFileBytes, unchanged });
   } catch (err) {
     if (err instanceof SandboxAgentError && err.kind === 'not_found') return report;
     throw err;
@@ -106,14 +117,6 @@ export async function syncSessionOutputs(d: OutputSyncDeps): Promise<OutputSyncR
     const name = typeof s?.name === 'string' ? s.name : '';
     const size = Number(s?.size) || 0;
     skip(name, 'file_too_large', `output '${printable(name)}' skipped: ${size} bytes is over the ${quotas.maxFileBytes}-byte limit per file`, String(size));
-  }
-
-  // what the session's stored outputs weigh now, name by name
-  const sizes = new Map<string, number>();
-  let used = 0;
-  for (const o of await objects.list(prefix)) {
-    sizes.set(o.key.slice(prefix.length), o.size);
-    used += o.size;
   }
 
   await readTarGz(archive.data, {

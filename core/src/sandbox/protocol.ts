@@ -15,7 +15,7 @@
  *   archive    { dir }                                             → { base64, bytes } (tar.gz)
  *   extract    { dir, base64 }                                     → null
  *   list       { dir }                                             → [{ name, size, isDirectory }]
- *   archiveOpen { dir, maxFileBytes? }                             → { stream, skipped }
+ *   archiveOpen { dir, maxFileBytes?, unchanged? }                 → { stream, skipped }
  *   extractOpen { dir }                                            → { stream }
  *   streamRead  { stream }                                         → { base64, eof }  (≤ 1 MiB)
  *   streamWrite { stream, base64 }                                 → null
@@ -208,7 +208,7 @@ export function createAgentClient(transport: AgentTransport, options: AgentClien
     },
     list: (dir) => call('list', { dir }),
     async archiveStream(dir, opts): Promise<ArchiveStream> {
-      const params = { dir, ...(opts?.maxFileBytes !== undefined ? { maxFileBytes: opts.maxFileBytes } : {}) };
+      const params = { dir, ...(opts?.maxFileBytes !== undefined ? { maxFileBytes: opts.maxFileBytes } : {}), ...(opts?.unchanged ? { unchanged: opts.unchanged } : {}) };
       const opened = await call<{ stream: string; skipped: ArchiveStream['skipped'] }>('archiveOpen', params, transferTimeoutMs);
       const stream = opened.stream;
       async function* chunks(): AsyncGenerator<Uint8Array> {
