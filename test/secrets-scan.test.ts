@@ -2,14 +2,14 @@
  * Secrets scan (issue 7, item 6). The platform runs as a real child process (LOG_LEVEL=debug,
  * stdout and stderr captured) with known, distinctive secrets: the operator key, the root
  * secret, the vendor fallback key, a model card key and custom header values, an MCP server
- * authorization_token, the API keys the platform hands out, and an invalid key a client
- * presents. The test drives a whole lifecycle: tenant; API keys (created, used, revoked, a wrong
+ * authorization_token, the web_search backend key, the Nomad ACL token (Nomad run), the API
+ * keys the platform hands out, and an invalid key a client presents. The test drives a whole lifecycle: tenant; API keys (created, used, revoked, a wrong
  * key refused); model card (create, rotate, list); agents (create, update, session override and
  * update, GraphQL mutation, refused REST and GraphQL bodies carrying the token); environment;
  * file upload; a session whose sandbox (bubblewrap) searches every file it can read (outside
  * /proc, /sys, /dev, /usr) for each secret and prints `env`, every /proc/<pid>/environ and
- * /proc/<pid>/cmdline, idles, is snapshotted, and is restored for a second turn; a vendor-key
- * session; event lists, SSE streams (live and replayed), a GraphQL subscription replay, every
+ * /proc/<pid>/cmdline, idles, is snapshotted, and is restored for a second turn (with a
+ * web_search); a vendor-key session; providers echoing credentials in their errors; event lists, SSE streams (live and replayed), a GraphQL subscription replay, every
  * read and GraphQL query of the same resources, /metrics, /healthz, /readyz.
  *
  * Then every secret, in clear and in its URL/base64 forms, is searched in every HTTP response
@@ -29,6 +29,8 @@ import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { ChildProcess } from 'node:child_process';
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import Anthropic, { toFile } from '@anthropic-ai/sdk';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startScriptedModelServer, type ScriptedModelServer } from './fixtures/scriptedModel.js';
@@ -82,11 +84,15 @@ const call = (name: string, input: Record<string, unknown>) => ({ steps: [{ tool
 const say = (text: string) => ({ steps: [{ text }] });
 
 const NOMAD_TOKEN = `scan-nomad-token-${rand()}`;
+const SEARCH_KEY = `scan-web-search-key-${rand()}`;
 
 /** The same scan with each sandbox driver (Nomad: against the Nomad API fake, with an ACL token). */
 describe.each(['local', 'nomad'] as const)('secrets scan (%s driver)', (driver) => {
 let model: ScriptedModelServer;
 let nomad: NomadFake | null = null;
+/** The web_search backend (WEB_SEARCH_URL): answers one result and records the Authorization headers it received. */
+let search: Server;
+const searchAuth: string[] = [];
 let dataDir: string;
 let child: ChildProcess;
 let logs: () => string;
@@ -121,6 +127,13 @@ beforeAll(async () => {
   dataDir = mkdtempSync(join(tmpdir(), 'agentfleet-secrets-'));
   const port = await freePort();
   const modelPort = new URL(model.url).port;
+  search = createServer((req, res) => {
+    searchAuth.push(String(req.headers.authorization ?? ''));
+    res.writeHead(200, { 'content-type': 'application/json' });
+    res.end(JSON.stringify({ results: [{ title: 'Scan result', url: 'https://example.com/scan', description: 'a search hit' }] }));
+  });
+  await new Promise<void>((r) => search.listen(0, '127.0.0.1', () => r()));
+  const searchPort = (search.address() as AddressInfo).port;
   const nomadEnv: Record<string, string> = {};
   if (driver === 'nomad') {
     // A node that fits several 1 vCPU / 4 GB sandboxes at once (this machine has 2 cores).
@@ -135,7 +148,10 @@ beforeAll(async () => {
     PLATFORM_ROOT_SECRET: ROOT_SECRET,
     ANTHROPIC_API_KEY: VENDOR_KEY,
     ANTHROPIC_BASE_URL: model.url,
-    EGRESS_ALLOW_PRIVATE_HOSTS: `127.0.0.1:${modelPort}`,
+    EGRESS_ALLOW_PRIVATE_HOSTS: `127.0.0.1:${modelPort},127.0.0.1:${searchPort}`,
+    WEB_SEARCH_URL: `http://127.0.0.1:${searchPort}/search`,
+    WEB_SEARCH_API_KEY: SEARCH_KEY,
+    WEB_SEARCH_FLAVOR: 'generic',
     LOG_LEVEL: 'debug',
     SANDBOX_DRIVER: driver,
     ...nomadEnv,
@@ -152,6 +168,7 @@ afterAll(async () => {
   if (child) await kill9(child);
   await model?.close();
   await nomad?.close();
+  await new Promise<void>((r) => (search ? search.close(() => r()) : r()));
   if (dataDir) rmSync(dataDir, { recursive: true, force: true });
 });
 
@@ -181,6 +198,7 @@ describe('no secret appears in clear in any response, event, log line or data-di
       { name: 'MCP server authorization_token', value: MCP_TOKEN },
       { name: 'an invalid API key presented by a client', value: WRONG_KEY },
       { name: 'NOMAD_TOKEN', value: NOMAD_TOKEN },
+      { name: 'WEB_SEARCH_API_KEY', value: SEARCH_KEY },
       { name: 'tenant API key', value: tenantKey, allowedIn: (where) => where.startsWith(`response ${TENANT_CREATE} `) },
     ];
     const sdk = client(tenantKey);
@@ -261,12 +279,16 @@ describe('no secret appears in clear in any response, event, log line or data-di
     await waitFor(async () => readTree(join(dataDir, 'objects')).some((f) => f.path.includes('snapshots') && f.path.endsWith('.tar.gz!gunzip') && f.bytes.includes(CANARY)), 30_000, 250);
 
     // Turn 2: the sandbox is restored and dumps again.
-    model.script(MODEL, call('bash', { command: DUMP_AGAIN }), say('second done'));
+    model.script(MODEL, call('bash', { command: DUMP_AGAIN }), call('web_search', { query: 'scan query' }), say('second done'));
     const second = await turn(sdk, sid, 'again', 'turn 2');
     keepNomadJobs('turn 2');
-    const again = second.find((e) => e.type === 'agent.tool_result');
+    const [again, searched] = second.filter((e) => e.type === 'agent.tool_result');
     expect(again?.is_error).toBe(false);
     expect(again.content.map((c: any) => c.text ?? '').join('')).toContain(CANARY);
+    // web_search used the operator's key (sent to the backend through the session's proxy).
+    expect(searched?.is_error).toBe(false);
+    expect(searched.content.map((c: any) => c.text ?? '').join('')).toContain('Scan result');
+    expect(searchAuth).toContain(`Bearer ${SEARCH_KEY}`);
 
     // The vendor fallback key in use.
     const vendorSession = await sdk.beta.sessions.create({ agent: vendorAgent.id, environment_id: env.id });
