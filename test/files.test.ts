@@ -257,6 +257,18 @@ describe('uploads stream into the object store with the MAX_FILE_BYTES cap', () 
     expect(await tmpFiles()).toBe(0);
   });
 
+  it('a body cut off in the middle of the file is a 4xx and leaves nothing half-written', async () => {
+    const a = await tenantWithSession('files-cut');
+    const m = multipart([{ name: 'file', filename: 'cut.bin', data: randomBytes(200_000) }]);
+    const cut = m.body.subarray(0, 150_000);
+    const r = await json(await http('/v1/files', a.apiKey, { method: 'POST', body: cut, headers: { 'content-type': m.contentType } }));
+    expect(r.status).toBeGreaterThanOrEqual(400);
+    expect(r.status).toBeLessThan(500);
+    expect(r.body.error.type).toBe('invalid_request');
+    expect(await objects.list(`files/${a.tenantId}/`)).toEqual([]);
+    expect(await tmpFiles()).toBe(0);
+  });
+
   it('bytes already streamed are removed when a field after the file is refused', async () => {
     const a = await tenantWithSession('files-late-field');
     for (const [parts, field] of [
