@@ -6,6 +6,7 @@ import {
   AgentRetrieveQuery,
   AgentUpdate,
   ApiKeyCreate,
+  ChunkEvent,
   ApiKeyCreated,
   ApiKeyObject,
   Deleted,
@@ -36,7 +37,9 @@ import {
   SessionListQuery,
   SessionOutputList,
   SessionUpdate,
+  StreamDeltaEvent,
   StreamQuery,
+  StreamStartEvent,
   TenantCreate,
   TenantCreated,
   VersionListQuery,
@@ -75,7 +78,25 @@ export interface OperationDoc {
 }
 
 const json = (schema: TSchema) => ({ 'application/json': schema });
-const SSE = { 'text/event-stream': Type.String({ description: 'Server-sent events: one frame per event, named by its type; persisted events carry `id: <seq>`.' }) };
+/** One SSE frame (OpenAPI 3.1: the media type's schema describes each event), its `data` JSON of `data`'s schema. */
+const sseFrames = (data: TSchema | null, description: string) => ({
+  'text/event-stream': Type.Object(
+    {
+      event: Type.String(),
+      id: Type.Optional(Type.String()),
+      retry: Type.Optional(Type.Integer()),
+      data: data ? Type.String({ contentMediaType: 'application/json', contentSchema: data }) : Type.String(),
+    },
+    { description },
+  ),
+});
+/** Session streams: persisted events (`id: <seq>`), live chunks, the SDK's preview frames, and pings (`{}`). */
+const SSE = sseFrames(
+  Type.Union([SessionEvent, ChunkEvent, StreamStartEvent, StreamDeltaEvent, Type.Object({}, { additionalProperties: false })]),
+  'Server-sent events: one frame per event, named by its type; persisted events carry `id: <seq>`; `ping` frames carry `{}`.',
+);
+/** graphql-sse frames (`next` carries a GraphQL result, `complete` nothing). */
+const GQL_SSE = sseFrames(null, 'graphql-sse frames: `next` (a GraphQL result as JSON) and `complete`.');
 const BYTES = { '*/*': null };
 
 const AgentId = Id('agent_');
@@ -187,8 +208,8 @@ for (const [base, suffix] of [['/v1/svc', 'Svc'], ['/v1', '']] as const) {
 // GraphQL over HTTP (Apollo) and graphql-sse (subscriptions) share the REST auth and rate limit.
 const gqlQuery = Type.Object({ query: Type.Optional(Type.String()), operationName: Type.Optional(Type.String()), variables: Type.Optional(Type.String({ description: 'JSON text' })) }, { additionalProperties: true });
 const gqlBody = { schema: GraphQLRequest, required: true, example: { query: '{ __typename }' } };
-const gqlAnswer = { description: 'A GraphQL response, or an event stream for graphql-sse requests.', content: { ...json(GraphQLResponse), ...SSE } };
-const sseOnly = { description: 'graphql-sse: a stream token (PUT), the accepted operation (POST with a token) or the stream.', content: { ...SSE, 'text/plain': Type.String(), ...json(GraphQLResponse) } };
+const gqlAnswer = { description: 'A GraphQL response, or an event stream for graphql-sse requests.', content: { ...json(GraphQLResponse), ...GQL_SSE } };
+const sseOnly = { description: 'graphql-sse: a stream token (PUT), the accepted operation (POST with a token) or the stream.', content: { ...GQL_SSE, 'text/plain': Type.String(), ...json(GraphQLResponse) } };
 Object.assign(ops, {
   'GET /graphql': { operationId: 'graphqlGet', summary: 'GraphQL query over GET', tag: 'graphql', query: gqlQuery, ok: gqlAnswer, graphql: true },
   'POST /graphql': { operationId: 'graphqlPost', summary: 'GraphQL queries and mutations (subscriptions with Accept: text/event-stream)', tag: 'graphql', body: gqlBody, ok: gqlAnswer, graphql: true },
