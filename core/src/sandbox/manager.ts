@@ -31,7 +31,7 @@ import { randomBytes } from 'node:crypto';
 import { Transform, type Readable } from 'node:stream';
 import type { Logger } from '../log.js';
 import type { ObjectStore } from '../ports/objectStore.js';
-import type { OutputSyncReport, SandboxAgentApi, SandboxDriver, SandboxHandle, SandboxManager, SandboxSpec, SandboxState, SessionRef } from '../ports/sandbox.js';
+import { INSTANCE_SIZES, type OutputSyncReport, type SandboxAgentApi, type SandboxDriver, type SandboxHandle, type SandboxManager, type SandboxSpec, type SandboxState, type SessionRef } from '../ports/sandbox.js';
 import { DEFAULT_OUTPUT_MAX_FILE_BYTES, DEFAULT_OUTPUT_MAX_SESSION_BYTES, newOutputSyncMemory, syncSessionOutputs, type OutputQuotas, type OutputSyncMemory } from './outputs.js';
 import { SandboxAgentError } from './protocol.js';
 
@@ -42,6 +42,11 @@ export const DEFAULT_SLEEP_AFTER_MS = 5 * 60_000;
 export const BACKUP_TTL_MS = 7 * 24 * 3600_000;
 export const MAX_KEEPALIVE_MS = 30 * 60_000;
 export const PROBE_ATTEMPTS = 10;
+/**
+ * Largest snapshot stored: the biggest instance disk, gzipped incompressible data (+10%), and
+ * tar headers. The sandbox is untrusted: a stream past this stores nothing (snapshot_failed).
+ */
+export const MAX_SNAPSHOT_BYTES = Math.ceil(Math.max(...Object.values(INSTANCE_SIZES).map((s) => s.diskMb)) * 1024 * 1024 * 1.1) + 64 * 1024 * 1024;
 
 export interface SandboxEvent {
   type: string;
@@ -216,7 +221,7 @@ export function createSandboxManager(deps: SandboxManagerDeps): SandboxManagerSe
     const at = now();
     const key = snapshotKey(ref, at);
     // streamed from the sandbox into the store: a failed transfer stores nothing
-    const { size } = await objects.putStream(key, archive.data, { contentType: 'application/gzip' });
+    const { size } = await objects.putStream(key, archive.data, { contentType: 'application/gzip', maxBytes: MAX_SNAPSHOT_BYTES });
     const pointer: SnapshotPointer = { key, createdAt: new Date(at).toISOString(), bytes: size, reason, sandboxId: h.id };
     await objects.put(latestPointerKey(ref), Buffer.from(JSON.stringify(pointer)), { contentType: 'application/json' });
     emit('snapshot', ref.sessionId, { key, reason, bytes: size, sandboxId: h.id });
