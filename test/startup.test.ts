@@ -1,5 +1,5 @@
-import { spawnSync } from 'node:child_process';
-import { mkdtempSync, rmSync, symlinkSync } from 'node:fs';
+import { spawn, spawnSync } from 'node:child_process';
+import { chmodSync, mkdtempSync, rmSync, symlinkSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
@@ -40,4 +40,72 @@ describe('start-up failures are one clear message and exit code 1', () => {
       rmSync(dir, { recursive: true, force: true });
     }
   });
+});
+
+/**
+ * A host that can enforce no sandbox limit: the same machine, with the worker run as an
+ * unprivileged user (no cgroup it may create, no mount). Needs root to switch users (CI is root).
+ */
+describe.runIf(process.getuid?.() === 0)('sandbox limits at start-up', () => {
+  const NOBODY = 65534;
+  const cli = [process.execPath, ['--conditions=source', '--import', 'tsx', join(REPO, 'gateway/src/cli.ts'), 'all']] as const;
+  const envFor = (dir: string, extra: Record<string, string> = {}) => ({ HOME: dir, PATH: process.env.PATH ?? '', DATA_DIR: join(dir, 'data'), PORT: '0', LOG_LEVEL: 'info', ...extra });
+
+  it('refuses to start when the host can enforce no limit, naming each and the setting that turns them off', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'agentfleet-start-'));
+    chmodSync(dir, 0o777);
+    try {
+      const r = spawnSync(cli[0], cli[1], { cwd: REPO, env: envFor(dir), encoding: 'utf8', timeout: 30_000, uid: NOBODY, gid: NOBODY });
+      expect(r.status).toBe(1);
+      expect(r.stderr).toMatch(/cannot enforce any per-sandbox limit/);
+      for (const limit of ['processes', 'memory', 'cpu', 'disk']) expect(r.stderr).toContain(`${limit}: `);
+      expect(r.stderr).toMatch(/SANDBOX_UNSAFE_NO_LIMITS=true/);
+      expect(r.stdout).not.toMatch(/started/);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  it('starts with SANDBOX_UNSAFE_NO_LIMITS=true, saying that sandboxes run without limits', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'agentfleet-start-'));
+    chmodSync(dir, 0o777);
+    const child = spawn(cli[0], cli[1], { cwd: REPO, env: envFor(dir, { SANDBOX_UNSAFE_NO_LIMITS: 'true' }), uid: NOBODY, gid: NOBODY });
+    try {
+      let out = '';
+      child.stdout.on('data', (d) => (out += d));
+      child.stderr.on('data', (d) => (out += d));
+      const exited = new Promise<number | null>((r) => child.once('exit', (c) => r(c)));
+      const outcome = await Promise.race([
+        new Promise<'started'>((r) => { const t = setInterval(() => { if (/agentfleet all started/.test(out)) { clearInterval(t); r('started'); } }, 100); }),
+        exited.then(() => 'exited' as const),
+      ]);
+      expect(outcome, out).toBe('started');
+      expect(out).toMatch(/SANDBOX_UNSAFE_NO_LIMITS=true: sandboxes run without process, memory, CPU or disk limits/);
+    } finally {
+      child.kill('SIGTERM');
+      await new Promise((r) => child.once('exit', r));
+      rmSync(dir, { recursive: true, force: true });
+    }
+  }, 40_000);
+
+  it('on a host that enforces them, names the limits it enforces', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'agentfleet-start-'));
+    const child = spawn(cli[0], cli[1], { cwd: REPO, env: envFor(dir) });
+    try {
+      let out = '';
+      child.stdout.on('data', (d) => (out += d));
+      child.stderr.on('data', (d) => (out += d));
+      const exited = new Promise<number | null>((r) => child.once('exit', (c) => r(c)));
+      const outcome = await Promise.race([
+        new Promise<'started'>((r) => { const t = setInterval(() => { if (/agentfleet all started/.test(out)) { clearInterval(t); r('started'); } }, 100); }),
+        exited.then(() => 'exited' as const),
+      ]);
+      expect(outcome, out).toBe('started');
+      expect(out).toMatch(/"msg":"sandbox limits enforced".*"limits":\["processes","memory","cpu","disk"\]/);
+    } finally {
+      child.kill('SIGTERM');
+      await new Promise((r) => child.once('exit', r));
+      rmSync(dir, { recursive: true, force: true });
+    }
+  }, 40_000);
 });

@@ -37,6 +37,10 @@ export interface Config {
     sleepAfterMs: number;
     webSearch: { url: string; apiKey: string; flavor?: 'brave' | 'generic' } | null;
     nomad: { address: string; token: string | null; namespace: string | null; region: string | null } | null;
+    /** SANDBOX_UNSAFE_NO_LIMITS=true: sandboxes run without process/memory/CPU/disk limits (and the worker starts on a host that can enforce none). */
+    unsafeNoLimits: boolean;
+    /** SANDBOX_MAX_PROCESSES / SANDBOX_MAX_MEMORY_MB / SANDBOX_MAX_DISK_MB: caps on every sandbox, below its instance size's. */
+    limitCaps: { processes?: number; memoryMb?: number; diskMb?: number };
   };
   objectStoreDir: string;
   maxFileBytes: number;
@@ -135,6 +139,13 @@ export function loadConfig(role: Role, env: Env = process.env): Config {
   if (!['local', 'nomad', 'none'].includes(sandboxDriver)) problems.push("SANDBOX_DRIVER must be 'local', 'nomad' or 'none'");
   if (sandboxDriver === 'nomad' && !infra.nomadAddr) problems.push('SANDBOX_DRIVER=nomad needs NOMAD_ADDR');
   const sleepAfterMs = int(env, 'SANDBOX_SLEEP_AFTER_MS', 5 * 60_000, problems, 100, 24 * 3600_000);
+  if (env.SANDBOX_UNSAFE_NO_LIMITS && !['true', 'false'].includes(env.SANDBOX_UNSAFE_NO_LIMITS)) problems.push("SANDBOX_UNSAFE_NO_LIMITS must be 'true' or 'false'");
+  const limitCap = (name: string, min: number, max: number) => (env[name] ? int(env, name, 0, problems, min, max) : undefined);
+  const sandboxLimitCaps = {
+    processes: limitCap('SANDBOX_MAX_PROCESSES', 16, 1_000_000),
+    memoryMb: limitCap('SANDBOX_MAX_MEMORY_MB', 32, 16 * 1024 * 1024),
+    diskMb: limitCap('SANDBOX_MAX_DISK_MB', 16, 16 * 1024 * 1024),
+  };
   const maxFileBytes = int(env, 'MAX_FILE_BYTES', 32 * 1024 * 1024, problems, 1, 1024 * 1024 * 1024);
   const outputs = {
     maxFileBytes: int(env, 'OUTPUT_MAX_FILE_BYTES', 100 * 1024 * 1024, problems, 1, 64 * 1024 ** 3),
@@ -240,6 +251,8 @@ export function loadConfig(role: Role, env: Env = process.env): Config {
       sleepAfterMs,
       webSearch: env.WEB_SEARCH_URL && env.WEB_SEARCH_API_KEY ? { url: env.WEB_SEARCH_URL, apiKey: env.WEB_SEARCH_API_KEY, ...(env.WEB_SEARCH_FLAVOR === 'brave' || env.WEB_SEARCH_FLAVOR === 'generic' ? { flavor: env.WEB_SEARCH_FLAVOR } : {}) } : null,
       nomad: infra.nomadAddr ? { address: infra.nomadAddr, token: env.NOMAD_TOKEN || null, namespace: env.NOMAD_NAMESPACE || null, region: env.NOMAD_REGION || null } : null,
+      unsafeNoLimits: env.SANDBOX_UNSAFE_NO_LIMITS === 'true',
+      limitCaps: Object.fromEntries(Object.entries(sandboxLimitCaps).filter(([, v]) => v !== undefined)),
     },
     objectStoreDir: resolve(env.OBJECT_STORE_DIR || join(dataDir, 'objects')),
     maxFileBytes,

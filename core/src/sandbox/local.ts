@@ -157,7 +157,7 @@ export function createLocalDriver(opts: LocalDriverOptions): LocalDriver {
       if (!existsSync(nodeBin)) throw new Error(`node binary not found: ${nodeBin}`);
       if (opts.limits === false) return { bwrap, agent, probe: null, enforce: new Set<SandboxLimitName>(), disk: null };
       const probe = opts.limits?.probe ?? (await probeSandboxLimits(rootDir));
-      if (probe.missing.length) log?.warn(`sandbox limits this host cannot enforce: ${describeMissing(probe)}`, { missing: probe.missing.map((m) => m.limit) });
+      if (probe.missing.length && !opts.limits?.probe) log?.warn(`sandbox limits this host cannot enforce: ${describeMissing(probe)}`, { missing: probe.missing.map((m) => m.limit) });
       removeStaleCgroups(probe.cgroups, CGROUP_PREFIX);
       const tools = diskQuotaTools();
       const disk = 'tools' in tools ? tools.tools : null;

@@ -6,7 +6,8 @@ import type { Platform } from '../platform.js';
 import { SANDBOX_CONTROL_CHANNEL, type SandboxDriver, type SandboxSpec, type SessionRef } from '../ports/sandbox.js';
 import { createOutboundProxy, hostPolicy, type OutboundProxy } from './proxy.js';
 import { createEgressPolicy } from '../egress/policy.js';
-import { checkBubblewrap, createLocalDriver, BWRAP_MISSING_MESSAGE } from './local.js';
+import { checkBubblewrap, createLocalDriver, BWRAP_MISSING_MESSAGE, type LocalLimitsOptions } from './local.js';
+import { describeMissing, noLimitsMessage, probeSandboxLimits } from './limits/index.js';
 import { createSandboxManager, type SandboxManagerService } from './manager.js';
 import { searchBackendFromEnv, webFetch, webSearch, type WebSearchBackend } from '../tools/web.js';
 
@@ -99,8 +100,21 @@ export async function createSandboxRuntime(p: Platform, log: Logger, driverOverr
   else if (cfg.driver === 'local') {
     const check = checkBubblewrap();
     if (!check.ok) throw new Error(`${check.message ?? BWRAP_MISSING_MESSAGE}. Or set SANDBOX_DRIVER=none to run without sandboxes (tools that need one then answer with an error).`);
+    const localRoot = join(cfg.rootDir, 'local');
+    // Per-sandbox limits: refuse a host that can enforce none, name what is missing otherwise.
+    let limits: LocalLimitsOptions | false = false;
+    if (cfg.unsafeNoLimits) log.warn('SANDBOX_UNSAFE_NO_LIMITS=true: sandboxes run without process, memory, CPU or disk limits');
+    else {
+      mkdirSync(localRoot, { recursive: true, mode: 0o700 });
+      const probe = await probeSandboxLimits(localRoot);
+      if (probe.enforced.length === 0) throw new Error(noLimitsMessage(probe));
+      if (probe.missing.length) log.warn(`sandbox limits NOT enforced on this host: ${probe.missing.map((m) => m.limit).join(', ')} (${describeMissing(probe)})`);
+      log.info('sandbox limits enforced', { limits: probe.enforced, cgroups: `v${probe.cgroups.version}`, caps: cfg.limitCaps });
+      limits = { probe, caps: cfg.limitCaps };
+    }
     driver = createLocalDriver({
-      rootDir: join(cfg.rootDir, 'local'),
+      rootDir: localRoot,
+      limits,
       hidePaths: [p.config.dataDir],
       proxySocket: async (spec: SandboxSpec) => {
         const h = await proxies.acquire(spec);

@@ -62,3 +62,10 @@ export function sandboxResources(size: string, caps: SandboxLimitCaps = {}): Ins
     processes: min(base.processes, caps.processes),
   };
 }
+
+/** Why the worker refuses to start when a host can enforce no limit at all. */
+export function noLimitsMessage(probe: SandboxLimitsProbe): string {
+  return `the local sandbox driver cannot enforce any per-sandbox limit on this host (${describeMissing(probe)}): `
+    + 'run the worker as root on a host with cgroups (v1 or v2: pids, memory, cpu) and loop devices (mkfs.ext4), '
+    + 'or set SANDBOX_UNSAFE_NO_LIMITS=true to run sandboxes without limits (any tenant can then exhaust the host)';
+}
