@@ -66,18 +66,27 @@ const DUMP_AGAIN = 'sleep 1.5; cat /workspace/canary.txt; for f in /proc/[0-9]*/
 
 /**
  * A search of every file the sandbox can read (outside /proc, /sys, /dev and /usr) for each value,
- * printing `bound-file <label>: <path>`. Each value is passed as two halves joined in the shell,
- * so neither the command (stored in events) nor any process's argv holds a whole secret.
+ * printing `bound-file <label>: <path>`: one walk for all values, then each candidate file is
+ * checked per value. Each value is passed as two halves joined by the shell builtin printf and
+ * read by grep from stdin, so neither the command (stored in events) nor any process's argv
+ * holds a whole secret.
  */
 function boundFileScan(values: Array<{ label: string; value: string }>): string {
   const q = (s: string) => `'${s.replace(/'/g, `'\\''`)}'`;
-  // printf is a shell builtin and grep reads the pattern from stdin: no process's argv holds the joined value.
-  const fn = 'scan(){ printf "%s%s\\n" "$1" "$2" | timeout 60 grep -rlsF --exclude-dir=proc --exclude-dir=sys --exclude-dir=dev --exclude-dir=usr -f - / 2>/dev/null | sed "s|^|bound-file $3: |"; }';
-  const calls = values.map(({ label, value }) => {
+  const halves = values.map(({ label, value }) => {
     const half = Math.floor(value.length / 2);
-    return `scan ${q(value.slice(0, half))} ${q(value.slice(half))} ${q(label)}`;
+    return { label: q(label), a: q(value.slice(0, half)), b: q(value.slice(half)) };
   });
-  return [fn, ...calls, 'echo bound-file scan done'].join('\n');
+  return [
+    `patterns(){ ${halves.map((h) => `printf "%s%s\\n" ${h.a} ${h.b};`).join(' ')} }`,
+    'check(){ printf "%s%s\\n" "$1" "$2" | grep -qsF -f - "$4" && echo "bound-file $3: $4"; }',
+    'patterns | timeout 90 grep -rlsF --exclude-dir=proc --exclude-dir=sys --exclude-dir=dev --exclude-dir=usr -f - / 2>/dev/null > /tmp/.candidates',
+    'while IFS= read -r f; do',
+    ...halves.map((h) => `  check ${h.a} ${h.b} ${h.label} "$f"`),
+    'done < /tmp/.candidates',
+    'rm -f /tmp/.candidates',
+    'echo bound-file scan done',
+  ].join('\n');
 }
 
 const call = (name: string, input: Record<string, unknown>) => ({ steps: [{ tool_use: { name, input } }] });
