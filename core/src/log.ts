@@ -1,4 +1,8 @@
-/** Structured JSON lines on stderr. Secrets never reach a log line: callers pass ids, not values. */
+/**
+ * Structured JSON lines on stderr. Secrets never reach a log line: callers pass ids, not values
+ * (checked at debug level over a whole lifecycle, provider errors and shutdown included, by
+ * test/secrets-scan.test.ts, "no log line of the process … carries a secret").
+ */
 export interface Logger {
   debug(msg: string, fields?: Record<string, unknown>): void;
   info(msg: string, fields?: Record<string, unknown>): void;
