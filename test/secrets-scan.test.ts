@@ -2,7 +2,8 @@
  * Secrets scan (issue 7, item 6). The platform runs as a real child process (LOG_LEVEL=debug,
  * stdout and stderr captured) with known, distinctive secrets: the operator key, the root
  * secret, the vendor fallback key, a model card key and custom header values, an MCP server
- * authorization_token, the web_search backend key, the Nomad ACL token (Nomad run), the API
+ * authorization_token, a github_repository resource token (refused: no materializer), the
+ * web_search backend key, the Nomad ACL token (Nomad run), the API
  * keys the platform hands out, and an invalid key a client presents. The test drives a whole lifecycle: tenant; API keys (created, used, revoked, a wrong
  * key refused); model card (create, rotate, list); agents (create, update, session override and
  * update, GraphQL mutation, refused REST and GraphQL bodies carrying the token); environment;
@@ -94,6 +95,7 @@ const say = (text: string) => ({ steps: [{ text }] });
 
 const NOMAD_TOKEN = `scan-nomad-token-${rand()}`;
 const SEARCH_KEY = `scan-web-search-key-${rand()}`;
+const GITHUB_TOKEN = `scan-github-token-${rand()}`;
 
 /** The same scan with each sandbox driver (Nomad: against the Nomad API fake, with an ACL token). */
 describe.each(['local', 'nomad'] as const)('secrets scan (%s driver)', (driver) => {
@@ -208,6 +210,7 @@ describe('no secret appears in clear in any response, event, log line or data-di
       { name: 'an invalid API key presented by a client', value: WRONG_KEY },
       { name: 'NOMAD_TOKEN', value: NOMAD_TOKEN },
       { name: 'WEB_SEARCH_API_KEY', value: SEARCH_KEY },
+      { name: 'github_repository resource authorization_token', value: GITHUB_TOKEN },
       { name: 'tenant API key', value: tenantKey, allowedIn: (where) => where.startsWith(`response ${TENANT_CREATE} `) },
     ];
     const sdk = client(tenantKey);
@@ -238,6 +241,10 @@ describe('no secret appears in clear in any response, event, log line or data-di
     // A file, a session (with an MCP override carrying the token), and an API key listing.
     const session = await sdk.beta.sessions.create({ agent: { type: 'agent_with_overrides', id: agent.id, mcp_servers: mcp }, environment_id: env.id } as any);
     const sid = session.id;
+    // A resource this deployment cannot materialize is refused; its token is not echoed.
+    const repo = await http('/v1/sessions', { method: 'POST', json: { agent: agent.id, environment_id: env.id, resources: [{ type: 'github_repository', url: 'https://github.com/acme/private', authorization_token: GITHUB_TOKEN }] } });
+    expect(repo.status).toBe(400);
+    await repo.text();
     await json(await http(`/v1/sessions/${sid}`, { method: 'POST', json: { agent: { mcp_servers: mcp } } }));
     await sdk.beta.files.upload({ file: await toFile(Buffer.from('scan file\n'), 'scan.txt'), session_id: sid } as any);
     // More keys (one an environment service key): shown once each; a revoked key and a wrong key are refused without an echo.
