@@ -3,27 +3,33 @@
  * stdout and stderr captured) with known, distinctive secrets: the operator key, the root
  * secret, the vendor fallback key, a model card key and custom header values, an MCP server
  * authorization_token, a github_repository resource token (refused: no materializer), the
- * web_search backend key, the Nomad ACL token (Nomad run), the API
- * keys the platform hands out, and an invalid key a client presents. The test drives a whole lifecycle: tenant; API keys (created, used, revoked, a wrong
- * key refused); model card (create, rotate, list); agents (create, update, session override and
- * update, GraphQL mutation, refused REST and GraphQL bodies carrying the token); environment;
- * file upload; a session whose sandbox (bubblewrap) searches every file it can read (outside
- * /proc, /sys, /dev, /usr) for each secret and prints `env`, every /proc/<pid>/environ and
- * /proc/<pid>/cmdline, idles, is snapshotted, and is restored for a second turn (with a
- * web_search); a vendor-key session; providers echoing credentials in their errors; event lists, SSE streams (live and replayed), a GraphQL subscription replay, every
- * read and GraphQL query of the same resources, /metrics, /healthz, /readyz.
+ * web_search backend key, the Nomad ACL token (Nomad run), the API keys the platform hands out,
+ * and an invalid key a client presents. The test drives a whole lifecycle: tenant; API keys
+ * (created, used, revoked, a wrong key refused); model card (create, rotate, list); agents
+ * (create, update, session override and update, GraphQL mutation, refused REST and GraphQL
+ * bodies carrying the token); environment; file upload; a session whose sandbox (bubblewrap)
+ * searches every file it can read (outside /proc, /sys, /dev, /usr) for each secret and prints
+ * `env`, every /proc/<pid>/environ and /proc/<pid>/cmdline, idles, is snapshotted, and is
+ * restored for a second turn (with a web_search); a vendor-key session; providers echoing
+ * credentials in their errors; event lists, SSE streams (live and replayed), a GraphQL
+ * subscription replay, every read and GraphQL query of the same resources, /metrics, /healthz,
+ * /readyz.
  *
  * Then every secret, in clear and in its URL/base64 forms, is searched in every HTTP response
- * the test received (status, headers, body), every event (listed, streamed, replayed), every
- * log line of the process (through its shutdown), and every file under DATA_DIR (binary-safe;
- * gzip members such as sandbox snapshots are searched decompressed too). A key the platform
- * issues may appear only in the one response that creates it. A failure names the secret and
- * the place (for a sandbox dump, the /proc section), never the value.
+ * the test received (status, headers, body), every event (listed, streamed, replayed), every log
+ * line of the process (through its shutdown), and every file under DATA_DIR (binary-safe; gzip
+ * members such as sandbox snapshots are searched decompressed too); also the environ and
+ * cmdline of every sandbox process (each bwrap and everything under it), sampled from the host's
+ * /proc during the lifecycle, and on Nomad every job spec the platform registered (the test runs
+ * once per sandbox driver; Nomad against test/nomad/fake.ts). A key the platform issues
+ * may appear only in the one response that creates it. A failure names the secret and the place
+ * (for a sandbox dump, the /proc section), never the value.
  *
  * Positive controls keep the scan from passing vacuously: a canary written in the sandbox must
  * be found by the in-sandbox search, in the recorded responses, the events, a plain data-dir
  * file and a snapshot's gzip member; the tenant key must be found in its creation response; the
- * model provider must have received the card key, the custom header and the vendor key.
+ * model provider must have received the card key, the custom header and the vendor key, and
+ * the search backend the web_search key; a bwrap process must have been sampled.
  */
 import { randomBytes } from 'node:crypto';
 import { existsSync, mkdtempSync, rmSync } from 'node:fs';
