@@ -16,7 +16,7 @@ import { mkdtemp, readdir, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Readable } from 'node:stream';
-import { createGzip } from 'node:zlib';
+import { createGzip, gzipSync } from 'node:zlib';
 import { pack as tarPack } from 'tar-stream';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createDirectoryObjectStore } from '../src/adapters/embedded/objectStore.js';
@@ -26,6 +26,7 @@ import type { SessionRef } from '../src/ports/sandbox.js';
 import { ArchiveFormatError, ArchiveLimitError, readTarGz, type ArchiveReadOptions, type ArchiveSkipReason } from '../src/sandbox/archive.js';
 import { createLocalDriver, type LocalDriver } from '../src/sandbox/local.js';
 import { createSandboxManager, type SandboxManagerService } from '../src/sandbox/manager.js';
+import { createTar } from '../src/sandbox/protocol.js';
 
 const MIB = 1024 * 1024;
 
@@ -98,6 +99,19 @@ describe('streaming archive reader', () => {
     expect(r.error).toBeNull();
     expect(r.skipped).toEqual([{ name: 'huge.bin', reason: 'file_too_large' }]);
     expect(r.files.map((f) => [f.name, f.data])).toEqual([['first.txt', 'one'], ['last.txt', 'two']]);
+  });
+
+  it('a header declaring 4 GiB with no data behind it is named as too large, then the archive fails as truncated', async () => {
+    const tar = createTar([{ name: 'liar.bin', type: 'file', mode: 0o644, mtime: 0, data: new Uint8Array(0) }]);
+    tar.write('37777777777\0', 124, 12, 'ascii'); // size field: 4 GiB - 1
+    tar.fill(0x20, 148, 156);
+    let sum = 0;
+    for (let i = 0; i < 512; i++) sum += tar[i]!;
+    tar.write(`${sum.toString(8).padStart(6, '0')}\0 `, 148, 8, 'ascii');
+    const r = await readAll(Readable.from([gzipSync(tar)]));
+    expect(r.skipped).toEqual([{ name: 'liar.bin', reason: 'file_too_large' }]);
+    expect(r.files).toEqual([]);
+    expect(r.error).toBeInstanceOf(ArchiveFormatError);
   });
 
   it('refuses traversal, absolute, backslash and control-character names, and symlinks/hardlinks; directories are ignored', async () => {
