@@ -10,7 +10,8 @@
  *
  * putStream writes chunks as they arrive into the temp file (a failing or oversize source leaves
  * nothing: the temp file is removed); getStream reads from an open handle. Tested by
- * core/test/store.embedded.test.ts (contract) and core/test/sandbox.outputs.test.ts.
+ * core/test/sandbox.outputs.test.ts ("directory object store: streamed puts and gets") and
+ * test/files.test.ts (uploads).
  */
 import { randomBytes } from 'node:crypto';
 import * as fsp from 'node:fs/promises';
