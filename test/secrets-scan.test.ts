@@ -44,6 +44,7 @@ import { startScriptedModelServer, type ScriptedModelServer } from './fixtures/s
 import { BETA, readSse, waitFor } from './harness.js';
 import { freePort, kill9, startProcess } from './process.js';
 import { startNomadFake, type NomadFake } from './nomad/fake.js';
+import { boundFileScan, DUMP_AGAIN, dumpCommand, dumpSectionsHolding } from './secretsScanSandbox.js';
 import { describeFindings, findSecrets, readTree, recordingFetch, sandboxProcesses, watchProcesses, type Finding, type ProcessSeen, type Secret } from './secretsScan.js';
 
 const rand = () => randomBytes(12).toString('hex');
@@ -61,40 +62,6 @@ const TENANT_CREATE = 'POST /v1/svc/tenants';
 
 const MODEL = 'scan-model';
 const VENDOR_MODEL = 'claude-scan-vendor';
-
-/** Everything the sandbox can see of processes: its env, every environ and cmdline in its PID namespace. */
-const DUMP = [
-  'mkdir -p /mnt/session/outputs',
-  '{ echo "== env"; env; for f in /proc/[0-9]*/environ; do echo "== $f"; tr "\\0" "\\n" < "$f"; echo; done;' +
-    ' for f in /proc/[0-9]*/cmdline; do echo "== $f"; tr "\\0" "\\n" < "$f"; echo; done; } 2>&1 | tee /mnt/session/outputs/env-dump.txt',
-  `echo ${CANARY}`,
-].join('; ');
-const DUMP_AGAIN = 'sleep 1.5; cat /workspace/canary.txt; for f in /proc/[0-9]*/environ /proc/[0-9]*/cmdline; do echo "== $f"; tr "\\0" "\\n" < "$f"; echo; done; env';
-
-/**
- * A search of every file the sandbox can read (outside /proc, /sys, /dev and /usr) for each value,
- * printing `bound-file <label>: <path>`: one walk for all values, then each candidate file is
- * checked per value. Each value is passed as two halves joined by the shell builtin printf and
- * read by grep from stdin, so neither the command (stored in events) nor any process's argv
- * holds a whole secret.
- */
-function boundFileScan(values: Array<{ label: string; value: string }>): string {
-  const q = (s: string) => `'${s.replace(/'/g, `'\\''`)}'`;
-  const halves = values.map(({ label, value }) => {
-    const half = Math.floor(value.length / 2);
-    return { label: q(label), a: q(value.slice(0, half)), b: q(value.slice(half)) };
-  });
-  return [
-    `patterns(){ ${halves.map((h) => `printf "%s%s\\n" ${h.a} ${h.b};`).join(' ')} }`,
-    'check(){ printf "%s%s\\n" "$1" "$2" | grep -qsF -f - "$4" && echo "bound-file $3: $4"; }',
-    'patterns | timeout 90 grep -rlsF --exclude-dir=proc --exclude-dir=sys --exclude-dir=dev --exclude-dir=usr -f - / 2>/dev/null > /tmp/.candidates',
-    'while IFS= read -r f; do',
-    ...halves.map((h) => `  check ${h.a} ${h.b} ${h.label} "$f"`),
-    'done < /tmp/.candidates',
-    'rm -f /tmp/.candidates',
-    'echo bound-file scan done',
-  ].join('\n');
-}
 
 const call = (name: string, input: Record<string, unknown>) => ({ steps: [{ tool_use: { name, input } }] });
 const say = (text: string) => ({ steps: [{ text }] });
@@ -278,7 +245,7 @@ describe('no secret appears in clear in any response, event, log line or data-di
     model.script(MODEL,
       call('bash', { command: `echo ${CANARY} > /workspace/canary.txt; echo written` }),
       call('bash', { command: boundFileScan([{ label: 'canary', value: CANARY }, ...secrets.map((x) => ({ label: x.name, value: x.value }))]) }),
-      call('bash', { command: DUMP }),
+      call('bash', { command: dumpCommand(CANARY) }),
       say('dumped'));
     const first = await turn(sdk, sid, 'dump the environment', 'turn 1');
     keepNomadJobs('turn 1');
@@ -465,15 +432,3 @@ async function turn(sdk: Anthropic, sid: string, text: string, label: string): P
 }
 
 });
-
-/** The `== <name>` sections of a tool result's dump text whose lines hold `value`. */
-function dumpSectionsHolding(event: any, value: string): string[] {
-  const text = JSON.stringify(event).replace(/\\n/g, '\n');
-  const out = new Set<string>();
-  let section = '';
-  for (const line of text.split('\n')) {
-    if (line.startsWith('== ')) section = line.slice(3).trim();
-    else if (section && line.includes(value)) out.add(section);
-  }
-  return [...out];
-}
