@@ -72,7 +72,8 @@ describe('nomad sandbox driver', () => {
     expect(job).toMatchObject({ Namespace: 'sandboxes', Type: 'batch', Meta: { tenant_id: spec.tenantId, session_id: spec.sessionId, environment_id: spec.environmentId, instance_size: 'medium' } });
     const task = job.TaskGroups[0].Tasks[0];
     expect(task.Driver).toBe('raw_exec');
-    expect(task.Resources).toEqual({ CPU: INSTANCE_SIZES.medium.cpus * 2000, MemoryMB: INSTANCE_SIZES.medium.memoryMb });
+    expect(task.Resources).toEqual({ CPU: INSTANCE_SIZES.medium.cpus * 2000, MemoryMB: INSTANCE_SIZES.medium.memoryMb, MemoryMaxMB: INSTANCE_SIZES.medium.memoryMb });
+    expect(job.TaskGroups[0].EphemeralDisk.SizeMB).toBe(INSTANCE_SIZES.medium.diskMb);
     expect(task.Env.AGENTFLEET_AGENT_TOKEN).toMatch(/^[0-9a-f]{48}$/);
     const alloc = fake.allocations().find((a) => a.ID === h.allocId)!;
     expect(alloc.ClientStatus).toBe('running');
@@ -85,6 +86,27 @@ describe('nomad sandbox driver', () => {
     expect((await h.api.exec({ command: 'env' })).stdout).not.toContain('AGENTFLEET_AGENT_TOKEN');
     const ps = await processList(h.api);
     for (const hostPath of [scripts.launcher, scripts.agent, base, task.Env.AGENTFLEET_AGENT_TOKEN]) expect(ps).not.toContain(hostPath);
+  });
+
+  it('no host environment in the sandbox: the task env holds only the launcher\'s variables, the sandbox starts with none of the task\'s', async () => {
+    // the fake passes its own environment on to raw_exec tasks, as a Nomad client may
+    const secrets = { API_KEY: 'nomad-test-op-key-3e9a1c', PLATFORM_ROOT_SECRET: 'nomad-test-root-secret-b7d2f0a4', ANTHROPIC_API_KEY: 'sk-ant-nomad-test-5c1e' };
+    const saved = Object.fromEntries(Object.keys(secrets).map((k) => [k, process.env[k]]));
+    Object.assign(process.env, secrets);
+    try {
+      const d = track(newDriver());
+      const h = await d.start(testSpec({ env: { TENANT_VAR: 'tenant-value' } }));
+      cleanups.push(() => h.destroy());
+      const task = fake.jobs().find((j) => j.ID === h.jobId)!.TaskGroups[0].Tasks[0];
+      expect(Object.keys(task.Env).sort()).toEqual(['AGENTFLEET_AGENT_LISTEN', 'AGENTFLEET_AGENT_TOKEN', 'AGENTFLEET_SESSION_ID']);
+      const r = await h.api.exec({ command: "env; for f in /proc/[0-9]*/environ /proc/[0-9]*/cmdline; do echo \"== $f\"; tr '\\0' '\\n' < $f; done" });
+      expect(r.stdout).toContain('TENANT_VAR=tenant-value');
+      expect(r.stdout).toContain('== /proc/1/environ');
+      for (const v of [...Object.values(secrets), task.Env.AGENTFLEET_AGENT_TOKEN, base]) expect(r.stdout).not.toContain(v);
+      expect((await h.api.exec({ command: 'wc -c < /proc/1/environ' })).stdout.trim()).toBe('0');
+    } finally {
+      for (const [k, v] of Object.entries(saved)) { if (v === undefined) delete process.env[k]; else process.env[k] = v; }
+    }
   });
 
   it('outbound traffic goes through the platform proxy (spec.proxyUrl), via the launcher\'s unix socket', async () => {

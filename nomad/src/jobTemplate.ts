@@ -16,6 +16,18 @@
  * one vCPU = one core's clock: `CPU = cpus × cpuMhzPerCore` (default 2000 MHz per vCPU; set it
  * to your nodes' clock). MHz are a weighted share, not a hard cap; `cpuMode: 'cores'` instead
  * reserves whole cores (`cores = cpus`, an exclusive cpuset).
+ *
+ * Memory: `MemoryMB` and `MemoryMaxMB` are both the size's memory (a reservation AND a ceiling:
+ * no oversubscription beyond the instance size). Disk: the group's ephemeral disk is the size's
+ * disk. Processes: neither `raw_exec` nor `exec` has a pids option (only Docker's `pids_limit`),
+ * so the job carries none; see the README for what Nomad does and does not enforce per driver.
+ *
+ * Environment: the task gets only what the launcher needs (AGENTFLEET_AGENT_LISTEN, _TOKEN,
+ * _SESSION_ID, which it does not pass on) and the operator's `env`. The sandbox's own variables
+ * (the spec's env, the proxy) are NOT task variables: the agent command hands them to bubblewrap
+ * (`--setenv` through a pipe) or to the launcher (`--env`), and the launcher starts the sandbox
+ * with exactly those, never with the task's environment (raw_exec may pass the client's on).
+ * Tested: nomad/test/client.test.ts ("sandbox job template"), core/test/sandbox.nomad.test.ts.
  */
 import { INSTANCE_SIZES, type InstanceSize } from '@agentfleet/schemas';
 import type { Job, Task } from './types.js';
@@ -60,7 +72,7 @@ export interface JobTemplateOptions {
   sizes?: Record<string, SandboxResources>;
   /** Sent to the agent as AGENTFLEET_AGENT_TOKEN; the client must present it. */
   agentToken?: string;
-  /** Extra environment for the agent (the spec's env wins for the sandbox's own variables). */
+  /** Extra task environment for the launcher (not passed into the sandbox). */
   env?: Record<string, string>;
   /** Time between the kill signal and SIGKILL; default 10 s. */
   killTimeoutMs?: number;
@@ -99,15 +111,10 @@ export function jobTemplate(spec: SandboxJobSpec, opts: JobTemplateOptions): Job
   };
   const env: Record<string, string> = {
     ...opts.env,
-    ...spec.env,
     AGENTFLEET_AGENT_LISTEN: `\${NOMAD_IP_${AGENT_PORT_LABEL}}:\${NOMAD_PORT_${AGENT_PORT_LABEL}}`,
     AGENTFLEET_SESSION_ID: spec.sessionId,
   };
   if (opts.agentToken) env.AGENTFLEET_AGENT_TOKEN = opts.agentToken;
-  if (spec.proxyUrl) {
-    for (const k of ['HTTP_PROXY', 'HTTPS_PROXY', 'http_proxy', 'https_proxy']) env[k] = spec.proxyUrl;
-    env.NO_PROXY = env.no_proxy = 'localhost,127.0.0.1';
-  }
   const [command, ...args] = opts.agentCommand;
   const task: Task = {
     Name: SANDBOX_TASK,
@@ -117,6 +124,7 @@ export function jobTemplate(spec: SandboxJobSpec, opts: JobTemplateOptions): Job
     Resources: {
       ...(cpuMode === 'cores' ? { Cores: res.cpus } : { CPU: Math.round(res.cpus * (opts.cpuMhzPerCore ?? 2000)) }),
       MemoryMB: res.memoryMb,
+      MemoryMaxMB: res.memoryMb,
     },
     KillSignal: 'SIGTERM',
     KillTimeout: (opts.killTimeoutMs ?? 10_000) * NS,

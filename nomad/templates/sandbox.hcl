@@ -12,6 +12,11 @@
 # CPU is in MHz in Nomad: a node offers cores x per-core clock (attribute cpu.frequency), so one
 # vCPU = one core's clock: cpu = vcpus x cpu_mhz_per_core (default 2000). MHz are a weighted share,
 # not a cap; to pin whole cores use `cores = var.vcpus` instead of `cpu`.
+# Memory: `memory` (reservation) and `memory_max` (ceiling) are both the size's memory. Disk: the
+# ephemeral disk is the size's disk. Processes: raw_exec and exec have no pids option.
+# Environment: only what the launcher needs (it does not pass these on); the sandbox's own
+# variables (its env, the proxy) travel in the agent command, and the launcher starts the sandbox
+# with exactly those, never with the task's environment.
 
 variable "session_id" { type = string }
 variable "tenant_id" { type = string }
@@ -47,10 +52,6 @@ variable "agent_command" {
   type = list(string)
 }
 variable "agent_token" {
-  type    = string
-  default = ""
-}
-variable "proxy_url" {
   type    = string
   default = ""
 }
@@ -107,14 +108,12 @@ job "sandbox" {
         AGENTFLEET_AGENT_LISTEN = "${NOMAD_IP_agent}:${NOMAD_PORT_agent}"
         AGENTFLEET_AGENT_TOKEN  = var.agent_token
         AGENTFLEET_SESSION_ID   = var.session_id
-        HTTP_PROXY              = var.proxy_url
-        HTTPS_PROXY             = var.proxy_url
-        NO_PROXY                = "localhost,127.0.0.1"
       }
 
       resources {
         cpu    = var.vcpus * var.cpu_mhz_per_core
-        memory = var.memory_mb
+        memory     = var.memory_mb
+        memory_max = var.memory_mb
       }
 
       kill_signal  = "SIGTERM"

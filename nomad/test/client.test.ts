@@ -332,19 +332,21 @@ describe('sandbox job template', () => {
     const task = tg.Tasks[0];
     expect(task.Driver).toBe('raw_exec');
     expect(task.Config).toEqual({ command: '/usr/bin/node', args: ['agent.js', '--listen', '${NOMAD_PORT_agent}'] });
-    expect(task.Resources).toEqual({ CPU: 2000, MemoryMB: 4096 });
-    expect(task.Env).toMatchObject({ FOO: 'bar', AGENTFLEET_AGENT_LISTEN: '${NOMAD_IP_agent}:${NOMAD_PORT_agent}', AGENTFLEET_AGENT_TOKEN: 'tok', HTTPS_PROXY: 'http://proxy:3128' });
+    expect(task.Resources).toEqual({ CPU: 2000, MemoryMB: 4096, MemoryMaxMB: 4096 });
+    // only the launcher's variables: the sandbox's env and proxy travel in the agent command
+    expect(task.Env).toEqual({ AGENTFLEET_AGENT_LISTEN: '${NOMAD_IP_agent}:${NOMAD_PORT_agent}', AGENTFLEET_AGENT_TOKEN: 'tok', AGENTFLEET_SESSION_ID: 'sesn_abc' });
   });
 
   it('maps instance sizes to MHz (vCPUs × MHz per core) or whole cores, and memory', () => {
     for (const [size, r] of Object.entries(SANDBOX_SIZES)) {
       const mhz = jobTemplate({ ...spec, size }, { agentCommand: ['a'], cpuMhzPerCore: 2500 }).TaskGroups[0].Tasks[0].Resources;
-      expect(mhz).toEqual({ CPU: r.cpus * 2500, MemoryMB: r.memoryMb });
+      expect(mhz).toEqual({ CPU: r.cpus * 2500, MemoryMB: r.memoryMb, MemoryMaxMB: r.memoryMb });
       const cores = jobTemplate({ ...spec, size }, { agentCommand: ['a'], cpuMode: 'cores' }).TaskGroups[0].Tasks[0].Resources;
-      expect(cores).toEqual({ Cores: r.cpus, MemoryMB: r.memoryMb });
+      expect(cores).toEqual({ Cores: r.cpus, MemoryMB: r.memoryMb, MemoryMaxMB: r.memoryMb });
+      expect(jobTemplate({ ...spec, size }, { agentCommand: ['a'] }).TaskGroups[0].EphemeralDisk!.SizeMB).toBe(r.diskMb);
     }
-    expect(SANDBOX_SIZES.medium).toEqual({ cpus: 2, memoryMb: 8192, diskMb: 4096 });
-    expect(SANDBOX_SIZES.large).toEqual({ cpus: 4, memoryMb: 16384, diskMb: 4096 });
+    expect(SANDBOX_SIZES.medium).toMatchObject({ cpus: 2, memoryMb: 8192, diskMb: 4096 });
+    expect(SANDBOX_SIZES.large).toMatchObject({ cpus: 4, memoryMb: 16384, diskMb: 4096 });
     expect(() => jobTemplate({ ...spec, size: 'huge' }, { agentCommand: ['a'] })).toThrow(/unknown instance size/);
   });
 
@@ -359,7 +361,9 @@ describe('sandbox job template', () => {
     expect(hcl).toContain(`port "${AGENT_PORT_LABEL}"`);
     expect(hcl).toMatch(new RegExp(`default\\s+=\\s+"${task.Driver}"`));
     for (const k of Object.keys(job.Meta!)) expect(hcl).toMatch(new RegExp(`${k}\\s+=`));
-    for (const k of ['AGENTFLEET_AGENT_LISTEN', 'AGENTFLEET_AGENT_TOKEN', 'AGENTFLEET_SESSION_ID', 'HTTPS_PROXY']) expect(hcl).toContain(k);
+    for (const k of Object.keys(task.Env!)) expect(hcl).toContain(k);
+    expect(hcl).not.toMatch(/HTTPS?_PROXY\s+=/);
+    expect(hcl).toMatch(/memory_max = var\.memory_mb/);
     expect(hcl).toContain('"${NOMAD_IP_agent}:${NOMAD_PORT_agent}"');
     expect(hcl).toMatch(/restart \{\s+attempts = 0\s+mode\s+= "fail"/);
     expect(hcl).toMatch(/reschedule \{\s+attempts\s+= 0\s+unlimited = false/);

@@ -4,12 +4,15 @@
  * stdin/stdout) as a child and relaying lines between it and the TCP connections.
  *
  *   node nomadAgent.mjs [--mkdir DIR]... [--file PATH=BASE64]... [--proxy-forward SOCKET=HOST:PORT]
- *                       [--bwrap-args N] -- <agent command: node agent.mjs …, or bwrap … node agent.mjs …>
+ *                       [--env NAME=VALUE]... [--bwrap-args N] -- <agent command: node agent.mjs …, or bwrap … node agent.mjs …>
  *
  * Environment: AGENTFLEET_AGENT_LISTEN=host:port (the job passes ${NOMAD_IP_agent}:${NOMAD_PORT_agent});
  * AGENTFLEET_AGENT_TOKEN: when set, a connection's first line must be
- * `{"jsonrpc":"2.0","method":"auth","params":{"token":"…"}}` (anything else closes it). Neither
- * variable is passed on to the agent.
+ * `{"jsonrpc":"2.0","method":"auth","params":{"token":"…"}}` (anything else closes it).
+ * The agent command starts with exactly the `--env` variables (none with bwrap, which sets the
+ * sandbox's own with --setenv): NOTHING of this process's environment (the task's, which under
+ * raw_exec may include the Nomad client's) reaches the sandbox. Tested in
+ * core/test/sandbox.nomad.test.ts ("no host environment in the sandbox").
  *
  * - Several connections may be open at once (e.g. a worker restarted and reconnected): request
  *   ids are rewritten per connection, so each gets only its own answers; notifications (the
@@ -27,7 +30,7 @@
  */
 import { spawn } from 'node:child_process';
 import { timingSafeEqual } from 'node:crypto';
-import { mkdirSync, realpathSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, realpathSync, rmSync, writeFileSync } from 'node:fs';
 import * as net from 'node:net';
 import { constants as osConstants } from 'node:os';
 import { dirname } from 'node:path';
@@ -39,13 +42,15 @@ export interface LauncherArgs {
   mkdirs: string[];
   files: Array<{ path: string; content: Buffer }>;
   proxyForward: { socket: string; host: string; port: number } | null;
+  /** The agent command's whole environment. */
+  env: Record<string, string>;
   /** With bwrap: how many arguments after the program go through a pipe (`--args 3`). */
   pipedArgs: number;
   command: string[];
 }
 
 export function parseLauncherArgs(argv: string[]): LauncherArgs {
-  const out: LauncherArgs = { mkdirs: [], files: [], proxyForward: null, pipedArgs: 0, command: [] };
+  const out: LauncherArgs = { mkdirs: [], files: [], proxyForward: null, env: {}, pipedArgs: 0, command: [] };
   for (let i = 0; i < argv.length; i++) {
     const a = argv[i];
     if (a === '--') {
@@ -56,6 +61,11 @@ export function parseLauncherArgs(argv: string[]): LauncherArgs {
     if (v === undefined) throw new Error(`${a} needs a value`);
     if (a === '--mkdir') out.mkdirs.push(v);
     else if (a === '--bwrap-args') out.pipedArgs = Number(v);
+    else if (a === '--env') {
+      const eq = v.indexOf('=');
+      if (eq <= 0) throw new Error('--env needs NAME=VALUE');
+      out.env[v.slice(0, eq)] = v.slice(eq + 1);
+    }
     else if (a === '--file') {
       const eq = v.indexOf('='); // base64 may end with '='
       out.files.push({ path: v.slice(0, eq), content: Buffer.from(v.slice(eq + 1), 'base64') });
@@ -147,10 +157,10 @@ export async function runLauncher(argv: string[], env: NodeJS.ProcessEnv = proce
     await new Promise<void>((resolve, reject) => fwd.once('error', reject).listen(socket, () => resolve()));
   }
 
-  const childEnv = { ...env };
-  delete childEnv.AGENTFLEET_AGENT_TOKEN;
-  delete childEnv.AGENTFLEET_AGENT_LISTEN;
-  const [program, ...rest] = args.command;
+  // exactly the given variables: never the task's environment (bwrap's shows as PID 1's inside)
+  const childEnv = { ...args.env };
+  const [named, ...rest] = args.command;
+  const program = resolveProgram(named, env.PATH);
   const piped = rest.slice(0, args.pipedArgs);
   // bwrap reads its options from fd 3: the sandbox's process list shows only the command
   const agent = piped.length
@@ -244,6 +254,15 @@ export async function runLauncher(argv: string[], env: NodeJS.ProcessEnv = proce
     const n = signal ? (osConstants.signals as Record<string, number>)[signal] ?? 0 : 0;
     process.exit(signal ? 128 + n : (code ?? 1));
   });
+}
+
+/** `name` on the launcher's PATH (the agent command gets no PATH of the task's). */
+function resolveProgram(name: string, path: string | undefined): string {
+  if (name.includes('/')) return name;
+  for (const dir of (path || '/usr/local/bin:/usr/bin:/bin').split(':')) {
+    if (dir && existsSync(`${dir}/${name}`)) return `${dir}/${name}`;
+  }
+  return name;
 }
 
 function isEntryPoint(): boolean {

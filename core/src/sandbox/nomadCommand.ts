@@ -56,7 +56,11 @@ function insideProxyUrl(proxyUrl: string): { url: string; target: string } {
 
 export function nomadAgentCommand(spec: SandboxSpec, o: NomadAgentCommandOptions): string[] {
   const bwrap = o.bwrap === undefined ? 'bwrap' : o.bwrap;
-  if (bwrap === false) return [o.node, o.launcher, '--', o.node, o.agent];
+  if (bwrap === false) {
+    // unwrapped: the launcher gives the agent exactly the sandbox's environment
+    const env = sandboxEnv(spec.env, spec.proxyUrl);
+    return [o.node, o.launcher, ...Object.entries(env).flatMap(([k, v]) => ['--env', `${k}=${v}`]), '--', o.node, o.agent];
+  }
   const root = `${TASK_DIR}/sandbox`;
   const dirs = { workspace: `${root}/workspace`, tmp: `${root}/tmp`, home: `${root}/home`, outputs: `${root}/outputs` };
   const systemDir = `${root}/system`;
