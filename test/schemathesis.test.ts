@@ -101,8 +101,6 @@ describe.skipIf(!available)(`schemathesis against the OpenAPI document${availabl
     let withIds = 0;
     for (const [path, ops] of Object.entries<any>(doc.paths)) {
       for (const [method, op] of Object.entries<any>(ops)) {
-        // The live event stream never ends on its own: it keeps random (unknown) ids.
-        if (op.operationId === 'streamEvents') continue;
         const values: Record<string, string | number> = {};
         for (const p of op.parameters ?? []) {
           if (p.in !== 'path') continue;
@@ -114,6 +112,8 @@ describe.skipIf(!available)(`schemathesis against the OpenAPI document${availabl
         if (!Object.keys(values).length) continue;
         withIds++;
         toml.push('[[operations]]', `include-operation-id = "${op.operationId}"`, `parameters = { ${Object.entries(values).map(([k, v]) => `"${k}" = ${JSON.stringify(v)}`).join(', ')} }`);
+        // The live event stream never ends on its own: read a few frames, or stop waiting after 3 s.
+        if (op.operationId === 'streamEvents') toml.push('request-timeout = 3', 'max-stream-events = 3');
       }
     }
     expect(withIds).toBeGreaterThan(30);
