@@ -56,9 +56,13 @@ describe('local sandbox driver', () => {
     await h.api.writeFile('/workspace/w.txt', 'w');
     await h.api.writeFile('/home/user/h.txt', 'h');
     await h.api.writeFile('/mnt/session/outputs/o.txt', 'o');
-    expect(existsSync(join(h.hostDir, 'workspace', 'w.txt'))).toBe(true);
-    expect(existsSync(join(h.hostDir, 'home', 'h.txt'))).toBe(true);
-    expect(existsSync(join(h.hostDir, 'outputs', 'o.txt'))).toBe(true);
+    // with the disk limit, the sandbox's filesystem is detached from the host once it runs:
+    // its files are only inside; without it, they are in the host directory
+    const onHost = !h.confinement?.diskEnforced;
+    expect(existsSync(join(h.hostDir, 'workspace', 'w.txt'))).toBe(onHost);
+    expect(existsSync(join(h.hostDir, 'home', 'h.txt'))).toBe(onHost);
+    expect(existsSync(join(h.hostDir, 'outputs', 'o.txt'))).toBe(onHost);
+    expect((await h.api.exec({ command: 'cat /workspace/w.txt /home/user/h.txt /mnt/session/outputs/o.txt' })).stdout).toBe('who');
     const env = (await h.api.exec({ command: 'echo $HOME; id -un; cat /proc/sys/kernel/hostname' })).stdout;
     expect(env).toBe('/home/user\nuser\nsandbox\n');
     await h.stop();

@@ -6,6 +6,7 @@
  * allocation watch with blocking queries, the agent port from the allocation, the token, exit
  * codes from TaskStates, stop and purge. Needs `bwrap`, like the local driver's tests.
  */
+import { readFileSync } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { createServer as createHttpServer } from 'node:http';
 import * as net from 'node:net';
@@ -108,6 +109,39 @@ describe('nomad sandbox driver', () => {
       for (const [k, v] of Object.entries(saved)) { if (v === undefined) delete process.env[k]; else process.env[k] = v; }
     }
   });
+
+  it('limits on the client: the launcher confines the sandbox (process cap, memory, disk) and leaves nothing behind', async () => {
+    const caps = { processes: 64, memoryMb: 128, diskMb: 64 };
+    const d = track(newDriver({ agentCommand: (spec) => nomadAgentCommand(spec, { node: process.execPath, launcher: scripts.launcher, agent: scripts.agent, limits: { caps } }) }));
+    const h = await d.start(testSpec());
+    const other = await d.start(testSpec());
+    cleanups.push(() => h.destroy(), () => other.destroy());
+    const args = fake.jobs().find((j) => j.ID === h.jobId)!.TaskGroups[0].Tasks[0].Config.args as string[];
+    expect(args[args.indexOf('--limits') + 1]).toBe('processes=64,memoryMb=128,cpus=1,diskMb=64');
+    // disk: one filesystem of the capped size for workspace, tmp, home and outputs
+    const df = await h.api.exec({ command: 'df -k /workspace /tmp /home/user /mnt/session/outputs | tail -n +2' });
+    const rows = df.stdout.trim().split('\n').map((l) => l.split(/\s+/));
+    expect(new Set(rows.map((r) => r[0])).size).toBe(1);
+    expect(Number(rows[0][1])).toBeLessThanOrEqual(64 * 1024);
+    const fill = await h.api.exec({ command: 'head -c 100m /dev/zero > /workspace/fill; echo "status=$?"' });
+    expect(fill.stdout).toBe('status=1\n');
+    expect(fill.stderr).toMatch(/No space left on device/);
+    await h.api.exec({ command: 'rm -f /workspace/fill' });
+    // memory: the hog is OOM-killed inside
+    const hog = await h.api.exec({ command: 'bash -c \'x=$(head -c 400m /dev/zero | tr "\\0" a); echo ${#x}\'; echo "status=$?"', timeoutMs: 60_000 });
+    expect(hog.stdout).toMatch(/status=(137|1\d\d)/);
+    // processes: a fork bomb stays inside; the other sandbox works meanwhile; the watchdog frees the slots
+    const bomb = h.api.exec({ command: "timeout -s KILL 5 bash -c ':(){ :|:& };:'", timeoutMs: 30_000 });
+    expect((await other.api.exec({ command: 'echo alive' })).stdout).toBe('alive\n');
+    await bomb;
+    await expect.poll(async () => (await h.api.exec({ command: 'echo ok' }).catch(() => null))?.stdout, { timeout: 15_000, interval: 500 }).toBe('ok\n');
+    // the disk is already detached on the client: killing the launcher leaves no mount behind
+    const alloc = fake.allocations().find((a) => a.ID === h.allocId)!;
+    const mounts = () => readFileSync('/proc/self/mountinfo', 'utf8').split('\n').filter((l) => l.includes(alloc.ID));
+    expect(mounts()).toEqual([]);
+    await h.destroy();
+    expect(mounts()).toEqual([]);
+  }, 90_000);
 
   it('outbound traffic goes through the platform proxy (spec.proxyUrl), via the launcher\'s unix socket', async () => {
     const seen: string[] = [];

@@ -5,7 +5,8 @@
  * Per sandbox a fresh host directory `<rootDir>/<sessionId>/{workspace,tmp,home,outputs}`,
  * bound to /workspace, /tmp, /home/user and /mnt/session/outputs (removed when the sandbox
  * exits: like a container's filesystem, it does not outlive the sandbox; the manager's snapshots
- * do). Read-only: /usr (and the /bin, /lib… links or dirs), an allowlist of /etc (no shadow,
+ * do). With the disk limit, that directory is the sandbox's own filesystem, detached from the
+ * host once the sandbox runs: its files are then visible only inside the sandbox. Read-only: /usr (and the /bin, /lib… links or dirs), an allowlist of /etc (no shadow,
  * ssh keys, sudoers, machine-id, environment…), generated passwd/group/hosts, the node binary
  * (/opt/agentfleet/bin/node) and the agent script (/opt/agentfleet/agent.mjs). Nothing else of
  * the host: not the repo, not the data dir, not the other sandboxes' directories (localLayout.ts).
@@ -338,6 +339,13 @@ export function createLocalDriver(opts: LocalDriverOptions): LocalDriver {
       throw new Error(`sandbox for session ${spec.sessionId} ${why}: ${stderrTail.trim().slice(-1500) || 'no output'}${hint}`);
     }
     if (child.pid) confinement?.watch(child.pid);
+    // The sandbox holds binds of its disk now: detach it from the host, so that nothing of it
+    // stays mounted if this process is killed (the kernel frees it when the sandbox is gone).
+    try {
+      await confinement?.detachDisk();
+    } catch (err) {
+      log?.warn('detaching the sandbox disk failed', { sandboxId: id, error: (err as Error).message });
+    }
     log?.debug('sandbox started', { sandboxId: id, sessionId: spec.sessionId, pid: child.pid });
     return handle;
   }

@@ -4,7 +4,8 @@
  * stdin/stdout) as a child and relaying lines between it and the TCP connections.
  *
  *   node nomadAgent.mjs [--mkdir DIR]... [--file PATH=BASE64]... [--proxy-forward SOCKET=HOST:PORT]
- *                       [--env NAME=VALUE]... [--bwrap-args N] -- <agent command: node agent.mjs …, or bwrap … node agent.mjs …>
+ *                       [--env NAME=VALUE]... [--limits processes=N,memoryMb=N,cpus=N,diskMb=N [--sandbox-root DIR]]
+ *                       [--bwrap-args N] -- <agent command: node agent.mjs …, or bwrap … node agent.mjs …>
  *
  * Environment: AGENTFLEET_AGENT_LISTEN=host:port (the job passes ${NOMAD_IP_agent}:${NOMAD_PORT_agent});
  * AGENTFLEET_AGENT_TOKEN: when set, a connection's first line must be
@@ -26,7 +27,14 @@
  *   bwrap); `--proxy-forward` serves a unix socket forwarding each connection to HOST:PORT (the
  *   platform's outbound proxy), for a network-less sandbox to bind (agent --proxy-socket).
  *
- * No dependencies but `node:` builtins, so the compiled file can be shipped alone.
+ * - `--limits`: the same per-sandbox limits as the local driver (limits/confinement.ts), on the
+ *   Nomad client, when the launcher may (root: raw_exec runs as the client's user): cgroups for
+ *   processes, memory and CPU joined before the agent command runs, and a size-capped filesystem
+ *   mounted at `--sandbox-root` (before the --mkdir/--file steps, which then land inside it). What
+ *   the client cannot enforce is written to stderr (the task's log) by name; the task still runs.
+ *   Tested on the Nomad fake (core/test/sandbox.nomad.test.ts: "limits on the client").
+ *
+ * Dependencies: `node:` builtins and ./limits/ (builtins only): ship dist/sandbox/ whole.
  */
 import { spawn } from 'node:child_process';
 import { timingSafeEqual } from 'node:crypto';
@@ -35,6 +43,12 @@ import * as net from 'node:net';
 import { constants as osConstants } from 'node:os';
 import { dirname } from 'node:path';
 import { pathToFileURL } from 'node:url';
+import type { InstanceResources } from '@agentfleet/schemas';
+import type { Logger } from '../log.js';
+import { detectCgroups, removeStaleCgroups } from './limits/cgroups.js';
+import { CGROUP_PREFIX, SandboxConfinement } from './limits/confinement.js';
+import { diskQuotaTools, isMountPoint, unmountDiskQuota } from './limits/diskQuota.js';
+import type { SandboxLimitName } from './limits/index.js';
 
 const MAX_LINE = 512 * 1024 * 1024;
 
@@ -42,6 +56,9 @@ export interface LauncherArgs {
   mkdirs: string[];
   files: Array<{ path: string; content: Buffer }>;
   proxyForward: { socket: string; host: string; port: number } | null;
+  limits: InstanceResources | null;
+  /** Where the sandbox's disk is mounted (the directory holding its workspace, tmp, home, outputs). */
+  sandboxRoot: string | null;
   /** The agent command's whole environment. */
   env: Record<string, string>;
   /** With bwrap: how many arguments after the program go through a pipe (`--args 3`). */
@@ -50,7 +67,7 @@ export interface LauncherArgs {
 }
 
 export function parseLauncherArgs(argv: string[]): LauncherArgs {
-  const out: LauncherArgs = { mkdirs: [], files: [], proxyForward: null, env: {}, pipedArgs: 0, command: [] };
+  const out: LauncherArgs = { mkdirs: [], files: [], proxyForward: null, limits: null, sandboxRoot: null, env: {}, pipedArgs: 0, command: [] };
   for (let i = 0; i < argv.length; i++) {
     const a = argv[i];
     if (a === '--') {
@@ -61,7 +78,17 @@ export function parseLauncherArgs(argv: string[]): LauncherArgs {
     if (v === undefined) throw new Error(`${a} needs a value`);
     if (a === '--mkdir') out.mkdirs.push(v);
     else if (a === '--bwrap-args') out.pipedArgs = Number(v);
-    else if (a === '--env') {
+    else if (a === '--sandbox-root') out.sandboxRoot = v;
+    else if (a === '--limits') {
+      const l: Record<string, number> = {};
+      for (const part of v.split(',')) {
+        const [k, n] = part.split('=');
+        if (!['processes', 'memoryMb', 'cpus', 'diskMb'].includes(k) || !(Number(n) > 0)) throw new Error(`--limits: bad entry '${part}'`);
+        l[k] = Number(n);
+      }
+      if (Object.keys(l).length !== 4) throw new Error('--limits needs processes, memoryMb, cpus and diskMb');
+      out.limits = l as unknown as InstanceResources;
+    } else if (a === '--env') {
       const eq = v.indexOf('=');
       if (eq <= 0) throw new Error('--env needs NAME=VALUE');
       out.env[v.slice(0, eq)] = v.slice(eq + 1);
@@ -137,6 +164,7 @@ export async function runLauncher(argv: string[], env: NodeJS.ProcessEnv = proce
   const listen = env.AGENTFLEET_AGENT_LISTEN;
   if (!listen || !/^.+:\d+$/.test(listen)) throw new Error(`AGENTFLEET_AGENT_LISTEN must be host:port (got ${JSON.stringify(listen)})`);
   const token = env.AGENTFLEET_AGENT_TOKEN || null;
+  const confinement = args.limits ? await confine(args.limits, args.sandboxRoot) : null;
   for (const d of args.mkdirs) mkdirSync(d, { recursive: true });
   for (const f of args.files) {
     mkdirSync(dirname(f.path), { recursive: true });
@@ -163,9 +191,10 @@ export async function runLauncher(argv: string[], env: NodeJS.ProcessEnv = proce
   const program = resolveProgram(named, env.PATH);
   const piped = rest.slice(0, args.pipedArgs);
   // bwrap reads its options from fd 3: the sandbox's process list shows only the command
-  const agent = piped.length
-    ? spawn(program, ['--args', '3', '--', ...rest.slice(piped.length)], { env: childEnv, stdio: ['pipe', 'pipe', 'inherit', 'pipe'] })
-    : spawn(program, rest, { env: childEnv, stdio: ['pipe', 'pipe', 'inherit'] });
+  const command = piped.length ? [program, '--args', '3', '--', ...rest.slice(piped.length)] : [program, ...rest];
+  // with limits: through the wrapper joining the sandbox's cgroups (it sets exactly childEnv)
+  const [exe, ...exeArgs] = confinement ? confinement.command(command, childEnv) : command;
+  const agent = spawn(exe, exeArgs, { env: confinement ? {} : childEnv, cwd: '/', stdio: piped.length ? ['pipe', 'pipe', 'inherit', 'pipe'] : ['pipe', 'pipe', 'inherit'] });
   if (piped.length) {
     const argPipe = agent.stdio[3] as NodeJS.WritableStream;
     argPipe.on('error', () => {});
@@ -178,13 +207,29 @@ export async function runLauncher(argv: string[], env: NodeJS.ProcessEnv = proce
   const inflight = new Map<number, { conn: Conn; id: unknown }>();
   let nextId = 1;
   let readyLine: string | null = null;
+  let readySeen = false;
   const send = (conn: Conn, line: string) => { if (!conn.socket.destroyed) conn.socket.write(`${line}\n`); };
 
   agent.stdout!.on('data', splitter((line) => {
     const parsed = withId(line);
     if (!parsed) {
       // a notification: `ready` is kept for connections that come later
-      if (/"method":"ready"/.test(line)) readyLine = line;
+      if (/"method":"ready"/.test(line)) {
+        if (readySeen) return;
+        readySeen = true;
+        const announce = () => {
+          readyLine = line;
+          for (const c of conns) if (c.authed) send(c, line);
+        };
+        if (!confinement || !agent.pid) return announce();
+        confinement.watch(agent.pid);
+        // The sandbox holds its disk now: detach it on the client before announcing the sandbox,
+        // so that nothing of it stays behind even if this process is killed right after.
+        void confinement.detachDisk()
+          .catch((err) => process.stderr.write(`nomad-agent: detaching the sandbox disk failed: ${(err as Error).message}\n`))
+          .then(announce);
+        return;
+      }
       for (const c of conns) if (c.authed) send(c, line);
       return;
     }
@@ -252,7 +297,34 @@ export async function runLauncher(argv: string[], env: NodeJS.ProcessEnv = proce
     for (const c of conns) c.socket.destroy();
     server.close();
     const n = signal ? (osConstants.signals as Record<string, number>)[signal] ?? 0 : 0;
-    process.exit(signal ? 128 + n : (code ?? 1));
+    const status = signal ? 128 + n : (code ?? 1);
+    const release = confinement ? confinement.release().catch((err) => process.stderr.write(`nomad-agent: releasing the sandbox limits failed: ${(err as Error).message}\n`)) : Promise.resolve();
+    void release.then(() => process.exit(status));
+  });
+}
+
+/** Sets up what this client can enforce of `limits`; reports the rest on stderr by name. */
+async function confine(limits: InstanceResources, root: string | null): Promise<SandboxConfinement> {
+  const cgroups = detectCgroups();
+  removeStaleCgroups(cgroups, CGROUP_PREFIX);
+  const tools = diskQuotaTools();
+  const enforce = new Set<SandboxLimitName>();
+  const missing: string[] = [];
+  for (const [limit, controller] of [['processes', 'pids'], ['memory', 'memory'], ['cpu', 'cpu']] as const) {
+    if (cgroups.parents[controller]) enforce.add(limit);
+    else missing.push(`${limit}: ${cgroups.problems[controller] ?? 'no cgroup'}`);
+  }
+  if (!root) missing.push('disk: no --sandbox-root');
+  else if ('problem' in tools) missing.push(`disk: ${tools.problem}`);
+  else enforce.add('disk');
+  if (missing.length) process.stderr.write(`nomad-agent: sandbox limits NOT enforced on this client: ${missing.join('; ')}\n`);
+  if (root) {
+    mkdirSync(root, { recursive: true });
+    if ('tools' in tools && isMountPoint(root)) await unmountDiskQuota(tools.tools, `${root}.img`, root);
+  }
+  const log = { warn: (msg: string, fields?: object) => process.stderr.write(`nomad-agent: ${msg} ${JSON.stringify(fields ?? {})}\n`) } as unknown as Logger;
+  return SandboxConfinement.create({
+    name: `nomad-${process.pid}`, hostDir: root ?? '', image: `${root}.img`, resources: limits, enforce, cgroups, disk: 'tools' in tools ? tools.tools : null, log,
   });
 }
 

@@ -15,6 +15,7 @@ import * as fsp from 'node:fs/promises';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { SandboxSpec } from '../ports/sandbox.js';
+import { sandboxResources, type SandboxLimitCaps } from './limits/index.js';
 import { extraBindArgs, HOST_CODE_ROOT, NAMESPACE_ARGS, SANDBOX_PATHS, SANDBOX_PROXY_LISTEN, SANDBOX_UID, systemBindArgs, sandboxEnv } from './local.js';
 
 export interface NomadAgentCommandOptions {
@@ -30,6 +31,11 @@ export interface NomadAgentCommandOptions {
   readOnlyBinds?: string[];
   /** Client paths inside bound trees to cover (besides this code's own tree). */
   hidePaths?: string[];
+  /**
+   * Per-sandbox limits the launcher enforces on the client (cgroups, a size-capped disk; see
+   * nomadAgent.ts), from the spec's instance size lowered by `caps`. Default on; false: none.
+   */
+  limits?: false | { caps?: SandboxLimitCaps };
 }
 
 const TASK_DIR = '${NOMAD_TASK_DIR}';
@@ -56,10 +62,12 @@ function insideProxyUrl(proxyUrl: string): { url: string; target: string } {
 
 export function nomadAgentCommand(spec: SandboxSpec, o: NomadAgentCommandOptions): string[] {
   const bwrap = o.bwrap === undefined ? 'bwrap' : o.bwrap;
+  const limits = o.limits === false ? null : sandboxResources(spec.size, o.limits?.caps);
+  const limitArgs = limits ? ['--limits', `processes=${limits.processes},memoryMb=${limits.memoryMb},cpus=${limits.cpus},diskMb=${limits.diskMb}`] : [];
   if (bwrap === false) {
-    // unwrapped: the launcher gives the agent exactly the sandbox's environment
+    // unwrapped: the launcher gives the agent exactly the sandbox's environment (no disk quota: no sandbox root)
     const env = sandboxEnv(spec.env, spec.proxyUrl);
-    return [o.node, o.launcher, ...Object.entries(env).flatMap(([k, v]) => ['--env', `${k}=${v}`]), '--', o.node, o.agent];
+    return [o.node, o.launcher, ...limitArgs, ...Object.entries(env).flatMap(([k, v]) => ['--env', `${k}=${v}`]), '--', o.node, o.agent];
   }
   const root = `${TASK_DIR}/sandbox`;
   const dirs = { workspace: `${root}/workspace`, tmp: `${root}/tmp`, home: `${root}/home`, outputs: `${root}/outputs` };
@@ -67,6 +75,7 @@ export function nomadAgentCommand(spec: SandboxSpec, o: NomadAgentCommandOptions
   const proxySocket = `${root}/proxy.sock`;
   const proxy = spec.proxyUrl ? insideProxyUrl(spec.proxyUrl) : null;
   const launcherArgs: string[] = [];
+  if (limits) launcherArgs.push(...limitArgs, '--sandbox-root', root);
   for (const d of Object.values(dirs)) launcherArgs.push('--mkdir', d);
   for (const [name, content] of Object.entries(systemFiles())) launcherArgs.push('--file', `${systemDir}/${name}=${Buffer.from(content).toString('base64')}`);
   if (proxy) launcherArgs.push('--proxy-forward', `${proxySocket}=${proxy.target}`);
@@ -98,7 +107,9 @@ export function nomadAgentCommand(spec: SandboxSpec, o: NomadAgentCommandOptions
 
 /**
  * A compiled script of this directory (`agent` or `nomadAgent`): beside this module when running
- * from dist, else the .ts source transpiled once into `cacheDir` (running from source: tsx, vitest).
+ * from dist (with its relative imports: the launcher uses ./limits/), else the .ts source and its
+ * relative imports transpiled once into `cacheDir/<name>-<hash>/` as .mjs (running from source:
+ * tsx, vitest).
  */
 export async function resolveSandboxScript(name: 'agent' | 'nomadAgent', cacheDir: string): Promise<string> {
   const here = fileURLToPath(import.meta.url);
@@ -106,15 +117,39 @@ export async function resolveSandboxScript(name: 'agent' | 'nomadAgent', cacheDi
     const compiled = join(dirname(here), `${name}.js`);
     if (existsSync(compiled)) return compiled;
   }
-  const source = here.endsWith('.ts') ? join(dirname(here), `${name}.ts`) : resolve(dirname(here), `../../src/sandbox/${name}.ts`);
-  const text = await fsp.readFile(source, 'utf8');
-  const out = join(cacheDir, `${name}-${createHash('sha256').update(text).digest('hex').slice(0, 16)}.mjs`);
+  const srcDir = here.endsWith('.ts') ? dirname(here) : resolve(dirname(here), '../../src/sandbox');
+  // the module and what it imports relatively (./x.js), read once
+  const sources = new Map<string, string>(); // path relative to srcDir (no extension) → source
+  const IMPORT = /\bfrom\s+'(\.{1,2}\/[^']+)\.js'/g;
+  const visit = async (rel: string) => {
+    if (sources.has(rel)) return;
+    const text = await fsp.readFile(join(srcDir, `${rel}.ts`), 'utf8');
+    sources.set(rel, text);
+    for (const m of text.matchAll(IMPORT)) {
+      const line = text.slice(text.lastIndexOf('\n', m.index) + 1, m.index);
+      if (/^import\s+type\b|^export\s+type\b/.test(line.trim())) continue; // erased at transpile
+      await visit(join(dirname(rel), m[1]));
+    }
+  };
+  await visit(name);
+  const hash = createHash('sha256');
+  for (const [rel, text] of [...sources].sort(([a], [b]) => a.localeCompare(b))) hash.update(rel).update('\0').update(text).update('\0');
+  const dir = join(cacheDir, `${name}-${hash.digest('hex').slice(0, 16)}`);
+  const out = join(dir, `${name}.mjs`);
   if (existsSync(out)) return out;
   const ts = (await import('typescript')).default; // a dev dependency: only when running from source
-  const js = ts.transpileModule(text, { compilerOptions: { module: ts.ModuleKind.ESNext, target: ts.ScriptTarget.ES2022 }, fileName: `${name}.ts` }).outputText;
-  await fsp.mkdir(cacheDir, { recursive: true });
-  const tmp = `${out}.${process.pid}.${randomBytes(4).toString('hex')}.tmp`;
-  await fsp.writeFile(tmp, js, { mode: 0o644 });
-  await fsp.rename(tmp, out);
+  const tmpDir = `${dir}.${process.pid}.${randomBytes(4).toString('hex')}.tmp`;
+  for (const [rel, text] of sources) {
+    const js = ts.transpileModule(text, { compilerOptions: { module: ts.ModuleKind.ESNext, target: ts.ScriptTarget.ES2022 }, fileName: `${rel}.ts` }).outputText
+      .replace(/(\bfrom\s+['"]\.{1,2}\/[^'"]+)\.js(['"])/g, '$1.mjs$2');
+    await fsp.mkdir(dirname(join(tmpDir, rel)), { recursive: true });
+    await fsp.writeFile(join(tmpDir, `${rel}.mjs`), js, { mode: 0o644 });
+  }
+  try {
+    await fsp.rename(tmpDir, dir);
+  } catch (err) {
+    await fsp.rm(tmpDir, { recursive: true, force: true });
+    if (!existsSync(out)) throw err; // else another process made the same one
+  }
   return out;
 }

@@ -134,7 +134,7 @@ export async function createSandboxRuntime(p: Platform, log: Logger, driverOverr
     const scripts = { launcher: await resolveSandboxScript('nomadAgent', scriptsDir), agent: await resolveSandboxScript('agent', scriptsDir) };
     driver = createNomadDriver({
       client: new NomadClient({ address: n.address, token: n.token ?? undefined, namespace: n.namespace ?? undefined, region: n.region ?? undefined }),
-      agentCommand: (spec) => nomadAgentCommand(spec, { node: process.execPath, launcher: scripts.launcher, agent: scripts.agent }),
+      agentCommand: (spec) => nomadAgentCommand(spec, { node: process.execPath, launcher: scripts.launcher, agent: scripts.agent, limits: cfg.unsafeNoLimits ? false : { caps: cfg.limitCaps } }),
       log: log.child({ component: 'sandbox-nomad' }),
     });
   }

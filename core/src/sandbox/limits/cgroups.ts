@@ -327,12 +327,13 @@ function isAlive(pid: number): boolean {
 }
 
 /**
- * The command that puts itself in the sandbox's cgroups, then becomes `command` (same pid): so
- * bwrap and everything under it start inside. Exit 125 when joining fails (nothing ran).
+ * The command that puts itself in the sandbox's cgroups, then becomes `command` (same pid) with
+ * exactly `env`: so bwrap and everything under it start inside. Exit 125 when joining fails
+ * (nothing ran). (`env` shows in the wrapper's argv until it execs: no secrets in it.)
  */
-export function joinCommand(procsFiles: string[], command: string[]): string[] {
+export function joinCommand(procsFiles: string[], command: string[], env: Record<string, string> = {}): string[] {
   if (procsFiles.length === 0) return command;
-  // `env -i`: the shell exports PWD; the command starts with an empty environment all the same
+  // `env -i`: the shell exports PWD; the command starts with exactly `env` all the same
   const script = 'while [ "$1" != "--" ]; do echo $$ > "$1" || exit 125; shift; done; shift; exec /usr/bin/env -i "$@"';
-  return ['/bin/sh', '-c', script, 'agentfleet-sandbox', ...procsFiles, '--', ...command];
+  return ['/bin/sh', '-c', script, 'agentfleet-sandbox', ...procsFiles, '--', ...Object.entries(env).map(([k, v]) => `${k}=${v}`), ...command];
 }

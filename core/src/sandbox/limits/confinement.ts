@@ -53,7 +53,24 @@ export class SandboxConfinement {
   /** Runaway processes killed by the watchdog so far. */
   runawayKilled = 0;
 
-  private constructor(private readonly o: ConfinementOptions, readonly cgroup: SandboxCgroup | null, readonly diskMounted: boolean) {}
+  private constructor(private readonly o: ConfinementOptions, readonly cgroup: SandboxCgroup | null, private diskMounted: boolean) {
+    this.diskEnforced = diskMounted;
+  }
+
+  /** Whether the sandbox has its own size-capped filesystem. */
+  readonly diskEnforced: boolean;
+
+  /**
+   * Once the sandbox runs (its own mount namespace holds binds of the disk): unmounts the disk on
+   * the host side (lazily while something there still uses it) and deletes the image file. The
+   * filesystem lives on in the sandbox until it exits, then the kernel frees it: nothing is left
+   * behind even if this process is killed (the Nomad launcher uses this).
+   */
+  async detachDisk(): Promise<void> {
+    if (!this.diskMounted) return;
+    this.diskMounted = false;
+    await unmountDiskQuota(this.o.disk!, this.o.image, this.o.hostDir);
+  }
 
   static async create(o: ConfinementOptions): Promise<SandboxConfinement> {
     const diskMounted = !!(o.disk && o.enforce.has('disk'));
@@ -75,9 +92,9 @@ export class SandboxConfinement {
     return new SandboxConfinement(o, cgroup, diskMounted);
   }
 
-  /** `command` wrapped so that it joins the sandbox's cgroups first (same pid). */
-  command(command: string[]): string[] {
-    return joinCommand(this.cgroup?.procsFiles ?? [], command);
+  /** `command` wrapped so that it joins the sandbox's cgroups first (same pid), started with exactly `env`. */
+  command(command: string[], env: Record<string, string> = {}): string[] {
+    return joinCommand(this.cgroup?.procsFiles ?? [], command, env);
   }
 
   /** Starts the process watchdog once the sandbox's agent runs (`bwrapPid`: the host pid of bwrap). */
@@ -118,7 +135,9 @@ export class SandboxConfinement {
         const result = await api.exec(params);
         const after = counters();
         const notes: string[] = [];
-        if (after.forks > before.forks || after.runaway > before.runaway) {
+        const usage = cg.processUsage();
+        const atCap = !!usage && usage.current >= usage.max - 2; // what it started still holds every slot
+        if (after.forks > before.forks || after.runaway > before.runaway || atCap) {
           notes.push(`sandbox: the process limit (${r.processes}) was reached: ${after.forks - before.forks} forks refused${after.runaway > before.runaway ? `, ${after.runaway - before.runaway} runaway processes killed` : ''}`);
         }
         if (after.ooms > before.ooms) notes.push(`sandbox: the memory limit (${r.memoryMb} MB) was reached: ${after.ooms - before.ooms} process(es) killed (out of memory)`);
