@@ -261,6 +261,18 @@ export function storeContract(name: string, open: () => Promise<ContractHandle>)
       expect(await c.count({})).toBe(1);
     });
 
+    it('stores any object key: dots, a leading $, NUL and % round-trip through insert, $set, upsert and reads', async () => {
+      const c = store.collection<Item>({ name: unique('keys') });
+      const odd = { 'a.b': 1, $schema: 'x', 'nul\u0000key': [{ 'deep.er': { $ref: '#', '100%': '%2E' } }], '%24': 'literal', plain: { 'x.y': null } };
+      await c.insertOne({ _id: 'k1', meta: odd });
+      expect((await c.findOne({ _id: 'k1' }))?.meta).toEqual(odd);
+      await c.updateOne({ _id: 'k1' }, { $set: { meta: { ...odd, 'new.key': 2 } } });
+      expect((await c.find({ _id: 'k1' }))[0]?.meta).toEqual({ ...odd, 'new.key': 2 });
+      const after = await c.findOneAndUpdate({ _id: 'k2' }, { $set: { meta: { $x: { 'y.z': 1 } } } }, { upsert: true, returnDocument: 'after' });
+      expect(after?.meta).toEqual({ $x: { 'y.z': 1 } });
+      expect(Object.keys((await c.findOne({ _id: 'k1' }))!.meta as object)).toEqual(['a.b', '$schema', 'nul\u0000key', '%24', 'plain', 'new.key']);
+    });
+
     it('returns copies: mutating inputs or results does not change the store', async () => {
       const c = store.collection<Item>({ name: unique('copies') });
       const input: Item = { _id: 'x', nested: { a: 1 }, tags: ['t'] };

@@ -7,7 +7,12 @@
  *   so both adapters reject the same operators), then passed through unchanged.
  * - Writes use write concern `{ w: 'majority', j: true }`: a resolved write is journaled (on
  *   FerretDB/SQLite: committed with synchronous=FULL, see test/ferretdb/main.go).
- * - Documents are plain JSON; `undefined` fields are dropped (`ignoreUndefined`). Upserts whose
+ * - Documents are plain JSON; `undefined` fields are dropped (`ignoreUndefined`). Object keys
+ *   the server cannot store (a `.` anywhere, a leading `$`, a NUL: tenant-chosen metadata keys,
+ *   JSON Schema `$schema`, tool settings) are stored percent-escaped (`%2E`, `%24`, `%00`, and
+ *   `%` itself as `%25`) and unescaped on read, so documents round-trip exactly as on the
+ *   embedded store (store.contract.ts "stores any object key"). Filters and update paths are
+ *   the platform's own field names and are not escaped. Upserts whose
  *   filter has no `_id` equality get a generated string `_id` through `$setOnInsert`.
  * - Duplicate keys (code 11000, and FerretDB's "UNIQUE constraint failed" on updates) become
  *   DuplicateKeyError(collection, MongoDB index name, key). When the server does not name the
@@ -195,13 +200,13 @@ class Handle<T extends Doc> implements Collection<T> {
   }
 
   async insertOne(doc: T): Promise<void> {
-    const d = copy(doc) as MongoDoc;
+    const d = escapeKeys(doc) as MongoDoc;
     checkId(this.name, d);
     await this.run(() => this.c.insertOne(d), () => d);
   }
 
   async insertMany(docs: T[]): Promise<void> {
-    const ds = docs.map((doc) => copy(doc) as MongoDoc);
+    const ds = docs.map((doc) => escapeKeys(doc) as MongoDoc);
     for (const d of ds) checkId(this.name, d);
     if (ds.length === 0) return this.run(async () => {});
     await this.run(() => this.c.insertMany(ds, { ordered: true }), (err) => ds[firstWriteError(err)?.index ?? 0]);
@@ -209,12 +214,12 @@ class Handle<T extends Doc> implements Collection<T> {
 
   async findOne(filter: Filter, options: FindOptions = {}): Promise<T | null> {
     const f = checkFilter(filter);
-    return this.run(async () => (await this.c.findOne(f, findOptions(options))) as T | null);
+    return this.run(async () => unescapeKeys(await this.c.findOne(f, findOptions(options))) as T | null);
   }
 
   async find(filter: Filter, options: FindOptions = {}): Promise<T[]> {
     const f = checkFilter(filter);
-    return this.run(async () => (await this.c.find(f, findOptions(options)).toArray()) as unknown as T[]);
+    return this.run(async () => (await this.c.find(f, findOptions(options)).toArray()).map(unescapeKeys) as unknown as T[]);
   }
 
   async count(filter: Filter): Promise<number> {
@@ -242,7 +247,7 @@ class Handle<T extends Doc> implements Collection<T> {
     const f = checkFilter(filter);
     const u = prepareUpdate(f, update, options.upsert === true);
     return this.run(
-      async () => (await this.c.findOneAndUpdate(f, u, {
+      async () => unescapeKeys(await this.c.findOneAndUpdate(f, u, {
         upsert: options.upsert === true,
         returnDocument: options.returnDocument ?? 'before',
         ...(options.sort ? { sort: options.sort } : {}),
@@ -353,7 +358,11 @@ function checkFilter(filter: Filter): MongoDoc {
 /** Validates the update; an upsert without an `_id` equality in the filter gets a string `_id`. */
 function prepareUpdate(filter: MongoDoc, update: Update, upsert: boolean): MongoDoc {
   validateUpdate(update);
-  const u = copy(update) as Record<string, Record<string, unknown>>;
+  // Operators and paths are the platform's; the values they write are documents (escaped).
+  const u = Object.fromEntries(Object.entries(update).map(([op, fields]) => [
+    op,
+    Object.fromEntries(Object.entries(fields as Record<string, unknown>).map(([path, v]) => [path, escapeKeys(v)])),
+  ])) as Record<string, Record<string, unknown>>;
   if (upsert && !hasIdEquality(filter) && !(u.$set && '_id' in u.$set) && !(u.$setOnInsert && '_id' in u.$setOnInsert)) {
     u.$setOnInsert = { ...u.$setOnInsert, _id: newId() };
   }
@@ -373,6 +382,37 @@ function upsertCandidate(filter: MongoDoc, update: MongoDoc): MongoDoc | undefin
   } catch {
     return undefined;
   }
+}
+
+/** Keys MongoDB/FerretDB refuse in stored documents, plus `%` (the escape character). */
+const UNSAFE_KEY = /[.%\0]|^\$/;
+const escapeKey = (k: string): string =>
+  UNSAFE_KEY.test(k) ? k.replace(/%/g, '%25').replace(/\./g, '%2E').replace(/\0/g, '%00').replace(/^\$/, '%24') : k;
+const unescapeKey = (k: string): string =>
+  k.includes('%') ? k.replace(/%(25|2E|00|24)/g, (_m, hex: string) => String.fromCharCode(parseInt(hex, 16))) : k;
+
+/** A deep copy of a JSON value whose object keys are escaped (`escapeKey`). */
+function escapeKeys(v: unknown): unknown {
+  if (Array.isArray(v)) return v.map(escapeKeys);
+  if (!isPlainObject(v)) return v === undefined ? v : copy(v);
+  const out: Record<string, unknown> = {};
+  for (const [k, x] of Object.entries(v)) out[escapeKey(k)] = escapeKeys(x);
+  return out;
+}
+
+/** The inverse of escapeKeys (key order kept). */
+function unescapeKeys<V>(v: V): V {
+  if (Array.isArray(v)) return v.map(unescapeKeys) as V;
+  if (!isPlainObject(v)) return v;
+  const out: Record<string, unknown> = {};
+  for (const [k, x] of Object.entries(v)) out[unescapeKey(k)] = unescapeKeys(x);
+  return out as V;
+}
+
+function isPlainObject(v: unknown): v is Record<string, unknown> {
+  if (typeof v !== 'object' || v === null) return false;
+  const proto = Object.getPrototypeOf(v);
+  return proto === Object.prototype || proto === null;
 }
 
 function getPath(doc: unknown, path: string): unknown {
