@@ -273,6 +273,15 @@ export function storeContract(name: string, open: () => Promise<ContractHandle>)
       expect(Object.keys((await c.findOne({ _id: 'k1' }))!.meta as object)).toEqual(['a.b', '$schema', 'nul\u0000key', '%24', 'plain', 'new.key']);
     });
 
+    it('stores arrays inside arrays (JSON Schema enums, tool settings) and objects that look like their wrapping', async () => {
+      const c = store.collection<Item>({ name: unique('nested') });
+      const value = { enum: [[1, 2], [[3]], [], [{ '%a': [4] }]], wrapped: [{ '%a': [5] }], plain: [{ '%a': 'x' }] };
+      await c.insertOne({ _id: 'n1', value });
+      expect((await c.findOne({ _id: 'n1' }))?.value).toEqual(value);
+      await c.updateOne({ _id: 'n1' }, { $set: { value: { ...value, more: [[['deep']]] } } });
+      expect((await c.find({ _id: 'n1' }))[0]?.value).toEqual({ ...value, more: [[['deep']]] });
+    });
+
     it('returns copies: mutating inputs or results does not change the store', async () => {
       const c = store.collection<Item>({ name: unique('copies') });
       const input: Item = { _id: 'x', nested: { a: 1 }, tags: ['t'] };

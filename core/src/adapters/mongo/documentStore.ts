@@ -11,7 +11,9 @@
  *   the server cannot store (a `.` anywhere, a leading `$`, a NUL: tenant-chosen metadata keys,
  *   JSON Schema `$schema`, tool settings) are stored percent-escaped (`%2E`, `%24`, `%00`, and
  *   `%` itself as `%25`) and unescaped on read, so documents round-trip exactly as on the
- *   embedded store (store.contract.ts "stores any object key"). Filters and update paths are
+ *   embedded store (store.contract.ts "stores any object key"). An array directly inside an
+ *   array (FerretDB v1 refuses nested arrays) is stored wrapped as `{"%a": [...]}`, a key no
+ *   escaped user key can equal, and unwrapped on read. Filters and update paths are
  *   the platform's own field names and are not escaped. Upserts whose
  *   filter has no `_id` equality get a generated string `_id` through `$setOnInsert`.
  * - Duplicate keys (code 11000, and FerretDB's "UNIQUE constraint failed" on updates) become
@@ -391,9 +393,12 @@ const escapeKey = (k: string): string =>
 const unescapeKey = (k: string): string =>
   k.includes('%') ? k.replace(/%(25|2E|00|24)/g, (_m, hex: string) => String.fromCharCode(parseInt(hex, 16))) : k;
 
-/** A deep copy of a JSON value whose object keys are escaped (`escapeKey`). */
+/** The wrapper of an array inside an array: `%` alone never starts an escaped key's `%XX`. */
+const NESTED_ARRAY = '%a';
+
+/** A deep copy of a JSON value whose object keys are escaped (`escapeKey`) and inner arrays wrapped. */
 function escapeKeys(v: unknown): unknown {
-  if (Array.isArray(v)) return v.map(escapeKeys);
+  if (Array.isArray(v)) return v.map((x) => (Array.isArray(x) ? { [NESTED_ARRAY]: escapeKeys(x) } : escapeKeys(x)));
   if (!isPlainObject(v)) return v === undefined ? v : copy(v);
   const out: Record<string, unknown> = {};
   for (const [k, x] of Object.entries(v)) out[escapeKey(k)] = escapeKeys(x);
@@ -402,7 +407,12 @@ function escapeKeys(v: unknown): unknown {
 
 /** The inverse of escapeKeys (key order kept). */
 function unescapeKeys<V>(v: V): V {
-  if (Array.isArray(v)) return v.map(unescapeKeys) as V;
+  if (Array.isArray(v)) {
+    return v.map((x) => {
+      const inner = isPlainObject(x) && Object.keys(x).length === 1 ? x[NESTED_ARRAY] : undefined;
+      return unescapeKeys(Array.isArray(inner) ? inner : x);
+    }) as V;
+  }
   if (!isPlainObject(v)) return v;
   const out: Record<string, unknown> = {};
   for (const [k, x] of Object.entries(v)) out[unescapeKey(k)] = unescapeKeys(x);
