@@ -82,7 +82,8 @@ describe('local sandbox limits', () => {
     await other.api.writeFile('/workspace/keep.txt', 'still here');
     const bomb = victim.api.exec({ command: "timeout -s KILL 5 bash -c ':(){ :|:& };:'", timeoutMs: 30_000 });
     // meanwhile: the other sandbox runs commands and is snapshotted
-    await expect.poll(() => victim.confinement!.cgroup!.processUsage()!.current, { timeout: 10_000 }).toBeGreaterThanOrEqual(CAPS.processes - 2);
+    // the bomb runs into the cap (forks refused: a monotonic counter, no race with its end)
+    await expect.poll(() => victim.confinement!.cgroup!.processLimitHits(), { timeout: 10_000, interval: 20 }).toBeGreaterThan(0);
     const during = await other.api.exec({ command: 'echo alive; ls /workspace' });
     expect(during.stdout).toBe('alive\nkeep.txt\n');
     const snapshot = await other.api.archive('/workspace');
@@ -98,7 +99,8 @@ describe('local sandbox limits', () => {
   it('processes left holding every slot: the watchdog kills the runaway processes, the agent survives, the sandbox goes on', async () => {
     const h = await start();
     // nothing would ever free these slots: long sleepers started until the cap, outliving the call
-    await h.api.exec({ command: "nohup sh -c 'while :; do sleep 1000 & done' >/dev/null 2>&1 &" });
+    // (starting a second later: the call has returned, so only the watchdog can see them)
+    await h.api.exec({ command: "nohup sh -c 'sleep 1; while :; do sleep 1000 & done' >/dev/null 2>&1 &" });
     await expect.poll(() => h.confinement!.cgroup!.processUsage()!.current, { timeout: 10_000, interval: 50 }).toBeGreaterThanOrEqual(CAPS.processes - 2);
     // the watchdog sees the sandbox stay at its cap, and kills everything but bwrap, init and the agent
     await expect.poll(() => h.confinement!.runawayKilled, { timeout: 10_000, interval: 100 }).toBeGreaterThan(0);

@@ -3,11 +3,14 @@
  * host directory), its cgroups (processes, memory, CPU) joined before bwrap runs, and a process
  * watchdog. Created before the sandbox starts, released after it has exited.
  *
- * The watchdog: a fork bomb started in the background, or under `timeout` (whose kill of its
+ * Runaway processes: a fork bomb started in the background, or under `timeout` (whose kill of its
  * process group misses children forked at that moment), can keep every process slot of the
  * sandbox taken after its tool call has returned, so that nothing else could run there again.
- * When the sandbox stays at its process cap for two consecutive checks, every process in it but
- * bwrap, the sandbox's init and the agent is killed (logged as a warning): the session goes on.
+ * So every process in the sandbox but bwrap, the sandbox's init and the agent is killed (logged
+ * as a warning) when an exec call returns after forks were refused at the cap during it, and by
+ * a watchdog when the sandbox stays at its cap for two checks (500 ms apart) or keeps having
+ * forks refused for three: the session goes on. The exec result of a call that ran a quiet
+ * sandbox into its cap (or saw an OOM kill) is reported as failed, with a note on stderr.
  *
  * Proved by core/test/sandbox.limits.test.ts.
  */
@@ -50,6 +53,8 @@ export class SandboxConfinement {
   private timer: NodeJS.Timeout | null = null;
   private keep = new Set<number>();
   private released: Promise<void> | null = null;
+  private lastForks = 0;
+  private lastRefusalAt = 0;
   /** Runaway processes killed by the watchdog so far. */
   runawayKilled = 0;
 
@@ -106,14 +111,20 @@ export class SandboxConfinement {
     const agent = inside.filter((p) => init.includes(parentPid(p) ?? -1));
     this.keep = new Set([bwrapPid, ...init, ...agent]);
     let saturated = 0;
+    let refusing = 0;
+    this.lastForks = cg.processLimitHits();
     this.timer = setInterval(() => {
       const u = cg.processUsage();
-      if (!u || u.current < u.max - 2) { saturated = 0; return; }
-      if (++saturated < 2) return;
-      saturated = 0;
+      const forks = cg.processLimitHits();
+      if (forks > this.lastForks) { this.lastRefusalAt = Date.now(); refusing++; } else refusing = 0;
+      this.lastForks = forks;
+      saturated = u && u.current >= u.max - 2 ? saturated + 1 : 0;
+      // at the cap for two checks, or forks refused in three checks running (a bomb's survivors retrying)
+      if (saturated < 2 && refusing < 3) return;
+      saturated = refusing = 0;
       const n = cg.killAll(this.keep);
       this.runawayKilled += n;
-      this.o.log?.warn('sandbox at its process limit: its runaway processes were killed', { sandbox: this.o.name, limit: u.max, killed: n });
+      this.o.log?.warn('sandbox at its process limit: its runaway processes were killed', { sandbox: this.o.name, limit: u?.max, killed: n });
     }, WATCH_MS);
     this.timer.unref();
   }
@@ -121,7 +132,8 @@ export class SandboxConfinement {
   /**
    * `api` whose exec reports the sandbox's limits being hit during the call (forks refused at the
    * process cap, runaway processes killed, an OOM kill): a note on stderr, and a command that
-   * still exited 0 is reported as failed (exit 1), so the tool result is an error.
+   * still exited 0 is reported as failed (exit 1), so the tool result is an error, when the hit
+   * is the command's own doing (the sandbox was quiet when it started; an OOM kill always).
    */
   reportingLimits(api: AgentClient): AgentClient {
     const cg = this.cgroup;
@@ -131,18 +143,28 @@ export class SandboxConfinement {
     // the client's other members (a `closed` getter among them) stay the client's own
     const reporting = Object.create(api) as AgentClient;
     reporting.exec = async (params) => {
+        // Counters are the sandbox's, not the command's: a command is reported as failed only when
+        // the sandbox was quiet when it started (below its cap, no fork refused lately), else noted.
+        const usage = cg.processUsage();
+        const quiet = !!usage && usage.current < usage.max - 2 && cg.processLimitHits() === this.lastForks && Date.now() - this.lastRefusalAt > 2 * WATCH_MS;
         const before = counters();
         const result = await api.exec(params);
+        // the command ran the sandbox into its cap: what it left running goes with it (a bomb's
+        // survivors), so that the next call finds free slots
+        if (cg.processLimitHits() > before.forks && this.keep.size) {
+          const n = cg.killAll(this.keep);
+          this.runawayKilled += n;
+          if (n) this.o.log?.warn('sandbox command hit the process limit: its runaway processes were killed', { sandbox: this.o.name, limit: this.o.resources.processes, killed: n });
+        }
         const after = counters();
         const notes: string[] = [];
-        const usage = cg.processUsage();
-        const atCap = !!usage && usage.current >= usage.max - 2; // what it started still holds every slot
-        if (after.forks > before.forks || after.runaway > before.runaway || atCap) {
+        if (after.forks > before.forks || after.runaway > before.runaway) {
           notes.push(`sandbox: the process limit (${r.processes}) was reached: ${after.forks - before.forks} forks refused${after.runaway > before.runaway ? `, ${after.runaway - before.runaway} runaway processes killed` : ''}`);
         }
         if (after.ooms > before.ooms) notes.push(`sandbox: the memory limit (${r.memoryMb} MB) was reached: ${after.ooms - before.ooms} process(es) killed (out of memory)`);
         if (!notes.length) return result;
-        return { ...result, exitCode: result.exitCode === 0 ? 1 : result.exitCode, stderr: `${result.stderr}${result.stderr && !result.stderr.endsWith('\n') ? '\n' : ''}${notes.join('\n')}\n` };
+        const failed = quiet || after.ooms > before.ooms;
+        return { ...result, exitCode: failed && result.exitCode === 0 ? 1 : result.exitCode, stderr: `${result.stderr}${result.stderr && !result.stderr.endsWith('\n') ? '\n' : ''}${notes.join('\n')}\n` };
     };
     return reporting;
   }
