@@ -13,8 +13,9 @@
  * it ever runs outside them; the sandbox has no cgroup filesystem mounted and its own cgroup
  * namespace, so it cannot move itself out.
  *
- * Proved by core/test/sandbox.limits.test.ts ("fork bomb", "memory hog", "cpu quota",
- * "cgroups removed on exit").
+ * Proved by core/test/sandbox.limits.test.ts ("fork bomb: …", "processes left holding every
+ * slot: …", "memory hog: …", "cpu: …", "cgroups, the disk image and the mount are removed …") and
+ * core/test/sandbox.nomad.test.ts ("limits on the client: …").
  */
 import { existsSync, mkdirSync, readFileSync, readdirSync, rmdirSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
