@@ -112,10 +112,14 @@ describe('nomad sandbox driver', () => {
 
   it('limits on the client: the launcher confines the sandbox (process cap, memory, disk) and leaves nothing behind', async () => {
     const caps = { processes: 64, memoryMb: 128, diskMb: 64 };
-    const d = track(newDriver({ agentCommand: (spec) => nomadAgentCommand(spec, { node: process.execPath, launcher: scripts.launcher, agent: scripts.agent, limits: { caps } }) }));
+    const d = track(newDriver({ limitCaps: caps, agentCommand: (spec) => nomadAgentCommand(spec, { node: process.execPath, launcher: scripts.launcher, agent: scripts.agent, limits: { caps } }) }));
     const h = await d.start(testSpec());
     const other = await d.start(testSpec());
     cleanups.push(() => h.destroy(), () => other.destroy());
+    // the job reserves what the launcher enforces
+    const registered = fake.jobs().find((j) => j.ID === h.jobId)!.TaskGroups[0];
+    expect(registered.Tasks[0].Resources).toMatchObject({ MemoryMB: 128, MemoryMaxMB: 128 });
+    expect(registered.EphemeralDisk.SizeMB).toBe(64);
     const args = fake.jobs().find((j) => j.ID === h.jobId)!.TaskGroups[0].Tasks[0].Config.args as string[];
     expect(args[args.indexOf('--limits') + 1]).toBe('processes=64,memoryMb=128,cpus=1,diskMb=64');
     // disk: one filesystem of the capped size for workspace, tmp, home and outputs

@@ -32,6 +32,7 @@ import type { Logger } from '../log.js';
 import { INSTANCE_SIZES, type SandboxDriver, type SandboxHandle, type SandboxSpec } from '../ports/sandbox.js';
 import { createAgentClient, type AgentClient, type AgentClientOptions } from './protocol.js';
 import { tcpTransport } from './nomadTransport.js';
+import { sandboxResources, type SandboxLimitCaps } from './limits/index.js';
 
 export interface NomadDriverOptions {
   client: NomadClient | NomadClientOptions;
@@ -39,6 +40,8 @@ export interface NomadDriverOptions {
   agentCommand: string[] | ((spec: SandboxSpec) => string[]);
   /** Passed to the job template: driver (default raw_exec), datacenters, nodePool, cpuMode, cpuMhzPerCore, user, killTimeoutMs, env, meta, priority. */
   job?: Omit<JobTemplateOptions, 'agentCommand' | 'agentToken' | 'jobId' | 'namespace' | 'region' | 'sizes'>;
+  /** Operator caps on every sandbox (SANDBOX_MAX_*): the job's resources are the size's under them. */
+  limitCaps?: SandboxLimitCaps;
   /** Registration to a connected agent, placement and start included; default 120 s. */
   startTimeoutMs?: number;
   /** Longest hold of each blocking query; default "30s". */
@@ -247,7 +250,8 @@ export function createNomadDriver(opts: NomadDriverOptions): NomadDriver {
       agentToken: token,
       namespace: client.namespace,
       region: client.region,
-      sizes: INSTANCE_SIZES,
+      // the job reserves (and caps memory at) what the launcher enforces: the size under the operator's caps
+      sizes: Object.fromEntries(Object.keys(INSTANCE_SIZES).map((size) => [size, sandboxResources(size, opts.limitCaps)])),
     });
     const jobId = job.ID;
     const reg = await client.registerJob(job);

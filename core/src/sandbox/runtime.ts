@@ -135,6 +135,7 @@ export async function createSandboxRuntime(p: Platform, log: Logger, driverOverr
     driver = createNomadDriver({
       client: new NomadClient({ address: n.address, token: n.token ?? undefined, namespace: n.namespace ?? undefined, region: n.region ?? undefined }),
       agentCommand: (spec) => nomadAgentCommand(spec, { node: process.execPath, launcher: scripts.launcher, agent: scripts.agent, limits: cfg.unsafeNoLimits ? false : { caps: cfg.limitCaps } }),
+      limitCaps: cfg.limitCaps,
       log: log.child({ component: 'sandbox-nomad' }),
     });
   }
