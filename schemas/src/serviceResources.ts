@@ -65,7 +65,10 @@ export const ModelList = Obj({ data: Type.Array(ModelObject), has_more: Type.Boo
 export const Health = Obj({ ok: Type.Literal(true) });
 export const Readiness = Obj({ ok: Type.Boolean(), checks: Obj({ store: Type.Boolean(), bus: Type.Boolean(), coordination: Type.Boolean() }) });
 
-/** A GraphQL-over-HTTP request (POST body; GET carries the same fields as query parameters). */
+/**
+ * A GraphQL-over-HTTP request (POST body; GET carries the same fields as query parameters).
+ * Open: GraphQL over HTTP has servers ignore members they do not know, and Apollo does.
+ */
 export const GraphQLRequest = Type.Object(
   {
     query: Type.String(),
@@ -73,7 +76,7 @@ export const GraphQLRequest = Type.Object(
     variables: Type.Optional(Nullable(Type.Record(Type.String(), Type.Unknown()))),
     extensions: Type.Optional(Nullable(Type.Record(Type.String(), Type.Unknown()))),
   },
-  { additionalProperties: false },
+  { additionalProperties: true },
 );
 /** A GraphQL response: `data` and/or `errors` (GraphQL errors carry their own `extensions`). */
 export const GraphQLResponse = Type.Object(
