@@ -1,8 +1,15 @@
 /**
- * Object store port: snapshots, spilled events, outputs and files. Embedded: a directory;
- * real: GridFS or an S3-compatible store. Keys are `/`-separated paths; a put is atomic (a
- * reader sees the old object or the new one, never a part) and durable once it resolves.
- * Streamed puts and gets (putStream/getStream) keep large objects out of memory.
+ * Object store port: snapshots, spilled events, outputs and files. Keys are `/`-separated
+ * paths; a put is atomic (a reader sees the old object or the new one, never a part) and
+ * durable once it resolves. Streamed puts and gets (putStream/getStream) keep large objects out
+ * of memory.
+ *
+ * Implementations (chosen in core/src/adapters/select.ts, selectObjectStore):
+ * - core/src/adapters/embedded/objectStore.ts: a directory (the embedded default; shared by the
+ *   processes of one machine);
+ * - core/src/adapters/mongo/objectStore.ts: GridFS on the fleet's MongoDB (fleet mode, shared by
+ *   every machine).
+ * Both pass core/test/objectStore.contract.ts (run by core/test/objectStore.test.ts).
  */
 import type { Readable } from 'node:stream';
 
