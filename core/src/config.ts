@@ -42,6 +42,12 @@ export interface Config {
     /** SANDBOX_MAX_PROCESSES / SANDBOX_MAX_MEMORY_MB / SANDBOX_MAX_DISK_MB: caps on every sandbox, below its instance size's. */
     limitCaps: { processes?: number; memoryMb?: number; diskMb?: number };
   };
+  /**
+   * OBJECT_STORE: where snapshots, outputs and files live. 'gridfs': GridFS on the MongoDB of
+   * MONGODB_URL (or STORE_BACKENDS.default), shared by every machine; 'dir': OBJECT_STORE_DIR,
+   * shared by the processes of one machine. Default: gridfs when MongoDB is configured, else dir.
+   */
+  objectStore: 'dir' | 'gridfs';
   objectStoreDir: string;
   maxFileBytes: number;
   /** Session outputs synced from sandboxes: quota per file and per session, in bytes. */
@@ -162,6 +168,10 @@ export function loadConfig(role: Role, env: Env = process.env): Config {
   const perTenantDb = (env.PER_TENANT_DB_ENABLED ?? 'false') === 'true';
   if (env.PER_TENANT_DB_ENABLED && !['true', 'false'].includes(env.PER_TENANT_DB_ENABLED)) problems.push("PER_TENANT_DB_ENABLED must be 'true' or 'false'");
   if ((perTenantDb || storeBackends) && !infra.mongodbUrl && !storeBackends?.default) problems.push('PER_TENANT_DB_ENABLED / STORE_BACKENDS need MongoDB (MONGODB_URL)');
+  const hasMongo = !!(infra.mongodbUrl || storeBackends?.default);
+  const objectStore = (env.OBJECT_STORE || (hasMongo ? 'gridfs' : 'dir')) as Config['objectStore'];
+  if (!['dir', 'gridfs'].includes(objectStore)) problems.push("OBJECT_STORE must be 'dir' or 'gridfs'");
+  else if (objectStore === 'gridfs' && !hasMongo) problems.push('OBJECT_STORE=gridfs needs MongoDB (MONGODB_URL)');
   const namespace = env.FLEET_NAMESPACE || 'agentfleet';
   if (!/^[a-z][a-z0-9_-]{0,40}$/.test(namespace)) problems.push('FLEET_NAMESPACE must match ^[a-z][a-z0-9_-]{0,40}$');
   const kafkaPartitions = int(env, 'KAFKA_PARTITIONS', 8, problems, 1, 1024);
@@ -254,6 +264,7 @@ export function loadConfig(role: Role, env: Env = process.env): Config {
       unsafeNoLimits: env.SANDBOX_UNSAFE_NO_LIMITS === 'true',
       limitCaps: Object.fromEntries(Object.entries(sandboxLimitCaps).filter(([, v]) => v !== undefined)),
     },
+    objectStore,
     objectStoreDir: resolve(env.OBJECT_STORE_DIR || join(dataDir, 'objects')),
     maxFileBytes,
     outputs,

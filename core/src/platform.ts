@@ -14,7 +14,6 @@ import { createEgressPolicy, type EgressPolicy } from './egress/policy.js';
 import { egressFetch, type HttpFetch } from './egress/dispatcher.js';
 import { SessionService } from './domain/sessions.js';
 import { platformMetrics, type PlatformMetrics } from './metrics.js';
-import { createDirectoryObjectStore } from './adapters/embedded/objectStore.js';
 import { FileService, OutputService } from './domain/files.js';
 import type { ObjectStore } from './ports/objectStore.js';
 
@@ -50,7 +49,7 @@ export async function createPlatform(config: Config): Promise<Platform> {
   const adapters = await selectAdapters(config);
   const store = adapters.store;
   await store.ready();
-  const { bus, coordination, router } = adapters;
+  const { bus, coordination, router, objects } = adapters;
   const collections = openCollections(router);
   const secrets = new SecretBox(config.rootSecret);
   // Tenants' model card base_urls are under the egress policy (EGRESS_ALLOW_PRIVATE_HOSTS).
@@ -67,9 +66,8 @@ export async function createPlatform(config: Config): Promise<Platform> {
   });
   const events = new EventLog(collections, coordination.pubsub, metrics);
   const agents = new AgentService(collections, models, secrets);
-  // Snapshots, outputs and files. A directory: shared by the processes of one machine; a
-  // GridFS/S3 adapter for multi-machine fleets is not built yet.
-  const objects = createDirectoryObjectStore(config.objectStoreDir);
+  // Snapshots, outputs and files: GridFS in fleet mode (every machine), else a directory
+  // (the processes of one machine); chosen by selectAdapters from OBJECT_STORE.
   const files = new FileService(collections, objects, { maxBytes: config.maxFileBytes });
   const outputs = new OutputService(collections, objects);
   const environments = new EnvironmentService(collections);

@@ -4,6 +4,9 @@
  * infra:up`; skipped without it, and CI fails on skipped real-adapter tests). Every GridFS test
  * uses its own bucket in a database of its own run, dropped at the end.
  *
+ * Selection: OBJECT_STORE defaults to gridfs when MongoDB is configured, dir otherwise; a bad
+ * value, or gridfs without MongoDB, is a config problem naming OBJECT_STORE.
+ *
  * GridFS-only cases: files left by a put that died before switching its key are removed by the
  * next store that opens (after the grace period), and a file still being written is not.
  */
@@ -14,6 +17,7 @@ import { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import mongoose from 'mongoose';
 import { afterAll, describe, expect, it } from 'vitest';
+import { ConfigError, loadConfig } from '../src/config.js';
 import { createDirectoryObjectStore } from '../src/adapters/embedded/objectStore.js';
 import { openMongoStore, type MongoStore } from '../src/adapters/mongo/documentStore.js';
 import { createGridFsObjectStore } from '../src/adapters/mongo/objectStore.js';
@@ -96,5 +100,33 @@ describe.skipIf(!url)('gridfs object store', () => {
     expect(await gridFsLeftovers(db, bucketName)).toBe(0);
     expect(await db.collection(`${bucketName}.chunks`).countDocuments({})).toBe(1);
     expect(Buffer.from((await later.get('t/kept'))!).toString()).toBe('kept');
+  });
+});
+
+describe('object store selection (OBJECT_STORE)', () => {
+  const base = { DATA_DIR: join(tmpdir(), `objstore-config-${runId}`), API_KEY: 'op-key', PLATFORM_ROOT_SECRET: 'x'.repeat(40) };
+  const mongo = { MONGODB_URL: 'mongodb://127.0.0.1:1/agentfleet' };
+  const problemsOf = (env: Record<string, string>) => {
+    try {
+      loadConfig('all', { ...base, ...env });
+      return [];
+    } catch (err) {
+      expect(err).toBeInstanceOf(ConfigError);
+      return (err as ConfigError).problems;
+    }
+  };
+  afterAll(() => rm(base.DATA_DIR, { recursive: true, force: true }));
+
+  it('gridfs when MongoDB is configured, the directory otherwise; an explicit choice wins', () => {
+    expect(loadConfig('all', { ...base }).objectStore).toBe('dir');
+    expect(loadConfig('all', { ...base, ...mongo }).objectStore).toBe('gridfs');
+    expect(loadConfig('all', { ...base, ...mongo, OBJECT_STORE: 'dir' }).objectStore).toBe('dir');
+    expect(loadConfig('all', { ...base, STORE_BACKENDS: JSON.stringify({ default: mongo.MONGODB_URL }) }).objectStore).toBe('gridfs');
+  });
+
+  it('a bad OBJECT_STORE, or gridfs without MongoDB, is a config problem naming it', () => {
+    expect(problemsOf({ OBJECT_STORE: 's3' })).toEqual(["OBJECT_STORE must be 'dir' or 'gridfs'"]);
+    expect(problemsOf({ OBJECT_STORE: 'gridfs' })).toEqual(['OBJECT_STORE=gridfs needs MongoDB (MONGODB_URL)']);
+    expect(problemsOf({ ...mongo, OBJECT_STORE: 'gridfs' })).toEqual([]);
   });
 });

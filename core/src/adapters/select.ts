@@ -2,18 +2,23 @@ import { join } from 'node:path';
 import type { Config } from '../config.js';
 import type { CommandBus } from '../ports/bus.js';
 import type { Coordination } from '../ports/coordination.js';
+import type { ObjectStore } from '../ports/objectStore.js';
 import type { DocumentStore } from '../ports/store.js';
 import type { StoreRouter } from '../domain/collections.js';
 import { singleStore } from '../domain/collections.js';
 import { EmbeddedBus } from './embedded/bus.js';
 import { embeddedCoordination } from './embedded/coordination.js';
 import { openEmbeddedStore } from './embedded/documentStore.js';
+import { createDirectoryObjectStore } from './embedded/objectStore.js';
+import type { MongoStore } from './mongo/documentStore.js';
 
 export interface Adapters {
   store: DocumentStore;
   router: StoreRouter;
   bus: CommandBus;
   coordination: Coordination;
+  /** Snapshots, outputs, files: GridFS on the control database (OBJECT_STORE=gridfs), else a directory. */
+  objects: ObjectStore;
   close(): Promise<void>;
 }
 
@@ -79,12 +84,20 @@ export async function selectAdapters(config: Config): Promise<Adapters> {
   const closers: Array<() => Promise<void>> = [];
   let store: DocumentStore;
   let router: StoreRouter;
+  let objects: ObjectStore;
   if (config.infra.mongodbUrl || config.fleet.storeBackends?.default) {
     const m = await mongoRouter(config);
     store = m.control;
     router = m.router;
     closers.push(() => m.close());
+    if (config.objectStore === 'gridfs') {
+      // the control database: keys carry their tenant (files/<tenant>/..., outputs/<tenant>/...)
+      const { createGridFsObjectStore } = await import('./mongo/objectStore.js');
+      const control = m.control as MongoStore;
+      objects = createGridFsObjectStore({ db: control.connection.getClient().db(control.dbName), bucketName: 'objects' });
+    } else objects = createDirectoryObjectStore(config.objectStoreDir);
   } else {
+    objects = createDirectoryObjectStore(config.objectStoreDir);
     store = await openEmbeddedStore({ dir: join(config.dataDir, 'store') });
     router = singleStore(store);
     closers.push(() => store.close());
@@ -112,7 +125,7 @@ export async function selectAdapters(config: Config): Promise<Adapters> {
   } else coordination = embeddedCoordination();
   closers.splice(1, 0, () => coordination.close());
   return {
-    store, router, bus, coordination,
+    store, router, bus, coordination, objects,
     async close() {
       for (const c of closers) await c();
     },
