@@ -2,6 +2,7 @@ import { request } from 'node:http';
 import { randomBytes } from 'node:crypto';
 import { readdir } from 'node:fs/promises';
 import { join } from 'node:path';
+import type { MongoClient } from 'mongodb';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import Anthropic, { toFile } from '@anthropic-ai/sdk';
 import type { FileService, ObjectStore } from '@agentfleet/core';
@@ -238,7 +239,16 @@ describe('files', () => {
 });
 
 describe('uploads stream into the object store with the MAX_FILE_BYTES cap', () => {
-  const tmpFiles = async () => (await readdir(join(t.server.platform.config.objectStoreDir, 'tmp')).catch(() => [])).length;
+  /** Half-written objects: the directory store's temp files, or GridFS files no key points at (fleet mode). */
+  const tmpFiles = async () => {
+    const p = t.server.platform;
+    if (p.config.objectStore === 'dir') return (await readdir(join(p.config.objectStoreDir, 'tmp')).catch(() => [])).length;
+    const mongo = p.store as unknown as { connection: { getClient(): MongoClient }; dbName: string };
+    const db = mongo.connection.getClient().db(mongo.dbName);
+    const referenced = new Set((await db.collection('objects.keys').find({}).toArray()).map((k) => String(k.fileId)));
+    const files = await db.collection('objects.files').find({}, { projection: { _id: 1 } }).toArray();
+    return files.filter((f) => !referenced.has(String(f._id))).length;
+  };
 
   it('a file of exactly the cap is stored; one byte more, or many MiB more, is 400 naming file and stores nothing', async () => {
     const a = await tenantWithSession('files-cap');
