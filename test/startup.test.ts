@@ -1,5 +1,5 @@
 import { spawn, spawnSync } from 'node:child_process';
-import { chmodSync, mkdtempSync, rmSync, symlinkSync } from 'node:fs';
+import { chmodSync, existsSync, mkdtempSync, rmSync, symlinkSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
@@ -36,6 +36,8 @@ describe('start-up failures are one clear message and exit code 1', () => {
       expect(r.stderr).toMatch(/bubblewrap/);
       expect(r.stderr).toMatch(/apt-get install bubblewrap/);
       expect(r.stdout).not.toMatch(/started/);
+      // Nothing stored whose key was never shown (test/operator-key.test.ts has the next start).
+      expect(existsSync(join(dir, 'data', 'operator-key.sha256'))).toBe(false);
     } finally {
       rmSync(dir, { recursive: true, force: true });
     }

@@ -1,22 +1,26 @@
-import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
-import { randomToken, sha256 } from './crypto.js';
+import { sha256 } from './crypto.js';
 import { parsePrivateHostRules, type PrivateHostRule } from './egress/policy.js';
 
 export type Role = 'all' | 'gateway' | 'worker';
 
-/** One typed config object, parsed once at start. Nothing else reads process.env. */
+/**
+ * One typed config object, parsed once at start. Nothing else reads process.env.
+ *
+ * Parsing is pure: loadConfig reads only the environment it is given (no file is read, created
+ * or written). The secrets an embedded data dir may hold instead of the environment (root
+ * secret, operator key hash) are resolved and created by dataDir.ts, after start-up checks
+ * passed (test/operator-key.test.ts 'loadConfig writes nothing').
+ */
 export interface Config {
   role: Role;
   host: string;
   port: number;
   dataDir: string;
-  /** SHA-256 of the operator/bootstrap API key. */
+  /** SHA-256 of the operator/bootstrap API key (API_KEY, or the data dir's operator-key.sha256). */
   operatorKeyHash: string;
-  /** Set only when the key was generated on this start: print it once. */
-  generatedOperatorKey: string | null;
+  /** PLATFORM_ROOT_SECRET, or the data dir's root-secret. */
   rootSecret: string;
-  rootSecretSource: 'env' | 'generated' | 'data_dir';
   vendor: { apiKey: string; baseUrl?: string } | null;
   rateLimit: {
     perMinute: number;
@@ -111,6 +115,11 @@ export class ConfigError extends Error {
   }
 }
 
+/** The config fields an embedded data dir may hold instead of the environment. */
+export type DataDirSecret = 'rootSecret' | 'operatorKeyHash';
+/** What loadConfig returns: those fields only as the environment sets them (null: not set; dataDir.ts resolves them). */
+export type ParsedConfig = Omit<Config, DataDirSecret> & { rootSecret: string | null; operatorKeyHash: string | null };
+
 type Env = Record<string, string | undefined>;
 
 function int(env: Env, name: string, def: number, problems: string[], min = 0, max = Number.MAX_SAFE_INTEGER): number {
@@ -124,16 +133,7 @@ function int(env: Env, name: string, def: number, problems: string[], min = 0, m
   return n;
 }
 
-/** Reads a secret from the data dir, creating it (mode 0600) on first start. */
-function persisted(dir: string, file: string, make: () => string): { value: string; created: boolean } {
-  const p = join(dir, file);
-  if (existsSync(p)) return { value: readFileSync(p, 'utf8').trim(), created: false };
-  const value = make();
-  writeFileSync(p, `${value}\n`, { mode: 0o600 });
-  return { value, created: true };
-}
-
-export function loadConfig(role: Role, env: Env = process.env): Config {
+export function loadConfig(role: Role, env: Env = process.env): ParsedConfig {
   const problems: string[] = [];
   const infra = {
     kafkaBrokers: env.KAFKA_BROKERS || null,
@@ -219,33 +219,14 @@ export function loadConfig(role: Role, env: Env = process.env): Config {
   if (env.PLATFORM_ROOT_SECRET !== undefined && env.PLATFORM_ROOT_SECRET.length < 32) problems.push('PLATFORM_ROOT_SECRET must be at least 32 characters');
   if (problems.length) throw new ConfigError(problems);
 
-  mkdirSync(dataDir, { recursive: true });
-  let rootSecret = env.PLATFORM_ROOT_SECRET ?? '';
-  let rootSecretSource: Config['rootSecretSource'] = 'env';
-  if (!rootSecret) {
-    const s = persisted(dataDir, 'root-secret', () => randomToken(48));
-    rootSecret = s.value;
-    rootSecretSource = s.created ? 'generated' : 'data_dir';
-  }
-  let generatedOperatorKey: string | null = null;
-  let operatorKeyHash: string;
-  if (env.API_KEY) operatorKeyHash = sha256(env.API_KEY);
-  else {
-    const key = `afk_op_${randomToken(24)}`;
-    const h = persisted(dataDir, 'operator-key.sha256', () => sha256(key));
-    operatorKeyHash = h.value;
-    if (h.created) generatedOperatorKey = key;
-  }
   const vendorKey = env.ANTHROPIC_API_KEY || env.VENDOR_API_KEY;
   return {
     role,
     host,
     port,
     dataDir,
-    operatorKeyHash,
-    generatedOperatorKey,
-    rootSecret,
-    rootSecretSource,
+    operatorKeyHash: env.API_KEY ? sha256(env.API_KEY) : null,
+    rootSecret: env.PLATFORM_ROOT_SECRET || null,
     vendor: vendorKey ? { apiKey: vendorKey, baseUrl: env.ANTHROPIC_BASE_URL || undefined } : null,
     rateLimit: { perMinute, authFailuresPerMinute, graphqlCostPerToken },
     graphqlLimits,

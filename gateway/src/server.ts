@@ -1,5 +1,5 @@
 import type { FastifyInstance } from 'fastify';
-import { createLogger, createPlatform, createSandboxRuntime, loadConfig, type SandboxRuntime, type Config, type Platform, type Role } from '@agentfleet/core';
+import { createLogger, createPlatform, createSandboxRuntime, loadConfig, prepareDataDir, readDataDir, type DataDirPlan, type SandboxRuntime, type Platform, type Role } from '@agentfleet/core';
 import { ToolExecutor, TurnRunner } from '@agentfleet/workers';
 import { buildApp, buildOpsApp } from './app.js';
 import { buildMetricsApp } from './metricsRoute.js';
@@ -13,6 +13,8 @@ export interface RunningServer {
   metricsUrl: string | null;
   /** The worker's sandbox runtime (null on a gateway, or with SANDBOX_DRIVER=none). */
   sandboxes: SandboxRuntime | null;
+  /** Where the root secret and operator key came from; the operator key generated (and stored) by this start, to print once. */
+  secrets: Omit<DataDirPlan, 'config'>;
   close(): Promise<void>;
 }
 
@@ -20,9 +22,16 @@ export interface RunningServer {
  * Starts the platform in one process: the gateway (role all|gateway) and the turn runner
  * (role all|worker), on the adapters the config selects. Shutdown order: stop accepting HTTP,
  * stop the workers (finish in-flight turns), then close the adapters.
+ *
+ * Start-up sequence: parse the config (pure) → read the data dir's secrets (generating missing
+ * ones in memory) → connect the adapters → worker roles: sandbox runtime (bubblewrap, limits)
+ * and turn runner → build the HTTP app → store the generated secrets in the data dir → listen.
+ * A failure before the data dir step writes no secret; a failure to listen removes the
+ * operator key hash this start stored (test/operator-key.test.ts).
  */
 export async function startServer(role: Role, env: Record<string, string | undefined> = process.env): Promise<RunningServer> {
-  const config: Config = loadConfig(role, env);
+  const plan = readDataDir(loadConfig(role, env));
+  const { config } = plan;
   const log = createLogger(config.logLevel, { role });
   const platform = await createPlatform(config);
   let runner: TurnRunner | null = null;
@@ -40,17 +49,45 @@ export async function startServer(role: Role, env: Record<string, string | undef
   }
   let app: FastifyInstance | null = null;
   let url = '';
-  // Every role listens: the gateway for the API, a worker for health, readiness and metrics.
-  app = role === 'worker' ? await buildOpsApp(platform) : await buildApp(platform, { log, plugins: [graphqlPlugin] });
-  url = (await app.listen({ host: config.host, port: config.port })).replace('[::1]', '127.0.0.1');
-  // METRICS_LISTEN: /metrics only there, without auth (and not on the API port).
   let metricsApp: FastifyInstance | null = null;
   let metricsUrl: string | null = null;
-  if (config.metricsListen) {
-    metricsApp = await buildMetricsApp(platform);
-    metricsUrl = (await metricsApp.listen({ host: config.metricsListen.host, port: config.metricsListen.port })).replace('[::1]', '127.0.0.1');
+  const abort = async () => {
+    await app?.close();
+    await metricsApp?.close();
+    await runner?.stop();
+    await sandboxes?.close();
+    await platform.close();
+  };
+  try {
+    // Every role listens: the gateway for the API, a worker for health, readiness and metrics.
+    app = role === 'worker' ? await buildOpsApp(platform) : await buildApp(platform, { log, plugins: [graphqlPlugin] });
+    if (config.metricsListen) metricsApp = await buildMetricsApp(platform);
+  } catch (err) {
+    await abort();
+    throw err;
   }
+  // Every check passed: only now are generated secrets stored (and the key then printed by the CLI).
+  let prepared: ReturnType<typeof prepareDataDir>;
+  try {
+    prepared = prepareDataDir(plan);
+  } catch (err) {
+    await abort();
+    throw err;
+  }
+  try {
+    url = (await app.listen({ host: config.host, port: config.port })).replace('[::1]', '127.0.0.1');
+    // METRICS_LISTEN: /metrics only there, without auth (and not on the API port).
+    if (metricsApp && config.metricsListen) {
+      metricsUrl = (await metricsApp.listen({ host: config.metricsListen.host, port: config.metricsListen.port })).replace('[::1]', '127.0.0.1');
+    }
+  } catch (err) {
+    prepared.undoOperatorKey();
+    await abort();
+    throw err;
+  }
+  const { config: _resolved, ...secrets } = plan;
   return {
+    secrets,
     url,
     platform,
     app,
