@@ -160,6 +160,7 @@ export function loadConfig(role: Role, env: Env = process.env): ParsedConfig {
   if (outputs.maxFileBytes > outputs.maxSessionBytes) problems.push('OUTPUT_MAX_FILE_BYTES must not be larger than OUTPUT_MAX_SESSION_BYTES');
   if (env.WEB_SEARCH_URL && !/^https?:\/\//.test(env.WEB_SEARCH_URL)) problems.push('WEB_SEARCH_URL must be an http(s) URL');
   if (env.WEB_SEARCH_URL && !env.WEB_SEARCH_API_KEY) problems.push('WEB_SEARCH_URL needs WEB_SEARCH_API_KEY');
+  if (env.WEB_SEARCH_FLAVOR && !['brave', 'generic'].includes(env.WEB_SEARCH_FLAVOR)) problems.push("WEB_SEARCH_FLAVOR must be 'brave' or 'generic'");
   if (infra.mongodbUrl && !/^mongodb(\+srv)?:\/\//.test(infra.mongodbUrl)) problems.push('MONGODB_URL must be a mongodb:// URL');
   if (infra.redisUrl && !/^rediss?:\/\//.test(infra.redisUrl)) problems.push('REDIS_URL must be a redis:// URL');
   if (infra.kafkaBrokers && !infra.kafkaBrokers.split(',').every((b) => /^[^:,\s]+:\d+$/.test(b.trim()))) problems.push('KAFKA_BROKERS must be a comma-separated list of host:port');

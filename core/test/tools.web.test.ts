@@ -6,7 +6,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createOutboundProxy, hostPolicy, type OutboundProxy, type ProxyLogEntry } from '../src/sandbox/proxy.js';
 import { createEgressPolicy, type EgressPolicy } from '../src/egress/policy.js';
 import { TEST_CERT, TEST_KEY } from './fixtures/testCert.js';
-import { htmlToText, searchBackendFromEnv, WEB_SEARCH_NOT_CONFIGURED, webFetch, webSearch } from '../src/tools/web.js';
+import { htmlToText, WEB_SEARCH_NOT_CONFIGURED, webFetch, webSearch } from '../src/tools/web.js';
+import { loadConfig } from '../src/config.js';
 
 const PAGE = `<!doctype html>
 <html><head><title>Test &amp; Page</title>
@@ -335,9 +336,10 @@ describe('webSearch', () => {
     expect(textOf(refused)).toContain('refused');
   });
 
-  it('reads its backend from WEB_SEARCH_URL / WEB_SEARCH_API_KEY', () => {
-    expect(searchBackendFromEnv({})).toBeNull();
-    expect(searchBackendFromEnv({ WEB_SEARCH_URL: 'https://s.example/api' })).toBeNull();
-    expect(searchBackendFromEnv({ WEB_SEARCH_URL: 'https://s.example/api', WEB_SEARCH_API_KEY: 'k', WEB_SEARCH_FLAVOR: 'brave' })).toEqual({ url: 'https://s.example/api', apiKey: 'k', flavor: 'brave' });
+  it('gets its backend from the config (WEB_SEARCH_URL / WEB_SEARCH_API_KEY / WEB_SEARCH_FLAVOR), every problem listed', () => {
+    const base = { DATA_DIR: '/tmp/agentfleet-web-config-test' };
+    expect(loadConfig('all', base).sandbox.webSearch).toBeNull();
+    expect(loadConfig('all', { ...base, WEB_SEARCH_URL: 'https://s.example/api', WEB_SEARCH_API_KEY: 'k', WEB_SEARCH_FLAVOR: 'brave' }).sandbox.webSearch).toEqual({ url: 'https://s.example/api', apiKey: 'k', flavor: 'brave' });
+    expect(() => loadConfig('all', { ...base, WEB_SEARCH_URL: 'ftp://s.example', WEB_SEARCH_FLAVOR: 'bing' })).toThrow(/WEB_SEARCH_URL must be an http\(s\) URL[\s\S]*WEB_SEARCH_URL needs WEB_SEARCH_API_KEY[\s\S]*WEB_SEARCH_FLAVOR must be 'brave' or 'generic'/);
   });
 });

@@ -9,7 +9,7 @@ import { createEgressPolicy } from '../egress/policy.js';
 import { checkBubblewrap, createLocalDriver, BWRAP_MISSING_MESSAGE, type LocalLimitsOptions } from './local.js';
 import { describeMissing, noLimitsMessage, probeSandboxLimits } from './limits/index.js';
 import { createSandboxManager, type SandboxManagerService } from './manager.js';
-import { searchBackendFromEnv, webFetch, webSearch, type WebSearchBackend } from '../tools/web.js';
+import { webFetch, webSearch, type WebSearchBackend } from '../tools/web.js';
 
 
 /** One outbound proxy per session, on a unix socket, alive while something holds it. */
@@ -184,4 +184,3 @@ export async function createSandboxRuntime(p: Platform, log: Logger, driverOverr
   };
 }
 
-export { searchBackendFromEnv };

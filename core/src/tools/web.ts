@@ -86,15 +86,6 @@ export interface WebSearchOptions {
 
 export const WEB_SEARCH_NOT_CONFIGURED = 'web_search is not configured: set WEB_SEARCH_URL and WEB_SEARCH_API_KEY';
 
-/** The backend from `WEB_SEARCH_URL`, `WEB_SEARCH_API_KEY` and optional `WEB_SEARCH_FLAVOR`. */
-export function searchBackendFromEnv(env: Record<string, string | undefined> = process.env): WebSearchBackend | null {
-  const url = env.WEB_SEARCH_URL?.trim();
-  const apiKey = env.WEB_SEARCH_API_KEY?.trim();
-  if (!url || !apiKey) return null;
-  const flavor = env.WEB_SEARCH_FLAVOR === 'brave' || env.WEB_SEARCH_FLAVOR === 'generic' ? env.WEB_SEARCH_FLAVOR : undefined;
-  return { url, apiKey, ...(flavor ? { flavor } : {}) };
-}
-
 /** Direct requests without an explicit policy: nothing private is opened. */
 const DIRECT_EGRESS = createEgressPolicy();
 
