@@ -23,7 +23,7 @@ import { last4, type SecretBox } from '../crypto.js';
 import { newId, PREFIX } from '../ids.js';
 import { DuplicateKeyError } from '../ports/store.js';
 import { createProvider, providerProtocol } from '../model/providers.js';
-import type { ModelProvider } from '../model/types.js';
+import type { ModelProvider } from '../ports/modelProvider.js';
 import type { Collections, ModelCardDoc } from './collections.js';
 import { nowIso } from '../util.js';
 import { DEFAULT_TENANT } from './auth.js';

@@ -25,7 +25,7 @@ import {
   type ModelUsage,
   type ProviderConfig,
   type StopReason,
-} from './types.js';
+} from '../ports/modelProvider.js';
 import {
   modelErrorFor,
   parseJSONEvent,

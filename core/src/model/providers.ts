@@ -3,7 +3,7 @@
  */
 import { AnthropicMessagesProvider } from './anthropic.js';
 import { OpenAIChatProvider } from './openai.js';
-import type { ModelProvider, ProviderConfig } from './types.js';
+import type { ModelProvider, ProviderConfig } from '../ports/modelProvider.js';
 
 export { AnthropicMessagesProvider, ANTHROPIC_FAST_MODE_BETA } from './anthropic.js';
 export { OpenAIChatProvider } from './openai.js';

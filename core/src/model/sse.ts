@@ -9,7 +9,7 @@
  * ignored. At end of stream a pending event whose lines were all complete is dispatched; a
  * trailing unterminated line is discarded (it may be truncated).
  */
-import { ModelError, type ModelErrorKind } from './types.js';
+import { ModelError, type ModelErrorKind } from '../ports/modelProvider.js';
 import { egressRefusalIn } from '../egress/policy.js';
 
 export interface SSEEvent {

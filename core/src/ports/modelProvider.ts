@@ -1,7 +1,16 @@
 /**
  * Model provider port. A provider turns one request into a stream of normalized events,
  * whatever its wire protocol (Anthropic Messages, OpenAI chat completions). Providers never
- * retry on their own; the turn runner decides.
+ * retry on their own; the turn runner decides. Failures are ModelError, whose kind is the
+ * session.error type the SDK sees; an aborted request rejects with an AbortError.
+ *
+ * Implementations (built by core/src/model/providers.ts createProvider from a model card's
+ * protocol):
+ * - core/src/model/anthropic.ts: AnthropicMessagesProvider (POST {base}/v1/messages, SSE);
+ * - core/src/model/openai.ts: OpenAIChatProvider (POST {base}/chat/completions, SSE).
+ * Both pass core/test/modelProvider.contract.ts against the scripted model server
+ * (test/fixtures/scriptedModel.ts), run by core/test/modelProvider.test.ts; request mapping and
+ * wire edge cases per protocol are in core/test/model-providers.test.ts.
  */
 
 export type ContentBlock =
