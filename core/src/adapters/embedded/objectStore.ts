@@ -9,9 +9,11 @@
  * key (`a` and `a/b`): such a put fails with an error naming the key.
  *
  * putStream writes chunks as they arrive into the temp file (a failing or oversize source leaves
- * nothing: the temp file is removed); getStream reads from an open handle. Tested by
- * core/test/sandbox.outputs.test.ts ("directory object store: streamed puts and gets") and
- * test/files.test.ts (uploads).
+ * nothing: the temp file is removed); getStream reads from an open handle. Tested by the
+ * object-store contract (core/test/objectStore.contract.ts, "ObjectStore contract: directory" in
+ * core/test/objectStore.test.ts), core/test/sandbox.outputs.test.ts ("directory object store:
+ * streamed puts and gets") and test/files.test.ts (uploads). Its key validation is shared with
+ * the GridFS store (core/src/adapters/mongo/objectStore.ts).
  */
 import { randomBytes } from 'node:crypto';
 import * as fsp from 'node:fs/promises';
