@@ -4,6 +4,9 @@
  * sharing only MongoDB (and, in CI, Kafka and Redis) see each other's uploads. Runs when
  * MONGODB_URL is set (CI: `npm run infra:up`); the adapter itself is proved by
  * core/test/objectStore.test.ts ("ObjectStore contract: gridfs").
+ *
+ * Placement: with PER_TENANT_DB_ENABLED a tenant's objects live in its own database, beside its
+ * documents (core/src/adapters/mongo/tenantObjects.ts), never in the control database.
  */
 import { randomBytes } from 'node:crypto';
 import { readdir } from 'node:fs/promises';
@@ -73,5 +76,41 @@ describe.skipIf(!mongoUrl)('fleet object store: GridFS shared by platforms on di
     await expect(tenant.client.beta.files.download(meta.id)).rejects.toMatchObject({ status: 404 });
     expect(await a.server.platform.objects.list('')).toEqual([]);
     expect(await mongo.db(ns).collection('objects.chunks').countDocuments({})).toBe(0);
+  });
+});
+
+describe.skipIf(!mongoUrl)('fleet object store: tenant placement', () => {
+  const ns = `op${Math.random().toString(36).slice(2, 8)}`;
+  let t: TestPlatform;
+  let mongo: MongoClient;
+  let tenantDb = '';
+  beforeAll(async () => {
+    const u = new URL(mongoUrl!.replace(/^mongodb:/, 'http:'));
+    u.pathname = `/${ns}`;
+    const base = REAL ? realAdapterEnv(ns) : { MONGODB_URL: u.toString().replace(/^http:/, 'mongodb:'), FLEET_NAMESPACE: ns };
+    t = await startPlatform({ env: { ...base, PER_TENANT_DB_ENABLED: 'true' } });
+    mongo = new MongoClient(mongoUrl!);
+    await mongo.connect();
+  });
+  afterAll(async () => {
+    await t?.close();
+    for (const db of [ns, tenantDb].filter(Boolean)) await mongo?.db(db).dropDatabase().catch(() => {});
+    await mongo?.close();
+  });
+
+  it("a tenant with its own database keeps its files' bytes there, not in the control database", async () => {
+    const tenant = await t.newTenant('placed-objects');
+    tenantDb = `${ns}_${tenant.tenantId}`;
+    const data = randomBytes(300 * 1024);
+    const meta = await tenant.client.beta.files.upload({ file: await toFile(data, 'placed.bin') });
+    const dl = await tenant.client.beta.files.download(meta.id);
+    expect(Buffer.from(await dl.arrayBuffer()).equals(data)).toBe(true);
+    const inTenantDb = await mongo.db(tenantDb).collection('objects.keys').find({}).toArray();
+    expect(inTenantDb.map((k) => k._id)).toEqual([`files/${tenant.tenantId}/${meta.id}`]);
+    expect(await mongo.db(tenantDb).collection('objects.chunks').countDocuments({})).toBe(2);
+    expect(await mongo.db(ns).collection('objects.keys').countDocuments({})).toBe(0);
+    expect(await mongo.db(ns).collection('objects.chunks').countDocuments({})).toBe(0);
+    // a list across tenants (the snapshot sweep's kind) still sees it
+    expect((await t.server.platform.objects.list('files/')).map((o) => o.key)).toEqual([`files/${tenant.tenantId}/${meta.id}`]);
   });
 });

@@ -17,7 +17,7 @@ export interface Adapters {
   router: StoreRouter;
   bus: CommandBus;
   coordination: Coordination;
-  /** Snapshots, outputs, files: GridFS on the control database (OBJECT_STORE=gridfs), else a directory. */
+  /** Snapshots, outputs, files: GridFS beside each tenant's documents (OBJECT_STORE=gridfs), else a directory. */
   objects: ObjectStore;
   close(): Promise<void>;
 }
@@ -91,10 +91,23 @@ export async function selectAdapters(config: Config): Promise<Adapters> {
     router = m.router;
     closers.push(() => m.close());
     if (config.objectStore === 'gridfs') {
-      // the control database: keys carry their tenant (files/<tenant>/..., outputs/<tenant>/...)
+      // each tenant's objects in the database of its documents (keys are <kind>/<tenant>/...)
       const { createGridFsObjectStore } = await import('./mongo/objectStore.js');
-      const control = m.control as MongoStore;
-      objects = createGridFsObjectStore({ db: control.connection.getClient().db(control.dbName), bucketName: 'objects' });
+      const { tenantRoutedObjectStore } = await import('./mongo/tenantObjects.js');
+      const perDatabase = new WeakMap<DocumentStore, ObjectStore>();
+      const gridFsOf = (s: DocumentStore) => {
+        let o = perDatabase.get(s);
+        if (!o) {
+          const ms = s as MongoStore;
+          perDatabase.set(s, (o = createGridFsObjectStore({ db: ms.connection.getClient().db(ms.dbName), bucketName: 'objects' })));
+        }
+        return o;
+      };
+      objects = tenantRoutedObjectStore({
+        control: gridFsOf(m.control),
+        forTenant: async (tenant) => gridFsOf(await m.router.forTenant(tenant)),
+        all: async () => (await m.router.all()).map(gridFsOf),
+      });
     } else objects = createDirectoryObjectStore(config.objectStoreDir);
   } else {
     objects = createDirectoryObjectStore(config.objectStoreDir);
