@@ -3,6 +3,7 @@ import { ApiError, invalid, notFound } from '../errors.js';
 import { newId } from '../ids.js';
 import { ObjectTooLargeError, type ObjectStore } from '../ports/objectStore.js';
 import { nowIso } from '../util.js';
+import { SANDBOX_PATHS } from '../sandbox/localLayout.js';
 import type { Collections, FileDoc } from './collections.js';
 import { pageById, type Page } from './pagination.js';
 
@@ -11,15 +12,29 @@ export const FILE_ID_PREFIX = 'file_';
 export const DEFAULT_MAX_FILE_BYTES = 32 * 1024 * 1024;
 /** Where uploaded files appear inside a session's sandbox: `<root>/<file id>/<filename>`. */
 export const SANDBOX_FILES_ROOT = '/home/user/files';
-/** The sandbox directory whose files are durable session outputs. */
-export const SANDBOX_OUTPUTS_DIR = '/mnt/session/outputs';
+/** The sandbox directory whose files are durable session outputs (defined once, in the sandbox layout). */
+export const SANDBOX_OUTPUTS_DIR = SANDBOX_PATHS.outputs;
 const MAX_NAME_BYTES = 255;
 const EXPIRES_MIN = 3600;
 const EXPIRES_MAX = 7_776_000;
 
 export const fileObjectKey = (tenant: string, id: string) => `files/${tenant}/${id}`;
-export const outputsPrefix = (tenant: string, sessionId: string) => `outputs/${tenant}/${sessionId}/`;
-export const outputObjectKey = (tenant: string, sessionId: string, filename: string) => `${outputsPrefix(tenant, sessionId)}${filename}`;
+
+/**
+ * An id as one object-key segment: URI-encoded, so it holds no `/`; empty, `.` and `..` are
+ * refused. Every key built from tenant, environment or session ids goes through it.
+ */
+export function objectKeySegment(id: string, what: string): string {
+  const s = encodeURIComponent(id);
+  if (!s || s === '.' || s === '..') throw new Error(`invalid ${what} '${id}' for an object key`);
+  return s;
+}
+
+/** Where a session's outputs live in the object store (the only builder of output keys: the sync and the API use it). */
+export const outputsPrefix = (tenant: string, sessionId: string) =>
+  `outputs/${objectKeySegment(tenant, 'tenant id')}/${objectKeySegment(sessionId, 'session id')}/`;
+/** One output's key; the name is checked as a single path segment (400 naming `filename`). */
+export const outputObjectKey = (tenant: string, sessionId: string, filename: string) => `${outputsPrefix(tenant, sessionId)}${checkFilename(filename)}`;
 
 /**
  * A file or output name is one path segment: not empty, not `.` or `..`, no `/` or `\`, no

@@ -34,10 +34,11 @@ import type { ObjectStore } from '../ports/objectStore.js';
 import { INSTANCE_SIZES, type OutputSyncReport, type SandboxAgentApi, type SandboxDriver, type SandboxHandle, type SandboxManager, type SandboxSpec, type SandboxState, type SessionRef } from '../ports/sandbox.js';
 import { DEFAULT_OUTPUT_MAX_FILE_BYTES, DEFAULT_OUTPUT_MAX_SESSION_BYTES, newOutputSyncMemory, syncSessionOutputs, type OutputQuotas, type OutputSyncMemory } from './outputs.js';
 import { SandboxAgentError } from './protocol.js';
+import { SANDBOX_PATHS } from './localLayout.js';
+import { objectKeySegment as keySegment, outputsPrefix } from '../domain/files.js';
 
 export const WARM_MARKER = '/tmp/.agentfleet-warm';
-export const WORKSPACE_DIR = '/workspace';
-export const OUTPUTS_DIR = '/mnt/session/outputs';
+const WORKSPACE_DIR = SANDBOX_PATHS.workspace;
 export const DEFAULT_SLEEP_AFTER_MS = 5 * 60_000;
 export const BACKUP_TTL_MS = 7 * 24 * 3600_000;
 export const MAX_KEEPALIVE_MS = 30 * 60_000;
@@ -109,12 +110,6 @@ export class SandboxWarmupError extends Error {
   }
 }
 
-function keySegment(id: string, what: string): string {
-  const s = encodeURIComponent(id);
-  if (!s || s === '.' || s === '..') throw new Error(`invalid ${what} '${id}' for an object key`);
-  return s;
-}
-
 export const snapshotPrefix = (s: SessionRef) =>
   `snapshots/${keySegment(s.tenantId, 'tenant id')}/${keySegment(s.environmentId, 'environment id')}/${keySegment(s.sessionId, 'session id')}/`;
 export const latestPointerKey = (s: SessionRef) => `${snapshotPrefix(s)}latest`;
@@ -131,7 +126,6 @@ export function snapshotTime(key: string): number | null {
   return Number.isNaN(v) ? null : v;
 }
 
-export const outputKey = (s: SessionRef, name: string) => `outputs/${keySegment(s.tenantId, 'tenant id')}/${keySegment(s.sessionId, 'session id')}/${name}`;
 
 interface Entry {
   ref: SessionRef;
@@ -231,7 +225,7 @@ export function createSandboxManager(deps: SandboxManagerDeps): SandboxManagerSe
 
   async function syncOutputsWith(e: Entry, h: SandboxHandle): Promise<OutputSyncReport> {
     const report = await syncSessionOutputs({
-      api: h.api, objects, dir: OUTPUTS_DIR, prefix: outputKey(e.ref, ''), quotas: outputQuotas,
+      api: h.api, objects, dir: SANDBOX_PATHS.outputs, prefix: outputsPrefix(e.ref.tenantId, e.ref.sessionId), quotas: outputQuotas,
       memory: e.outputs, log, sessionId: e.ref.sessionId, now,
     });
     for (const s of report.skipped) emit('output_skipped', e.ref.sessionId, { name: s.name, reason: s.reason });
