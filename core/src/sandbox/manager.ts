@@ -30,6 +30,7 @@
 import { randomBytes } from 'node:crypto';
 import { Transform, type Readable } from 'node:stream';
 import type { Logger } from '../log.js';
+import { sleep } from '../util.js';
 import type { ObjectStore } from '../ports/objectStore.js';
 import { INSTANCE_SIZES, type OutputSyncReport, type SandboxAgentApi, type SandboxDriver, type SandboxHandle, type SandboxManager, type SandboxSpec, type SandboxState, type SessionRef } from '../ports/sandbox.js';
 import { DEFAULT_OUTPUT_MAX_FILE_BYTES, DEFAULT_OUTPUT_MAX_SESSION_BYTES, newOutputSyncMemory, syncSessionOutputs, type OutputQuotas, type OutputSyncMemory } from './outputs.js';
@@ -246,7 +247,7 @@ export function createSandboxManager(deps: SandboxManagerDeps): SandboxManagerSe
         last = err;
         if (isClosed(err)) break;
       }
-      if (attempt < probeAttempts) await new Promise((r) => setTimeout(r, Math.min(2000, probeDelayMs * attempt)));
+      if (attempt < probeAttempts) await sleep(Math.min(2000, probeDelayMs * attempt));
     }
     throw new SandboxWarmupError('probe', `sandbox did not answer 'exec true' (${probeAttempts} attempts): ${errMessage(last)}`);
   }
