@@ -13,10 +13,15 @@
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
-import { ModelError, UnsupportedModelFeatureError, type ModelProvider, type ModelRequest, type ModelStreamEvent } from '../src/ports/modelProvider.js';
+import type { BetaManagedAgentsSessionErrorEvent } from '@anthropic-ai/sdk/resources/beta/sessions/events';
+import { ModelError, UnsupportedModelFeatureError, type ModelErrorKind, type ModelProvider, type ModelRequest, type ModelStreamEvent } from '../src/ports/modelProvider.js';
 import { startScriptedModelServer, type ScriptedModelServer } from '../../test/fixtures/scriptedModel.js';
 
 export const KEY = 'sk-test-very-secret-key-123';
+
+/** Type-checked (npx tsc -p test/tsconfig.json): every ModelError kind is a session.error type the official SDK knows. */
+type SessionErrorType = BetaManagedAgentsSessionErrorEvent['error']['type'];
+export const errorKindsAreSessionErrorTypes: [ModelErrorKind] extends [SessionErrorType] ? true : never = true;
 
 export interface ProviderOptions {
   apiKey?: string;
