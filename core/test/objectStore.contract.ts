@@ -73,6 +73,17 @@ export function objectStoreContract(name: string, open: () => Promise<ObjectStor
       expect(await store.head(`${p}missing`)).toBeNull();
     });
 
+    it('takes plain Uint8Arrays as well as Buffers, in put and putStream', async () => {
+      const plain = new Uint8Array(300 * KIB).map((_, i) => i % 251);
+      await store.put(`${p}u8`, plain);
+      expect(Buffer.from((await store.get(`${p}u8`))!).equals(Buffer.from(plain))).toBe(true);
+      async function* plainChunks() {
+        for (let i = 0; i < plain.length; i += 100 * KIB) yield new Uint8Array(plain.slice(i, i + 100 * KIB));
+      }
+      expect(await store.putStream(`${p}u8s`, plainChunks())).toEqual({ size: plain.length });
+      expect(Buffer.from((await store.get(`${p}u8s`))!).equals(Buffer.from(plain))).toBe(true);
+    });
+
     it('an overwrite replaces bytes and content type (no type given: none kept)', async () => {
       await store.put(`${p}k`, Buffer.from('old'), { contentType: 'text/plain' });
       await store.put(`${p}k`, Buffer.from('newer'), { contentType: 'application/json' });

@@ -27,7 +27,7 @@
  *   put still in progress on another process is never touched).
  */
 import { Readable } from 'node:stream';
-import { pipeline } from 'node:stream/promises';
+import { finished } from 'node:stream/promises';
 import mongoose from 'mongoose';
 import { ObjectTooLargeError, type ObjectInfo, type ObjectStore } from '../../ports/objectStore.js';
 import { InvalidObjectKeyError, validateObjectKey } from '../embedded/objectStore.js';
@@ -97,20 +97,27 @@ export function createGridFsObjectStore(opts: GridFsObjectStoreOptions): ObjectS
     key: d._id, size: d.size, modifiedAt: d.modifiedAt, ...(d.contentType ? { contentType: d.contentType } : {}),
   });
 
-  /** Writes `source` to a new file; on any failure nothing of it remains. */
+  /**
+   * Writes `source` to a new file; on any failure nothing of it remains. Each chunk's write is
+   * awaited (GridFS inserts a chunk document when its buffer fills), so when the source fails no
+   * insert is in flight and removing the file's chunks leaves none behind.
+   */
   const writeFile = async (key: string, source: AsyncIterable<Uint8Array>, maxBytes: number): Promise<{ id: ObjectId; size: number }> => {
     const id = new mongoose.mongo.ObjectId();
+    const upload = bucket.openUploadStreamWithId(id, key, { metadata: { key } });
+    upload.on('error', () => {}); // every failure is seen through the write callbacks and finished()
+    const write = (chunk: Uint8Array) => new Promise<void>((res, rej) => upload.write(Buffer.from(chunk.buffer, chunk.byteOffset, chunk.byteLength), (err) => (err ? rej(err) : res())));
     let size = 0;
-    async function* counted() {
+    try {
       for await (const chunk of source) {
         size += chunk.byteLength;
         if (size > maxBytes) throw new ObjectTooLargeError(key, maxBytes);
-        yield chunk;
+        await write(chunk);
       }
-    }
-    try {
-      await pipeline(Readable.from(counted()), bucket.openUploadStreamWithId(id, key, { metadata: { key } }));
+      upload.end();
+      await finished(upload);
     } catch (err) {
+      upload.destroy();
       await removeFile(id).catch(() => {});
       throw err;
     }
