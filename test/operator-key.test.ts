@@ -4,8 +4,9 @@
  *
  * - Config parsing writes nothing; a start that fails (no bubblewrap, the port taken) leaves no
  *   operator key hash behind; the start that stores one prints its key, and that key works.
- * - `rotate-operator-key` prints a new key once and stores only its hash; after a restart the
- *   old key is refused (401) and the new one accepted; with API_KEY set it refuses.
+ * - `rotate-operator-key` prints a new key once and stores only its hash; the old key is then
+ *   refused (401) and the new one accepted, by a restarted server and by one left running;
+ *   with API_KEY set it refuses.
  */
 import { spawnSync, type ChildProcess } from 'node:child_process';
 import { createHash } from 'node:crypto';
@@ -132,6 +133,25 @@ describe('the operator key of an embedded data dir', () => {
     expect(printedKey(second.output())).toBeNull(); // a stored key is never printed again
     expect(await status(port, oldKey!)).toBe(401);
     expect(await status(port, newKey!)).toBe(200);
+  }, 90_000);
+
+  it('rotate-operator-key on a running server: the old key is refused from then on, the new one accepted, without a restart', async () => {
+    const dataDir = join(tempDir(), 'data');
+    const port = await freePort();
+    const { child, output } = await startProcess('all', { DATA_DIR: dataDir, PORT: String(port), SANDBOX_DRIVER: 'none', LOG_LEVEL: 'info' });
+    children.push(child);
+    const oldKey = printedKey(output());
+    expect(await status(port, oldKey!)).toBe(200);
+
+    const rotated = cli(['rotate-operator-key'], { DATA_DIR: dataDir });
+    expect(rotated.status, rotated.stderr).toBe(0);
+    const newKey = printedKey(rotated.stdout)!;
+    // The server re-reads the hash file on its own schedule: wait (bounded) until it logs the rotation.
+    for (let i = 0; i < 150 && !/operator key rotated/.test(output()); i++) await new Promise((r) => setTimeout(r, 100));
+    expect(output()).toMatch(/operator key rotated/);
+    expect(output()).not.toContain(newKey);
+    expect(await status(port, oldKey!)).toBe(401);
+    expect(await status(port, newKey)).toBe(200);
   }, 90_000);
 
   it('rotate-operator-key refuses when API_KEY is set, saying the environment configures the key', () => {

@@ -11,20 +11,25 @@
  *   `undoOperatorKey` removes the hash again.
  * - Files are created exclusively (never overwritten by a concurrent start) with mode 0600.
  * - `rotateOperatorKey` replaces the stored hash atomically (write + rename) with the hash of a
- *   new key it returns; the old key is refused from the next start on.
+ *   new key it returns. A server running on the data dir picks the new hash up
+ *   (`watchOperatorKey`, polled every OPERATOR_KEY_POLL_MS) and refuses the old key from then on;
+ *   a missing or malformed file leaves the key in force as it is.
  * - Only hashes of operator keys are stored; a stored file that is not a SHA-256 hex digest,
  *   or a root secret shorter than 32 characters, is refused naming the file.
  *
- * Tested as processes in test/operator-key.test.ts ('a first start that fails stores no
- * operator key', 'rotate-operator-key ...').
+ * Tested as processes in test/operator-key.test.ts ('a first start that fails (no
+ * bubblewrap) stores no operator key ...', 'rotate-operator-key ...', 'rotate-operator-key on a
+ * running server ...').
  */
-import { chmodSync, mkdirSync, readFileSync, renameSync, unlinkSync, writeFileSync } from 'node:fs';
+import { chmodSync, mkdirSync, readFileSync, renameSync, unlinkSync, unwatchFile, watchFile, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Config, ParsedConfig } from './config.js';
 import { randomToken, sha256 } from './crypto.js';
 
 export const ROOT_SECRET_FILE = 'root-secret';
 export const OPERATOR_KEY_HASH_FILE = 'operator-key.sha256';
+
+export const OPERATOR_KEY_POLL_MS = 1000;
 
 export type SecretSource = 'env' | 'data_dir' | 'generated';
 
@@ -123,4 +128,31 @@ export function rotateOperatorKey(dataDir: string): string {
     throw new Error(`cannot write ${path}: ${(err as Error).message}`);
   }
   return key;
+}
+
+/**
+ * Follows the data dir's operator key hash while a server runs: calls `onRotated` with each new
+ * valid hash; `onInvalid` when the file holds something else (the key in force stays). Returns
+ * the function that stops watching.
+ */
+export function watchOperatorKey(dataDir: string, inForce: string, onRotated: (hash: string) => void, onInvalid: (problem: string) => void): () => void {
+  const path = join(dataDir, OPERATOR_KEY_HASH_FILE);
+  let last: string | null = inForce;
+  const listener = () => {
+    const now = readIfExistsQuiet(path);
+    if (now === null || now === last) return;
+    last = now;
+    if (!/^[0-9a-f]{64}$/.test(now)) return onInvalid(`${path} is not a SHA-256 hex digest; the operator key in force is kept`);
+    onRotated(now);
+  };
+  watchFile(path, { interval: OPERATOR_KEY_POLL_MS, persistent: false }, listener);
+  return () => unwatchFile(path, listener);
+}
+
+function readIfExistsQuiet(path: string): string | null {
+  try {
+    return readFileSync(path, 'utf8').trim();
+  } catch {
+    return null;
+  }
 }

@@ -29,7 +29,7 @@ if (command === 'rotate-operator-key') {
     process.stdout.write([
       `New operator API key (shown only once; only its hash is stored in ${config.dataDir}/${OPERATOR_KEY_HASH_FILE}):`,
       `  ${key}`,
-      'The previous key is refused from the next start on: restart a running server now (it keeps the key it started with until then).',
+      'The previous key is refused from now on (a server running on this data dir re-reads the hash within seconds).',
       '',
     ].join('\n'));
     process.exit(0);

@@ -1,5 +1,5 @@
 import type { FastifyInstance } from 'fastify';
-import { createLogger, createPlatform, createSandboxRuntime, loadConfig, prepareDataDir, readDataDir, type DataDirPlan, type SandboxRuntime, type Platform, type Role } from '@agentfleet/core';
+import { createLogger, createPlatform, createSandboxRuntime, loadConfig, prepareDataDir, readDataDir, watchOperatorKey, type DataDirPlan, type SandboxRuntime, type Platform, type Role } from '@agentfleet/core';
 import { ToolExecutor, TurnRunner } from '@agentfleet/workers';
 import { buildApp, buildOpsApp } from './app.js';
 import { buildMetricsApp } from './metricsRoute.js';
@@ -27,7 +27,8 @@ export interface RunningServer {
  * ones in memory) → connect the adapters → worker roles: sandbox runtime (bubblewrap, limits)
  * and turn runner → build the HTTP app → store the generated secrets in the data dir → listen.
  * A failure before the data dir step writes no secret; a failure to listen removes the
- * operator key hash this start stored (test/operator-key.test.ts).
+ * operator key hash this start stored. An operator key from the data dir is then followed:
+ * `agentfleet rotate-operator-key` takes effect on the running server (test/operator-key.test.ts).
  */
 export async function startServer(role: Role, env: Record<string, string | undefined> = process.env): Promise<RunningServer> {
   const plan = readDataDir(loadConfig(role, env));
@@ -39,13 +40,14 @@ export async function startServer(role: Role, env: Record<string, string | undef
   if (role === 'all' || role === 'worker') {
     try {
       sandboxes = await createSandboxRuntime(platform, log);
+      const tools = new ToolExecutor({ sandbox: sandboxes?.manager ?? null, web: sandboxes?.web ?? null });
+      runner = new TurnRunner(platform, `worker-${process.pid}-${Math.random().toString(36).slice(2, 8)}`, log.child({ component: 'turn-runner' }), tools, sandboxes?.manager ?? null);
+      await runner.start();
     } catch (err) {
+      await sandboxes?.close();
       await platform.close();
       throw err;
     }
-    const tools = new ToolExecutor({ sandbox: sandboxes?.manager ?? null, web: sandboxes?.web ?? null });
-    runner = new TurnRunner(platform, `worker-${process.pid}-${Math.random().toString(36).slice(2, 8)}`, log.child({ component: 'turn-runner' }), tools, sandboxes?.manager ?? null);
-    await runner.start();
   }
   let app: FastifyInstance | null = null;
   let url = '';
@@ -85,6 +87,15 @@ export async function startServer(role: Role, env: Record<string, string | undef
     await abort();
     throw err;
   }
+  const stopWatchingKey = plan.operatorKeySource === 'env' ? () => {} : watchOperatorKey(
+    config.dataDir,
+    config.operatorKeyHash,
+    (hash) => {
+      platform.auth.replaceOperatorKeyHash(hash);
+      log.info('operator key rotated: the previous key is refused from now on');
+    },
+    (problem) => log.warn(problem),
+  );
   const { config: _resolved, ...secrets } = plan;
   return {
     secrets,
@@ -100,6 +111,7 @@ export async function startServer(role: Role, env: Record<string, string | undef
         log.debug('shutdown step', { step: name, ms: Date.now() - t0 });
       };
       // In-flight requests get the grace period; then whatever is still connected is cut.
+      stopWatchingKey();
       await step('http', async () => {
         if (!app) return;
         const force = setTimeout(() => app!.server.closeAllConnections(), config.shutdownGraceMs);

@@ -32,7 +32,12 @@ export const KEY_CACHE_TTL_MS = 2_000;
  */
 export class AuthService {
   private readonly cache = new LRUCache<string, Principal>({ max: KEY_CACHE_MAX, ttl: KEY_CACHE_TTL_MS });
-  constructor(private readonly c: Collections, private readonly operatorKeyHash: string) {}
+  constructor(private readonly c: Collections, private operatorKeyHash: string) {}
+
+  /** A rotated operator key (agentfleet rotate-operator-key on a running server): the old key is refused from now on. */
+  replaceOperatorKeyHash(hash: string): void {
+    this.operatorKeyHash = hash;
+  }
 
   /** Entries in the key cache (the agentfleet_auth_key_cache_entries gauge). */
   get cacheSize(): number {
