@@ -63,6 +63,7 @@ describe.runIf(process.getuid?.() === 0)('sandbox limits at start-up', () => {
       for (const limit of ['processes', 'memory', 'cpu', 'disk']) expect(r.stderr).toContain(`${limit}: `);
       expect(r.stderr).toMatch(/SANDBOX_UNSAFE_NO_LIMITS=true/);
       expect(r.stdout).not.toMatch(/started/);
+      expect(existsSync(join(dir, 'data', 'operator-key.sha256'))).toBe(false); // no key stored that was never shown
     } finally {
       rmSync(dir, { recursive: true, force: true });
     }
