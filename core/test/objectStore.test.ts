@@ -7,8 +7,9 @@
  * Selection: OBJECT_STORE defaults to gridfs when MongoDB is configured, dir otherwise; a bad
  * value, or gridfs without MongoDB, is a config problem naming OBJECT_STORE.
  *
- * GridFS-only cases: files left by a put that died before switching its key are removed by the
- * next store that opens (after the grace period), and a file still being written is not.
+ * GridFS-only cases: bytes ending short of the object's size (its chunks deleted under a reader)
+ * are an error for get and getStream (the driver would end quietly); files left by a put that died before switching its key are removed by the next store
+ * that opens (after the grace period), and a file still being written is not.
  */
 import { mkdtemp, readdir, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -79,6 +80,22 @@ describe.skipIf(!url)('gridfs object store', () => {
       leftovers: () => gridFsLeftovers(dbOf(conn), bucketName),
       cleanup: () => conn.close(),
     };
+  });
+
+  it('bytes that end short of the size (trailing chunks deleted under a reader) are an error, never a short read', async () => {
+    const conn = await connect();
+    const db = dbOf(conn);
+    const bucketName = `short${bucketSeq++}`;
+    const store = createGridFsObjectStore({ db, bucketName, chunkSizeBytes: 1024 });
+    await store.put('t/long', Buffer.alloc(300 * 1024, 9));
+    // what a reader past the cursor's first batch meets when the file is deleted under it
+    const { fileId } = (await db.collection(`${bucketName}.keys`).findOne({ _id: 't/long' as never }))!;
+    expect((await db.collection(`${bucketName}.chunks`).deleteMany({ files_id: fileId, n: { $gte: 150 } })).deletedCount).toBe(150);
+    await expect(store.get('t/long')).rejects.toThrow(/ChunkIsMissing: object 't\/long' ended after 153600 of 307200 bytes/);
+    const stream = (await store.getStream('t/long'))!;
+    let got = 0;
+    await expect((async () => { for await (const c of stream) got += (c as Buffer).length; })()).rejects.toThrow(/ChunkIsMissing/);
+    expect(got).toBe(150 * 1024);
   });
 
   it('removes files of a put that died before switching its key, once past the grace period', async () => {

@@ -18,7 +18,9 @@
  * - Durable once a put resolves: every write uses write concern { w: 'majority', j: true }.
  * - get() that races an overwrite (its file deleted between reading the key and the bytes)
  *   reads the key again. A getStream() already flowing when its object is overwritten or
- *   deleted fails with an error; it never ends short silently.
+ *   deleted fails with an error; it never ends short silently (the driver's stream would: the
+ *   byte count is checked against the key's size; objectStore.test.ts "bytes that end short of
+ *   the size ... are an error").
  * - list(prefix) returns keys in key order (JavaScript string order, like the directory store).
  * - Keys are validated like the directory store's (validateObjectKey); unlike a directory, a
  *   key may also be a prefix "directory" of another key.
@@ -50,6 +52,8 @@ export interface GridFsObjectStoreOptions {
   bucketName?: string;
   /** Unreferenced files older than this are removed when the store opens; default 1 hour. */
   orphanGraceMs?: number;
+  /** GridFS chunk size; default the driver's 255 KiB. */
+  chunkSizeBytes?: number;
 }
 
 const WRITE_CONCERN = { w: 'majority', j: true } as const;
@@ -69,7 +73,7 @@ export function createGridFsObjectStore(opts: GridFsObjectStoreOptions): ObjectS
   const { db } = opts;
   const bucketName = opts.bucketName ?? 'objects';
   const graceMs = opts.orphanGraceMs ?? 60 * 60 * 1000;
-  const bucket = new mongoose.mongo.GridFSBucket(db, { bucketName, writeConcern: WRITE_CONCERN });
+  const bucket = new mongoose.mongo.GridFSBucket(db, { bucketName, writeConcern: WRITE_CONCERN, ...(opts.chunkSizeBytes ? { chunkSizeBytes: opts.chunkSizeBytes } : {}) });
   const keys = db.collection<KeyDoc>(`${bucketName}.keys`);
   const files = db.collection<{ _id: ObjectId; uploadDate: Date; metadata?: { key?: string } }>(`${bucketName}.files`);
   const chunks = db.collection<{ files_id: ObjectId }>(`${bucketName}.chunks`);
@@ -149,10 +153,17 @@ export function createGridFsObjectStore(opts: GridFsObjectStoreOptions): ObjectS
     return { size };
   };
 
-  const readAll = async (id: ObjectId): Promise<Uint8Array> => {
+  /**
+   * The driver's download stream ends quietly when trailing chunks are gone (a file deleted while
+   * being read, past the cursor's first batch): a read that ends short of the size is an error.
+   */
+  const shortRead = (key: string, got: number, size: number) => new Error(`ChunkIsMissing: object '${key}' ended after ${got} of ${size} bytes (replaced or deleted while read)`);
+
+  const readAll = async (doc: KeyDoc): Promise<Uint8Array> => {
     const parts: Buffer[] = [];
-    for await (const c of bucket.openDownloadStream(id)) parts.push(c as Buffer);
+    for await (const c of bucket.openDownloadStream(doc.fileId)) parts.push(c as Buffer);
     const buf = Buffer.concat(parts);
+    if (buf.length !== doc.size) throw shortRead(doc._id, buf.length, doc.size);
     return new Uint8Array(buf.buffer, buf.byteOffset, buf.length);
   };
 
@@ -168,7 +179,7 @@ export function createGridFsObjectStore(opts: GridFsObjectStoreOptions): ObjectS
         const doc = await keys.findOne({ _id: key });
         if (!doc) return null;
         try {
-          return await readAll(doc.fileId);
+          return await readAll(doc);
         } catch (err) {
           // overwritten or deleted while reading: read the key again
           if (!isVanishedFile(err) || attempt >= READ_RETRIES) throw err;
@@ -193,10 +204,17 @@ export function createGridFsObjectStore(opts: GridFsObjectStoreOptions): ObjectS
           continue;
         }
         async function* bytes() {
+          let got = 0;
           try {
-            if (first.done) return;
-            yield first.value;
-            for (let r = await iterator.next(); !r.done; r = await iterator.next()) yield r.value;
+            if (!first.done) {
+              got += first.value.length;
+              yield first.value;
+              for (let r = await iterator.next(); !r.done; r = await iterator.next()) {
+                got += r.value.length;
+                yield r.value;
+              }
+            }
+            if (got !== doc!.size) throw shortRead(key, got, doc!.size);
           } finally {
             download.destroy();
           }
