@@ -20,6 +20,7 @@ import {
 } from '../src/ports/modelProvider.js';
 import { startScriptedModelServer, type ScriptedModelServer } from '../../test/fixtures/scriptedModel.js';
 import { createEgressPolicy, egressFetch } from '../src/egress/index.js';
+import { collect, failure, of, req } from './modelProvider.contract.js';
 
 const KEY = 'sk-test-very-secret-key-123';
 let server: ScriptedModelServer;
@@ -40,25 +41,6 @@ function make(protocol: Proto, o: Opts = {}): ModelProvider {
   const options = { apiKey: KEY, ...o, baseUrl };
   return protocol === 'anthropic' ? new AnthropicMessagesProvider(options) : new OpenAIChatProvider(options);
 }
-function req(model: string, extra: Partial<ModelRequest> = {}): ModelRequest {
-  return { model, maxTokens: 1000, messages: [{ role: 'user', content: [{ type: 'text', text: 'hi' }] }], ...extra };
-}
-async function collect(p: ModelProvider, r: ModelRequest): Promise<ModelStreamEvent[]> {
-  const out: ModelStreamEvent[] = [];
-  for await (const e of p.stream(r)) out.push(e);
-  return out;
-}
-async function failure(p: ModelProvider, r: ModelRequest): Promise<{ events: ModelStreamEvent[]; error: any }> {
-  const events: ModelStreamEvent[] = [];
-  try {
-    for await (const e of p.stream(r)) events.push(e);
-  } catch (error) {
-    return { events, error };
-  }
-  throw new Error(`expected the stream to fail; got ${JSON.stringify(events)}`);
-}
-const of = <T extends ModelStreamEvent['type']>(events: ModelStreamEvent[], type: T) =>
-  events.filter((e): e is Extract<ModelStreamEvent, { type: T }> => e.type === type);
 const lastRequest = (model: string) => {
   const hits = server.requests.filter((r) => r.model === model);
   return hits[hits.length - 1];

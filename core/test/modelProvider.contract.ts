@@ -48,15 +48,15 @@ export interface ModelProviderUnderTest {
 
 let modelSeq = 0;
 const freshModel = () => `contract-model-${process.pid}-${++modelSeq}`;
-function req(model: string, extra: Partial<ModelRequest> = {}): ModelRequest {
+export function req(model: string, extra: Partial<ModelRequest> = {}): ModelRequest {
   return { model, maxTokens: 1000, messages: [{ role: 'user', content: [{ type: 'text', text: 'hi' }] }], ...extra };
 }
-async function collect(p: ModelProvider, r: ModelRequest): Promise<ModelStreamEvent[]> {
+export async function collect(p: ModelProvider, r: ModelRequest): Promise<ModelStreamEvent[]> {
   const out: ModelStreamEvent[] = [];
   for await (const e of p.stream(r)) out.push(e);
   return out;
 }
-async function failure(p: ModelProvider, r: ModelRequest): Promise<{ events: ModelStreamEvent[]; error: any }> {
+export async function failure(p: ModelProvider, r: ModelRequest): Promise<{ events: ModelStreamEvent[]; error: any }> {
   const events: ModelStreamEvent[] = [];
   try {
     for await (const e of p.stream(r)) events.push(e);
@@ -65,7 +65,7 @@ async function failure(p: ModelProvider, r: ModelRequest): Promise<{ events: Mod
   }
   throw new Error(`expected the stream to fail; got ${JSON.stringify(events)}`);
 }
-const of = <T extends ModelStreamEvent['type']>(events: ModelStreamEvent[], type: T) =>
+export const of = <T extends ModelStreamEvent['type']>(events: ModelStreamEvent[], type: T) =>
   events.filter((e): e is Extract<ModelStreamEvent, { type: T }> => e.type === type);
 
 export function modelProviderContract(adapter: ModelProviderUnderTest): void {
