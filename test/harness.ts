@@ -18,7 +18,10 @@ export function realAdapterEnv(namespace = `t${Math.random().toString(36).slice(
   if (!REAL) return {};
   // The fault set (FAULT_*) is the one the fault tests restart; the main set is never restarted.
   const e = (name: string) => (opts.faultSet ? process.env[`FAULT_${name}`] : undefined) ?? process.env[name]!;
-  const mongo = new URL(e('MONGODB_URL').replace(/^mongodb:/, 'http:'));
+  // MongoDB always from the main set: the fault set's FerretDB is bounced by the store's own
+  // restart test (core/test/store.mongo.test.ts), and a fleet whose Redis and Kafka are being
+  // restarted must not also lose its store at the same time (its objects live in GridFS there).
+  const mongo = new URL(process.env.MONGODB_URL!.replace(/^mongodb:/, 'http:'));
   mongo.pathname = `/${namespace}`;
   return {
     KAFKA_BROKERS: e('KAFKA_BROKERS'),
