@@ -52,6 +52,28 @@ describe.runIf(process.getuid?.() === 0)('sandbox limits at start-up', () => {
   const NOBODY = 65534;
   const cli = [process.execPath, ['--conditions=source', '--import', 'tsx', join(REPO, 'gateway/src/cli.ts'), 'all']] as const;
   const envFor = (dir: string, extra: Record<string, string> = {}) => ({ HOME: dir, PATH: process.env.PATH ?? '', DATA_DIR: join(dir, 'data'), PORT: '0', LOG_LEVEL: 'info', ...extra });
+  /** Starts `all` (as user nobody when asked), waits for "started" (fails if it exits first), stops it; its output. */
+  const startedOutput = async (extra: Record<string, string>, asNobody: boolean): Promise<string> => {
+    const dir = mkdtempSync(join(tmpdir(), 'agentfleet-start-'));
+    if (asNobody) chmodSync(dir, 0o777);
+    const child = spawn(cli[0], cli[1], { cwd: REPO, env: envFor(dir, extra), ...(asNobody ? { uid: NOBODY, gid: NOBODY } : {}) });
+    try {
+      let out = '';
+      child.stdout.on('data', (d) => (out += d));
+      child.stderr.on('data', (d) => (out += d));
+      const exited = new Promise<number | null>((r) => child.once('exit', (c) => r(c)));
+      const outcome = await Promise.race([
+        new Promise<'started'>((r) => { const t = setInterval(() => { if (/agentfleet all started/.test(out)) { clearInterval(t); r('started'); } }, 100); }),
+        exited.then(() => 'exited' as const),
+      ]);
+      expect(outcome, out).toBe('started');
+      return out;
+    } finally {
+      child.kill('SIGTERM');
+      await new Promise((r) => child.once('exit', r));
+      rmSync(dir, { recursive: true, force: true });
+    }
+  };
 
   it('refuses to start when the host can enforce no limit, naming each and the setting that turns them off', () => {
     const dir = mkdtempSync(join(tmpdir(), 'agentfleet-start-'));
@@ -70,45 +92,12 @@ describe.runIf(process.getuid?.() === 0)('sandbox limits at start-up', () => {
   });
 
   it('starts with SANDBOX_UNSAFE_NO_LIMITS=true, saying that sandboxes run without limits', async () => {
-    const dir = mkdtempSync(join(tmpdir(), 'agentfleet-start-'));
-    chmodSync(dir, 0o777);
-    const child = spawn(cli[0], cli[1], { cwd: REPO, env: envFor(dir, { SANDBOX_UNSAFE_NO_LIMITS: 'true' }), uid: NOBODY, gid: NOBODY });
-    try {
-      let out = '';
-      child.stdout.on('data', (d) => (out += d));
-      child.stderr.on('data', (d) => (out += d));
-      const exited = new Promise<number | null>((r) => child.once('exit', (c) => r(c)));
-      const outcome = await Promise.race([
-        new Promise<'started'>((r) => { const t = setInterval(() => { if (/agentfleet all started/.test(out)) { clearInterval(t); r('started'); } }, 100); }),
-        exited.then(() => 'exited' as const),
-      ]);
-      expect(outcome, out).toBe('started');
-      expect(out).toMatch(/SANDBOX_UNSAFE_NO_LIMITS=true: sandboxes run without process, memory, CPU or disk limits/);
-    } finally {
-      child.kill('SIGTERM');
-      await new Promise((r) => child.once('exit', r));
-      rmSync(dir, { recursive: true, force: true });
-    }
+    const out = await startedOutput({ SANDBOX_UNSAFE_NO_LIMITS: 'true' }, true);
+    expect(out).toMatch(/SANDBOX_UNSAFE_NO_LIMITS=true: sandboxes run without process, memory, CPU or disk limits/);
   }, 40_000);
 
   it('on a host that enforces them, names the limits it enforces', async () => {
-    const dir = mkdtempSync(join(tmpdir(), 'agentfleet-start-'));
-    const child = spawn(cli[0], cli[1], { cwd: REPO, env: envFor(dir) });
-    try {
-      let out = '';
-      child.stdout.on('data', (d) => (out += d));
-      child.stderr.on('data', (d) => (out += d));
-      const exited = new Promise<number | null>((r) => child.once('exit', (c) => r(c)));
-      const outcome = await Promise.race([
-        new Promise<'started'>((r) => { const t = setInterval(() => { if (/agentfleet all started/.test(out)) { clearInterval(t); r('started'); } }, 100); }),
-        exited.then(() => 'exited' as const),
-      ]);
-      expect(outcome, out).toBe('started');
-      expect(out).toMatch(/"msg":"sandbox limits enforced".*"limits":\["processes","memory","cpu","disk"\]/);
-    } finally {
-      child.kill('SIGTERM');
-      await new Promise((r) => child.once('exit', r));
-      rmSync(dir, { recursive: true, force: true });
-    }
+    const out = await startedOutput({}, false);
+    expect(out).toMatch(/"msg":"sandbox limits enforced".*"limits":\["processes","memory","cpu","disk"\]/);
   }, 40_000);
 });
