@@ -22,13 +22,24 @@ describe('kill -9 of the all-in-one process mid-turn', () => {
     const port = await freePort();
     const key = 'op-crash-test';
     const env = {
-      PORT: String(port), DATA_DIR: dataDir, API_KEY: key, PLATFORM_ROOT_SECRET: 'crash-test-secret-0123456789abcdef0123',
-      ANTHROPIC_API_KEY: 'sk-x', ANTHROPIC_BASE_URL: model.url, LOG_LEVEL: 'error', RECOVERY_SCAN_MS: '200', SESSION_LEASE_TTL_MS: '3000',
+      PORT: String(port),
+      DATA_DIR: dataDir,
+      API_KEY: key,
+      PLATFORM_ROOT_SECRET: 'crash-test-secret-0123456789abcdef0123',
+      ANTHROPIC_API_KEY: 'sk-x',
+      ANTHROPIC_BASE_URL: model.url,
+      LOG_LEVEL: 'error',
+      RECOVERY_SCAN_MS: '200',
+      SESSION_LEASE_TTL_MS: '3000',
       ...realAdapterEnv(),
     };
     const base = `http://127.0.0.1:${port}`;
     const call = async (path: string, body?: unknown) => {
-      const r = await fetch(`${base}${path}`, { method: body ? 'POST' : 'GET', headers: { 'x-api-key': key, 'content-type': 'application/json' }, body: body ? JSON.stringify(body) : undefined });
+      const r = await fetch(`${base}${path}`, {
+        method: body ? 'POST' : 'GET',
+        headers: { 'x-api-key': key, 'content-type': 'application/json' },
+        body: body ? JSON.stringify(body) : undefined,
+      });
       return { status: r.status, body: (await r.json()) as any };
     };
     let proc = await startProcess('all', env);
@@ -37,7 +48,9 @@ describe('kill -9 of the all-in-one process mid-turn', () => {
       const agentId = (await call('/v1/agents', { name: 'a', model: 'slow-model' })).body.id;
       const sid = (await call('/v1/sessions', { agent: agentId, environment_id: envId })).body.id;
       model.script('slow-model', { steps: [{ text: 'partial' }, { delay_ms: 60_000 }] });
-      const sent = await call(`/v1/sessions/${sid}/events`, { events: [{ type: 'user.message', content: [{ type: 'text', text: 'survive this' }] }] });
+      const sent = await call(`/v1/sessions/${sid}/events`, {
+        events: [{ type: 'user.message', content: [{ type: 'text', text: 'survive this' }] }],
+      });
       expect(sent.status).toBe(202);
       await waitFor(async () => model.requests.some((r) => r.model === 'slow-model'));
       expect((await call(`/v1/sessions/${sid}`)).body.status).toBe('running');
@@ -54,9 +67,14 @@ describe('kill -9 of the all-in-one process mid-turn', () => {
       expect(types).toContain('session.status_rescheduled');
       expect(events.find((e) => e.type === 'session.warning').warning).toBe('interrupted_stream');
       expect(types.at(-1)).toBe('session.status_idle');
-      expect(events.filter((e) => e.type === 'agent.message').at(-1).content[0].text).toBe('finished after recovery');
+      expect(events.filter((e) => e.type === 'agent.message').at(-1).content[0].text).toBe(
+        'finished after recovery',
+      );
       // The recovered request saw the user's message.
-      expect(model.requests.filter((r) => r.model === 'slow-model').at(-1)!.body.messages[0].content[0].text).toBe('survive this');
+      expect(
+        model.requests.filter((r) => r.model === 'slow-model').at(-1)!.body.messages[0].content[0]
+          .text,
+      ).toBe('survive this');
       expect((await call(`/v1/sessions/${sid}`)).body.status).toBe('idle');
     } finally {
       await kill9(proc.child);

@@ -29,16 +29,24 @@ describe.skipIf(!REAL)('fleet: 2 gateways + 2 workers on Kafka, FerretDB and Red
     workers.push(w);
     return w;
   };
-  const client = (i: number) => new Anthropic({ apiKey: key, baseURL: gateways[i]!.url, maxRetries: 2, timeout: 30_000 });
+  const client = (i: number) =>
+    new Anthropic({ apiKey: key, baseURL: gateways[i]!.url, maxRetries: 2, timeout: 30_000 });
 
   beforeAll(async () => {
     model = await startScriptedModelServer({ defaultText: 'fleet reply' });
     dataDir = mkdtempSync(join(tmpdir(), 'agentfleet-fleet-'));
     env = {
       ...realAdapterEnv(undefined, { faultSet: true }),
-      DATA_DIR: dataDir, API_KEY: key, PLATFORM_ROOT_SECRET: 'fleet-test-secret-0123456789abcdef0123456789',
-      ANTHROPIC_API_KEY: 'sk-fleet', ANTHROPIC_BASE_URL: model.url, LOG_LEVEL: 'error',
-      RECOVERY_SCAN_MS: '300', SESSION_LEASE_TTL_MS: '2000', KAFKA_SESSION_TIMEOUT_MS: '6000', KAFKA_HEARTBEAT_INTERVAL_MS: '1000',
+      DATA_DIR: dataDir,
+      API_KEY: key,
+      PLATFORM_ROOT_SECRET: 'fleet-test-secret-0123456789abcdef0123456789',
+      ANTHROPIC_API_KEY: 'sk-fleet',
+      ANTHROPIC_BASE_URL: model.url,
+      LOG_LEVEL: 'error',
+      RECOVERY_SCAN_MS: '300',
+      SESSION_LEASE_TTL_MS: '2000',
+      KAFKA_SESSION_TIMEOUT_MS: '6000',
+      KAFKA_HEARTBEAT_INTERVAL_MS: '1000',
     };
     for (let i = 0; i < 2; i++) {
       const port = await freePort();
@@ -63,68 +71,137 @@ describe.skipIf(!REAL)('fleet: 2 gateways + 2 workers on Kafka, FerretDB and Red
     const agent = await c.beta.agents.create({ name: `fleet-${text}`, model: 'claude-sonnet-4-5' });
     const s = await c.beta.sessions.create({ agent: agent.id, environment_id: env1.id });
     const stream = await client(streamVia).beta.sessions.events.stream(s.id);
-    await c.beta.sessions.events.send(s.id, { events: [{ type: 'user.message', content: [{ type: 'text', text }] }] });
+    await c.beta.sessions.events.send(s.id, {
+      events: [{ type: 'user.message', content: [{ type: 'text', text }] }],
+    });
     const seen: any[] = [];
-    for await (const ev of stream) { seen.push(ev); if (ev.type === 'session.status_idle') break; }
+    for await (const ev of stream) {
+      seen.push(ev);
+      if (ev.type === 'session.status_idle') break;
+    }
     return { s, seen };
   }
 
   it('the SDK creates sessions through both gateways and streams through the other; every turn completes', async () => {
-    const results = await Promise.all([0, 1, 2, 3, 4, 5].map((i) => turn(i % 2, (i + 1) % 2, `hello-${i}`)));
+    const results = await Promise.all(
+      [0, 1, 2, 3, 4, 5].map((i) => turn(i % 2, (i + 1) % 2, `hello-${i}`)),
+    );
     for (const { seen } of results) {
-      expect(seen.map((e) => e.type)).toEqual(['user.message', 'session.status_running', 'span.model_request_start', 'agent.message', 'span.model_request_end', 'session.status_idle']);
+      expect(seen.map((e) => e.type)).toEqual([
+        'user.message',
+        'session.status_running',
+        'span.model_request_start',
+        'agent.message',
+        'span.model_request_end',
+        'session.status_idle',
+      ]);
       expect(seen.find((e) => e.type === 'agent.message').content[0].text).toBe('fleet reply');
     }
     // Readiness reflects broker, store and Redis connectivity on every process; metrics are served.
-    for (const g of gateways) expect(await (await fetch(`${g.url}/readyz`)).json()).toMatchObject({ ok: true, checks: { store: true, bus: true, coordination: true } });
+    for (const g of gateways)
+      expect(await (await fetch(`${g.url}/readyz`)).json()).toMatchObject({
+        ok: true,
+        checks: { store: true, bus: true, coordination: true },
+      });
     for (const w of workers) {
       expect((await fetch(`http://127.0.0.1:${w.port}/readyz`)).status).toBe(200);
       // /metrics answers only the operator key.
       expect((await fetch(`http://127.0.0.1:${w.port}/metrics`)).status).toBe(401);
-      expect(await (await fetch(`http://127.0.0.1:${w.port}/metrics`, { headers: { 'x-api-key': key } })).text()).toMatch(/agentfleet_turns_started_total/);
+      expect(
+        await (
+          await fetch(`http://127.0.0.1:${w.port}/metrics`, { headers: { 'x-api-key': key } })
+        ).text(),
+      ).toMatch(/agentfleet_turns_started_total/);
     }
   }, 120_000);
 
   it('kill -9 of the worker mid-turn: the other worker recovers the turn; nothing lost, seq gap-free, no duplicates', async () => {
     const c = client(0);
     const e = await c.beta.environments.create({ name: 'crash' });
-    const agent = await c.beta.agents.create({ name: 'crash', model: 'slow-fleet-model' }).catch(async () => {
-      await fetch(`${gateways[0]!.url}/v1/svc/model_cards`, { method: 'POST', headers: { 'x-api-key': key, 'content-type': 'application/json', 'anthropic-beta': 'managed-agents-2026-04-01' }, body: JSON.stringify({ model_id: 'slow-fleet-model', provider: 'anthropic', model: 'slow-fleet-model', base_url: model.url, api_key: 'k' }) });
-      return c.beta.agents.create({ name: 'crash', model: 'slow-fleet-model' });
-    });
+    const agent = await c.beta.agents
+      .create({ name: 'crash', model: 'slow-fleet-model' })
+      .catch(async () => {
+        await fetch(`${gateways[0]!.url}/v1/svc/model_cards`, {
+          method: 'POST',
+          headers: {
+            'x-api-key': key,
+            'content-type': 'application/json',
+            'anthropic-beta': 'managed-agents-2026-04-01',
+          },
+          body: JSON.stringify({
+            model_id: 'slow-fleet-model',
+            provider: 'anthropic',
+            model: 'slow-fleet-model',
+            base_url: model.url,
+            api_key: 'k',
+          }),
+        });
+        return c.beta.agents.create({ name: 'crash', model: 'slow-fleet-model' });
+      });
     const s = await c.beta.sessions.create({ agent: agent.id, environment_id: e.id });
     model.script('slow-fleet-model', { steps: [{ text: 'partial' }, { delay_ms: 120_000 }] });
-    await c.beta.sessions.events.send(s.id, { events: [{ type: 'user.message', content: [{ type: 'text', text: 'survive' }] }] });
+    await c.beta.sessions.events.send(s.id, {
+      events: [{ type: 'user.message', content: [{ type: 'text', text: 'survive' }] }],
+    });
     await waitFor(async () => model.requests.some((r) => r.model === 'slow-fleet-model'), 30_000);
     const owner = await runOwner(s.id);
     const victim = workers.find((w) => owner.startsWith(`worker-${w.child.pid}-`))!;
     expect(victim).toBeTruthy();
     await kill9(victim.child);
     workers.splice(workers.indexOf(victim), 1);
-    const events = await waitFor(async () => {
-      const all = [];
-      for await (const ev of client(1).beta.sessions.events.list(s.id, { limit: 100 })) all.push(ev as any);
-      return all.at(-1)?.type === 'session.status_idle' ? all : null;
-    }, 60_000, 250);
+    const events = await waitFor(
+      async () => {
+        const all = [];
+        for await (const ev of client(1).beta.sessions.events.list(s.id, { limit: 100 }))
+          all.push(ev as any);
+        return all.at(-1)?.type === 'session.status_idle' ? all : null;
+      },
+      60_000,
+      250,
+    );
     expect(events.map((x) => x.seq)).toEqual(events.map((_, i) => i + 1));
     expect(events.filter((x) => x.type === 'user.message')).toHaveLength(1);
     expect(events.map((x) => x.type)).toContain('session.status_rescheduled');
-    expect(events.filter((x) => x.type === 'agent.message').at(-1).content[0].text).toBe('fleet reply');
+    expect(events.filter((x) => x.type === 'agent.message').at(-1).content[0].text).toBe(
+      'fleet reply',
+    );
     await startWorker();
   }, 120_000);
 
   it('more than 5 recoveries force the session idle with session.status_idle', async () => {
     const c = client(1);
     const e = await c.beta.environments.create({ name: 'doomed' });
-    await fetch(`${gateways[1]!.url}/v1/svc/model_cards`, { method: 'POST', headers: { 'x-api-key': key, 'content-type': 'application/json', 'anthropic-beta': 'managed-agents-2026-04-01' }, body: JSON.stringify({ model_id: 'hang-model', provider: 'anthropic', model: 'hang-model', base_url: model.url, api_key: 'k' }) });
+    await fetch(`${gateways[1]!.url}/v1/svc/model_cards`, {
+      method: 'POST',
+      headers: {
+        'x-api-key': key,
+        'content-type': 'application/json',
+        'anthropic-beta': 'managed-agents-2026-04-01',
+      },
+      body: JSON.stringify({
+        model_id: 'hang-model',
+        provider: 'anthropic',
+        model: 'hang-model',
+        base_url: model.url,
+        api_key: 'k',
+      }),
+    });
     const agent = await c.beta.agents.create({ name: 'doomed', model: 'hang-model' });
     const s = await c.beta.sessions.create({ agent: agent.id, environment_id: e.id });
     const hang = { steps: [{ delay_ms: 120_000 }] };
     model.script('hang-model', hang, hang, hang, hang, hang, hang, hang, hang);
-    await c.beta.sessions.events.send(s.id, { events: [{ type: 'user.message', content: [{ type: 'text', text: 'never finishes' }] }] });
+    await c.beta.sessions.events.send(s.id, {
+      events: [{ type: 'user.message', content: [{ type: 'text', text: 'never finishes' }] }],
+    });
     for (let kill = 1; kill <= 6; kill++) {
       const before = model.requests.filter((r) => r.model === 'hang-model').length;
-      await waitFor(async () => model.requests.filter((r) => r.model === 'hang-model').length >= kill && (await runOwner(s.id).catch(() => '')) !== '', 60_000, 200);
+      await waitFor(
+        async () =>
+          model.requests.filter((r) => r.model === 'hang-model').length >= kill &&
+          (await runOwner(s.id).catch(() => '')) !== '',
+        60_000,
+        200,
+      );
       const owner = await runOwner(s.id);
       const victim = workers.find((w) => owner.startsWith(`worker-${w.child.pid}-`));
       expect(victim, `kill ${kill} (${before} requests so far)`).toBeTruthy();
@@ -132,11 +209,16 @@ describe.skipIf(!REAL)('fleet: 2 gateways + 2 workers on Kafka, FerretDB and Red
       workers.splice(workers.indexOf(victim!), 1);
       await startWorker();
     }
-    const events = await waitFor(async () => {
-      const all = [];
-      for await (const ev of c.beta.sessions.events.list(s.id, { limit: 100 })) all.push(ev as any);
-      return all.at(-1)?.type === 'session.status_idle' ? all : null;
-    }, 60_000, 250);
+    const events = await waitFor(
+      async () => {
+        const all = [];
+        for await (const ev of c.beta.sessions.events.list(s.id, { limit: 100 }))
+          all.push(ev as any);
+        return all.at(-1)?.type === 'session.status_idle' ? all : null;
+      },
+      60_000,
+      250,
+    );
     expect(events.at(-1).stop_reason).toEqual({ type: 'retries_exhausted' });
     expect(events.filter((x) => x.type === 'session.status_rescheduled')).toHaveLength(5);
     expect(events.map((x) => x.seq)).toEqual(events.map((_, i) => i + 1));
@@ -147,7 +229,11 @@ describe.skipIf(!REAL)('fleet: 2 gateways + 2 workers on Kafka, FerretDB and Red
     const c = [client(0), client(1)];
     const e = await c[0]!.beta.environments.create({ name: 'restarts' });
     const agent = await c[0]!.beta.agents.create({ name: 'restarts', model: 'claude-sonnet-4-5' });
-    const sessions = await Promise.all([0, 1, 2, 3].map((i) => c[i % 2]!.beta.sessions.create({ agent: agent.id, environment_id: e.id })));
+    const sessions = await Promise.all(
+      [0, 1, 2, 3].map((i) =>
+        c[i % 2]!.beta.sessions.create({ agent: agent.id, environment_id: e.id }),
+      ),
+    );
     const acked: Array<{ sid: string; text: string }> = [];
     const send = async (round: number) => {
       for (const [i, s] of sessions.entries()) {
@@ -155,7 +241,9 @@ describe.skipIf(!REAL)('fleet: 2 gateways + 2 workers on Kafka, FerretDB and Red
         // A request that fails while a server restarts was not acknowledged: the client retries it.
         for (let attempt = 0; ; attempt++) {
           try {
-            await c[(i + round) % 2]!.beta.sessions.events.send(s.id, { events: [{ type: 'user.message', content: [{ type: 'text', text }] }] });
+            await c[(i + round) % 2]!.beta.sessions.events.send(s.id, {
+              events: [{ type: 'user.message', content: [{ type: 'text', text }] }],
+            });
             acked.push({ sid: s.id, text });
             break;
           } catch (err) {
@@ -172,15 +260,30 @@ describe.skipIf(!REAL)('fleet: 2 gateways + 2 workers on Kafka, FerretDB and Red
     await send(2);
     for (const s of sessions) {
       const mine = acked.filter((a) => a.sid === s.id).map((a) => a.text);
-      const events = await waitFor(async () => {
-        const all = [];
-        for await (const ev of c[0]!.beta.sessions.events.list(s.id, { limit: 200 })) all.push(ev as any);
-        const s2 = await c[1]!.beta.sessions.retrieve(s.id);
-        const answered = all.filter((x) => x.type === 'session.status_idle').length;
-        return s2.status === 'idle' && all.at(-1)?.type === 'session.status_idle' && answered >= 1 && all.filter((x) => x.type === 'user.message').length === mine.length ? all : null;
-      }, 120_000, 500);
+      const events = await waitFor(
+        async () => {
+          const all = [];
+          for await (const ev of c[0]!.beta.sessions.events.list(s.id, { limit: 200 }))
+            all.push(ev as any);
+          const s2 = await c[1]!.beta.sessions.retrieve(s.id);
+          const answered = all.filter((x) => x.type === 'session.status_idle').length;
+          return s2.status === 'idle' &&
+            all.at(-1)?.type === 'session.status_idle' &&
+            answered >= 1 &&
+            all.filter((x) => x.type === 'user.message').length === mine.length
+            ? all
+            : null;
+        },
+        120_000,
+        500,
+      );
       expect(events.map((x) => x.seq)).toEqual(events.map((_, i) => i + 1));
-      expect(events.filter((x) => x.type === 'user.message').map((x) => x.content[0].text).sort()).toEqual([...mine].sort());
+      expect(
+        events
+          .filter((x) => x.type === 'user.message')
+          .map((x) => x.content[0].text)
+          .sort(),
+      ).toEqual([...mine].sort());
     }
   }, 360_000);
 
@@ -189,7 +292,10 @@ describe.skipIf(!REAL)('fleet: 2 gateways + 2 workers on Kafka, FerretDB and Red
     const client = new MongoClient(url);
     try {
       await client.connect();
-      const run = await client.db().collection('runs').findOne({ _id: sid as any });
+      const run = await client
+        .db()
+        .collection('runs')
+        .findOne({ _id: sid as any });
       if (!run) throw new Error('no run record');
       return String(run.owner);
     } finally {

@@ -8,16 +8,24 @@ import { startScriptedModelServer, type ScriptedModelServer } from './fixtures/s
 export const BETA = { 'anthropic-beta': 'managed-agents-2026-04-01' };
 
 /** True when the real servers are configured (CI): every platform then runs on them. */
-export const REAL = !!(process.env.KAFKA_BROKERS && process.env.MONGODB_URL && process.env.REDIS_URL);
+export const REAL = !!(
+  process.env.KAFKA_BROKERS &&
+  process.env.MONGODB_URL &&
+  process.env.REDIS_URL
+);
 
 /**
  * Env for a platform on the real adapters, isolated by its own namespace: Kafka topics and
  * consumer groups, Redis keys and the MongoDB database all carry it.
  */
-export function realAdapterEnv(namespace = `t${Math.random().toString(36).slice(2, 10)}`, opts: { faultSet?: boolean } = {}): Record<string, string> {
+export function realAdapterEnv(
+  namespace = `t${Math.random().toString(36).slice(2, 10)}`,
+  opts: { faultSet?: boolean } = {},
+): Record<string, string> {
   if (!REAL) return {};
   // The fault set (FAULT_*) is the one the fault tests restart; the main set is never restarted.
-  const e = (name: string) => (opts.faultSet ? process.env[`FAULT_${name}`] : undefined) ?? process.env[name]!;
+  const e = (name: string) =>
+    (opts.faultSet ? process.env[`FAULT_${name}`] : undefined) ?? process.env[name]!;
   // MongoDB always from the main set: the fault set's FerretDB is bounced by the store's own
   // restart test (core/test/store.mongo.test.ts), and a fleet whose Redis and Kafka are being
   // restarted must not also lose its store at the same time (its objects live in GridFS there).
@@ -45,13 +53,18 @@ export interface TestPlatform {
   client: Anthropic;
   clientFor(apiKey: string): Anthropic;
   newTenant(name?: string): Promise<{ tenantId: string; apiKey: string; client: Anthropic }>;
-  http(path: string, init?: RequestInit & { key?: string | null; json?: unknown }): Promise<Response>;
+  http(
+    path: string,
+    init?: RequestInit & { key?: string | null; json?: unknown },
+  ): Promise<Response>;
   restart(): Promise<void>;
   close(): Promise<void>;
 }
 
 /** Starts the whole platform (embedded adapters) and a scripted model server on 127.0.0.1. */
-export async function startPlatform(opts: { env?: Record<string, string>; model?: ScriptedModelServer } = {}): Promise<TestPlatform> {
+export async function startPlatform(
+  opts: { env?: Record<string, string>; model?: ScriptedModelServer } = {},
+): Promise<TestPlatform> {
   const model = opts.model ?? (await startScriptedModelServer());
   const dataDir = mkdtempSync(join(tmpdir(), 'agentfleet-test-'));
   const operatorKey = `op-${Math.random().toString(36).slice(2)}`;
@@ -70,22 +83,36 @@ export async function startPlatform(opts: { env?: Record<string, string>; model?
     ...opts.env,
     // The scripted model listens on loopback, which the egress policy refuses for tenants'
     // model cards: the operator opens it (plus whatever the test opens itself).
-    EGRESS_ALLOW_PRIVATE_HOSTS: [new URL(model.url).host, opts.env?.EGRESS_ALLOW_PRIVATE_HOSTS].filter(Boolean).join(','),
+    EGRESS_ALLOW_PRIVATE_HOSTS: [new URL(model.url).host, opts.env?.EGRESS_ALLOW_PRIVATE_HOSTS]
+      .filter(Boolean)
+      .join(','),
   };
   let server = await startServer('all', env);
-  const clientFor = (apiKey: string) => new Anthropic({ apiKey, baseURL: server.url, maxRetries: 0, timeout: 20_000 });
+  const clientFor = (apiKey: string) =>
+    new Anthropic({ apiKey, baseURL: server.url, maxRetries: 0, timeout: 20_000 });
   const t: TestPlatform = {
-    get url() { return server.url; },
+    get url() {
+      return server.url;
+    },
     apiKey: operatorKey,
     operatorKey,
     model,
-    get server() { return server; },
+    get server() {
+      return server;
+    },
     dataDir,
-    get client() { return clientFor(operatorKey); },
+    get client() {
+      return clientFor(operatorKey);
+    },
     clientFor,
     async newTenant(name = 'tenant') {
-      const res = await t.http('/v1/svc/tenants', { method: 'POST', json: { name }, headers: BETA });
-      if (res.status !== 200) throw new Error(`tenant create failed: ${res.status} ${await res.text()}`);
+      const res = await t.http('/v1/svc/tenants', {
+        method: 'POST',
+        json: { name },
+        headers: BETA,
+      });
+      if (res.status !== 200)
+        throw new Error(`tenant create failed: ${res.status} ${await res.text()}`);
       const body = (await res.json()) as { tenant_id: string; api_key: string };
       return { tenantId: body.tenant_id, apiKey: body.api_key, client: clientFor(body.api_key) };
     },
@@ -93,7 +120,10 @@ export async function startPlatform(opts: { env?: Record<string, string>; model?
       const headers = new Headers(init.headers);
       if (init.key !== null) headers.set('x-api-key', init.key ?? operatorKey);
       let body = init.body;
-      if (init.json !== undefined) { headers.set('content-type', 'application/json'); body = JSON.stringify(init.json); }
+      if (init.json !== undefined) {
+        headers.set('content-type', 'application/json');
+        body = JSON.stringify(init.json);
+      }
       return fetch(`${server.url}${path}`, { ...init, headers, body });
     },
     async restart() {
@@ -111,7 +141,11 @@ export async function startPlatform(opts: { env?: Record<string, string>; model?
 }
 
 /** Reads an SSE response into frames until `until` returns true or the stream ends. */
-export async function readSse(res: Response, until: (f: { event: string; data: any; id?: string }) => boolean, timeoutMs = 15_000) {
+export async function readSse(
+  res: Response,
+  until: (f: { event: string; data: any; id?: string }) => boolean,
+  timeoutMs = 15_000,
+) {
   const frames: Array<{ event: string; data: any; id?: string }> = [];
   const reader = res.body!.getReader();
   const dec = new TextDecoder();
@@ -119,7 +153,8 @@ export async function readSse(res: Response, until: (f: { event: string; data: a
   const deadline = Date.now() + timeoutMs;
   try {
     for (;;) {
-      if (Date.now() > deadline) throw new Error(`SSE timeout; got ${frames.map((f) => f.event).join(',')}`);
+      if (Date.now() > deadline)
+        throw new Error(`SSE timeout; got ${frames.map((f) => f.event).join(',')}`);
       const { value, done } = await reader.read();
       if (done) return frames;
       buf += dec.decode(value, { stream: true });
@@ -143,7 +178,11 @@ export async function readSse(res: Response, until: (f: { event: string; data: a
   }
 }
 
-export const waitFor = async <T>(fn: () => Promise<T | undefined | null | false>, timeoutMs = 10_000, stepMs = 50): Promise<T> => {
+export const waitFor = async <T>(
+  fn: () => Promise<T | undefined | null | false>,
+  timeoutMs = 10_000,
+  stepMs = 50,
+): Promise<T> => {
   const end = Date.now() + timeoutMs;
   for (;;) {
     const v = await fn();

@@ -47,18 +47,34 @@ afterAll(async () => {
 });
 
 const json = async (r: Response) => ({ status: r.status, body: (await r.json()) as any });
-const createCard = async (key: string, body: Record<string, unknown>) => json(await t.http('/v1/svc/model_cards', { method: 'POST', key, headers: BETA, json: { provider: 'anthropic', model: 'm', api_key: 'sk-tenant', ...body } }));
+const createCard = async (key: string, body: Record<string, unknown>) =>
+  json(
+    await t.http('/v1/svc/model_cards', {
+      method: 'POST',
+      key,
+      headers: BETA,
+      json: { provider: 'anthropic', model: 'm', api_key: 'sk-tenant', ...body },
+    }),
+  );
 
 describe('model card base_url under the egress policy', () => {
   it('refuses a tenant base_url on loopback with the same 400 whether the port is open or closed, without connecting', async () => {
     const tenant = await t.newTenant('scanner');
-    const open = await createCard(tenant.apiKey, { model_id: 'open', base_url: `http://127.0.0.1:${internalPort}` });
-    const closed = await createCard(tenant.apiKey, { model_id: 'closed', base_url: `http://127.0.0.1:${closedPort}` });
+    const open = await createCard(tenant.apiKey, {
+      model_id: 'open',
+      base_url: `http://127.0.0.1:${internalPort}`,
+    });
+    const closed = await createCard(tenant.apiKey, {
+      model_id: 'closed',
+      base_url: `http://127.0.0.1:${closedPort}`,
+    });
     expect(open.status).toBe(400);
     expect(closed.status).toBe(400);
     expect(open.body.error).toEqual(closed.body.error); // (request ids differ)
     expect(open.body.error.type).toBe('invalid_request');
-    expect(open.body.error.message).toBe('base_url: private addresses are not allowed unless the operator opens them (EGRESS_ALLOW_PRIVATE_HOSTS)');
+    expect(open.body.error.message).toBe(
+      'base_url: private addresses are not allowed unless the operator opens them (EGRESS_ALLOW_PRIVATE_HOSTS)',
+    );
     expect(internalHits).toBe(0);
   });
 
@@ -83,11 +99,20 @@ describe('model card base_url under the egress policy', () => {
     ]) {
       const r = await createCard(tenant.apiKey, { model_id: 'f', base_url });
       expect(r.status, base_url).toBe(400);
-      expect(r.body.error.message, base_url).toMatch(/^base_url: private addresses are not allowed/);
+      expect(r.body.error.message, base_url).toMatch(
+        /^base_url: private addresses are not allowed/,
+      );
     }
     const ok = await createCard(tenant.apiKey, { model_id: 'movable', base_url: t.model.url });
     expect(ok.status).toBe(200);
-    const moved = await json(await t.http(`/v1/svc/model_cards/${ok.body.id}`, { method: 'POST', key: tenant.apiKey, headers: BETA, json: { base_url: `http://localhost:${p}` } }));
+    const moved = await json(
+      await t.http(`/v1/svc/model_cards/${ok.body.id}`, {
+        method: 'POST',
+        key: tenant.apiKey,
+        headers: BETA,
+        json: { base_url: `http://localhost:${p}` },
+      }),
+    );
     expect(moved.status).toBe(400);
     expect(moved.body.error.message).toMatch(/^base_url: private addresses/);
     expect(internalHits).toBe(0);
@@ -96,13 +121,20 @@ describe('model card base_url under the egress policy', () => {
   it('lets the operator point a card at a private host, and a tenant only at what EGRESS_ALLOW_PRIVATE_HOSTS opens', async () => {
     // The operator's tenant configures the deployment: its probe reaches the internal service.
     const before = internalHits;
-    const op = await createCard(t.operatorKey, { model_id: 'operator-internal', base_url: `http://127.0.0.1:${internalPort}` });
+    const op = await createCard(t.operatorKey, {
+      model_id: 'operator-internal',
+      base_url: `http://127.0.0.1:${internalPort}`,
+    });
     expect(op.status).toBe(400); // the internal service answered 401 to the probe: a bad key, reported as such
     expect(op.body.error.message).toBe('api_key: rejected by the provider (HTTP 401)');
     expect(internalHits).toBe(before + 1);
     // A tenant, on the host:port the harness opened (the scripted model): works, probe included.
     const tenant = await t.newTenant('opened');
-    const r = await createCard(tenant.apiKey, { model_id: 'opened-card', model: 'opened-wire', base_url: t.model.url });
+    const r = await createCard(tenant.apiKey, {
+      model_id: 'opened-card',
+      model: 'opened-wire',
+      base_url: t.model.url,
+    });
     expect(r.status).toBe(200);
     expect(r.body.probe).toMatchObject({ ok: true, status: 200 });
     const env = await tenant.client.beta.environments.create({ name: 'e' });
@@ -110,10 +142,12 @@ describe('model card base_url under the egress policy', () => {
     const s = await tenant.client.beta.sessions.create({ agent: agent.id, environment_id: env.id });
     t.model.script('opened-wire', { steps: [{ text: 'through the opened host' }] });
     const seen = await turn(tenant.client, s.id, 'hi');
-    expect(seen.find((e) => e.type === 'agent.message')?.content[0].text).toBe('through the opened host');
+    expect(seen.find((e) => e.type === 'agent.message')?.content[0].text).toBe(
+      'through the opened host',
+    );
   });
 
-  it("a tenant card stored before the policy, on an unopened private address, fails its turn without connecting", async () => {
+  it('a tenant card stored before the policy, on an unopened private address, fails its turn without connecting', async () => {
     const tenant = await t.newTenant('legacy-private');
     const now = new Date().toISOString();
     // As it would be in the store after an upgrade: created when loopback was not yet refused.
@@ -150,23 +184,38 @@ describe('model card custom_headers are sealed', () => {
 
   it('never appear in a response (create, get, list, update), yet reach the provider; a masked value sent back keeps the stored one', async () => {
     const tenant = await t.newTenant('headers');
-    const created = await createCard(tenant.apiKey, { model_id: 'hdr', model: 'hdr-wire', base_url: t.model.url, custom_headers: { 'X-Team-Token': SECRET, 'x-plain': 'visible-only-to-provider' } });
+    const created = await createCard(tenant.apiKey, {
+      model_id: 'hdr',
+      model: 'hdr-wire',
+      base_url: t.model.url,
+      custom_headers: { 'X-Team-Token': SECRET, 'x-plain': 'visible-only-to-provider' },
+    });
     expect(created.status).toBe(200);
     expect(created.body.custom_headers).toEqual({ 'X-Team-Token': '****', 'x-plain': '****' });
     const texts: string[] = [JSON.stringify(created.body)];
     const list = await t.http('/v1/svc/model_cards', { key: tenant.apiKey, headers: BETA });
     texts.push(await list.text());
-    texts.push(await (await t.http('/v1/model_cards', { key: tenant.apiKey, headers: BETA })).text());
+    texts.push(
+      await (await t.http('/v1/model_cards', { key: tenant.apiKey, headers: BETA })).text(),
+    );
     texts.push(await (await t.http('/v1/models', { key: tenant.apiKey })).text());
     // Sending the served card back (masked values) keeps the stored values.
-    const same = await t.http(`/v1/svc/model_cards/${created.body.id}`, { method: 'POST', key: tenant.apiKey, headers: BETA, json: { custom_headers: created.body.custom_headers } });
+    const same = await t.http(`/v1/svc/model_cards/${created.body.id}`, {
+      method: 'POST',
+      key: tenant.apiKey,
+      headers: BETA,
+      json: { custom_headers: created.body.custom_headers },
+    });
     expect(same.status).toBe(200);
     texts.push(await same.text());
     for (const text of texts) {
       expect(text).not.toContain(SECRET);
       expect(text).not.toContain('visible-only-to-provider');
     }
-    expect(JSON.parse(texts[1]).data[0].custom_headers).toEqual({ 'X-Team-Token': '****', 'x-plain': '****' });
+    expect(JSON.parse(texts[1]).data[0].custom_headers).toEqual({
+      'X-Team-Token': '****',
+      'x-plain': '****',
+    });
 
     const env = await tenant.client.beta.environments.create({ name: 'e' });
     const agent = await tenant.client.beta.agents.create({ name: 'a', model: 'hdr' });
@@ -178,7 +227,14 @@ describe('model card custom_headers are sealed', () => {
     expect(first.headers['x-plain']).toBe('visible-only-to-provider');
 
     // A real new value replaces it; it is not served either.
-    const rotated = await json(await t.http(`/v1/svc/model_cards/${created.body.id}`, { method: 'POST', key: tenant.apiKey, headers: BETA, json: { custom_headers: { 'X-Team-Token': ROTATED } } }));
+    const rotated = await json(
+      await t.http(`/v1/svc/model_cards/${created.body.id}`, {
+        method: 'POST',
+        key: tenant.apiKey,
+        headers: BETA,
+        json: { custom_headers: { 'X-Team-Token': ROTATED } },
+      }),
+    );
     expect(rotated.status).toBe(200);
     expect(rotated.body.custom_headers).toEqual({ 'X-Team-Token': '****' });
     expect(JSON.stringify(rotated.body)).not.toContain(ROTATED);
@@ -204,7 +260,11 @@ describe('model card custom_headers are sealed', () => {
       [{ 'x-a': '****' }, /custom_headers/],
     ];
     for (const [custom_headers, field] of cases) {
-      const r = await createCard(tenant.apiKey, { model_id: 'bad', base_url: t.model.url, custom_headers });
+      const r = await createCard(tenant.apiKey, {
+        model_id: 'bad',
+        base_url: t.model.url,
+        custom_headers,
+      });
       expect(r.status, JSON.stringify(custom_headers)).toBe(400);
       expect(r.body.error.message, JSON.stringify(custom_headers)).toMatch(field);
     }
@@ -234,20 +294,26 @@ describe('model card custom_headers are sealed', () => {
     expect(stored?.custom_header_names).toEqual(['x-legacy']);
     expect(stored?.custom_headers_sealed).toMatch(/^v1\./);
     expect(JSON.stringify(stored)).not.toContain(LEGACY);
-    const listed = await json(await t.http('/v1/svc/model_cards', { key: tenant.apiKey, headers: BETA }));
+    const listed = await json(
+      await t.http('/v1/svc/model_cards', { key: tenant.apiKey, headers: BETA }),
+    );
     expect(listed.body.data[0].custom_headers).toEqual({ 'x-legacy': '****' });
     const env = await tenant.client.beta.environments.create({ name: 'e' });
     const agent = await tenant.client.beta.agents.create({ name: 'a', model: 'legacy-hdr' });
     const s = await tenant.client.beta.sessions.create({ agent: agent.id, environment_id: env.id });
     t.model.script('legacy-hdr-wire', { steps: [{ text: 'sealed' }] });
     await turn(tenant.client, s.id, 'hi');
-    expect(t.model.requests.filter((r) => r.model === 'legacy-hdr-wire').at(-1)!.headers['x-legacy']).toBe(LEGACY);
+    expect(
+      t.model.requests.filter((r) => r.model === 'legacy-hdr-wire').at(-1)!.headers['x-legacy'],
+    ).toBe(LEGACY);
   });
 });
 
 async function turn(client: TestPlatform['client'], sid: string, text: string): Promise<any[]> {
   const stream = await client.beta.sessions.events.stream(sid);
-  await client.beta.sessions.events.send(sid, { events: [{ type: 'user.message', content: [{ type: 'text', text }] }] });
+  await client.beta.sessions.events.send(sid, {
+    events: [{ type: 'user.message', content: [{ type: 'text', text }] }],
+  });
   const seen: any[] = [];
   for await (const ev of stream) {
     seen.push(ev);

@@ -22,17 +22,24 @@ const CLI = join(REPO, 'gateway/src/cli.ts');
 const HASH_FILE = 'operator-key.sha256';
 const sha256 = (s: string) => createHash('sha256').update(s).digest('hex');
 /** A host where the worker cannot create cgroups (not root) runs the local driver only with limits opted out. */
-const LIMITS_ENV: Record<string, string> = process.getuid?.() === 0 ? {} : { SANDBOX_UNSAFE_NO_LIMITS: 'true' };
+const LIMITS_ENV: Record<string, string> =
+  process.getuid?.() === 0 ? {} : { SANDBOX_UNSAFE_NO_LIMITS: 'true' };
 
 const cli = (args: string[], env: Record<string, string>) =>
   spawnSync(process.execPath, ['--conditions=source', '--import', 'tsx', CLI, ...args], {
-    cwd: REPO, env: { HOME: process.env.HOME ?? '', PATH: process.env.PATH ?? '', ...env }, encoding: 'utf8', timeout: 30_000,
+    cwd: REPO,
+    env: { HOME: process.env.HOME ?? '', PATH: process.env.PATH ?? '', ...env },
+    encoding: 'utf8',
+    timeout: 30_000,
   });
 
-const printedKey = (out: string) => /operator API key[^\n]*\n\s+(afk_op_\S+)/i.exec(out)?.[1] ?? null;
+const printedKey = (out: string) =>
+  /operator API key[^\n]*\n\s+(afk_op_\S+)/i.exec(out)?.[1] ?? null;
 
 async function status(port: number, key: string): Promise<number> {
-  const r = await fetch(`http://127.0.0.1:${port}/v1/agents`, { headers: { 'x-api-key': key, 'anthropic-version': '2023-06-01' } });
+  const r = await fetch(`http://127.0.0.1:${port}/v1/agents`, {
+    headers: { 'x-api-key': key, 'anthropic-version': '2023-06-01' },
+  });
   await r.arrayBuffer();
   return r.status;
 }
@@ -64,7 +71,9 @@ describe('the operator key of an embedded data dir', () => {
     expect(config.operatorKeyHash).toBeNull();
     expect(config.rootSecret).toBeNull();
     expect(existsSync(dataDir)).toBe(false);
-    expect(loadConfig('all', { DATA_DIR: dataDir, API_KEY: 'k' }).operatorKeyHash).toBe(sha256('k'));
+    expect(loadConfig('all', { DATA_DIR: dataDir, API_KEY: 'k' }).operatorKeyHash).toBe(
+      sha256('k'),
+    );
   });
 
   it('a first start that fails (no bubblewrap) stores no operator key; the next start prints one that works', async () => {
@@ -82,7 +91,12 @@ describe('the operator key of an embedded data dir', () => {
 
     // "bubblewrap installed": the same data dir, the real PATH.
     const port = await freePort();
-    const { child, output } = await startProcess('all', { DATA_DIR: dataDir, PORT: String(port), LOG_LEVEL: 'warn', ...LIMITS_ENV });
+    const { child, output } = await startProcess('all', {
+      DATA_DIR: dataDir,
+      PORT: String(port),
+      LOG_LEVEL: 'warn',
+      ...LIMITS_ENV,
+    });
     children.push(child);
     const key = printedKey(output());
     expect(key, output()).not.toBeNull();
@@ -97,7 +111,13 @@ describe('the operator key of an embedded data dir', () => {
     await new Promise<void>((r) => blocker.listen(0, '127.0.0.1', r));
     try {
       const port = (blocker.address() as { port: number }).port;
-      const r = cli(['all'], { DATA_DIR: dataDir, HOST: '127.0.0.1', PORT: String(port), SANDBOX_DRIVER: 'none', LOG_LEVEL: 'warn' });
+      const r = cli(['all'], {
+        DATA_DIR: dataDir,
+        HOST: '127.0.0.1',
+        PORT: String(port),
+        SANDBOX_DRIVER: 'none',
+        LOG_LEVEL: 'warn',
+      });
       expect(r.status, r.stderr).toBe(1);
       expect(r.stderr).toMatch(/EADDRINUSE/);
       expect(printedKey(r.stdout)).toBeNull();
@@ -110,7 +130,12 @@ describe('the operator key of an embedded data dir', () => {
   it('rotate-operator-key prints a new key once and stores only its hash; after a restart the old key gets 401, the new one 200', async () => {
     const dataDir = join(tempDir(), 'data');
     const port = await freePort();
-    const env = { DATA_DIR: dataDir, PORT: String(port), SANDBOX_DRIVER: 'none', LOG_LEVEL: 'warn' };
+    const env = {
+      DATA_DIR: dataDir,
+      PORT: String(port),
+      SANDBOX_DRIVER: 'none',
+      LOG_LEVEL: 'warn',
+    };
     const first = await startProcess('all', env);
     children.push(first.child);
     const oldKey = printedKey(first.output());
@@ -138,7 +163,12 @@ describe('the operator key of an embedded data dir', () => {
   it('rotate-operator-key on a running server: the old key is refused from then on, the new one accepted, without a restart', async () => {
     const dataDir = join(tempDir(), 'data');
     const port = await freePort();
-    const { child, output } = await startProcess('all', { DATA_DIR: dataDir, PORT: String(port), SANDBOX_DRIVER: 'none', LOG_LEVEL: 'info' });
+    const { child, output } = await startProcess('all', {
+      DATA_DIR: dataDir,
+      PORT: String(port),
+      SANDBOX_DRIVER: 'none',
+      LOG_LEVEL: 'info',
+    });
     children.push(child);
     const oldKey = printedKey(output());
     expect(await status(port, oldKey!)).toBe(200);
@@ -147,7 +177,8 @@ describe('the operator key of an embedded data dir', () => {
     expect(rotated.status, rotated.stderr).toBe(0);
     const newKey = printedKey(rotated.stdout)!;
     // The server re-reads the hash file on its own schedule: wait (bounded) until it logs the rotation.
-    for (let i = 0; i < 150 && !/operator key rotated/.test(output()); i++) await new Promise((r) => setTimeout(r, 100));
+    for (let i = 0; i < 150 && !/operator key rotated/.test(output()); i++)
+      await new Promise((r) => setTimeout(r, 100));
     expect(output()).toMatch(/operator key rotated/);
     expect(output()).not.toContain(newKey);
     expect(await status(port, oldKey!)).toBe(401);

@@ -47,30 +47,52 @@ async function stop(child: ChildProcess): Promise<void> {
 }
 
 /** Peak resident set size of a process so far, in bytes. */
-const peakRss = (pid: number) => Number(/VmHWM:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))![1]) * 1024;
+const peakRss = (pid: number) =>
+  Number(/VmHWM:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))![1]) * 1024;
 
 describe('a large output streams through the server', () => {
-  it('syncing and downloading a 256 MiB output raises the server\'s peak RSS by less than 128 MiB', async () => {
+  it("syncing and downloading a 256 MiB output raises the server's peak RSS by less than 128 MiB", async () => {
     const port = await freePort();
     const key = 'op-outputs-stream';
     const env = {
-      PORT: String(port), DATA_DIR: dataDir, API_KEY: key, PLATFORM_ROOT_SECRET: 'outputs-stream-secret-0123456789abcdef',
-      ANTHROPIC_API_KEY: 'sk-x', ANTHROPIC_BASE_URL: model.url, LOG_LEVEL: 'error',
+      PORT: String(port),
+      DATA_DIR: dataDir,
+      API_KEY: key,
+      PLATFORM_ROOT_SECRET: 'outputs-stream-secret-0123456789abcdef',
+      ANTHROPIC_API_KEY: 'sk-x',
+      ANTHROPIC_BASE_URL: model.url,
+      LOG_LEVEL: 'error',
       EGRESS_ALLOW_PRIVATE_HOSTS: new URL(model.url).host,
-      OUTPUT_MAX_FILE_BYTES: String(512 * MIB), OUTPUT_MAX_SESSION_BYTES: String(1024 * MIB),
+      OUTPUT_MAX_FILE_BYTES: String(512 * MIB),
+      OUTPUT_MAX_SESSION_BYTES: String(1024 * MIB),
     };
     const base = `http://127.0.0.1:${port}`;
-    const headers = { 'x-api-key': key, 'content-type': 'application/json', 'anthropic-beta': 'managed-agents-2026-04-01' };
+    const headers = {
+      'x-api-key': key,
+      'content-type': 'application/json',
+      'anthropic-beta': 'managed-agents-2026-04-01',
+    };
     const call = async (path: string, body?: unknown) => {
-      const r = await fetch(`${base}${path}`, { method: body ? 'POST' : 'GET', headers, body: body ? JSON.stringify(body) : undefined });
+      const r = await fetch(`${base}${path}`, {
+        method: body ? 'POST' : 'GET',
+        headers,
+        body: body ? JSON.stringify(body) : undefined,
+      });
       return { status: r.status, body: (await r.json()) as any };
     };
     const turn = async (sid: string, text: string) => {
       const before = (await call(`/v1/sessions/${sid}/events?limit=1000`)).body.data.length;
-      expect((await call(`/v1/sessions/${sid}/events`, { events: [{ type: 'user.message', content: [{ type: 'text', text }] }] })).status).toBe(202);
+      expect(
+        (
+          await call(`/v1/sessions/${sid}/events`, {
+            events: [{ type: 'user.message', content: [{ type: 'text', text }] }],
+          })
+        ).status,
+      ).toBe(202);
       for (let i = 0; i < 600; i++) {
         const events = (await call(`/v1/sessions/${sid}/events?limit=1000`)).body.data as any[];
-        if (events.length > before && events.at(-1).type === 'session.status_idle') return events.slice(before);
+        if (events.length > before && events.at(-1).type === 'session.status_idle')
+          return events.slice(before);
         await new Promise((r) => setTimeout(r, 200));
       }
       throw new Error('the turn did not end');
@@ -78,19 +100,59 @@ describe('a large output streams through the server', () => {
     const proc = await startProcess('all', env);
     try {
       const envId = (await call('/v1/environments', { name: 'e' })).body.id;
-      const agentId = (await call('/v1/agents', { name: 'a', model: 'out-model', tools: [{ type: 'agent_toolset_20260401' }] })).body.id;
+      const agentId = (
+        await call('/v1/agents', {
+          name: 'a',
+          model: 'out-model',
+          tools: [{ type: 'agent_toolset_20260401' }],
+        })
+      ).body.id;
       const sid = (await call('/v1/sessions', { agent: agentId, environment_id: envId })).body.id;
       // a first turn warms the sandbox and the server's code paths: the baseline includes them
-      model.script('out-model', { steps: [{ tool_use: { name: 'bash', input: { command: 'mkdir -p /mnt/session/outputs && echo small > /mnt/session/outputs/small.txt' } } }] }, { steps: [{ text: 'warm' }] });
+      model.script(
+        'out-model',
+        {
+          steps: [
+            {
+              tool_use: {
+                name: 'bash',
+                input: {
+                  command:
+                    'mkdir -p /mnt/session/outputs && echo small > /mnt/session/outputs/small.txt',
+                },
+              },
+            },
+          ],
+        },
+        { steps: [{ text: 'warm' }] },
+      );
       await turn(sid, 'warm up');
       const baseline = peakRss(proc.child.pid!);
 
-      model.script('out-model', { steps: [{ tool_use: { name: 'bash', input: { command: `head -c ${OUTPUT_BYTES} /dev/zero > /mnt/session/outputs/zeros.bin && echo written` } } }] }, { steps: [{ text: 'big' }] });
+      model.script(
+        'out-model',
+        {
+          steps: [
+            {
+              tool_use: {
+                name: 'bash',
+                input: {
+                  command: `head -c ${OUTPUT_BYTES} /dev/zero > /mnt/session/outputs/zeros.bin && echo written`,
+                },
+              },
+            },
+          ],
+        },
+        { steps: [{ text: 'big' }] },
+      );
       const events = await turn(sid, 'write a big output');
       expect(events.find((e) => e.type === 'agent.tool_result')).toMatchObject({ is_error: false });
       expect(events.filter((e) => e.type === 'session.warning')).toEqual([]);
       const list = (await call(`/v1/sessions/${sid}/outputs`)).body.data as any[];
-      expect(list.map((o) => [o.filename, o.size_bytes])).toEqual([['small.txt', 6], ['zeros.bin', OUTPUT_BYTES]]);
+      expect(list.map((o) => [o.filename, o.size_bytes])).toEqual([
+        ['small.txt', 6],
+        ['zeros.bin', OUTPUT_BYTES],
+      ]);
 
       // the download streams too
       const res = await fetch(`${base}/v1/sessions/${sid}/outputs/zeros.bin`, { headers });
@@ -104,7 +166,10 @@ describe('a large output streams through the server', () => {
       expect([received, nonZero]).toEqual([OUTPUT_BYTES, 0]);
 
       const growth = peakRss(proc.child.pid!) - baseline;
-      expect(growth, `peak RSS grew ${(growth / MIB).toFixed(1)} MiB over ${(baseline / MIB).toFixed(1)} MiB`).toBeLessThan(128 * MIB);
+      expect(
+        growth,
+        `peak RSS grew ${(growth / MIB).toFixed(1)} MiB over ${(baseline / MIB).toFixed(1)} MiB`,
+      ).toBeLessThan(128 * MIB);
     } finally {
       await stop(proc.child);
     }

@@ -17,20 +17,36 @@ export async function freePort(): Promise<number> {
 }
 
 /** Runs the platform CLI (the same entry as `npm start`) as a real child process. */
-export async function startProcess(role: 'all' | 'gateway' | 'worker', env: Record<string, string>, readyPattern = /started/): Promise<{ child: ChildProcess; output: () => string }> {
-  const child = spawn(process.execPath, ['--conditions=source', '--import', 'tsx', join(REPO, 'gateway/src/cli.ts'), role], {
-    cwd: REPO,
-    env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '', ...env },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
+export async function startProcess(
+  role: 'all' | 'gateway' | 'worker',
+  env: Record<string, string>,
+  readyPattern = /started/,
+): Promise<{ child: ChildProcess; output: () => string }> {
+  const child = spawn(
+    process.execPath,
+    ['--conditions=source', '--import', 'tsx', join(REPO, 'gateway/src/cli.ts'), role],
+    {
+      cwd: REPO,
+      env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '', ...env },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    },
+  );
   let out = '';
   child.stdout!.on('data', (d) => (out += d));
   child.stderr!.on('data', (d) => (out += d));
   await new Promise<void>((resolve, reject) => {
     const timer = setTimeout(() => reject(new Error(`process did not start:\n${out}`)), 30_000);
-    const check = () => { if (readyPattern.test(out)) { clearTimeout(timer); resolve(); } };
+    const check = () => {
+      if (readyPattern.test(out)) {
+        clearTimeout(timer);
+        resolve();
+      }
+    };
     child.stdout!.on('data', check);
-    child.on('exit', (code) => { clearTimeout(timer); reject(new Error(`process exited ${code}:\n${out}`)); });
+    child.on('exit', (code) => {
+      clearTimeout(timer);
+      reject(new Error(`process exited ${code}:\n${out}`));
+    });
   });
   child.removeAllListeners('exit');
   return { child, output: () => out };

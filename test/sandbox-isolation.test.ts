@@ -11,7 +11,9 @@ import { existsSync, readFileSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startPlatform, type TestPlatform } from './harness.js';
 
-const call = (name: string, input: Record<string, unknown>) => ({ steps: [{ tool_use: { name, input } }] });
+const call = (name: string, input: Record<string, unknown>) => ({
+  steps: [{ tool_use: { name, input } }],
+});
 const say = (text: string) => ({ steps: [{ text }] });
 const ROOT_SECRET = 'isolation-root-secret-5b0c7e1d9a2f4c6e8b3d';
 const VENDOR_KEY = 'sk-ant-isolation-vendor-key-77f3';
@@ -38,23 +40,46 @@ afterAll(async () => {
 
 /** A session whose agent uses its own scripted model (sessions run concurrently). */
 async function newSession(model: string) {
-  await t.http('/v1/svc/model_cards', { method: 'POST', headers: { 'anthropic-beta': 'managed-agents-2026-04-01' }, json: { model_id: model, provider: 'anthropic', model, base_url: t.model.url, api_key: 'k' } });
-  const agent = await t.client.beta.agents.create({ name: model, model, tools: [{ type: 'agent_toolset_20260401' }] });
+  await t.http('/v1/svc/model_cards', {
+    method: 'POST',
+    headers: { 'anthropic-beta': 'managed-agents-2026-04-01' },
+    json: { model_id: model, provider: 'anthropic', model, base_url: t.model.url, api_key: 'k' },
+  });
+  const agent = await t.client.beta.agents.create({
+    name: model,
+    model,
+    tools: [{ type: 'agent_toolset_20260401' }],
+  });
   return (await t.client.beta.sessions.create({ agent: agent.id, environment_id: envId })).id;
 }
 
 async function turn(sid: string, text: string) {
   const stream = await t.client.beta.sessions.events.stream(sid);
-  await t.client.beta.sessions.events.send(sid, { events: [{ type: 'user.message', content: [{ type: 'text', text }] }] });
+  await t.client.beta.sessions.events.send(sid, {
+    events: [{ type: 'user.message', content: [{ type: 'text', text }] }],
+  });
   const seen: any[] = [];
-  for await (const ev of stream) { seen.push(ev); if (ev.type === 'session.status_idle') break; }
-  return seen.filter((e) => e.type === 'agent.tool_result').map((e) => ({ text: e.content[0].text as string, is_error: e.is_error as boolean }));
+  for await (const ev of stream) {
+    seen.push(ev);
+    if (ev.type === 'session.status_idle') break;
+  }
+  return seen
+    .filter((e) => e.type === 'agent.tool_result')
+    .map((e) => ({ text: e.content[0].text as string, is_error: e.is_error as boolean }));
 }
 
 /** Forks refused at the process cap in the sandbox of `sid` (its pids cgroup on this host, named after the session). */
 function forksRefused(sid: string): number {
-  const found = execFileSync('find', ['/sys/fs/cgroup', '-maxdepth', '6', '-type', 'd', '-name', `agentfleet-sbx-*-local-${sid}-*`], { encoding: 'utf8' }).split('\n').filter(Boolean);
-  for (const dir of found) if (existsSync(`${dir}/pids.events`)) return Number(/max (\d+)/.exec(readFileSync(`${dir}/pids.events`, 'utf8'))?.[1] ?? 0);
+  const found = execFileSync(
+    'find',
+    ['/sys/fs/cgroup', '-maxdepth', '6', '-type', 'd', '-name', `agentfleet-sbx-*-local-${sid}-*`],
+    { encoding: 'utf8' },
+  )
+    .split('\n')
+    .filter(Boolean);
+  for (const dir of found)
+    if (existsSync(`${dir}/pids.events`))
+      return Number(/max (\d+)/.exec(readFileSync(`${dir}/pids.events`, 'utf8'))?.[1] ?? 0);
   return 0;
 }
 
@@ -69,12 +94,16 @@ async function bash(sid: string, model: string, command: string) {
 describe('a tenant agent in its sandbox (local driver)', () => {
   it('finds no platform secret in env, /proc/1/environ, /proc/*/environ or /proc/*/cmdline', async () => {
     const sid = await newSession('iso-secrets');
-    const r = await bash(sid, 'iso-secrets',
-      "env; tr '\\0' '\\n' < /proc/1/environ; for f in /proc/[0-9]*/environ /proc/[0-9]*/cmdline; do echo \"== $f\"; tr '\\0' ' ' < $f; echo; done");
+    const r = await bash(
+      sid,
+      'iso-secrets',
+      "env; tr '\\0' '\\n' < /proc/1/environ; for f in /proc/[0-9]*/environ /proc/[0-9]*/cmdline; do echo \"== $f\"; tr '\\0' ' ' < $f; echo; done",
+    );
     expect(r.is_error).toBe(false);
     expect(r.text).toContain('== /proc/1/cmdline');
     expect(r.text).toContain('HOME=/home/user');
-    for (const secret of [t.operatorKey, ROOT_SECRET, VENDOR_KEY, t.dataDir]) expect(r.text).not.toContain(secret);
+    for (const secret of [t.operatorKey, ROOT_SECRET, VENDOR_KEY, t.dataDir])
+      expect(r.text).not.toContain(secret);
   });
 
   it('a fork bomb under timeout: an is_error result, the next turn works, another session works meanwhile', async () => {
@@ -83,10 +112,15 @@ describe('a tenant agent in its sandbox (local driver)', () => {
     await bash(bystander, 'iso-bystander', 'echo before > /workspace/b.txt');
     const attack = bash(victim, 'iso-bomb', "timeout -s KILL 5 bash -c ':(){ :|:& };:'");
     // the bomb runs into its sandbox's process cap (seen from the host: the sandbox's pids cgroup)…
-    await expect.poll(() => forksRefused(victim), { timeout: 20_000, interval: 100 }).toBeGreaterThan(0);
+    await expect
+      .poll(() => forksRefused(victim), { timeout: 20_000, interval: 100 })
+      .toBeGreaterThan(0);
     // …and meanwhile another session's turn runs
     const during = await bash(bystander, 'iso-bystander', 'cat /workspace/b.txt; echo during');
-    expect(during).toMatchObject({ is_error: false, text: expect.stringMatching(/^before\nduring\n/) });
+    expect(during).toMatchObject({
+      is_error: false,
+      text: expect.stringMatching(/^before\nduring\n/),
+    });
     const r = await attack;
     expect(r.is_error).toBe(true);
     expect(r.text).toMatch(/process limit \(64\) was reached/);
@@ -100,7 +134,10 @@ describe('a tenant agent in its sandbox (local driver)', () => {
     const r = await bash(sid, 'iso-hog', 'x=$(head -c 600m /dev/zero | tr "\\0" a); echo ${#x}');
     expect(r.is_error).toBe(true);
     expect(r.text).toMatch(/memory limit \(160 MB\) was reached/);
-    expect(await bash(sid, 'iso-hog', 'echo still-here')).toMatchObject({ is_error: false, text: expect.stringMatching(/^still-here\n/) });
+    expect(await bash(sid, 'iso-hog', 'echo still-here')).toMatchObject({
+      is_error: false,
+      text: expect.stringMatching(/^still-here\n/),
+    });
   }, 90_000);
 
   it('a disk filler: ENOSPC at the sandbox quota, an is_error result, the next turn works', async () => {
@@ -108,7 +145,11 @@ describe('a tenant agent in its sandbox (local driver)', () => {
     const r = await bash(sid, 'iso-disk', 'head -c 200m /dev/zero > /workspace/fill');
     expect(r.is_error).toBe(true);
     expect(r.text).toMatch(/No space left on device/);
-    const next = await bash(sid, 'iso-disk', 'rm /workspace/fill; echo freed > /tmp/t && cat /tmp/t');
+    const next = await bash(
+      sid,
+      'iso-disk',
+      'rm /workspace/fill; echo freed > /tmp/t && cat /tmp/t',
+    );
     expect(next).toMatchObject({ is_error: false, text: expect.stringMatching(/^freed\n/) });
   }, 90_000);
 });

@@ -20,117 +20,182 @@ import { dirname, join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { BETA, startPlatform, type TestPlatform } from './harness.js';
 
-const PYTHON = process.env.AGENTFLEET_PYTHON ?? join(homedir(), '.cache/agentfleet/venv/bin/python');
+const PYTHON =
+  process.env.AGENTFLEET_PYTHON ?? join(homedir(), '.cache/agentfleet/venv/bin/python');
 const SCHEMATHESIS = join(dirname(PYTHON), 'schemathesis');
 const available = existsSync(SCHEMATHESIS);
 /** Examples per operation and phase; ~65 operations finish in a few minutes on 2 cores. */
 const MAX_EXAMPLES = process.env.SCHEMATHESIS_MAX_EXAMPLES ?? '10';
 const SEED = process.env.SCHEMATHESIS_SEED ?? '20260401';
-const CHECKS = process.env.SCHEMATHESIS_CHECKS?.split(',') ?? ['not_a_server_error', 'status_code_conformance', 'content_type_conformance', 'response_headers_conformance', 'response_schema_conformance'];
+const CHECKS = process.env.SCHEMATHESIS_CHECKS?.split(',') ?? [
+  'not_a_server_error',
+  'status_code_conformance',
+  'content_type_conformance',
+  'response_headers_conformance',
+  'response_schema_conformance',
+];
 
 let t: TestPlatform;
 let work: string;
 
-function run(cmd: string, args: string[], timeoutMs: number): Promise<{ code: number | null; out: string }> {
+function run(
+  cmd: string,
+  args: string[],
+  timeoutMs: number,
+): Promise<{ code: number | null; out: string }> {
   return new Promise((resolve, reject) => {
-    const child = spawn(cmd, args, { cwd: work, env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '', NO_COLOR: '1', SCHEMATHESIS_TELEMETRY: 'false' }, stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(cmd, args, {
+      cwd: work,
+      env: {
+        PATH: process.env.PATH ?? '',
+        HOME: process.env.HOME ?? '',
+        NO_COLOR: '1',
+        SCHEMATHESIS_TELEMETRY: 'false',
+      },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
     let out = '';
     child.stdout.on('data', (d) => (out += d));
     child.stderr.on('data', (d) => (out += d));
     const timer = setTimeout(() => child.kill('SIGKILL'), timeoutMs);
     child.on('error', reject);
-    child.on('exit', (code) => { clearTimeout(timer); resolve({ code, out }); });
+    child.on('exit', (code) => {
+      clearTimeout(timer);
+      resolve({ code, out });
+    });
   });
 }
 
-describe.skipIf(!available)(`schemathesis against the OpenAPI document${available ? '' : ` (skipped: no ${SCHEMATHESIS}; run test/python/setup.sh or set AGENTFLEET_PYTHON)`}`, () => {
-  beforeAll(async () => {
-    work = mkdtempSync(join(tmpdir(), 'agentfleet-schemathesis-'));
-    t = await startPlatform({ env: { RATE_LIMIT_PER_MINUTE: '10000000', AUTH_FAILURES_PER_MINUTE: '1000000', SANDBOX_DRIVER: 'none' } });
-  });
-  afterAll(async () => {
-    await t?.close();
-    if (work) rmSync(work, { recursive: true, force: true });
-  });
+describe.skipIf(!available)(
+  `schemathesis against the OpenAPI document${available ? '' : ` (skipped: no ${SCHEMATHESIS}; run test/python/setup.sh or set AGENTFLEET_PYTHON)`}`,
+  () => {
+    beforeAll(async () => {
+      work = mkdtempSync(join(tmpdir(), 'agentfleet-schemathesis-'));
+      t = await startPlatform({
+        env: {
+          RATE_LIMIT_PER_MINUTE: '10000000',
+          AUTH_FAILURES_PER_MINUTE: '1000000',
+          SANDBOX_DRIVER: 'none',
+        },
+      });
+    });
+    afterAll(async () => {
+      await t?.close();
+      if (work) rmSync(work, { recursive: true, force: true });
+    });
 
-  it('0 server errors and every response conforms to the document', async () => {
-    const post = async (path: string, json: unknown) => {
-      const res = await t.http(path, { method: 'POST', headers: BETA, json });
-      expect(res.status, `${path}: ${await res.clone().text()}`).toBe(200);
-      return ((await res.json()) as { id: string }).id;
-    };
-    const upload = async (name: string) => {
-      const form = new FormData();
-      form.set('file', new Blob(['hello']), name);
-      const res = await t.http('/v1/files', { method: 'POST', body: form });
-      expect(res.status).toBe(200);
-      return ((await res.json()) as { id: string }).id;
-    };
-    // Real ids, by the prefix each id parameter declares; DELETE operations get their own.
-    const env = await post('/v1/environments', { name: 'st-env' });
-    const agent = await post('/v1/agents', { name: 'st-agent', model: 'claude-sonnet-4-5' });
-    const card = (prefix: string) => post('/v1/svc/model_cards', { model_id: `st-${prefix}`, provider: 'anthropic', model: 'm', base_url: t.model.url, api_key: 'sk-st' });
-    const keep: Record<string, string> = {
-      env_: env,
-      agent_: agent,
-      sess_: await post('/v1/sessions', { agent, environment_id: env }),
-      file_: await upload('keep.txt'),
-      mc_: await card('keep'),
-      key_: await post('/v1/svc/api_keys', { name: 'st-keep' }),
-    };
-    const doomed: Record<string, string> = {
-      env_: await post('/v1/environments', { name: 'st-doomed' }),
-      agent_: await post('/v1/agents', { name: 'st-doomed', model: 'claude-sonnet-4-5' }),
-      sess_: await post('/v1/sessions', { agent, environment_id: env }),
-      file_: await upload('doomed.txt'),
-      mc_: await card('doomed'),
-      key_: await post('/v1/svc/api_keys', { name: 'st-doomed' }),
-    };
+    it(
+      '0 server errors and every response conforms to the document',
+      async () => {
+        const post = async (path: string, json: unknown) => {
+          const res = await t.http(path, { method: 'POST', headers: BETA, json });
+          expect(res.status, `${path}: ${await res.clone().text()}`).toBe(200);
+          return ((await res.json()) as { id: string }).id;
+        };
+        const upload = async (name: string) => {
+          const form = new FormData();
+          form.set('file', new Blob(['hello']), name);
+          const res = await t.http('/v1/files', { method: 'POST', body: form });
+          expect(res.status).toBe(200);
+          return ((await res.json()) as { id: string }).id;
+        };
+        // Real ids, by the prefix each id parameter declares; DELETE operations get their own.
+        const env = await post('/v1/environments', { name: 'st-env' });
+        const agent = await post('/v1/agents', { name: 'st-agent', model: 'claude-sonnet-4-5' });
+        const card = (prefix: string) =>
+          post('/v1/svc/model_cards', {
+            model_id: `st-${prefix}`,
+            provider: 'anthropic',
+            model: 'm',
+            base_url: t.model.url,
+            api_key: 'sk-st',
+          });
+        const keep: Record<string, string> = {
+          env_: env,
+          agent_: agent,
+          sess_: await post('/v1/sessions', { agent, environment_id: env }),
+          file_: await upload('keep.txt'),
+          mc_: await card('keep'),
+          key_: await post('/v1/svc/api_keys', { name: 'st-keep' }),
+        };
+        const doomed: Record<string, string> = {
+          env_: await post('/v1/environments', { name: 'st-doomed' }),
+          agent_: await post('/v1/agents', { name: 'st-doomed', model: 'claude-sonnet-4-5' }),
+          sess_: await post('/v1/sessions', { agent, environment_id: env }),
+          file_: await upload('doomed.txt'),
+          mc_: await card('doomed'),
+          key_: await post('/v1/svc/api_keys', { name: 'st-doomed' }),
+        };
 
-    const doc = (await (await t.http('/v1/openapi.json', { key: null })).json()) as any;
-    const toml: string[] = [
-      `seed = ${Number(SEED)}`,
-      'workers = 1',
-      'request-timeout = 20',
-      'max-stream-events = 20',
-      '[generation]',
-      `max-examples = ${Number(MAX_EXAMPLES)}`,
-      '[headers]',
-      `"x-api-key" = "${t.operatorKey}"`,
-    ];
-    let withIds = 0;
-    for (const [path, ops] of Object.entries<any>(doc.paths)) {
-      for (const [method, op] of Object.entries<any>(ops)) {
-        const values: Record<string, string | number> = {};
-        for (const p of op.parameters ?? []) {
-          if (p.in !== 'path') continue;
-          const prefix = /^\^([a-z]+_)$/.exec(p.schema?.pattern ?? '')?.[1];
-          if (prefix) values[`path.${p.name}`] = (method === 'delete' ? doomed : keep)[prefix]!;
-          else if (p.name === 'version') values['path.version'] = 1;
-          else if (path === '/v1/models/{id}') values['path.id'] = 'st-keep';
+        const doc = (await (await t.http('/v1/openapi.json', { key: null })).json()) as any;
+        const toml: string[] = [
+          `seed = ${Number(SEED)}`,
+          'workers = 1',
+          'request-timeout = 20',
+          'max-stream-events = 20',
+          '[generation]',
+          `max-examples = ${Number(MAX_EXAMPLES)}`,
+          '[headers]',
+          `"x-api-key" = "${t.operatorKey}"`,
+        ];
+        let withIds = 0;
+        for (const [path, ops] of Object.entries<any>(doc.paths)) {
+          for (const [method, op] of Object.entries<any>(ops)) {
+            const values: Record<string, string | number> = {};
+            for (const p of op.parameters ?? []) {
+              if (p.in !== 'path') continue;
+              const prefix = /^\^([a-z]+_)$/.exec(p.schema?.pattern ?? '')?.[1];
+              if (prefix) values[`path.${p.name}`] = (method === 'delete' ? doomed : keep)[prefix]!;
+              else if (p.name === 'version') values['path.version'] = 1;
+              else if (path === '/v1/models/{id}') values['path.id'] = 'st-keep';
+            }
+            if (!Object.keys(values).length) continue;
+            withIds++;
+            toml.push(
+              '[[operations]]',
+              `include-operation-id = "${op.operationId}"`,
+              `parameters = { ${Object.entries(values)
+                .map(([k, v]) => `"${k}" = ${JSON.stringify(v)}`)
+                .join(', ')} }`,
+            );
+            // The live event stream never ends on its own: read a few frames, or stop waiting after 3 s.
+            if (op.operationId === 'streamEvents')
+              toml.push('request-timeout = 3', 'max-stream-events = 3');
+          }
         }
-        if (!Object.keys(values).length) continue;
-        withIds++;
-        toml.push('[[operations]]', `include-operation-id = "${op.operationId}"`, `parameters = { ${Object.entries(values).map(([k, v]) => `"${k}" = ${JSON.stringify(v)}`).join(', ')} }`);
-        // The live event stream never ends on its own: read a few frames, or stop waiting after 3 s.
-        if (op.operationId === 'streamEvents') toml.push('request-timeout = 3', 'max-stream-events = 3');
-      }
-    }
-    expect(withIds).toBeGreaterThan(30);
-    const config = join(work, 'schemathesis.toml');
-    writeFileSync(config, `${toml.join('\n')}\n`);
+        expect(withIds).toBeGreaterThan(30);
+        const config = join(work, 'schemathesis.toml');
+        writeFileSync(config, `${toml.join('\n')}\n`);
 
-    const { code, out } = await run(SCHEMATHESIS, [
-      '--config-file', config, '--no-color',
-      'run', `${t.url}/v1/openapi.json`,
-      '--checks', CHECKS.join(','),
-      '--phases', 'examples,coverage,fuzzing',
-      '--no-shrink',
-      // SCHEMATHESIS_REPORT_DIR keeps the JUnit report (per-operation results and times).
-      '--report', 'junit', '--report-dir', process.env.SCHEMATHESIS_REPORT_DIR ?? join(work, 'report'),
-    ], 15 * 60_000);
-    expect(code, `schemathesis exit ${code}:\n${out.length > 30_000 ? `…${out.slice(-30_000)}` : out}`).toBe(0);
-    expect(out).toMatch(/Test cases:\s+\d+ generated, \d+ passed/);
-    expect(out).not.toMatch(/Runtime Error|\d+ errors?\b/);
-  }, 16 * 60_000);
-});
+        const { code, out } = await run(
+          SCHEMATHESIS,
+          [
+            '--config-file',
+            config,
+            '--no-color',
+            'run',
+            `${t.url}/v1/openapi.json`,
+            '--checks',
+            CHECKS.join(','),
+            '--phases',
+            'examples,coverage,fuzzing',
+            '--no-shrink',
+            // SCHEMATHESIS_REPORT_DIR keeps the JUnit report (per-operation results and times).
+            '--report',
+            'junit',
+            '--report-dir',
+            process.env.SCHEMATHESIS_REPORT_DIR ?? join(work, 'report'),
+          ],
+          15 * 60_000,
+        );
+        expect(
+          code,
+          `schemathesis exit ${code}:\n${out.length > 30_000 ? `…${out.slice(-30_000)}` : out}`,
+        ).toBe(0);
+        expect(out).toMatch(/Test cases:\s+\d+ generated, \d+ passed/);
+        expect(out).not.toMatch(/Runtime Error|\d+ errors?\b/);
+      },
+      16 * 60_000,
+    );
+  },
+);

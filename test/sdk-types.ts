@@ -36,13 +36,17 @@ import type { BetaErrorObject, BetaErrorResponse } from '@anthropic-ai/sdk/resou
 declare function value<T>(): T;
 function expectAssignable<Sdk>(_ours: Sdk): void {}
 /** `true` while `Ours` is not assignable to `Sdk`; a message once it is. */
-type Mismatch<Ours, Sdk> = [Ours] extends [Sdk] ? 'fixed: remove this pin and restore the full check' : true;
+type Mismatch<Ours, Sdk> = [Ours] extends [Sdk]
+  ? 'fixed: remove this pin and restore the full check'
+  : true;
 function pin<_Known extends true>(): void {}
 
 type ToolsetOut = Extract<S.AgentToolOut, { type: 'agent_toolset_20260401' }>;
 type ToolConfigOut = ToolsetOut['configs'][number];
 type AnySkill = BetaManagedAgentsAnthropicSkill | BetaManagedAgentsCustomSkill;
-type Ev<T extends keyof typeof S.SESSION_EVENT_SCHEMAS> = Static<(typeof S.SESSION_EVENT_SCHEMAS)[T]>;
+type Ev<T extends keyof typeof S.SESSION_EVENT_SCHEMAS> = Static<
+  (typeof S.SESSION_EVENT_SCHEMAS)[T]
+>;
 
 /** Agent fields whose served shape differs from the SDK's (pinned below). */
 type AgentGaps = 'tools' | 'mcp_servers' | 'multiagent';
@@ -53,18 +57,34 @@ export function typeChecks(): void {
   expectAssignable<Omit<BetaManagedAgentsAgent, AgentGaps>>(value<S.Agent>());
 
   // tools: toolsets (all but web_fetch configs), MCP toolsets and custom tools conform…
-  expectAssignable<BetaManagedAgentsAgentToolset20260401>(value<Omit<ToolsetOut, 'configs'> & { configs: Array<Exclude<ToolConfigOut, { name: 'web_fetch' }>> }>());
-  expectAssignable<BetaManagedAgentsMCPToolset>(value<Extract<S.AgentToolOut, { type: 'mcp_toolset' }>>());
-  expectAssignable<BetaManagedAgentsCustomTool>(value<Extract<S.AgentToolOut, { type: 'custom' }>>());
-  expectAssignable<BetaManagedAgentsAgentToolConfig>(value<Exclude<ToolConfigOut, { name: 'web_fetch' }>>());
+  expectAssignable<BetaManagedAgentsAgentToolset20260401>(
+    value<
+      Omit<ToolsetOut, 'configs'> & {
+        configs: Array<Exclude<ToolConfigOut, { name: 'web_fetch' }>>;
+      }
+    >(),
+  );
+  expectAssignable<BetaManagedAgentsMCPToolset>(
+    value<Extract<S.AgentToolOut, { type: 'mcp_toolset' }>>(),
+  );
+  expectAssignable<BetaManagedAgentsCustomTool>(
+    value<Extract<S.AgentToolOut, { type: 'custom' }>>(),
+  );
+  expectAssignable<BetaManagedAgentsAgentToolConfig>(
+    value<Exclude<ToolConfigOut, { name: 'web_fetch' }>>(),
+  );
   // …but a web_fetch config carries `url_sources` only if the client sent it (SDK: required, nullable).
-  pin<Mismatch<Extract<ToolConfigOut, { name: 'web_fetch' }>, BetaManagedAgentsWebFetchToolConfig>>();
+  pin<
+    Mismatch<Extract<ToolConfigOut, { name: 'web_fetch' }>, BetaManagedAgentsWebFetchToolConfig>
+  >();
 
   // skills: served resolved (`vendor` is stored as `anthropic`, a missing version as 'latest').
   expectAssignable<AnySkill>(value<S.SkillOut>());
 
   // mcp_servers: URL servers conform; stdio servers are an extension the SDK has no type for.
-  expectAssignable<BetaManagedAgentsMCPServerURLDefinition>(value<Extract<S.McpServerOut, { type: 'url' }>>());
+  expectAssignable<BetaManagedAgentsMCPServerURLDefinition>(
+    value<Extract<S.McpServerOut, { type: 'url' }>>(),
+  );
   pin<Mismatch<S.McpServerOut, BetaManagedAgentsMCPServerURLDefinition>>();
 
   // multiagent: served as the client sent it ({type, …}), not resolved to the SDK's
@@ -88,22 +108,34 @@ export function typeChecks(): void {
   // ------------------------------------------------------------------------------------------
   // Events → the SDK's event types
   expectAssignable<E.BetaManagedAgentsUserInterruptEvent>(value<Ev<'user.interrupt'>>());
-  expectAssignable<E.BetaManagedAgentsSessionStatusRunningEvent>(value<Ev<'session.status_running'>>());
+  expectAssignable<E.BetaManagedAgentsSessionStatusRunningEvent>(
+    value<Ev<'session.status_running'>>(),
+  );
   expectAssignable<E.BetaManagedAgentsSessionStatusIdleEvent>(value<Ev<'session.status_idle'>>());
-  expectAssignable<E.BetaManagedAgentsSessionStatusRescheduledEvent>(value<Ev<'session.status_rescheduled'>>());
-  expectAssignable<E.BetaManagedAgentsSessionStatusTerminatedEvent>(value<Ev<'session.status_terminated'>>());
+  expectAssignable<E.BetaManagedAgentsSessionStatusRescheduledEvent>(
+    value<Ev<'session.status_rescheduled'>>(),
+  );
+  expectAssignable<E.BetaManagedAgentsSessionStatusTerminatedEvent>(
+    value<Ev<'session.status_terminated'>>(),
+  );
   expectAssignable<E.BetaManagedAgentsSessionErrorEvent>(value<Ev<'session.error'>>());
   expectAssignable<E.BetaManagedAgentsSessionDeletedEvent>(value<Ev<'session.deleted'>>());
   expectAssignable<E.BetaManagedAgentsAgentMessageEvent>(value<Ev<'agent.message'>>());
   expectAssignable<E.BetaManagedAgentsAgentThinkingEvent>(value<Ev<'agent.thinking'>>());
   expectAssignable<E.BetaManagedAgentsAgentToolUseEvent>(value<Ev<'agent.tool_use'>>());
   expectAssignable<E.BetaManagedAgentsAgentToolResultEvent>(value<Ev<'agent.tool_result'>>());
-  expectAssignable<E.BetaManagedAgentsSpanModelRequestStartEvent>(value<Ev<'span.model_request_start'>>());
-  expectAssignable<E.BetaManagedAgentsSpanModelRequestEndEvent>(value<Ev<'span.model_request_end'>>());
+  expectAssignable<E.BetaManagedAgentsSpanModelRequestStartEvent>(
+    value<Ev<'span.model_request_start'>>(),
+  );
+  expectAssignable<E.BetaManagedAgentsSpanModelRequestEndEvent>(
+    value<Ev<'span.model_request_end'>>(),
+  );
 
   // user.message / user.custom_tool_result echo the request's content, whose blocks are the SDK's.
   expectAssignable<E.BetaManagedAgentsUserMessageEvent>(value<Ev<'user.message'>>());
-  expectAssignable<E.BetaManagedAgentsUserCustomToolResultEvent>(value<Ev<'user.custom_tool_result'>>());
+  expectAssignable<E.BetaManagedAgentsUserCustomToolResultEvent>(
+    value<Ev<'user.custom_tool_result'>>(),
+  );
 
   // The union: every conforming event type is a member of the SDK's event unions
   // (session.warning is an extension with no SDK type).
@@ -115,7 +147,9 @@ export function typeChecks(): void {
   // (agent.*_stream_start/_chunk/_stream_end, span.model_first_token) are extensions.
   expectAssignable<BetaManagedAgentsStartEvent>(value<Static<typeof S.StreamStartEvent>>());
   expectAssignable<BetaManagedAgentsDeltaEvent>(value<Static<typeof S.StreamDeltaEvent>>());
-  expectAssignable<E.BetaManagedAgentsStreamSessionEvents>(value<Static<typeof S.StreamStartEvent> | Static<typeof S.StreamDeltaEvent>>());
+  expectAssignable<E.BetaManagedAgentsStreamSessionEvents>(
+    value<Static<typeof S.StreamStartEvent> | Static<typeof S.StreamDeltaEvent>>(),
+  );
 
   // ------------------------------------------------------------------------------------------
   // Error body → BetaErrorResponse: the envelope conforms; the error types are the spec's

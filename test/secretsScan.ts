@@ -54,7 +54,11 @@ export function secretForms(value: string): Array<{ form: string; bytes: Buffer 
 }
 
 /** Every secret (in any of its forms) found in `data`, labelled `where`, unless allowed there. */
-export function findSecrets(secrets: readonly Secret[], data: Buffer | string, where: string): Finding[] {
+export function findSecrets(
+  secrets: readonly Secret[],
+  data: Buffer | string,
+  where: string,
+): Finding[] {
   const buf = typeof data === 'string' ? Buffer.from(data, 'utf8') : data;
   const found: Finding[] = [];
   for (const s of secrets) {
@@ -105,7 +109,11 @@ export function recordingFetch(): { fetch: typeof fetch; responses: RecordedResp
         controller.enqueue(chunk);
       },
     });
-    return new Response(res.body.pipeThrough(tap), { status: res.status, statusText: res.statusText, headers: res.headers });
+    return new Response(res.body.pipeThrough(tap), {
+      status: res.status,
+      statusText: res.statusText,
+      headers: res.headers,
+    });
   };
   return { fetch: wrapped as typeof fetch, responses };
 }
@@ -150,7 +158,10 @@ export function readTree(root: string): ScannedFile[] {
         out.push({ path: rel, bytes });
         if (bytes[0] === 0x1f && bytes[1] === 0x8b) {
           try {
-            out.push({ path: `${rel}!gunzip`, bytes: gunzipSync(bytes, { maxOutputLength: MAX_GUNZIP_BYTES }) });
+            out.push({
+              path: `${rel}!gunzip`,
+              bytes: gunzipSync(bytes, { maxOutputLength: MAX_GUNZIP_BYTES }),
+            });
           } catch {
             // not gzip after all, or truncated: the raw bytes were searched
           }
@@ -189,7 +200,10 @@ function processTable(): Map<number, { ppid: number; comm: string }> {
     if (!stat) continue;
     // pid (comm) state ppid …: comm may hold spaces and parentheses, so split at the last ')'.
     const close = stat.lastIndexOf(')');
-    table.set(Number(name), { comm: stat.slice(stat.indexOf('(') + 1, close), ppid: Number(stat.slice(close + 2).split(' ')[1]) });
+    table.set(Number(name), {
+      comm: stat.slice(stat.indexOf('(') + 1, close),
+      ppid: Number(stat.slice(close + 2).split(' ')[1]),
+    });
   }
   return table;
 }
@@ -203,11 +217,22 @@ export function sandboxProcesses(ancestors: readonly number[]): number[] {
   const anc = new Set(ancestors);
   const chain = (pid: number): number[] => {
     const out: number[] = [];
-    for (let p = table.get(pid)?.ppid, hops = 0; p !== undefined && p > 0 && hops < 128; p = table.get(p)?.ppid, hops++) out.push(p);
+    for (
+      let p = table.get(pid)?.ppid, hops = 0;
+      p !== undefined && p > 0 && hops < 128;
+      p = table.get(p)?.ppid, hops++
+    )
+      out.push(p);
     return out;
   };
-  const bwraps = new Set([...table].filter(([pid, e]) => e.comm === 'bwrap' && chain(pid).some((p) => anc.has(p))).map(([pid]) => pid));
-  return [...table.keys()].filter((pid) => bwraps.has(pid) || chain(pid).some((p) => bwraps.has(p)));
+  const bwraps = new Set(
+    [...table]
+      .filter(([pid, e]) => e.comm === 'bwrap' && chain(pid).some((p) => anc.has(p)))
+      .map(([pid]) => pid),
+  );
+  return [...table.keys()].filter(
+    (pid) => bwraps.has(pid) || chain(pid).some((p) => bwraps.has(p)),
+  );
 }
 
 /** Samples, every `everyMs` until stopped, the environ and cmdline of the `select`ed processes, keeping each distinct one. */
@@ -218,9 +243,18 @@ export function watchProcesses(select: () => number[], everyMs = 250): { stop():
       const cmdline = readProc(pid, 'cmdline');
       const environ = readProc(pid, 'environ');
       if (!cmdline && !environ) continue;
-      const bytes = Buffer.concat([cmdline ?? Buffer.alloc(0), Buffer.from('\n--environ--\n'), environ ?? Buffer.alloc(0)]);
+      const bytes = Buffer.concat([
+        cmdline ?? Buffer.alloc(0),
+        Buffer.from('\n--environ--\n'),
+        environ ?? Buffer.alloc(0),
+      ]);
       const key = `${pid}:${bytes.toString('base64')}`;
-      if (!seen.has(key)) seen.set(key, { pid, cmdline: (cmdline ?? Buffer.alloc(0)).toString('utf8').split('\0').join(' ').trim(), bytes });
+      if (!seen.has(key))
+        seen.set(key, {
+          pid,
+          cmdline: (cmdline ?? Buffer.alloc(0)).toString('utf8').split('\0').join(' ').trim(),
+          bytes,
+        });
     }
   };
   sample();

@@ -9,15 +9,17 @@
  * Everything the sandbox can see of processes: its env, every environ and cmdline in its PID
  * namespace, in `== <name>` sections, also written to an output file; then `canary`.
  */
-export const dumpCommand = (canary: string) => [
-  'mkdir -p /mnt/session/outputs',
-  '{ echo "== env"; env; for f in /proc/[0-9]*/environ; do echo "== $f"; tr "\\0" "\\n" < "$f"; echo; done;' +
-    ' for f in /proc/[0-9]*/cmdline; do echo "== $f"; tr "\\0" "\\n" < "$f"; echo; done; } 2>&1 | tee /mnt/session/outputs/env-dump.txt',
-  `echo ${canary}`,
-].join('; ');
+export const dumpCommand = (canary: string) =>
+  [
+    'mkdir -p /mnt/session/outputs',
+    '{ echo "== env"; env; for f in /proc/[0-9]*/environ; do echo "== $f"; tr "\\0" "\\n" < "$f"; echo; done;' +
+      ' for f in /proc/[0-9]*/cmdline; do echo "== $f"; tr "\\0" "\\n" < "$f"; echo; done; } 2>&1 | tee /mnt/session/outputs/env-dump.txt',
+    `echo ${canary}`,
+  ].join('; ');
 
 /** After a restore: the canary file, every environ and cmdline again, env (after a pause the host can sample). */
-export const DUMP_AGAIN = 'sleep 1.5; cat /workspace/canary.txt; for f in /proc/[0-9]*/environ /proc/[0-9]*/cmdline; do echo "== $f"; tr "\\0" "\\n" < "$f"; echo; done; env';
+export const DUMP_AGAIN =
+  'sleep 1.5; cat /workspace/canary.txt; for f in /proc/[0-9]*/environ /proc/[0-9]*/cmdline; do echo "== $f"; tr "\\0" "\\n" < "$f"; echo; done; env';
 
 /**
  * A search of every file the sandbox can read (outside /proc, /sys, /dev and /usr) for each value,

@@ -6,15 +6,28 @@ import { describe, expect, it } from 'vitest';
 import { REPO } from './process.js';
 
 const run = (env: Record<string, string>) =>
-  spawnSync(process.execPath, ['--conditions=source', '--import', 'tsx', join(REPO, 'gateway/src/cli.ts'), 'all'], {
-    cwd: REPO, env: { HOME: process.env.HOME ?? '', PATH: process.env.PATH ?? '', ...env }, encoding: 'utf8', timeout: 30_000,
-  });
+  spawnSync(
+    process.execPath,
+    ['--conditions=source', '--import', 'tsx', join(REPO, 'gateway/src/cli.ts'), 'all'],
+    {
+      cwd: REPO,
+      env: { HOME: process.env.HOME ?? '', PATH: process.env.PATH ?? '', ...env },
+      encoding: 'utf8',
+      timeout: 30_000,
+    },
+  );
 
 describe('start-up failures are one clear message and exit code 1', () => {
   it('lists every configuration problem', () => {
     const dir = mkdtempSync(join(tmpdir(), 'agentfleet-start-'));
     try {
-      const r = run({ DATA_DIR: dir, PORT: 'abc', LOG_LEVEL: 'loud', STORE_BACKENDS: '{', SANDBOX_DRIVER: 'none' });
+      const r = run({
+        DATA_DIR: dir,
+        PORT: 'abc',
+        LOG_LEVEL: 'loud',
+        STORE_BACKENDS: '{',
+        SANDBOX_DRIVER: 'none',
+      });
       expect(r.status).toBe(1);
       expect(r.stderr).toMatch(/PORT must be an integer/);
       expect(r.stderr).toMatch(/LOG_LEVEL must be one of/);
@@ -50,20 +63,44 @@ describe('start-up failures are one clear message and exit code 1', () => {
  */
 describe.runIf(process.getuid?.() === 0)('sandbox limits at start-up', () => {
   const NOBODY = 65534;
-  const cli = [process.execPath, ['--conditions=source', '--import', 'tsx', join(REPO, 'gateway/src/cli.ts'), 'all']] as const;
-  const envFor = (dir: string, extra: Record<string, string> = {}) => ({ HOME: dir, PATH: process.env.PATH ?? '', DATA_DIR: join(dir, 'data'), PORT: '0', LOG_LEVEL: 'info', ...extra });
+  const cli = [
+    process.execPath,
+    ['--conditions=source', '--import', 'tsx', join(REPO, 'gateway/src/cli.ts'), 'all'],
+  ] as const;
+  const envFor = (dir: string, extra: Record<string, string> = {}) => ({
+    HOME: dir,
+    PATH: process.env.PATH ?? '',
+    DATA_DIR: join(dir, 'data'),
+    PORT: '0',
+    LOG_LEVEL: 'info',
+    ...extra,
+  });
   /** Starts `all` (as user nobody when asked), waits for "started" (fails if it exits first), stops it; its output. */
-  const startedOutput = async (extra: Record<string, string>, asNobody: boolean): Promise<string> => {
+  const startedOutput = async (
+    extra: Record<string, string>,
+    asNobody: boolean,
+  ): Promise<string> => {
     const dir = mkdtempSync(join(tmpdir(), 'agentfleet-start-'));
     if (asNobody) chmodSync(dir, 0o777);
-    const child = spawn(cli[0], cli[1], { cwd: REPO, env: envFor(dir, extra), ...(asNobody ? { uid: NOBODY, gid: NOBODY } : {}) });
+    const child = spawn(cli[0], cli[1], {
+      cwd: REPO,
+      env: envFor(dir, extra),
+      ...(asNobody ? { uid: NOBODY, gid: NOBODY } : {}),
+    });
     try {
       let out = '';
       child.stdout.on('data', (d) => (out += d));
       child.stderr.on('data', (d) => (out += d));
       const exited = new Promise<number | null>((r) => child.once('exit', (c) => r(c)));
       const outcome = await Promise.race([
-        new Promise<'started'>((r) => { const t = setInterval(() => { if (/agentfleet all started/.test(out)) { clearInterval(t); r('started'); } }, 100); }),
+        new Promise<'started'>((r) => {
+          const t = setInterval(() => {
+            if (/agentfleet all started/.test(out)) {
+              clearInterval(t);
+              r('started');
+            }
+          }, 100);
+        }),
         exited.then(() => 'exited' as const),
       ]);
       expect(outcome, out).toBe('started');
@@ -79,10 +116,18 @@ describe.runIf(process.getuid?.() === 0)('sandbox limits at start-up', () => {
     const dir = mkdtempSync(join(tmpdir(), 'agentfleet-start-'));
     chmodSync(dir, 0o777);
     try {
-      const r = spawnSync(cli[0], cli[1], { cwd: REPO, env: envFor(dir), encoding: 'utf8', timeout: 30_000, uid: NOBODY, gid: NOBODY });
+      const r = spawnSync(cli[0], cli[1], {
+        cwd: REPO,
+        env: envFor(dir),
+        encoding: 'utf8',
+        timeout: 30_000,
+        uid: NOBODY,
+        gid: NOBODY,
+      });
       expect(r.status).toBe(1);
       expect(r.stderr).toMatch(/cannot enforce any per-sandbox limit/);
-      for (const limit of ['processes', 'memory', 'cpu', 'disk']) expect(r.stderr).toContain(`${limit}: `);
+      for (const limit of ['processes', 'memory', 'cpu', 'disk'])
+        expect(r.stderr).toContain(`${limit}: `);
       expect(r.stderr).toMatch(/SANDBOX_UNSAFE_NO_LIMITS=true/);
       expect(r.stdout).not.toMatch(/started/);
       expect(existsSync(join(dir, 'data', 'operator-key.sha256'))).toBe(false); // no key stored that was never shown
@@ -93,11 +138,15 @@ describe.runIf(process.getuid?.() === 0)('sandbox limits at start-up', () => {
 
   it('starts with SANDBOX_UNSAFE_NO_LIMITS=true, saying that sandboxes run without limits', async () => {
     const out = await startedOutput({ SANDBOX_UNSAFE_NO_LIMITS: 'true' }, true);
-    expect(out).toMatch(/SANDBOX_UNSAFE_NO_LIMITS=true: sandboxes run without process, memory, CPU or disk limits/);
+    expect(out).toMatch(
+      /SANDBOX_UNSAFE_NO_LIMITS=true: sandboxes run without process, memory, CPU or disk limits/,
+    );
   }, 40_000);
 
   it('on a host that enforces them, names the limits it enforces', async () => {
     const out = await startedOutput({}, false);
-    expect(out).toMatch(/"msg":"sandbox limits enforced".*"limits":\["processes","memory","cpu","disk"\]/);
+    expect(out).toMatch(
+      /"msg":"sandbox limits enforced".*"limits":\["processes","memory","cpu","disk"\]/,
+    );
   }, 40_000);
 });

@@ -36,7 +36,8 @@ afterAll(async () => {
   await model?.close();
 });
 
-const openApiPath = (url: string) => url.replace(/:([A-Za-z0-9_]+)/g, '{$1}').replace(/\*$/, '{filename}/{nested_path}');
+const openApiPath = (url: string) =>
+  url.replace(/:([A-Za-z0-9_]+)/g, '{$1}').replace(/\*$/, '{filename}/{nested_path}');
 const opOf = (r: RouteEntry) => doc.paths[openApiPath(r.url)]?.[r.method.toLowerCase()];
 
 /** A's resources, by the id prefix their path parameters declare. */
@@ -59,12 +60,16 @@ function pathFor(r: RouteEntry, a: Fixtures, problems: string[]): string | null 
     const byRoute = PARAM_VALUES[`${r.url}:${p.name}`] ?? PARAM_VALUES[p.name];
     const value = prefix ? a[prefix] : byRoute?.(a);
     if (value === undefined) {
-      problems.push(`${r.method} ${r.url}: no value for path parameter '${p.name}'${prefix ? ` (prefix ${prefix}: create one as tenant A in this test's fixtures)` : ' (give it an id pattern in gateway/src/openapi/operations.ts, or add it to PARAM_VALUES here)'}`);
+      problems.push(
+        `${r.method} ${r.url}: no value for path parameter '${p.name}'${prefix ? ` (prefix ${prefix}: create one as tenant A in this test's fixtures)` : ' (give it an id pattern in gateway/src/openapi/operations.ts, or add it to PARAM_VALUES here)'}`,
+      );
       return null;
     }
     values[p.name] = value;
   }
-  let path = r.url.replace(/:([A-Za-z0-9_]+)/g, (_m, name: string) => encodeURIComponent(values[name] ?? `missing-${name}`));
+  let path = r.url.replace(/:([A-Za-z0-9_]+)/g, (_m, name: string) =>
+    encodeURIComponent(values[name] ?? `missing-${name}`),
+  );
   if (path.endsWith('*')) path = `${path.slice(0, -1)}${values.nested_path ?? 'nested/out.txt'}`;
   return path;
 }
@@ -75,7 +80,9 @@ function bodyFor(r: RouteEntry, problems: string[]): { json?: unknown } | null {
   const example = content['application/json']?.example;
   if (example === undefined) {
     if (content['multipart/form-data']) return {};
-    problems.push(`${r.method} ${r.url}: no request example (add \`example\` to its body in gateway/src/openapi/operations.ts)`);
+    problems.push(
+      `${r.method} ${r.url}: no request example (add \`example\` to its body in gateway/src/openapi/operations.ts)`,
+    );
     return null;
   }
   return { json: example };
@@ -91,9 +98,28 @@ describe('tenant isolation over the route table', () => {
     // ---- tenant A's resources: one of each kind a path parameter can name
     const SECRET = 'ALPHA-PRIVATE-7f3a';
     const env = await a.client.beta.environments.create({ name: `${SECRET}-env` });
-    const agent = await a.client.beta.agents.create({ name: `${SECRET}-agent`, model: 'claude-sonnet-4-5', system: SECRET });
-    const session = await a.client.beta.sessions.create({ agent: agent.id, environment_id: env.id, title: `${SECRET}-session` });
-    const cardRes = await t.http('/v1/svc/model_cards', { method: 'POST', key: a.apiKey, headers: BETA, json: { model_id: `${SECRET}-model`, provider: 'anthropic', model: 'm', base_url: model.url, api_key: 'sk-alpha-card' } });
+    const agent = await a.client.beta.agents.create({
+      name: `${SECRET}-agent`,
+      model: 'claude-sonnet-4-5',
+      system: SECRET,
+    });
+    const session = await a.client.beta.sessions.create({
+      agent: agent.id,
+      environment_id: env.id,
+      title: `${SECRET}-session`,
+    });
+    const cardRes = await t.http('/v1/svc/model_cards', {
+      method: 'POST',
+      key: a.apiKey,
+      headers: BETA,
+      json: {
+        model_id: `${SECRET}-model`,
+        provider: 'anthropic',
+        model: 'm',
+        base_url: model.url,
+        api_key: 'sk-alpha-card',
+      },
+    });
     expect(cardRes.status, await cardRes.clone().text()).toBe(200);
     const card = (await cardRes.json()) as { id: string; model_id: string };
     const form = new FormData();
@@ -101,22 +127,58 @@ describe('tenant isolation over the route table', () => {
     const fileRes = await t.http('/v1/files', { method: 'POST', key: a.apiKey, body: form });
     expect(fileRes.status).toBe(200);
     const file = (await fileRes.json()) as { id: string };
-    const keys = (await (await t.http('/v1/svc/api_keys', { key: a.apiKey, headers: BETA })).json()) as { data: Array<{ id: string }> };
-    const fixtures: Fixtures = { agent_: agent.id, env_: env.id, sess_: session.id, mc_: card.id, key_: keys.data[0]!.id, file_: file.id, model_id: card.model_id };
+    const keys = (await (
+      await t.http('/v1/svc/api_keys', { key: a.apiKey, headers: BETA })
+    ).json()) as { data: Array<{ id: string }> };
+    const fixtures: Fixtures = {
+      agent_: agent.id,
+      env_: env.id,
+      sess_: session.id,
+      mc_: card.id,
+      key_: keys.data[0]!.id,
+      file_: file.id,
+      model_id: card.model_id,
+    };
     const aValues = [SECRET, ...Object.values(fixtures)];
 
     const problems: string[] = [];
     const failures: string[] = [];
-    const call = async (r: RouteEntry, path: string, key: string | null, body: { json?: unknown }) => {
-      const res = await t.http(path, { method: r.method, key, headers: BETA, ...body, signal: AbortSignal.timeout(15_000) });
+    const call = async (
+      r: RouteEntry,
+      path: string,
+      key: string | null,
+      body: { json?: unknown },
+    ) => {
+      const res = await t.http(path, {
+        method: r.method,
+        key,
+        headers: BETA,
+        ...body,
+        signal: AbortSignal.timeout(15_000),
+      });
       const text = await res.text();
-      return { status: res.status, text, body: (() => { try { return JSON.parse(text); } catch { return null; } })() };
+      return {
+        status: res.status,
+        text,
+        body: (() => {
+          try {
+            return JSON.parse(text);
+          } catch {
+            return null;
+          }
+        })(),
+      };
     };
 
     let tried404 = 0;
     for (const r of routes) {
       const what = `${r.method} ${r.url}`;
-      if (!opOf(r)) { problems.push(`${what}: not in the OpenAPI document (add it to gateway/src/openapi/operations.ts)`); continue; }
+      if (!opOf(r)) {
+        problems.push(
+          `${what}: not in the OpenAPI document (add it to gateway/src/openapi/operations.ts)`,
+        );
+        continue;
+      }
       const path = pathFor(r, fixtures, problems);
       const body = bodyFor(r, problems);
       if (path === null || body === null) continue;
@@ -129,20 +191,30 @@ describe('tenant isolation over the route table', () => {
       // No key, and a key nobody issued: 401 in the error shape.
       for (const key of [null, 'afk_not-a-key']) {
         const res = await call(r, path, key, body);
-        if (res.status !== 401 || res.body?.error?.type !== 'unauthorized') failures.push(`${what} with ${key ? 'an unknown' : 'no'} key: ${res.status} ${res.text.slice(0, 200)}`);
+        if (res.status !== 401 || res.body?.error?.type !== 'unauthorized')
+          failures.push(
+            `${what} with ${key ? 'an unknown' : 'no'} key: ${res.status} ${res.text.slice(0, 200)}`,
+          );
       }
       if (r.operator) {
         const res = await call(r, path, a.apiKey, body);
-        if (res.status !== 403 || res.body?.error?.type !== 'forbidden') failures.push(`${what} with a tenant key: ${res.status} (operator only: want 403)`);
+        if (res.status !== 403 || res.body?.error?.type !== 'forbidden')
+          failures.push(`${what} with a tenant key: ${res.status} (operator only: want 403)`);
         continue;
       }
       // Tenant B: with A's ids a 404; anywhere, nothing of A's in the answer beyond what B sent.
       const res = await call(r, path, b.apiKey, body);
-      const leaked = aValues.filter((v) => res.text.includes(v) && !path.includes(encodeURIComponent(v)));
-      if (leaked.length) failures.push(`${what} as tenant B leaked ${leaked.join(', ')}: ${res.text.slice(0, 200)}`);
+      const leaked = aValues.filter(
+        (v) => res.text.includes(v) && !path.includes(encodeURIComponent(v)),
+      );
+      if (leaked.length)
+        failures.push(`${what} as tenant B leaked ${leaked.join(', ')}: ${res.text.slice(0, 200)}`);
       if (r.url.includes(':') || r.url.endsWith('*')) {
         tried404++;
-        if (res.status !== 404 || res.body?.error?.type !== 'not_found') failures.push(`${what} as tenant B with A's ids (${path}): ${res.status} ${res.text.slice(0, 200)}`);
+        if (res.status !== 404 || res.body?.error?.type !== 'not_found')
+          failures.push(
+            `${what} as tenant B with A's ids (${path}): ${res.status} ${res.text.slice(0, 200)}`,
+          );
       }
     }
     expect(problems, 'routes this test cannot exercise yet').toEqual([]);
@@ -152,9 +224,16 @@ describe('tenant isolation over the route table', () => {
 
     // Sessions may not reference another tenant's agent or environment either.
     const benv = await b.client.beta.environments.create({ name: 'b-env' });
-    await expect(b.client.beta.sessions.create({ agent: agent.id, environment_id: benv.id })).rejects.toMatchObject({ status: 400 });
-    const bagent = await b.client.beta.agents.create({ name: 'b-agent', model: 'claude-sonnet-4-5' });
-    await expect(b.client.beta.sessions.create({ agent: bagent.id, environment_id: env.id })).rejects.toMatchObject({ status: 400 });
+    await expect(
+      b.client.beta.sessions.create({ agent: agent.id, environment_id: benv.id }),
+    ).rejects.toMatchObject({ status: 400 });
+    const bagent = await b.client.beta.agents.create({
+      name: 'b-agent',
+      model: 'claude-sonnet-4-5',
+    });
+    await expect(
+      b.client.beta.sessions.create({ agent: bagent.id, environment_id: env.id }),
+    ).rejects.toMatchObject({ status: 400 });
 
     // Nothing of A's was changed by B's calls (updates, archives, deletes, cancels, sends).
     const still = await a.client.beta.agents.retrieve(agent.id);
@@ -164,22 +243,48 @@ describe('tenant isolation over the route table', () => {
     expect(s.title).toBe(`${SECRET}-session`);
     expect(s.archived_at).toBeNull();
     expect((await a.client.beta.environments.retrieve(env.id)).archived_at).toBeNull();
-    expect((await t.http(`/v1/sessions/${session.id}/events`, { key: a.apiKey }).then((r) => r.json()) as any).data).toEqual([]);
+    expect(
+      (
+        (await t
+          .http(`/v1/sessions/${session.id}/events`, { key: a.apiKey })
+          .then((r) => r.json())) as any
+      ).data,
+    ).toEqual([]);
     expect((await t.http(`/v1/files/${file.id}/content`, { key: a.apiKey })).status).toBe(200);
-    const cards = (await (await t.http('/v1/svc/model_cards', { key: a.apiKey, headers: BETA })).json()) as { data: Array<{ id: string; api_key_preview: string }> };
+    const cards = (await (
+      await t.http('/v1/svc/model_cards', { key: a.apiKey, headers: BETA })
+    ).json()) as { data: Array<{ id: string; api_key_preview: string }> };
     expect(cards.data.map((c) => [c.id, c.api_key_preview])).toEqual([[card.id, '…card']]);
     expect((await t.http('/v1/agents', { key: a.apiKey })).status).toBe(200);
   });
 
   it('the generator refuses a route it cannot exercise, saying what to add', () => {
     const problems: string[] = [];
-    const route: RouteEntry = { method: 'GET', url: '/v1/widgets/:widget_ref', public: false, operator: false, beta: false };
-    doc.paths['/v1/widgets/{widget_ref}'] = { get: { parameters: [{ name: 'widget_ref', in: 'path', required: true, schema: { type: 'string' } }], responses: {} } };
+    const route: RouteEntry = {
+      method: 'GET',
+      url: '/v1/widgets/:widget_ref',
+      public: false,
+      operator: false,
+      beta: false,
+    };
+    doc.paths['/v1/widgets/{widget_ref}'] = {
+      get: {
+        parameters: [
+          { name: 'widget_ref', in: 'path', required: true, schema: { type: 'string' } },
+        ],
+        responses: {},
+      },
+    };
     try {
       expect(pathFor(route, {}, problems)).toBeNull();
-      expect(problems).toEqual([expect.stringContaining("no value for path parameter 'widget_ref'")]);
+      expect(problems).toEqual([
+        expect.stringContaining("no value for path parameter 'widget_ref'"),
+      ]);
       const post: RouteEntry = { ...route, method: 'POST' };
-      doc.paths['/v1/widgets/{widget_ref}'].post = { requestBody: { content: { 'application/json': { schema: {} } } }, responses: {} };
+      doc.paths['/v1/widgets/{widget_ref}'].post = {
+        requestBody: { content: { 'application/json': { schema: {} } } },
+        responses: {},
+      };
       expect(bodyFor(post, problems)).toBeNull();
       expect(problems[1]).toMatch(/no request example/);
     } finally {

@@ -10,7 +10,13 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
-import { NAMESPACE_ARGS, checkBubblewrap, createLocalDriver, systemBindArgs, writeSystemFiles } from '../src/sandbox/local.js';
+import {
+  NAMESPACE_ARGS,
+  checkBubblewrap,
+  createLocalDriver,
+  systemBindArgs,
+  writeSystemFiles,
+} from '../src/sandbox/local.js';
 
 export interface SandboxBenchRow {
   measurement: string;
@@ -20,12 +26,19 @@ export interface SandboxBenchRow {
   mean_ms: number;
 }
 
-const pct = (sorted: number[], p: number) => sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil((p / 100) * sorted.length) - 1))]!;
+const pct = (sorted: number[], p: number) =>
+  sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil((p / 100) * sorted.length) - 1))]!;
 const round = (x: number) => Math.round(x * 100) / 100;
 
 function row(measurement: string, samples: number[]): SandboxBenchRow {
   const s = [...samples].sort((a, b) => a - b);
-  return { measurement, n: s.length, p50_ms: round(pct(s, 50)), p99_ms: round(pct(s, 99)), mean_ms: round(s.reduce((a, b) => a + b, 0) / s.length) };
+  return {
+    measurement,
+    n: s.length,
+    p50_ms: round(pct(s, 50)),
+    p99_ms: round(pct(s, 99)),
+    mean_ms: round(s.reduce((a, b) => a + b, 0) / s.length),
+  };
 }
 
 async function timed(fn: () => Promise<unknown>): Promise<number> {
@@ -34,7 +47,9 @@ async function timed(fn: () => Promise<unknown>): Promise<number> {
   return performance.now() - t0;
 }
 
-export async function sandboxBench(opts: { starts?: number; execs?: number } = {}): Promise<SandboxBenchRow[]> {
+export async function sandboxBench(
+  opts: { starts?: number; execs?: number } = {},
+): Promise<SandboxBenchRow[]> {
   const starts = opts.starts ?? 20;
   const execs = opts.execs ?? 200;
   const check = checkBubblewrap();
@@ -45,7 +60,14 @@ export async function sandboxBench(opts: { starts?: number; execs?: number } = {
   const dir = await mkdtemp(join(tmpdir(), 'sandbox-bench-'));
   const driver = createLocalDriver({ rootDir: join(dir, 'sandboxes') });
   try {
-    const spec = (i: number) => ({ tenantId: 'tnt_bench', environmentId: 'env_bench', sessionId: `bench_${i}`, size: 'small' as const, env: {}, proxyUrl: null });
+    const spec = (i: number) => ({
+      tenantId: 'tnt_bench',
+      environmentId: 'env_bench',
+      sessionId: `bench_${i}`,
+      size: 'small' as const,
+      env: {},
+      proxyUrl: null,
+    });
     // warm the agent script cache and the page cache once, untimed
     const first = await driver.start(spec(-1));
     await first.api.ping();
@@ -53,23 +75,38 @@ export async function sandboxBench(opts: { starts?: number; execs?: number } = {
 
     const systemDir = join(dir, 'system');
     await writeSystemFiles(systemDir);
-    const bareArgs = [...NAMESPACE_ARGS, ...systemBindArgs(systemDir), '--clearenv', '--', '/bin/true'];
+    const bareArgs = [
+      ...NAMESPACE_ARGS,
+      ...systemBindArgs(systemDir),
+      '--clearenv',
+      '--',
+      '/bin/true',
+    ];
     const bare: number[] = [];
     for (let i = 0; i < starts; i++) {
-      bare.push(await timed(() => new Promise<void>((resolve, reject) => {
-        const p = spawn('bwrap', bareArgs, { stdio: 'ignore' });
-        p.once('error', reject);
-        p.once('exit', (code) => (code === 0 ? resolve() : reject(new Error(`bwrap exited ${code}`))));
-      })));
+      bare.push(
+        await timed(
+          () =>
+            new Promise<void>((resolve, reject) => {
+              const p = spawn('bwrap', bareArgs, { stdio: 'ignore' });
+              p.once('error', reject);
+              p.once('exit', (code) =>
+                code === 0 ? resolve() : reject(new Error(`bwrap exited ${code}`)),
+              );
+            }),
+        ),
+      );
     }
 
     const cold: number[] = [];
     for (let i = 0; i < starts; i++) {
       let h: Awaited<ReturnType<typeof driver.start>> | undefined;
-      cold.push(await timed(async () => {
-        h = await driver.start(spec(i));
-        await h.api.ping();
-      }));
+      cold.push(
+        await timed(async () => {
+          h = await driver.start(spec(i));
+          await h.api.ping();
+        }),
+      );
       await h!.destroy();
     }
 
@@ -97,5 +134,8 @@ export async function sandboxBench(opts: { starts?: number; execs?: number } = {
 }
 
 if (process.argv[1] && import.meta.url === pathToFileURL(process.argv[1]).href) {
-  await sandboxBench({ starts: Number(process.argv[2] ?? 20), execs: Number(process.argv[3] ?? 200) });
+  await sandboxBench({
+    starts: Number(process.argv[2] ?? 20),
+    execs: Number(process.argv[3] ?? 200),
+  });
 }

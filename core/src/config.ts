@@ -33,14 +33,26 @@ export interface Config {
   graphqlLimits: { maxDepth: number; maxAliases: number; maxCost: number; maxTokens: number };
   /** METRICS_LISTEN: /metrics served only there, without auth; null = on the API port, operator key required. */
   metricsListen: { host: string; port: number } | null;
-  turn: { maxModelRequests: number; maxTokens: number; leaseTtlMs: number; recoveryScanMs: number; maxRecoveries: number; maxConcurrent: number };
+  turn: {
+    maxModelRequests: number;
+    maxTokens: number;
+    leaseTtlMs: number;
+    recoveryScanMs: number;
+    maxRecoveries: number;
+    maxConcurrent: number;
+  };
   logLevel: 'debug' | 'info' | 'warn' | 'error' | 'silent';
   sandbox: {
     driver: 'local' | 'nomad' | 'none';
     rootDir: string;
     sleepAfterMs: number;
     webSearch: { url: string; apiKey: string; flavor?: 'brave' | 'generic' } | null;
-    nomad: { address: string; token: string | null; namespace: string | null; region: string | null } | null;
+    nomad: {
+      address: string;
+      token: string | null;
+      namespace: string | null;
+      region: string | null;
+    } | null;
     /** SANDBOX_UNSAFE_NO_LIMITS=true: sandboxes run without process/memory/CPU/disk limits (and the worker starts on a host that can enforce none). */
     unsafeNoLimits: boolean;
     /** SANDBOX_MAX_PROCESSES / SANDBOX_MAX_MEMORY_MB / SANDBOX_MAX_DISK_MB: caps on every sandbox, below its instance size's. */
@@ -63,7 +75,12 @@ export interface Config {
     /** EGRESS_ALLOW_PRIVATE_HOSTS: private destinations the operator opens (`host` or `host:port`). */
     allowPrivateHosts: PrivateHostRule[];
   };
-  infra: { kafkaBrokers: string | null; mongodbUrl: string | null; redisUrl: string | null; nomadAddr: string | null };
+  infra: {
+    kafkaBrokers: string | null;
+    mongodbUrl: string | null;
+    redisUrl: string | null;
+    nomadAddr: string | null;
+  };
   fleet: {
     /** Prefix of Kafka topics and consumer groups, Redis keys and the MongoDB database name. */
     namespace: string;
@@ -96,16 +113,29 @@ function parseStoreBackends(raw: string, problems: string[]): StoreBackends | nu
     problems.push(`STORE_BACKENDS is not valid JSON: ${(err as Error).message}`);
     return null;
   }
-  if (!v || typeof v !== 'object' || Array.isArray(v)) { problems.push('STORE_BACKENDS must be a JSON object'); return null; }
-  for (const k of Object.keys(v)) if (!['default', 'backends', 'tenants'].includes(k)) problems.push(`STORE_BACKENDS.${k}: unknown field`);
+  if (!v || typeof v !== 'object' || Array.isArray(v)) {
+    problems.push('STORE_BACKENDS must be a JSON object');
+    return null;
+  }
+  for (const k of Object.keys(v))
+    if (!['default', 'backends', 'tenants'].includes(k))
+      problems.push(`STORE_BACKENDS.${k}: unknown field`);
   const isUrl = (u: unknown) => typeof u === 'string' && /^mongodb(\+srv)?:\/\//.test(u);
-  if (v.default !== undefined && !isUrl(v.default)) problems.push('STORE_BACKENDS.default: must be a mongodb:// URL');
+  if (v.default !== undefined && !isUrl(v.default))
+    problems.push('STORE_BACKENDS.default: must be a mongodb:// URL');
   const backends = v.backends ?? {};
-  if (typeof backends !== 'object' || Array.isArray(backends)) problems.push('STORE_BACKENDS.backends: must be an object of name → mongodb:// URL');
-  else for (const [n, u] of Object.entries(backends)) if (!isUrl(u)) problems.push(`STORE_BACKENDS.backends.${n}: must be a mongodb:// URL`);
+  if (typeof backends !== 'object' || Array.isArray(backends))
+    problems.push('STORE_BACKENDS.backends: must be an object of name → mongodb:// URL');
+  else
+    for (const [n, u] of Object.entries(backends))
+      if (!isUrl(u)) problems.push(`STORE_BACKENDS.backends.${n}: must be a mongodb:// URL`);
   const tenants = v.tenants ?? {};
-  if (typeof tenants !== 'object' || Array.isArray(tenants)) problems.push('STORE_BACKENDS.tenants: must be an object of tenant id → backend name');
-  else for (const [t, b] of Object.entries(tenants)) if (typeof b !== 'string' || !(b in backends)) problems.push(`STORE_BACKENDS.tenants.${t}: names no backend in STORE_BACKENDS.backends`);
+  if (typeof tenants !== 'object' || Array.isArray(tenants))
+    problems.push('STORE_BACKENDS.tenants: must be an object of tenant id → backend name');
+  else
+    for (const [t, b] of Object.entries(tenants))
+      if (typeof b !== 'string' || !(b in backends))
+        problems.push(`STORE_BACKENDS.tenants.${t}: names no backend in STORE_BACKENDS.backends`);
   return { default: v.default ?? null, backends, tenants };
 }
 
@@ -118,11 +148,21 @@ export class ConfigError extends Error {
 /** The config fields an embedded data dir may hold instead of the environment. */
 export type DataDirSecret = 'rootSecret' | 'operatorKeyHash';
 /** What loadConfig returns: those fields only as the environment sets them (null: not set; dataDir.ts resolves them). */
-export type ParsedConfig = Omit<Config, DataDirSecret> & { rootSecret: string | null; operatorKeyHash: string | null };
+export type ParsedConfig = Omit<Config, DataDirSecret> & {
+  rootSecret: string | null;
+  operatorKeyHash: string | null;
+};
 
 type Env = Record<string, string | undefined>;
 
-function int(env: Env, name: string, def: number, problems: string[], min = 0, max = Number.MAX_SAFE_INTEGER): number {
+function int(
+  env: Env,
+  name: string,
+  def: number,
+  problems: string[],
+  min = 0,
+  max = Number.MAX_SAFE_INTEGER,
+): number {
   const raw = env[name];
   if (raw === undefined || raw === '') return def;
   const n = Number(raw);
@@ -141,59 +181,120 @@ export function loadConfig(role: Role, env: Env = process.env): ParsedConfig {
     redisUrl: env.REDIS_URL || null,
     nomadAddr: env.NOMAD_ADDR || null,
   };
-  const sandboxDriver = (env.SANDBOX_DRIVER || (infra.nomadAddr ? 'nomad' : 'local')) as 'local' | 'nomad' | 'none';
-  if (!['local', 'nomad', 'none'].includes(sandboxDriver)) problems.push("SANDBOX_DRIVER must be 'local', 'nomad' or 'none'");
-  if (sandboxDriver === 'nomad' && !infra.nomadAddr) problems.push('SANDBOX_DRIVER=nomad needs NOMAD_ADDR');
+  const sandboxDriver = (env.SANDBOX_DRIVER || (infra.nomadAddr ? 'nomad' : 'local')) as
+    'local' | 'nomad' | 'none';
+  if (!['local', 'nomad', 'none'].includes(sandboxDriver))
+    problems.push("SANDBOX_DRIVER must be 'local', 'nomad' or 'none'");
+  if (sandboxDriver === 'nomad' && !infra.nomadAddr)
+    problems.push('SANDBOX_DRIVER=nomad needs NOMAD_ADDR');
   const sleepAfterMs = int(env, 'SANDBOX_SLEEP_AFTER_MS', 5 * 60_000, problems, 100, 24 * 3600_000);
-  if (env.SANDBOX_UNSAFE_NO_LIMITS && !['true', 'false'].includes(env.SANDBOX_UNSAFE_NO_LIMITS)) problems.push("SANDBOX_UNSAFE_NO_LIMITS must be 'true' or 'false'");
-  const limitCap = (name: string, min: number, max: number) => (env[name] ? int(env, name, 0, problems, min, max) : undefined);
+  if (env.SANDBOX_UNSAFE_NO_LIMITS && !['true', 'false'].includes(env.SANDBOX_UNSAFE_NO_LIMITS))
+    problems.push("SANDBOX_UNSAFE_NO_LIMITS must be 'true' or 'false'");
+  const limitCap = (name: string, min: number, max: number) =>
+    env[name] ? int(env, name, 0, problems, min, max) : undefined;
   const sandboxLimitCaps = {
     processes: limitCap('SANDBOX_MAX_PROCESSES', 16, 1_000_000),
     memoryMb: limitCap('SANDBOX_MAX_MEMORY_MB', 32, 16 * 1024 * 1024),
     diskMb: limitCap('SANDBOX_MAX_DISK_MB', 16, 16 * 1024 * 1024),
   };
-  const maxFileBytes = int(env, 'MAX_FILE_BYTES', 32 * 1024 * 1024, problems, 1, 1024 * 1024 * 1024);
+  const maxFileBytes = int(
+    env,
+    'MAX_FILE_BYTES',
+    32 * 1024 * 1024,
+    problems,
+    1,
+    1024 * 1024 * 1024,
+  );
   const outputs = {
     maxFileBytes: int(env, 'OUTPUT_MAX_FILE_BYTES', 100 * 1024 * 1024, problems, 1, 64 * 1024 ** 3),
     maxSessionBytes: int(env, 'OUTPUT_MAX_SESSION_BYTES', 1024 ** 3, problems, 1, 1024 ** 4),
   };
-  if (outputs.maxFileBytes > outputs.maxSessionBytes) problems.push('OUTPUT_MAX_FILE_BYTES must not be larger than OUTPUT_MAX_SESSION_BYTES');
-  if (env.WEB_SEARCH_URL && !/^https?:\/\//.test(env.WEB_SEARCH_URL)) problems.push('WEB_SEARCH_URL must be an http(s) URL');
-  if (env.WEB_SEARCH_URL && !env.WEB_SEARCH_API_KEY) problems.push('WEB_SEARCH_URL needs WEB_SEARCH_API_KEY');
-  if (env.WEB_SEARCH_FLAVOR && !['brave', 'generic'].includes(env.WEB_SEARCH_FLAVOR)) problems.push("WEB_SEARCH_FLAVOR must be 'brave' or 'generic'");
-  if (infra.mongodbUrl && !/^mongodb(\+srv)?:\/\//.test(infra.mongodbUrl)) problems.push('MONGODB_URL must be a mongodb:// URL');
-  if (infra.redisUrl && !/^rediss?:\/\//.test(infra.redisUrl)) problems.push('REDIS_URL must be a redis:// URL');
-  if (infra.kafkaBrokers && !infra.kafkaBrokers.split(',').every((b) => /^[^:,\s]+:\d+$/.test(b.trim()))) problems.push('KAFKA_BROKERS must be a comma-separated list of host:port');
-  const storeBackends = env.STORE_BACKENDS ? parseStoreBackends(env.STORE_BACKENDS, problems) : null;
-  if (storeBackends && !storeBackends.default && !infra.mongodbUrl) problems.push('STORE_BACKENDS needs a "default" backend or MONGODB_URL');
+  if (outputs.maxFileBytes > outputs.maxSessionBytes)
+    problems.push('OUTPUT_MAX_FILE_BYTES must not be larger than OUTPUT_MAX_SESSION_BYTES');
+  if (env.WEB_SEARCH_URL && !/^https?:\/\//.test(env.WEB_SEARCH_URL))
+    problems.push('WEB_SEARCH_URL must be an http(s) URL');
+  if (env.WEB_SEARCH_URL && !env.WEB_SEARCH_API_KEY)
+    problems.push('WEB_SEARCH_URL needs WEB_SEARCH_API_KEY');
+  if (env.WEB_SEARCH_FLAVOR && !['brave', 'generic'].includes(env.WEB_SEARCH_FLAVOR))
+    problems.push("WEB_SEARCH_FLAVOR must be 'brave' or 'generic'");
+  if (infra.mongodbUrl && !/^mongodb(\+srv)?:\/\//.test(infra.mongodbUrl))
+    problems.push('MONGODB_URL must be a mongodb:// URL');
+  if (infra.redisUrl && !/^rediss?:\/\//.test(infra.redisUrl))
+    problems.push('REDIS_URL must be a redis:// URL');
+  if (
+    infra.kafkaBrokers &&
+    !infra.kafkaBrokers.split(',').every((b) => /^[^:,\s]+:\d+$/.test(b.trim()))
+  )
+    problems.push('KAFKA_BROKERS must be a comma-separated list of host:port');
+  const storeBackends = env.STORE_BACKENDS
+    ? parseStoreBackends(env.STORE_BACKENDS, problems)
+    : null;
+  if (storeBackends && !storeBackends.default && !infra.mongodbUrl)
+    problems.push('STORE_BACKENDS needs a "default" backend or MONGODB_URL');
   const perTenantDb = (env.PER_TENANT_DB_ENABLED ?? 'false') === 'true';
-  if (env.PER_TENANT_DB_ENABLED && !['true', 'false'].includes(env.PER_TENANT_DB_ENABLED)) problems.push("PER_TENANT_DB_ENABLED must be 'true' or 'false'");
-  if ((perTenantDb || storeBackends) && !infra.mongodbUrl && !storeBackends?.default) problems.push('PER_TENANT_DB_ENABLED / STORE_BACKENDS need MongoDB (MONGODB_URL)');
+  if (env.PER_TENANT_DB_ENABLED && !['true', 'false'].includes(env.PER_TENANT_DB_ENABLED))
+    problems.push("PER_TENANT_DB_ENABLED must be 'true' or 'false'");
+  if ((perTenantDb || storeBackends) && !infra.mongodbUrl && !storeBackends?.default)
+    problems.push('PER_TENANT_DB_ENABLED / STORE_BACKENDS need MongoDB (MONGODB_URL)');
   const hasMongo = !!(infra.mongodbUrl || storeBackends?.default);
   const objectStore = (env.OBJECT_STORE || (hasMongo ? 'gridfs' : 'dir')) as Config['objectStore'];
-  if (!['dir', 'gridfs'].includes(objectStore)) problems.push("OBJECT_STORE must be 'dir' or 'gridfs'");
-  else if (objectStore === 'gridfs' && !hasMongo) problems.push('OBJECT_STORE=gridfs needs MongoDB (MONGODB_URL)');
+  if (!['dir', 'gridfs'].includes(objectStore))
+    problems.push("OBJECT_STORE must be 'dir' or 'gridfs'");
+  else if (objectStore === 'gridfs' && !hasMongo)
+    problems.push('OBJECT_STORE=gridfs needs MongoDB (MONGODB_URL)');
   const namespace = env.FLEET_NAMESPACE || 'agentfleet';
-  if (!/^[a-z][a-z0-9_-]{0,40}$/.test(namespace)) problems.push('FLEET_NAMESPACE must match ^[a-z][a-z0-9_-]{0,40}$');
+  if (!/^[a-z][a-z0-9_-]{0,40}$/.test(namespace))
+    problems.push('FLEET_NAMESPACE must match ^[a-z][a-z0-9_-]{0,40}$');
   const kafkaPartitions = int(env, 'KAFKA_PARTITIONS', 8, problems, 1, 1024);
   const kafkaReplicationFactor = int(env, 'KAFKA_REPLICATION_FACTOR', 1, problems, 1, 16);
-  const kafkaSessionTimeoutMs = int(env, 'KAFKA_SESSION_TIMEOUT_MS', 30_000, problems, 3_000, 300_000);
-  const kafkaHeartbeatIntervalMs = int(env, 'KAFKA_HEARTBEAT_INTERVAL_MS', Math.min(3_000, Math.floor(kafkaSessionTimeoutMs / 3)), problems, 100, 60_000);
-  if (kafkaHeartbeatIntervalMs >= kafkaSessionTimeoutMs) problems.push('KAFKA_HEARTBEAT_INTERVAL_MS must be lower than KAFKA_SESSION_TIMEOUT_MS');
+  const kafkaSessionTimeoutMs = int(
+    env,
+    'KAFKA_SESSION_TIMEOUT_MS',
+    30_000,
+    problems,
+    3_000,
+    300_000,
+  );
+  const kafkaHeartbeatIntervalMs = int(
+    env,
+    'KAFKA_HEARTBEAT_INTERVAL_MS',
+    Math.min(3_000, Math.floor(kafkaSessionTimeoutMs / 3)),
+    problems,
+    100,
+    60_000,
+  );
+  if (kafkaHeartbeatIntervalMs >= kafkaSessionTimeoutMs)
+    problems.push('KAFKA_HEARTBEAT_INTERVAL_MS must be lower than KAFKA_SESSION_TIMEOUT_MS');
   const fleetMode = !!(infra.kafkaBrokers || infra.mongodbUrl || infra.redisUrl);
   if (role !== 'all' && !(infra.kafkaBrokers && infra.mongodbUrl && infra.redisUrl)) {
-    problems.push(`role '${role}' runs as one process of a fleet: KAFKA_BROKERS, MONGODB_URL and REDIS_URL must all be set (use 'all' for one process on embedded adapters)`);
+    problems.push(
+      `role '${role}' runs as one process of a fleet: KAFKA_BROKERS, MONGODB_URL and REDIS_URL must all be set (use 'all' for one process on embedded adapters)`,
+    );
   }
-  if (fleetMode && !env.PLATFORM_ROOT_SECRET) problems.push('PLATFORM_ROOT_SECRET is required when any real adapter is configured (every process must share it)');
-  if (fleetMode && !env.API_KEY) problems.push('API_KEY is required when any real adapter is configured (every process must agree on the operator key)');
+  if (fleetMode && !env.PLATFORM_ROOT_SECRET)
+    problems.push(
+      'PLATFORM_ROOT_SECRET is required when any real adapter is configured (every process must share it)',
+    );
+  if (fleetMode && !env.API_KEY)
+    problems.push(
+      'API_KEY is required when any real adapter is configured (every process must agree on the operator key)',
+    );
   const dataDir = resolve(env.DATA_DIR || '.data');
   const port = int(env, 'PORT', 8080, problems, 0, 65535);
   const host = env.HOST || '127.0.0.1';
   const logLevel = (env.LOG_LEVEL || 'info') as Config['logLevel'];
-  if (!['debug', 'info', 'warn', 'error', 'silent'].includes(logLevel)) problems.push(`LOG_LEVEL must be one of debug, info, warn, error, silent`);
+  if (!['debug', 'info', 'warn', 'error', 'silent'].includes(logLevel))
+    problems.push(`LOG_LEVEL must be one of debug, info, warn, error, silent`);
   const perMinute = int(env, 'RATE_LIMIT_PER_MINUTE', 6000, problems, 1);
   const authFailuresPerMinute = int(env, 'AUTH_FAILURES_PER_MINUTE', 30, problems, 1, 1_000_000);
-  const graphqlCostPerToken = int(env, 'GRAPHQL_COST_PER_RATE_LIMIT_TOKEN', 1000, problems, 1, 1_000_000);
+  const graphqlCostPerToken = int(
+    env,
+    'GRAPHQL_COST_PER_RATE_LIMIT_TOKEN',
+    1000,
+    problems,
+    1,
+    1_000_000,
+  );
   const graphqlLimits = {
     maxDepth: int(env, 'GRAPHQL_MAX_DEPTH', 10, problems, 1, 100),
     maxAliases: int(env, 'GRAPHQL_MAX_ALIASES', 15, problems, 0, 1000),
@@ -203,7 +304,10 @@ export function loadConfig(role: Role, env: Env = process.env): ParsedConfig {
   let metricsListen: Config['metricsListen'] = null;
   if (env.METRICS_LISTEN) {
     const m = /^(\[[0-9a-fA-F:.]+\]|[^:\s[\]]+):(\d{1,5})$/.exec(env.METRICS_LISTEN.trim());
-    if (!m || Number(m[2]) > 65535) problems.push(`METRICS_LISTEN must be host:port, e.g. 127.0.0.1:9464 (got '${env.METRICS_LISTEN}')`);
+    if (!m || Number(m[2]) > 65535)
+      problems.push(
+        `METRICS_LISTEN must be host:port, e.g. 127.0.0.1:9464 (got '${env.METRICS_LISTEN}')`,
+      );
     else metricsListen = { host: m[1]!.replace(/^\[|\]$/g, ''), port: Number(m[2]) };
   }
   const shutdownGraceMs = int(env, 'SHUTDOWN_GRACE_MS', 10_000, problems, 0, 600_000);
@@ -217,7 +321,8 @@ export function loadConfig(role: Role, env: Env = process.env): ParsedConfig {
     maxRecoveries: 5,
     maxConcurrent: int(env, 'WORKER_MAX_CONCURRENT_TURNS', 64, problems, 1, 10_000),
   };
-  if (env.PLATFORM_ROOT_SECRET !== undefined && env.PLATFORM_ROOT_SECRET.length < 32) problems.push('PLATFORM_ROOT_SECRET must be at least 32 characters');
+  if (env.PLATFORM_ROOT_SECRET !== undefined && env.PLATFORM_ROOT_SECRET.length < 32)
+    problems.push('PLATFORM_ROOT_SECRET must be at least 32 characters');
   if (problems.length) throw new ConfigError(problems);
 
   const vendorKey = env.ANTHROPIC_API_KEY || env.VENDOR_API_KEY;
@@ -241,15 +346,41 @@ export function loadConfig(role: Role, env: Env = process.env): ParsedConfig {
       driver: sandboxDriver,
       rootDir: resolve(env.SANDBOX_ROOT || join(dataDir, 'sandboxes')),
       sleepAfterMs,
-      webSearch: env.WEB_SEARCH_URL && env.WEB_SEARCH_API_KEY ? { url: env.WEB_SEARCH_URL, apiKey: env.WEB_SEARCH_API_KEY, ...(env.WEB_SEARCH_FLAVOR === 'brave' || env.WEB_SEARCH_FLAVOR === 'generic' ? { flavor: env.WEB_SEARCH_FLAVOR } : {}) } : null,
-      nomad: infra.nomadAddr ? { address: infra.nomadAddr, token: env.NOMAD_TOKEN || null, namespace: env.NOMAD_NAMESPACE || null, region: env.NOMAD_REGION || null } : null,
+      webSearch:
+        env.WEB_SEARCH_URL && env.WEB_SEARCH_API_KEY
+          ? {
+              url: env.WEB_SEARCH_URL,
+              apiKey: env.WEB_SEARCH_API_KEY,
+              ...(env.WEB_SEARCH_FLAVOR === 'brave' || env.WEB_SEARCH_FLAVOR === 'generic'
+                ? { flavor: env.WEB_SEARCH_FLAVOR }
+                : {}),
+            }
+          : null,
+      nomad: infra.nomadAddr
+        ? {
+            address: infra.nomadAddr,
+            token: env.NOMAD_TOKEN || null,
+            namespace: env.NOMAD_NAMESPACE || null,
+            region: env.NOMAD_REGION || null,
+          }
+        : null,
       unsafeNoLimits: env.SANDBOX_UNSAFE_NO_LIMITS === 'true',
-      limitCaps: Object.fromEntries(Object.entries(sandboxLimitCaps).filter(([, v]) => v !== undefined)),
+      limitCaps: Object.fromEntries(
+        Object.entries(sandboxLimitCaps).filter(([, v]) => v !== undefined),
+      ),
     },
     objectStore,
     objectStoreDir: resolve(env.OBJECT_STORE_DIR || join(dataDir, 'objects')),
     maxFileBytes,
     outputs,
-    fleet: { namespace, kafkaPartitions, kafkaReplicationFactor, kafkaSessionTimeoutMs, kafkaHeartbeatIntervalMs, perTenantDb, storeBackends },
+    fleet: {
+      namespace,
+      kafkaPartitions,
+      kafkaReplicationFactor,
+      kafkaSessionTimeoutMs,
+      kafkaHeartbeatIntervalMs,
+      perTenantDb,
+      storeBackends,
+    },
   };
 }

@@ -1,4 +1,11 @@
-import { createCipheriv, createDecipheriv, createHash, hkdfSync, randomBytes, timingSafeEqual } from 'node:crypto';
+import {
+  createCipheriv,
+  createDecipheriv,
+  createHash,
+  hkdfSync,
+  randomBytes,
+  timingSafeEqual,
+} from 'node:crypto';
 
 /**
  * Secrets at rest: AES-256-GCM under a key derived (HKDF-SHA256) from PLATFORM_ROOT_SECRET.
@@ -8,7 +15,8 @@ import { createCipheriv, createDecipheriv, createHash, hkdfSync, randomBytes, ti
 export class SecretBox {
   private readonly key: Buffer;
   constructor(rootSecret: string) {
-    if (rootSecret.length < 32) throw new Error('PLATFORM_ROOT_SECRET must be at least 32 characters');
+    if (rootSecret.length < 32)
+      throw new Error('PLATFORM_ROOT_SECRET must be at least 32 characters');
     this.key = Buffer.from(hkdfSync('sha256', rootSecret, 'agentfleet', 'secret-box-v1', 32));
   }
   seal(plaintext: string, purpose: string): string {
@@ -16,11 +24,17 @@ export class SecretBox {
     const c = createCipheriv('aes-256-gcm', this.key, iv);
     c.setAAD(Buffer.from(purpose));
     const ct = Buffer.concat([c.update(plaintext, 'utf8'), c.final()]);
-    return ['v1', iv.toString('base64url'), c.getAuthTag().toString('base64url'), ct.toString('base64url')].join('.');
+    return [
+      'v1',
+      iv.toString('base64url'),
+      c.getAuthTag().toString('base64url'),
+      ct.toString('base64url'),
+    ].join('.');
   }
   open(sealed: string, purpose: string): string {
     const [v, iv, tag, ct] = sealed.split('.');
-    if (v !== 'v1' || !iv || !tag || ct === undefined) throw new Error('unrecognised secret format');
+    if (v !== 'v1' || !iv || !tag || ct === undefined)
+      throw new Error('unrecognised secret format');
     const d = createDecipheriv('aes-256-gcm', this.key, Buffer.from(iv, 'base64url'));
     d.setAAD(Buffer.from(purpose));
     d.setAuthTag(Buffer.from(tag, 'base64url'));

@@ -21,7 +21,16 @@
  * bubblewrap) stores no operator key ...', 'rotate-operator-key ...', 'rotate-operator-key on a
  * running server ...').
  */
-import { chmodSync, mkdirSync, readFileSync, renameSync, unlinkSync, unwatchFile, watchFile, writeFileSync } from 'node:fs';
+import {
+  chmodSync,
+  mkdirSync,
+  readFileSync,
+  renameSync,
+  unlinkSync,
+  unwatchFile,
+  watchFile,
+  writeFileSync,
+} from 'node:fs';
 import { join } from 'node:path';
 import type { Config, ParsedConfig } from './config.js';
 import { randomToken, sha256 } from './crypto.js';
@@ -65,7 +74,8 @@ export function readDataDir(parsed: ParsedConfig): DataDirPlan {
   if (rootSecret === null) {
     const path = join(parsed.dataDir, ROOT_SECRET_FILE);
     const stored = readIfExists(path);
-    if (stored !== null && stored.length < 32) throw new Error(`${path} holds a root secret shorter than 32 characters`);
+    if (stored !== null && stored.length < 32)
+      throw new Error(`${path} holds a root secret shorter than 32 characters`);
     rootSecret = stored ?? randomToken(48);
     rootSecretSource = stored === null ? 'generated' : 'data_dir';
   }
@@ -76,20 +86,30 @@ export function readDataDir(parsed: ParsedConfig): DataDirPlan {
     const path = join(parsed.dataDir, OPERATOR_KEY_HASH_FILE);
     const stored = readIfExists(path);
     if (stored !== null && !/^[0-9a-f]{64}$/.test(stored)) {
-      throw new Error(`${path} is not a SHA-256 hex digest (run 'agentfleet rotate-operator-key' to store a new operator key)`);
+      throw new Error(
+        `${path} is not a SHA-256 hex digest (run 'agentfleet rotate-operator-key' to store a new operator key)`,
+      );
     }
     if (stored === null) generatedOperatorKey = newOperatorKey();
     operatorKeyHash = stored ?? sha256(generatedOperatorKey!);
     operatorKeySource = stored === null ? 'generated' : 'data_dir';
   }
-  return { config: { ...parsed, rootSecret, operatorKeyHash }, rootSecretSource, operatorKeySource, generatedOperatorKey };
+  return {
+    config: { ...parsed, rootSecret, operatorKeyHash },
+    rootSecretSource,
+    operatorKeySource,
+    generatedOperatorKey,
+  };
 }
 
 function createExclusive(path: string, content: string): void {
   try {
     writeFileSync(path, `${content}\n`, { mode: 0o600, flag: 'wx' });
   } catch (err) {
-    if ((err as NodeJS.ErrnoException).code === 'EEXIST') throw new Error(`${path} was created by another process starting on the same data dir; start again`);
+    if ((err as NodeJS.ErrnoException).code === 'EEXIST')
+      throw new Error(
+        `${path} was created by another process starting on the same data dir; start again`,
+      );
     throw new Error(`cannot write ${path}: ${(err as Error).message}`);
   }
 }
@@ -97,15 +117,21 @@ function createExclusive(path: string, content: string): void {
 /** Creates the data dir and stores the secrets this start generated. Call once start-up checks passed. */
 export function prepareDataDir(plan: DataDirPlan): PreparedDataDir {
   const { dataDir } = plan.config;
-  const generatesAny = plan.rootSecretSource === 'generated' || plan.operatorKeySource === 'generated';
+  const generatesAny =
+    plan.rootSecretSource === 'generated' || plan.operatorKeySource === 'generated';
   if (generatesAny) mkdirSync(dataDir, { recursive: true, mode: 0o700 });
-  if (plan.rootSecretSource === 'generated') createExclusive(join(dataDir, ROOT_SECRET_FILE), plan.config.rootSecret);
+  if (plan.rootSecretSource === 'generated')
+    createExclusive(join(dataDir, ROOT_SECRET_FILE), plan.config.rootSecret);
   const keyPath = join(dataDir, OPERATOR_KEY_HASH_FILE);
   if (plan.operatorKeySource === 'generated') createExclusive(keyPath, plan.config.operatorKeyHash);
   return {
     undoOperatorKey() {
       if (plan.operatorKeySource !== 'generated') return;
-      try { unlinkSync(keyPath); } catch { /* already gone */ }
+      try {
+        unlinkSync(keyPath);
+      } catch {
+        /* already gone */
+      }
     },
   };
 }
@@ -124,7 +150,11 @@ export function rotateOperatorKey(dataDir: string): string {
     chmodSync(tmp, 0o600);
     renameSync(tmp, path);
   } catch (err) {
-    try { unlinkSync(tmp); } catch { /* not created */ }
+    try {
+      unlinkSync(tmp);
+    } catch {
+      /* not created */
+    }
     throw new Error(`cannot write ${path}: ${(err as Error).message}`);
   }
   return key;
@@ -135,14 +165,20 @@ export function rotateOperatorKey(dataDir: string): string {
  * valid hash; `onInvalid` when the file holds something else (the key in force stays). Returns
  * the function that stops watching.
  */
-export function watchOperatorKey(dataDir: string, inForce: string, onRotated: (hash: string) => void, onInvalid: (problem: string) => void): () => void {
+export function watchOperatorKey(
+  dataDir: string,
+  inForce: string,
+  onRotated: (hash: string) => void,
+  onInvalid: (problem: string) => void,
+): () => void {
   const path = join(dataDir, OPERATOR_KEY_HASH_FILE);
   let last: string | null = inForce;
   const listener = () => {
     const now = readIfExistsQuiet(path);
     if (now === null || now === last) return;
     last = now;
-    if (!/^[0-9a-f]{64}$/.test(now)) return onInvalid(`${path} is not a SHA-256 hex digest; the operator key in force is kept`);
+    if (!/^[0-9a-f]{64}$/.test(now))
+      return onInvalid(`${path} is not a SHA-256 hex digest; the operator key in force is kept`);
     onRotated(now);
   };
   watchFile(path, { interval: OPERATOR_KEY_POLL_MS, persistent: false }, listener);

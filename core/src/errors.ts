@@ -14,9 +14,12 @@ export class ApiError extends Error {
   }
 }
 
-export const notFound = (what: string, id: string) => new ApiError('not_found', `${what} ${id} not found`);
-export const invalid = (field: string, message: string) => new ApiError('invalid_request', `${field}: ${message}`, { field });
-export const conflict = (message: string, details?: Record<string, unknown>) => new ApiError('conflict', message, details);
+export const notFound = (what: string, id: string) =>
+  new ApiError('not_found', `${what} ${id} not found`);
+export const invalid = (field: string, message: string) =>
+  new ApiError('invalid_request', `${field}: ${message}`, { field });
+export const conflict = (message: string, details?: Record<string, unknown>) =>
+  new ApiError('conflict', message, details);
 
 /** Thrown when a fenced write comes from a lease holder that has been replaced. */
 export class StaleLeaseError extends Error {

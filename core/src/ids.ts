@@ -14,7 +14,10 @@ export function ulid(now = Date.now()): string {
     now = lastTime;
     rand = lastRandom.slice();
     for (let i = rand.length - 1; i >= 0; i--) {
-      if (rand[i]! < 255) { rand[i]!++; break; }
+      if (rand[i]! < 255) {
+        rand[i]!++;
+        break;
+      }
       rand[i] = 0;
     }
   } else {
@@ -24,11 +27,17 @@ export function ulid(now = Date.now()): string {
   lastRandom = rand;
   let out = '';
   let t = now;
-  for (let i = 0; i < 10; i++) { out = ALPHABET[t % 32] + out; t = Math.floor(t / 32); }
+  for (let i = 0; i < 10; i++) {
+    out = ALPHABET[t % 32] + out;
+    t = Math.floor(t / 32);
+  }
   let bits = 0n;
   for (const b of rand) bits = (bits << 8n) | BigInt(b);
   let r = '';
-  for (let i = 0; i < 16; i++) { r = ALPHABET[Number(bits & 31n)] + r; bits >>= 5n; }
+  for (let i = 0; i < 16; i++) {
+    r = ALPHABET[Number(bits & 31n)] + r;
+    bits >>= 5n;
+  }
   return out + r;
 }
 

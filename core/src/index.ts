@@ -22,7 +22,12 @@ export * from './domain/auth.js';
 export * from './domain/files.js';
 export * from './platform.js';
 export { EmbeddedBus } from './adapters/embedded/bus.js';
-export { embeddedCoordination, MemoryLeaseStore, MemoryPubSub, MemoryRateLimiter } from './adapters/embedded/coordination.js';
+export {
+  embeddedCoordination,
+  MemoryLeaseStore,
+  MemoryPubSub,
+  MemoryRateLimiter,
+} from './adapters/embedded/coordination.js';
 export { openEmbeddedStore } from './adapters/embedded/documentStore.js';
 export * from './log.js';
 export * from './metrics.js';

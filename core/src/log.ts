@@ -13,11 +13,16 @@ export interface Logger {
 
 const LEVELS = { debug: 10, info: 20, warn: 30, error: 40, silent: 100 } as const;
 
-export function createLogger(level: keyof typeof LEVELS = 'info', base: Record<string, unknown> = {}): Logger {
+export function createLogger(
+  level: keyof typeof LEVELS = 'info',
+  base: Record<string, unknown> = {},
+): Logger {
   const min = LEVELS[level];
   const write = (lvl: keyof typeof LEVELS, msg: string, fields?: Record<string, unknown>) => {
     if (LEVELS[lvl] < min) return;
-    process.stderr.write(`${JSON.stringify({ level: lvl, time: new Date().toISOString(), msg, ...base, ...fields })}\n`);
+    process.stderr.write(
+      `${JSON.stringify({ level: lvl, time: new Date().toISOString(), msg, ...base, ...fields })}\n`,
+    );
   };
   return {
     debug: (m, f) => write('debug', m, f),

@@ -7,12 +7,19 @@ type Labels = Record<string, string | number>;
 const key = (l: Labels) => JSON.stringify(Object.entries(l).sort(([a], [b]) => a.localeCompare(b)));
 const fmtLabels = (l: Labels, extra: Labels = {}) => {
   const all = { ...l, ...extra };
-  const parts = Object.entries(all).map(([k, v]) => `${k}="${String(v).replace(/\\/g, '\\\\').replace(/"/g, '\\"').replace(/\n/g, '\\n')}"`);
+  const parts = Object.entries(all).map(
+    ([k, v]) =>
+      `${k}="${String(v).replace(/\\/g, '\\\\').replace(/"/g, '\\"').replace(/\n/g, '\\n')}"`,
+  );
   return parts.length ? `{${parts.join(',')}}` : '';
 };
 
 abstract class Metric {
-  constructor(readonly name: string, readonly help: string, readonly type: 'counter' | 'gauge' | 'histogram') {}
+  constructor(
+    readonly name: string,
+    readonly help: string,
+    readonly type: 'counter' | 'gauge' | 'histogram',
+  ) {}
   abstract lines(): string[];
   header(): string[] {
     return [`# HELP ${this.name} ${this.help}`, `# TYPE ${this.name} ${this.type}`];
@@ -21,51 +28,84 @@ abstract class Metric {
 
 export class Counter extends Metric {
   private readonly values = new Map<string, { labels: Labels; v: number }>();
-  constructor(name: string, help: string) { super(name, help, 'counter'); }
+  constructor(name: string, help: string) {
+    super(name, help, 'counter');
+  }
   inc(labels: Labels = {}, by = 1): void {
     const k = key(labels);
     const cur = this.values.get(k);
     if (cur) cur.v += by;
     else this.values.set(k, { labels, v: by });
   }
-  get(labels: Labels = {}): number { return this.values.get(key(labels))?.v ?? 0; }
-  lines(): string[] { return [...this.values.values()].map((x) => `${this.name}${fmtLabels(x.labels)} ${x.v}`); }
+  get(labels: Labels = {}): number {
+    return this.values.get(key(labels))?.v ?? 0;
+  }
+  lines(): string[] {
+    return [...this.values.values()].map((x) => `${this.name}${fmtLabels(x.labels)} ${x.v}`);
+  }
 }
 
 export class Gauge extends Metric {
   private readonly values = new Map<string, { labels: Labels; v: number }>();
-  constructor(name: string, help: string, private readonly sample?: () => number | Array<[Labels, number]>) { super(name, help, 'gauge'); }
-  set(v: number, labels: Labels = {}): void { this.values.set(key(labels), { labels, v }); }
+  constructor(
+    name: string,
+    help: string,
+    private readonly sample?: () => number | Array<[Labels, number]>,
+  ) {
+    super(name, help, 'gauge');
+  }
+  set(v: number, labels: Labels = {}): void {
+    this.values.set(key(labels), { labels, v });
+  }
   inc(labels: Labels = {}, by = 1): void {
     const k = key(labels);
     const cur = this.values.get(k);
-    if (cur) cur.v += by; else this.values.set(k, { labels, v: by });
+    if (cur) cur.v += by;
+    else this.values.set(k, { labels, v: by });
   }
-  dec(labels: Labels = {}, by = 1): void { this.inc(labels, -by); }
+  dec(labels: Labels = {}, by = 1): void {
+    this.inc(labels, -by);
+  }
   lines(): string[] {
     if (this.sample) {
       const s = this.sample();
-      return typeof s === 'number' ? [`${this.name} ${s}`] : s.map(([l, v]) => `${this.name}${fmtLabels(l)} ${v}`);
+      return typeof s === 'number'
+        ? [`${this.name} ${s}`]
+        : s.map(([l, v]) => `${this.name}${fmtLabels(l)} ${v}`);
     }
     return [...this.values.values()].map((x) => `${this.name}${fmtLabels(x.labels)} ${x.v}`);
   }
 }
 
 export class Histogram extends Metric {
-  private readonly values = new Map<string, { labels: Labels; counts: number[]; sum: number; n: number }>();
-  constructor(name: string, help: string, private readonly buckets = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10]) { super(name, help, 'histogram'); }
+  private readonly values = new Map<
+    string,
+    { labels: Labels; counts: number[]; sum: number; n: number }
+  >();
+  constructor(
+    name: string,
+    help: string,
+    private readonly buckets = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10],
+  ) {
+    super(name, help, 'histogram');
+  }
   observe(value: number, labels: Labels = {}): void {
     const k = key(labels);
     let cur = this.values.get(k);
-    if (!cur) this.values.set(k, (cur = { labels, counts: this.buckets.map(() => 0), sum: 0, n: 0 }));
-    this.buckets.forEach((b, i) => { if (value <= b) cur!.counts[i]!++; });
+    if (!cur)
+      this.values.set(k, (cur = { labels, counts: this.buckets.map(() => 0), sum: 0, n: 0 }));
+    this.buckets.forEach((b, i) => {
+      if (value <= b) cur!.counts[i]!++;
+    });
     cur.sum += value;
     cur.n++;
   }
   lines(): string[] {
     const out: string[] = [];
     for (const x of this.values.values()) {
-      this.buckets.forEach((b, i) => out.push(`${this.name}_bucket${fmtLabels(x.labels, { le: b })} ${x.counts[i]}`));
+      this.buckets.forEach((b, i) =>
+        out.push(`${this.name}_bucket${fmtLabels(x.labels, { le: b })} ${x.counts[i]}`),
+      );
       out.push(`${this.name}_bucket${fmtLabels(x.labels, { le: '+Inf' })} ${x.n}`);
       out.push(`${this.name}_sum${fmtLabels(x.labels)} ${x.sum}`);
       out.push(`${this.name}_count${fmtLabels(x.labels)} ${x.n}`);
@@ -82,9 +122,15 @@ export class Registry {
     this.metrics.set(m.name, m);
     return m;
   }
-  counter(name: string, help: string) { return this.register(new Counter(name, help)); }
-  gauge(name: string, help: string, sample?: () => number | Array<[Labels, number]>) { return this.register(new Gauge(name, help, sample)); }
-  histogram(name: string, help: string, buckets?: number[]) { return this.register(new Histogram(name, help, buckets)); }
+  counter(name: string, help: string) {
+    return this.register(new Counter(name, help));
+  }
+  gauge(name: string, help: string, sample?: () => number | Array<[Labels, number]>) {
+    return this.register(new Gauge(name, help, sample));
+  }
+  histogram(name: string, help: string, buckets?: number[]) {
+    return this.register(new Histogram(name, help, buckets));
+  }
   render(): string {
     const out: string[] = [];
     for (const m of this.metrics.values()) out.push(...m.header(), ...m.lines());
@@ -95,18 +141,45 @@ export class Registry {
 /** The platform's metrics, shared by gateway and worker code in one process. */
 export function platformMetrics(registry = new Registry()) {
   const started = Date.now();
-  registry.gauge('agentfleet_process_uptime_seconds', 'Seconds since the process started', () => (Date.now() - started) / 1000);
-  registry.gauge('agentfleet_process_resident_memory_bytes', 'Resident set size', () => process.memoryUsage().rss);
+  registry.gauge(
+    'agentfleet_process_uptime_seconds',
+    'Seconds since the process started',
+    () => (Date.now() - started) / 1000,
+  );
+  registry.gauge(
+    'agentfleet_process_resident_memory_bytes',
+    'Resident set size',
+    () => process.memoryUsage().rss,
+  );
   return {
     registry,
-    httpRequests: registry.counter('agentfleet_http_requests_total', 'HTTP requests by method, route and status'),
-    httpDuration: registry.histogram('agentfleet_http_request_duration_seconds', 'HTTP request duration'),
+    httpRequests: registry.counter(
+      'agentfleet_http_requests_total',
+      'HTTP requests by method, route and status',
+    ),
+    httpDuration: registry.histogram(
+      'agentfleet_http_request_duration_seconds',
+      'HTTP request duration',
+    ),
     sseStreams: registry.gauge('agentfleet_sse_streams', 'Open SSE streams'),
     turnsStarted: registry.counter('agentfleet_turns_started_total', 'Turns started'),
-    turnsFinished: registry.counter('agentfleet_turns_finished_total', 'Turns finished, by stop reason'),
-    turnRecoveries: registry.counter('agentfleet_turn_recoveries_total', 'Orphaned turns resumed after a worker died'),
-    modelRequests: registry.counter('agentfleet_model_requests_total', 'Model requests by protocol and outcome'),
-    modelDuration: registry.histogram('agentfleet_model_request_duration_seconds', 'Model request duration', [0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120]),
+    turnsFinished: registry.counter(
+      'agentfleet_turns_finished_total',
+      'Turns finished, by stop reason',
+    ),
+    turnRecoveries: registry.counter(
+      'agentfleet_turn_recoveries_total',
+      'Orphaned turns resumed after a worker died',
+    ),
+    modelRequests: registry.counter(
+      'agentfleet_model_requests_total',
+      'Model requests by protocol and outcome',
+    ),
+    modelDuration: registry.histogram(
+      'agentfleet_model_request_duration_seconds',
+      'Model request duration',
+      [0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120],
+    ),
     eventsAppended: registry.counter('agentfleet_events_appended_total', 'Session events appended'),
   };
 }

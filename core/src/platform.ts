@@ -60,10 +60,19 @@ export async function createPlatform(config: Config): Promise<Platform> {
   await models.sealLegacyHeaders();
   const metrics = platformMetrics();
   const bus$ = bus;
-  metrics.registry.gauge('agentfleet_bus_commands', 'Bus command counters of this process (published, handled, retried, dead_lettered)', () => {
-    const st = bus$.stats();
-    return [[{ kind: 'published' }, st.published], [{ kind: 'handled' }, st.handled], [{ kind: 'retried' }, st.retried], [{ kind: 'dead_lettered' }, st.deadLettered]];
-  });
+  metrics.registry.gauge(
+    'agentfleet_bus_commands',
+    'Bus command counters of this process (published, handled, retried, dead_lettered)',
+    () => {
+      const st = bus$.stats();
+      return [
+        [{ kind: 'published' }, st.published],
+        [{ kind: 'handled' }, st.handled],
+        [{ kind: 'retried' }, st.retried],
+        [{ kind: 'dead_lettered' }, st.deadLettered],
+      ];
+    },
+  );
   const events = new EventLog(collections, coordination.pubsub, metrics);
   const agents = new AgentService(collections, models, secrets);
   // Snapshots, outputs and files: GridFS in fleet mode (every machine), else a directory
@@ -71,11 +80,33 @@ export async function createPlatform(config: Config): Promise<Platform> {
   const files = new FileService(collections, objects, { maxBytes: config.maxFileBytes });
   const outputs = new OutputService(collections, objects);
   const environments = new EnvironmentService(collections);
-  const sessions = new SessionService(collections, agents, models, events, bus, coordination.pubsub);
+  const sessions = new SessionService(
+    collections,
+    agents,
+    models,
+    events,
+    bus,
+    coordination.pubsub,
+  );
   const auth = new AuthService(collections, config.operatorKeyHash);
   await auth.bootstrap();
   return {
-    config, store, bus, coordination, collections, secrets, auth, agents, environments, sessions, models, events, metrics, objects, files, outputs,
+    config,
+    store,
+    bus,
+    coordination,
+    collections,
+    secrets,
+    auth,
+    agents,
+    environments,
+    sessions,
+    models,
+    events,
+    metrics,
+    objects,
+    files,
+    outputs,
     egress: { policy: egressPolicy, fetch: tenantFetch },
     async close() {
       await tenantFetch.close().catch(() => {});

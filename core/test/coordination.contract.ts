@@ -17,7 +17,11 @@ const unique = (base: string) => `t_${base}_${Date.now().toString(36)}_${process
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 /** Resolves once `check` holds, polling; fails with `what` after `ms`. */
-export async function eventually(check: () => boolean | Promise<boolean>, what: string, ms = 5000): Promise<void> {
+export async function eventually(
+  check: () => boolean | Promise<boolean>,
+  what: string,
+  ms = 5000,
+): Promise<void> {
   const deadline = Date.now() + ms;
   while (!(await check())) {
     if (Date.now() > deadline) throw new Error(`timed out after ${ms} ms waiting for ${what}`);
@@ -62,7 +66,9 @@ export function coordinationContract(name: string, make: () => Promise<Coordinat
 
       it('only one of many concurrent acquirers wins', async () => {
         const key = unique('race');
-        const results = await Promise.all(Array.from({ length: 20 }, (_, i) => c.leases.acquire(key, `w${i}`, 10_000)));
+        const results = await Promise.all(
+          Array.from({ length: 20 }, (_, i) => c.leases.acquire(key, `w${i}`, 10_000)),
+        );
         const winners = results.filter((r) => r !== null);
         expect(winners).toHaveLength(1);
         expect((await c.leases.holder(key))?.owner).toBe(winners[0]!.owner);
@@ -142,12 +148,16 @@ export function coordinationContract(name: string, make: () => Promise<Coordinat
     describe('pubsub', () => {
       it('fans out to every subscriber in publish order', async () => {
         const ch = unique('fanout');
-        const a: unknown[] = [], b: unknown[] = [];
+        const a: unknown[] = [],
+          b: unknown[] = [];
         const unA = await c.pubsub.subscribe(ch, (m) => a.push(m));
         const unB = await c.pubsub.subscribe(ch, (m) => b.push(m));
         const sent = Array.from({ length: 50 }, (_, i) => ({ i, text: `m${i}` }));
         for (const m of sent) await c.pubsub.publish(ch, m);
-        await eventually(() => a.length === 50 && b.length === 50, '50 messages at both subscribers');
+        await eventually(
+          () => a.length === 50 && b.length === 50,
+          '50 messages at both subscribers',
+        );
         expect(a).toEqual(sent);
         expect(b).toEqual(sent);
         await unA();
@@ -165,13 +175,18 @@ export function coordinationContract(name: string, make: () => Promise<Coordinat
       });
 
       it('does not deliver to other channels', async () => {
-        const ch = unique('iso'), other = unique('iso');
-        const got: unknown[] = [], otherGot: unknown[] = [];
+        const ch = unique('iso'),
+          other = unique('iso');
+        const got: unknown[] = [],
+          otherGot: unknown[] = [];
         const un = await c.pubsub.subscribe(ch, (m) => got.push(m));
         const unOther = await c.pubsub.subscribe(other, (m) => otherGot.push(m));
         await c.pubsub.publish(ch, 'mine');
         await c.pubsub.publish(other, 'theirs');
-        await eventually(() => got.length === 1 && otherGot.length === 1, 'one message per channel');
+        await eventually(
+          () => got.length === 1 && otherGot.length === 1,
+          'one message per channel',
+        );
         await c.pubsub.publish(ch, 'mine again');
         await eventually(() => got.length === 2, 'second message');
         expect(got).toEqual(['mine', 'mine again']);
@@ -182,7 +197,8 @@ export function coordinationContract(name: string, make: () => Promise<Coordinat
 
       it('stops delivery after unsubscribe, to that subscriber only', async () => {
         const ch = unique('unsub');
-        const a: unknown[] = [], b: unknown[] = [];
+        const a: unknown[] = [],
+          b: unknown[] = [];
         const unA = await c.pubsub.subscribe(ch, (m) => a.push(m));
         const unB = await c.pubsub.subscribe(ch, (m) => b.push(m));
         await c.pubsub.publish(ch, 1);
@@ -234,13 +250,25 @@ export function coordinationContract(name: string, make: () => Promise<Coordinat
 
       it('delivers JSON copies: each subscriber gets its own object, non-JSON values are dropped', async () => {
         const ch = unique('json');
-        const a: any[] = [], b: any[] = [];
+        const a: any[] = [],
+          b: any[] = [];
         const unA = await c.pubsub.subscribe(ch, (m) => a.push(m));
         const unB = await c.pubsub.subscribe(ch, (m) => b.push(m));
-        const msg = { n: 1, nested: { list: [1, 'two', null, true] }, at: new Date(0), gone: undefined, s: 'ünï€' };
+        const msg = {
+          n: 1,
+          nested: { list: [1, 'two', null, true] },
+          at: new Date(0),
+          gone: undefined,
+          s: 'ünï€',
+        };
         await c.pubsub.publish(ch, msg);
         await eventually(() => a.length === 1 && b.length === 1, 'one message each');
-        const expected = { n: 1, nested: { list: [1, 'two', null, true] }, at: '1970-01-01T00:00:00.000Z', s: 'ünï€' };
+        const expected = {
+          n: 1,
+          nested: { list: [1, 'two', null, true] },
+          at: '1970-01-01T00:00:00.000Z',
+          s: 'ünï€',
+        };
         expect(a[0]).toStrictEqual(expected);
         expect(b[0]).toStrictEqual(expected);
         expect(a[0]).not.toBe(msg);
@@ -284,7 +312,11 @@ export function coordinationContract(name: string, make: () => Promise<Coordinat
         const windowMs = 60_000;
         for (let attempt = 1; ; attempt++) {
           const key = unique('rlweight');
-          const results = [await c.rateLimiter.consume(key, 10, windowMs, 4), await c.rateLimiter.consume(key, 10, windowMs, 6), await c.rateLimiter.consume(key, 10, windowMs)];
+          const results = [
+            await c.rateLimiter.consume(key, 10, windowMs, 4),
+            await c.rateLimiter.consume(key, 10, windowMs, 6),
+            await c.rateLimiter.consume(key, 10, windowMs),
+          ];
           // A window boundary between the calls restarts the count; try again then.
           if (attempt < 3 && new Set(results.map((r) => r.resetAt)).size > 1) continue;
           expect(results.map((r) => r.allowed)).toEqual([true, true, false]);

@@ -29,7 +29,8 @@ describe.skipIf(!REDIS_URL)('redis coordination', () => {
     return { c, cleanup: () => c.close() };
   });
 
-  const open = async (keyPrefix?: string) => createRedisCoordination(REDIS_URL!, keyPrefix === undefined ? {} : { keyPrefix });
+  const open = async (keyPrefix?: string) =>
+    createRedisCoordination(REDIS_URL!, keyPrefix === undefined ? {} : { keyPrefix });
 
   it('shares leases, pub/sub and rate limits between separate clients (processes)', async () => {
     const [a, b] = await Promise.all([open(), open()]);
@@ -55,7 +56,8 @@ describe.skipIf(!REDIS_URL)('redis coordination', () => {
       await a.rateLimiter.consume(rl, 2, 60_000);
       await b.rateLimiter.consume(rl, 2, 60_000);
       const third = await a.rateLimiter.consume(rl, 2, 60_000);
-      if (third.allowed) expect(third.remaining).toBe(1); // a window boundary fell between the calls
+      if (third.allowed)
+        expect(third.remaining).toBe(1); // a window boundary fell between the calls
       else expect(third.remaining).toBe(0);
     } finally {
       await Promise.all([a.close(), b.close()]);
@@ -87,7 +89,9 @@ describe.skipIf(!REDIS_URL)('redis coordination', () => {
       const ch = unique('multiplex');
       const fullChannel = `agentfleet:${ch}`;
       const counts = [0, 0, 0];
-      const uns = await Promise.all(counts.map((_, i) => c.pubsub.subscribe(ch, () => counts[i]!++)));
+      const uns = await Promise.all(
+        counts.map((_, i) => c.pubsub.subscribe(ch, () => counts[i]!++)),
+      );
       const numsub = async () => {
         // PUBSUB NUMSUB through a raw connection: Redis-side subscribers of the channel.
         const r = new Redis(REDIS_URL!, { lazyConnect: true });
@@ -134,7 +138,9 @@ describe.skipIf(!REDIS_URL)('redis coordination', () => {
 
   it('fails fast with a clear error when Redis is unreachable, and close() is idempotent', async () => {
     const t0 = Date.now();
-    await expect(createRedisCoordination('redis://127.0.0.1:1')).rejects.toThrow(/redis coordination: cannot connect to redis:\/\/127\.0\.0\.1:1/);
+    await expect(createRedisCoordination('redis://127.0.0.1:1')).rejects.toThrow(
+      /redis coordination: cannot connect to redis:\/\/127\.0\.0\.1:1/,
+    );
     expect(Date.now() - t0).toBeLessThan(10_000);
     const c = await open();
     expect(await c.healthy()).toBe(true);
@@ -144,50 +150,62 @@ describe.skipIf(!REDIS_URL)('redis coordination', () => {
   });
 });
 
-describe.skipIf(!REDIS_URL || !REDIS_RESTART_CMD)('redis coordination across a Redis restart', () => {
-  it('re-establishes subscriptions and serves leases again, with fencing tokens still increasing', async () => {
-    const c: Coordination = await createRedisCoordination(REDIS_RESTART_URL!);
-    const publisher: Coordination = await createRedisCoordination(REDIS_RESTART_URL!);
-    try {
-      const ch = unique('restart');
-      const got: Array<{ phase: string; i: number }> = [];
-      const un = await c.pubsub.subscribe(ch, (m) => got.push(m as { phase: string; i: number }));
-      await publisher.pubsub.publish(ch, { phase: 'before', i: 0 });
-      await eventually(() => got.length === 1, 'message before the restart');
+describe.skipIf(!REDIS_URL || !REDIS_RESTART_CMD)(
+  'redis coordination across a Redis restart',
+  () => {
+    it('re-establishes subscriptions and serves leases again, with fencing tokens still increasing', async () => {
+      const c: Coordination = await createRedisCoordination(REDIS_RESTART_URL!);
+      const publisher: Coordination = await createRedisCoordination(REDIS_RESTART_URL!);
+      try {
+        const ch = unique('restart');
+        const got: Array<{ phase: string; i: number }> = [];
+        const un = await c.pubsub.subscribe(ch, (m) => got.push(m as { phase: string; i: number }));
+        await publisher.pubsub.publish(ch, { phase: 'before', i: 0 });
+        await eventually(() => got.length === 1, 'message before the restart');
 
-      const key = unique('restart');
-      const before = await c.leases.acquire(key, 'w1', 60_000);
-      expect(before).not.toBeNull();
-      await c.leases.release(before!);
+        const key = unique('restart');
+        const before = await c.leases.acquire(key, 'w1', 60_000);
+        expect(before).not.toBeNull();
+        await c.leases.release(before!);
 
-      await promisify(exec)(REDIS_RESTART_CMD!, { cwd: repoRoot, timeout: 60_000 });
+        await promisify(exec)(REDIS_RESTART_CMD!, { cwd: repoRoot, timeout: 60_000 });
 
-      // Both clients reconnect on their own; healthy() turns true once the subscriber is back.
-      await eventually(() => c.healthy(), 'healthy after the restart', 30_000);
-      await eventually(() => publisher.healthy(), 'publisher healthy after the restart', 30_000);
+        // Both clients reconnect on their own; healthy() turns true once the subscriber is back.
+        await eventually(() => c.healthy(), 'healthy after the restart', 30_000);
+        await eventually(() => publisher.healthy(), 'publisher healthy after the restart', 30_000);
 
-      // Pub/sub is fire-and-forget: publish until one arrives, then check order from there on.
-      let i = 0;
-      await eventually(async () => {
-        await publisher.pubsub.publish(ch, { phase: 'after', i: ++i }).catch(() => {});
-        await new Promise((r) => setTimeout(r, 50));
-        return got.some((m) => m.phase === 'after');
-      }, 'message after the restart', 30_000);
-      const firstAfter = got.findIndex((m) => m.phase === 'after');
-      for (let k = 0; k < 5; k++) await publisher.pubsub.publish(ch, { phase: 'tail', i: k });
-      await eventually(() => got.filter((m) => m.phase === 'tail').length === 5, 'tail messages');
-      expect(got.slice(firstAfter).filter((m) => m.phase === 'tail').map((m) => m.i)).toEqual([0, 1, 2, 3, 4]);
+        // Pub/sub is fire-and-forget: publish until one arrives, then check order from there on.
+        let i = 0;
+        await eventually(
+          async () => {
+            await publisher.pubsub.publish(ch, { phase: 'after', i: ++i }).catch(() => {});
+            await new Promise((r) => setTimeout(r, 50));
+            return got.some((m) => m.phase === 'after');
+          },
+          'message after the restart',
+          30_000,
+        );
+        const firstAfter = got.findIndex((m) => m.phase === 'after');
+        for (let k = 0; k < 5; k++) await publisher.pubsub.publish(ch, { phase: 'tail', i: k });
+        await eventually(() => got.filter((m) => m.phase === 'tail').length === 5, 'tail messages');
+        expect(
+          got
+            .slice(firstAfter)
+            .filter((m) => m.phase === 'tail')
+            .map((m) => m.i),
+        ).toEqual([0, 1, 2, 3, 4]);
 
-      const after = await c.leases.acquire(key, 'w2', 60_000);
-      expect(after).not.toBeNull();
-      expect(after!.token).toBeGreaterThan(before!.token);
-      expect(await publisher.leases.acquire(key, 'w3', 60_000)).toBeNull();
-      expect(await c.leases.renew(after!, 60_000)).toBe(true);
-      await c.leases.release(after!);
-      expect((await c.rateLimiter.consume(unique('restart'), 1, 60_000)).allowed).toBe(true);
-      await un();
-    } finally {
-      await Promise.all([c.close(), publisher.close()]);
-    }
-  }, 120_000);
-});
+        const after = await c.leases.acquire(key, 'w2', 60_000);
+        expect(after).not.toBeNull();
+        expect(after!.token).toBeGreaterThan(before!.token);
+        expect(await publisher.leases.acquire(key, 'w3', 60_000)).toBeNull();
+        expect(await c.leases.renew(after!, 60_000)).toBe(true);
+        await c.leases.release(after!);
+        expect((await c.rateLimiter.consume(unique('restart'), 1, 60_000)).allowed).toBe(true);
+        await un();
+      } finally {
+        await Promise.all([c.close(), publisher.close()]);
+      }
+    }, 120_000);
+  },
+);

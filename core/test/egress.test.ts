@@ -9,7 +9,16 @@ import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadConfig } from '../src/config.js';
 import { TEST_CERT, TEST_KEY } from './fixtures/testCert.js';
-import { canonicalAddress, classifyAddress, createEgressPolicy, egressFetch, egressRefusalIn, EgressRefusedError, isNonPublicAddress, parsePrivateHostRules } from '../src/egress/index.js';
+import {
+  canonicalAddress,
+  classifyAddress,
+  createEgressPolicy,
+  egressFetch,
+  egressRefusalIn,
+  EgressRefusedError,
+  isNonPublicAddress,
+  parsePrivateHostRules,
+} from '../src/egress/index.js';
 
 describe('address classification', () => {
   const cases: Array<[string, string]> = [
@@ -106,7 +115,10 @@ describe('address classification', () => {
 
 describe('EGRESS_ALLOW_PRIVATE_HOSTS', () => {
   it('parses host, host:port, ipv4:port, [ipv6]:port and bare IPv6; lists every bad entry', () => {
-    expect(parsePrivateHostRules(' db.internal , 10.0.0.5:5432,[::1]:8080, fd00::7 ,Mirror.Corp.:443').rules).toEqual([
+    expect(
+      parsePrivateHostRules(' db.internal , 10.0.0.5:5432,[::1]:8080, fd00::7 ,Mirror.Corp.:443')
+        .rules,
+    ).toEqual([
       { host: 'db.internal', port: null },
       { host: '10.0.0.5', port: 5432 },
       { host: '::1', port: 8080 },
@@ -121,14 +133,22 @@ describe('EGRESS_ALLOW_PRIVATE_HOSTS', () => {
 
   it('is read by the config (every problem listed)', () => {
     const base = { DATA_DIR: '/tmp/agentfleet-egress-config-test' };
-    expect(loadConfig('all', { ...base, EGRESS_ALLOW_PRIVATE_HOSTS: 'a.internal:8080' }).egress.allowPrivateHosts).toEqual([{ host: 'a.internal', port: 8080 }]);
+    expect(
+      loadConfig('all', { ...base, EGRESS_ALLOW_PRIVATE_HOSTS: 'a.internal:8080' }).egress
+        .allowPrivateHosts,
+    ).toEqual([{ host: 'a.internal', port: 8080 }]);
     expect(loadConfig('all', base).egress.allowPrivateHosts).toEqual([]);
-    expect(() => loadConfig('all', { ...base, EGRESS_ALLOW_PRIVATE_HOSTS: 'x:0,y z' })).toThrow(/EGRESS_ALLOW_PRIVATE_HOSTS: 'x:0'[\s\S]*EGRESS_ALLOW_PRIVATE_HOSTS: 'y z'/);
+    expect(() => loadConfig('all', { ...base, EGRESS_ALLOW_PRIVATE_HOSTS: 'x:0,y z' })).toThrow(
+      /EGRESS_ALLOW_PRIVATE_HOSTS: 'x:0'[\s\S]*EGRESS_ALLOW_PRIVATE_HOSTS: 'y z'/,
+    );
   });
 });
 
 describe('createEgressPolicy', () => {
-  const lookupTo = (...addresses: string[]) => async () => addresses.map((address) => ({ address, family: (address.includes(':') ? 6 : 4) as 4 | 6 }));
+  const lookupTo =
+    (...addresses: string[]) =>
+    async () =>
+      addresses.map((address) => ({ address, family: (address.includes(':') ? 6 : 4) as 4 | 6 }));
 
   it('refuses a name that resolves to a private address, and checks every address of the answer', async () => {
     const p = createEgressPolicy({ lookup: lookupTo('93.184.216.34', '127.0.0.1') });
@@ -139,18 +159,39 @@ describe('createEgressPolicy', () => {
     expect(err.message).toContain('mixed.example');
     expect(err.message).toContain('EGRESS_ALLOW_PRIVATE_HOSTS');
     expect(err.message).not.toContain('127.0.0.1');
-    await expect(createEgressPolicy({ lookup: lookupTo('93.184.216.34') }).resolve('ok.example', 443)).resolves.toEqual({ address: '93.184.216.34', family: 4 });
+    await expect(
+      createEgressPolicy({ lookup: lookupTo('93.184.216.34') }).resolve('ok.example', 443),
+    ).resolves.toEqual({ address: '93.184.216.34', family: 4 });
   });
 
   it('refuses literal private addresses without a lookup, in every form', async () => {
     let lookups = 0;
-    const p = createEgressPolicy({ lookup: async () => { lookups++; return { address: '1.1.1.1', family: 4 }; } });
-    for (const host of ['127.0.0.1', '[::1]', '::ffff:127.0.0.1', '169.254.169.254', 'fd00:ec2::254', '64:ff9b::7f00:1', '2002:7f00:1::', '0.0.0.0']) {
+    const p = createEgressPolicy({
+      lookup: async () => {
+        lookups++;
+        return { address: '1.1.1.1', family: 4 };
+      },
+    });
+    for (const host of [
+      '127.0.0.1',
+      '[::1]',
+      '::ffff:127.0.0.1',
+      '169.254.169.254',
+      'fd00:ec2::254',
+      '64:ff9b::7f00:1',
+      '2002:7f00:1::',
+      '0.0.0.0',
+    ]) {
       await expect(p.resolve(host, 80), host).rejects.toBeInstanceOf(EgressRefusedError);
       expect(p.checkLiteral(host, 80), host).toBeInstanceOf(EgressRefusedError);
     }
     // Decimal, hex and octal forms reach the policy as dotted quads once a URL is parsed.
-    for (const url of ['http://2130706433/', 'http://0x7f.1/', 'http://0177.0.0.1/', 'http://127.1/']) {
+    for (const url of [
+      'http://2130706433/',
+      'http://0x7f.1/',
+      'http://0177.0.0.1/',
+      'http://127.1/',
+    ]) {
       expect(p.checkLiteral(new URL(url).hostname, 80), url).toBeInstanceOf(EgressRefusedError);
     }
     expect(p.checkLiteral('example.com', 80)).toBeNull();
@@ -158,8 +199,14 @@ describe('createEgressPolicy', () => {
   });
 
   it('opens exactly what the operator lists: a name, an address, a port', async () => {
-    const p = createEgressPolicy({ allowPrivateHosts: ['db.internal', '10.0.0.5:5432', '[::1]:8080'], lookup: lookupTo('10.0.0.9') });
-    await expect(p.resolve('db.internal', 1234)).resolves.toEqual({ address: '10.0.0.9', family: 4 });
+    const p = createEgressPolicy({
+      allowPrivateHosts: ['db.internal', '10.0.0.5:5432', '[::1]:8080'],
+      lookup: lookupTo('10.0.0.9'),
+    });
+    await expect(p.resolve('db.internal', 1234)).resolves.toEqual({
+      address: '10.0.0.9',
+      family: 4,
+    });
     await expect(p.resolve('DB.Internal.', 1)).resolves.toMatchObject({ address: '10.0.0.9' });
     await expect(p.resolve('other.internal', 1234)).rejects.toBeInstanceOf(EgressRefusedError);
     expect(p.checkLiteral('10.0.0.5', 5432)).toBeNull();
@@ -167,17 +214,33 @@ describe('createEgressPolicy', () => {
     expect(p.checkLiteral('::1', 8080)).toBeNull();
     expect(p.checkLiteral('::1', 8081)).toBeInstanceOf(EgressRefusedError);
     // An IP entry opens that address whatever name resolves to it.
-    const byAddress = createEgressPolicy({ allowPrivateHosts: ['10.0.0.5:5432'], lookup: lookupTo('10.0.0.5') });
-    await expect(byAddress.resolve('pg.corp', 5432)).resolves.toMatchObject({ address: '10.0.0.5' });
+    const byAddress = createEgressPolicy({
+      allowPrivateHosts: ['10.0.0.5:5432'],
+      lookup: lookupTo('10.0.0.5'),
+    });
+    await expect(byAddress.resolve('pg.corp', 5432)).resolves.toMatchObject({
+      address: '10.0.0.5',
+    });
     await expect(byAddress.resolve('pg.corp', 22)).rejects.toBeInstanceOf(EgressRefusedError);
   });
 
   it('passes lookup failures through unchanged', async () => {
-    const p = createEgressPolicy({ lookup: async () => { throw Object.assign(new Error('nope'), { code: 'ENOTFOUND' }); } });
+    const p = createEgressPolicy({
+      lookup: async () => {
+        throw Object.assign(new Error('nope'), { code: 'ENOTFOUND' });
+      },
+    });
     await expect(p.resolve('missing.example', 80)).rejects.toMatchObject({ code: 'ENOTFOUND' });
-    await expect(createEgressPolicy({ lookup: async () => [] }).resolve('empty.example', 80)).rejects.toMatchObject({ code: 'ENOTFOUND' });
+    await expect(
+      createEgressPolicy({ lookup: async () => [] }).resolve('empty.example', 80),
+    ).rejects.toMatchObject({ code: 'ENOTFOUND' });
     // A resolver that never answers is bounded.
-    await expect(createEgressPolicy({ lookup: () => new Promise(() => {}), lookupTimeoutMs: 50 }).resolve('hang.example', 80)).rejects.toMatchObject({ code: 'EAI_AGAIN' });
+    await expect(
+      createEgressPolicy({ lookup: () => new Promise(() => {}), lookupTimeoutMs: 50 }).resolve(
+        'hang.example',
+        80,
+      ),
+    ).rejects.toMatchObject({ code: 'EAI_AGAIN' });
   });
 });
 
@@ -196,11 +259,17 @@ describe('egressFetch', () => {
   let port: number;
   const hits = { good: 0, other: 0 };
   beforeAll(async () => {
-    good = http.createServer((_req, res) => { hits.good++; res.end('checked address'); });
+    good = http.createServer((_req, res) => {
+      hits.good++;
+      res.end('checked address');
+    });
     await new Promise<void>((r) => good.listen(0, '127.0.0.1', () => r()));
     port = (good.address() as AddressInfo).port;
     // Same port on another loopback address: where a rebinding answer would point.
-    other = http.createServer((_req, res) => { hits.other++; res.end('rebound address'); });
+    other = http.createServer((_req, res) => {
+      hits.other++;
+      res.end('rebound address');
+    });
     await new Promise<void>((r) => other.listen(port, '127.0.0.2', () => r()));
   });
   afterAll(async () => {
@@ -217,7 +286,8 @@ describe('egressFetch', () => {
       const closedPort = await freePort();
       const closed = await f(`http://127.0.0.1:${closedPort}/`).catch((e) => e);
       const byName = await f(`http://localhost:${port}/`).catch((e) => e);
-      for (const e of [open, closed, byName]) expect(egressRefusalIn(e)).toBeInstanceOf(EgressRefusedError);
+      for (const e of [open, closed, byName])
+        expect(egressRefusalIn(e)).toBeInstanceOf(EgressRefusedError);
       expect(egressRefusalIn(open)!.message).toBe(egressRefusalIn(closed)!.message);
       expect(hits.good).toBe(0);
     } finally {
@@ -228,7 +298,10 @@ describe('egressFetch', () => {
   it('connects to the checked address only: a resolver that answers differently each time cannot switch it', async () => {
     let calls = 0;
     // First answer: the opened address; every later answer: another loopback address.
-    const lookup = async () => ({ address: calls++ === 0 ? '127.0.0.1' : '127.0.0.2', family: 4 as const });
+    const lookup = async () => ({
+      address: calls++ === 0 ? '127.0.0.1' : '127.0.0.2',
+      family: 4 as const,
+    });
     const f = egressFetch(createEgressPolicy({ allowPrivateHosts: [`127.0.0.1:${port}`], lookup }));
     try {
       const res = await f(`http://rebind.test:${port}/`);
@@ -237,7 +310,9 @@ describe('egressFetch', () => {
       expect(hits.other).toBe(0);
       // A new connection resolves again; the second answer is checked and refused.
       await f.close();
-      const g = egressFetch(createEgressPolicy({ allowPrivateHosts: [`127.0.0.1:${port}`], lookup }));
+      const g = egressFetch(
+        createEgressPolicy({ allowPrivateHosts: [`127.0.0.1:${port}`], lookup }),
+      );
       const err = await g(`http://rebind.test:${port}/`).catch((e) => e);
       await g.close();
       expect(egressRefusalIn(err)).toBeInstanceOf(EgressRefusedError);
@@ -248,7 +323,10 @@ describe('egressFetch', () => {
   });
 
   it('checks every redirect hop', async () => {
-    const redirector = http.createServer((_req, res) => { res.writeHead(302, { location: `http://127.0.0.2:${port}/` }); res.end(); });
+    const redirector = http.createServer((_req, res) => {
+      res.writeHead(302, { location: `http://127.0.0.2:${port}/` });
+      res.end();
+    });
     await new Promise<void>((r) => redirector.listen(0, '127.0.0.1', () => r()));
     const rport = (redirector.address() as AddressInfo).port;
     const f = egressFetch(createEgressPolicy({ allowPrivateHosts: [`127.0.0.1:${rport}`] }));
@@ -266,17 +344,24 @@ describe('egressFetch', () => {
 
 describe('egressFetch over TLS', () => {
   it('connects to the checked address but verifies the certificate against the requested name', async () => {
-    const server = https.createServer({ key: TEST_KEY, cert: TEST_CERT }, (_req, res) => res.end('tls ok'));
+    const server = https.createServer({ key: TEST_KEY, cert: TEST_CERT }, (_req, res) =>
+      res.end('tls ok'),
+    );
     await new Promise<void>((r) => server.listen(0, '127.0.0.1', () => r()));
     const port = (server.address() as AddressInfo).port;
     const lookup = async () => ({ address: '127.0.0.1', family: 4 as const });
-    const f = egressFetch(createEgressPolicy({ allowPrivateHosts: ['localhost', 'other.test'], lookup }), { ca: TEST_CERT });
+    const f = egressFetch(
+      createEgressPolicy({ allowPrivateHosts: ['localhost', 'other.test'], lookup }),
+      { ca: TEST_CERT },
+    );
     try {
       // The certificate names localhost: SNI and the check use the name, the socket the checked IP.
       expect(await (await f(`https://localhost:${port}/`)).text()).toBe('tls ok');
       // Same address, a name the certificate does not carry: refused by TLS, not silently accepted.
       const err = await f(`https://other.test:${port}/`).catch((e) => e);
-      expect(String(err?.cause?.code ?? err?.cause?.message)).toMatch(/ERR_TLS_CERT_ALTNAME_INVALID|altname|Hostname/i);
+      expect(String(err?.cause?.code ?? err?.cause?.message)).toMatch(
+        /ERR_TLS_CERT_ALTNAME_INVALID|altname|Hostname/i,
+      );
     } finally {
       await f.close();
       server.closeAllConnections();

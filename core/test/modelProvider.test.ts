@@ -10,8 +10,17 @@ import { modelProviderContract } from './modelProvider.contract.js';
 
 modelProviderContract({
   name: 'anthropic',
-  make: (server, o) => createProvider({ protocol: 'anthropic', apiKey: o.apiKey ?? '', ...o, baseUrl: o.baseUrl ?? server.url }),
-  mountedAt: (server, prefix) => ({ baseUrl: `${server.url}${prefix}/`, path: `${prefix}/v1/messages` }),
+  make: (server, o) =>
+    createProvider({
+      protocol: 'anthropic',
+      apiKey: o.apiKey ?? '',
+      ...o,
+      baseUrl: o.baseUrl ?? server.url,
+    }),
+  mountedAt: (server, prefix) => ({
+    baseUrl: `${server.url}${prefix}/`,
+    path: `${prefix}/v1/messages`,
+  }),
   expectAuth(headers, key) {
     expect(headers['x-api-key']).toBe(key);
     expect(headers['anthropic-version']).toBe('2023-06-01');
@@ -19,7 +28,10 @@ modelProviderContract({
   },
   expectFast(fast, std) {
     expect(fast.body.speed).toBe('fast');
-    expect(String(fast.headers['anthropic-beta']).split(',')).toEqual(['other-beta', ANTHROPIC_FAST_MODE_BETA]);
+    expect(String(fast.headers['anthropic-beta']).split(',')).toEqual([
+      'other-beta',
+      ANTHROPIC_FAST_MODE_BETA,
+    ]);
     expect(std.body.speed).toBeUndefined();
     expect(std.headers['anthropic-beta']).toBe('other-beta');
   },
@@ -28,8 +40,17 @@ modelProviderContract({
 
 modelProviderContract({
   name: 'openai',
-  make: (server, o) => createProvider({ protocol: 'openai', apiKey: o.apiKey ?? '', ...o, baseUrl: o.baseUrl ?? `${server.url}/v1` }),
-  mountedAt: (server, prefix) => ({ baseUrl: `${server.url}${prefix}/v1/`, path: `${prefix}/v1/chat/completions` }),
+  make: (server, o) =>
+    createProvider({
+      protocol: 'openai',
+      apiKey: o.apiKey ?? '',
+      ...o,
+      baseUrl: o.baseUrl ?? `${server.url}/v1`,
+    }),
+  mountedAt: (server, prefix) => ({
+    baseUrl: `${server.url}${prefix}/v1/`,
+    path: `${prefix}/v1/chat/completions`,
+  }),
   expectAuth(headers, key) {
     expect(headers.authorization).toBe(`Bearer ${key}`);
     expect(headers['x-api-key']).toBeUndefined();

@@ -58,7 +58,11 @@ export function objectStoreContract(name: string, open: () => Promise<ObjectStor
       await store.put(`${p}a.bin`, data, { contentType: 'application/x-test' });
       expect(Buffer.from((await store.get(`${p}a.bin`))!).equals(data)).toBe(true);
       const info = await store.head(`${p}a.bin`);
-      expect(info).toMatchObject({ key: `${p}a.bin`, size: 1000, contentType: 'application/x-test' });
+      expect(info).toMatchObject({
+        key: `${p}a.bin`,
+        size: 1000,
+        contentType: 'application/x-test',
+      });
       expect(Date.parse(info!.modifiedAt)).toBeGreaterThanOrEqual(before - 2000);
       expect((await readStream((await store.getStream(`${p}a.bin`))!)).equals(data)).toBe(true);
     });
@@ -78,7 +82,8 @@ export function objectStoreContract(name: string, open: () => Promise<ObjectStor
       await store.put(`${p}u8`, plain);
       expect(Buffer.from((await store.get(`${p}u8`))!).equals(Buffer.from(plain))).toBe(true);
       async function* plainChunks() {
-        for (let i = 0; i < plain.length; i += 100 * KIB) yield new Uint8Array(plain.slice(i, i + 100 * KIB));
+        for (let i = 0; i < plain.length; i += 100 * KIB)
+          yield new Uint8Array(plain.slice(i, i + 100 * KIB));
       }
       expect(await store.putStream(`${p}u8s`, plainChunks())).toEqual({ size: plain.length });
       expect(Buffer.from((await store.get(`${p}u8s`))!).equals(Buffer.from(plain))).toBe(true);
@@ -97,17 +102,28 @@ export function objectStoreContract(name: string, open: () => Promise<ObjectStor
 
     it('putStream stores a multi-chunk source and reports its size; getStream reads it back', async () => {
       const data = randomBytes(700 * KIB + 13); // several GridFS chunks (255 KiB)
-      const { size } = await store.putStream(`${p}big.bin`, chunksOf(data, 64 * KIB), { contentType: 'application/octet-stream' });
+      const { size } = await store.putStream(`${p}big.bin`, chunksOf(data, 64 * KIB), {
+        contentType: 'application/octet-stream',
+      });
       expect(size).toBe(data.length);
-      expect(await store.head(`${p}big.bin`)).toMatchObject({ size: data.length, contentType: 'application/octet-stream' });
+      expect(await store.head(`${p}big.bin`)).toMatchObject({
+        size: data.length,
+        contentType: 'application/octet-stream',
+      });
       expect((await readStream((await store.getStream(`${p}big.bin`))!)).equals(data)).toBe(true);
       expect(Buffer.from((await store.get(`${p}big.bin`))!).equals(data)).toBe(true);
     });
 
     it('a failing source stores nothing and keeps the old object and its type', async () => {
       await store.put(`${p}keep`, Buffer.from('original'), { contentType: 'text/plain' });
-      await expect(store.putStream(`${p}keep`, failingAfter(randomBytes(300 * KIB)), { contentType: 'image/png' })).rejects.toThrow('source broke');
-      await expect(store.putStream(`${p}fresh`, failingAfter(randomBytes(300 * KIB)))).rejects.toThrow('source broke');
+      await expect(
+        store.putStream(`${p}keep`, failingAfter(randomBytes(300 * KIB)), {
+          contentType: 'image/png',
+        }),
+      ).rejects.toThrow('source broke');
+      await expect(
+        store.putStream(`${p}fresh`, failingAfter(randomBytes(300 * KIB))),
+      ).rejects.toThrow('source broke');
       expect(Buffer.from((await store.get(`${p}keep`))!).toString()).toBe('original');
       expect(await store.head(`${p}keep`)).toMatchObject({ size: 8, contentType: 'text/plain' });
       expect(await store.head(`${p}fresh`)).toBeNull();
@@ -116,13 +132,17 @@ export function objectStoreContract(name: string, open: () => Promise<ObjectStor
 
     it('a source longer than maxBytes fails with ObjectTooLargeError and stores nothing; exactly maxBytes is stored', async () => {
       await store.put(`${p}cap`, Buffer.from('before'));
-      const err = await store.putStream(`${p}cap`, chunksOf(randomBytes(600 * KIB), 64 * KIB), { maxBytes: 512 * KIB }).catch((e: unknown) => e);
+      const err = await store
+        .putStream(`${p}cap`, chunksOf(randomBytes(600 * KIB), 64 * KIB), { maxBytes: 512 * KIB })
+        .catch((e: unknown) => e);
       expect(err).toBeInstanceOf(ObjectTooLargeError);
       expect(err).toMatchObject({ key: `${p}cap`, maxBytes: 512 * KIB });
       expect(Buffer.from((await store.get(`${p}cap`))!).toString()).toBe('before');
       expect(await h.leftovers()).toBe(0);
       const exact = randomBytes(512 * KIB);
-      expect(await store.putStream(`${p}cap`, chunksOf(exact, 100 * KIB), { maxBytes: 512 * KIB })).toEqual({ size: 512 * KIB });
+      expect(
+        await store.putStream(`${p}cap`, chunksOf(exact, 100 * KIB), { maxBytes: 512 * KIB }),
+      ).toEqual({ size: 512 * KIB });
       expect(Buffer.from((await store.get(`${p}cap`))!).equals(exact)).toBe(true);
     });
 
@@ -142,15 +162,29 @@ export function objectStoreContract(name: string, open: () => Promise<ObjectStor
       const keys = [`${p}b/2`, `${p}a`, `${p}b/10`, `${p}bc/x/y`, `${p}b/1`, `${p}c`];
       for (const [i, k] of keys.entries()) await store.put(k, new Uint8Array(i + 1));
       expect((await store.list(p)).map((o) => o.key)).toEqual([...keys].sort());
-      expect((await store.list(`${p}b/`)).map((o) => o.key)).toEqual([`${p}b/1`, `${p}b/10`, `${p}b/2`]);
-      expect((await store.list(`${p}b`)).map((o) => o.key)).toEqual([`${p}b/1`, `${p}b/10`, `${p}b/2`, `${p}bc/x/y`]);
-      expect((await store.list(`${p}b/1`)).map((o) => [o.key, o.size])).toEqual([[`${p}b/1`, 5], [`${p}b/10`, 3]]);
+      expect((await store.list(`${p}b/`)).map((o) => o.key)).toEqual([
+        `${p}b/1`,
+        `${p}b/10`,
+        `${p}b/2`,
+      ]);
+      expect((await store.list(`${p}b`)).map((o) => o.key)).toEqual([
+        `${p}b/1`,
+        `${p}b/10`,
+        `${p}b/2`,
+        `${p}bc/x/y`,
+      ]);
+      expect((await store.list(`${p}b/1`)).map((o) => [o.key, o.size])).toEqual([
+        [`${p}b/1`, 5],
+        [`${p}b/10`, 3],
+      ]);
       expect(await store.list(`${p}zzz`)).toEqual([]);
     });
 
     it('refuses keys that are not relative paths, naming the key', async () => {
       for (const bad of ['', '/abs', `${p}../up`, `${p}a//b`, `${p}a\\b`, `${p}./x`]) {
-        await expect(store.put(bad, Buffer.from('x')), JSON.stringify(bad)).rejects.toThrow(/invalid object key/);
+        await expect(store.put(bad, Buffer.from('x')), JSON.stringify(bad)).rejects.toThrow(
+          /invalid object key/,
+        );
         await expect(store.get(bad)).rejects.toThrow(/invalid object key/);
       }
       await expect(store.list('../')).rejects.toThrow(/invalid object key prefix/);
@@ -162,7 +196,8 @@ export function objectStoreContract(name: string, open: () => Promise<ObjectStor
       const seen = new Set<number>();
       let writing = true;
       const writer = (async () => {
-        for (let round = 0; round < 6; round++) for (const v of versions) await store.put(`${p}race`, v);
+        for (let round = 0; round < 6; round++)
+          for (const v of versions) await store.put(`${p}race`, v);
         writing = false;
       })();
       const reader = async () => {

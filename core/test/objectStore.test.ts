@@ -41,11 +41,26 @@ objectStoreContract('directory', async () => {
 
 /** Stored GridFS files no key points at, plus chunks of no file. */
 async function gridFsLeftovers(db: mongoose.mongo.Db, bucket: string): Promise<number> {
-  const fileIds = (await db.collection(`${bucket}.files`).find({}, { projection: { _id: 1 } }).toArray()).map((f) => String(f._id));
-  const referenced = new Set((await db.collection(`${bucket}.keys`).find({}).toArray()).map((k) => String(k.fileId)));
+  const fileIds = (
+    await db
+      .collection(`${bucket}.files`)
+      .find({}, { projection: { _id: 1 } })
+      .toArray()
+  ).map((f) => String(f._id));
+  const referenced = new Set(
+    (await db.collection(`${bucket}.keys`).find({}).toArray()).map((k) => String(k.fileId)),
+  );
   const files = new Set(fileIds);
-  const chunkOwners = (await db.collection(`${bucket}.chunks`).find({}, { projection: { files_id: 1 } }).toArray()).map((c) => String(c.files_id));
-  return fileIds.filter((id) => !referenced.has(id)).length + chunkOwners.filter((id) => !files.has(id)).length;
+  const chunkOwners = (
+    await db
+      .collection(`${bucket}.chunks`)
+      .find({}, { projection: { files_id: 1 } })
+      .toArray()
+  ).map((c) => String(c.files_id));
+  return (
+    fileIds.filter((id) => !referenced.has(id)).length +
+    chunkOwners.filter((id) => !files.has(id)).length
+  );
 }
 
 describe.skipIf(!url)('gridfs object store', () => {
@@ -89,12 +104,26 @@ describe.skipIf(!url)('gridfs object store', () => {
     const store = createGridFsObjectStore({ db, bucketName, chunkSizeBytes: 1024 });
     await store.put('t/long', Buffer.alloc(300 * 1024, 9));
     // what a reader past the cursor's first batch meets when the file is deleted under it
-    const { fileId } = (await db.collection(`${bucketName}.keys`).findOne({ _id: 't/long' as never }))!;
-    expect((await db.collection(`${bucketName}.chunks`).deleteMany({ files_id: fileId, n: { $gte: 150 } })).deletedCount).toBe(150);
-    await expect(store.get('t/long')).rejects.toThrow(/ChunkIsMissing: object 't\/long' ended after 153600 of 307200 bytes/);
+    const { fileId } = (await db
+      .collection(`${bucketName}.keys`)
+      .findOne({ _id: 't/long' as never }))!;
+    expect(
+      (
+        await db
+          .collection(`${bucketName}.chunks`)
+          .deleteMany({ files_id: fileId, n: { $gte: 150 } })
+      ).deletedCount,
+    ).toBe(150);
+    await expect(store.get('t/long')).rejects.toThrow(
+      /ChunkIsMissing: object 't\/long' ended after 153600 of 307200 bytes/,
+    );
     const stream = (await store.getStream('t/long'))!;
     let got = 0;
-    await expect((async () => { for await (const c of stream) got += (c as Buffer).length; })()).rejects.toThrow(/ChunkIsMissing/);
+    await expect(
+      (async () => {
+        for await (const c of stream) got += (c as Buffer).length;
+      })(),
+    ).rejects.toThrow(/ChunkIsMissing/);
     expect(got).toBe(150 * 1024);
   });
 
@@ -106,7 +135,10 @@ describe.skipIf(!url)('gridfs object store', () => {
     await store.put('t/kept', Buffer.from('kept'));
     // what a crashed put leaves: a complete GridFS file that no key points at
     const raw = new mongoose.mongo.GridFSBucket(db, { bucketName });
-    await pipeline(Readable.from([Buffer.alloc(300 * 1024, 7)]), raw.openUploadStream('t/crashed', { metadata: { key: 't/crashed' } }));
+    await pipeline(
+      Readable.from([Buffer.alloc(300 * 1024, 7)]),
+      raw.openUploadStream('t/crashed', { metadata: { key: 't/crashed' } }),
+    );
     expect(await gridFsLeftovers(db, bucketName)).toBe(1);
     // within the grace period (a put may still be running elsewhere): left alone
     await createGridFsObjectStore({ db, bucketName }).list('t/');
@@ -121,7 +153,11 @@ describe.skipIf(!url)('gridfs object store', () => {
 });
 
 describe('object store selection (OBJECT_STORE)', () => {
-  const base = { DATA_DIR: join(tmpdir(), `objstore-config-${runId}`), API_KEY: 'op-key', PLATFORM_ROOT_SECRET: 'x'.repeat(40) };
+  const base = {
+    DATA_DIR: join(tmpdir(), `objstore-config-${runId}`),
+    API_KEY: 'op-key',
+    PLATFORM_ROOT_SECRET: 'x'.repeat(40),
+  };
   const mongo = { MONGODB_URL: 'mongodb://127.0.0.1:1/agentfleet' };
   const problemsOf = (env: Record<string, string>) => {
     try {
@@ -138,12 +174,17 @@ describe('object store selection (OBJECT_STORE)', () => {
     expect(loadConfig('all', { ...base }).objectStore).toBe('dir');
     expect(loadConfig('all', { ...base, ...mongo }).objectStore).toBe('gridfs');
     expect(loadConfig('all', { ...base, ...mongo, OBJECT_STORE: 'dir' }).objectStore).toBe('dir');
-    expect(loadConfig('all', { ...base, STORE_BACKENDS: JSON.stringify({ default: mongo.MONGODB_URL }) }).objectStore).toBe('gridfs');
+    expect(
+      loadConfig('all', { ...base, STORE_BACKENDS: JSON.stringify({ default: mongo.MONGODB_URL }) })
+        .objectStore,
+    ).toBe('gridfs');
   });
 
   it('a bad OBJECT_STORE, or gridfs without MongoDB, is a config problem naming it', () => {
     expect(problemsOf({ OBJECT_STORE: 's3' })).toEqual(["OBJECT_STORE must be 'dir' or 'gridfs'"]);
-    expect(problemsOf({ OBJECT_STORE: 'gridfs' })).toEqual(['OBJECT_STORE=gridfs needs MongoDB (MONGODB_URL)']);
+    expect(problemsOf({ OBJECT_STORE: 'gridfs' })).toEqual([
+      'OBJECT_STORE=gridfs needs MongoDB (MONGODB_URL)',
+    ]);
     expect(problemsOf({ ...mongo, OBJECT_STORE: 'gridfs' })).toEqual([]);
   });
 });

@@ -21,7 +21,11 @@ describe('output object keys', () => {
     }
     for (const name of ['..', 'a/b', 'a\\b', '', 'x\u0000']) {
       let err: unknown;
-      try { outputObjectKey('tnt_a', 'sesn_1', name); } catch (e) { err = e; }
+      try {
+        outputObjectKey('tnt_a', 'sesn_1', name);
+      } catch (e) {
+        err = e;
+      }
       expect(err, name).toBeInstanceOf(ApiError);
       expect((err as ApiError).status, name).toBe(400);
       expect((err as ApiError).details, name).toMatchObject({ field: 'filename' });

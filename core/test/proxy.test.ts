@@ -89,12 +89,17 @@ afterEach(async () => {
  * with EGRESS_ALLOW_PRIVATE_HOSTS=127.0.0.1:<origin>,127.0.0.1:<echo>); `over.lookup` feeds
  * that policy's resolver.
  */
-async function startProxy(over: Partial<OutboundProxyOptions> = {}): Promise<{ proxy: OutboundProxy; logs: ProxyLogEntry[] }> {
+async function startProxy(
+  over: Partial<OutboundProxyOptions> = {},
+): Promise<{ proxy: OutboundProxy; logs: ProxyLogEntry[] }> {
   const logs: ProxyLogEntry[] = [];
   const proxy = await createOutboundProxy({
     listen: { host: '127.0.0.1', port: 0 },
     policy: hostPolicy({ allowlist: ['127.0.0.1'] }),
-    egress: createEgressPolicy({ allowPrivateHosts: [`127.0.0.1:${originPort}`, `127.0.0.1:${echoPort}`], lookup: over.lookup }),
+    egress: createEgressPolicy({
+      allowPrivateHosts: [`127.0.0.1:${originPort}`, `127.0.0.1:${echoPort}`],
+      lookup: over.lookup,
+    }),
     log: (e) => logs.push(e),
     context: { tenantId: 'ten_1', sessionId: 'sesn_1' },
     ...over,
@@ -110,25 +115,52 @@ interface Reply {
 }
 
 /** An absolute-URI request through the proxy, the way curl -x sends one. */
-function viaProxy(proxy: OutboundProxy, url: string, init: { method?: string; headers?: http.OutgoingHttpHeaders; body?: string } = {}): Promise<Reply> {
+function viaProxy(
+  proxy: OutboundProxy,
+  url: string,
+  init: { method?: string; headers?: http.OutgoingHttpHeaders; body?: string } = {},
+): Promise<Reply> {
   return new Promise((resolve, reject) => {
     const u = new URL(url);
-    const req = http.request({ ...proxyRequestTarget(proxy.address), method: init.method ?? 'GET', path: url, headers: { host: u.host, ...init.headers }, agent: false });
+    const req = http.request({
+      ...proxyRequestTarget(proxy.address),
+      method: init.method ?? 'GET',
+      path: url,
+      headers: { host: u.host, ...init.headers },
+      agent: false,
+    });
     req.on('error', reject);
     req.on('response', (res) => {
       const chunks: Buffer[] = [];
       res.on('data', (c: Buffer) => chunks.push(c));
-      res.on('end', () => resolve({ status: res.statusCode ?? 0, headers: res.headers, body: Buffer.concat(chunks).toString('utf8') }));
+      res.on('end', () =>
+        resolve({
+          status: res.statusCode ?? 0,
+          headers: res.headers,
+          body: Buffer.concat(chunks).toString('utf8'),
+        }),
+      );
     });
     req.end(init.body);
   });
 }
 
-function connectVia(proxy: OutboundProxy, authority: string): Promise<{ status: number; socket: net.Socket; head: Buffer }> {
+function connectVia(
+  proxy: OutboundProxy,
+  authority: string,
+): Promise<{ status: number; socket: net.Socket; head: Buffer }> {
   return new Promise((resolve, reject) => {
-    const req = http.request({ ...proxyRequestTarget(proxy.address), method: 'CONNECT', path: authority, headers: { host: authority }, agent: false });
+    const req = http.request({
+      ...proxyRequestTarget(proxy.address),
+      method: 'CONNECT',
+      path: authority,
+      headers: { host: authority },
+      agent: false,
+    });
     req.on('error', reject);
-    req.on('connect', (res, socket: net.Socket, head: Buffer) => resolve({ status: res.statusCode ?? 0, socket, head }));
+    req.on('connect', (res, socket: net.Socket, head: Buffer) =>
+      resolve({ status: res.statusCode ?? 0, socket, head }),
+    );
     req.end();
   });
 }
@@ -152,7 +184,9 @@ async function freePort(): Promise<number> {
 }
 
 /** A second local HTTP server that counts its requests. */
-async function listenOnce(body: string): Promise<{ port: number; hits(): number; close(): Promise<void> }> {
+async function listenOnce(
+  body: string,
+): Promise<{ port: number; hits(): number; close(): Promise<void> }> {
   let hits = 0;
   const s = http.createServer((_q, res) => {
     hits++;
@@ -181,8 +215,18 @@ const waitFor = async (pred: () => boolean, ms = 3000) => {
 
 describe('hostPolicy', () => {
   it('denylist wins, allowlist restricts, *.suffix matches subdomains only', () => {
-    const ctx = (host: string) => ({ tenantId: 't', sessionId: 's', method: 'GET', host, port: 443, kind: 'connect' as const });
-    const p = hostPolicy({ allowlist: ['*.example.com', 'api.other.org'], denylist: ['bad.example.com'] });
+    const ctx = (host: string) => ({
+      tenantId: 't',
+      sessionId: 's',
+      method: 'GET',
+      host,
+      port: 443,
+      kind: 'connect' as const,
+    });
+    const p = hostPolicy({
+      allowlist: ['*.example.com', 'api.other.org'],
+      denylist: ['bad.example.com'],
+    });
     expect(p(ctx('a.example.com'))).toMatchObject({ allow: true, reason: 'allowlist' });
     expect(p(ctx('deep.a.example.com')).allow).toBe(true);
     expect(p(ctx('example.com'))).toMatchObject({ allow: false, reason: 'not_in_allowlist' });
@@ -194,25 +238,49 @@ describe('hostPolicy', () => {
     expect(open(ctx('anything.io'))).toMatchObject({ allow: true, reason: 'unrestricted' });
     expect(open(ctx('x.tracker.net')).allow).toBe(false);
     // An allowlist entry only lets a NAME through; it opens no address (egress policy).
-    expect(Object.keys(hostPolicy({ allowlist: ['127.0.0.1'] })(ctx('127.0.0.1')))).toEqual(['allow', 'reason']);
+    expect(Object.keys(hostPolicy({ allowlist: ['127.0.0.1'] })(ctx('127.0.0.1')))).toEqual([
+      'allow',
+      'reason',
+    ]);
 
     // limited networking with no hosts: nothing goes out
-    expect(hostPolicy({ allowlist: [], unrestricted: false })(ctx('a.example.com')).allow).toBe(false);
+    expect(hostPolicy({ allowlist: [], unrestricted: false })(ctx('a.example.com')).allow).toBe(
+      false,
+    );
     expect(hostMatches('API.Example.COM.', 'api.example.com')).toBe(true);
   });
 
   it('classifies non-public addresses', () => {
-    for (const a of ['127.0.0.1', '10.1.2.3', '172.20.0.1', '192.168.1.1', '169.254.169.254', '100.64.0.1', '0.0.0.0', '::1', '::', 'fe80::1', 'fd00::1', '::ffff:127.0.0.1', '::ffff:7f00:1']) {
+    for (const a of [
+      '127.0.0.1',
+      '10.1.2.3',
+      '172.20.0.1',
+      '192.168.1.1',
+      '169.254.169.254',
+      '100.64.0.1',
+      '0.0.0.0',
+      '::1',
+      '::',
+      'fe80::1',
+      'fd00::1',
+      '::ffff:127.0.0.1',
+      '::ffff:7f00:1',
+    ]) {
       expect(isNonPublicAddress(a), a).toBe(true);
     }
-    for (const a of ['93.184.216.34', '1.1.1.1', '2606:4700:4700::1111', '::ffff:8.8.8.8']) expect(isNonPublicAddress(a), a).toBe(false);
+    for (const a of ['93.184.216.34', '1.1.1.1', '2606:4700:4700::1111', '::ffff:8.8.8.8'])
+      expect(isNonPublicAddress(a), a).toBe(false);
   });
 });
 
 describe('outbound proxy: HTTP forwarding', () => {
   it('forwards an allowed request with status, headers and body intact, and logs it', async () => {
     const { proxy, logs } = await startProxy();
-    const r = await viaProxy(proxy, `http://127.0.0.1:${originPort}/created/x`, { method: 'POST', body: 'hello world', headers: { 'content-type': 'text/plain' } });
+    const r = await viaProxy(proxy, `http://127.0.0.1:${originPort}/created/x`, {
+      method: 'POST',
+      body: 'hello world',
+      headers: { 'content-type': 'text/plain' },
+    });
     expect(r.status).toBe(201);
     expect(r.body).toBe('created:hello world');
     expect(r.headers['x-origin']).toBe('yes');
@@ -244,7 +312,13 @@ describe('outbound proxy: HTTP forwarding', () => {
     expect(r.headers['proxy-status']).toMatch(/http_request_denied/);
     expect(seen.length).toBe(before);
     await waitFor(() => logs.length === 1);
-    expect(logs[0]).toMatchObject({ host: '127.0.0.1', status: 403, allowed: false, reason: 'denylist', path: '/nope' });
+    expect(logs[0]).toMatchObject({
+      host: '127.0.0.1',
+      status: 403,
+      allowed: false,
+      reason: 'denylist',
+      path: '/nope',
+    });
   });
 
   it('applies a *.suffix allowlist', async () => {
@@ -271,7 +345,17 @@ describe('outbound proxy: HTTP forwarding', () => {
   it('refuses private addresses whatever the allowlist says: literal, localhost and other names after resolution, every IPv4 form', async () => {
     const lookups: string[] = [];
     const system = createEgressPolicy(); // nothing opened, the system resolver
-    const allowAll = hostPolicy({ allowlist: ['127.0.0.1', 'localhost', '::1', '::ffff:7f00:1', '2130706433', '0x7f000001', 'rebind.example'] });
+    const allowAll = hostPolicy({
+      allowlist: [
+        '127.0.0.1',
+        'localhost',
+        '::1',
+        '::ffff:7f00:1',
+        '2130706433',
+        '0x7f000001',
+        'rebind.example',
+      ],
+    });
     const { proxy, logs } = await startProxy({ policy: allowAll, egress: system });
     const before = seen.length;
     for (const url of [
@@ -288,19 +372,34 @@ describe('outbound proxy: HTTP forwarding', () => {
       expect(r.headers['proxy-status'], url).toMatch(/destination_ip_prohibited/);
       expect(r.body, url).not.toMatch(/refused the connection|ECONNREFUSED/);
     }
-    for (const authority of [`127.0.0.1:${echoPort}`, `localhost:${echoPort}`, `[::1]:${echoPort}`, `2130706433:${echoPort}`, `0x7f000001:${echoPort}`]) {
+    for (const authority of [
+      `127.0.0.1:${echoPort}`,
+      `localhost:${echoPort}`,
+      `[::1]:${echoPort}`,
+      `2130706433:${echoPort}`,
+      `0x7f000001:${echoPort}`,
+    ]) {
       const tunnel = await connectVia(proxy, authority);
       expect(tunnel.status, authority).toBe(403);
       tunnel.socket.destroy();
     }
     // A name the (injected) resolver points at loopback.
-    const named = await startProxy({ policy: allowAll, egress: createEgressPolicy({ lookup: async (h) => { lookups.push(h); return { address: '127.0.0.1', family: 4 }; } }) });
+    const named = await startProxy({
+      policy: allowAll,
+      egress: createEgressPolicy({
+        lookup: async (h) => {
+          lookups.push(h);
+          return { address: '127.0.0.1', family: 4 };
+        },
+      }),
+    });
     const r = await viaProxy(named.proxy, `http://rebind.example:${originPort}/x`);
     expect(r.status).toBe(403);
     expect(lookups).toEqual(['rebind.example']);
     expect(seen.length).toBe(before);
     await waitFor(() => logs.length === 12 && named.logs.length === 1);
-    for (const l of [...logs, ...named.logs]) expect(l).toMatchObject({ allowed: false, reason: 'private_address', status: 403 });
+    for (const l of [...logs, ...named.logs])
+      expect(l).toMatchObject({ allowed: false, reason: 'private_address', status: 403 });
   });
 
   it('gives the same refusal for an open and a closed private port (no port scanning through the proxy)', async () => {
@@ -315,25 +414,37 @@ describe('outbound proxy: HTTP forwarding', () => {
       const t = await connectVia(proxy, authority);
       return { status: t.status, body: (await drain(t.socket, t.head)).toString() };
     };
-    const [t1, t2] = [await refusal(`127.0.0.1:${echoPort}`), await refusal(`127.0.0.1:${closedPort}`)];
+    const [t1, t2] = [
+      await refusal(`127.0.0.1:${echoPort}`),
+      await refusal(`127.0.0.1:${closedPort}`),
+    ];
     expect([t1.status, t2.status]).toEqual([403, 403]);
     expect(t1.body).toBe(t2.body);
   });
 
   it('EGRESS_ALLOW_PRIVATE_HOSTS host:port opens exactly that port', async () => {
     const otherPort = await listenOnce('other');
-    const { proxy, logs } = await startProxy({ policy: hostPolicy({ unrestricted: true }), egress: createEgressPolicy({ allowPrivateHosts: [`127.0.0.1:${originPort}`] }) });
+    const { proxy, logs } = await startProxy({
+      policy: hostPolicy({ unrestricted: true }),
+      egress: createEgressPolicy({ allowPrivateHosts: [`127.0.0.1:${originPort}`] }),
+    });
     expect((await viaProxy(proxy, `http://127.0.0.1:${originPort}/opened`)).status).toBe(200);
     const other = await viaProxy(proxy, `http://127.0.0.1:${otherPort.port}/closed`);
     expect(other.status).toBe(403);
     expect(otherPort.hits()).toBe(0);
     // A bare host opens every port of that host, by name.
-    const byName = await startProxy({ policy: hostPolicy({ unrestricted: true }), egress: createEgressPolicy({ allowPrivateHosts: ['localhost'] }) });
+    const byName = await startProxy({
+      policy: hostPolicy({ unrestricted: true }),
+      egress: createEgressPolicy({ allowPrivateHosts: ['localhost'] }),
+    });
     expect((await viaProxy(byName.proxy, `http://localhost:${otherPort.port}/x`)).status).toBe(200);
     expect((await viaProxy(byName.proxy, `http://127.0.0.1:${otherPort.port}/x`)).status).toBe(403);
     await otherPort.close();
     await waitFor(() => logs.length === 2);
-    expect(logs.map((l) => [l.status, l.reason])).toEqual([[200, 'unrestricted'], [403, 'private_address']]);
+    expect(logs.map((l) => [l.status, l.reason])).toEqual([
+      [200, 'unrestricted'],
+      [403, 'private_address'],
+    ]);
   });
 
   it('connects to the address it checked: a rebinding resolver cannot switch it', async () => {
@@ -341,9 +452,15 @@ describe('outbound proxy: HTTP forwarding', () => {
     const decoy = http.createServer((_q, res) => res.end('decoy'));
     await new Promise<void>((r) => decoy.listen(originPort, '127.0.0.2', () => r()));
     let calls = 0;
-    const lookup = async () => ({ address: calls++ % 2 === 0 ? '127.0.0.1' : '127.0.0.2', family: 4 as const });
+    const lookup = async () => ({
+      address: calls++ % 2 === 0 ? '127.0.0.1' : '127.0.0.2',
+      family: 4 as const,
+    });
     try {
-      const { proxy } = await startProxy({ policy: hostPolicy({ unrestricted: true }), egress: createEgressPolicy({ allowPrivateHosts: [`127.0.0.1:${originPort}`], lookup }) });
+      const { proxy } = await startProxy({
+        policy: hostPolicy({ unrestricted: true }),
+        egress: createEgressPolicy({ allowPrivateHosts: [`127.0.0.1:${originPort}`], lookup }),
+      });
       const first = await viaProxy(proxy, `http://flip.test:${originPort}/flip`);
       expect(first.status).toBe(200);
       expect(JSON.parse(first.body)).toMatchObject({ url: '/flip' });
@@ -353,7 +470,16 @@ describe('outbound proxy: HTTP forwarding', () => {
       expect(second.status).toBe(403);
       expect(second.body).not.toContain('decoy');
       // An answer mixing an opened and an unopened address is refused whole.
-      const mixed = await startProxy({ policy: hostPolicy({ unrestricted: true }), egress: createEgressPolicy({ allowPrivateHosts: [`127.0.0.1:${originPort}`], lookup: async () => [{ address: '127.0.0.1', family: 4 }, { address: '127.0.0.2', family: 4 }] }) });
+      const mixed = await startProxy({
+        policy: hostPolicy({ unrestricted: true }),
+        egress: createEgressPolicy({
+          allowPrivateHosts: [`127.0.0.1:${originPort}`],
+          lookup: async () => [
+            { address: '127.0.0.1', family: 4 },
+            { address: '127.0.0.2', family: 4 },
+          ],
+        }),
+      });
       expect((await viaProxy(mixed.proxy, `http://both.test:${originPort}/`)).status).toBe(403);
     } finally {
       decoy.closeAllConnections();
@@ -366,10 +492,14 @@ describe('outbound proxy: HTTP forwarding', () => {
     const { proxy, logs } = await startProxy({
       credentialHook: async (host) => {
         asked.push(host);
-        return host === '127.0.0.1' ? { Authorization: 'Bearer injected-secret-123', 'X-Extra': 'yes' } : null;
+        return host === '127.0.0.1'
+          ? { Authorization: 'Bearer injected-secret-123', 'X-Extra': 'yes' }
+          : null;
       },
     });
-    const r = await viaProxy(proxy, `http://127.0.0.1:${originPort}/cred`, { headers: { authorization: 'Bearer from-sandbox' } });
+    const r = await viaProxy(proxy, `http://127.0.0.1:${originPort}/cred`, {
+      headers: { authorization: 'Bearer from-sandbox' },
+    });
     expect(r.status).toBe(200);
     expect(asked).toEqual(['127.0.0.1']);
     expect(seen.at(-1)!.headers.authorization).toBe('Bearer injected-secret-123');
@@ -408,7 +538,8 @@ describe('outbound proxy: HTTP forwarding', () => {
     expect(r.status).toBe(200);
     const h = seen.at(-1)!.headers;
     expect(h['x-keep']).toBe('end-to-end');
-    for (const k of ['x-drop-me', 'keep-alive', 'proxy-authorization', 'proxy-connection', 'te']) expect(h[k], k).toBeUndefined();
+    for (const k of ['x-drop-me', 'keep-alive', 'proxy-authorization', 'proxy-connection', 'te'])
+      expect(h[k], k).toBeUndefined();
     expect(String(h.connection ?? '')).not.toContain('x-drop-me');
     expect(r.headers['x-end-to-end']).toBe('kept');
     expect(r.headers['x-resp-hop']).toBeUndefined();
@@ -417,25 +548,36 @@ describe('outbound proxy: HTTP forwarding', () => {
 
   it('logs no header values and no query string values', async () => {
     const { proxy, logs } = await startProxy();
-    const r = await viaProxy(proxy, `http://127.0.0.1:${originPort}/search?token=QUERYSECRET&page=2`, {
-      headers: { 'x-api-key': 'HEADERSECRET', cookie: 'sid=COOKIESECRET', authorization: 'Bearer AUTHSECRET' },
-    });
+    const r = await viaProxy(
+      proxy,
+      `http://127.0.0.1:${originPort}/search?token=QUERYSECRET&page=2`,
+      {
+        headers: {
+          'x-api-key': 'HEADERSECRET',
+          cookie: 'sid=COOKIESECRET',
+          authorization: 'Bearer AUTHSECRET',
+        },
+      },
+    );
     expect(r.status).toBe(200);
     expect(seen.at(-1)!.url).toBe('/search?token=QUERYSECRET&page=2');
     await waitFor(() => logs.length === 1);
     expect(logs[0].path).toBe('/search?token&page');
     const line = JSON.stringify(logs);
-    for (const secret of ['QUERYSECRET', 'HEADERSECRET', 'COOKIESECRET', 'AUTHSECRET', 'x-api-key']) expect(line).not.toContain(secret);
+    for (const secret of ['QUERYSECRET', 'HEADERSECRET', 'COOKIESECRET', 'AUTHSECRET', 'x-api-key'])
+      expect(line).not.toContain(secret);
   });
 
   it('answers 400 to origin-form requests and non-http absolute URIs', async () => {
     const { proxy } = await startProxy();
     const { port } = proxyRequestTarget(proxy.address) as { port: number };
     const direct = await new Promise<number>((resolve, reject) => {
-      http.get({ host: '127.0.0.1', port, path: '/not-absolute', agent: false }, (res) => {
-        res.resume();
-        resolve(res.statusCode ?? 0);
-      }).on('error', reject);
+      http
+        .get({ host: '127.0.0.1', port, path: '/not-absolute', agent: false }, (res) => {
+          res.resume();
+          resolve(res.statusCode ?? 0);
+        })
+        .on('error', reject);
     });
     expect(direct).toBe(400);
     const ftp = await viaProxy(proxy, `ftp://127.0.0.1:${originPort}/x`);
@@ -447,7 +589,9 @@ describe('outbound proxy: HTTP forwarding', () => {
     await new Promise<void>((r) => closed.listen(0, '127.0.0.1', r));
     const deadPort = (closed.address() as net.AddressInfo).port;
     await new Promise((r) => closed.close(r));
-    const { proxy, logs } = await startProxy({ egress: createEgressPolicy({ allowPrivateHosts: [`127.0.0.1:${deadPort}`] }) });
+    const { proxy, logs } = await startProxy({
+      egress: createEgressPolicy({ allowPrivateHosts: [`127.0.0.1:${deadPort}`] }),
+    });
     const refused = await viaProxy(proxy, `http://127.0.0.1:${deadPort}/`);
     expect(refused.status).toBe(502);
 
@@ -470,7 +614,9 @@ describe('outbound proxy: HTTP forwarding', () => {
 
   it('bounds request header size', async () => {
     const { proxy } = await startProxy({ limits: { maxHeaderBytes: 2048 } });
-    const r = await viaProxy(proxy, `http://127.0.0.1:${originPort}/`, { headers: { 'x-big': 'a'.repeat(8000) } }).catch(() => ({ status: -1 }));
+    const r = await viaProxy(proxy, `http://127.0.0.1:${originPort}/`, {
+      headers: { 'x-big': 'a'.repeat(8000) },
+    }).catch(() => ({ status: -1 }));
     expect(r.status).toBe(431);
   });
 });
@@ -496,17 +642,34 @@ describe('outbound proxy: CONNECT tunnels', () => {
     expect(back.equals(payload)).toBe(true);
     socket.end();
     await waitFor(() => logs.length === 1);
-    expect(logs[0]).toMatchObject({ method: 'CONNECT', host: '127.0.0.1', port: echoPort, path: null, status: 200, allowed: true, bytes_in: payload.length, bytes_out: payload.length });
+    expect(logs[0]).toMatchObject({
+      method: 'CONNECT',
+      host: '127.0.0.1',
+      port: echoPort,
+      path: null,
+      status: 200,
+      allowed: true,
+      bytes_in: payload.length,
+      bytes_out: payload.length,
+    });
   });
 
   it('refuses a CONNECT to a host outside the policy with 403', async () => {
-    const { proxy, logs } = await startProxy({ policy: hostPolicy({ allowlist: ['only.example.com'] }) });
+    const { proxy, logs } = await startProxy({
+      policy: hostPolicy({ allowlist: ['only.example.com'] }),
+    });
     const { status, socket, head } = await connectVia(proxy, `127.0.0.1:${echoPort}`);
     expect(status).toBe(403);
     const body = (await drain(socket, head)).toString('utf8');
     expect(body).toContain('127.0.0.1');
     await waitFor(() => logs.length === 1);
-    expect(logs[0]).toMatchObject({ method: 'CONNECT', host: '127.0.0.1', status: 403, allowed: false, reason: 'not_in_allowlist' });
+    expect(logs[0]).toMatchObject({
+      method: 'CONNECT',
+      host: '127.0.0.1',
+      status: 403,
+      allowed: false,
+      reason: 'not_in_allowlist',
+    });
   });
 
   it('rejects a malformed CONNECT target', async () => {
@@ -565,12 +728,23 @@ describe('outbound proxy: unix socket', () => {
       const { proxy, logs } = await startProxy({ listen: { socketPath } });
       expect(proxy.address).toBe(`unix:${socketPath}`);
       const r = await new Promise<Reply>((resolve, reject) => {
-        const req = http.request({ socketPath, method: 'GET', path: `http://127.0.0.1:${originPort}/via-unix`, headers: { host: `127.0.0.1:${originPort}` } });
+        const req = http.request({
+          socketPath,
+          method: 'GET',
+          path: `http://127.0.0.1:${originPort}/via-unix`,
+          headers: { host: `127.0.0.1:${originPort}` },
+        });
         req.on('error', reject);
         req.on('response', (res) => {
           const chunks: Buffer[] = [];
           res.on('data', (c: Buffer) => chunks.push(c));
-          res.on('end', () => resolve({ status: res.statusCode ?? 0, headers: res.headers, body: Buffer.concat(chunks).toString('utf8') }));
+          res.on('end', () =>
+            resolve({
+              status: res.statusCode ?? 0,
+              headers: res.headers,
+              body: Buffer.concat(chunks).toString('utf8'),
+            }),
+          );
         });
         req.end();
       });
@@ -585,7 +759,10 @@ describe('outbound proxy: unix socket', () => {
 
       // A stale socket file left behind does not prevent listening again.
       // (A process killed while listening leaves its socket file behind.)
-      spawnSync(process.execPath, ['-e', `require('net').createServer().listen(${JSON.stringify(socketPath)}, () => process.kill(process.pid, 'SIGKILL'))`]);
+      spawnSync(process.execPath, [
+        '-e',
+        `require('net').createServer().listen(${JSON.stringify(socketPath)}, () => process.kill(process.pid, 'SIGKILL'))`,
+      ]);
       expect(existsSync(socketPath)).toBe(true);
       const again = await startProxy({ listen: { socketPath } });
       expect(again.proxy.address).toBe(`unix:${socketPath}`);

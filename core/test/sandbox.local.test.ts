@@ -10,8 +10,17 @@ import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { createLocalDriver, type LocalDriver, type LocalDriverOptions } from '../src/sandbox/local.js';
-import { createAgentClient, createTarGz, parseTarGz, type AgentTransport } from '../src/sandbox/protocol.js';
+import {
+  createLocalDriver,
+  type LocalDriver,
+  type LocalDriverOptions,
+} from '../src/sandbox/local.js';
+import {
+  createAgentClient,
+  createTarGz,
+  parseTarGz,
+  type AgentTransport,
+} from '../src/sandbox/protocol.js';
 import { sandboxDriverContract, testSpec } from './sandbox.contract.js';
 
 const repoRoot = resolve(dirname(fileURLToPath(import.meta.url)), '../..');
@@ -29,10 +38,19 @@ afterAll(async () => {
 });
 
 let n = 0;
-const newDriver = (extra: Partial<LocalDriverOptions> = {}): LocalDriver => createLocalDriver({ rootDir: join(base, `root${n++}`), ...extra });
+const newDriver = (extra: Partial<LocalDriverOptions> = {}): LocalDriver =>
+  createLocalDriver({ rootDir: join(base, `root${n++}`), ...extra });
 
 sandboxDriverContract('local', () => newDriver(), {
-  hiddenHostPaths: () => [repoRoot, dataDir, join(dataDir, 'platform.secret'), base, '/root', '/etc/ssl/private', '/etc/shadow'],
+  hiddenHostPaths: () => [
+    repoRoot,
+    dataDir,
+    join(dataDir, 'platform.secret'),
+    base,
+    '/root',
+    '/etc/ssl/private',
+    '/etc/shadow',
+  ],
 });
 
 describe('local sandbox driver', () => {
@@ -62,8 +80,15 @@ describe('local sandbox driver', () => {
     expect(existsSync(join(h.hostDir, 'workspace', 'w.txt'))).toBe(onHost);
     expect(existsSync(join(h.hostDir, 'home', 'h.txt'))).toBe(onHost);
     expect(existsSync(join(h.hostDir, 'outputs', 'o.txt'))).toBe(onHost);
-    expect((await h.api.exec({ command: 'cat /workspace/w.txt /home/user/h.txt /mnt/session/outputs/o.txt' })).stdout).toBe('who');
-    const env = (await h.api.exec({ command: 'echo $HOME; id -un; cat /proc/sys/kernel/hostname' })).stdout;
+    expect(
+      (
+        await h.api.exec({
+          command: 'cat /workspace/w.txt /home/user/h.txt /mnt/session/outputs/o.txt',
+        })
+      ).stdout,
+    ).toBe('who');
+    const env = (await h.api.exec({ command: 'echo $HOME; id -un; cat /proc/sys/kernel/hostname' }))
+      .stdout;
     expect(env).toBe('/home/user\nuser\nsandbox\n');
     await h.stop();
     expect(await h.exited).toEqual({ code: 0, signal: null });
@@ -77,10 +102,17 @@ describe('local sandbox driver', () => {
     await writeFile(join(tools, 'bin', 'tool.sh'), 'echo tool\n');
     await writeFile(join(tools, 'secret', 'key'), 'k');
     await writeFile(join(tools, 'token'), 't');
-    const d = track(newDriver({ readOnlyBinds: [tools], hidePaths: [join(tools, 'secret'), join(tools, 'token')] }));
+    const d = track(
+      newDriver({
+        readOnlyBinds: [tools],
+        hidePaths: [join(tools, 'secret'), join(tools, 'token')],
+      }),
+    );
     const h = await d.start(testSpec());
     cleanups.push(() => h.destroy());
-    const r = await h.api.exec({ command: `sh ${tools}/bin/tool.sh; ls -A ${tools}/secret; cat ${tools}/token; echo end; touch ${tools}/bin/x 2>/dev/null || echo read-only` });
+    const r = await h.api.exec({
+      command: `sh ${tools}/bin/tool.sh; ls -A ${tools}/secret; cat ${tools}/token; echo end; touch ${tools}/bin/x 2>/dev/null || echo read-only`,
+    });
     expect(r.stdout).toBe('tool\nend\nread-only\n');
   });
 
@@ -91,13 +123,18 @@ describe('local sandbox driver', () => {
     cleanups.push(() => h.destroy());
     await expect(d.start(spec)).rejects.toThrow(/already running/);
     await expect(d.start(testSpec({ sessionId: '../escape' }))).rejects.toThrow(/sessionId/);
-    await expect(d.start(testSpec({ env: { HTTP_PROXY: 'http://evil' } }))).rejects.toThrow(/reserved/);
+    await expect(d.start(testSpec({ env: { HTTP_PROXY: 'http://evil' } }))).rejects.toThrow(
+      /reserved/,
+    );
   });
 
   it('SIGKILL of the bwrap process: exited reports the signal, pending calls are rejected as closed', async () => {
     const d = track(newDriver());
     const h = await d.start(testSpec());
-    const call = h.api.exec({ command: 'sleep 30' }).then(() => null, (e: unknown) => e);
+    const call = h.api.exec({ command: 'sleep 30' }).then(
+      () => null,
+      (e: unknown) => e,
+    );
     await new Promise((r) => setTimeout(r, 200));
     process.kill(h.pid, 'SIGKILL');
     expect(await h.exited).toEqual({ code: null, signal: 'SIGKILL' });
@@ -115,12 +152,20 @@ describe('local sandbox driver', () => {
     expect(medium.confinement!.cgroup!.processUsage()!.max).toBe(2048);
     const memFile = (h: typeof small) => {
       const cg = h.confinement!.cgroup!;
-      return join(cg.byController.memory!, cg.layout.version === 1 ? 'memory.limit_in_bytes' : 'memory.max');
+      return join(
+        cg.byController.memory!,
+        cg.layout.version === 1 ? 'memory.limit_in_bytes' : 'memory.max',
+      );
     };
     expect(readFileSync(memFile(small), 'utf8').trim()).toBe(String(4096 * 1024 * 1024));
     expect(readFileSync(memFile(medium), 'utf8').trim()).toBe(String(8192 * 1024 * 1024));
-    const df = await small.api.exec({ command: 'df -k /workspace /tmp /home/user /mnt/session/outputs | tail -n +2' });
-    const rows = df.stdout.trim().split('\n').map((l) => l.split(/\s+/));
+    const df = await small.api.exec({
+      command: 'df -k /workspace /tmp /home/user /mnt/session/outputs | tail -n +2',
+    });
+    const rows = df.stdout
+      .trim()
+      .split('\n')
+      .map((l) => l.split(/\s+/));
     expect(rows).toHaveLength(4);
     expect(new Set(rows.map((r) => r[0])).size).toBe(1); // one filesystem for the four
     expect(Number(rows[0][1])).toBeGreaterThan(3.5 * 1024 * 1024);
@@ -137,7 +182,9 @@ describe('local sandbox driver', () => {
     await new Promise<void>((r) => proxy.listen(socketPath, r));
     cleanups.push(() => new Promise((r) => proxy.close(r)));
     let released = 0;
-    const d = track(newDriver({ proxySocket: () => ({ path: socketPath, release: () => void released++ }) }));
+    const d = track(
+      newDriver({ proxySocket: () => ({ path: socketPath, release: () => void released++ }) }),
+    );
     const h = await d.start(testSpec());
     const env = await h.api.exec({ command: 'echo $HTTP_PROXY $https_proxy' });
     expect(env.stdout).toBe('http://127.0.0.1:3128 http://127.0.0.1:3128\n');
@@ -148,7 +195,10 @@ describe('local sandbox driver', () => {
     expect(get.stdout).toBe('200 proxied http://example.test/hello\n');
     expect(seen).toEqual(['GET http://example.test/hello']);
     if (existsSync('/usr/bin/curl')) {
-      const curl = await h.api.exec({ command: 'curl -sS http://example.test/via-curl', timeoutMs: 15_000 });
+      const curl = await h.api.exec({
+        command: 'curl -sS http://example.test/via-curl',
+        timeoutMs: 15_000,
+      });
       expect(curl.stdout).toBe('proxied http://example.test/via-curl');
     }
     await h.stop();
@@ -160,21 +210,47 @@ describe('local sandbox driver', () => {
     const cli = track(newDriver());
     const a = await builtin.start(testSpec());
     const b = await cli.start(testSpec());
-    cleanups.push(() => a.destroy(), () => b.destroy());
+    cleanups.push(
+      () => a.destroy(),
+      () => b.destroy(),
+    );
     const long = `${'d'.repeat(60)}/${'e'.repeat(60)}/${'f'.repeat(80)}.txt`;
     await a.api.writeFile(`/workspace/p/${long}`, 'long name\n');
     await a.api.writeFile('/workspace/p/x.sh', 'echo x\n', { mode: 0o750 });
     await a.api.exec({ command: 'mkdir p/empty && ln -s x.sh p/link' });
     const fromBuiltin = await a.api.archive('/workspace/p');
     await b.api.extract('/workspace/q', fromBuiltin);
-    expect((await b.api.exec({ command: `cat 'q/${long}' && stat -c %a q/x.sh && readlink q/link && test -d q/empty && echo ok` })).stdout).toBe('long name\n750\nx.sh\nok\n');
+    expect(
+      (
+        await b.api.exec({
+          command: `cat 'q/${long}' && stat -c %a q/x.sh && readlink q/link && test -d q/empty && echo ok`,
+        })
+      ).stdout,
+    ).toBe('long name\n750\nx.sh\nok\n');
     const fromCli = await b.api.archive('/workspace/q');
     await a.api.extract('/workspace/r', fromCli);
-    expect((await a.api.exec({ command: `cat 'r/${long}' && stat -c %a r/x.sh && readlink r/link && test -d r/empty && echo ok` })).stdout).toBe('long name\n750\nx.sh\nok\n');
+    expect(
+      (
+        await a.api.exec({
+          command: `cat 'r/${long}' && stat -c %a r/x.sh && readlink r/link && test -d r/empty && echo ok`,
+        })
+      ).stdout,
+    ).toBe('long name\n750\nx.sh\nok\n');
     // host-side helpers agree with both
     const names = parseTarGz(fromCli).map((e) => e.name);
     expect(names).toContain(long);
-    await a.api.extract('/workspace/s', createTarGz([{ name: 'made/on/host.txt', type: 'file', mode: 0o644, mtime: 0, data: Buffer.from('host\n') }]));
+    await a.api.extract(
+      '/workspace/s',
+      createTarGz([
+        {
+          name: 'made/on/host.txt',
+          type: 'file',
+          mode: 0o644,
+          mtime: 0,
+          data: Buffer.from('host\n'),
+        },
+      ]),
+    );
     expect((await a.api.readFile('/workspace/s/made/on/host.txt')).content).toBe('host\n');
   });
 });
@@ -190,7 +266,12 @@ describe('protocol client', () => {
       onClose: (l) => void (onClose = l),
       close: () => onClose(),
     };
-    return { t, sent, reply: (l: unknown) => onLine(JSON.stringify(l)), end: (e?: Error) => onClose(e) };
+    return {
+      t,
+      sent,
+      reply: (l: unknown) => onLine(JSON.stringify(l)),
+      end: (e?: Error) => onClose(e),
+    };
   }
 
   it('numbers requests, matches answers by id, maps errors with their kind and path', async () => {
@@ -200,13 +281,30 @@ describe('protocol client', () => {
     a.catch(() => {});
     const b = c.exec({ command: 'true' });
     const [ra, rb] = f.sent.map((l) => JSON.parse(l));
-    expect(ra).toMatchObject({ jsonrpc: '2.0', method: 'readFile', params: { path: '/workspace/a' } });
+    expect(ra).toMatchObject({
+      jsonrpc: '2.0',
+      method: 'readFile',
+      params: { path: '/workspace/a' },
+    });
     expect(rb).toMatchObject({ method: 'exec', params: { command: 'true' } });
     expect(ra.id).not.toBe(rb.id);
     f.reply({ jsonrpc: '2.0', id: rb.id, result: { exitCode: 0 } });
-    f.reply({ jsonrpc: '2.0', id: ra.id, error: { code: -32001, message: 'readFile: /workspace/a: no such file or directory', data: { kind: 'not_found', path: '/workspace/a' } } });
+    f.reply({
+      jsonrpc: '2.0',
+      id: ra.id,
+      error: {
+        code: -32001,
+        message: 'readFile: /workspace/a: no such file or directory',
+        data: { kind: 'not_found', path: '/workspace/a' },
+      },
+    });
     expect(await b).toEqual({ exitCode: 0 });
-    await expect(a).rejects.toMatchObject({ code: -32001, kind: 'not_found', data: { path: '/workspace/a' }, message: expect.stringContaining('/workspace/a') });
+    await expect(a).rejects.toMatchObject({
+      code: -32001,
+      kind: 'not_found',
+      data: { path: '/workspace/a' },
+      message: expect.stringContaining('/workspace/a'),
+    });
     const notes: string[] = [];
     c.onNotification((m) => notes.push(m));
     f.reply({ jsonrpc: '2.0', method: 'ready', params: {} });
@@ -216,11 +314,19 @@ describe('protocol client', () => {
   it('rejects every pending call when the stream closes, and later calls at once', async () => {
     const f = fakeTransport();
     const c = createAgentClient(f.t);
-    const calls: Promise<unknown>[] = [c.ping(), c.exec({ command: 'sleep 1' }), c.list('/workspace')];
+    const calls: Promise<unknown>[] = [
+      c.ping(),
+      c.exec({ command: 'sleep 1' }),
+      c.list('/workspace'),
+    ];
     for (const p of calls) p.catch(() => {});
     expect(c.pending()).toBe(3);
     f.end(new Error('bwrap exited'));
-    for (const p of calls) await expect(p).rejects.toMatchObject({ kind: 'closed', message: expect.stringContaining('bwrap exited') });
+    for (const p of calls)
+      await expect(p).rejects.toMatchObject({
+        kind: 'closed',
+        message: expect.stringContaining('bwrap exited'),
+      });
     expect(c.pending()).toBe(0);
     await expect(c.ping()).rejects.toMatchObject({ kind: 'closed' });
   });
@@ -229,8 +335,13 @@ describe('protocol client', () => {
     const f = fakeTransport();
     const c = createAgentClient(f.t, { timeoutMs: 50, execGraceMs: 100 });
     const t0 = Date.now();
-    await expect(c.ping()).rejects.toMatchObject({ kind: 'timeout', message: expect.stringContaining('ping') });
-    await expect(c.exec({ command: 'x', timeoutMs: 100 })).rejects.toMatchObject({ kind: 'timeout' });
+    await expect(c.ping()).rejects.toMatchObject({
+      kind: 'timeout',
+      message: expect.stringContaining('ping'),
+    });
+    await expect(c.exec({ command: 'x', timeoutMs: 100 })).rejects.toMatchObject({
+      kind: 'timeout',
+    });
     expect(Date.now() - t0).toBeGreaterThanOrEqual(240);
     expect(c.pending()).toBe(0);
   });

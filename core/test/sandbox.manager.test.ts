@@ -13,10 +13,22 @@ import { createDirectoryObjectStore } from '../src/adapters/embedded/objectStore
 import { createLogger } from '../src/log.js';
 import type { ObjectStore } from '../src/ports/objectStore.js';
 import type { SandboxSpec, SessionRef } from '../src/ports/sandbox.js';
-import { createLocalDriver, type LocalDriver, type LocalSandboxHandle } from '../src/sandbox/local.js';
 import {
-  BACKUP_TTL_MS, WARM_MARKER, createSandboxManager, latestPointerKey, snapshotKey, snapshotTime,
-  type SandboxEvent, type SandboxManagerDeps, type SandboxManagerService, type SandboxResource,
+  createLocalDriver,
+  type LocalDriver,
+  type LocalSandboxHandle,
+} from '../src/sandbox/local.js';
+import {
+  BACKUP_TTL_MS,
+  WARM_MARKER,
+  createSandboxManager,
+  latestPointerKey,
+  snapshotKey,
+  snapshotTime,
+  type SandboxEvent,
+  type SandboxManagerDeps,
+  type SandboxManagerService,
+  type SandboxResource,
 } from '../src/sandbox/manager.js';
 
 const log = createLogger('silent');
@@ -51,9 +63,16 @@ afterEach(async () => {
   await rm(dir, { recursive: true, force: true });
 });
 
-const session = (): SessionRef => ({ tenantId: 'tnt_a', environmentId: 'env_a', sessionId: `sesn_${process.pid}_${seq++}` });
+const session = (): SessionRef => ({
+  tenantId: 'tnt_a',
+  environmentId: 'env_a',
+  sessionId: `sesn_${process.pid}_${seq++}`,
+});
 
-function manager(over: Partial<SandboxManagerDeps> = {}, resources: (s: SessionRef) => Promise<SandboxResource[]> = async () => []) {
+function manager(
+  over: Partial<SandboxManagerDeps> = {},
+  resources: (s: SessionRef) => Promise<SandboxResource[]> = async () => [],
+) {
   const m = createSandboxManager({
     driver,
     objects,
@@ -68,7 +87,8 @@ function manager(over: Partial<SandboxManagerDeps> = {}, resources: (s: SessionR
   return m;
 }
 
-const ofType = (type: string, sessionId?: string) => events.filter((e) => e.type === type && (!sessionId || e.sessionId === sessionId));
+const ofType = (type: string, sessionId?: string) =>
+  events.filter((e) => e.type === type && (!sessionId || e.sessionId === sessionId));
 const states = (sessionId: string) => ofType('state', sessionId).map((e) => e.state);
 
 describe('sandbox manager', () => {
@@ -78,7 +98,9 @@ describe('sandbox manager', () => {
     expect(m.state(s.sessionId)).toBe('cold');
     await m.run(s, async (api) => {
       await api.writeFile('/workspace/project/notes.md', 'remember this\n');
-      await api.exec({ command: 'mkdir -p /workspace/project/empty && echo built > /workspace/project/out.txt' });
+      await api.exec({
+        command: 'mkdir -p /workspace/project/empty && echo built > /workspace/project/out.txt',
+      });
     });
     expect(m.state(s.sessionId)).toBe('active');
     // every call renews the idle timer
@@ -92,7 +114,9 @@ describe('sandbox manager', () => {
     const snap = ofType('snapshot', s.sessionId);
     expect(snap).toHaveLength(1);
     expect(snap[0]).toMatchObject({ reason: 'idle' });
-    expect(snap[0]!.key).toMatch(/^snapshots\/tnt_a\/env_a\/sesn_[0-9_]+\/\d{8}T\d{6}\.\d{3}Z-[0-9a-f]+\.tar\.gz$/);
+    expect(snap[0]!.key).toMatch(
+      /^snapshots\/tnt_a\/env_a\/sesn_[0-9_]+\/\d{8}T\d{6}\.\d{3}Z-[0-9a-f]+\.tar\.gz$/,
+    );
     const pointer = await m.latestSnapshot(s);
     expect(pointer).toMatchObject({ key: snap[0]!.key, reason: 'idle' });
     expect(await objects.get(latestPointerKey(s))).not.toBeNull();
@@ -100,12 +124,17 @@ describe('sandbox manager', () => {
     expect(await handles[0]!.exited).toEqual({ code: 0, signal: null });
 
     const text = await m.run(s, async (api) => {
-      expect((await api.exec({ command: 'cat project/out.txt; test -d project/empty && echo dir' })).stdout).toBe('built\ndir\n');
+      expect(
+        (await api.exec({ command: 'cat project/out.txt; test -d project/empty && echo dir' }))
+          .stdout,
+      ).toBe('built\ndir\n');
       return (await api.readFile('/workspace/project/notes.md')).content;
     });
     expect(text).toBe('remember this\n');
     expect(handles).toHaveLength(2);
-    expect(ofType('restore', s.sessionId)).toEqual([expect.objectContaining({ key: snap[0]!.key })]);
+    expect(ofType('restore', s.sessionId)).toEqual([
+      expect.objectContaining({ key: snap[0]!.key }),
+    ]);
     expect(ofType('warmup', s.sessionId).map((e) => e.restored)).toEqual([null, snap[0]!.key]);
   });
 
@@ -141,14 +170,23 @@ describe('sandbox manager', () => {
       await api.writeFile('/workspace/state.txt', 'v2\n');
       await api.writeFile('/workspace/new.txt', 'after the snapshot\n');
     });
-    const inFlight = m.run(s, (api) => api.exec({ command: 'sleep 30' })).then(() => null, (e: unknown) => e as Error);
+    const inFlight = m
+      .run(s, (api) => api.exec({ command: 'sleep 30' }))
+      .then(
+        () => null,
+        (e: unknown) => e as Error,
+      );
     await new Promise((r) => setTimeout(r, 300));
     process.kill(handles.at(-1)!.pid, 'SIGKILL');
     const err = await inFlight;
     expect(err?.message).toMatch(/closed/);
     await expect.poll(() => m.state(s.sessionId), { timeout: 10_000 }).toBe('cold');
-    expect(ofType('exit', s.sessionId)).toEqual([expect.objectContaining({ signal: 'SIGKILL', expected: false })]);
-    expect(ofType('snapshot_failed', s.sessionId)).toEqual([expect.objectContaining({ reason: 'exit' })]);
+    expect(ofType('exit', s.sessionId)).toEqual([
+      expect.objectContaining({ signal: 'SIGKILL', expected: false }),
+    ]);
+    expect(ofType('snapshot_failed', s.sessionId)).toEqual([
+      expect.objectContaining({ reason: 'exit' }),
+    ]);
 
     const after = await m.run(s, async (api) => ({
       state: (await api.readFile('/workspace/state.txt')).content,
@@ -177,15 +215,35 @@ describe('sandbox manager', () => {
     const m = manager({}, async (s) => [
       { path: '/mnt/session/uploads/data.csv', data: async () => Buffer.from('a,b\n1,2\n') },
       { path: '/workspace/.env.example', data: async () => Buffer.from('X=1\n') },
-      ...(failing.has(s.sessionId) ? [{ path: '/mnt/session/uploads/secret.bin', data: async () => { throw new Error('file store unavailable'); } }] : []),
+      ...(failing.has(s.sessionId)
+        ? [
+            {
+              path: '/mnt/session/uploads/secret.bin',
+              data: async () => {
+                throw new Error('file store unavailable');
+              },
+            },
+          ]
+        : []),
     ]);
     const ok = session();
-    expect(await m.run(ok, async (api) => (await api.readFile('/mnt/session/uploads/data.csv')).content)).toBe('a,b\n1,2\n');
+    expect(
+      await m.run(ok, async (api) => (await api.readFile('/mnt/session/uploads/data.csv')).content),
+    ).toBe('a,b\n1,2\n');
 
     const bad = session();
     failing.add(bad.sessionId);
-    const err = await m.run(bad, async () => 'never').then(() => null, (e: unknown) => e as Error & { step?: string; path?: string });
-    expect(err).toMatchObject({ name: 'SandboxWarmupError', step: 'resources', path: '/mnt/session/uploads/secret.bin' });
+    const err = await m
+      .run(bad, async () => 'never')
+      .then(
+        () => null,
+        (e: unknown) => e as Error & { step?: string; path?: string },
+      );
+    expect(err).toMatchObject({
+      name: 'SandboxWarmupError',
+      step: 'resources',
+      path: '/mnt/session/uploads/secret.bin',
+    });
     expect(err!.message).toContain('/mnt/session/uploads/secret.bin');
     expect(err!.message).toContain('file store unavailable');
     expect(m.state(bad.sessionId)).toBe('cold');
@@ -194,7 +252,9 @@ describe('sandbox manager', () => {
     expect(await objects.list(`snapshots/tnt_a/env_a/${bad.sessionId}/`)).toEqual([]);
 
     // unwritable destination: also a failure
-    const m2 = manager({}, async () => [{ path: '/usr/lib/not-allowed', data: async () => Buffer.from('x') }]);
+    const m2 = manager({}, async () => [
+      { path: '/usr/lib/not-allowed', data: async () => Buffer.from('x') },
+    ]);
     await expect(m2.run(session(), async () => 'never')).rejects.toThrow(/\/usr\/lib\/not-allowed/);
     // once fixed, the same session warms up
     failing.delete(bad.sessionId);
@@ -208,10 +268,14 @@ describe('sandbox manager', () => {
     await m.destroy(s);
     expect(m.state(s.sessionId)).toBe('cold');
     expect(await m.latestSnapshot(s)).toMatchObject({ reason: 'destroy' });
-    expect(ofType('snapshot', s.sessionId)).toEqual([expect.objectContaining({ reason: 'destroy' })]);
+    expect(ofType('snapshot', s.sessionId)).toEqual([
+      expect.objectContaining({ reason: 'destroy' }),
+    ]);
     await handles[0]!.exited;
     expect(existsSync(handles[0]!.hostDir)).toBe(false);
-    expect(await m.run(s, async (api) => (await api.readFile('/workspace/keep.txt')).content)).toBe('kept\n');
+    expect(await m.run(s, async (api) => (await api.readFile('/workspace/keep.txt')).content)).toBe(
+      'kept\n',
+    );
   });
 
   it('syncOutputs copies the files in /mnt/session/outputs to outputs/<tenant>/<session>/<file> (nested ones skipped); stopping syncs them too', async () => {
@@ -219,13 +283,20 @@ describe('sandbox manager', () => {
     const s = session();
     await m.run(s, async (api) => {
       await api.writeFile('/mnt/session/outputs/report.md', '# report\n');
-      await api.writeFile('/mnt/session/outputs/charts/a.png', new Uint8Array([137, 80, 78, 71, 0, 1]));
+      await api.writeFile(
+        '/mnt/session/outputs/charts/a.png',
+        new Uint8Array([137, 80, 78, 71, 0, 1]),
+      );
     });
     const report = await m.syncOutputs(s);
-    expect(Buffer.from((await objects.get(`outputs/tnt_a/${s.sessionId}/report.md`))!).toString()).toBe('# report\n');
+    expect(
+      Buffer.from((await objects.get(`outputs/tnt_a/${s.sessionId}/report.md`))!).toString(),
+    ).toBe('# report\n');
     // only files directly in the outputs directory are outputs: a nested one is skipped and reported
     expect(report.stored).toEqual(['report.md']);
-    expect(report.skipped).toEqual([expect.objectContaining({ name: 'charts/a.png', reason: 'invalid_name' })]);
+    expect(report.skipped).toEqual([
+      expect.objectContaining({ name: 'charts/a.png', reason: 'invalid_name' }),
+    ]);
     expect(await objects.head(`outputs/tnt_a/${s.sessionId}/charts/a.png`)).toBeNull();
     await m.run(s, (api) => api.writeFile('/mnt/session/outputs/late.txt', 'late\n'));
     await expect.poll(() => m.state(s.sessionId), { timeout: 10_000 }).toBe('cold');
@@ -235,14 +306,20 @@ describe('sandbox manager', () => {
   it('concurrent calls on a cold session queue behind one warmup', async () => {
     const m = manager();
     const s = session();
-    const results = await Promise.all([1, 2, 3, 4, 5].map((i) => m.run(s, async (api) => (await api.exec({ command: `echo ${i}` })).stdout)));
+    const results = await Promise.all(
+      [1, 2, 3, 4, 5].map((i) =>
+        m.run(s, async (api) => (await api.exec({ command: `echo ${i}` })).stdout),
+      ),
+    );
     expect(results).toEqual(['1\n', '2\n', '3\n', '4\n', '5\n']);
     expect(handles).toHaveLength(1);
     expect(ofType('warmup', s.sessionId)).toHaveLength(1);
     // sessions never share a sandbox
     const other = session();
     await m.run(other, (api) => api.writeFile('/workspace/mine.txt', 'x'));
-    expect(await m.run(s, async (api) => (await api.exec({ command: 'ls /workspace' })).stdout)).toBe('');
+    expect(
+      await m.run(s, async (api) => (await api.exec({ command: 'ls /workspace' })).stdout),
+    ).toBe('');
     expect(handles).toHaveLength(2);
   });
 
@@ -250,13 +327,21 @@ describe('sandbox manager', () => {
     let failPuts = true;
     const flaky: ObjectStore = {
       ...objects,
-      put: (k, d, o) => (failPuts && k.startsWith('snapshots/') ? Promise.reject(new Error('store down')) : objects.put(k, d, o)),
-      putStream: (k, d, o) => (failPuts && k.startsWith('snapshots/') ? Promise.reject(new Error('store down')) : objects.putStream(k, d, o)),
+      put: (k, d, o) =>
+        failPuts && k.startsWith('snapshots/')
+          ? Promise.reject(new Error('store down'))
+          : objects.put(k, d, o),
+      putStream: (k, d, o) =>
+        failPuts && k.startsWith('snapshots/')
+          ? Promise.reject(new Error('store down'))
+          : objects.putStream(k, d, o),
     };
     const m = manager({ sleepAfterMs: 300, objects: flaky });
     const s = session();
     await m.run(s, (api) => api.writeFile('/workspace/precious.txt', 'x'));
-    await expect.poll(() => ofType('snapshot_failed', s.sessionId).length, { timeout: 10_000 }).toBeGreaterThan(0);
+    await expect
+      .poll(() => ofType('snapshot_failed', s.sessionId).length, { timeout: 10_000 })
+      .toBeGreaterThan(0);
     expect(m.state(s.sessionId)).toBe('active');
     failPuts = false;
     await expect.poll(() => m.state(s.sessionId), { timeout: 10_000 }).toBe('cold');
@@ -290,7 +375,9 @@ describe('sandbox manager', () => {
     await objects.put(latestPointerKey(s2), Buffer.from(JSON.stringify({ key: old2 })));
     const { deleted } = await m.sweepBackups();
     expect(deleted.sort()).toEqual([latestPointerKey(s2), old1, old2].sort());
-    expect((await objects.list('snapshots/')).map((o) => o.key).sort()).toEqual([latestPointerKey(s1), recent1].sort());
+    expect((await objects.list('snapshots/')).map((o) => o.key).sort()).toEqual(
+      [latestPointerKey(s1), recent1].sort(),
+    );
     expect(await m.latestSnapshot(s2)).toBeNull();
     // a real snapshot, taken "now", survives a sweep now and goes 7 days later
     const s3 = session();
@@ -299,7 +386,9 @@ describe('sandbox manager', () => {
     const fresh = (await m.latestSnapshot(s3))!.key;
     expect(snapshotTime(fresh)).toBe(now);
     expect((await m.sweepBackups(now)).deleted).toEqual([]);
-    expect((await m.sweepBackups(now + BACKUP_TTL_MS + 1)).deleted.sort()).toEqual([fresh, recent1, latestPointerKey(s1), latestPointerKey(s3)].sort());
+    expect((await m.sweepBackups(now + BACKUP_TTL_MS + 1)).deleted.sort()).toEqual(
+      [fresh, recent1, latestPointerKey(s1), latestPointerKey(s3)].sort(),
+    );
     expect(await objects.list('snapshots/')).toEqual([]);
   });
 });
@@ -313,7 +402,11 @@ describe('directory object store', () => {
     await store.put('a/d.bin', new Uint8Array([0, 1, 2]));
     await store.put('z', Buffer.from('z'));
     expect(Buffer.from((await store.get('a/b/c.txt'))!).toString()).toBe('two!');
-    expect(await store.head('a/b/c.txt')).toMatchObject({ key: 'a/b/c.txt', size: 4, contentType: 'text/plain' });
+    expect(await store.head('a/b/c.txt')).toMatchObject({
+      key: 'a/b/c.txt',
+      size: 4,
+      contentType: 'text/plain',
+    });
     expect(await store.head('a/d.bin')).not.toHaveProperty('contentType');
     expect(await store.get('nope')).toBeNull();
     expect(await store.get('a/b')).toBeNull(); // a prefix, not an object

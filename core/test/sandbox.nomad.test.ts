@@ -17,7 +17,12 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { NomadClient } from '@agentfleet/nomad';
 import { startNomadFake, type NomadFake } from '../../test/nomad/fake.js';
 import { INSTANCE_SIZES } from '../src/ports/sandbox.js';
-import { allocationExit, createNomadDriver, type NomadDriver, type NomadDriverOptions } from '../src/sandbox/nomad.js';
+import {
+  allocationExit,
+  createNomadDriver,
+  type NomadDriver,
+  type NomadDriverOptions,
+} from '../src/sandbox/nomad.js';
 import { nomadAgentCommand, resolveSandboxScript } from '../src/sandbox/nomadCommand.js';
 import { processList, sandboxDriverContract, testSpec } from './sandbox.contract.js';
 
@@ -33,7 +38,11 @@ beforeAll(async () => {
     launcher: await resolveSandboxScript('nomadAgent', join(base, 'scripts')),
     agent: await resolveSandboxScript('agent', join(base, 'scripts')),
   };
-  fake = await startNomadFake({ token: TOKEN, namespaces: ['default', 'sandboxes'], node: { cpuMhz: 64_000, memoryMb: 65_536 } });
+  fake = await startNomadFake({
+    token: TOKEN,
+    namespaces: ['default', 'sandboxes'],
+    node: { cpuMhz: 64_000, memoryMb: 65_536 },
+  });
 });
 afterAll(async () => {
   await fake?.close();
@@ -43,7 +52,12 @@ afterAll(async () => {
 const newDriver = (extra: Partial<NomadDriverOptions> = {}): NomadDriver =>
   createNomadDriver({
     client: { address: fake.address, token: TOKEN, namespace: 'sandboxes' },
-    agentCommand: (spec) => nomadAgentCommand(spec, { node: process.execPath, launcher: scripts.launcher, agent: scripts.agent }),
+    agentCommand: (spec) =>
+      nomadAgentCommand(spec, {
+        node: process.execPath,
+        launcher: scripts.launcher,
+        agent: scripts.agent,
+      }),
     job: { datacenters: ['dc1'], killTimeoutMs: 3000 },
     startTimeoutMs: 30_000,
     watchWait: '5s',
@@ -70,28 +84,56 @@ describe('nomad sandbox driver', () => {
     const h = await d.start(spec);
     cleanups.push(() => h.destroy());
     const job = fake.jobs().find((j) => j.ID === h.jobId)!;
-    expect(job).toMatchObject({ Namespace: 'sandboxes', Type: 'batch', Meta: { tenant_id: spec.tenantId, session_id: spec.sessionId, environment_id: spec.environmentId, instance_size: 'medium' } });
+    expect(job).toMatchObject({
+      Namespace: 'sandboxes',
+      Type: 'batch',
+      Meta: {
+        tenant_id: spec.tenantId,
+        session_id: spec.sessionId,
+        environment_id: spec.environmentId,
+        instance_size: 'medium',
+      },
+    });
     const task = job.TaskGroups[0].Tasks[0];
     expect(task.Driver).toBe('raw_exec');
-    expect(task.Resources).toEqual({ CPU: INSTANCE_SIZES.medium.cpus * 2000, MemoryMB: INSTANCE_SIZES.medium.memoryMb, MemoryMaxMB: INSTANCE_SIZES.medium.memoryMb });
+    expect(task.Resources).toEqual({
+      CPU: INSTANCE_SIZES.medium.cpus * 2000,
+      MemoryMB: INSTANCE_SIZES.medium.memoryMb,
+      MemoryMaxMB: INSTANCE_SIZES.medium.memoryMb,
+    });
     expect(job.TaskGroups[0].EphemeralDisk.SizeMB).toBe(INSTANCE_SIZES.medium.diskMb);
     expect(task.Env.AGENTFLEET_AGENT_TOKEN).toMatch(/^[0-9a-f]{48}$/);
     const alloc = fake.allocations().find((a) => a.ID === h.allocId)!;
     expect(alloc.ClientStatus).toBe('running');
-    expect(h.address).toEqual({ host: '127.0.0.1', port: alloc.AllocatedResources.Shared.Ports[0].Value });
+    expect(h.address).toEqual({
+      host: '127.0.0.1',
+      port: alloc.AllocatedResources.Shared.Ports[0].Value,
+    });
     // every request carried the token and the namespace; the allocation is watched with blocking queries
-    const mine = fake.requests.filter((r) => r.path.includes(h.jobId) || r.path.includes(h.allocId));
+    const mine = fake.requests.filter(
+      (r) => r.path.includes(h.jobId) || r.path.includes(h.allocId),
+    );
     expect(mine.every((r) => r.token === TOKEN && r.query.namespace === 'sandboxes')).toBe(true);
-    expect(mine.some((r) => r.path === `/v1/allocation/${h.allocId}` && Number(r.query.index) > 0 && r.query.wait)).toBe(true);
+    expect(
+      mine.some(
+        (r) =>
+          r.path === `/v1/allocation/${h.allocId}` && Number(r.query.index) > 0 && r.query.wait,
+      ),
+    ).toBe(true);
     // the token stays with the launcher: the sandbox does not see it, nor host paths in its process list
     expect((await h.api.exec({ command: 'env' })).stdout).not.toContain('AGENTFLEET_AGENT_TOKEN');
     const ps = await processList(h.api);
-    for (const hostPath of [scripts.launcher, scripts.agent, base, task.Env.AGENTFLEET_AGENT_TOKEN]) expect(ps).not.toContain(hostPath);
+    for (const hostPath of [scripts.launcher, scripts.agent, base, task.Env.AGENTFLEET_AGENT_TOKEN])
+      expect(ps).not.toContain(hostPath);
   });
 
-  it('no host environment in the sandbox: the task env holds only the launcher\'s variables, the sandbox starts with none of the task\'s', async () => {
+  it("no host environment in the sandbox: the task env holds only the launcher's variables, the sandbox starts with none of the task's", async () => {
     // the fake passes its own environment on to raw_exec tasks, as a Nomad client may
-    const secrets = { API_KEY: 'nomad-test-op-key-3e9a1c', PLATFORM_ROOT_SECRET: 'nomad-test-root-secret-b7d2f0a4', ANTHROPIC_API_KEY: 'sk-ant-nomad-test-5c1e' };
+    const secrets = {
+      API_KEY: 'nomad-test-op-key-3e9a1c',
+      PLATFORM_ROOT_SECRET: 'nomad-test-root-secret-b7d2f0a4',
+      ANTHROPIC_API_KEY: 'sk-ant-nomad-test-5c1e',
+    };
     const saved = Object.fromEntries(Object.keys(secrets).map((k) => [k, process.env[k]]));
     Object.assign(process.env, secrets);
     try {
@@ -99,55 +141,102 @@ describe('nomad sandbox driver', () => {
       const h = await d.start(testSpec({ env: { TENANT_VAR: 'tenant-value' } }));
       cleanups.push(() => h.destroy());
       const task = fake.jobs().find((j) => j.ID === h.jobId)!.TaskGroups[0].Tasks[0];
-      expect(Object.keys(task.Env).sort()).toEqual(['AGENTFLEET_AGENT_LISTEN', 'AGENTFLEET_AGENT_TOKEN', 'AGENTFLEET_SESSION_ID']);
-      const r = await h.api.exec({ command: "env; for f in /proc/[0-9]*/environ /proc/[0-9]*/cmdline; do echo \"== $f\"; tr '\\0' '\\n' < $f; done" });
+      expect(Object.keys(task.Env).sort()).toEqual([
+        'AGENTFLEET_AGENT_LISTEN',
+        'AGENTFLEET_AGENT_TOKEN',
+        'AGENTFLEET_SESSION_ID',
+      ]);
+      const r = await h.api.exec({
+        command:
+          "env; for f in /proc/[0-9]*/environ /proc/[0-9]*/cmdline; do echo \"== $f\"; tr '\\0' '\\n' < $f; done",
+      });
       expect(r.stdout).toContain('TENANT_VAR=tenant-value');
       expect(r.stdout).toContain('== /proc/1/environ');
-      for (const v of [...Object.values(secrets), task.Env.AGENTFLEET_AGENT_TOKEN, base]) expect(r.stdout).not.toContain(v);
+      for (const v of [...Object.values(secrets), task.Env.AGENTFLEET_AGENT_TOKEN, base])
+        expect(r.stdout).not.toContain(v);
       expect((await h.api.exec({ command: 'wc -c < /proc/1/environ' })).stdout.trim()).toBe('0');
     } finally {
-      for (const [k, v] of Object.entries(saved)) { if (v === undefined) delete process.env[k]; else process.env[k] = v; }
+      for (const [k, v] of Object.entries(saved)) {
+        if (v === undefined) delete process.env[k];
+        else process.env[k] = v;
+      }
     }
   });
 
   it('limits on the client: the launcher confines the sandbox (process cap, memory, disk) and leaves nothing behind', async () => {
     const caps = { processes: 64, memoryMb: 128, diskMb: 64 };
-    const d = track(newDriver({ limitCaps: caps, agentCommand: (spec) => nomadAgentCommand(spec, { node: process.execPath, launcher: scripts.launcher, agent: scripts.agent, limits: { caps } }) }));
+    const d = track(
+      newDriver({
+        limitCaps: caps,
+        agentCommand: (spec) =>
+          nomadAgentCommand(spec, {
+            node: process.execPath,
+            launcher: scripts.launcher,
+            agent: scripts.agent,
+            limits: { caps },
+          }),
+      }),
+    );
     const h = await d.start(testSpec());
     const other = await d.start(testSpec());
-    cleanups.push(() => h.destroy(), () => other.destroy());
+    cleanups.push(
+      () => h.destroy(),
+      () => other.destroy(),
+    );
     // the job reserves what the launcher enforces
     const registered = fake.jobs().find((j) => j.ID === h.jobId)!.TaskGroups[0];
     expect(registered.Tasks[0].Resources).toMatchObject({ MemoryMB: 128, MemoryMaxMB: 128 });
     expect(registered.EphemeralDisk.SizeMB).toBe(64);
-    const args = fake.jobs().find((j) => j.ID === h.jobId)!.TaskGroups[0].Tasks[0].Config.args as string[];
+    const args = fake.jobs().find((j) => j.ID === h.jobId)!.TaskGroups[0].Tasks[0].Config
+      .args as string[];
     expect(args[args.indexOf('--limits') + 1]).toBe('processes=64,memoryMb=128,cpus=1,diskMb=64');
     // disk: one filesystem of the capped size for workspace, tmp, home and outputs
-    const df = await h.api.exec({ command: 'df -k /workspace /tmp /home/user /mnt/session/outputs | tail -n +2' });
-    const rows = df.stdout.trim().split('\n').map((l) => l.split(/\s+/));
+    const df = await h.api.exec({
+      command: 'df -k /workspace /tmp /home/user /mnt/session/outputs | tail -n +2',
+    });
+    const rows = df.stdout
+      .trim()
+      .split('\n')
+      .map((l) => l.split(/\s+/));
     expect(new Set(rows.map((r) => r[0])).size).toBe(1);
     expect(Number(rows[0][1])).toBeLessThanOrEqual(64 * 1024);
-    const fill = await h.api.exec({ command: 'head -c 100m /dev/zero > /workspace/fill; echo "status=$?"' });
+    const fill = await h.api.exec({
+      command: 'head -c 100m /dev/zero > /workspace/fill; echo "status=$?"',
+    });
     expect(fill.stdout).toBe('status=1\n');
     expect(fill.stderr).toMatch(/No space left on device/);
     await h.api.exec({ command: 'rm -f /workspace/fill' });
     // memory: the hog is OOM-killed inside
-    const hog = await h.api.exec({ command: 'bash -c \'x=$(head -c 400m /dev/zero | tr "\\0" a); echo ${#x}\'; echo "status=$?"', timeoutMs: 60_000 });
+    const hog = await h.api.exec({
+      command: 'bash -c \'x=$(head -c 400m /dev/zero | tr "\\0" a); echo ${#x}\'; echo "status=$?"',
+      timeoutMs: 60_000,
+    });
     expect(hog.stdout).toMatch(/status=(137|1\d\d)/);
     // processes: a fork bomb stays inside; the other sandbox works meanwhile; the watchdog frees the slots
-    const bomb = h.api.exec({ command: "timeout -s KILL 5 bash -c ':(){ :|:& };:'", timeoutMs: 30_000 });
+    const bomb = h.api.exec({
+      command: "timeout -s KILL 5 bash -c ':(){ :|:& };:'",
+      timeoutMs: 30_000,
+    });
     expect((await other.api.exec({ command: 'echo alive' })).stdout).toBe('alive\n');
     await bomb;
-    await expect.poll(async () => (await h.api.exec({ command: 'echo ok' }).catch(() => null))?.stdout, { timeout: 15_000, interval: 500 }).toBe('ok\n');
+    await expect
+      .poll(async () => (await h.api.exec({ command: 'echo ok' }).catch(() => null))?.stdout, {
+        timeout: 15_000,
+        interval: 500,
+      })
+      .toBe('ok\n');
     // the disk is already detached on the client: killing the launcher leaves no mount behind
     const alloc = fake.allocations().find((a) => a.ID === h.allocId)!;
-    const mounts = () => readFileSync('/proc/self/mountinfo', 'utf8').split('\n').filter((l) => l.includes(alloc.ID));
+    const mounts = () =>
+      readFileSync('/proc/self/mountinfo', 'utf8')
+        .split('\n')
+        .filter((l) => l.includes(alloc.ID));
     expect(mounts()).toEqual([]);
     await h.destroy();
     expect(mounts()).toEqual([]);
   }, 90_000);
 
-  it('outbound traffic goes through the platform proxy (spec.proxyUrl), via the launcher\'s unix socket', async () => {
+  it("outbound traffic goes through the platform proxy (spec.proxyUrl), via the launcher's unix socket", async () => {
     const seen: string[] = [];
     const proxy = createHttpServer((req, res) => {
       seen.push(`${req.method} ${req.url} ${req.headers['proxy-authorization'] ?? ''}`);
@@ -159,7 +248,9 @@ describe('nomad sandbox driver', () => {
     const d = track(newDriver());
     const h = await d.start(testSpec({ proxyUrl: `http://sess:pw@127.0.0.1:${port}` }));
     cleanups.push(() => h.destroy());
-    expect((await h.api.exec({ command: 'echo $HTTP_PROXY' })).stdout).toBe('http://sess:pw@127.0.0.1:3128\n');
+    expect((await h.api.exec({ command: 'echo $HTTP_PROXY' })).stdout).toBe(
+      'http://sess:pw@127.0.0.1:3128\n',
+    );
     const get = await h.api.exec({
       command: `node -e "require('http').get({host:'127.0.0.1',port:3128,path:'http://example.test/hello',headers:{'proxy-authorization':'Basic x'}},r=>{let b='';r.on('data',c=>b+=c);r.on('end',()=>console.log(r.statusCode,b))}).on('error',e=>console.log('error',e.code))"`,
       timeoutMs: 15_000,
@@ -167,7 +258,10 @@ describe('nomad sandbox driver', () => {
     expect(get.stdout).toBe('200 proxied http://example.test/hello\n');
     expect(seen).toEqual(['GET http://example.test/hello Basic x']);
     // nothing else: the proxy's port itself is not reachable directly
-    const direct = await h.api.exec({ command: `node -e "require('net').connect(${port},'127.0.0.1').on('connect',()=>console.log('connected')).on('error',e=>console.log(e.code))"`, timeoutMs: 15_000 });
+    const direct = await h.api.exec({
+      command: `node -e "require('net').connect(${port},'127.0.0.1').on('connect',()=>console.log('connected')).on('error',e=>console.log(e.code))"`,
+      timeoutMs: 15_000,
+    });
     expect(direct.stdout.trim()).toBe('ECONNREFUSED');
   });
 
@@ -178,7 +272,11 @@ describe('nomad sandbox driver', () => {
     const reply = await new Promise<string>((resolve) => {
       const s = net.connect(h.address.port, h.address.host);
       let buf = '';
-      s.on('connect', () => s.write('{"jsonrpc":"2.0","method":"auth","params":{"token":"wrong"}}\n{"jsonrpc":"2.0","id":1,"method":"ping","params":{}}\n'));
+      s.on('connect', () =>
+        s.write(
+          '{"jsonrpc":"2.0","method":"auth","params":{"token":"wrong"}}\n{"jsonrpc":"2.0","id":1,"method":"ping","params":{}}\n',
+        ),
+      );
       s.on('data', (c) => (buf += c));
       s.on('close', () => resolve(buf));
     });
@@ -193,7 +291,10 @@ describe('nomad sandbox driver', () => {
     await a.stop();
     expect(await a.exited).toHaveProperty('code');
     expect(fake.jobs().find((j) => j.ID === a.jobId)).toMatchObject({ Stop: true, Status: 'dead' });
-    expect(fake.allocations().find((x) => x.ID === a.allocId)).toMatchObject({ DesiredStatus: 'stop', ClientStatus: 'complete' });
+    expect(fake.allocations().find((x) => x.ID === a.allocId)).toMatchObject({
+      DesiredStatus: 'stop',
+      ClientStatus: 'complete',
+    });
     await a.destroy(); // after stop: purges
     expect(fake.jobs().some((j) => j.ID === a.jobId)).toBe(false);
     const b = await d.start(testSpec());
@@ -207,7 +308,10 @@ describe('nomad sandbox driver', () => {
     const d = track(newDriver());
     const a = await d.start(testSpec());
     cleanups.push(() => a.destroy());
-    const call = a.api.exec({ command: 'sleep 30' }).then(() => null, (e: unknown) => e);
+    const call = a.api.exec({ command: 'sleep 30' }).then(
+      () => null,
+      (e: unknown) => e,
+    );
     await new Promise((r) => setTimeout(r, 200));
     process.kill(-fake.pid(a.allocId)!, 'SIGKILL');
     expect(await a.exited).toEqual({ code: 137, signal: 'SIGKILL' });
@@ -219,18 +323,54 @@ describe('nomad sandbox driver', () => {
     fake.simulateOom(b.allocId);
     expect(await b.exited).toEqual({ code: 137, signal: 'SIGKILL' });
     const alloc = fake.allocations().find((x) => x.ID === b.allocId)!;
-    expect(alloc.TaskStates.agent.Events.find((e: { Type: string }) => e.Type === 'Terminated').Details.oom_killed).toBe('true');
+    expect(
+      alloc.TaskStates.agent.Events.find((e: { Type: string }) => e.Type === 'Terminated').Details
+        .oom_killed,
+    ).toBe('true');
   });
 
   it('reads exit codes from TaskStates: the last Terminated event, OOM as 137', () => {
-    const alloc = (events: unknown[]) => ({ ID: 'a', JobID: 'j', TaskGroup: 'sandbox', DesiredStatus: 'run', ClientStatus: 'failed', CreateIndex: 1, ModifyIndex: 2, TaskStates: { agent: { State: 'dead', Failed: true, Events: events } } }) as never;
-    expect(allocationExit(alloc([{ Type: 'Started', Time: 1 }, { Type: 'Terminated', Time: 2, ExitCode: 3, Signal: 0 }]))).toEqual({ code: 3, signal: null });
-    expect(allocationExit(alloc([{ Type: 'Terminated', Time: 2, ExitCode: 143, Signal: 15 }, { Type: 'Killed', Time: 3 }]))).toEqual({ code: 143, signal: 'SIGTERM' });
-    expect(allocationExit(alloc([{ Type: 'Terminated', Time: 2, ExitCode: 0, Signal: 0, Details: { oom_killed: 'true' } }]))).toEqual({ code: 137, signal: 'SIGKILL' });
-    expect(allocationExit(alloc([{ Type: 'Driver Failure', Time: 2 }]))).toEqual({ code: null, signal: null });
+    const alloc = (events: unknown[]) =>
+      ({
+        ID: 'a',
+        JobID: 'j',
+        TaskGroup: 'sandbox',
+        DesiredStatus: 'run',
+        ClientStatus: 'failed',
+        CreateIndex: 1,
+        ModifyIndex: 2,
+        TaskStates: { agent: { State: 'dead', Failed: true, Events: events } },
+      }) as never;
+    expect(
+      allocationExit(
+        alloc([
+          { Type: 'Started', Time: 1 },
+          { Type: 'Terminated', Time: 2, ExitCode: 3, Signal: 0 },
+        ]),
+      ),
+    ).toEqual({ code: 3, signal: null });
+    expect(
+      allocationExit(
+        alloc([
+          { Type: 'Terminated', Time: 2, ExitCode: 143, Signal: 15 },
+          { Type: 'Killed', Time: 3 },
+        ]),
+      ),
+    ).toEqual({ code: 143, signal: 'SIGTERM' });
+    expect(
+      allocationExit(
+        alloc([
+          { Type: 'Terminated', Time: 2, ExitCode: 0, Signal: 0, Details: { oom_killed: 'true' } },
+        ]),
+      ),
+    ).toEqual({ code: 137, signal: 'SIGKILL' });
+    expect(allocationExit(alloc([{ Type: 'Driver Failure', Time: 2 }]))).toEqual({
+      code: null,
+      signal: null,
+    });
   });
 
-  it('a placement failure is reported with Nomad\'s reason and the job purged', async () => {
+  it("a placement failure is reported with Nomad's reason and the job purged", async () => {
     const small = await startNomadFake({ node: { cpuMhz: 64_000, memoryMb: 8192 } });
     try {
       const d = track(newDriver({ client: { address: small.address } }));
@@ -244,10 +384,20 @@ describe('nomad sandbox driver', () => {
   });
 
   it('a task that cannot start is reported with its events and stderr, and the job purged', async () => {
-    const d = track(newDriver({ agentCommand: [process.execPath, '-e', "console.error('agent: missing config'); process.exit(2)"] }));
+    const d = track(
+      newDriver({
+        agentCommand: [
+          process.execPath,
+          '-e',
+          "console.error('agent: missing config'); process.exit(2)",
+        ],
+      }),
+    );
     const spec = testSpec();
     const err = await d.start(spec).catch((e: Error) => e);
-    expect((err as Error).message).toMatch(/did not start .*failed.*Exit Code: 2.*agent: missing config/s);
+    expect((err as Error).message).toMatch(
+      /did not start .*failed.*Exit Code: 2.*agent: missing config/s,
+    );
     expect(fake.jobs().some((j) => j.Meta?.session_id === spec.sessionId)).toBe(false);
   });
 
@@ -258,12 +408,18 @@ describe('nomad sandbox driver', () => {
     cleanups.push(() => h.destroy());
     await expect(d.start(spec)).rejects.toThrow(/already running/);
     await expect(d.start(testSpec({ sessionId: '../escape' }))).rejects.toThrow(/sessionId/);
-    await expect(d.start(testSpec({ env: { HTTP_PROXY: 'http://evil' } }))).rejects.toThrow(/reserved/);
+    await expect(d.start(testSpec({ env: { HTTP_PROXY: 'http://evil' } }))).rejects.toThrow(
+      /reserved/,
+    );
     await expect(d.start(testSpec({ env: { NOMAD_TOKEN: 'x' } }))).rejects.toThrow(/reserved/);
   });
 
   it('a wrong Nomad token is refused with 403 before anything is registered', async () => {
-    const d = track(newDriver({ client: new NomadClient({ address: fake.address, token: 'wrong', namespace: 'sandboxes' }) }));
+    const d = track(
+      newDriver({
+        client: new NomadClient({ address: fake.address, token: 'wrong', namespace: 'sandboxes' }),
+      }),
+    );
     await expect(d.start(testSpec())).rejects.toMatchObject({ status: 403 });
   });
 });

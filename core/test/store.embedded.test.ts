@@ -52,7 +52,11 @@ const walFile = async (dir: string) => {
   return join(dir, name);
 };
 
-interface Item { _id: string; n: number; pad?: string }
+interface Item {
+  _id: string;
+  n: number;
+  pad?: string;
+}
 
 describe('embedded store durability', () => {
   it('keeps every acknowledged write when the writer process is SIGKILLed (3 rounds)', async () => {
@@ -61,11 +65,18 @@ describe('embedded store durability', () => {
     const deleted = new Set<string>();
     let incs = 0;
     for (const round of [0, 1, 2]) {
-      const child = spawn(process.execPath, ['--import', 'tsx', writer, dir, '65536', `r${round}`], {
-        cwd: repoRoot,
-        stdio: ['ignore', 'pipe', 'pipe'],
-      });
-      let pending = '', stderr = '', killedAt = 0, ready = false;
+      const child = spawn(
+        process.execPath,
+        ['--import', 'tsx', writer, dir, '65536', `r${round}`],
+        {
+          cwd: repoRoot,
+          stdio: ['ignore', 'pipe', 'pipe'],
+        },
+      );
+      let pending = '',
+        stderr = '',
+        killedAt = 0,
+        ready = false;
       child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
       child.stdout.on('data', (d: Buffer) => {
         const lines = (pending + d.toString()).split('\n');
@@ -88,10 +99,17 @@ describe('embedded store durability', () => {
       const store = await openEmbeddedStore({ dir, compactAfterBytes: 65536 });
       const items = store.collection<Item>({ name: 'items', indexes: [{ fields: { n: 1 } }] });
       const present = new Set((await items.find({})).map((d) => d._id));
-      const lost = acked.filter((id) => !deleted.has(id) && Number(id.split('-')[1]) % 10 !== 0 && !present.has(id));
+      const lost = acked.filter(
+        (id) => !deleted.has(id) && Number(id.split('-')[1]) % 10 !== 0 && !present.has(id),
+      );
       expect(lost, `lost acknowledged inserts (round ${round})`).toEqual([]);
-      expect([...deleted].filter((id) => present.has(id)), 'resurrected deletes').toEqual([]);
-      const counter = await store.collection<{ _id: string; v: number }>({ name: 'counters' }).findOne({ _id: 'c' });
+      expect(
+        [...deleted].filter((id) => present.has(id)),
+        'resurrected deletes',
+      ).toEqual([]);
+      const counter = await store
+        .collection<{ _id: string; v: number }>({ name: 'counters' })
+        .findOne({ _id: 'c' });
       expect(counter?.v ?? 0).toBeGreaterThanOrEqual(incs);
       await store.close();
     }
@@ -132,7 +150,9 @@ describe('embedded store durability', () => {
     const lines = good.split('\n');
     lines.splice(2, 0, '{"c":"t","op":"pu');
     await writeFile(wal, lines.join('\n'));
-    await expect(openEmbeddedStore({ dir })).rejects.toThrow(new RegExp(`${wal.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')} line 3 .*corrupt`));
+    await expect(openEmbeddedStore({ dir })).rejects.toThrow(
+      new RegExp(`${wal.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')} line 3 .*corrupt`),
+    );
     await writeFile(wal, good);
     const again = await openEmbeddedStore({ dir });
     expect(await again.collection<Item>({ name: 't' }).count({})).toBe(5);
@@ -144,10 +164,18 @@ describe('embedded store durability', () => {
     const store = await openEmbeddedStore({ dir, compactAfterBytes: 8192 });
     const c = store.collection<Item>({ name: 'k', indexes: [{ fields: { n: 1 }, unique: true }] });
     for (let b = 0; b < 40; b++) {
-      await Promise.all(Array.from({ length: 50 }, (_, i) => c.insertOne({ _id: `k${b * 50 + i}`, n: b * 50 + i, pad: 'p'.repeat(40) })));
+      await Promise.all(
+        Array.from({ length: 50 }, (_, i) =>
+          c.insertOne({ _id: `k${b * 50 + i}`, n: b * 50 + i, pad: 'p'.repeat(40) }),
+        ),
+      );
     }
     for (let b = 0; b < 10; b++) {
-      await Promise.all(Array.from({ length: 50 }, (_, i) => c.updateOne({ _id: `k${b * 50 + i}` }, { $set: { pad: 'updated' } })));
+      await Promise.all(
+        Array.from({ length: 50 }, (_, i) =>
+          c.updateOne({ _id: `k${b * 50 + i}` }, { $set: { pad: 'updated' } }),
+        ),
+      );
     }
     await c.deleteMany({ n: { $gte: 1900 } });
     const stats = store.stats();
@@ -170,11 +198,17 @@ describe('embedded store durability', () => {
     const r = again.collection<Item>({ name: 'k', indexes: [{ fields: { n: 1 }, unique: true }] });
     expect(await r.count({})).toBe(1900);
     expect(await r.findOne({ _id: 'k7' })).toEqual({ _id: 'k7', n: 7, pad: 'updated' });
-    expect(await r.findOne({ _id: 'k1000' })).toEqual({ _id: 'k1000', n: 1000, pad: 'p'.repeat(40) });
+    expect(await r.findOne({ _id: 'k1000' })).toEqual({
+      _id: 'k1000',
+      n: 1000,
+      pad: 'p'.repeat(40),
+    });
     expect(await r.findOne({ n: 1950 })).toBeNull();
     await expect(r.insertOne({ _id: 'dup', n: 5 })).rejects.toThrow(/duplicate key/);
     await again.close();
-    expect((await readdir(dir)).filter((f) => f.endsWith('.tmp') || f === 'wal-000000000000.log')).toEqual([]);
+    expect(
+      (await readdir(dir)).filter((f) => f.endsWith('.tmp') || f === 'wal-000000000000.log'),
+    ).toEqual([]);
   });
 });
 
@@ -219,7 +253,10 @@ describe('embedded store lock and lifecycle', () => {
     expect(() => store.collection({ name: 'y' })).toThrow(/closed/);
     expect(await readdir(dir)).not.toContain('LOCK');
     const again = await openEmbeddedStore({ dir });
-    expect(await again.collection<Item>({ name: 'x' }).findOne({ _id: 'last' })).toEqual({ _id: 'last', n: 1 });
+    expect(await again.collection<Item>({ name: 'x' }).findOne({ _id: 'last' })).toEqual({
+      _id: 'last',
+      n: 1,
+    });
     await again.close();
   });
 
@@ -246,7 +283,9 @@ describe('embedded store performance', () => {
     const { syncs, records } = store.stats();
     expect(records).toBe(1000);
     expect(syncs).toBeLessThanOrEqual(10);
-    console.info(`group commit: 1000 concurrent inserts in ${ms.toFixed(1)} ms with ${syncs} fdatasync(s)`);
+    console.info(
+      `group commit: 1000 concurrent inserts in ${ms.toFixed(1)} ms with ${syncs} fdatasync(s)`,
+    );
     for (let i = 0; i < 20; i++) await c.insertOne({ _id: `s${i}`, n: i });
     expect(store.stats().syncs).toBe(syncs + 20);
     await store.close();
@@ -259,7 +298,11 @@ describe('embedded store performance', () => {
       indexes: [{ fields: { session_id: 1, seq: 1 }, unique: true }],
     });
     for (let i = 0; i < 200_000; i++) {
-      await events.insertOne({ _id: `e${i}`, session_id: `s${i % 2000}`, seq: Math.floor(i / 2000) });
+      await events.insertOne({
+        _id: `e${i}`,
+        session_id: `s${i % 2000}`,
+        seq: Math.floor(i / 2000),
+      });
     }
     const before = store.stats().docsExamined;
     const t0 = performance.now();

@@ -3,7 +3,12 @@ import https from 'node:https';
 import type { AddressInfo } from 'node:net';
 import { gzipSync } from 'node:zlib';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createOutboundProxy, hostPolicy, type OutboundProxy, type ProxyLogEntry } from '../src/sandbox/proxy.js';
+import {
+  createOutboundProxy,
+  hostPolicy,
+  type OutboundProxy,
+  type ProxyLogEntry,
+} from '../src/sandbox/proxy.js';
 import { createEgressPolicy, type EgressPolicy } from '../src/egress/policy.js';
 import { TEST_CERT, TEST_KEY } from './fixtures/testCert.js';
 import { htmlToText, WEB_SEARCH_NOT_CONFIGURED, webFetch, webSearch } from '../src/tools/web.js';
@@ -91,7 +96,19 @@ beforeAll(async () => {
     if (u.pathname === '/brave') {
       if (req.headers['x-subscription-token'] !== 'brave-key') return void res.writeHead(401).end();
       res.writeHead(200, { 'content-type': 'application/json' });
-      return void res.end(JSON.stringify({ web: { results: [{ title: `Brave ${q}`, url: 'https://brave.example/1', description: 'A <strong>bold</strong> snippet &amp; more' }] } }));
+      return void res.end(
+        JSON.stringify({
+          web: {
+            results: [
+              {
+                title: `Brave ${q}`,
+                url: 'https://brave.example/1',
+                description: 'A <strong>bold</strong> snippet &amp; more',
+              },
+            ],
+          },
+        }),
+      );
     }
     if (req.headers.authorization !== 'Bearer good-key') return void res.writeHead(401).end();
     res.writeHead(200, { 'content-type': 'application/json' });
@@ -107,7 +124,9 @@ beforeAll(async () => {
     );
   });
   searchBase = `http://127.0.0.1:${await listen(search)}`;
-  opened = createEgressPolicy({ allowPrivateHosts: [base, secureBase, searchBase].map((u) => new URL(u).host) });
+  opened = createEgressPolicy({
+    allowPrivateHosts: [base, secureBase, searchBase].map((u) => new URL(u).host),
+  });
 
   proxy = await createOutboundProxy({
     listen: { host: '127.0.0.1', port: 0 },
@@ -143,7 +162,8 @@ describe('htmlToText', () => {
     expect(text).toContain('Hello World');
     expect(text).toContain('First paragraph with a link <tag> — ☺.');
     expect(text).toMatch(/- one\n+- two/);
-    for (const gone of ['do-not-show', 'color: red', 'a comment', 'enable js', '<h1>', '&nbsp;']) expect(text).not.toContain(gone);
+    for (const gone of ['do-not-show', 'color: red', 'a comment', 'enable js', '<h1>', '&nbsp;'])
+      expect(text).not.toContain(gone);
   });
 });
 
@@ -160,11 +180,20 @@ describe('webFetch through the session proxy', () => {
     expect(t).not.toContain('do-not-show');
     expect(t).not.toContain('<p>');
     await expect.poll(() => logs.length).toBe(before + 1);
-    expect(logs.at(-1)).toMatchObject({ method: 'GET', host: '127.0.0.1', path: '/page.html', status: 200, allowed: true, session_id: 'sesn_w' });
+    expect(logs.at(-1)).toMatchObject({
+      method: 'GET',
+      host: '127.0.0.1',
+      path: '/page.html',
+      status: 200,
+      allowed: true,
+      session_id: 'sesn_w',
+    });
   });
 
   it('decompresses, follows redirects through the proxy and returns JSON as text', async () => {
-    expect(textOf(await webFetch({ url: `${base}/gz.html` }, { proxy: proxy.address }))).toContain('Hello World');
+    expect(textOf(await webFetch({ url: `${base}/gz.html` }, { proxy: proxy.address }))).toContain(
+      'Hello World',
+    );
     const before = logs.length;
     const red = await webFetch({ url: `${base}/redirect` }, { proxy: proxy.address });
     expect(red.is_error).toBe(false);
@@ -179,11 +208,20 @@ describe('webFetch through the session proxy', () => {
 
   it('fetches https through a CONNECT tunnel with TLS verified end to end', async () => {
     const before = logs.length;
-    const r = await webFetch({ url: `${secureBase}/page.html` }, { proxy: proxy.address, ca: TEST_CERT });
+    const r = await webFetch(
+      { url: `${secureBase}/page.html` },
+      { proxy: proxy.address, ca: TEST_CERT },
+    );
     expect(r.is_error).toBe(false);
     expect(textOf(r)).toContain('Hello World');
     await expect.poll(() => logs.length).toBe(before + 1);
-    expect(logs.at(-1)).toMatchObject({ method: 'CONNECT', host: '127.0.0.1', path: null, status: 200, allowed: true });
+    expect(logs.at(-1)).toMatchObject({
+      method: 'CONNECT',
+      host: '127.0.0.1',
+      path: null,
+      status: 200,
+      allowed: true,
+    });
     // Without trusting the test certificate, verification fails: no silent insecure fallback.
     const untrusted = await webFetch({ url: `${secureBase}/page.html` }, { proxy: proxy.address });
     expect(untrusted.is_error).toBe(true);
@@ -206,7 +244,10 @@ describe('webFetch through the session proxy', () => {
     expect(r.is_error).toBe(true);
     expect(textOf(r)).toContain('refused');
     expect(textOf(r)).toContain('127.0.0.1');
-    const s = await webFetch({ url: `${secureBase}/page.html` }, { proxy: denyProxy.address, ca: TEST_CERT });
+    const s = await webFetch(
+      { url: `${secureBase}/page.html` },
+      { proxy: denyProxy.address, ca: TEST_CERT },
+    );
     expect(s.is_error).toBe(true);
     expect(textOf(s)).toContain('refused');
     await expect.poll(() => denyLogs.length).toBe(2);
@@ -214,11 +255,19 @@ describe('webFetch through the session proxy', () => {
   });
 
   it('refuses non-http(s) URLs and bad input, and marks binary and error statuses', async () => {
-    for (const url of ['file:///etc/passwd', 'ftp://127.0.0.1/x', 'javascript:alert(1)', 'not a url', '']) {
+    for (const url of [
+      'file:///etc/passwd',
+      'ftp://127.0.0.1/x',
+      'javascript:alert(1)',
+      'not a url',
+      '',
+    ]) {
       const r = await webFetch({ url }, { proxy: proxy.address });
       expect(r.is_error, url).toBe(true);
     }
-    expect(textOf(await webFetch({ url: 'file:///etc/passwd' }, { proxy: proxy.address }))).toContain('only http and https');
+    expect(
+      textOf(await webFetch({ url: 'file:///etc/passwd' }, { proxy: proxy.address })),
+    ).toContain('only http and https');
     const bin = await webFetch({ url: `${base}/image.png` }, { proxy: proxy.address });
     expect(bin.is_error).toBe(true);
     expect(textOf(bin)).toContain('binary content');
@@ -229,7 +278,10 @@ describe('webFetch through the session proxy', () => {
   });
 
   it('reports an unreachable proxy as an error result', async () => {
-    const r = await webFetch({ url: `${base}/page.html` }, { proxy: 'http://127.0.0.1:1', timeoutMs: 2000 });
+    const r = await webFetch(
+      { url: `${base}/page.html` },
+      { proxy: 'http://127.0.0.1:1', timeoutMs: 2000 },
+    );
     expect(r.is_error).toBe(true);
     expect(textOf(r)).toContain('failed');
   });
@@ -248,7 +300,11 @@ describe('web tools: egress policy', () => {
     try {
       const hitsBefore = originHits.length;
       const port = new URL(base).port;
-      for (const url of [`${base}/page.html`, `http://localhost:${port}/page.html`, `${secureBase}/page.html`]) {
+      for (const url of [
+        `${base}/page.html`,
+        `http://localhost:${port}/page.html`,
+        `${secureBase}/page.html`,
+      ]) {
         const r = await webFetch({ url }, { proxy: strict.address, ca: TEST_CERT });
         expect(r.is_error, url).toBe(true);
         expect(textOf(r), url).toContain('web_fetch refused');
@@ -271,7 +327,10 @@ describe('web tools: egress policy', () => {
 
   it('a direct request (web_search without a proxy) goes through the egress policy too', async () => {
     const seenBefore = searchSeen.length;
-    const r = await webSearch({ query: 'x' }, { backend: { url: `${searchBase}/search`, apiKey: 'good-key' } });
+    const r = await webSearch(
+      { query: 'x' },
+      { backend: { url: `${searchBase}/search`, apiKey: 'good-key' } },
+    );
     expect(r.is_error).toBe(true);
     expect(textOf(r)).toContain('EGRESS_ALLOW_PRIVATE_HOSTS');
     expect(textOf(r)).not.toContain('good-key');
@@ -282,13 +341,25 @@ describe('web tools: egress policy', () => {
 describe('webSearch', () => {
   it('without a backend returns a clear error result', async () => {
     const r = await webSearch({ query: 'anything' }, {});
-    expect(r).toEqual({ content: [{ type: 'text', text: WEB_SEARCH_NOT_CONFIGURED }], is_error: true });
-    expect(WEB_SEARCH_NOT_CONFIGURED).toBe('web_search is not configured: set WEB_SEARCH_URL and WEB_SEARCH_API_KEY');
+    expect(r).toEqual({
+      content: [{ type: 'text', text: WEB_SEARCH_NOT_CONFIGURED }],
+      is_error: true,
+    });
+    expect(WEB_SEARCH_NOT_CONFIGURED).toBe(
+      'web_search is not configured: set WEB_SEARCH_URL and WEB_SEARCH_API_KEY',
+    );
     expect((await webSearch({ query: 'x' }, { backend: null })).is_error).toBe(true);
   });
 
   it('queries a generic JSON backend and formats the results', async () => {
-    const r = await webSearch({ query: 'vitest proxies' }, { backend: { url: `${searchBase}/search`, apiKey: 'good-key' }, maxResults: 3, egress: opened });
+    const r = await webSearch(
+      { query: 'vitest proxies' },
+      {
+        backend: { url: `${searchBase}/search`, apiKey: 'good-key' },
+        maxResults: 3,
+        egress: opened,
+      },
+    );
     expect(r.is_error).toBe(false);
     const t = textOf(r);
     expect(t).toContain('Search results for "vitest proxies"');
@@ -304,34 +375,68 @@ describe('webSearch', () => {
   });
 
   it('speaks the Brave flavour', async () => {
-    const r = await webSearch({ query: 'q1' }, { backend: { url: `${searchBase}/brave`, apiKey: 'brave-key', flavor: 'brave' }, egress: opened });
+    const r = await webSearch(
+      { query: 'q1' },
+      {
+        backend: { url: `${searchBase}/brave`, apiKey: 'brave-key', flavor: 'brave' },
+        egress: opened,
+      },
+    );
     expect(r.is_error).toBe(false);
     expect(textOf(r)).toContain('Brave q1');
     expect(textOf(r)).toContain('A bold snippet & more');
   });
 
   it('reports no results, a rejected key and bad input as results, never throwing', async () => {
-    const none = await webSearch({ query: 'nothing' }, { backend: { url: `${searchBase}/search`, apiKey: 'good-key' }, egress: opened });
+    const none = await webSearch(
+      { query: 'nothing' },
+      { backend: { url: `${searchBase}/search`, apiKey: 'good-key' }, egress: opened },
+    );
     expect(none).toMatchObject({ is_error: false });
     expect(textOf(none)).toContain('No results');
-    const bad = await webSearch({ query: 'x' }, { backend: { url: `${searchBase}/search`, apiKey: 'wrong-key' }, egress: opened });
+    const bad = await webSearch(
+      { query: 'x' },
+      { backend: { url: `${searchBase}/search`, apiKey: 'wrong-key' }, egress: opened },
+    );
     expect(bad.is_error).toBe(true);
     expect(textOf(bad)).toContain('rejected the API key');
     expect(textOf(bad)).not.toContain('wrong-key');
-    expect((await webSearch({ query: '   ' }, { backend: { url: `${searchBase}/search`, apiKey: 'good-key' }, egress: opened })).is_error).toBe(true);
-    expect((await webSearch({ query: 'x' }, { backend: { url: 'not a url', apiKey: 'k' } })).is_error).toBe(true);
-    expect((await webSearch(undefined as unknown as { query: string }, { backend: { url: `${searchBase}/search`, apiKey: 'good-key' }, egress: opened })).is_error).toBe(true);
+    expect(
+      (
+        await webSearch(
+          { query: '   ' },
+          { backend: { url: `${searchBase}/search`, apiKey: 'good-key' }, egress: opened },
+        )
+      ).is_error,
+    ).toBe(true);
+    expect(
+      (await webSearch({ query: 'x' }, { backend: { url: 'not a url', apiKey: 'k' } })).is_error,
+    ).toBe(true);
+    expect(
+      (
+        await webSearch(undefined as unknown as { query: string }, {
+          backend: { url: `${searchBase}/search`, apiKey: 'good-key' },
+          egress: opened,
+        })
+      ).is_error,
+    ).toBe(true);
   });
 
   it('goes through the session proxy when one is given, without logging the key or query', async () => {
     const before = logs.length;
-    const r = await webSearch({ query: 'private words' }, { backend: { url: `${searchBase}/search`, apiKey: 'good-key' }, proxy: proxy.address });
+    const r = await webSearch(
+      { query: 'private words' },
+      { backend: { url: `${searchBase}/search`, apiKey: 'good-key' }, proxy: proxy.address },
+    );
     expect(r.is_error).toBe(false);
     await expect.poll(() => logs.length).toBe(before + 1);
     expect(logs.at(-1)).toMatchObject({ path: '/search?q&count', allowed: true });
     expect(JSON.stringify(logs)).not.toContain('good-key');
     expect(JSON.stringify(logs)).not.toContain('private');
-    const refused = await webSearch({ query: 'x' }, { backend: { url: `${searchBase}/search`, apiKey: 'good-key' }, proxy: denyProxy.address });
+    const refused = await webSearch(
+      { query: 'x' },
+      { backend: { url: `${searchBase}/search`, apiKey: 'good-key' }, proxy: denyProxy.address },
+    );
     expect(refused.is_error).toBe(true);
     expect(textOf(refused)).toContain('refused');
   });
@@ -339,7 +444,18 @@ describe('webSearch', () => {
   it('gets its backend from the config (WEB_SEARCH_URL / WEB_SEARCH_API_KEY / WEB_SEARCH_FLAVOR), every problem listed', () => {
     const base = { DATA_DIR: '/tmp/agentfleet-web-config-test' };
     expect(loadConfig('all', base).sandbox.webSearch).toBeNull();
-    expect(loadConfig('all', { ...base, WEB_SEARCH_URL: 'https://s.example/api', WEB_SEARCH_API_KEY: 'k', WEB_SEARCH_FLAVOR: 'brave' }).sandbox.webSearch).toEqual({ url: 'https://s.example/api', apiKey: 'k', flavor: 'brave' });
-    expect(() => loadConfig('all', { ...base, WEB_SEARCH_URL: 'ftp://s.example', WEB_SEARCH_FLAVOR: 'bing' })).toThrow(/WEB_SEARCH_URL must be an http\(s\) URL[\s\S]*WEB_SEARCH_URL needs WEB_SEARCH_API_KEY[\s\S]*WEB_SEARCH_FLAVOR must be 'brave' or 'generic'/);
+    expect(
+      loadConfig('all', {
+        ...base,
+        WEB_SEARCH_URL: 'https://s.example/api',
+        WEB_SEARCH_API_KEY: 'k',
+        WEB_SEARCH_FLAVOR: 'brave',
+      }).sandbox.webSearch,
+    ).toEqual({ url: 'https://s.example/api', apiKey: 'k', flavor: 'brave' });
+    expect(() =>
+      loadConfig('all', { ...base, WEB_SEARCH_URL: 'ftp://s.example', WEB_SEARCH_FLAVOR: 'bing' }),
+    ).toThrow(
+      /WEB_SEARCH_URL must be an http\(s\) URL[\s\S]*WEB_SEARCH_URL needs WEB_SEARCH_API_KEY[\s\S]*WEB_SEARCH_FLAVOR must be 'brave' or 'generic'/,
+    );
   });
 });

@@ -21,7 +21,11 @@ import { frameworkErrors, MAX_PARAM_LENGTH } from './frameworkErrors.js';
 export function opsRoutes(app: FastifyInstance, p: Platform): void {
   app.get('/healthz', { config: { public: true } }, async () => ({ ok: true }));
   app.get('/readyz', { config: { public: true } }, async (_req, reply) => {
-    const [store, bus, coordination] = await Promise.all([p.store.healthy(), p.bus.healthy(), p.coordination.healthy()].map((x) => x.catch(() => false)));
+    const [store, bus, coordination] = await Promise.all(
+      [p.store.healthy(), p.bus.healthy(), p.coordination.healthy()].map((x) =>
+        x.catch(() => false),
+      ),
+    );
     const ok = store && bus && coordination;
     return reply.code(ok ? 200 : 503).send({ ok, checks: { store, bus, coordination } });
   });
@@ -52,7 +56,11 @@ export async function buildApp(p: Platform, opts: AppOptions): Promise<FastifyIn
     genReqId: () => `req_${ulid()}`,
     // On close, idle keep-alive sockets are destroyed instead of waited on.
     forceCloseConnections: 'idle',
-    routerOptions: { ignoreTrailingSlash: true, querystringParser: parseQuery, maxParamLength: MAX_PARAM_LENGTH },
+    routerOptions: {
+      ignoreTrailingSlash: true,
+      querystringParser: parseQuery,
+      maxParamLength: MAX_PARAM_LENGTH,
+    },
     // Router errors (over-long path segments, malformed percent-encoding) in the API error shape.
     frameworkErrors,
   });
@@ -64,7 +72,10 @@ export async function buildApp(p: Platform, opts: AppOptions): Promise<FastifyIn
 
   app.addHook('preHandler', async (req) => {
     if (req.routeOptions.config?.beta && !hasBeta(req)) {
-      throw new ApiError('invalid_request', 'anthropic-beta: this extension endpoint requires the beta header anthropic-beta (or vendor-beta): managed-agents-2026-04-01');
+      throw new ApiError(
+        'invalid_request',
+        'anthropic-beta: this extension endpoint requires the beta header anthropic-beta (or vendor-beta): managed-agents-2026-04-01',
+      );
     }
   });
 
@@ -75,7 +86,13 @@ export async function buildApp(p: Platform, opts: AppOptions): Promise<FastifyIn
     for (const s of [...openStreams]) s.close();
   });
 
-  app.setNotFoundHandler((req, reply) => reply.code(404).send(errorBody('not_found', `no route ${req.method} ${req.url.split('?')[0]}`, String(req.id))));
+  app.setNotFoundHandler((req, reply) =>
+    reply
+      .code(404)
+      .send(
+        errorBody('not_found', `no route ${req.method} ${req.url.split('?')[0]}`, String(req.id)),
+      ),
+  );
 
   app.addHook('onResponse', async (req, reply) => {
     const route = req.routeOptions.url ?? 'unmatched';

@@ -15,8 +15,20 @@ export function frameworkErrors(err: FastifyError, req: FastifyRequest, reply: F
   const id = String(req.id);
   reply.header('request-id', id);
   if (err.code === 'FST_ERR_MAX_PARAM_LENGTH') {
-    void reply.code(404).send(errorBody('not_found', `no such resource: a path segment is longer than ${MAX_PARAM_LENGTH} characters`, id));
+    void reply
+      .code(404)
+      .send(
+        errorBody(
+          'not_found',
+          `no such resource: a path segment is longer than ${MAX_PARAM_LENGTH} characters`,
+          id,
+        ),
+      );
     return;
   }
-  void reply.code(400).send(errorBody('invalid_request', 'path: not a valid URL path (malformed percent-encoding)', id, { field: 'path' }));
+  void reply.code(400).send(
+    errorBody('invalid_request', 'path: not a valid URL path (malformed percent-encoding)', id, {
+      field: 'path',
+    }),
+  );
 }

@@ -19,15 +19,25 @@ declare module 'fastify' {
 
 export const tenantOf = (req: FastifyRequest) => req.principal.tenantId;
 
-export function errorBody(type: string, message: string, requestId: string, details?: Record<string, unknown>): ErrorBody {
-  return { type: 'error', error: { type, message, ...(details ? { details } : {}) }, request_id: requestId };
+export function errorBody(
+  type: string,
+  message: string,
+  requestId: string,
+  details?: Record<string, unknown>,
+): ErrorBody {
+  return {
+    type: 'error',
+    error: { type, message, ...(details ? { details } : {}) },
+    request_id: requestId,
+  };
 }
 
 /** Body and query validators compiled once per schema. */
 export function bodyOf<S extends TSchema>(schema: S) {
   const v = compileBody(schema);
   return (req: FastifyRequest): Static<S> => {
-    if (req.body === undefined || req.body === null) throw new ApiError('invalid_request', 'body: a JSON object is required');
+    if (req.body === undefined || req.body === null)
+      throw new ApiError('invalid_request', 'body: a JSON object is required');
     return v(req.body);
   };
 }
@@ -41,8 +51,15 @@ export function optionalBody<S extends TSchema>(schema: S) {
 }
 
 export function hasBeta(req: FastifyRequest): boolean {
-  const values = [req.headers['anthropic-beta'], req.headers['vendor-beta']].flat().filter(Boolean) as string[];
-  return values.some((v) => v.split(',').map((s) => s.trim()).includes(BETA_VERSION));
+  const values = [req.headers['anthropic-beta'], req.headers['vendor-beta']]
+    .flat()
+    .filter(Boolean) as string[];
+  return values.some((v) =>
+    v
+      .split(',')
+      .map((s) => s.trim())
+      .includes(BETA_VERSION),
+  );
 }
 
 /** Where parseQuery records the first malformed key of a query string (read by queryProblem). */
@@ -66,15 +83,24 @@ export function parseQuery(qs: string): Record<string, unknown> {
     const m = KEY_SHAPE.exec(rawKey);
     if (!m || RESERVED_KEYS.has(m[1]!) || (m[2] !== undefined && RESERVED_KEYS.has(m[2]))) {
       if (!(QUERY_PROBLEM in out)) {
-        const why = !m ? 'is not a valid query parameter name (use name, name[] or name[sub])' : 'is a reserved name and not accepted';
-        Object.defineProperty(out, QUERY_PROBLEM, { value: { key: rawKey, message: `query parameter ${JSON.stringify(rawKey.slice(0, 100))} ${why}` }, enumerable: false });
+        const why = !m
+          ? 'is not a valid query parameter name (use name, name[] or name[sub])'
+          : 'is a reserved name and not accepted';
+        Object.defineProperty(out, QUERY_PROBLEM, {
+          value: {
+            key: rawKey,
+            message: `query parameter ${JSON.stringify(rawKey.slice(0, 100))} ${why}`,
+          },
+          enumerable: false,
+        });
       }
       continue;
     }
     const isArray = m[2] === '';
     const key = isArray ? m[1]! : rawKey;
     const cur = out[key];
-    if (isArray) out[key] = Array.isArray(cur) ? [...cur, value] : cur === undefined ? [value] : [cur, value];
+    if (isArray)
+      out[key] = Array.isArray(cur) ? [...cur, value] : cur === undefined ? [value] : [cur, value];
     else if (cur === undefined) out[key] = value;
     else out[key] = Array.isArray(cur) ? [...cur, value] : [cur, value];
   }
@@ -83,5 +109,7 @@ export function parseQuery(qs: string): Record<string, unknown> {
 
 /** The malformed query key parseQuery found, if any. */
 export function queryProblem(query: unknown): { key: string; message: string } | undefined {
-  return query && typeof query === 'object' ? (query as { [QUERY_PROBLEM]?: { key: string; message: string } })[QUERY_PROBLEM] : undefined;
+  return query && typeof query === 'object'
+    ? (query as { [QUERY_PROBLEM]?: { key: string; message: string } })[QUERY_PROBLEM]
+    : undefined;
 }

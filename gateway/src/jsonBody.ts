@@ -50,7 +50,11 @@ export function jsonTextDepth(text: string, max: number): number {
 }
 
 export const tooDeep = (field: string) =>
-  new ApiError('invalid_request', `${field}: JSON nests deeper than the limit of ${MAX_JSON_DEPTH} levels of objects and arrays`, { field, limit: MAX_JSON_DEPTH });
+  new ApiError(
+    'invalid_request',
+    `${field}: JSON nests deeper than the limit of ${MAX_JSON_DEPTH} levels of objects and arrays`,
+    { field, limit: MAX_JSON_DEPTH },
+  );
 
 /** Replaces fastify's application/json parser with the depth-checked one described above. */
 export function registerJsonParser(app: FastifyInstance): void {
@@ -59,7 +63,8 @@ export function registerJsonParser(app: FastifyInstance): void {
   app.addContentTypeParser('application/json', { parseAs: 'string' }, (req, body, done) => {
     const text = body as string;
     if (text.trim() === '') return done(null, undefined);
-    if (jsonTextDepth(text, MAX_JSON_DEPTH) > MAX_JSON_DEPTH) return done(tooDeep('body'), undefined);
+    if (jsonTextDepth(text, MAX_JSON_DEPTH) > MAX_JSON_DEPTH)
+      return done(tooDeep('body'), undefined);
     parse(req, text, done);
   });
 }

@@ -16,13 +16,21 @@ const CONTENT_TYPE = 'text/plain; version=0.0.4; charset=utf-8';
 
 function render(p: Platform): string {
   p.metrics.sseStreams.set(openStreams.size);
-  p.metrics.registry.gauge('agentfleet_auth_key_cache_entries', 'API keys held in the bounded key cache', () => p.auth.cacheSize);
+  p.metrics.registry.gauge(
+    'agentfleet_auth_key_cache_entries',
+    'API keys held in the bounded key cache',
+    () => p.auth.cacheSize,
+  );
   return p.metrics.registry.render();
 }
 
 /** GET /metrics; `operator: true` leaves the key check to the app's auth hook. */
 export function metricsRoute(app: FastifyInstance, p: Platform, opts: { operator: boolean }): void {
-  app.get('/metrics', { config: opts.operator ? { operator: true } : { public: true } }, async (_req, reply) => reply.type(CONTENT_TYPE).send(render(p)));
+  app.get(
+    '/metrics',
+    { config: opts.operator ? { operator: true } : { public: true } },
+    async (_req, reply) => reply.type(CONTENT_TYPE).send(render(p)),
+  );
 }
 
 /**
@@ -30,12 +38,16 @@ export function metricsRoute(app: FastifyInstance, p: Platform, opts: { operator
  * require the operator key, with the same failed-authentication limit per address.
  */
 export function operatorOnlyMetrics(app: FastifyInstance, p: Platform): void {
-  const failures = new AuthFailureLimiter(p.coordination.rateLimiter, p.config.rateLimit.authFailuresPerMinute);
+  const failures = new AuthFailureLimiter(
+    p.coordination.rateLimiter,
+    p.config.rateLimit.authFailuresPerMinute,
+  );
   app.setErrorHandler(errorHandler(createLogger(p.config.logLevel, { component: 'ops-http' })));
   app.addHook('onRequest', async (req, reply) => {
     if (!req.routeOptions.config?.operator) return;
     const principal = await authenticateRequest(p, failures, req, reply);
-    if (!principal.operator) throw new ApiError('forbidden', 'this endpoint requires the operator API key');
+    if (!principal.operator)
+      throw new ApiError('forbidden', 'this endpoint requires the operator API key');
   });
 }
 

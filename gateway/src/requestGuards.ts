@@ -22,7 +22,8 @@ export const RATE_WINDOW_MS = 60_000;
 export function presentedKey(req: FastifyRequest): string | undefined {
   const headerKey = req.headers['x-api-key'];
   const auth = req.headers.authorization;
-  const bearer = typeof auth === 'string' && auth.startsWith('Bearer ') ? auth.slice(7).trim() : undefined;
+  const bearer =
+    typeof auth === 'string' && auth.startsWith('Bearer ') ? auth.slice(7).trim() : undefined;
   return typeof headerKey === 'string' ? headerKey : bearer;
 }
 
@@ -30,12 +31,28 @@ export function presentedKey(req: FastifyRequest): string | undefined {
  * Takes `weight` tokens of the tenant's per-minute rate limit, sets the X-RateLimit-* headers,
  * and throws 429 (with Retry-After) when the tenant is over.
  */
-export async function chargeTenant(p: Platform, reply: FastifyReply, tenantId: string, weight = 1): Promise<void> {
-  const rl = await p.coordination.rateLimiter.consume(`rl:${tenantId}`, p.config.rateLimit.perMinute, RATE_WINDOW_MS, weight);
-  reply.header('x-ratelimit-limit', rl.limit).header('x-ratelimit-remaining', rl.remaining).header('x-ratelimit-reset', rl.resetAt);
+export async function chargeTenant(
+  p: Platform,
+  reply: FastifyReply,
+  tenantId: string,
+  weight = 1,
+): Promise<void> {
+  const rl = await p.coordination.rateLimiter.consume(
+    `rl:${tenantId}`,
+    p.config.rateLimit.perMinute,
+    RATE_WINDOW_MS,
+    weight,
+  );
+  reply
+    .header('x-ratelimit-limit', rl.limit)
+    .header('x-ratelimit-remaining', rl.remaining)
+    .header('x-ratelimit-reset', rl.resetAt);
   if (!rl.allowed) {
     reply.header('retry-after', Math.max(1, rl.resetAt - Math.floor(Date.now() / 1000)));
-    throw new ApiError('rate_limited', `rate limit of ${rl.limit} requests per minute exceeded for this tenant`);
+    throw new ApiError(
+      'rate_limited',
+      `rate limit of ${rl.limit} requests per minute exceeded for this tenant`,
+    );
   }
 }
 
@@ -48,7 +65,11 @@ export function checkRequestShape(req: FastifyRequest): void {
   if (q) throw new ApiError('invalid_request', q.message, { field: q.key.slice(0, 100) });
   const ct = req.headers['content-type'];
   if (typeof ct === 'string' && MULTIPART.test(ct) && !BOUNDARY.test(ct)) {
-    throw new ApiError('invalid_request', 'content-type: multipart/form-data needs a boundary parameter (multipart/form-data; boundary=…)', { field: 'content-type' });
+    throw new ApiError(
+      'invalid_request',
+      'content-type: multipart/form-data needs a boundary parameter (multipart/form-data; boundary=…)',
+      { field: 'content-type' },
+    );
   }
 }
 
@@ -56,12 +77,20 @@ export function checkRequestShape(req: FastifyRequest): void {
  * Resolves the request's principal, or throws 401 / 429. Failed attempts count against the
  * client address; an address over its limit is refused before the lookup.
  */
-export async function authenticateRequest(p: Platform, failures: AuthFailureLimiter, req: FastifyRequest, reply: FastifyReply): Promise<Principal> {
+export async function authenticateRequest(
+  p: Platform,
+  failures: AuthFailureLimiter,
+  req: FastifyRequest,
+  reply: FastifyReply,
+): Promise<Principal> {
   const key = presentedKey(req);
   if (!key) throw new ApiError('unauthorized', 'missing x-api-key header');
   const refuse = (seconds: number) => {
     reply.header('retry-after', seconds);
-    return new ApiError('rate_limited', `too many failed authentications from this address (limit ${failures.perMinute} per minute); retry after ${seconds} s`);
+    return new ApiError(
+      'rate_limited',
+      `too many failed authentications from this address (limit ${failures.perMinute} per minute); retry after ${seconds} s`,
+    );
   };
   const wait = failures.retryAfter(req.ip);
   if (wait > 0) throw refuse(wait);
@@ -76,7 +105,10 @@ export async function authenticateRequest(p: Platform, failures: AuthFailureLimi
 
 /** Registers the guards and the auth/rate-limit hook on the gateway app. */
 export function registerRequestGuards(app: FastifyInstance, p: Platform): AuthFailureLimiter {
-  const failures = new AuthFailureLimiter(p.coordination.rateLimiter, p.config.rateLimit.authFailuresPerMinute);
+  const failures = new AuthFailureLimiter(
+    p.coordination.rateLimiter,
+    p.config.rateLimit.authFailuresPerMinute,
+  );
   app.addHook('onRequest', async (req, reply) => {
     reply.header('request-id', req.id);
     const cfg = req.routeOptions.config ?? {};
@@ -84,9 +116,13 @@ export function registerRequestGuards(app: FastifyInstance, p: Platform): AuthFa
     const principal = await authenticateRequest(p, failures, req, reply);
     if (principal.environmentId) {
       // Environment service keys: Bearer only, and only under that environment's work routes.
-      throw new ApiError('forbidden', "environment service keys are valid only as Bearer on their environment's /work endpoints");
+      throw new ApiError(
+        'forbidden',
+        "environment service keys are valid only as Bearer on their environment's /work endpoints",
+      );
     }
-    if (cfg.operator && !principal.operator) throw new ApiError('forbidden', 'this endpoint requires the operator API key');
+    if (cfg.operator && !principal.operator)
+      throw new ApiError('forbidden', 'this endpoint requires the operator API key');
     req.principal = principal;
     await chargeTenant(p, reply, principal.tenantId);
     checkRequestShape(req);

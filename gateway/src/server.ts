@@ -1,5 +1,17 @@
 import type { FastifyInstance } from 'fastify';
-import { createLogger, createPlatform, createSandboxRuntime, loadConfig, prepareDataDir, readDataDir, watchOperatorKey, type DataDirPlan, type SandboxRuntime, type Platform, type Role } from '@agentfleet/core';
+import {
+  createLogger,
+  createPlatform,
+  createSandboxRuntime,
+  loadConfig,
+  prepareDataDir,
+  readDataDir,
+  watchOperatorKey,
+  type DataDirPlan,
+  type SandboxRuntime,
+  type Platform,
+  type Role,
+} from '@agentfleet/core';
 import { ToolExecutor, TurnRunner } from '@agentfleet/workers';
 import { buildApp, buildOpsApp } from './app.js';
 import { buildMetricsApp } from './metricsRoute.js';
@@ -30,7 +42,10 @@ export interface RunningServer {
  * operator key hash this start stored. An operator key from the data dir is then followed:
  * `agentfleet rotate-operator-key` takes effect on the running server (test/operator-key.test.ts).
  */
-export async function startServer(role: Role, env: Record<string, string | undefined> = process.env): Promise<RunningServer> {
+export async function startServer(
+  role: Role,
+  env: Record<string, string | undefined> = process.env,
+): Promise<RunningServer> {
   const plan = readDataDir(loadConfig(role, env));
   const { config } = plan;
   const log = createLogger(config.logLevel, { role });
@@ -40,8 +55,17 @@ export async function startServer(role: Role, env: Record<string, string | undef
   if (role === 'all' || role === 'worker') {
     try {
       sandboxes = await createSandboxRuntime(platform, log);
-      const tools = new ToolExecutor({ sandbox: sandboxes?.manager ?? null, web: sandboxes?.web ?? null });
-      runner = new TurnRunner(platform, `worker-${process.pid}-${Math.random().toString(36).slice(2, 8)}`, log.child({ component: 'turn-runner' }), tools, sandboxes?.manager ?? null);
+      const tools = new ToolExecutor({
+        sandbox: sandboxes?.manager ?? null,
+        web: sandboxes?.web ?? null,
+      });
+      runner = new TurnRunner(
+        platform,
+        `worker-${process.pid}-${Math.random().toString(36).slice(2, 8)}`,
+        log.child({ component: 'turn-runner' }),
+        tools,
+        sandboxes?.manager ?? null,
+      );
       await runner.start();
     } catch (err) {
       await sandboxes?.close();
@@ -62,7 +86,10 @@ export async function startServer(role: Role, env: Record<string, string | undef
   };
   try {
     // Every role listens: the gateway for the API, a worker for health, readiness and metrics.
-    app = role === 'worker' ? await buildOpsApp(platform) : await buildApp(platform, { log, plugins: [graphqlPlugin] });
+    app =
+      role === 'worker'
+        ? await buildOpsApp(platform)
+        : await buildApp(platform, { log, plugins: [graphqlPlugin] });
     if (config.metricsListen) metricsApp = await buildMetricsApp(platform);
   } catch (err) {
     await abort();
@@ -77,25 +104,36 @@ export async function startServer(role: Role, env: Record<string, string | undef
     throw err;
   }
   try {
-    url = (await app.listen({ host: config.host, port: config.port })).replace('[::1]', '127.0.0.1');
+    url = (await app.listen({ host: config.host, port: config.port })).replace(
+      '[::1]',
+      '127.0.0.1',
+    );
     // METRICS_LISTEN: /metrics only there, without auth (and not on the API port).
     if (metricsApp && config.metricsListen) {
-      metricsUrl = (await metricsApp.listen({ host: config.metricsListen.host, port: config.metricsListen.port })).replace('[::1]', '127.0.0.1');
+      metricsUrl = (
+        await metricsApp.listen({
+          host: config.metricsListen.host,
+          port: config.metricsListen.port,
+        })
+      ).replace('[::1]', '127.0.0.1');
     }
   } catch (err) {
     prepared.undoOperatorKey();
     await abort();
     throw err;
   }
-  const stopWatchingKey = plan.operatorKeySource === 'env' ? () => {} : watchOperatorKey(
-    config.dataDir,
-    config.operatorKeyHash,
-    (hash) => {
-      platform.auth.replaceOperatorKeyHash(hash);
-      log.info('operator key rotated: the previous key is refused from now on');
-    },
-    (problem) => log.warn(problem),
-  );
+  const stopWatchingKey =
+    plan.operatorKeySource === 'env'
+      ? () => {}
+      : watchOperatorKey(
+          config.dataDir,
+          config.operatorKeyHash,
+          (hash) => {
+            platform.auth.replaceOperatorKeyHash(hash);
+            log.info('operator key rotated: the previous key is refused from now on');
+          },
+          (problem) => log.warn(problem),
+        );
   const { config: _resolved, ...secrets } = plan;
   return {
     secrets,
@@ -115,7 +153,11 @@ export async function startServer(role: Role, env: Record<string, string | undef
       await step('http', async () => {
         if (!app) return;
         const force = setTimeout(() => app!.server.closeAllConnections(), config.shutdownGraceMs);
-        try { await app.close(); } finally { clearTimeout(force); }
+        try {
+          await app.close();
+        } finally {
+          clearTimeout(force);
+        }
       });
       await step('metrics', async () => metricsApp?.close());
       await step('workers', () => runner?.stop());

@@ -13,7 +13,10 @@ export class SseWriter {
   private readonly ping: NodeJS.Timeout;
   private closed = false;
 
-  constructor(private readonly req: FastifyRequest, private readonly reply: FastifyReply) {
+  constructor(
+    private readonly req: FastifyRequest,
+    private readonly reply: FastifyReply,
+  ) {
     reply.hijack();
     const origin = req.headers.origin;
     // The headers set on the reply so far (X-RateLimit-*, request-id) go out with the stream.

@@ -17,7 +17,10 @@ export const OPERATOR_TENANT = 'tnt_default';
 export interface ScriptedModel {
   url: string;
   requests: Array<{ model: string }>;
-  script(model: string, ...responses: Array<{ steps: Array<{ text: string } | { delay_ms: number }> }>): void;
+  script(
+    model: string,
+    ...responses: Array<{ steps: Array<{ text: string } | { delay_ms: number }> }>
+  ): void;
   close(): Promise<void>;
 }
 
@@ -25,7 +28,9 @@ export interface ScriptedModel {
 export async function startScriptedModel(): Promise<ScriptedModel> {
   // The fixture lives in the test workspace (outside this project's tsconfig): load it at run time.
   const fixture = new URL('../../test/fixtures/scriptedModel.ts', import.meta.url).href;
-  const { startScriptedModelServer } = (await import(fixture)) as { startScriptedModelServer: () => Promise<ScriptedModel> };
+  const { startScriptedModelServer } = (await import(fixture)) as {
+    startScriptedModelServer: () => Promise<ScriptedModel>;
+  };
   return startScriptedModelServer();
 }
 
@@ -57,8 +62,17 @@ export function benchClient(url: string, apiKey: string): BenchClient {
       const payload = body === undefined ? undefined : JSON.stringify(body);
       const req = http.request(
         {
-          agent, host: u.hostname, port: u.port, path, method,
-          headers: { 'x-api-key': apiKey, ...(payload ? { 'content-type': 'application/json', 'content-length': Buffer.byteLength(payload) } : {}) },
+          agent,
+          host: u.hostname,
+          port: u.port,
+          path,
+          method,
+          headers: {
+            'x-api-key': apiKey,
+            ...(payload
+              ? { 'content-type': 'application/json', 'content-length': Buffer.byteLength(payload) }
+              : {}),
+          },
         },
         (res) => {
           const chunks: Buffer[] = [];
@@ -81,7 +95,8 @@ export function benchClient(url: string, apiKey: string): BenchClient {
 
   const expectOk = async <T>(method: string, path: string, body?: unknown): Promise<T> => {
     const r = await json<T>(method, path, body);
-    if (r.status < 200 || r.status >= 300) throw new Error(`${method} ${path}: HTTP ${r.status} ${JSON.stringify(r.body)}`);
+    if (r.status < 200 || r.status >= 300)
+      throw new Error(`${method} ${path}: HTTP ${r.status} ${JSON.stringify(r.body)}`);
     return r.body;
   };
 
@@ -91,11 +106,19 @@ export function benchClient(url: string, apiKey: string): BenchClient {
     agent,
     json,
     async sessions(n) {
-      const ag = await expectOk<{ id: string }>('POST', '/v1/agents', { name: 'bench-agent', model: 'claude-sonnet-4-5' });
-      const env = await expectOk<{ id: string }>('POST', '/v1/environments', { name: `bench-env-${Math.random().toString(36).slice(2, 8)}` });
+      const ag = await expectOk<{ id: string }>('POST', '/v1/agents', {
+        name: 'bench-agent',
+        model: 'claude-sonnet-4-5',
+      });
+      const env = await expectOk<{ id: string }>('POST', '/v1/environments', {
+        name: `bench-env-${Math.random().toString(36).slice(2, 8)}`,
+      });
       const sessionIds: string[] = [];
       for (let i = 0; i < n; i++) {
-        const s = await expectOk<{ id: string }>('POST', '/v1/sessions', { agent: ag.id, environment_id: env.id });
+        const s = await expectOk<{ id: string }>('POST', '/v1/sessions', {
+          agent: ag.id,
+          environment_id: env.id,
+        });
         sessionIds.push(s.id);
       }
       return { agentId: ag.id, environmentId: env.id, sessionIds };

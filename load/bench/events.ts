@@ -10,11 +10,29 @@ import type { TurnFigures } from './turns.js';
 
 const MAX_APPENDS = 1_000_000;
 
-const draft = (i: number): EventDraft => ({ type: 'agent.message', payload: { content: [{ type: 'text', text: `bench event ${i}` }] } });
+const draft = (i: number): EventDraft => ({
+  type: 'agent.message',
+  payload: { content: [{ type: 'text', text: `bench event ${i}` }] },
+});
 
-export interface AppendFigures { name: string; sessions: number; batch: number; appends: number; events: number; eventsPerSec: number; latency: Summary; errors: number }
+export interface AppendFigures {
+  name: string;
+  sessions: number;
+  batch: number;
+  appends: number;
+  events: number;
+  eventsPerSec: number;
+  latency: Summary;
+  errors: number;
+}
 
-async function measure(p: BenchPlatform, name: string, sessionIds: string[], batch: number, durationMs: number): Promise<AppendFigures> {
+async function measure(
+  p: BenchPlatform,
+  name: string,
+  sessionIds: string[],
+  batch: number,
+  durationMs: number,
+): Promise<AppendFigures> {
   const log = p.server.platform.events;
   const latencies: number[] = [];
   let appends = 0;
@@ -22,22 +40,33 @@ async function measure(p: BenchPlatform, name: string, sessionIds: string[], bat
   let n = 0;
   const t0 = nowMs();
   const end = t0 + durationMs;
-  await Promise.all(sessionIds.map(async (sid) => {
-    while (nowMs() < end && appends + errors < MAX_APPENDS) {
-      const drafts = Array.from({ length: batch }, () => draft(n++));
-      const a = nowMs();
-      try {
-        await log.append(OPERATOR_TENANT, sid, drafts);
-        latencies.push(nowMs() - a);
-        appends++;
-      } catch (err) {
-        if (++errors === 1) console.error(`  append error: ${(err as Error).message}`);
-        if (errors >= 10) break;
+  await Promise.all(
+    sessionIds.map(async (sid) => {
+      while (nowMs() < end && appends + errors < MAX_APPENDS) {
+        const drafts = Array.from({ length: batch }, () => draft(n++));
+        const a = nowMs();
+        try {
+          await log.append(OPERATOR_TENANT, sid, drafts);
+          latencies.push(nowMs() - a);
+          appends++;
+        } catch (err) {
+          if (++errors === 1) console.error(`  append error: ${(err as Error).message}`);
+          if (errors >= 10) break;
+        }
       }
-    }
-  }));
+    }),
+  );
   const elapsed = (nowMs() - t0) / 1000;
-  return { name, sessions: sessionIds.length, batch, appends, events: appends * batch, eventsPerSec: (appends * batch) / elapsed, latency: summarize(latencies), errors };
+  return {
+    name,
+    sessions: sessionIds.length,
+    batch,
+    appends,
+    events: appends * batch,
+    eventsPerSec: (appends * batch) / elapsed,
+    latency: summarize(latencies),
+    errors,
+  };
 }
 
 export interface EventsSectionLabels {
@@ -47,9 +76,17 @@ export interface EventsSectionLabels {
   turnsSection: string;
 }
 
-const EMBEDDED: EventsSectionLabels = { title: 'c. Event log appends/s (embedded store, EventLog.append in-process)', turnsSection: 'section b' };
+const EMBEDDED: EventsSectionLabels = {
+  title: 'c. Event log appends/s (embedded store, EventLog.append in-process)',
+  turnsSection: 'section b',
+};
 
-export async function eventsSection(p: BenchPlatform, s: BenchSettings, turns?: TurnFigures, labels: EventsSectionLabels = EMBEDDED): Promise<AppendFigures[]> {
+export async function eventsSection(
+  p: BenchPlatform,
+  s: BenchSettings,
+  turns?: TurnFigures,
+  labels: EventsSectionLabels = EMBEDDED,
+): Promise<AppendFigures[]> {
   printSection(labels.title);
   const { sessionIds } = await p.sessions(Math.max(1, s.sessions));
   const ms = s.seconds * 1000;
@@ -60,9 +97,20 @@ export async function eventsSection(p: BenchPlatform, s: BenchSettings, turns?: 
   printTable(
     `appends for ${s.seconds}s each; latency is per append() call`,
     ['mode', 'events/s', 'appends/s', 'events', 'p50 ms', 'p99 ms', 'max ms', 'errors'],
-    rows.map((r) => [r.name, fmtInt(r.eventsPerSec), fmtInt(r.eventsPerSec / r.batch), fmtInt(r.events), fmt(r.latency.p50, 3), fmt(r.latency.p99, 3), fmt(r.latency.max, 3), fmtInt(r.errors)]),
+    rows.map((r) => [
+      r.name,
+      fmtInt(r.eventsPerSec),
+      fmtInt(r.eventsPerSec / r.batch),
+      fmtInt(r.events),
+      fmt(r.latency.p50, 3),
+      fmt(r.latency.p99, 3),
+      fmt(r.latency.max, 3),
+      fmtInt(r.errors),
+    ]),
     turns
-      ? [`during ${labels.turnsSection}'s concurrent turns (${turns.concurrent.sessions} sessions, via HTTP + turn runner): ${fmtInt(turns.concurrent.eventsPerSec)} persisted events/s`]
+      ? [
+          `during ${labels.turnsSection}'s concurrent turns (${turns.concurrent.sessions} sessions, via HTTP + turn runner): ${fmtInt(turns.concurrent.eventsPerSec)} persisted events/s`,
+        ]
       : [],
   );
   return rows;

@@ -37,7 +37,14 @@ export async function httpSection(p: BenchPlatform, s: BenchSettings): Promise<H
     const bareRes = await runLoad({ ...common, url: bareUrl });
     const ratio = platform.rps / bareRes.rps;
     const row = (name: string, r: LoadResult) => [
-      name, fmtInt(r.rps), fmtInt(r.requests), fmt(r.latency.p50), fmt(r.latency.p99), fmt(r.latency.max), fmtInt(r.errors), r.thread,
+      name,
+      fmtInt(r.rps),
+      fmtInt(r.requests),
+      fmt(r.latency.p50),
+      fmt(r.latency.p99),
+      fmt(r.latency.max),
+      fmtInt(r.errors),
+      r.thread,
     ];
     printTable(
       `GET, ${s.connections} keep-alive connections, ${s.seconds}s each after ${s.warmupMs / 1000}s warm-up, body ${docBytes} bytes`,

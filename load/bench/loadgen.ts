@@ -46,18 +46,33 @@ const DEFAULT_MAX_REQUESTS = 5_000_000;
 
 function assertLoopback(url: string): URL {
   const u = new URL(url);
-  if (u.hostname !== '127.0.0.1' && u.hostname !== 'localhost') throw new Error(`loadgen: refusing non-loopback target ${url}`);
+  if (u.hostname !== '127.0.0.1' && u.hostname !== 'localhost')
+    throw new Error(`loadgen: refusing non-loopback target ${url}`);
   return u;
 }
 
 /** One request over the agent; resolves with status and body size, rejects on error/timeout. */
-function once(agent: http.Agent, u: URL, o: LoadOptions, timeoutMs: number): Promise<{ status: number; bytes: number }> {
+function once(
+  agent: http.Agent,
+  u: URL,
+  o: LoadOptions,
+  timeoutMs: number,
+): Promise<{ status: number; bytes: number }> {
   return new Promise((resolve, reject) => {
     const req = http.request(
-      { agent, host: u.hostname, port: u.port, path: o.path, method: o.method ?? 'GET', headers: o.headers },
+      {
+        agent,
+        host: u.hostname,
+        port: u.port,
+        path: o.path,
+        method: o.method ?? 'GET',
+        headers: o.headers,
+      },
       (res) => {
         let bytes = 0;
-        res.on('data', (c: Buffer) => { bytes += c.length; });
+        res.on('data', (c: Buffer) => {
+          bytes += c.length;
+        });
         res.on('end', () => resolve({ status: res.statusCode ?? 0, bytes }));
         res.on('error', reject);
       },
@@ -71,7 +86,11 @@ function once(agent: http.Agent, u: URL, o: LoadOptions, timeoutMs: number): Pro
 /** Runs the load loop on the calling thread. */
 export async function runLoadInline(o: LoadOptions): Promise<Omit<LoadResult, 'thread'>> {
   const u = assertLoopback(o.url);
-  const agent = new http.Agent({ keepAlive: true, maxSockets: o.connections, maxFreeSockets: o.connections });
+  const agent = new http.Agent({
+    keepAlive: true,
+    maxSockets: o.connections,
+    maxFreeSockets: o.connections,
+  });
   const timeoutMs = o.timeoutMs ?? 10_000;
   const ok = new Set(o.okStatus ?? [200]);
   const maxRequests = o.maxRequests ?? DEFAULT_MAX_REQUESTS;

@@ -83,12 +83,21 @@ export async function stopProcess(c: ChildProcess): Promise<void> {
 }
 
 /** Starts one platform process on 127.0.0.1 and waits until it prints "started" (bounded). */
-export async function startPlatformProcess(role: 'gateway' | 'worker', env: Record<string, string>): Promise<PlatformProcess> {
+export async function startPlatformProcess(
+  role: 'gateway' | 'worker',
+  env: Record<string, string>,
+): Promise<PlatformProcess> {
   installExitHook();
   const port = await freePort();
   const child = spawn(process.execPath, ['--conditions=source', '--import', 'tsx', CLI, role], {
     cwd: REPO,
-    env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '', ...env, HOST: '127.0.0.1', PORT: String(port) },
+    env: {
+      PATH: process.env.PATH ?? '',
+      HOME: process.env.HOME ?? '',
+      ...env,
+      HOST: '127.0.0.1',
+      PORT: String(port),
+    },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   live.add(child);
@@ -102,9 +111,15 @@ export async function startPlatformProcess(role: 'gateway' | 'worker', env: Reco
   child.stderr!.on('data', append);
   try {
     await new Promise<void>((resolve, reject) => {
-      const timer = setTimeout(() => finish(new Error(`${role} did not start within ${START_TIMEOUT_MS / 1000} s`)), START_TIMEOUT_MS);
-      const check = () => { if (/\bstarted\b/.test(out)) finish(); };
-      const onExit = (code: number | null, signal: string | null) => finish(new Error(`${role} exited (${signal ?? code}) before it started`));
+      const timer = setTimeout(
+        () => finish(new Error(`${role} did not start within ${START_TIMEOUT_MS / 1000} s`)),
+        START_TIMEOUT_MS,
+      );
+      const check = () => {
+        if (/\bstarted\b/.test(out)) finish();
+      };
+      const onExit = (code: number | null, signal: string | null) =>
+        finish(new Error(`${role} exited (${signal ?? code}) before it started`));
       const onError = (err: Error) => finish(err);
       function finish(err?: Error) {
         clearTimeout(timer);

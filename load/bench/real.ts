@@ -7,7 +7,8 @@
  */
 import { randomBytes } from 'node:crypto';
 
-export const SKIP_LINE = 'skipped: real servers not configured (npm run infra:up; source fleet.env)';
+export const SKIP_LINE =
+  'skipped: real servers not configured (npm run infra:up; source fleet.env)';
 
 export interface RealServers {
   redisUrl: string;
@@ -20,16 +21,25 @@ export type RealConfig = { servers: RealServers } | { servers: null; reason: str
 const LOOPBACK = new Set(['127.0.0.1', 'localhost']);
 
 /** The host list of a mongodb:// URL (`h1:p1,h2:p2`), without credentials. */
-const mongoHostList = (url: string) => /^mongodb(?:\+srv)?:\/\/(?:[^@/]*@)?([^/?]*)/.exec(url)?.[1] ?? '';
-const mongoHosts = (url: string) => mongoHostList(url).split(',').map((h) => h.replace(/:\d+$/, ''));
+const mongoHostList = (url: string) =>
+  /^mongodb(?:\+srv)?:\/\/(?:[^@/]*@)?([^/?]*)/.exec(url)?.[1] ?? '';
+const mongoHosts = (url: string) =>
+  mongoHostList(url)
+    .split(',')
+    .map((h) => h.replace(/:\d+$/, ''));
 
 /** The real servers from the environment, or why they are not used. Only 127.0.0.1 servers are used. */
 export function realConfig(env: Record<string, string | undefined> = process.env): RealConfig {
   const names = ['REDIS_URL', 'KAFKA_BROKERS', 'MONGODB_URL'] as const;
   const missing = names.filter((n) => !env[n]);
   if (missing.length === names.length) return { servers: null, reason: SKIP_LINE };
-  if (missing.length) return { servers: null, reason: `${SKIP_LINE}; missing: ${missing.join(', ')}` };
-  const servers: RealServers = { redisUrl: env.REDIS_URL!, kafkaBrokers: env.KAFKA_BROKERS!, mongodbUrl: env.MONGODB_URL! };
+  if (missing.length)
+    return { servers: null, reason: `${SKIP_LINE}; missing: ${missing.join(', ')}` };
+  const servers: RealServers = {
+    redisUrl: env.REDIS_URL!,
+    kafkaBrokers: env.KAFKA_BROKERS!,
+    mongodbUrl: env.MONGODB_URL!,
+  };
   let hosts: string[];
   try {
     hosts = [
@@ -38,10 +48,17 @@ export function realConfig(env: Record<string, string | undefined> = process.env
       ...mongoHosts(servers.mongodbUrl),
     ];
   } catch (err) {
-    return { servers: null, reason: `skipped: cannot parse the real servers' URLs (${(err as Error).message})` };
+    return {
+      servers: null,
+      reason: `skipped: cannot parse the real servers' URLs (${(err as Error).message})`,
+    };
   }
   const remote = hosts.filter((h) => !LOOPBACK.has(h));
-  if (remote.length) return { servers: null, reason: `skipped: the bench only talks to 127.0.0.1; real servers on ${[...new Set(remote)].join(', ')}` };
+  if (remote.length)
+    return {
+      servers: null,
+      reason: `skipped: the bench only talks to 127.0.0.1; real servers on ${[...new Set(remote)].join(', ')}`,
+    };
   return { servers };
 }
 
@@ -52,7 +69,8 @@ export function describeServers(r: RealServers): string {
 }
 
 /** A fresh FLEET_NAMESPACE (^[a-z][a-z0-9_-]{0,40}$): isolates topics, groups, keys and the database. */
-export const newNamespace = (tag: string): string => `bench-${tag}-${randomBytes(4).toString('hex')}`;
+export const newNamespace = (tag: string): string =>
+  `bench-${tag}-${randomBytes(4).toString('hex')}`;
 
 /** Env that puts a platform process on the real servers under `namespace` (as test/harness.ts realAdapterEnv). */
 export function realAdapterEnv(r: RealServers, namespace: string): Record<string, string> {
@@ -100,7 +118,9 @@ export async function dropNamespace(r: RealServers, namespace: string): Promise<
   };
   await step('mongodb', async () => {
     const { MongoClient } = await load('mongodb');
-    const client = new MongoClient(realAdapterEnv(r, namespace).MONGODB_URL, { serverSelectionTimeoutMS: 5000 });
+    const client = new MongoClient(realAdapterEnv(r, namespace).MONGODB_URL, {
+      serverSelectionTimeoutMS: 5000,
+    });
     try {
       await client.connect();
       await client.db(namespace).dropDatabase();
@@ -111,15 +131,29 @@ export async function dropNamespace(r: RealServers, namespace: string): Promise<
   });
   await step('kafka', async () => {
     const { Kafka, logLevel } = await load('kafkajs');
-    const admin = new Kafka({ clientId: `${namespace}-cleanup`, brokers: r.kafkaBrokers.split(',').map((b) => b.trim()), logLevel: logLevel.NOTHING, connectionTimeout: 5000, requestTimeout: 10_000, retry: { retries: 2 } }).admin();
+    const admin = new Kafka({
+      clientId: `${namespace}-cleanup`,
+      brokers: r.kafkaBrokers.split(',').map((b) => b.trim()),
+      logLevel: logLevel.NOTHING,
+      connectionTimeout: 5000,
+      requestTimeout: 10_000,
+      retry: { retries: 2 },
+    }).admin();
     await admin.connect();
     try {
       const prefix = `${namespace}.`;
       const topics = ((await admin.listTopics()) as string[]).filter((t) => t.startsWith(prefix));
       if (topics.length) await admin.deleteTopics({ topics, timeout: 10_000 });
-      const groups = ((await admin.listGroups()).groups as Array<{ groupId: string }>).map((g) => g.groupId).filter((g) => g.startsWith(prefix));
+      const groups = ((await admin.listGroups()).groups as Array<{ groupId: string }>)
+        .map((g) => g.groupId)
+        .filter((g) => g.startsWith(prefix));
       // A group that still has members (a process that did not stop) cannot be deleted: say so, keep going.
-      const kept = groups.length ? await admin.deleteGroups(groups).then(() => '', (err: Error) => ` (consumer groups not removed: ${err.message})`) : '';
+      const kept = groups.length
+        ? await admin.deleteGroups(groups).then(
+            () => '',
+            (err: Error) => ` (consumer groups not removed: ${err.message})`,
+          )
+        : '';
       return `${topics.length} topics, ${groups.length} consumer groups${kept}`;
     } finally {
       await admin.disconnect();
@@ -127,13 +161,23 @@ export async function dropNamespace(r: RealServers, namespace: string): Promise<
   });
   await step('redis', async () => {
     const { Redis } = await load('ioredis');
-    const redis = new Redis(r.redisUrl, { lazyConnect: true, maxRetriesPerRequest: 1, enableOfflineQueue: false });
+    const redis = new Redis(r.redisUrl, {
+      lazyConnect: true,
+      maxRetriesPerRequest: 1,
+      enableOfflineQueue: false,
+    });
     await redis.connect();
     try {
       let cursor = '0';
       let keys = 0;
       for (let i = 0; i < 1000; i++) {
-        const [next, batch] = (await redis.scan(cursor, 'MATCH', `${namespace}:*`, 'COUNT', 1000)) as [string, string[]];
+        const [next, batch] = (await redis.scan(
+          cursor,
+          'MATCH',
+          `${namespace}:*`,
+          'COUNT',
+          1000,
+        )) as [string, string[]];
         if (batch.length) keys += await redis.unlink(...batch);
         cursor = next;
         if (cursor === '0') break;

@@ -15,7 +15,14 @@ import os from 'node:os';
 import { startBenchPlatform, type BenchPlatform } from './context.js';
 import { eventsSection } from './events.js';
 import { httpSection } from './http.js';
-import { describeServers, dropNamespace, newNamespace, realAdapterEnv, realConfig, type RealServers } from './real.js';
+import {
+  describeServers,
+  dropNamespace,
+  newNamespace,
+  realAdapterEnv,
+  realConfig,
+  type RealServers,
+} from './real.js';
 import { loadSettings, type BenchSettings } from './settings.js';
 import { storeSection } from './store.js';
 import { sandboxSection } from './sandbox.js';
@@ -31,31 +38,60 @@ interface Section {
   platform: PlatformKind;
   /** Needs the real servers (skipped with one line when they are not configured). */
   real: boolean;
-  run(p: BenchPlatform | null, s: BenchSettings, results: Map<string, unknown>, servers: RealServers | null): Promise<unknown>;
+  run(
+    p: BenchPlatform | null,
+    s: BenchSettings,
+    results: Map<string, unknown>,
+    servers: RealServers | null,
+  ): Promise<unknown>;
 }
 
 const SECTIONS: Section[] = [
   { name: 'http', platform: 'embedded', real: false, run: (p, s) => httpSection(p!, s) },
   { name: 'turns', platform: 'embedded', real: false, run: (p, s) => turnsSection(p!, s) },
-  { name: 'events', platform: 'embedded', real: false, run: (p, s, r) => eventsSection(p!, s, r.get('turns') as TurnFigures | undefined) },
+  {
+    name: 'events',
+    platform: 'embedded',
+    real: false,
+    run: (p, s, r) => eventsSection(p!, s, r.get('turns') as TurnFigures | undefined),
+  },
   { name: 'store', platform: null, real: false, run: (_p, s) => storeSection(s) },
   { name: 'sandbox', platform: null, real: false, run: () => sandboxSection() },
   {
-    name: 'real-turns', platform: 'real', real: true,
-    run: (p, s) => turnsSection(p!, s, 'e. Turn overhead on Kafka + FerretDB + Redis (platform in-process on the real adapters, zero-latency model, SSE ?include=chunks open)'),
+    name: 'real-turns',
+    platform: 'real',
+    real: true,
+    run: (p, s) =>
+      turnsSection(
+        p!,
+        s,
+        'e. Turn overhead on Kafka + FerretDB + Redis (platform in-process on the real adapters, zero-latency model, SSE ?include=chunks open)',
+      ),
   },
   {
-    name: 'real-events', platform: 'real', real: true,
-    run: (p, s, r) => eventsSection(p!, s, r.get('real-turns') as TurnFigures | undefined, {
-      title: 'f. Event log appends/s on FerretDB (MongoDB store adapter, EventLog.append in-process)',
-      turnsSection: 'section e',
-    }),
+    name: 'real-events',
+    platform: 'real',
+    real: true,
+    run: (p, s, r) =>
+      eventsSection(p!, s, r.get('real-turns') as TurnFigures | undefined, {
+        title:
+          'f. Event log appends/s on FerretDB (MongoDB store adapter, EventLog.append in-process)',
+        turnsSection: 'section e',
+      }),
   },
-  { name: 'workers', platform: null, real: true, run: (_p, s, _r, servers) => workersSection(servers!, s) },
+  {
+    name: 'workers',
+    platform: null,
+    real: true,
+    run: (_p, s, _r, servers) => workersSection(servers!, s),
+  },
 ];
 
 /** The in-process platform of a kind; the real one runs on its own namespace, removed on close. */
-async function startPlatform(kind: 'embedded' | 'real', servers: RealServers | null): Promise<BenchPlatform> {
+async function startPlatform(
+  kind: 'embedded' | 'real',
+  servers: RealServers | null,
+): Promise<BenchPlatform> {
   if (kind === 'embedded') return startBenchPlatform();
   const namespace = newNamespace('p');
   const p = await startBenchPlatform(realAdapterEnv(servers!, namespace));
@@ -80,17 +116,29 @@ async function main(): Promise<void> {
   // Child processes of section g are SIGKILLed on exit (procs.ts).
   const boundS = 15 * s.seconds + 90 + (real.servers ? 12 * s.seconds + 180 : 0);
   const watchdog = setTimeout(() => {
-    console.error(`bench: still running after ${Math.round((performance.now() - started) / 1000)} s; exiting`);
+    console.error(
+      `bench: still running after ${Math.round((performance.now() - started) / 1000)} s; exiting`,
+    );
     process.exit(2);
   }, boundS * 1000);
   watchdog.unref();
 
-  console.log('agentfleet bench: figures only (no thresholds); they vary with the machine and its load');
-  console.log(`machine:  ${cpus.length} cpus (${cpus[0]?.model.trim() ?? 'unknown'}), ${fmt(os.totalmem() / 2 ** 30, 1)} GiB, ${os.platform()} ${os.release()} ${os.arch()}`);
+  console.log(
+    'agentfleet bench: figures only (no thresholds); they vary with the machine and its load',
+  );
+  console.log(
+    `machine:  ${cpus.length} cpus (${cpus[0]?.model.trim() ?? 'unknown'}), ${fmt(os.totalmem() / 2 ** 30, 1)} GiB, ${os.platform()} ${os.release()} ${os.arch()}`,
+  );
   console.log(`node:     ${process.version}`);
-  console.log(`settings: BENCH_SECONDS=${s.seconds} (per measurement), warm-up ${s.warmupMs / 1000}s, connections=${s.connections}, turns<=${s.turns}, sessions=${s.sessions}, model delay (section g) ${s.modelDelayMs} ms`);
-  console.log('setup:    a-d: platform in-process (embedded adapters, temp data dir), scripted model with zero latency, all on 127.0.0.1');
-  console.log(`real:     ${real.servers ? `e-g on ${describeServers(real.servers)} (FerretDB v1 behind a write-serializing proxy; a fresh namespace per platform, removed afterwards)` : 'e-g skipped (REDIS_URL, KAFKA_BROKERS, MONGODB_URL not all set)'}`);
+  console.log(
+    `settings: BENCH_SECONDS=${s.seconds} (per measurement), warm-up ${s.warmupMs / 1000}s, connections=${s.connections}, turns<=${s.turns}, sessions=${s.sessions}, model delay (section g) ${s.modelDelayMs} ms`,
+  );
+  console.log(
+    'setup:    a-d: platform in-process (embedded adapters, temp data dir), scripted model with zero latency, all on 127.0.0.1',
+  );
+  console.log(
+    `real:     ${real.servers ? `e-g on ${describeServers(real.servers)} (FerretDB v1 behind a write-serializing proxy; a fresh namespace per platform, removed afterwards)` : 'e-g skipped (REDIS_URL, KAFKA_BROKERS, MONGODB_URL not all set)'}`,
+  );
 
   const results = new Map<string, unknown>();
   let failed = 0;
@@ -101,7 +149,9 @@ async function main(): Promise<void> {
     for (const section of SECTIONS) {
       if (section.real && !real.servers) {
         if (!skipPrinted) {
-          printSection('e-g. Real servers: turn overhead, event appends and 1 vs 2 workers on Kafka + FerretDB + Redis');
+          printSection(
+            'e-g. Real servers: turn overhead, event appends and 1 vs 2 workers on Kafka + FerretDB + Redis',
+          );
           console.log(real.reason);
           skipPrinted = true;
         }
@@ -127,7 +177,9 @@ async function main(): Promise<void> {
   } finally {
     await platform?.close();
   }
-  console.log(`\nbench done in ${fmt((performance.now() - started) / 1000, 1)} s${failed ? `; ${failed} section(s) failed` : ''}`);
+  console.log(
+    `\nbench done in ${fmt((performance.now() - started) / 1000, 1)} s${failed ? `; ${failed} section(s) failed` : ''}`,
+  );
   if (failed) process.exitCode = 1;
   // Everything is closed; if a stray handle keeps the loop alive, do not hang.
   setTimeout(() => process.exit(), 3000).unref();

@@ -6,9 +6,13 @@
 import { printSection } from './stats.js';
 
 export async function sandboxSection(): Promise<void> {
-  printSection('h. Sandboxes: cold start and warm exec (local bubblewrap driver) beside bare bwrap');
+  printSection(
+    'h. Sandboxes: cold start and warm exec (local bubblewrap driver) beside bare bwrap',
+  );
   const url = new URL('../../core/bench/sandbox.bench.ts', import.meta.url);
-  const mod = (await import(url.href)) as { sandboxBench?: (o?: { starts?: number; execs?: number }) => Promise<unknown> };
+  const mod = (await import(url.href)) as {
+    sandboxBench?: (o?: { starts?: number; execs?: number }) => Promise<unknown>;
+  };
   if (typeof mod.sandboxBench !== 'function') {
     console.log('skipped: core/bench/sandbox.bench.ts exports no sandboxBench');
     return;

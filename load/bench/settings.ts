@@ -14,11 +14,18 @@ export interface BenchSettings {
   modelDelayMs: number;
 }
 
-function num(env: Record<string, string | undefined>, name: string, def: number, min: number, max: number): number {
+function num(
+  env: Record<string, string | undefined>,
+  name: string,
+  def: number,
+  min: number,
+  max: number,
+): number {
   const raw = env[name];
   if (raw === undefined || raw === '') return def;
   const n = Number(raw);
-  if (!Number.isFinite(n) || n < min || n > max) throw new Error(`${name} must be a number between ${min} and ${max} (got '${raw}')`);
+  if (!Number.isFinite(n) || n < min || n > max)
+    throw new Error(`${name} must be a number between ${min} and ${max} (got '${raw}')`);
   return n;
 }
 

@@ -37,7 +37,10 @@ export const nowMs = (): number => performance.now();
 export function fmt(v: number | undefined | null, decimals = 2): string {
   if (v === undefined || v === null || Number.isNaN(v)) return '-';
   if (!Number.isFinite(v)) return String(v);
-  return v.toLocaleString('en-US', { minimumFractionDigits: decimals, maximumFractionDigits: decimals });
+  return v.toLocaleString('en-US', {
+    minimumFractionDigits: decimals,
+    maximumFractionDigits: decimals,
+  });
 }
 
 export const fmtInt = (v: number | undefined | null): string => fmt(v, 0);
@@ -45,11 +48,28 @@ export const fmtInt = (v: number | undefined | null): string => fmt(v, 0);
 export type Cell = string | number;
 
 /** Prints a labelled, aligned table: numbers right-aligned, text left-aligned. */
-export function printTable(title: string, headers: string[], rows: Cell[][], notes: string[] = []): void {
+export function printTable(
+  title: string,
+  headers: string[],
+  rows: Cell[][],
+  notes: string[] = [],
+): void {
   const cells = rows.map((r) => r.map((c) => (typeof c === 'number' ? fmt(c) : c)));
-  const widths = headers.map((h, i) => Math.max(h.length, ...cells.map((r) => (r[i] ?? '').length)));
-  const numeric = headers.map((_, i) => rows.length > 0 && rows.every((r) => typeof r[i] === 'number' || /^[-\d.,]+( ?[a-z/%x]+)?$/i.test(String(r[i] ?? ''))));
-  const line = (r: string[]) => r.map((c, i) => (numeric[i] && i > 0 ? c.padStart(widths[i]!) : c.padEnd(widths[i]!))).join('  ').trimEnd();
+  const widths = headers.map((h, i) =>
+    Math.max(h.length, ...cells.map((r) => (r[i] ?? '').length)),
+  );
+  const numeric = headers.map(
+    (_, i) =>
+      rows.length > 0 &&
+      rows.every(
+        (r) => typeof r[i] === 'number' || /^[-\d.,]+( ?[a-z/%x]+)?$/i.test(String(r[i] ?? '')),
+      ),
+  );
+  const line = (r: string[]) =>
+    r
+      .map((c, i) => (numeric[i] && i > 0 ? c.padStart(widths[i]!) : c.padEnd(widths[i]!)))
+      .join('  ')
+      .trimEnd();
   console.log(`\n${title}`);
   console.log(line(headers));
   console.log(widths.map((w) => '-'.repeat(w)).join('  '));

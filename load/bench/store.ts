@@ -8,18 +8,32 @@ import { fileURLToPath } from 'node:url';
 import type { BenchSettings } from './settings.js';
 import { printSection, printTable, type Cell } from './stats.js';
 
-const EXPORTS_FUNCTION = /^export\s+(?:default\s+)?(?:async\s+)?function\b|^export\s+(?:const|let)\s+\w+\s*=\s*(?:async\s*)?(?:\(|function\b|\w+\s*=>)|^export\s+default\s+(?:async\s*)?\(/m;
+const EXPORTS_FUNCTION =
+  /^export\s+(?:default\s+)?(?:async\s+)?function\b|^export\s+(?:const|let)\s+\w+\s*=\s*(?:async\s*)?(?:\(|function\b|\w+\s*=>)|^export\s+default\s+(?:async\s*)?\(/m;
 
 function printValue(v: unknown): void {
-  if (Array.isArray(v) && v.length && v.every((r) => r && typeof r === 'object' && !Array.isArray(r))) {
+  if (
+    Array.isArray(v) &&
+    v.length &&
+    v.every((r) => r && typeof r === 'object' && !Array.isArray(r))
+  ) {
     const headers = [...new Set(v.flatMap((r) => Object.keys(r as object)))];
-    printTable('store micro-bench', headers, v.map((r) => headers.map((h) => cell((r as Record<string, unknown>)[h]))));
+    printTable(
+      'store micro-bench',
+      headers,
+      v.map((r) => headers.map((h) => cell((r as Record<string, unknown>)[h]))),
+    );
   } else if (v && typeof v === 'object') {
-    printTable('store micro-bench', ['figure', 'value'], Object.entries(v).map(([k, x]) => [k, cell(x)]));
+    printTable(
+      'store micro-bench',
+      ['figure', 'value'],
+      Object.entries(v).map(([k, x]) => [k, cell(x)]),
+    );
   }
 }
 
-const cell = (x: unknown): Cell => (typeof x === 'number' ? x : x === undefined ? '' : typeof x === 'string' ? x : JSON.stringify(x));
+const cell = (x: unknown): Cell =>
+  typeof x === 'number' ? x : x === undefined ? '' : typeof x === 'string' ? x : JSON.stringify(x);
 
 export async function storeSection(s: BenchSettings): Promise<void> {
   printSection('d. Embedded store micro-bench (core/bench/store.bench.ts)');
@@ -30,17 +44,25 @@ export async function storeSection(s: BenchSettings): Promise<void> {
     return;
   }
   if (!EXPORTS_FUNCTION.test(readFileSync(file, 'utf8'))) {
-    console.log('skipped: core/bench/store.bench.ts exports no function (standalone script: npx tsx core/bench/store.bench.ts)');
+    console.log(
+      'skipped: core/bench/store.bench.ts exports no function (standalone script: npx tsx core/bench/store.bench.ts)',
+    );
     return;
   }
   const mod = (await import(url.href)) as Record<string, unknown>;
   const preferred = ['default', 'run', 'runStoreBench', 'storeBench', 'bench', 'main'];
-  const name = [...preferred.filter((k) => typeof mod[k] === 'function'), ...Object.keys(mod).filter((k) => typeof mod[k] === 'function')][0];
+  const name = [
+    ...preferred.filter((k) => typeof mod[k] === 'function'),
+    ...Object.keys(mod).filter((k) => typeof mod[k] === 'function'),
+  ][0];
   if (!name) {
     console.log('skipped: core/bench/store.bench.ts exports no function');
     return;
   }
   console.log(`running export '${name}'`);
-  const result = await (mod[name] as (opts: { seconds: number; durationMs: number }) => unknown)({ seconds: s.seconds, durationMs: s.seconds * 1000 });
+  const result = await (mod[name] as (opts: { seconds: number; durationMs: number }) => unknown)({
+    seconds: s.seconds,
+    durationMs: s.seconds * 1000,
+  });
   printValue(result);
 }

@@ -7,7 +7,16 @@
 import http from 'node:http';
 import { OPERATOR_TENANT, type BenchClient, type BenchPlatform } from './context.js';
 import type { BenchSettings } from './settings.js';
-import { fmt, fmtInt, nowMs, printSection, printTable, sleep, summarize, type Summary } from './stats.js';
+import {
+  fmt,
+  fmtInt,
+  nowMs,
+  printSection,
+  printTable,
+  sleep,
+  summarize,
+  type Summary,
+} from './stats.js';
 
 const TURN_TIMEOUT_MS = 15_000;
 const MESSAGE = { events: [{ type: 'user.message', content: [{ type: 'text', text: 'hi' }] }] };
@@ -25,7 +34,10 @@ export function openStream(p: BenchClient, sessionId: string): Promise<Stream> {
   return new Promise((resolve, reject) => {
     const req = http.request(
       {
-        agent: false, host: u.hostname, port: u.port, method: 'GET',
+        agent: false,
+        host: u.hostname,
+        port: u.port,
+        method: 'GET',
         path: `/v1/sessions/${sessionId}/events/stream?include=chunks`,
         headers: { 'x-api-key': p.apiKey, accept: 'text/event-stream' },
       },
@@ -62,7 +74,11 @@ export function openStream(p: BenchClient, sessionId: string): Promise<Stream> {
   });
 }
 
-export interface TurnTiming { firstChunkMs: number; idleMs: number; sessionErrors: number }
+export interface TurnTiming {
+  firstChunkMs: number;
+  idleMs: number;
+  sessionErrors: number;
+}
 
 export async function turn(p: BenchClient, stream: Stream, sessionId: string): Promise<TurnTiming> {
   const t0 = nowMs();
@@ -75,11 +91,20 @@ export async function turn(p: BenchClient, stream: Stream, sessionId: string): P
       else if (event === 'session.error') sessionErrors++;
       else if (event === 'session.status_idle') resolve(nowMs() - t0);
     };
-    timer = setTimeout(() => reject(new Error(`turn on ${sessionId}: no session.status_idle within ${TURN_TIMEOUT_MS} ms`)), TURN_TIMEOUT_MS);
+    timer = setTimeout(
+      () =>
+        reject(
+          new Error(`turn on ${sessionId}: no session.status_idle within ${TURN_TIMEOUT_MS} ms`),
+        ),
+      TURN_TIMEOUT_MS,
+    );
   });
   try {
     const r = await p.json('POST', `/v1/sessions/${sessionId}/events`, MESSAGE);
-    if (r.status !== 202) throw new Error(`POST /v1/sessions/${sessionId}/events: HTTP ${r.status} ${JSON.stringify(r.body)}`);
+    if (r.status !== 202)
+      throw new Error(
+        `POST /v1/sessions/${sessionId}/events: HTTP ${r.status} ${JSON.stringify(r.body)}`,
+      );
     const idleMs = await idle;
     return { firstChunkMs: first, idleMs, sessionErrors };
   } finally {
@@ -91,16 +116,34 @@ export async function turn(p: BenchClient, stream: Stream, sessionId: string): P
 
 const lastSeq = async (p: BenchPlatform, ids: string[]) => {
   let sum = 0;
-  for (const id of ids) sum += (await p.server.platform.sessions.getDoc(OPERATOR_TENANT, id)).last_seq;
+  for (const id of ids)
+    sum += (await p.server.platform.sessions.getDoc(OPERATOR_TENANT, id)).last_seq;
   return sum;
 };
 
 export interface TurnFigures {
-  sequential: { turns: number; errors: number; firstChunk: Summary; idle: Summary; eventsPerTurn: number };
-  concurrent: { sessions: number; turns: number; errors: number; turnsPerSec: number; idle: Summary; eventsPerSec: number };
+  sequential: {
+    turns: number;
+    errors: number;
+    firstChunk: Summary;
+    idle: Summary;
+    eventsPerTurn: number;
+  };
+  concurrent: {
+    sessions: number;
+    turns: number;
+    errors: number;
+    turnsPerSec: number;
+    idle: Summary;
+    eventsPerSec: number;
+  };
 }
 
-export async function turnsSection(p: BenchPlatform, s: BenchSettings, title = 'b. Turn overhead (zero-latency scripted model, SSE ?include=chunks already open)'): Promise<TurnFigures> {
+export async function turnsSection(
+  p: BenchPlatform,
+  s: BenchSettings,
+  title = 'b. Turn overhead (zero-latency scripted model, SSE ?include=chunks already open)',
+): Promise<TurnFigures> {
   printSection(title);
   const { sessionIds } = await p.sessions(Math.max(1, s.sessions));
   const streams = await Promise.all(sessionIds.map((id) => openStream(p, id)));
@@ -132,14 +175,24 @@ export async function turnsSection(p: BenchPlatform, s: BenchSettings, title = '
     const eventsPerTurn = idle.length ? ((await lastSeq(p, [sid])) - seqBefore) / idle.length : NaN;
     const firstS = summarize(first);
     const idleS = summarize(idle);
-    const row = (name: string, x: Summary) => [name, fmtInt(x.n), fmt(x.p50), fmt(x.p90), fmt(x.p99), fmt(x.max), fmt(x.mean)];
+    const row = (name: string, x: Summary) => [
+      name,
+      fmtInt(x.n),
+      fmt(x.p50),
+      fmt(x.p90),
+      fmt(x.p99),
+      fmt(x.max),
+      fmt(x.mean),
+    ];
     printTable(
       `sequential turns on one session (${idle.length} turns, bounded by ${s.turns} turns / ${s.seconds}s)`,
       ['measure', 'n', 'p50 ms', 'p90 ms', 'p99 ms', 'max ms', 'mean ms'],
       [row('POST -> first agent.message_chunk', firstS), row('POST -> session.status_idle', idleS)],
       [
         `errors: ${seqErrors}; session.error frames (model retries): ${seqSessionErrors}; persisted events per turn: ${fmt(eventsPerTurn, 1)}`,
-        ...(first.length < idle.length ? [`${idle.length - first.length} turns had no agent.message_chunk frame`] : []),
+        ...(first.length < idle.length
+          ? [`${idle.length - first.length} turns had no agent.message_chunk frame`]
+          : []),
       ],
     );
 
@@ -152,37 +205,75 @@ export async function turnsSection(p: BenchPlatform, s: BenchSettings, title = '
     const busBefore = p.server.platform.bus.stats();
     const t0 = nowMs();
     const cEnd = t0 + s.seconds * 1000;
-    await Promise.all(sessionIds.map(async (id, i) => {
-      let errs = 0;
-      while (nowMs() < cEnd) {
-        try {
-          const t = await turn(p, streams[i]!, id);
-          cIdle.push(t.idleMs);
-          perSession[i]!++;
-          cSessionErrors += t.sessionErrors;
-        } catch (err) {
-          cErrors++;
-          if (++errs === 1) console.error(`  turn error: ${(err as Error).message}`);
-          if (errs >= 3) break;
+    await Promise.all(
+      sessionIds.map(async (id, i) => {
+        let errs = 0;
+        while (nowMs() < cEnd) {
+          try {
+            const t = await turn(p, streams[i]!, id);
+            cIdle.push(t.idleMs);
+            perSession[i]!++;
+            cSessionErrors += t.sessionErrors;
+          } catch (err) {
+            cErrors++;
+            if (++errs === 1) console.error(`  turn error: ${(err as Error).message}`);
+            if (errs >= 3) break;
+          }
         }
-      }
-    }));
+      }),
+    );
     const elapsed = (nowMs() - t0) / 1000;
     const events = (await lastSeq(p, sessionIds)) - before;
     const busAfter = p.server.platform.bus.stats();
     const cS = summarize(cIdle);
-    const concurrent = { sessions: sessionIds.length, turns: cIdle.length, errors: cErrors, turnsPerSec: cIdle.length / elapsed, idle: cS, eventsPerSec: events / elapsed };
+    const concurrent = {
+      sessions: sessionIds.length,
+      turns: cIdle.length,
+      errors: cErrors,
+      turnsPerSec: cIdle.length / elapsed,
+      idle: cS,
+      eventsPerSec: events / elapsed,
+    };
     printTable(
       `concurrent turns across ${sessionIds.length} sessions for ${s.seconds}s (each session: one turn at a time)`,
-      ['sessions', 'turns', 'turns/s', 'idle p50 ms', 'idle p99 ms', 'idle max ms', 'events/s', 'errors'],
-      [[String(concurrent.sessions), fmtInt(concurrent.turns), fmt(concurrent.turnsPerSec, 1), fmt(cS.p50), fmt(cS.p99), fmt(cS.max), fmtInt(concurrent.eventsPerSec), fmtInt(cErrors)]],
+      [
+        'sessions',
+        'turns',
+        'turns/s',
+        'idle p50 ms',
+        'idle p99 ms',
+        'idle max ms',
+        'events/s',
+        'errors',
+      ],
+      [
+        [
+          String(concurrent.sessions),
+          fmtInt(concurrent.turns),
+          fmt(concurrent.turnsPerSec, 1),
+          fmt(cS.p50),
+          fmt(cS.p99),
+          fmt(cS.max),
+          fmtInt(concurrent.eventsPerSec),
+          fmtInt(cErrors),
+        ],
+      ],
       [
         'events/s: persisted session events (log appends) per second during these turns',
         `turns per session: min ${Math.min(...perSession)}, max ${Math.max(...perSession)}`,
         `session.error frames (model retries): ${cSessionErrors}; bus commands retried: ${busAfter.retried - busBefore.retried}, dead-lettered: ${busAfter.deadLettered - busBefore.deadLettered}`,
       ],
     );
-    return { sequential: { turns: idle.length, errors: seqErrors, firstChunk: firstS, idle: idleS, eventsPerTurn }, concurrent };
+    return {
+      sequential: {
+        turns: idle.length,
+        errors: seqErrors,
+        firstChunk: firstS,
+        idle: idleS,
+        eventsPerTurn,
+      },
+      concurrent,
+    };
   } finally {
     for (const st of streams) st.close();
   }

@@ -12,11 +12,25 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { benchClient, startScriptedModel, type BenchClient, type ScriptedModel } from './context.js';
+import {
+  benchClient,
+  startScriptedModel,
+  type BenchClient,
+  type ScriptedModel,
+} from './context.js';
 import { startPlatformProcess, stopProcess, type PlatformProcess } from './procs.js';
 import { dropNamespace, newNamespace, realAdapterEnv, type RealServers } from './real.js';
 import type { BenchSettings } from './settings.js';
-import { fmt, fmtInt, nowMs, printSection, printTable, sleep, summarize, type Summary } from './stats.js';
+import {
+  fmt,
+  fmtInt,
+  nowMs,
+  printSection,
+  printTable,
+  sleep,
+  summarize,
+  type Summary,
+} from './stats.js';
 import { openStream, turn, type Stream } from './turns.js';
 
 const MODEL = 'claude-sonnet-4-5';
@@ -45,25 +59,44 @@ export interface WorkerFigures {
 /** Sum of a counter's samples in a Prometheus text exposition (/metrics takes the operator key); NaN when unreadable. */
 async function counter(url: string, name: string, operatorKey: string): Promise<number> {
   try {
-    const res = await fetch(`${url}/metrics`, { headers: { 'x-api-key': operatorKey }, signal: AbortSignal.timeout(5000) });
+    const res = await fetch(`${url}/metrics`, {
+      headers: { 'x-api-key': operatorKey },
+      signal: AbortSignal.timeout(5000),
+    });
     const text = await res.text();
     let sum = 0;
-    for (const m of text.matchAll(new RegExp(`^${name}(?:\\{[^}]*\\})? ([0-9.eE+-]+)$`, 'gm'))) sum += Number(m[1]);
+    for (const m of text.matchAll(new RegExp(`^${name}(?:\\{[^}]*\\})? ([0-9.eE+-]+)$`, 'gm')))
+      sum += Number(m[1]);
     return sum;
   } catch {
     return NaN;
   }
 }
 
-const turnsStarted = (workers: PlatformProcess[], operatorKey: string) => Promise.all(workers.map((w) => counter(w.url, 'agentfleet_turns_started_total', operatorKey)));
+const turnsStarted = (workers: PlatformProcess[], operatorKey: string) =>
+  Promise.all(workers.map((w) => counter(w.url, 'agentfleet_turns_started_total', operatorKey)));
 
-interface Driven { idle: number[]; perSession: number[]; errors: number; sessionErrors: number; elapsedMs: number; scripted: number }
+interface Driven {
+  idle: number[];
+  perSession: number[];
+  errors: number;
+  sessionErrors: number;
+  elapsedMs: number;
+  scripted: number;
+}
 
 /**
  * Every session loops turns until `durationMs` is up (at least one turn each), queueing one
  * delayed model response per turn. Bounded by time, by MAX_TURNS_PER_PHASE and by 3 errors per session.
  */
-async function drive(c: BenchClient, model: ScriptedModel, delayMs: number, sessionIds: string[], streams: Stream[], durationMs: number): Promise<Driven> {
+async function drive(
+  c: BenchClient,
+  model: ScriptedModel,
+  delayMs: number,
+  sessionIds: string[],
+  streams: Stream[],
+  durationMs: number,
+): Promise<Driven> {
   const idle: number[] = [];
   const perSession = sessionIds.map(() => 0);
   let errors = 0;
@@ -71,28 +104,36 @@ async function drive(c: BenchClient, model: ScriptedModel, delayMs: number, sess
   let scripted = 0;
   const t0 = nowMs();
   const end = t0 + durationMs;
-  await Promise.all(sessionIds.map(async (id, i) => {
-    let errs = 0;
-    while (nowMs() < end && idle.length + errors < MAX_TURNS_PER_PHASE) {
-      model.script(MODEL, { steps: [{ delay_ms: delayMs }, { text: 'ok' }] });
-      scripted++;
-      try {
-        const t = await turn(c, streams[i]!, id);
-        idle.push(t.idleMs);
-        perSession[i]!++;
-        sessionErrors += t.sessionErrors;
-      } catch (err) {
-        errors++;
-        if (++errs === 1) console.error(`  turn error: ${(err as Error).message}`);
-        if (errs >= 3) break;
+  await Promise.all(
+    sessionIds.map(async (id, i) => {
+      let errs = 0;
+      while (nowMs() < end && idle.length + errors < MAX_TURNS_PER_PHASE) {
+        model.script(MODEL, { steps: [{ delay_ms: delayMs }, { text: 'ok' }] });
+        scripted++;
+        try {
+          const t = await turn(c, streams[i]!, id);
+          idle.push(t.idleMs);
+          perSession[i]!++;
+          sessionErrors += t.sessionErrors;
+        } catch (err) {
+          errors++;
+          if (++errs === 1) console.error(`  turn error: ${(err as Error).message}`);
+          if (errs >= 3) break;
+        }
       }
-    }
-  }));
+    }),
+  );
   return { idle, perSession, errors, sessionErrors, elapsedMs: nowMs() - t0, scripted };
 }
 
 /** One measurement with the given workers: fresh sessions and streams, a warm-up, then `seconds` of turns. */
-async function phase(c: BenchClient, model: ScriptedModel, s: BenchSettings, workers: PlatformProcess[], operatorKey: string): Promise<WorkerPhase> {
+async function phase(
+  c: BenchClient,
+  model: ScriptedModel,
+  s: BenchSettings,
+  workers: PlatformProcess[],
+  operatorKey: string,
+): Promise<WorkerPhase> {
   const { sessionIds } = await c.sessions(s.sessions);
   const streams: Stream[] = [];
   try {
@@ -138,7 +179,12 @@ interface FleetRun {
  * from an empty database: on FerretDB turns slow down as the database grows), one measurement,
  * then every process stopped and the namespace removed, also on error.
  */
-async function fleetRun(servers: RealServers, s: BenchSettings, model: ScriptedModel, workers: number): Promise<FleetRun> {
+async function fleetRun(
+  servers: RealServers,
+  s: BenchSettings,
+  model: ScriptedModel,
+  workers: number,
+): Promise<FleetRun> {
   const namespace = newNamespace(`w${workers}`);
   const apiKey = `op-bench-${Math.random().toString(36).slice(2)}`;
   const dataDir = mkdtempSync(join(tmpdir(), 'agentfleet-bench-procs-'));
@@ -172,7 +218,12 @@ async function fleetRun(servers: RealServers, s: BenchSettings, model: ScriptedM
     const startupS = (nowMs() - t0) / 1000;
     client = benchClient(gateway.url, apiKey);
     const phaseFigures = await phase(client, model, s, ws, apiKey);
-    run = { phase: phaseFigures, namespace, pids: { gateway: gateway.pid, workers: ws.map((w) => w.pid) }, startupS };
+    run = {
+      phase: phaseFigures,
+      namespace,
+      pids: { gateway: gateway.pid, workers: ws.map((w) => w.pid) },
+      startupS,
+    };
   } finally {
     client?.agent.destroy();
     // SIGTERM to all (each shuts down gracefully: its consumers leave the group), SIGKILL after a grace period.
@@ -184,8 +235,13 @@ async function fleetRun(servers: RealServers, s: BenchSettings, model: ScriptedM
   return { ...run, cleanup };
 }
 
-export async function workersSection(servers: RealServers, s: BenchSettings): Promise<WorkerFigures> {
-  printSection('g. Turns/s with 1 vs 2 worker processes (gateway + workers as child processes on Kafka + FerretDB + Redis)');
+export async function workersSection(
+  servers: RealServers,
+  s: BenchSettings,
+): Promise<WorkerFigures> {
+  printSection(
+    'g. Turns/s with 1 vs 2 worker processes (gateway + workers as child processes on Kafka + FerretDB + Redis)',
+  );
   const model = await startScriptedModel();
   try {
     const runs: FleetRun[] = [];
@@ -195,7 +251,13 @@ export async function workersSection(servers: RealServers, s: BenchSettings): Pr
     const two = r2.phase;
     const ratio = two.turnsPerSec / one.turnsPerSec;
     const row = (p: WorkerPhase) => [
-      String(p.workers), fmtInt(p.turns), fmt(p.turnsPerSec, 1), fmt(p.idle.p50), fmt(p.idle.p99), fmt(p.idle.max), fmtInt(p.errors),
+      String(p.workers),
+      fmtInt(p.turns),
+      fmt(p.turnsPerSec, 1),
+      fmt(p.idle.p50),
+      fmt(p.idle.p99),
+      fmt(p.idle.max),
+      fmtInt(p.errors),
       p.perWorker.map((n) => fmtInt(n)).join(' / '),
     ];
     const bound = s.modelDelayMs > 0 ? (s.sessions * 1000) / s.modelDelayMs : NaN;
@@ -203,11 +265,24 @@ export async function workersSection(servers: RealServers, s: BenchSettings): Pr
       `${r.phase.workers} worker(s): namespace ${r.namespace}, gateway pid ${r.pids.gateway}, worker pid ${r.pids.workers.join(', ')}, start-up ${fmt(r.startupS, 1)} s; cleanup: ${r.cleanup}`;
     printTable(
       `${s.sessions} sessions driven concurrently through 1 gateway for ${s.seconds}s per worker count (after ${s.warmupMs / 1000}s warm-up); model answers after ${s.modelDelayMs} ms`,
-      ['workers', 'turns', 'turns/s', 'idle p50 ms', 'idle p99 ms', 'idle max ms', 'errors', 'turns started per worker'],
+      [
+        'workers',
+        'turns',
+        'turns/s',
+        'idle p50 ms',
+        'idle p99 ms',
+        'idle max ms',
+        'errors',
+        'turns started per worker',
+      ],
       [row(one), row(two)],
       [
         `ratio turns/s 2 workers / 1 worker: ${fmt(ratio, 2)}`,
-        ...(Number.isFinite(bound) ? [`ceiling from the model delay alone: ${s.sessions} sessions x 1000/${s.modelDelayMs} ms = ${fmtInt(bound)} turns/s (one turn at a time per session)`] : []),
+        ...(Number.isFinite(bound)
+          ? [
+              `ceiling from the model delay alone: ${s.sessions} sessions x 1000/${s.modelDelayMs} ms = ${fmtInt(bound)} turns/s (one turn at a time per session)`,
+            ]
+          : []),
         `turns per session: 1 worker min ${one.perSession.min} max ${one.perSession.max}; 2 workers min ${two.perSession.min} max ${two.perSession.max}`,
         `model requests per turn: 1 worker ${fmt(one.modelRequests / one.turns, 2)}, 2 workers ${fmt(two.modelRequests / two.turns, 2)}; session.error frames (model retries): ${one.sessionErrors} / ${two.sessionErrors}`,
         'each worker count runs on its own fresh namespace (empty database); sessions are spread over the workers by Kafka partition (session id hash), so the split is rarely even',

@@ -8,11 +8,16 @@ import { Trend } from 'k6/metrics';
 const BASE = __ENV.BASE_URL;
 const KEY = __ENV.API_KEY;
 const MODEL = __ENV.MODEL || 'claude-sonnet-4-5';
-if (!/^http:\/\/(127\.0\.0\.1|localhost)(:\d+)?$/.test(BASE || '')) fail('BASE_URL must be http://127.0.0.1:<port>');
+if (!/^http:\/\/(127\.0\.0\.1|localhost)(:\d+)?$/.test(BASE || ''))
+  fail('BASE_URL must be http://127.0.0.1:<port>');
 
 export const options = {
   scenarios: {
-    sessions: { executor: 'constant-vus', vus: Number(__ENV.VUS || 8), duration: __ENV.DURATION || '20s' },
+    sessions: {
+      executor: 'constant-vus',
+      vus: Number(__ENV.VUS || 8),
+      duration: __ENV.DURATION || '20s',
+    },
   },
   thresholds: {
     http_req_failed: ['rate<0.01'],
@@ -22,27 +27,50 @@ export const options = {
 };
 
 const turn = new Trend('turn_duration', true);
-const headers = { 'x-api-key': KEY, 'content-type': 'application/json', 'anthropic-beta': 'managed-agents-2026-04-01' };
+const headers = {
+  'x-api-key': KEY,
+  'content-type': 'application/json',
+  'anthropic-beta': 'managed-agents-2026-04-01',
+};
 
 export function setup() {
   const env = http.post(`${BASE}/v1/environments`, JSON.stringify({ name: 'k6' }), { headers });
-  check(env, { 'environment created': (r) => r.status === 200 }) || fail(`environment: ${env.status} ${env.body}`);
+  check(env, { 'environment created': (r) => r.status === 200 }) ||
+    fail(`environment: ${env.status} ${env.body}`);
   return { envId: env.json('id') };
 }
 
 export default function (data) {
-  const agent = http.post(`${BASE}/v1/agents`, JSON.stringify({ name: `k6-${__VU}-${__ITER}`, model: MODEL }), { headers, tags: { name: 'create_agent' } });
+  const agent = http.post(
+    `${BASE}/v1/agents`,
+    JSON.stringify({ name: `k6-${__VU}-${__ITER}`, model: MODEL }),
+    { headers, tags: { name: 'create_agent' } },
+  );
   if (!check(agent, { 'agent created': (r) => r.status === 200 })) return;
-  const session = http.post(`${BASE}/v1/sessions`, JSON.stringify({ agent: agent.json('id'), environment_id: data.envId }), { headers, tags: { name: 'create_session' } });
+  const session = http.post(
+    `${BASE}/v1/sessions`,
+    JSON.stringify({ agent: agent.json('id'), environment_id: data.envId }),
+    { headers, tags: { name: 'create_session' } },
+  );
   if (!check(session, { 'session created': (r) => r.status === 200 })) return;
   const sid = session.json('id');
-  const res = http.post(`${BASE}/v1/sessions/${sid}/messages`, JSON.stringify({ content: 'hello from k6' }), { headers, tags: { name: 'messages' }, timeout: '30s' });
+  const res = http.post(
+    `${BASE}/v1/sessions/${sid}/messages`,
+    JSON.stringify({ content: 'hello from k6' }),
+    { headers, tags: { name: 'messages' }, timeout: '30s' },
+  );
   turn.add(res.timings.duration);
   check(res, {
     'stream ok': (r) => r.status === 200,
     'stream has chunks': (r) => r.body.includes('event: agent.message_chunk'),
-    'stream ends idle': (r) => r.body.trimEnd().split('\n\n').pop().includes('event: session.status_idle'),
+    'stream ends idle': (r) =>
+      r.body.trimEnd().split('\n\n').pop().includes('event: session.status_idle'),
   });
-  const events = http.get(`${BASE}/v1/sessions/${sid}/events?order=desc&limit=1`, { headers, tags: { name: 'events_tail' } });
-  check(events, { 'log ends idle': (r) => r.status === 200 && r.json('data.0.type') === 'session.status_idle' });
+  const events = http.get(`${BASE}/v1/sessions/${sid}/events?order=desc&limit=1`, {
+    headers,
+    tags: { name: 'events_tail' },
+  });
+  check(events, {
+    'log ends idle': (r) => r.status === 200 && r.json('data.0.type') === 'session.status_idle',
+  });
 }

@@ -90,7 +90,8 @@ export class NomadError extends Error {
   }
 }
 
-export const isNotFound = (err: unknown): boolean => err instanceof NomadError && err.status === 404;
+export const isNotFound = (err: unknown): boolean =>
+  err instanceof NomadError && err.status === 404;
 
 /** "5s", "1m30s", "250ms" or milliseconds → milliseconds (Go duration subset). */
 export function durationMs(wait: string | number): number {
@@ -100,14 +101,17 @@ export function durationMs(wait: string | number): number {
   for (const m of wait.matchAll(/(\d+(?:\.\d+)?)(ns|us|µs|ms|s|m|h)/g)) {
     matched += m[0];
     const n = Number(m[1]);
-    const unit = { ns: 1e-6, us: 1e-3, µs: 1e-3, ms: 1, s: 1000, m: 60_000, h: 3_600_000 }[m[2] as 'ms'];
+    const unit = { ns: 1e-6, us: 1e-3, µs: 1e-3, ms: 1, s: 1000, m: 60_000, h: 3_600_000 }[
+      m[2] as 'ms'
+    ];
     total += n * unit;
   }
   if (!matched || matched !== wait) throw new Error(`invalid duration ${JSON.stringify(wait)}`);
   return total;
 }
 
-const toGoDuration = (wait: string | number) => (typeof wait === 'number' ? `${Math.max(0, Math.round(wait))}ms` : wait);
+const toGoDuration = (wait: string | number) =>
+  typeof wait === 'number' ? `${Math.max(0, Math.round(wait))}ms` : wait;
 
 type Query = Record<string, string | number | boolean | undefined>;
 
@@ -144,16 +148,26 @@ export class NomadClient {
   }
 
   /** POST /v1/jobs — registers (creates or updates) a job; the job's Namespace/Region default to the client's. */
-  async registerJob(job: Job, opts: { enforceIndex?: boolean; jobModifyIndex?: number } = {}): Promise<JobRegisterResponse> {
+  async registerJob(
+    job: Job,
+    opts: { enforceIndex?: boolean; jobModifyIndex?: number } = {},
+  ): Promise<JobRegisterResponse> {
     const body: Record<string, unknown> = {
-      Job: { ...job, Namespace: job.Namespace ?? this.namespace, Region: job.Region ?? this.region },
+      Job: {
+        ...job,
+        Namespace: job.Namespace ?? this.namespace,
+        Region: job.Region ?? this.region,
+      },
     };
     if (opts.enforceIndex) {
       body.EnforceIndex = true;
       body.JobModifyIndex = opts.jobModifyIndex ?? 0;
     }
     const ns = job.Namespace ?? this.namespace;
-    const res = await this.request<JobRegisterResponse>('POST', '/v1/jobs', { body, namespace: ns });
+    const res = await this.request<JobRegisterResponse>('POST', '/v1/jobs', {
+      body,
+      namespace: ns,
+    });
     return res.data;
   }
 
@@ -163,27 +177,45 @@ export class NomadClient {
   }
 
   /** DELETE /v1/job/:id — stops (deregisters) the job; `purge` also removes it from Nomad's state. */
-  async stopJob(id: string, opts: { purge?: boolean; global?: boolean } = {}): Promise<JobDeregisterResponse> {
+  async stopJob(
+    id: string,
+    opts: { purge?: boolean; global?: boolean } = {},
+  ): Promise<JobDeregisterResponse> {
     const query: Query = {};
     if (opts.purge) query.purge = true;
     if (opts.global) query.global = true;
-    const res = await this.request<JobDeregisterResponse>('DELETE', `/v1/job/${encodeURIComponent(id)}`, { query });
+    const res = await this.request<JobDeregisterResponse>(
+      'DELETE',
+      `/v1/job/${encodeURIComponent(id)}`,
+      { query },
+    );
     return res.data;
   }
 
   /** GET /v1/job/:id/allocations (blocking). */
-  async jobAllocations(id: string, opts: BlockingOptions & { all?: boolean } = {}): Promise<QueryResult<AllocationListStub[]>> {
+  async jobAllocations(
+    id: string,
+    opts: BlockingOptions & { all?: boolean } = {},
+  ): Promise<QueryResult<AllocationListStub[]>> {
     const query: Query = opts.all ? { all: true } : {};
-    return this.request<AllocationListStub[]>('GET', `/v1/job/${encodeURIComponent(id)}/allocations`, { query, blocking: opts });
+    return this.request<AllocationListStub[]>(
+      'GET',
+      `/v1/job/${encodeURIComponent(id)}/allocations`,
+      { query, blocking: opts },
+    );
   }
 
   /** GET /v1/allocation/:id (blocking); `id` must be the full UUID. */
   async getAllocation(id: string, blocking?: BlockingOptions): Promise<QueryResult<Allocation>> {
-    return this.request<Allocation>('GET', `/v1/allocation/${encodeURIComponent(id)}`, { blocking });
+    return this.request<Allocation>('GET', `/v1/allocation/${encodeURIComponent(id)}`, {
+      blocking,
+    });
   }
 
   /** GET /v1/allocations — one page (blocking, paginated). */
-  async listAllocations(opts: ListAllocationsOptions = {}): Promise<PageResult<AllocationListStub>> {
+  async listAllocations(
+    opts: ListAllocationsOptions = {},
+  ): Promise<PageResult<AllocationListStub>> {
     const query: Query = {
       prefix: opts.prefix || undefined,
       per_page: opts.perPage,
@@ -199,7 +231,9 @@ export class NomadClient {
   }
 
   /** Every allocation, fetching page after page (`perPage` each) until no next token is returned. */
-  async *iterateAllocations(opts: Omit<ListAllocationsOptions, 'nextToken' | 'index' | 'wait'> = {}): AsyncGenerator<AllocationListStub, void, undefined> {
+  async *iterateAllocations(
+    opts: Omit<ListAllocationsOptions, 'nextToken' | 'index' | 'wait'> = {},
+  ): AsyncGenerator<AllocationListStub, void, undefined> {
     let nextToken: string | undefined;
     do {
       const page = await this.listAllocations({ ...opts, nextToken });
@@ -210,7 +244,9 @@ export class NomadClient {
 
   /** GET /v1/evaluation/:id (blocking). */
   async getEvaluation(id: string, blocking?: BlockingOptions): Promise<QueryResult<Evaluation>> {
-    return this.request<Evaluation>('GET', `/v1/evaluation/${encodeURIComponent(id)}`, { blocking });
+    return this.request<Evaluation>('GET', `/v1/evaluation/${encodeURIComponent(id)}`, {
+      blocking,
+    });
   }
 
   /** GET /v1/client/fs/logs/:alloc_id?plain=true — a task's stdout/stderr so far (not followed). */
@@ -223,17 +259,28 @@ export class NomadClient {
       plain: true,
       follow: false,
     };
-    const res = await this.request<string>('GET', `/v1/client/fs/logs/${encodeURIComponent(allocId)}`, { query, signal: opts.signal }, 'text');
+    const res = await this.request<string>(
+      'GET',
+      `/v1/client/fs/logs/${encodeURIComponent(allocId)}`,
+      { query, signal: opts.signal },
+      'text',
+    );
     return res.data;
   }
 
   private url(path: string, query: Query): string {
     const u = new URL(this.address + path);
-    for (const [k, v] of Object.entries(query)) if (v !== undefined && v !== '') u.searchParams.set(k, String(v));
+    for (const [k, v] of Object.entries(query))
+      if (v !== undefined && v !== '') u.searchParams.set(k, String(v));
     return u.toString();
   }
 
-  private async request<T>(method: string, path: string, opts: RequestOptions, as: 'json' | 'text' = 'json'): Promise<RawResult<T>> {
+  private async request<T>(
+    method: string,
+    path: string,
+    opts: RequestOptions,
+    as: 'json' | 'text' = 'json',
+  ): Promise<RawResult<T>> {
     const query: Query = { ...opts.query };
     const ns = 'namespace' in opts ? opts.namespace : this.namespace;
     if (ns) query.namespace = ns;
@@ -244,7 +291,9 @@ export class NomadClient {
       query.index = b.index;
       if (b.wait !== undefined) query.wait = toGoDuration(b.wait);
       // Nomad holds up to `wait` (+ wait/16 jitter); default 5 minutes.
-      timeout = Math.ceil((b.wait !== undefined ? durationMs(b.wait) : 300_000) * (17 / 16)) + this.timeoutMs;
+      timeout =
+        Math.ceil((b.wait !== undefined ? durationMs(b.wait) : 300_000) * (17 / 16)) +
+        this.timeoutMs;
     }
     const headers: Record<string, string> = { Accept: as === 'json' ? 'application/json' : '*/*' };
     if (this.token) headers['X-Nomad-Token'] = this.token;
@@ -258,7 +307,12 @@ export class NomadClient {
     if (caller) signals.push(caller);
     let res: Response;
     try {
-      res = await this.fetchImpl(this.url(path, query), { method, headers, body, signal: AbortSignal.any(signals) });
+      res = await this.fetchImpl(this.url(path, query), {
+        method,
+        headers,
+        body,
+        signal: AbortSignal.any(signals),
+      });
     } catch (err) {
       if (caller?.aborted) throw caller.reason ?? err;
       throw new NomadError(0, (err as Error).message, method, path);
@@ -271,7 +325,12 @@ export class NomadClient {
       try {
         data = (text ? JSON.parse(text) : null) as T;
       } catch {
-        throw new NomadError(res.status, `invalid JSON in response: ${text.slice(0, 200)}`, method, path);
+        throw new NomadError(
+          res.status,
+          `invalid JSON in response: ${text.slice(0, 200)}`,
+          method,
+          path,
+        );
       }
     }
     const index = Number(res.headers.get('X-Nomad-Index') ?? 0) || 0;

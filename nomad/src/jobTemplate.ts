@@ -91,9 +91,15 @@ export function sandboxJobId(sessionId: string): string {
   return `sandbox-${sessionId.replace(/[^A-Za-z0-9_.-]/g, '-')}`.slice(0, 128);
 }
 
-export function sandboxResources(size: string, sizes: Record<string, SandboxResources> = SANDBOX_SIZES): SandboxResources {
+export function sandboxResources(
+  size: string,
+  sizes: Record<string, SandboxResources> = SANDBOX_SIZES,
+): SandboxResources {
   const r = sizes[size];
-  if (!r) throw new Error(`unknown instance size ${JSON.stringify(size)} (expected one of ${Object.keys(sizes).join(', ')})`);
+  if (!r)
+    throw new Error(
+      `unknown instance size ${JSON.stringify(size)} (expected one of ${Object.keys(sizes).join(', ')})`,
+    );
   return r;
 }
 
@@ -122,7 +128,9 @@ export function jobTemplate(spec: SandboxJobSpec, opts: JobTemplateOptions): Job
     Config: { command, args },
     Env: env,
     Resources: {
-      ...(cpuMode === 'cores' ? { Cores: res.cpus } : { CPU: Math.round(res.cpus * (opts.cpuMhzPerCore ?? 2000)) }),
+      ...(cpuMode === 'cores'
+        ? { Cores: res.cpus }
+        : { CPU: Math.round(res.cpus * (opts.cpuMhzPerCore ?? 2000)) }),
       MemoryMB: res.memoryMb,
       MemoryMaxMB: res.memoryMb,
     },

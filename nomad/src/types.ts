@@ -169,7 +169,15 @@ export interface PortMapping {
 }
 
 export interface AllocatedResources {
-  Tasks?: Record<string, { Cpu?: { CpuShares?: number; ReservedCores?: number[] | null }; Memory?: { MemoryMB?: number; MemoryMaxMB?: number }; Networks?: NetworkResource[] | null; [extra: string]: unknown }>;
+  Tasks?: Record<
+    string,
+    {
+      Cpu?: { CpuShares?: number; ReservedCores?: number[] | null };
+      Memory?: { MemoryMB?: number; MemoryMaxMB?: number };
+      Networks?: NetworkResource[] | null;
+      [extra: string]: unknown;
+    }
+  >;
   Shared?: {
     DiskMB?: number;
     Networks?: NetworkResource[] | null;
@@ -255,4 +263,8 @@ export interface AllocationMetric {
 }
 
 /** Terminal client statuses: the allocation will not run again. */
-export const TERMINAL_CLIENT_STATUSES: ReadonlySet<AllocClientStatus> = new Set(['complete', 'failed', 'lost']);
+export const TERMINAL_CLIENT_STATUSES: ReadonlySet<AllocClientStatus> = new Set([
+  'complete',
+  'failed',
+  'lost',
+]);

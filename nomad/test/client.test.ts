@@ -21,7 +21,11 @@ let seq = 0;
 const uniq = (base: string) => `${base}-${process.pid}-${Date.now().toString(36)}-${seq++}`;
 
 /** A raw_exec job running node with `script`. */
-function nodeJob(id: string, script: string, extra: { type?: Job['Type']; count?: number; env?: Record<string, string>; port?: boolean } = {}): Job {
+function nodeJob(
+  id: string,
+  script: string,
+  extra: { type?: Job['Type']; count?: number; env?: Record<string, string>; port?: boolean } = {},
+): Job {
   return {
     ID: id,
     Type: extra.type ?? 'batch',
@@ -49,13 +53,19 @@ function nodeJob(id: string, script: string, extra: { type?: Job['Type']; count?
 
 const SLEEP = 'setInterval(() => {}, 1000)';
 
-async function waitFor(client: NomadClient, allocId: string, pred: (a: Allocation) => boolean, ms = 10_000): Promise<Allocation> {
+async function waitFor(
+  client: NomadClient,
+  allocId: string,
+  pred: (a: Allocation) => boolean,
+  ms = 10_000,
+): Promise<Allocation> {
   let index = 0;
   const deadline = Date.now() + ms;
   for (;;) {
     const { data, index: next } = await client.getAllocation(allocId, { index, wait: '2s' });
     if (pred(data)) return data;
-    if (Date.now() > deadline) throw new Error(`allocation ${allocId} stuck in ${data.ClientStatus}`);
+    if (Date.now() > deadline)
+      throw new Error(`allocation ${allocId} stuck in ${data.ClientStatus}`);
     index = next;
   }
 }
@@ -74,7 +84,11 @@ describe('NomadClient against the Nomad fake', () => {
   let fake: NomadFake;
   let client: NomadClient;
   beforeAll(async () => {
-    fake = await startNomadFake({ token: 'secret-token', namespaces: ['default', 'tenant-a'], node: { cpuMhz: 8000, memoryMb: 8192 } });
+    fake = await startNomadFake({
+      token: 'secret-token',
+      namespaces: ['default', 'tenant-a'],
+      node: { cpuMhz: 8000, memoryMb: 8192 },
+    });
     client = new NomadClient({ address: fake.address, token: 'secret-token' });
   });
   afterAll(async () => {
@@ -83,30 +97,50 @@ describe('NomadClient against the Nomad fake', () => {
 
   it('registers a job, reads it, its evaluation and its allocation until it runs', async () => {
     const id = uniq('reg');
-    const reg = await client.registerJob(nodeJob(id, SLEEP, { port: true, env: { MY_PORT: '${NOMAD_PORT_http}' } }));
+    const reg = await client.registerJob(
+      nodeJob(id, SLEEP, { port: true, env: { MY_PORT: '${NOMAD_PORT_http}' } }),
+    );
     expect(reg.EvalID).toMatch(/^[0-9a-f-]{36}$/);
     expect(reg.JobModifyIndex).toBeGreaterThan(0);
     const { data: job, index } = await client.getJob(id);
-    expect(job).toMatchObject({ ID: id, Namespace: 'default', Type: 'batch', Meta: { purpose: 'test' } });
+    expect(job).toMatchObject({
+      ID: id,
+      Namespace: 'default',
+      Type: 'batch',
+      Meta: { purpose: 'test' },
+    });
     expect(index).toBeGreaterThan(0);
     const allocId = await firstAlloc(client, id);
     const alloc = await waitFor(client, allocId, (a) => a.ClientStatus === 'running');
     expect(alloc.JobID).toBe(id);
     expect(alloc.TaskStates!.t.State).toBe('running');
-    expect(alloc.TaskStates!.t.Events!.map((e) => e.Type)).toEqual(['Received', 'Task Setup', 'Started']);
+    expect(alloc.TaskStates!.t.Events!.map((e) => e.Type)).toEqual([
+      'Received',
+      'Task Setup',
+      'Started',
+    ]);
     const port = alloc.AllocatedResources!.Shared!.Ports!.find((p) => p.Label === 'http')!;
     expect(port.Value).toBeGreaterThan(0);
     expect(port.HostIP).toBe('127.0.0.1');
     const { data: ev } = await client.getEvaluation(reg.EvalID);
-    expect(ev).toMatchObject({ ID: reg.EvalID, JobID: id, Status: 'complete', TriggeredBy: 'job-register', FailedTGAllocs: null });
+    expect(ev).toMatchObject({
+      ID: reg.EvalID,
+      JobID: id,
+      Status: 'complete',
+      TriggeredBy: 'job-register',
+      FailedTGAllocs: null,
+    });
     expect((await client.getJob(id)).data.Status).toBe('running');
     await client.stopJob(id, { purge: true });
   });
 
   it('passes NOMAD_* variables and interpolates them in env (raw_exec semantics)', async () => {
     const id = uniq('env');
-    const script = "console.log(JSON.stringify({ port: process.env.MY_PORT, alloc: process.env.NOMAD_ALLOC_ID, job: process.env.NOMAD_JOB_ID, meta: process.env.NOMAD_META_purpose, cwd: process.cwd() }))";
-    await client.registerJob(nodeJob(id, script, { port: true, env: { MY_PORT: '${NOMAD_PORT_http}' } }));
+    const script =
+      'console.log(JSON.stringify({ port: process.env.MY_PORT, alloc: process.env.NOMAD_ALLOC_ID, job: process.env.NOMAD_JOB_ID, meta: process.env.NOMAD_META_purpose, cwd: process.cwd() }))';
+    await client.registerJob(
+      nodeJob(id, script, { port: true, env: { MY_PORT: '${NOMAD_PORT_http}' } }),
+    );
     const allocId = await firstAlloc(client, id);
     const alloc = await waitFor(client, allocId, (a) => a.ClientStatus === 'complete');
     const out = JSON.parse(await client.allocLogs(allocId, 't'));
@@ -120,7 +154,12 @@ describe('NomadClient against the Nomad fake', () => {
     const id = uniq('block');
     const flag = join(tmpdir(), `${id}.flag`);
     // runs until the test creates `flag`
-    await client.registerJob(nodeJob(id, `setInterval(() => { if (require('node:fs').existsSync(${JSON.stringify(flag)})) process.exit(0); }, 20)`));
+    await client.registerJob(
+      nodeJob(
+        id,
+        `setInterval(() => { if (require('node:fs').existsSync(${JSON.stringify(flag)})) process.exit(0); }, 20)`,
+      ),
+    );
     const allocId = await firstAlloc(client, id);
     const running = await waitFor(client, allocId, (a) => a.ClientStatus === 'running');
     const { index } = await client.getAllocation(allocId);
@@ -149,7 +188,14 @@ describe('NomadClient against the Nomad fake', () => {
     expect(took).toBeLessThan(3_000);
     expect(same.index).toBe(index);
     expect(same.data.ClientStatus).toBe('running');
-    expect(fake.requests.some((r) => r.path === `/v1/allocation/${allocId}` && r.query.wait === '400ms' && r.query.index === String(index))).toBe(true);
+    expect(
+      fake.requests.some(
+        (r) =>
+          r.path === `/v1/allocation/${allocId}` &&
+          r.query.wait === '400ms' &&
+          r.query.index === String(index),
+      ),
+    ).toBe(true);
     // jobAllocations blocks on the allocations table the same way
     const j = await client.jobAllocations(id);
     const t1 = Date.now();
@@ -168,7 +214,9 @@ describe('NomadClient against the Nomad fake', () => {
       if (r.data.length === 5) break;
       index = r.index;
     }
-    const all = (await client.listAllocations()).data.filter((a) => a.JobID === id).map((a) => a.ID);
+    const all = (await client.listAllocations()).data
+      .filter((a) => a.JobID === id)
+      .map((a) => a.ID);
     expect(all).toHaveLength(5);
     const everything = (await client.listAllocations()).data.map((a) => a.ID);
     expect(everything).toEqual([...everything].sort());
@@ -207,7 +255,9 @@ describe('NomadClient against the Nomad fake', () => {
     expect(stop.EvalID).toBeTruthy();
     const done = await waitFor(client, allocId, (a) => a.ClientStatus === 'complete');
     expect(done.DesiredStatus).toBe('stop');
-    expect(done.TaskStates!.t.Events!.map((e) => e.Type)).toEqual(expect.arrayContaining(['Killing', 'Terminated', 'Killed']));
+    expect(done.TaskStates!.t.Events!.map((e) => e.Type)).toEqual(
+      expect.arrayContaining(['Killing', 'Terminated', 'Killed']),
+    );
     expect(() => process.kill(pid, 0)).toThrow();
     const { data: stopped } = await client.getJob(id);
     expect(stopped).toMatchObject({ Stop: true, Status: 'dead' });
@@ -220,7 +270,12 @@ describe('NomadClient against the Nomad fake', () => {
 
   it('reports a failed task with its exit code, and its logs', async () => {
     const id = uniq('fail');
-    await client.registerJob(nodeJob(id, "process.stdout.write('out-1\\nout-2\\n'); process.stderr.write('boom'); process.exit(3)"));
+    await client.registerJob(
+      nodeJob(
+        id,
+        "process.stdout.write('out-1\\nout-2\\n'); process.stderr.write('boom'); process.exit(3)",
+      ),
+    );
     const allocId = await firstAlloc(client, id);
     const alloc = await waitFor(client, allocId, (a) => a.ClientStatus === 'failed');
     const term = alloc.TaskStates!.t.Events!.find((e) => e.Type === 'Terminated')!;
@@ -241,7 +296,8 @@ describe('NomadClient against the Nomad fake', () => {
     job.TaskGroups[0].Tasks[0].Driver = 'docker';
     const reg = await client.registerJob(job);
     let ev = (await client.getEvaluation(reg.EvalID)).data;
-    for (let index = 0; ev.Status === 'pending'; ) ({ data: ev, index } = await client.getEvaluation(reg.EvalID, { index, wait: '2s' }));
+    for (let index = 0; ev.Status === 'pending';)
+      ({ data: ev, index } = await client.getEvaluation(reg.EvalID, { index, wait: '2s' }));
     expect(ev.Status).toBe('complete');
     expect(ev.FailedTGAllocs!.g.ConstraintFiltered).toEqual({ 'missing drivers': 1 });
     expect(ev.BlockedEval).toBeTruthy();
@@ -251,12 +307,18 @@ describe('NomadClient against the Nomad fake', () => {
   });
 
   it("carries the status and Nomad's message on errors", async () => {
-    const err = await client.registerJob({ ID: uniq('bad'), TaskGroups: [] }).catch((e: unknown) => e);
+    const err = await client
+      .registerJob({ ID: uniq('bad'), TaskGroups: [] })
+      .catch((e: unknown) => e);
     expect(err).toBeInstanceOf(NomadError);
     expect((err as NomadError).status).toBe(400);
     expect((err as NomadError).nomadMessage).toContain('Missing job task groups');
     expect((err as NomadError).message).toContain('POST /v1/jobs');
-    expect(await client.getAllocation('00000000-0000-0000-0000-000000000000').catch((e: NomadError) => e.status)).toBe(404);
+    expect(
+      await client
+        .getAllocation('00000000-0000-0000-0000-000000000000')
+        .catch((e: NomadError) => e.status),
+    ).toBe(404);
     const down = new NomadClient({ address: 'http://127.0.0.1:1' });
     expect(await down.getJob('x').catch((e: NomadError) => e.status)).toBe(0);
   });
@@ -267,7 +329,9 @@ describe('NomadClient against the Nomad fake', () => {
       const err = await c.getJob('anything').catch((e: unknown) => e);
       expect(err).toMatchObject({ status: 403, nomadMessage: 'Permission denied' });
       expect(await c.listAllocations().catch((e: NomadError) => e.status)).toBe(403);
-      expect(await c.registerJob(nodeJob(uniq('acl'), SLEEP)).catch((e: NomadError) => e.status)).toBe(403);
+      expect(
+        await c.registerJob(nodeJob(uniq('acl'), SLEEP)).catch((e: NomadError) => e.status),
+      ).toBe(403);
     }
     expect(fake.jobs().some((j) => j.ID.startsWith('acl-'))).toBe(false);
     const mine = fake.requests.filter((r) => r.token === 'secret-token');
@@ -275,7 +339,11 @@ describe('NomadClient against the Nomad fake', () => {
   });
 
   it('honours the namespace on every request', async () => {
-    const a = new NomadClient({ address: fake.address, token: 'secret-token', namespace: 'tenant-a' });
+    const a = new NomadClient({
+      address: fake.address,
+      token: 'secret-token',
+      namespace: 'tenant-a',
+    });
     const id = uniq('ns');
     const before = fake.requests.length;
     await a.registerJob(nodeJob(id, SLEEP));
@@ -288,13 +356,25 @@ describe('NomadClient against the Nomad fake', () => {
     expect((await a.getAllocation(allocId)).data.Namespace).toBe('tenant-a');
     expect((await client.listAllocations()).data.some((x) => x.ID === allocId)).toBe(false);
     expect((await a.listAllocations()).data.some((x) => x.ID === allocId)).toBe(true);
-    expect((await client.listAllocations({ namespace: '*' })).data.some((x) => x.ID === allocId)).toBe(true);
+    expect(
+      (await client.listAllocations({ namespace: '*' })).data.some((x) => x.ID === allocId),
+    ).toBe(true);
     expect(await client.stopJob(id).catch((e: NomadError) => e.status)).toBe(404);
     await a.stopJob(id, { purge: true });
-    const sent = fake.requests.slice(before).filter((r) => !r.query.namespace || r.query.namespace === 'tenant-a');
-    for (const r of fake.requests.slice(before)) if (!r.path.startsWith('/v1/allocations') || r.query.namespace !== '*') expect(r.query.namespace === 'tenant-a' || r.query.namespace === undefined).toBe(true);
+    const sent = fake.requests
+      .slice(before)
+      .filter((r) => !r.query.namespace || r.query.namespace === 'tenant-a');
+    for (const r of fake.requests.slice(before))
+      if (!r.path.startsWith('/v1/allocations') || r.query.namespace !== '*')
+        expect(r.query.namespace === 'tenant-a' || r.query.namespace === undefined).toBe(true);
     expect(sent.filter((r) => r.query.namespace === 'tenant-a').length).toBeGreaterThanOrEqual(6);
-    const err = await new NomadClient({ address: fake.address, token: 'secret-token', namespace: 'nope' }).registerJob(nodeJob(uniq('ns'), SLEEP)).catch((e: NomadError) => e);
+    const err = await new NomadClient({
+      address: fake.address,
+      token: 'secret-token',
+      namespace: 'nope',
+    })
+      .registerJob(nodeJob(uniq('ns'), SLEEP))
+      .catch((e: NomadError) => e);
     expect(err).toMatchObject({ status: 400 });
     expect(err.nomadMessage).toContain('nonexistent namespace');
   });
@@ -304,7 +384,9 @@ describe('NomadClient against the Nomad fake', () => {
     await g.listAllocations();
     expect(fake.requests.at(-1)!.query.region).toBe('global');
     const mars = new NomadClient({ address: fake.address, token: 'secret-token', region: 'mars' });
-    expect(await mars.listAllocations().catch((e: NomadError) => `${e.status} ${e.nomadMessage}`)).toBe('500 No path to region');
+    expect(
+      await mars.listAllocations().catch((e: NomadError) => `${e.status} ${e.nomadMessage}`),
+    ).toBe('500 No path to region');
   });
 
   it('parses Go durations', () => {
@@ -317,13 +399,28 @@ describe('NomadClient against the Nomad fake', () => {
 });
 
 describe('sandbox job template', () => {
-  const spec = { tenantId: 'ten_1', sessionId: 'sesn_abc', environmentId: 'env_1', size: 'small', env: { FOO: 'bar' }, proxyUrl: 'http://proxy:3128' };
+  const spec = {
+    tenantId: 'ten_1',
+    sessionId: 'sesn_abc',
+    environmentId: 'env_1',
+    size: 'small',
+    env: { FOO: 'bar' },
+    proxyUrl: 'http://proxy:3128',
+  };
 
   it('renders one batch job per session with the agent port, meta and size resources', () => {
-    const job = jobTemplate(spec, { agentCommand: ['/usr/bin/node', 'agent.js', '--listen', '${NOMAD_PORT_agent}'], agentToken: 'tok' });
+    const job = jobTemplate(spec, {
+      agentCommand: ['/usr/bin/node', 'agent.js', '--listen', '${NOMAD_PORT_agent}'],
+      agentToken: 'tok',
+    });
     expect(job.ID).toBe(sandboxJobId('sesn_abc'));
     expect(job.Type).toBe('batch');
-    expect(job.Meta).toMatchObject({ tenant_id: 'ten_1', session_id: 'sesn_abc', environment_id: 'env_1', instance_size: 'small' });
+    expect(job.Meta).toMatchObject({
+      tenant_id: 'ten_1',
+      session_id: 'sesn_abc',
+      environment_id: 'env_1',
+      instance_size: 'small',
+    });
     const tg = job.TaskGroups[0];
     expect(tg.Networks![0].DynamicPorts).toEqual([{ Label: AGENT_PORT_LABEL }]);
     expect(tg.RestartPolicy).toMatchObject({ Attempts: 0, Mode: 'fail' });
@@ -331,23 +428,36 @@ describe('sandbox job template', () => {
     expect(tg.EphemeralDisk!.SizeMB).toBe(4096);
     const task = tg.Tasks[0];
     expect(task.Driver).toBe('raw_exec');
-    expect(task.Config).toEqual({ command: '/usr/bin/node', args: ['agent.js', '--listen', '${NOMAD_PORT_agent}'] });
+    expect(task.Config).toEqual({
+      command: '/usr/bin/node',
+      args: ['agent.js', '--listen', '${NOMAD_PORT_agent}'],
+    });
     expect(task.Resources).toEqual({ CPU: 2000, MemoryMB: 4096, MemoryMaxMB: 4096 });
     // only the launcher's variables: the sandbox's env and proxy travel in the agent command
-    expect(task.Env).toEqual({ AGENTFLEET_AGENT_LISTEN: '${NOMAD_IP_agent}:${NOMAD_PORT_agent}', AGENTFLEET_AGENT_TOKEN: 'tok', AGENTFLEET_SESSION_ID: 'sesn_abc' });
+    expect(task.Env).toEqual({
+      AGENTFLEET_AGENT_LISTEN: '${NOMAD_IP_agent}:${NOMAD_PORT_agent}',
+      AGENTFLEET_AGENT_TOKEN: 'tok',
+      AGENTFLEET_SESSION_ID: 'sesn_abc',
+    });
   });
 
   it('maps instance sizes to MHz (vCPUs × MHz per core) or whole cores, and memory', () => {
     for (const [size, r] of Object.entries(SANDBOX_SIZES)) {
-      const mhz = jobTemplate({ ...spec, size }, { agentCommand: ['a'], cpuMhzPerCore: 2500 }).TaskGroups[0].Tasks[0].Resources;
+      const mhz = jobTemplate({ ...spec, size }, { agentCommand: ['a'], cpuMhzPerCore: 2500 })
+        .TaskGroups[0].Tasks[0].Resources;
       expect(mhz).toEqual({ CPU: r.cpus * 2500, MemoryMB: r.memoryMb, MemoryMaxMB: r.memoryMb });
-      const cores = jobTemplate({ ...spec, size }, { agentCommand: ['a'], cpuMode: 'cores' }).TaskGroups[0].Tasks[0].Resources;
+      const cores = jobTemplate({ ...spec, size }, { agentCommand: ['a'], cpuMode: 'cores' })
+        .TaskGroups[0].Tasks[0].Resources;
       expect(cores).toEqual({ Cores: r.cpus, MemoryMB: r.memoryMb, MemoryMaxMB: r.memoryMb });
-      expect(jobTemplate({ ...spec, size }, { agentCommand: ['a'] }).TaskGroups[0].EphemeralDisk!.SizeMB).toBe(r.diskMb);
+      expect(
+        jobTemplate({ ...spec, size }, { agentCommand: ['a'] }).TaskGroups[0].EphemeralDisk!.SizeMB,
+      ).toBe(r.diskMb);
     }
     expect(SANDBOX_SIZES.medium).toMatchObject({ cpus: 2, memoryMb: 8192, diskMb: 4096 });
     expect(SANDBOX_SIZES.large).toMatchObject({ cpus: 4, memoryMb: 16384, diskMb: 4096 });
-    expect(() => jobTemplate({ ...spec, size: 'huge' }, { agentCommand: ['a'] })).toThrow(/unknown instance size/);
+    expect(() => jobTemplate({ ...spec, size: 'huge' }, { agentCommand: ['a'] })).toThrow(
+      /unknown instance size/,
+    );
   });
 
   it('keeps nomad/templates/sandbox.hcl in step with the JSON template', () => {
@@ -374,12 +484,19 @@ describe('sandbox job template', () => {
     const fake = await startNomadFake();
     try {
       const client = new NomadClient({ address: fake.address });
-      const script = "require('node:net').createServer((s) => s.end('hi')).listen(Number(process.env.AGENTFLEET_AGENT_LISTEN.split(':')[1]), process.env.AGENTFLEET_AGENT_LISTEN.split(':')[0])";
-      const job = jobTemplate(spec, { agentCommand: [process.execPath, '-e', script], driver: 'raw_exec', datacenters: ['dc1'] });
+      const script =
+        "require('node:net').createServer((s) => s.end('hi')).listen(Number(process.env.AGENTFLEET_AGENT_LISTEN.split(':')[1]), process.env.AGENTFLEET_AGENT_LISTEN.split(':')[0])";
+      const job = jobTemplate(spec, {
+        agentCommand: [process.execPath, '-e', script],
+        driver: 'raw_exec',
+        datacenters: ['dc1'],
+      });
       await client.registerJob(job);
       const allocId = await firstAlloc(client, job.ID);
       const alloc = await waitFor(client, allocId, (a) => a.ClientStatus === 'running');
-      const port = alloc.AllocatedResources!.Shared!.Ports!.find((p) => p.Label === AGENT_PORT_LABEL)!;
+      const port = alloc.AllocatedResources!.Shared!.Ports!.find(
+        (p) => p.Label === AGENT_PORT_LABEL,
+      )!;
       const net = await import('node:net');
       let got = '';
       for (let i = 0; i < 50 && got !== 'hi'; i++) {

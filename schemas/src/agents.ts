@@ -10,16 +10,30 @@ export const ModelConfigParams = Obj({
   id: Type.String({ minLength: 1, maxLength: 256 }),
   effort: Type.Optional(Nullable(Type.Union([EffortName, EffortObj]))),
   speed: Type.Optional(Nullable(Type.Union([Type.Literal('standard'), Type.Literal('fast')]))),
-  inference_geo: Type.Optional(Nullable(Type.String({ minLength: 1, maxLength: 64, pattern: '^[A-Za-z0-9_-]+$' }))),
+  inference_geo: Type.Optional(
+    Nullable(Type.String({ minLength: 1, maxLength: 64, pattern: '^[A-Za-z0-9_-]+$' })),
+  ),
 });
-export const ModelParam = Type.Union([Type.String({ minLength: 1, maxLength: 256 }), ModelConfigParams]);
+export const ModelParam = Type.Union([
+  Type.String({ minLength: 1, maxLength: 256 }),
+  ModelConfigParams,
+]);
 
 export const Policy = Type.Union([
   Obj({ type: Type.Literal('always_allow') }),
   Obj({ type: Type.Literal('always_ask') }),
   Obj({ type: Type.Literal('auto') }),
 ]);
-const TOOL_NAMES = ['bash', 'edit', 'read', 'write', 'glob', 'grep', 'web_fetch', 'web_search'] as const;
+const TOOL_NAMES = [
+  'bash',
+  'edit',
+  'read',
+  'write',
+  'glob',
+  'grep',
+  'web_fetch',
+  'web_search',
+] as const;
 const ToolConfig = Type.Object(
   {
     name: Type.Union(TOOL_NAMES.map((n) => Type.Literal(n))),
@@ -55,7 +69,11 @@ export const McpToolsetParams = Obj({
   default_config: Type.Optional(Nullable(DefaultConfig)),
 });
 export const ToolExecution = Type.Union([
-  Obj({ type: Type.Literal('http'), endpoint: Type.String({ format: 'uri' }), method: Type.Optional(Type.String({ pattern: '^(GET|POST|PUT|PATCH|DELETE)$' })) }),
+  Obj({
+    type: Type.Literal('http'),
+    endpoint: Type.String({ format: 'uri' }),
+    method: Type.Optional(Type.String({ pattern: '^(GET|POST|PUT|PATCH|DELETE)$' })),
+  }),
   Obj({ type: Type.Literal('sandbox'), command: Type.String({ minLength: 1, maxLength: 4096 }) }),
 ]);
 export const CustomToolParams = Obj({
@@ -117,7 +135,9 @@ const AgentFields = {
       ]),
     ),
   ),
-  multiagent: Type.Optional(Nullable(Type.Object({ type: Type.String() }, { additionalProperties: true }))),
+  multiagent: Type.Optional(
+    Nullable(Type.Object({ type: Type.String() }, { additionalProperties: true })),
+  ),
 };
 
 export const AgentCreate = Obj({

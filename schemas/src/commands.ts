@@ -21,7 +21,11 @@ export interface CommandDefinition<S extends TSchema = TSchema> {
 
 const SessionRef = { tenant_id: Type.String(), session_id: Type.String() };
 
-export const TurnRequested = Obj({ ...SessionRef, seq: Type.Integer({ minimum: 0 }), reason: Type.Optional(Type.String()) });
+export const TurnRequested = Obj({
+  ...SessionRef,
+  seq: Type.Integer({ minimum: 0 }),
+  reason: Type.Optional(Type.String()),
+});
 export const SessionCancelRequested = Obj({ ...SessionRef, reason: Type.String() });
 
 export const COMMANDS = {

@@ -4,31 +4,48 @@ export const BETA_VERSION = 'managed-agents-2026-04-01';
 export const TOOLSET_TYPE = 'agent_toolset_20260401';
 
 /** Strict object: unknown fields are rejected at the edge with the field's name. */
-export const Obj = <T extends Record<string, TSchema>>(props: T, opts: { description?: string } = {}) =>
-  Type.Object(props, { additionalProperties: false, ...opts });
+export const Obj = <T extends Record<string, TSchema>>(
+  props: T,
+  opts: { description?: string } = {},
+) => Type.Object(props, { additionalProperties: false, ...opts });
 
 export const Nullable = <T extends TSchema>(t: T) => Type.Union([t, Type.Null()]);
 
 /** The SDK's budget: a list-cost cap. */
 export const BudgetLimit = Obj({
   type: Type.Literal('limit'),
-  max_list_cost: Obj({ amount: Type.String({ pattern: '^[0-9]+(\\.[0-9]+)?$' }), currency: Type.String({ minLength: 3, maxLength: 3 }) }),
+  max_list_cost: Obj({
+    amount: Type.String({ pattern: '^[0-9]+(\\.[0-9]+)?$' }),
+    currency: Type.String({ minLength: 3, maxLength: 3 }),
+  }),
 });
 
 // propertyNames: TypeBox maps a plain string key to `^(.*)$`, dropping the key's maxLength.
-export const Metadata = Type.Record(Type.String({ maxLength: 64 }), Type.String({ maxLength: 512 }), {
-  maxProperties: 16,
-  propertyNames: { maxLength: 64 },
-});
+export const Metadata = Type.Record(
+  Type.String({ maxLength: 64 }),
+  Type.String({ maxLength: 512 }),
+  {
+    maxProperties: 16,
+    propertyNames: { maxLength: 64 },
+  },
+);
 /** Metadata patch: a null value removes the key. */
-export const MetadataPatch = Type.Record(Type.String({ maxLength: 64 }), Nullable(Type.String({ maxLength: 512 })), {
-  maxProperties: 16,
-  propertyNames: { maxLength: 64 },
+export const MetadataPatch = Type.Record(
+  Type.String({ maxLength: 64 }),
+  Nullable(Type.String({ maxLength: 512 })),
+  {
+    maxProperties: 16,
+    propertyNames: { maxLength: 64 },
+  },
+);
+
+export const Id = (prefix: string) =>
+  Type.String({ minLength: prefix.length + 1, maxLength: 128, pattern: `^${prefix}` });
+
+export const TextBlock = Obj({
+  type: Type.Literal('text'),
+  text: Type.String({ maxLength: 1_000_000 }),
 });
-
-export const Id = (prefix: string) => Type.String({ minLength: prefix.length + 1, maxLength: 128, pattern: `^${prefix}` });
-
-export const TextBlock = Obj({ type: Type.Literal('text'), text: Type.String({ maxLength: 1_000_000 }) });
 const ImageSource = Type.Union([
   Obj({ type: Type.Literal('base64'), media_type: Type.String(), data: Type.String() }),
   Obj({ type: Type.Literal('url'), url: Type.String({ format: 'uri' }) }),
@@ -40,8 +57,16 @@ export const DocumentBlock = Type.Object(
     type: Type.Literal('document'),
     // The SDK's document sources.
     source: Type.Union([
-      Obj({ type: Type.Literal('base64'), media_type: Type.String({ minLength: 1 }), data: Type.String() }),
-      Obj({ type: Type.Literal('text'), media_type: Type.Literal('text/plain'), data: Type.String() }),
+      Obj({
+        type: Type.Literal('base64'),
+        media_type: Type.String({ minLength: 1 }),
+        data: Type.String(),
+      }),
+      Obj({
+        type: Type.Literal('text'),
+        media_type: Type.Literal('text/plain'),
+        data: Type.String(),
+      }),
       Obj({ type: Type.Literal('url'), url: Type.String({ format: 'uri' }) }),
       Obj({ type: Type.Literal('file'), file_id: Type.String({ minLength: 1 }) }),
     ]),

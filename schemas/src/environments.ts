@@ -1,12 +1,23 @@
 import { Type, type Static } from '@sinclair/typebox';
 import { Metadata, MetadataPatch, Nullable, Obj } from './common.js';
 
-const PkgList = Type.Optional(Nullable(Type.Array(Type.String({ minLength: 1, maxLength: 256 }), { maxItems: 256 })));
+const PkgList = Type.Optional(
+  Nullable(Type.Array(Type.String({ minLength: 1, maxLength: 256 }), { maxItems: 256 })),
+);
 const PackagesParams = Obj({
   type: Type.Optional(Type.Literal('packages')),
-  pip: PkgList, npm: PkgList, apt: PkgList, cargo: PkgList, gem: PkgList, go: PkgList,
+  pip: PkgList,
+  npm: PkgList,
+  apt: PkgList,
+  cargo: PkgList,
+  gem: PkgList,
+  go: PkgList,
 });
-const Hostname = Type.String({ minLength: 1, maxLength: 253, pattern: '^(\\*\\.)?[A-Za-z0-9.-]+$' });
+const Hostname = Type.String({
+  minLength: 1,
+  maxLength: 253,
+  pattern: '^(\\*\\.)?[A-Za-z0-9.-]+$',
+});
 
 /** The SDK's `config`: cloud (sandbox template) or self-hosted (no runtime settings at all). */
 export const EnvironmentConfigParams = Type.Union([
@@ -41,7 +52,12 @@ const SpecFields = {
     }),
   ),
   // additionalProperties: TypeBox turns the key pattern into patternProperties, which alone lets other keys through.
-  env: Type.Optional(Type.Record(Type.String({ pattern: '^[A-Za-z_][A-Za-z0-9_]*$' }), Type.String(), { maxProperties: 128, additionalProperties: false })),
+  env: Type.Optional(
+    Type.Record(Type.String({ pattern: '^[A-Za-z_][A-Za-z0-9_]*$' }), Type.String(), {
+      maxProperties: 128,
+      additionalProperties: false,
+    }),
+  ),
 };
 
 export const EnvironmentCreate = Obj({
@@ -49,7 +65,9 @@ export const EnvironmentCreate = Obj({
   description: Type.Optional(Nullable(Type.String({ maxLength: 2048 }))),
   config: Type.Optional(Nullable(EnvironmentConfigParams)),
   metadata: Type.Optional(Metadata),
-  scope: Type.Optional(Nullable(Type.Union([Type.Literal('organization'), Type.Literal('account')]))),
+  scope: Type.Optional(
+    Nullable(Type.Union([Type.Literal('organization'), Type.Literal('account')])),
+  ),
   ...SpecFields,
 });
 export type EnvironmentCreate = Static<typeof EnvironmentCreate>;
@@ -59,7 +77,9 @@ export const EnvironmentUpdate = Obj({
   description: Type.Optional(Nullable(Type.String({ maxLength: 2048 }))),
   config: Type.Optional(Nullable(EnvironmentConfigParams)),
   metadata: Type.Optional(MetadataPatch),
-  scope: Type.Optional(Nullable(Type.Union([Type.Literal('organization'), Type.Literal('account')]))),
+  scope: Type.Optional(
+    Nullable(Type.Union([Type.Literal('organization'), Type.Literal('account')])),
+  ),
   ...SpecFields,
 });
 export type EnvironmentUpdate = Static<typeof EnvironmentUpdate>;
@@ -72,6 +92,12 @@ export const EnvironmentListQuery = Obj({
 });
 
 /** Keys that belong to the runtime host deployment and must never appear on a self-hosted environment. */
-export const SELF_HOSTED_FORBIDDEN_KEYS = ['provider', 'volume', 'checkpoint', 'output', 'retention'] as const;
+export const SELF_HOSTED_FORBIDDEN_KEYS = [
+  'provider',
+  'volume',
+  'checkpoint',
+  'output',
+  'retention',
+] as const;
 
 // The served shapes (Environment, Packages) are schemas in resources.ts.

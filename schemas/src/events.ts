@@ -77,7 +77,16 @@ export const RetryStatus = Type.Union([
 ]);
 
 /** `stop_reason` of a model response as recorded on its span (provider reason or how the call ended). */
-export const SPAN_STOP_REASONS = ['end_turn', 'tool_use', 'max_tokens', 'stop_sequence', 'refusal', 'aborted', 'error', 'interrupted'] as const;
+export const SPAN_STOP_REASONS = [
+  'end_turn',
+  'tool_use',
+  'max_tokens',
+  'stop_sequence',
+  'refusal',
+  'aborted',
+  'error',
+  'interrupted',
+] as const;
 
 const TextOut = Obj({ type: Type.Literal('text'), text: Type.String() });
 const TokenCount = Type.Integer({ minimum: 0 });
@@ -97,7 +106,10 @@ export const EVENT_PAYLOADS = {
   /** POST …/events, POST …/messages and initial_events: the request's content, verbatim. */
   'user.message': { content: Type.Array(ContentBlock, { minItems: 1 }) },
   /** `source: 'cancel'` marks an interrupt appended by POST …/cancel rather than sent by the user. */
-  'user.interrupt': { session_thread_id: Type.Optional(Nullable(Type.String())), source: Type.Optional(Type.Literal('cancel')) },
+  'user.interrupt': {
+    session_thread_id: Type.Optional(Nullable(Type.String())),
+    source: Type.Optional(Type.Literal('cancel')),
+  },
   'user.custom_tool_result': {
     custom_tool_use_id: Type.String(),
     content: Type.Optional(Type.Array(Type.Union([TextBlock, ImageBlock, DocumentBlock]))),
@@ -112,15 +124,24 @@ export const EVENT_PAYLOADS = {
   },
   'session.status_rescheduled': {},
   'session.status_terminated': {},
-  'session.error': { error: Obj({ type: SessionErrorType, message: Type.String(), retry_status: RetryStatus }) },
+  'session.error': {
+    error: Obj({ type: SessionErrorType, message: Type.String(), retry_status: RetryStatus }),
+  },
   'session.deleted': {},
   'agent.message': { content: Type.Array(TextOut, { minItems: 1 }) },
   /** Extension: the thinking text and signature ride along (the SDK's event carries neither). */
   'agent.thinking': { thinking: Type.String(), signature: Type.Optional(Type.String()) },
   'agent.tool_use': { name: Type.String(), input: Type.Record(Type.String(), Type.Unknown()) },
   /** A call to a client-executed custom tool: the turn ends with requires_action. */
-  'agent.custom_tool_use': { name: Type.String(), input: Type.Record(Type.String(), Type.Unknown()) },
-  'agent.tool_result': { tool_use_id: Id('sevt_'), content: Type.Array(TextOut), is_error: Type.Boolean() },
+  'agent.custom_tool_use': {
+    name: Type.String(),
+    input: Type.Record(Type.String(), Type.Unknown()),
+  },
+  'agent.tool_result': {
+    tool_use_id: Id('sevt_'),
+    content: Type.Array(TextOut),
+    is_error: Type.Boolean(),
+  },
   'span.model_request_start': {},
   'span.model_request_end': {
     model_request_start_id: Id('sevt_'),
@@ -147,24 +168,49 @@ const eventOf = <T extends string, P extends TProperties>(type: T, payload: P) =
 const P = EVENT_PAYLOADS;
 export const UserMessageEvent = eventOf('user.message', P['user.message']);
 export const UserInterruptEvent = eventOf('user.interrupt', P['user.interrupt']);
-export const UserCustomToolResultEvent = eventOf('user.custom_tool_result', P['user.custom_tool_result']);
-export const SessionStatusRunningEvent = eventOf('session.status_running', P['session.status_running']);
+export const UserCustomToolResultEvent = eventOf(
+  'user.custom_tool_result',
+  P['user.custom_tool_result'],
+);
+export const SessionStatusRunningEvent = eventOf(
+  'session.status_running',
+  P['session.status_running'],
+);
 export const SessionStatusIdleEvent = eventOf('session.status_idle', P['session.status_idle']);
-export const SessionStatusRescheduledEvent = eventOf('session.status_rescheduled', P['session.status_rescheduled']);
-export const SessionStatusTerminatedEvent = eventOf('session.status_terminated', P['session.status_terminated']);
+export const SessionStatusRescheduledEvent = eventOf(
+  'session.status_rescheduled',
+  P['session.status_rescheduled'],
+);
+export const SessionStatusTerminatedEvent = eventOf(
+  'session.status_terminated',
+  P['session.status_terminated'],
+);
 export const SessionErrorEvent = eventOf('session.error', P['session.error']);
 /**
  * Extension (worker recovery): an interrupted model stream or an orphaned tool call; (outputs
  * sync) a file in /mnt/session/outputs that was not stored, with the reason.
  */
 export const SessionWarningEvent = Type.Union([
-  eventOf('session.warning', { warning: Type.Literal('interrupted_stream'), message: Type.String(), model_request_start_id: Id('sevt_') }),
-  eventOf('session.warning', { warning: Type.Literal('orphan_tool_use'), message: Type.String(), tool_use_id: Id('sevt_') }),
+  eventOf('session.warning', {
+    warning: Type.Literal('interrupted_stream'),
+    message: Type.String(),
+    model_request_start_id: Id('sevt_'),
+  }),
+  eventOf('session.warning', {
+    warning: Type.Literal('orphan_tool_use'),
+    message: Type.String(),
+    tool_use_id: Id('sevt_'),
+  }),
   eventOf('session.warning', {
     warning: Type.Literal('output_skipped'),
     message: Type.String(),
     filename: Type.String(),
-    reason: Type.Union([Type.Literal('file_too_large'), Type.Literal('session_quota_exceeded'), Type.Literal('invalid_name'), Type.Literal('not_a_regular_file')]),
+    reason: Type.Union([
+      Type.Literal('file_too_large'),
+      Type.Literal('session_quota_exceeded'),
+      Type.Literal('invalid_name'),
+      Type.Literal('not_a_regular_file'),
+    ]),
   }),
 ]);
 export const SessionDeletedEvent = eventOf('session.deleted', P['session.deleted']);
@@ -173,8 +219,14 @@ export const AgentThinkingEvent = eventOf('agent.thinking', P['agent.thinking'])
 export const AgentToolUseEvent = eventOf('agent.tool_use', P['agent.tool_use']);
 export const AgentToolResultEvent = eventOf('agent.tool_result', P['agent.tool_result']);
 export const AgentCustomToolUseEvent = eventOf('agent.custom_tool_use', P['agent.custom_tool_use']);
-export const SpanModelRequestStartEvent = eventOf('span.model_request_start', P['span.model_request_start']);
-export const SpanModelRequestEndEvent = eventOf('span.model_request_end', P['span.model_request_end']);
+export const SpanModelRequestStartEvent = eventOf(
+  'span.model_request_start',
+  P['span.model_request_start'],
+);
+export const SpanModelRequestEndEvent = eventOf(
+  'span.model_request_end',
+  P['span.model_request_end'],
+);
 
 /**
  * Schema per canonical type the platform emits today. `agent.mcp_tool_use` and
@@ -201,7 +253,11 @@ export const SESSION_EVENT_SCHEMAS = {
   'span.model_request_end': SpanModelRequestEndEvent,
 } satisfies Partial<Record<CanonicalEventType, TSchema>>;
 
-export const SessionEvent = Type.Union(Object.values(SESSION_EVENT_SCHEMAS) as Array<(typeof SESSION_EVENT_SCHEMAS)[keyof typeof SESSION_EVENT_SCHEMAS]>);
+export const SessionEvent = Type.Union(
+  Object.values(SESSION_EVENT_SCHEMAS) as Array<
+    (typeof SESSION_EVENT_SCHEMAS)[keyof typeof SESSION_EVENT_SCHEMAS]
+  >,
+);
 export type SessionEvent = Static<typeof SessionEvent>;
 
 // ---------------------------------------------------------------------------------------------
@@ -216,15 +272,30 @@ const MessageId = { message_id: Id('sevt_') };
 const ThinkingId = { thinking_id: Id('sevt_') };
 const ToolUseId = { tool_use_id: Id('sevt_') };
 export const AgentMessageStreamStartEvent = chunkOf('agent.message_stream_start', MessageId);
-export const AgentMessageChunkEvent = chunkOf('agent.message_chunk', { ...MessageId, delta: Type.String() });
+export const AgentMessageChunkEvent = chunkOf('agent.message_chunk', {
+  ...MessageId,
+  delta: Type.String(),
+});
 export const AgentMessageStreamEndEvent = chunkOf('agent.message_stream_end', MessageId);
 export const AgentThinkingStreamStartEvent = chunkOf('agent.thinking_stream_start', ThinkingId);
-export const AgentThinkingChunkEvent = chunkOf('agent.thinking_chunk', { ...ThinkingId, delta: Type.String() });
+export const AgentThinkingChunkEvent = chunkOf('agent.thinking_chunk', {
+  ...ThinkingId,
+  delta: Type.String(),
+});
 export const AgentThinkingStreamEndEvent = chunkOf('agent.thinking_stream_end', ThinkingId);
-export const AgentToolUseInputStreamStartEvent = chunkOf('agent.tool_use_input_stream_start', { ...ToolUseId, name: Type.String() });
+export const AgentToolUseInputStreamStartEvent = chunkOf('agent.tool_use_input_stream_start', {
+  ...ToolUseId,
+  name: Type.String(),
+});
 /** `delta` is a fragment of the tool input's JSON text. */
-export const AgentToolUseInputChunkEvent = chunkOf('agent.tool_use_input_chunk', { ...ToolUseId, delta: Type.String() });
-export const AgentToolUseInputStreamEndEvent = chunkOf('agent.tool_use_input_stream_end', ToolUseId);
+export const AgentToolUseInputChunkEvent = chunkOf('agent.tool_use_input_chunk', {
+  ...ToolUseId,
+  delta: Type.String(),
+});
+export const AgentToolUseInputStreamEndEvent = chunkOf(
+  'agent.tool_use_input_stream_end',
+  ToolUseId,
+);
 export const SpanModelFirstTokenEvent = chunkOf('span.model_first_token', {});
 
 export const CHUNK_EVENT_SCHEMAS = {
@@ -240,20 +311,34 @@ export const CHUNK_EVENT_SCHEMAS = {
   'span.model_first_token': SpanModelFirstTokenEvent,
 } satisfies Record<ChunkEventType, TSchema>;
 
-export const ChunkEvent = Type.Union(Object.values(CHUNK_EVENT_SCHEMAS) as Array<(typeof CHUNK_EVENT_SCHEMAS)[keyof typeof CHUNK_EVENT_SCHEMAS]>);
+export const ChunkEvent = Type.Union(
+  Object.values(CHUNK_EVENT_SCHEMAS) as Array<
+    (typeof CHUNK_EVENT_SCHEMAS)[keyof typeof CHUNK_EVENT_SCHEMAS]
+  >,
+);
 export type ChunkEvent = Static<typeof ChunkEvent>;
 
 /** The SDK's preview frames (`?event_deltas[]=agent.message|agent.thinking`), made from chunks. */
 export const StreamStartEvent = Obj({
   type: Type.Literal('event_start'),
-  event: Obj({ id: Id('sevt_'), type: Type.Union([Type.Literal('agent.message'), Type.Literal('agent.thinking')]) }),
+  event: Obj({
+    id: Id('sevt_'),
+    type: Type.Union([Type.Literal('agent.message'), Type.Literal('agent.thinking')]),
+  }),
 });
 export const StreamDeltaEvent = Obj({
   type: Type.Literal('event_delta'),
   event_id: Id('sevt_'),
-  delta: Obj({ type: Type.Literal('content_delta'), content: TextOut, index: Type.Integer({ minimum: 0 }) }),
+  delta: Obj({
+    type: Type.Literal('content_delta'),
+    content: TextOut,
+    index: Type.Integer({ minimum: 0 }),
+  }),
 });
-export const STREAM_DELTA_SCHEMAS = { event_start: StreamStartEvent, event_delta: StreamDeltaEvent };
+export const STREAM_DELTA_SCHEMAS = {
+  event_start: StreamStartEvent,
+  event_delta: StreamDeltaEvent,
+};
 
 // ---------------------------------------------------------------------------------------------
 // Internal envelopes (what the log and the pubsub carry between core, workers and gateway)
@@ -286,9 +371,12 @@ export type LiveEventOut = Static<typeof LiveEventEnvelope> & { [field: string]:
 
 const compiled = new Map<string, Validator<unknown>>();
 function validateBy(schemas: Record<string, TSchema>, kind: string, value: unknown): unknown {
-  const type = typeof value === 'object' && value !== null ? (value as { type?: unknown }).type : undefined;
-  const schema = typeof type === 'string' && Object.hasOwn(schemas, type) ? schemas[type] : undefined;
-  if (!schema) throw new ValidationError(`type: ${JSON.stringify(type)} is not a ${kind} type`, 'type');
+  const type =
+    typeof value === 'object' && value !== null ? (value as { type?: unknown }).type : undefined;
+  const schema =
+    typeof type === 'string' && Object.hasOwn(schemas, type) ? schemas[type] : undefined;
+  if (!schema)
+    throw new ValidationError(`type: ${JSON.stringify(type)} is not a ${kind} type`, 'type');
   const key = `${kind}:${type}`;
   let v = compiled.get(key);
   if (!v) compiled.set(key, (v = compileBody(schema)));
@@ -309,11 +397,16 @@ export function validateChunkEvent(value: unknown): ChunkEvent {
 }
 
 /** Validates any SSE frame's data: a persisted event, a chunk event or an SDK preview frame. */
-export function validateStreamFrame(value: unknown): SessionEvent | ChunkEvent | Static<typeof StreamStartEvent> | Static<typeof StreamDeltaEvent> {
-  const type = typeof value === 'object' && value !== null ? (value as { type?: unknown }).type : undefined;
-  if (typeof type === 'string' && Object.hasOwn(CHUNK_EVENT_SCHEMAS, type)) return validateChunkEvent(value);
+export function validateStreamFrame(
+  value: unknown,
+): SessionEvent | ChunkEvent | Static<typeof StreamStartEvent> | Static<typeof StreamDeltaEvent> {
+  const type =
+    typeof value === 'object' && value !== null ? (value as { type?: unknown }).type : undefined;
+  if (typeof type === 'string' && Object.hasOwn(CHUNK_EVENT_SCHEMAS, type))
+    return validateChunkEvent(value);
   if (typeof type === 'string' && Object.hasOwn(STREAM_DELTA_SCHEMAS, type)) {
-    return validateBy(STREAM_DELTA_SCHEMAS, 'stream frame', value) as Static<typeof StreamStartEvent> | Static<typeof StreamDeltaEvent>;
+    return validateBy(STREAM_DELTA_SCHEMAS, 'stream frame', value) as
+      Static<typeof StreamStartEvent> | Static<typeof StreamDeltaEvent>;
   }
   return validateSessionEvent(value);
 }

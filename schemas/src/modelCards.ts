@@ -10,7 +10,13 @@ export const ModelCardCreate = Obj({
    * Extra headers sent to the provider. Stored sealed like the key; served with every value
    * replaced by CUSTOM_HEADER_MASK. On update, a value equal to the mask keeps the stored one.
    */
-  custom_headers: Type.Optional(Type.Record(Type.String({ minLength: 1, maxLength: 128, pattern: '^[A-Za-z0-9-]+$' }), Type.String({ maxLength: 8192, pattern: '^[\\t\\x20-\\x7e\\x80-\\xff]*$' }), { maxProperties: 32, additionalProperties: false })),
+  custom_headers: Type.Optional(
+    Type.Record(
+      Type.String({ minLength: 1, maxLength: 128, pattern: '^[A-Za-z0-9-]+$' }),
+      Type.String({ maxLength: 8192, pattern: '^[\\t\\x20-\\x7e\\x80-\\xff]*$' }),
+      { maxProperties: 32, additionalProperties: false },
+    ),
+  ),
   api_key: Type.String({ minLength: 1, maxLength: 4096 }),
   pi_config: Type.Optional(Type.Object({}, { additionalProperties: true })),
 });

@@ -34,7 +34,12 @@ export type ModelConfig = Static<typeof ModelConfig>;
  */
 const toolConfig = <N extends string>(name: N) =>
   Type.Object(
-    { name: Type.Literal(name), type: Type.Literal(name), enabled: Type.Boolean(), permission_policy: Policy },
+    {
+      name: Type.Literal(name),
+      type: Type.Literal(name),
+      enabled: Type.Boolean(),
+      permission_policy: Policy,
+    },
     { additionalProperties: true },
   );
 export const ToolConfigOut = Type.Union([
@@ -57,7 +62,9 @@ export const AgentToolsetOut = Obj({
 export const McpToolsetOut = Obj({
   type: Type.Literal('mcp_toolset'),
   mcp_server_name: Type.String(),
-  configs: Type.Array(Obj({ name: Type.String(), enabled: Type.Boolean(), permission_policy: Policy })),
+  configs: Type.Array(
+    Obj({ name: Type.String(), enabled: Type.Boolean(), permission_policy: Policy }),
+  ),
   default_config: ToolsetDefaultConfig,
 });
 /** A resolved tool: custom tools are served exactly as they were defined. */
@@ -82,13 +89,23 @@ const StdioServer = Obj({
 });
 /** MCP servers as stored: a URL server's token is sealed at rest. */
 export const StoredMcpServer = Type.Union([
-  Obj({ name: McpName, type: Type.Literal('url'), url: Type.String(), authorization_token_sealed: Type.Optional(Type.String()) }),
+  Obj({
+    name: McpName,
+    type: Type.Literal('url'),
+    url: Type.String(),
+    authorization_token_sealed: Type.Optional(Type.String()),
+  }),
   StdioServer,
 ]);
 export type StoredMcpServer = Static<typeof StoredMcpServer>;
 /** MCP servers as served: the token never leaves; its presence is flagged. */
 export const McpServerOut = Type.Union([
-  Obj({ name: McpName, type: Type.Literal('url'), url: Type.String(), has_authorization_token: Type.Optional(Type.Literal(true)) }),
+  Obj({
+    name: McpName,
+    type: Type.Literal('url'),
+    url: Type.String(),
+    has_authorization_token: Type.Optional(Type.Literal(true)),
+  }),
   StdioServer,
 ]);
 export type McpServerOut = Static<typeof McpServerOut>;
@@ -216,7 +233,16 @@ export const Session = Obj({
   environment_id: Id('env_'),
   title: Nullable(Type.String()),
   metadata: StringMap,
-  resources: Type.Array(Obj({ id: Type.String(), type: Type.Literal('file'), file_id: Type.String(), mount_path: Type.String(), created_at: Type.String(), updated_at: Type.String() })),
+  resources: Type.Array(
+    Obj({
+      id: Type.String(),
+      type: Type.Literal('file'),
+      file_id: Type.String(),
+      mount_path: Type.String(),
+      created_at: Type.String(),
+      updated_at: Type.String(),
+    }),
+  ),
   vault_ids: Type.Array(Type.String()),
   /** Passed through as the client sent it (validated only for its `type`). */
   budget: Nullable(BudgetLimit),
@@ -254,7 +280,11 @@ export type ModelCardOut = Static<typeof ModelCardOut>;
 /** The create answer: the card plus the capability probe's outcome. */
 export const ModelCardCreated = Obj({
   ...ModelCardFields,
-  probe: Obj({ ok: Nullable(Type.Boolean()), status: Type.Optional(Type.Integer()), reason: Type.Optional(Type.String()) }),
+  probe: Obj({
+    ok: Nullable(Type.Boolean()),
+    status: Type.Optional(Type.Integer()),
+    reason: Type.Optional(Type.String()),
+  }),
 });
 export type ModelCardCreated = Static<typeof ModelCardCreated>;
 
@@ -271,14 +301,17 @@ const PageFields = {
   last_id: Nullable(Type.String()),
 };
 const PageEnvelope = Obj(PageFields);
-export const ListPage = <T extends TSchema>(item: T) => Obj({ data: Type.Array(item), ...PageFields });
+export const ListPage = <T extends TSchema>(item: T) =>
+  Obj({ data: Type.Array(item), ...PageFields });
 export type ListPage<T> = Static<typeof PageEnvelope> & { data: T[] };
 
 /** The unpaged `svc` lists (model cards, API keys): every item, `has_more` always false. */
-export const FullList = <T extends TSchema>(item: T) => Obj({ data: Type.Array(item), has_more: Type.Boolean() });
+export const FullList = <T extends TSchema>(item: T) =>
+  Obj({ data: Type.Array(item), has_more: Type.Boolean() });
 
 /** Hard-delete confirmation, e.g. `{id, type: 'session_deleted'}`. */
-export const Deleted = <T extends string>(type: T) => Obj({ id: Type.String(), type: Type.Literal(type) });
+export const Deleted = <T extends string>(type: T) =>
+  Obj({ id: Type.String(), type: Type.Literal(type) });
 
 /** Error body: the spec's `{error: {type, message}}` plus the SDK's `type: 'error'` envelope. */
 export const ErrorBody = Obj({

@@ -26,9 +26,19 @@ export type FileObject = Static<typeof FileObject>;
 
 /** The multipart upload body of `POST /v1/files`. */
 export const FileUploadForm = Obj({
-  file: Type.String({ contentEncoding: 'binary', description: 'The file bytes (its part filename becomes the file name).' }),
-  session_id: Type.Optional(Type.String({ description: 'Scope the file to this session (mounted in its sandbox).' })),
-  expires_in_seconds: Type.Optional(Type.String({ pattern: '^\\s*[0-9]+\\s*$', description: 'Integer: the file expires after this many seconds.' })),
+  file: Type.String({
+    contentEncoding: 'binary',
+    description: 'The file bytes (its part filename becomes the file name).',
+  }),
+  session_id: Type.Optional(
+    Type.String({ description: 'Scope the file to this session (mounted in its sandbox).' }),
+  ),
+  expires_in_seconds: Type.Optional(
+    Type.String({
+      pattern: '^\\s*[0-9]+\\s*$',
+      description: 'Integer: the file expires after this many seconds.',
+    }),
+  ),
 });
 
 /** A durable session output (a file the sandbox wrote under /mnt/session/outputs). */
@@ -40,7 +50,10 @@ export const SessionOutputObject = Obj({
   mime_type: Type.String(),
   updated_at: Timestamp,
 });
-export const SessionOutputList = Obj({ data: Type.Array(SessionOutputObject), has_more: Type.Literal(false) });
+export const SessionOutputList = Obj({
+  data: Type.Array(SessionOutputObject),
+  has_more: Type.Literal(false),
+});
 
 /** An API key as listed: the value itself is shown only once, at creation. */
 const ApiKeyFields = {
@@ -52,18 +65,41 @@ const ApiKeyFields = {
   created_at: Timestamp,
 };
 export const ApiKeyObject = Obj(ApiKeyFields);
-export const ApiKeyCreated = Obj({ ...ApiKeyFields, key: Type.String({ description: 'The key value; shown only in this answer.' }) });
-export const ApiKeyCreate = Obj({ name: Type.String({ minLength: 1, maxLength: 256 }), environment_id: Type.Optional(Type.String({ minLength: 1 })) });
+export const ApiKeyCreated = Obj({
+  ...ApiKeyFields,
+  key: Type.String({ description: 'The key value; shown only in this answer.' }),
+});
+export const ApiKeyCreate = Obj({
+  name: Type.String({ minLength: 1, maxLength: 256 }),
+  environment_id: Type.Optional(Type.String({ minLength: 1 })),
+});
 
 export const TenantCreate = Obj({ name: Type.String({ minLength: 1, maxLength: 256 }) });
-export const TenantCreated = Obj({ tenant_id: Type.String(), api_key: Type.String(), key_id: Type.String() });
+export const TenantCreated = Obj({
+  tenant_id: Type.String(),
+  api_key: Type.String(),
+  key_id: Type.String(),
+});
 
 /** The official model resource (one per active model card of the tenant). */
-export const ModelObject = Obj({ type: Type.Literal('model'), id: Type.String(), display_name: Type.String(), created_at: Timestamp });
-export const ModelList = Obj({ data: Type.Array(ModelObject), has_more: Type.Boolean(), first_id: Nullable(Type.String()), last_id: Nullable(Type.String()) });
+export const ModelObject = Obj({
+  type: Type.Literal('model'),
+  id: Type.String(),
+  display_name: Type.String(),
+  created_at: Timestamp,
+});
+export const ModelList = Obj({
+  data: Type.Array(ModelObject),
+  has_more: Type.Boolean(),
+  first_id: Nullable(Type.String()),
+  last_id: Nullable(Type.String()),
+});
 
 export const Health = Obj({ ok: Type.Literal(true) });
-export const Readiness = Obj({ ok: Type.Boolean(), checks: Obj({ store: Type.Boolean(), bus: Type.Boolean(), coordination: Type.Boolean() }) });
+export const Readiness = Obj({
+  ok: Type.Boolean(),
+  checks: Obj({ store: Type.Boolean(), bus: Type.Boolean(), coordination: Type.Boolean() }),
+});
 
 /**
  * A GraphQL-over-HTTP request (POST body; GET carries the same fields as query parameters).
@@ -82,7 +118,9 @@ export const GraphQLRequest = Type.Object(
 export const GraphQLResponse = Type.Object(
   {
     data: Type.Optional(Nullable(Type.Record(Type.String(), Type.Unknown()))),
-    errors: Type.Optional(Type.Array(Type.Object({ message: Type.String() }, { additionalProperties: true }))),
+    errors: Type.Optional(
+      Type.Array(Type.Object({ message: Type.String() }, { additionalProperties: true })),
+    ),
     extensions: Type.Optional(Type.Record(Type.String(), Type.Unknown())),
   },
   { additionalProperties: false },

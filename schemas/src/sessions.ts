@@ -1,5 +1,16 @@
 import { Type, type Static } from '@sinclair/typebox';
-import { BudgetLimit, ContentBlock, Id, Metadata, MetadataPatch, Nullable, Obj, TextBlock, ImageBlock, DocumentBlock } from './common.js';
+import {
+  BudgetLimit,
+  ContentBlock,
+  Id,
+  Metadata,
+  MetadataPatch,
+  Nullable,
+  Obj,
+  TextBlock,
+  ImageBlock,
+  DocumentBlock,
+} from './common.js';
 import { McpServerConfig, ModelParam, SkillRef, ToolDefinition } from './agents.js';
 
 export const UserMessageParams = Obj({
@@ -16,19 +27,32 @@ export const UserCustomToolResultParams = Obj({
   content: Type.Optional(Type.Array(Type.Union([TextBlock, ImageBlock, DocumentBlock]))),
   is_error: Type.Optional(Nullable(Type.Boolean())),
 });
-export const InputEvent = Type.Union([UserMessageParams, UserInterruptParams, UserCustomToolResultParams]);
+export const InputEvent = Type.Union([
+  UserMessageParams,
+  UserInterruptParams,
+  UserCustomToolResultParams,
+]);
 export type InputEvent = Static<typeof InputEvent>;
 
-export const SendEventsBody = Obj({ events: Type.Array(InputEvent, { minItems: 1, maxItems: 50 }) });
+export const SendEventsBody = Obj({
+  events: Type.Array(InputEvent, { minItems: 1, maxItems: 50 }),
+});
 export type SendEventsBody = Static<typeof SendEventsBody>;
 
 export const MessagesBody = Obj({
-  content: Type.Union([Type.String({ minLength: 1, maxLength: 1_000_000 }), Type.Array(ContentBlock, { minItems: 1, maxItems: 100 })]),
+  content: Type.Union([
+    Type.String({ minLength: 1, maxLength: 1_000_000 }),
+    Type.Array(ContentBlock, { minItems: 1, maxItems: 100 }),
+  ]),
 });
 
 const AgentRef = Type.Union([
   Type.String({ minLength: 1 }),
-  Obj({ type: Type.Literal('agent'), id: Type.String({ minLength: 1 }), version: Type.Optional(Type.Integer({ minimum: 1 })) }),
+  Obj({
+    type: Type.Literal('agent'),
+    id: Type.String({ minLength: 1 }),
+    version: Type.Optional(Type.Integer({ minimum: 1 })),
+  }),
   Obj({
     type: Type.Literal('agent_with_overrides'),
     id: Type.String({ minLength: 1 }),
@@ -42,18 +66,26 @@ const AgentRef = Type.Union([
 ]);
 
 const ResourceParams = Type.Union([
-  Obj({ type: Type.Literal('file'), file_id: Type.String({ minLength: 1 }), mount_path: Type.Optional(Nullable(Type.String())) }),
+  Obj({
+    type: Type.Literal('file'),
+    file_id: Type.String({ minLength: 1 }),
+    mount_path: Type.Optional(Nullable(Type.String())),
+  }),
   Obj({
     type: Type.Literal('github_repository'),
     url: Type.String({ format: 'uri' }),
     authorization_token: Type.Optional(Type.String()),
-    checkout: Type.Optional(Nullable(Type.Object({ type: Type.String() }, { additionalProperties: true }))),
+    checkout: Type.Optional(
+      Nullable(Type.Object({ type: Type.String() }, { additionalProperties: true })),
+    ),
     mount_path: Type.Optional(Nullable(Type.String())),
   }),
   Obj({
     type: Type.Literal('memory_store'),
     memory_store_id: Type.String({ minLength: 1 }),
-    access: Type.Optional(Nullable(Type.Union([Type.Literal('read_write'), Type.Literal('read_only')]))),
+    access: Type.Optional(
+      Nullable(Type.Union([Type.Literal('read_write'), Type.Literal('read_only')])),
+    ),
     instructions: Type.Optional(Nullable(Type.String())),
   }),
 ]);
@@ -75,7 +107,12 @@ export const SessionUpdate = Obj({
   metadata: Type.Optional(Nullable(MetadataPatch)),
   vault_ids: Type.Optional(Type.Array(Type.String({ minLength: 1 }), { maxItems: 20 })),
   budget: Type.Optional(Nullable(BudgetLimit)),
-  agent: Type.Optional(Obj({ tools: Type.Optional(Type.Array(ToolDefinition)), mcp_servers: Type.Optional(Type.Array(McpServerConfig, { maxItems: 20 })) })),
+  agent: Type.Optional(
+    Obj({
+      tools: Type.Optional(Type.Array(ToolDefinition)),
+      mcp_servers: Type.Optional(Type.Array(McpServerConfig, { maxItems: 20 })),
+    }),
+  ),
 });
 export type SessionUpdate = Static<typeof SessionUpdate>;
 
@@ -114,6 +151,10 @@ export const EventListQuery = Obj({
 
 export const StreamQuery = Obj({
   include: Type.Optional(Type.String({ pattern: '^(chunks)(,chunks)*$' })),
-  replay: Type.Optional(Type.Union([Type.Literal('1'), Type.Literal('true'), Type.Literal('0'), Type.Literal('false')])),
-  event_deltas: Type.Optional(Type.Array(Type.Union([Type.Literal('agent.message'), Type.Literal('agent.thinking')]))),
+  replay: Type.Optional(
+    Type.Union([Type.Literal('1'), Type.Literal('true'), Type.Literal('0'), Type.Literal('false')]),
+  ),
+  event_deltas: Type.Optional(
+    Type.Array(Type.Union([Type.Literal('agent.message'), Type.Literal('agent.thinking')])),
+  ),
 });

@@ -7,7 +7,12 @@ const addFormats = addFormatsImport as unknown as (ajv: Ajv) => Ajv;
 const ajv = new Ajv({ allErrors: false, strict: false, coerceTypes: false, useDefaults: false });
 addFormats(ajv);
 /** Query strings arrive as strings: a second instance coerces scalars and wraps single values in arrays. */
-const ajvQuery = new Ajv({ allErrors: false, strict: false, coerceTypes: 'array', useDefaults: false });
+const ajvQuery = new Ajv({
+  allErrors: false,
+  strict: false,
+  coerceTypes: 'array',
+  useDefaults: false,
+});
 addFormats(ajvQuery);
 
 export class ValidationError extends Error {
@@ -21,7 +26,10 @@ export class ValidationError extends Error {
 }
 
 function fieldPath(instancePath: string, prefix: string): string {
-  const parts = instancePath.split('/').filter(Boolean).map((p) => p.replace(/~1/g, '/').replace(/~0/g, '~'));
+  const parts = instancePath
+    .split('/')
+    .filter(Boolean)
+    .map((p) => p.replace(/~1/g, '/').replace(/~0/g, '~'));
   let out = prefix;
   for (const p of parts) out += /^\d+$/.test(p) ? `[${p}]` : out ? `.${p}` : p;
   return out;
@@ -44,13 +52,22 @@ export function describeError(e: ErrorObject, prefix = ''): ValidationError {
       return new ValidationError(`${at || 'body'}: must be ${String(p.type)}`, at);
     case 'enum':
     case 'const':
-      return new ValidationError(`${at || 'body'}: must be one of ${JSON.stringify(p.allowedValues ?? p.allowedValue)}`, at);
+      return new ValidationError(
+        `${at || 'body'}: must be one of ${JSON.stringify(p.allowedValues ?? p.allowedValue)}`,
+        at,
+      );
     default:
       return new ValidationError(`${at || 'body'}: ${e.message ?? 'is invalid'}`, at);
   }
 }
 
-const KEYWORD_RANK: Record<string, number> = { additionalProperties: 3, required: 3, enum: 2, const: 1, type: 0 };
+const KEYWORD_RANK: Record<string, number> = {
+  additionalProperties: 3,
+  required: 3,
+  enum: 2,
+  const: 1,
+  type: 0,
+};
 
 /**
  * Picks the one error worth reporting. ajv reports every failing union branch; a branch whose
@@ -60,14 +77,27 @@ const KEYWORD_RANK: Record<string, number> = { additionalProperties: 3, required
  */
 function pickError(errors: ErrorObject[]): ErrorObject {
   const isUnion = (e: ErrorObject) => e.keyword === 'anyOf' || e.keyword === 'oneOf';
-  const discriminator = errors.filter((e) => e.keyword === 'const' && e.instancePath.endsWith('/type') && e.schemaPath.endsWith('/properties/type/const'));
-  const badBranches = discriminator.map((e) => e.schemaPath.slice(0, -'/properties/type/const'.length));
-  let pool = errors.filter((e) => !isUnion(e) && !badBranches.some((b) => e.schemaPath.startsWith(`${b}/`)));
-  const nonNull = pool.filter((e) => !(e.keyword === 'type' && (e.params as { type?: string }).type === 'null'));
+  const discriminator = errors.filter(
+    (e) =>
+      e.keyword === 'const' &&
+      e.instancePath.endsWith('/type') &&
+      e.schemaPath.endsWith('/properties/type/const'),
+  );
+  const badBranches = discriminator.map((e) =>
+    e.schemaPath.slice(0, -'/properties/type/const'.length),
+  );
+  let pool = errors.filter(
+    (e) => !isUnion(e) && !badBranches.some((b) => e.schemaPath.startsWith(`${b}/`)),
+  );
+  const nonNull = pool.filter(
+    (e) => !(e.keyword === 'type' && (e.params as { type?: string }).type === 'null'),
+  );
   if (nonNull.length) pool = nonNull;
   if (!pool.length && discriminator.length) {
     const at = discriminator[0]!.instancePath;
-    const allowed = discriminator.filter((e) => e.instancePath === at).map((e) => (e.params as { allowedValue: unknown }).allowedValue);
+    const allowed = discriminator
+      .filter((e) => e.instancePath === at)
+      .map((e) => (e.params as { allowedValue: unknown }).allowedValue);
     return { ...discriminator[0]!, keyword: 'enum', params: { allowedValues: allowed } };
   }
   if (!pool.length) pool = errors.filter((e) => !isUnion(e));
@@ -87,7 +117,11 @@ export interface Validator<T> {
 function build<S extends TSchema>(instance: Ajv, schema: S, prefix: string): Validator<Static<S>> {
   // allErrors on unions so the deepest (most specific) error can be picked.
   const fn: ValidateFunction = instance.compile(schema);
-  const all = new Ajv({ allErrors: true, strict: false, coerceTypes: instance === ajvQuery ? 'array' : false });
+  const all = new Ajv({
+    allErrors: true,
+    strict: false,
+    coerceTypes: instance === ajvQuery ? 'array' : false,
+  });
   addFormats(all);
   let detailed: ValidateFunction | undefined;
   const v = ((value: unknown) => {

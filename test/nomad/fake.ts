@@ -49,7 +49,12 @@ export interface NomadFake {
   /** Kills the task as the kernel's OOM killer would and reports it as Nomad does (137, oom_killed). */
   simulateOom(allocId: string, task?: string): void;
   /** Requests served, for assertions on query parameters and headers. */
-  requests: Array<{ method: string; path: string; query: Record<string, string>; token: string | undefined }>;
+  requests: Array<{
+    method: string;
+    path: string;
+    query: Record<string, string>;
+    token: string | undefined;
+  }>;
 }
 
 function parseWait(raw: string | null): number {
@@ -58,13 +63,41 @@ function parseWait(raw: string | null): number {
   let matched = '';
   for (const m of raw.matchAll(/(\d+(?:\.\d+)?)(ns|us|µs|ms|s|m|h)/g)) {
     matched += m[0];
-    total += Number(m[1]) * { ns: 1e-6, us: 1e-3, µs: 1e-3, ms: 1, s: 1000, m: 60_000, h: 3_600_000 }[m[2] as 'ms'];
+    total +=
+      Number(m[1]) *
+      { ns: 1e-6, us: 1e-3, µs: 1e-3, ms: 1, s: 1000, m: 60_000, h: 3_600_000 }[m[2] as 'ms'];
   }
-  if (matched !== raw) throw new FakeError(400, `Invalid wait time: time: invalid duration "${raw}"`);
+  if (matched !== raw)
+    throw new FakeError(400, `Invalid wait time: time: invalid duration "${raw}"`);
   return Math.min(total, 600_000);
 }
 
-const STUB_FIELDS = ['ID', 'EvalID', 'Name', 'Namespace', 'NodeID', 'NodeName', 'JobID', 'JobType', 'JobVersion', 'TaskGroup', 'DesiredStatus', 'DesiredDescription', 'ClientStatus', 'ClientDescription', 'TaskStates', 'DeploymentStatus', 'FollowupEvalID', 'RescheduleTracker', 'PreemptedAllocations', 'PreemptedByAllocation', 'CreateIndex', 'ModifyIndex', 'CreateTime', 'ModifyTime'];
+const STUB_FIELDS = [
+  'ID',
+  'EvalID',
+  'Name',
+  'Namespace',
+  'NodeID',
+  'NodeName',
+  'JobID',
+  'JobType',
+  'JobVersion',
+  'TaskGroup',
+  'DesiredStatus',
+  'DesiredDescription',
+  'ClientStatus',
+  'ClientDescription',
+  'TaskStates',
+  'DeploymentStatus',
+  'FollowupEvalID',
+  'RescheduleTracker',
+  'PreemptedAllocations',
+  'PreemptedByAllocation',
+  'CreateIndex',
+  'ModifyIndex',
+  'CreateTime',
+  'ModifyTime',
+];
 
 function stub(alloc: Json, opts: { resources?: boolean; taskStates?: boolean } = {}): Json {
   const s: Json = {};
@@ -131,13 +164,17 @@ export async function startNomadFake(opts: NomadFakeOptions = {}): Promise<Nomad
       const body = await readBody(req);
       if (!body.Job) throw new FakeError(400, 'Job must be specified');
       const jobNs = body.Job.Namespace || ns;
-      if (body.Job.Region && body.Job.Region !== region) throw new FakeError(500, 'No path to region');
+      if (body.Job.Region && body.Job.Region !== region)
+        throw new FakeError(500, 'No path to region');
       const key = cluster.jobKey(jobNs, body.Job.ID ?? '');
       if (body.EnforceIndex) {
         const cur = cluster.jobs.get(key);
         const want = Number(body.JobModifyIndex ?? 0);
         if ((want === 0 && cur) || (want !== 0 && cur?.JobModifyIndex !== want)) {
-          throw new FakeError(400, `Enforcing job modify index ${want}: job ${cur ? `exists with conflicting job modify index: ${cur.JobModifyIndex}` : 'does not exist'}`);
+          throw new FakeError(
+            400,
+            `Enforcing job modify index ${want}: job ${cur ? `exists with conflicting job modify index: ${cur.JobModifyIndex}` : 'does not exist'}`,
+          );
         }
       }
       const out = cluster.register(body.Job, jobNs);
@@ -149,7 +186,20 @@ export async function startNomadFake(opts: NomadFakeOptions = {}): Promise<Nomad
         const list = [...cluster.jobs.values()]
           .filter((j) => (ns === '*' || j.Namespace === ns) && j.ID.startsWith(prefix))
           .sort((a, b) => (a.ID < b.ID ? -1 : 1))
-          .map((j) => ({ ID: j.ID, Name: j.Name, Namespace: j.Namespace, Type: j.Type, Priority: j.Priority, Status: j.Status, Stop: j.Stop, Meta: j.Meta ?? null, CreateIndex: j.CreateIndex, ModifyIndex: j.ModifyIndex, JobModifyIndex: j.JobModifyIndex, SubmitTime: j.SubmitTime }));
+          .map((j) => ({
+            ID: j.ID,
+            Name: j.Name,
+            Namespace: j.Namespace,
+            Type: j.Type,
+            Priority: j.Priority,
+            Status: j.Status,
+            Stop: j.Stop,
+            Meta: j.Meta ?? null,
+            CreateIndex: j.CreateIndex,
+            ModifyIndex: j.ModifyIndex,
+            JobModifyIndex: j.JobModifyIndex,
+            SubmitTime: j.SubmitTime,
+          }));
         return { index: cluster.tables.jobs, body: list };
       });
     }
@@ -168,7 +218,9 @@ export async function startNomadFake(opts: NomadFakeOptions = {}): Promise<Nomad
       if (method === 'GET') {
         return blocking(req, url, () => {
           const job = cluster.getJob(ns, id);
-          return job ? { index: job.ModifyIndex, body: structuredClone(job) } : notFound(cluster.tables.jobs, 'job not found');
+          return job
+            ? { index: job.ModifyIndex, body: structuredClone(job) }
+            : notFound(cluster.tables.jobs, 'job not found');
         });
       }
       if (method === 'DELETE') {
@@ -180,7 +232,8 @@ export async function startNomadFake(opts: NomadFakeOptions = {}): Promise<Nomad
       const prefix = url.searchParams.get('prefix') ?? '';
       const perPageRaw = url.searchParams.get('per_page');
       const perPage = perPageRaw === null ? 0 : Number(perPageRaw);
-      if (!Number.isInteger(perPage) || perPage < 0) throw new FakeError(400, `failed to parse value of "per_page" (${perPageRaw})`);
+      if (!Number.isInteger(perPage) || perPage < 0)
+        throw new FakeError(400, `failed to parse value of "per_page" (${perPageRaw})`);
       const nextToken = url.searchParams.get('next_token') ?? '';
       const resources = url.searchParams.get('resources') === 'true';
       const taskStates = url.searchParams.get('task_states') !== 'false';
@@ -193,21 +246,29 @@ export async function startNomadFake(opts: NomadFakeOptions = {}): Promise<Nomad
         const page = perPage > 0 ? from.slice(0, perPage) : from;
         const headers: Record<string, string> = {};
         if (perPage > 0 && from.length > perPage) headers['X-Nomad-NextToken'] = from[perPage].ID;
-        return { index: cluster.tables.allocs, body: page.map((a) => stub(a, { resources, taskStates })), headers };
+        return {
+          index: cluster.tables.allocs,
+          body: page.map((a) => stub(a, { resources, taskStates })),
+          headers,
+        };
       });
     }
     if ((m = path.match(/^\/v1\/allocation\/([^/]+)$/)) && method === 'GET') {
       const id = decodeURIComponent(m[1]);
       return blocking(req, url, () => {
         const rec = cluster.allocs.get(id);
-        return rec && (ns === '*' || rec.alloc.Namespace === ns) ? { index: rec.alloc.ModifyIndex, body: structuredClone(rec.alloc) } : notFound(cluster.tables.allocs, 'alloc not found');
+        return rec && (ns === '*' || rec.alloc.Namespace === ns)
+          ? { index: rec.alloc.ModifyIndex, body: structuredClone(rec.alloc) }
+          : notFound(cluster.tables.allocs, 'alloc not found');
       });
     }
     if ((m = path.match(/^\/v1\/evaluation\/([^/]+)$/)) && method === 'GET') {
       const id = decodeURIComponent(m[1]);
       return blocking(req, url, () => {
         const ev = cluster.evals.get(id);
-        return ev && (ns === '*' || ev.Namespace === ns) ? { index: ev.ModifyIndex, body: structuredClone(ev) } : notFound(cluster.tables.evals, 'eval not found');
+        return ev && (ns === '*' || ev.Namespace === ns)
+          ? { index: ev.ModifyIndex, body: structuredClone(ev) }
+          : notFound(cluster.tables.evals, 'eval not found');
       });
     }
     if ((m = path.match(/^\/v1\/client\/fs\/logs\/([^/]+)$/)) && method === 'GET') {
@@ -215,19 +276,31 @@ export async function startNomadFake(opts: NomadFakeOptions = {}): Promise<Nomad
       const task = url.searchParams.get('task');
       const type = url.searchParams.get('type');
       if (!task) throw new FakeError(400, 'must provide task name');
-      if (type !== 'stdout' && type !== 'stderr') throw new FakeError(400, 'must provide log type (stdout/stderr)');
-      if (url.searchParams.get('follow') === 'true') throw new FakeError(501, 'the Nomad fake does not implement follow=true');
+      if (type !== 'stdout' && type !== 'stderr')
+        throw new FakeError(400, 'must provide log type (stdout/stderr)');
+      if (url.searchParams.get('follow') === 'true')
+        throw new FakeError(501, 'the Nomad fake does not implement follow=true');
       const rec = cluster.allocs.get(id);
-      if (!rec || rec.alloc.Namespace !== ns) throw new FakeError(404, `Unknown allocation "${id}"`);
+      if (!rec || rec.alloc.Namespace !== ns)
+        throw new FakeError(404, `Unknown allocation "${id}"`);
       const file = cluster.logPath(id, task, type);
       const data = existsSync(file) ? readFileSync(file) : Buffer.alloc(0);
       const offset = Number(url.searchParams.get('offset') ?? 0);
       const origin = url.searchParams.get('origin') ?? 'start';
-      if (origin !== 'start' && origin !== 'end') throw new FakeError(400, 'origin must be start or end');
-      const start = origin === 'start' ? Math.min(offset, data.length) : Math.max(0, data.length - offset);
+      if (origin !== 'start' && origin !== 'end')
+        throw new FakeError(400, 'origin must be start or end');
+      const start =
+        origin === 'start' ? Math.min(offset, data.length) : Math.max(0, data.length - offset);
       const slice = data.subarray(start);
-      if (url.searchParams.get('plain') === 'true') return { index: 0, body: slice, headers: { 'Content-Type': 'text/plain; charset=utf-8' } };
-      const frame = slice.length ? { Data: slice.toString('base64'), File: `alloc/logs/${task}.${type}.0`, Offset: data.length } : {};
+      if (url.searchParams.get('plain') === 'true')
+        return { index: 0, body: slice, headers: { 'Content-Type': 'text/plain; charset=utf-8' } };
+      const frame = slice.length
+        ? {
+            Data: slice.toString('base64'),
+            File: `alloc/logs/${task}.${type}.0`,
+            Offset: data.length,
+          }
+        : {};
       return { index: 0, body: frame };
     }
     throw new FakeError(404, 'Invalid URL');
@@ -237,9 +310,18 @@ export async function startNomadFake(opts: NomadFakeOptions = {}): Promise<Nomad
     const url = new URL(req.url ?? '/', 'http://fake');
     const bearer = /^Bearer\s+(.+)$/i.exec(req.headers.authorization ?? '')?.[1];
     const token = (req.headers['x-nomad-token'] as string | undefined) ?? bearer;
-    requests.push({ method: req.method ?? 'GET', path: url.pathname, query: Object.fromEntries(url.searchParams), token });
+    requests.push({
+      method: req.method ?? 'GET',
+      path: url.pathname,
+      query: Object.fromEntries(url.searchParams),
+      token,
+    });
     const send = (a: Answer) => {
-      const headers: Record<string, string> = { 'X-Nomad-KnownLeader': 'true', 'X-Nomad-LastContact': '0', ...a.headers };
+      const headers: Record<string, string> = {
+        'X-Nomad-KnownLeader': 'true',
+        'X-Nomad-LastContact': '0',
+        ...a.headers,
+      };
       if (a.index) headers['X-Nomad-Index'] = String(a.index);
       const status = a.status ?? 200;
       let payload: string | Buffer;

@@ -22,7 +22,14 @@ import { mkdirSync, rmSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { cpus, tmpdir, totalmem } from 'node:os';
 import { join } from 'node:path';
-import { FakeError, FakeTaskRunner, nowNs, taskEvent, type AllocRecord, type Json } from './fakeTasks.js';
+import {
+  FakeError,
+  FakeTaskRunner,
+  nowNs,
+  taskEvent,
+  type AllocRecord,
+  type Json,
+} from './fakeTasks.js';
 
 export { FakeError };
 
@@ -49,7 +56,12 @@ async function freePort(): Promise<number> {
 }
 
 function globMatch(pattern: string, value: string): boolean {
-  const re = new RegExp(`^${pattern.split('*').map((p) => p.replace(/[.+?^${}()|[\]\\]/g, '\\$&')).join('.*')}$`);
+  const re = new RegExp(
+    `^${pattern
+      .split('*')
+      .map((p) => p.replace(/[.+?^${}()|[\]\\]/g, '\\$&'))
+      .join('.*')}$`,
+  );
   return re.test(value);
 }
 
@@ -75,7 +87,11 @@ export class FakeCluster extends EventEmitter {
     super();
     this.setMaxListeners(0);
     const cores = node.cores ?? cpus().length;
-    this.capacity = { cores, cpu: node.cpuMhz ?? cores * 2000, memory: node.memoryMb ?? Math.floor(totalmem() / 1048576) };
+    this.capacity = {
+      cores,
+      cpu: node.cpuMhz ?? cores * 2000,
+      memory: node.memoryMb ?? Math.floor(totalmem() / 1048576),
+    };
     this.datacenter = node.datacenter ?? 'dc1';
     mkdirSync(this.root, { recursive: true });
   }
@@ -109,23 +125,35 @@ export class FakeCluster extends EventEmitter {
     if (!job || typeof job !== 'object') throw new FakeError(400, 'Job must be specified');
     if (!job.ID || typeof job.ID !== 'string') problems.push('Missing job ID');
     else if (/\s|\//.test(job.ID)) problems.push('Job ID contains a space or slash');
-    if (!Array.isArray(job.TaskGroups) || job.TaskGroups.length === 0) problems.push('Missing job task groups');
+    if (!Array.isArray(job.TaskGroups) || job.TaskGroups.length === 0)
+      problems.push('Missing job task groups');
     for (const tg of job.TaskGroups ?? []) {
       if (!tg.Name) problems.push('Missing task group name');
-      if (!Array.isArray(tg.Tasks) || tg.Tasks.length === 0) problems.push(`Task group ${tg.Name}: missing tasks`);
+      if (!Array.isArray(tg.Tasks) || tg.Tasks.length === 0)
+        problems.push(`Task group ${tg.Name}: missing tasks`);
       for (const t of tg.Tasks ?? []) {
         if (!t.Name) problems.push(`Task group ${tg.Name}: missing task name`);
         if (!t.Driver) problems.push(`Task ${t.Name}: missing driver`);
-        if (RUNNABLE_DRIVERS.has(t.Driver) && typeof t.Config?.command !== 'string') problems.push(`Task ${t.Name}: missing command for ${t.Driver} driver`);
+        if (RUNNABLE_DRIVERS.has(t.Driver) && typeof t.Config?.command !== 'string')
+          problems.push(`Task ${t.Name}: missing command for ${t.Driver} driver`);
       }
     }
-    if (problems.length) throw new FakeError(400, `${problems.length} error${problems.length > 1 ? 's' : ''} occurred:\n${problems.map((p) => `\t* ${p}`).join('\n')}\n`);
-    if (!this.namespaces.has(ns)) throw new FakeError(400, `job "${job.ID}" is in nonexistent namespace "${ns}"`);
+    if (problems.length)
+      throw new FakeError(
+        400,
+        `${problems.length} error${problems.length > 1 ? 's' : ''} occurred:\n${problems.map((p) => `\t* ${p}`).join('\n')}\n`,
+      );
+    if (!this.namespaces.has(ns))
+      throw new FakeError(400, `job "${job.ID}" is in nonexistent namespace "${ns}"`);
 
     const key = this.jobKey(ns, job.ID);
     const prev = this.jobs.get(key);
     const spec = JSON.stringify(job.TaskGroups);
-    const unchanged = prev && !prev.Stop && JSON.stringify(prev.TaskGroups) === spec && JSON.stringify(prev.Meta ?? null) === JSON.stringify(job.Meta ?? null);
+    const unchanged =
+      prev &&
+      !prev.Stop &&
+      JSON.stringify(prev.TaskGroups) === spec &&
+      JSON.stringify(prev.Meta ?? null) === JSON.stringify(job.Meta ?? null);
     const index = this.bump('jobs');
     const stored: Json = {
       ...structuredClone(job),
@@ -147,11 +175,25 @@ export class FakeCluster extends EventEmitter {
     this.jobs.set(key, stored);
     const ev = this.createEval(stored, 'job-register');
     if (!unchanged) {
-      for (const r of this.allocs.values()) if (r.alloc.Namespace === ns && r.alloc.JobID === job.ID && !TERMINAL.has(r.alloc.ClientStatus)) this.stopAlloc(r, 'alloc not needed due to job update');
+      for (const r of this.allocs.values())
+        if (
+          r.alloc.Namespace === ns &&
+          r.alloc.JobID === job.ID &&
+          !TERMINAL.has(r.alloc.ClientStatus)
+        )
+          this.stopAlloc(r, 'alloc not needed due to job update');
       void this.schedule(stored, ev);
     } else this.completeEval(ev, {});
     this.refreshJobStatus(stored);
-    return { EvalID: ev.ID, EvalCreateIndex: ev.CreateIndex, JobModifyIndex: stored.JobModifyIndex, Warnings: '', Index: ev.CreateIndex, LastContact: 0, KnownLeader: true };
+    return {
+      EvalID: ev.ID,
+      EvalCreateIndex: ev.CreateIndex,
+      JobModifyIndex: stored.JobModifyIndex,
+      Warnings: '',
+      Index: ev.CreateIndex,
+      LastContact: 0,
+      KnownLeader: true,
+    };
   }
 
   deregister(ns: string, id: string, purge: boolean): Json {
@@ -162,16 +204,29 @@ export class FakeCluster extends EventEmitter {
     if (purge) this.jobs.delete(key);
     else Object.assign(job, { Stop: true, ModifyIndex: index, JobModifyIndex: index });
     const ev = this.createEval(job, 'job-deregister');
-    for (const r of this.allocs.values()) if (r.alloc.Namespace === ns && r.alloc.JobID === id && r.alloc.DesiredStatus === 'run') this.stopAlloc(r, 'alloc is being stopped because job is stopped');
+    for (const r of this.allocs.values())
+      if (r.alloc.Namespace === ns && r.alloc.JobID === id && r.alloc.DesiredStatus === 'run')
+        this.stopAlloc(r, 'alloc is being stopped because job is stopped');
     this.completeEval(ev, {});
     if (!purge) this.refreshJobStatus(job);
-    return { EvalID: ev.ID, EvalCreateIndex: ev.CreateIndex, JobModifyIndex: index, Index: index, LastContact: 0, KnownLeader: true };
+    return {
+      EvalID: ev.ID,
+      EvalCreateIndex: ev.CreateIndex,
+      JobModifyIndex: index,
+      Index: index,
+      LastContact: 0,
+      KnownLeader: true,
+    };
   }
 
   private refreshJobStatus(job: Json): void {
     if (this.jobs.get(this.jobKey(job.Namespace, job.ID)) !== job) return; // purged
-    const allocs = [...this.allocs.values()].filter((r) => r.alloc.Namespace === job.Namespace && r.alloc.JobID === job.ID);
-    const evalsPending = [...this.evals.values()].some((e) => e.Namespace === job.Namespace && e.JobID === job.ID && e.Status === 'pending');
+    const allocs = [...this.allocs.values()].filter(
+      (r) => r.alloc.Namespace === job.Namespace && r.alloc.JobID === job.ID,
+    );
+    const evalsPending = [...this.evals.values()].some(
+      (e) => e.Namespace === job.Namespace && e.JobID === job.ID && e.Status === 'pending',
+    );
     let status: string;
     if (allocs.some((r) => !TERMINAL.has(r.alloc.ClientStatus))) status = 'running';
     else if (evalsPending) status = 'pending';
@@ -214,13 +269,24 @@ export class FakeCluster extends EventEmitter {
   private completeEval(ev: Json, failed: Record<string, Json>): void {
     const hasFailures = Object.keys(failed).length > 0;
     if (hasFailures) {
-      const job = { Namespace: ev.Namespace, ID: ev.JobID, Priority: ev.Priority, Type: ev.Type, JobModifyIndex: ev.JobModifyIndex };
+      const job = {
+        Namespace: ev.Namespace,
+        ID: ev.JobID,
+        Priority: ev.Priority,
+        Type: ev.Type,
+        JobModifyIndex: ev.JobModifyIndex,
+      };
       const blocked = this.createEval(job, 'queued-allocs', 'blocked');
       blocked.PreviousEval = ev.ID;
       blocked.StatusDescription = 'created to place remaining allocations';
       ev.BlockedEval = blocked.ID;
     }
-    Object.assign(ev, { Status: 'complete', FailedTGAllocs: hasFailures ? failed : null, ModifyIndex: this.bump('evals'), ModifyTime: nowNs() });
+    Object.assign(ev, {
+      Status: 'complete',
+      FailedTGAllocs: hasFailures ? failed : null,
+      ModifyIndex: this.bump('evals'),
+      ModifyTime: nowNs(),
+    });
   }
 
   private used(): { cpu: number; cores: number; memory: number } {
@@ -241,10 +307,30 @@ export class FakeCluster extends EventEmitter {
     const dcOk = (job.Datacenters as string[]).some((d) => globMatch(d, this.datacenter));
     for (const tg of job.TaskGroups as Json[]) {
       const count = tg.Count ?? 1;
-      const metric = (extra: Json) => ({ NodesEvaluated: 1, NodesFiltered: 0, NodesAvailable: { [this.datacenter]: 1 }, NodesExhausted: 0, ClassFiltered: null, ConstraintFiltered: null, ClassExhausted: null, DimensionExhausted: null, CoalescedFailures: count - 1, ...extra });
-      if (!dcOk) { failed[tg.Name] = metric({ NodesEvaluated: 0, NodesAvailable: {} }); continue; }
+      const metric = (extra: Json) => ({
+        NodesEvaluated: 1,
+        NodesFiltered: 0,
+        NodesAvailable: { [this.datacenter]: 1 },
+        NodesExhausted: 0,
+        ClassFiltered: null,
+        ConstraintFiltered: null,
+        ClassExhausted: null,
+        DimensionExhausted: null,
+        CoalescedFailures: count - 1,
+        ...extra,
+      });
+      if (!dcOk) {
+        failed[tg.Name] = metric({ NodesEvaluated: 0, NodesAvailable: {} });
+        continue;
+      }
       const missing = (tg.Tasks as Json[]).find((t) => !RUNNABLE_DRIVERS.has(t.Driver));
-      if (missing) { failed[tg.Name] = metric({ NodesFiltered: 1, ConstraintFiltered: { [`missing drivers`]: 1 } }); continue; }
+      if (missing) {
+        failed[tg.Name] = metric({
+          NodesFiltered: 1,
+          ConstraintFiltered: { [`missing drivers`]: 1 },
+        });
+        continue;
+      }
       const need = { cpu: 0, cores: 0, memory: 0 };
       for (const t of tg.Tasks as Json[]) {
         need.cores += t.Resources?.Cores ?? 0;
@@ -253,8 +339,22 @@ export class FakeCluster extends EventEmitter {
       }
       for (let i = 0; i < count; i++) {
         const used = this.used();
-        const exhausted = used.cores + need.cores > this.capacity.cores ? 'cores' : used.cpu + need.cpu > this.capacity.cpu ? 'cpu' : used.memory + need.memory > this.capacity.memory ? 'memory' : null;
-        if (exhausted) { failed[tg.Name] = metric({ NodesExhausted: 1, DimensionExhausted: { [exhausted]: 1 }, CoalescedFailures: count - i - 1 }); break; }
+        const exhausted =
+          used.cores + need.cores > this.capacity.cores
+            ? 'cores'
+            : used.cpu + need.cpu > this.capacity.cpu
+              ? 'cpu'
+              : used.memory + need.memory > this.capacity.memory
+                ? 'memory'
+                : null;
+        if (exhausted) {
+          failed[tg.Name] = metric({
+            NodesExhausted: 1,
+            DimensionExhausted: { [exhausted]: 1 },
+            CoalescedFailures: count - i - 1,
+          });
+          break;
+        }
         await this.place(job, tg, i, ev, need);
         if (this.closed) return;
       }
@@ -263,7 +363,13 @@ export class FakeCluster extends EventEmitter {
     this.refreshJobStatus(job);
   }
 
-  private async place(job: Json, tg: Json, i: number, ev: Json, need: AllocRecord['usage']): Promise<void> {
+  private async place(
+    job: Json,
+    tg: Json,
+    i: number,
+    ev: Json,
+    need: AllocRecord['usage'],
+  ): Promise<void> {
     const id = randomUUID();
     const ports: Json[] = [];
     const networks: Json[] = [];
@@ -274,16 +380,50 @@ export class FakeCluster extends EventEmitter {
         dyn.push({ Label: p.Label, Value: value, To: p.To ?? 0, HostNetwork: 'default' });
         ports.push({ Label: p.Label, Value: value, To: p.To ?? 0, HostIP: '127.0.0.1' });
       }
-      const reserved = (net.ReservedPorts ?? []).map((p: Json) => ({ Label: p.Label, Value: p.Value, To: p.To ?? 0, HostNetwork: 'default' }));
-      for (const p of reserved) ports.push({ Label: p.Label, Value: p.Value, To: p.To, HostIP: '127.0.0.1' });
-      networks.push({ Mode: net.Mode || 'host', Device: 'lo', IP: '127.0.0.1', CIDR: '', MBits: 0, DNS: null, ReservedPorts: reserved.length ? reserved : null, DynamicPorts: dyn.length ? dyn : null });
+      const reserved = (net.ReservedPorts ?? []).map((p: Json) => ({
+        Label: p.Label,
+        Value: p.Value,
+        To: p.To ?? 0,
+        HostNetwork: 'default',
+      }));
+      for (const p of reserved)
+        ports.push({ Label: p.Label, Value: p.Value, To: p.To, HostIP: '127.0.0.1' });
+      networks.push({
+        Mode: net.Mode || 'host',
+        Device: 'lo',
+        IP: '127.0.0.1',
+        CIDR: '',
+        MBits: 0,
+        DNS: null,
+        ReservedPorts: reserved.length ? reserved : null,
+        DynamicPorts: dyn.length ? dyn : null,
+      });
     }
     const index = this.bump('allocs');
     const taskStates: Json = {};
     const taskRes: Json = {};
     for (const t of tg.Tasks as Json[]) {
-      taskStates[t.Name] = { State: 'pending', Failed: false, Restarts: 0, LastRestart: null, StartedAt: null, FinishedAt: null, Events: [taskEvent('Received', 'Task received by client')] };
-      taskRes[t.Name] = { Cpu: { CpuShares: t.Resources?.CPU ?? 100, ReservedCores: t.Resources?.Cores ? [...Array(t.Resources.Cores).keys()] : null }, Memory: { MemoryMB: t.Resources?.MemoryMB ?? 300, MemoryMaxMB: t.Resources?.MemoryMaxMB ?? 0 }, Networks: null, Devices: null };
+      taskStates[t.Name] = {
+        State: 'pending',
+        Failed: false,
+        Restarts: 0,
+        LastRestart: null,
+        StartedAt: null,
+        FinishedAt: null,
+        Events: [taskEvent('Received', 'Task received by client')],
+      };
+      taskRes[t.Name] = {
+        Cpu: {
+          CpuShares: t.Resources?.CPU ?? 100,
+          ReservedCores: t.Resources?.Cores ? [...Array(t.Resources.Cores).keys()] : null,
+        },
+        Memory: {
+          MemoryMB: t.Resources?.MemoryMB ?? 300,
+          MemoryMaxMB: t.Resources?.MemoryMaxMB ?? 0,
+        },
+        Networks: null,
+        Devices: null,
+      };
     }
     const alloc: Json = {
       ID: id,
@@ -297,7 +437,10 @@ export class FakeCluster extends EventEmitter {
       JobType: job.Type,
       JobVersion: job.Version,
       TaskGroup: tg.Name,
-      AllocatedResources: { Tasks: taskRes, Shared: { DiskMB: tg.EphemeralDisk?.SizeMB ?? 300, Networks: networks, Ports: ports } },
+      AllocatedResources: {
+        Tasks: taskRes,
+        Shared: { DiskMB: tg.EphemeralDisk?.SizeMB ?? 300, Networks: networks, Ports: ports },
+      },
       NetworkStatus: null,
       DesiredStatus: 'run',
       DesiredDescription: '',

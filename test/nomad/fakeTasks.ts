@@ -13,7 +13,10 @@ import { join } from 'node:path';
 export type Json = any;
 
 export class FakeError extends Error {
-  constructor(readonly status: number, message: string) {
+  constructor(
+    readonly status: number,
+    message: string,
+  ) {
     super(message);
   }
 }
@@ -48,16 +51,37 @@ export interface TaskHost {
 
 export const nowNs = () => Date.now() * 1_000_000;
 const iso = () => new Date().toISOString();
-const signalNumber = (sig: string | null): number => (sig ? ((osConstants.signals as Record<string, number>)[sig] ?? 0) : 0);
+const signalNumber = (sig: string | null): number =>
+  sig ? ((osConstants.signals as Record<string, number>)[sig] ?? 0) : 0;
 
 export function taskEvent(type: string, display: string, extra: Json = {}): Json {
-  return { Type: type, Time: nowNs(), DisplayMessage: display, Message: '', Details: {}, ExitCode: 0, Signal: 0, FailsTask: false, DriverError: '', SetupError: '', KillReason: '', KillTimeout: 0, ...extra };
+  return {
+    Type: type,
+    Time: nowNs(),
+    DisplayMessage: display,
+    Message: '',
+    Details: {},
+    ExitCode: 0,
+    Signal: 0,
+    FailsTask: false,
+    DriverError: '',
+    SetupError: '',
+    KillReason: '',
+    KillTimeout: 0,
+    ...extra,
+  };
 }
 
 export class FakeTaskRunner {
   constructor(private readonly host: TaskHost) {}
 
-  private taskEnv(rec: AllocRecord, job: Json, tg: Json, task: Json, taskDir: string): { env: Record<string, string>; interpolate: (s: string) => string } {
+  private taskEnv(
+    rec: AllocRecord,
+    job: Json,
+    tg: Json,
+    task: Json,
+    taskDir: string,
+  ): { env: Record<string, string>; interpolate: (s: string) => string } {
     const a = rec.alloc;
     const env: Record<string, string> = {
       NOMAD_ALLOC_DIR: join(rec.dir, 'alloc'),
@@ -105,7 +129,8 @@ export class FakeTaskRunner {
         return whole; // Nomad leaves what it cannot resolve
       });
     const taskEnv: Record<string, string> = {};
-    for (const [k, v] of Object.entries((task.Env ?? {}) as Record<string, string>)) taskEnv[k] = interpolate(String(v));
+    for (const [k, v] of Object.entries((task.Env ?? {}) as Record<string, string>))
+      taskEnv[k] = interpolate(String(v));
     return { env: { ...env, ...taskEnv }, interpolate };
   }
 
@@ -120,20 +145,32 @@ export class FakeTaskRunner {
       const taskDir = join(rec.dir, task.Name);
       mkdirSync(join(taskDir, 'local'), { recursive: true });
       mkdirSync(join(taskDir, 'secrets'), { recursive: true });
-      state.Events.push(taskEvent('Task Setup', 'Building Task Directory', { Message: 'Building Task Directory' }));
+      state.Events.push(
+        taskEvent('Task Setup', 'Building Task Directory', { Message: 'Building Task Directory' }),
+      );
       const { env: full, interpolate } = this.taskEnv(rec, job, tg, task, taskDir);
-      const run: TaskRun = { name: task.Name, proc: null, killing: false, oom: false, killTimer: null };
+      const run: TaskRun = {
+        name: task.Name,
+        proc: null,
+        killing: false,
+        oom: false,
+        killTimer: null,
+      };
       rec.runs.set(task.Name, run);
       const out = openSync(join(rec.dir, 'alloc', 'logs', `${task.Name}.stdout.0`), 'a');
       const err = openSync(join(rec.dir, 'alloc', 'logs', `${task.Name}.stderr.0`), 'a');
       let proc: ChildProcess;
       try {
-        proc = spawn(interpolate(task.Config.command), ((task.Config.args ?? []) as string[]).map(interpolate), {
-          cwd: taskDir,
-          env: { ...process.env, ...full } as NodeJS.ProcessEnv, // raw_exec passes the client's environment on
-          stdio: ['ignore', out, err],
-          detached: true, // own process group, so kills reach the whole tree
-        });
+        proc = spawn(
+          interpolate(task.Config.command),
+          ((task.Config.args ?? []) as string[]).map(interpolate),
+          {
+            cwd: taskDir,
+            env: { ...process.env, ...full } as NodeJS.ProcessEnv, // raw_exec passes the client's environment on
+            stdio: ['ignore', out, err],
+            detached: true, // own process group, so kills reach the whole tree
+          },
+        );
       } finally {
         closeSync(out);
         closeSync(err);
@@ -143,7 +180,11 @@ export class FakeTaskRunner {
         state.State = 'running';
         state.StartedAt = iso();
         state.Events.push(taskEvent('Started', 'Task started by client'));
-        if ([...Object.values(rec.alloc.TaskStates as Record<string, Json>)].every((s) => s.State === 'running')) {
+        if (
+          [...Object.values(rec.alloc.TaskStates as Record<string, Json>)].every(
+            (s) => s.State === 'running',
+          )
+        ) {
           rec.alloc.ClientStatus = 'running';
           rec.alloc.ClientDescription = 'Tasks are running';
         }
@@ -151,7 +192,12 @@ export class FakeTaskRunner {
       });
       proc.once('error', (e) => {
         if (proc.pid !== undefined) return; // an error after spawn (e.g. kill failure) is not a launch failure
-        state.Events.push(taskEvent('Driver Failure', `failed to launch command with executor: ${e.message}`, { DriverError: `failed to launch command with executor: ${e.message}`, FailsTask: true }));
+        state.Events.push(
+          taskEvent('Driver Failure', `failed to launch command with executor: ${e.message}`, {
+            DriverError: `failed to launch command with executor: ${e.message}`,
+            FailsTask: true,
+          }),
+        );
         this.taskDead(rec, run, true);
       });
       proc.once('exit', (code, signal) => this.onExit(rec, run, code, signal));
@@ -169,21 +215,47 @@ export class FakeTaskRunner {
     this.host.touch(rec);
   }
 
-  private onExit(rec: AllocRecord, run: TaskRun, code: number | null, signal: NodeJS.Signals | null): void {
+  private onExit(
+    rec: AllocRecord,
+    run: TaskRun,
+    code: number | null,
+    signal: NodeJS.Signals | null,
+  ): void {
     if (run.killTimer) clearTimeout(run.killTimer);
     const state = rec.alloc.TaskStates[run.name];
     const sig = signalNumber(signal);
     const exitCode = signal ? 128 + sig : (code ?? 0); // Nomad's executor: 128 + signal number
-    const details: Record<string, string> = { exit_code: String(exitCode), signal: String(sig), oom_killed: String(run.oom) };
+    const details: Record<string, string> = {
+      exit_code: String(exitCode),
+      signal: String(sig),
+      oom_killed: String(run.oom),
+    };
     const msg = `Exit Code: ${exitCode}${sig ? `, Signal: ${sig}` : ''}${run.oom ? ', OOM Killed' : ''}`;
-    state.Events.push(taskEvent('Terminated', msg, { ExitCode: exitCode, Signal: sig, Details: details, Message: run.oom ? 'OOM Killed' : '' }));
+    state.Events.push(
+      taskEvent('Terminated', msg, {
+        ExitCode: exitCode,
+        Signal: sig,
+        Details: details,
+        Message: run.oom ? 'OOM Killed' : '',
+      }),
+    );
     if (run.killing) {
       state.Events.push(taskEvent('Killed', 'Task successfully killed'));
       this.taskDead(rec, run, false);
       return;
     }
     const failed = !(rec.alloc.JobType === 'batch' && exitCode === 0);
-    if (failed) state.Events.push(taskEvent('Not Restarting', 'Exceeded allowed attempts 0 in interval 0s and mode is "fail"', { FailsTask: true, RestartReason: 'Exceeded allowed attempts 0 in interval 0s and mode is "fail"' }));
+    if (failed)
+      state.Events.push(
+        taskEvent(
+          'Not Restarting',
+          'Exceeded allowed attempts 0 in interval 0s and mode is "fail"',
+          {
+            FailsTask: true,
+            RestartReason: 'Exceeded allowed attempts 0 in interval 0s and mode is "fail"',
+          },
+        ),
+      );
     this.taskDead(rec, run, failed);
   }
 
@@ -196,7 +268,11 @@ export class FakeTaskRunner {
     if (failed) {
       for (const other of rec.runs.values()) {
         if (other !== run && other.proc && !other.killing) {
-          rec.alloc.TaskStates[other.name].Events.push(taskEvent('Sibling Task Failed', `Task's sibling "${run.name}" failed`, { FailedSibling: run.name }));
+          rec.alloc.TaskStates[other.name].Events.push(
+            taskEvent('Sibling Task Failed', `Task's sibling "${run.name}" failed`, {
+              FailedSibling: run.name,
+            }),
+          );
           this.kill(rec, other);
         }
       }
@@ -204,7 +280,8 @@ export class FakeTaskRunner {
     const states = Object.values(rec.alloc.TaskStates as Record<string, Json>);
     if (states.every((s) => s.State === 'dead')) {
       rec.alloc.ClientStatus = states.some((s) => s.Failed) ? 'failed' : 'complete';
-      rec.alloc.ClientDescription = rec.alloc.ClientStatus === 'failed' ? 'Failed tasks' : 'All tasks have completed';
+      rec.alloc.ClientDescription =
+        rec.alloc.ClientStatus === 'failed' ? 'Failed tasks' : 'All tasks have completed';
     }
     this.host.touch(rec);
   }
@@ -213,17 +290,29 @@ export class FakeTaskRunner {
     const proc = run.proc;
     if (!proc || proc.pid === undefined || run.killing) return;
     run.killing = true;
-    const task = (rec.alloc.Job.TaskGroups as Json[]).find((g) => g.Name === rec.alloc.TaskGroup)?.Tasks.find((t: Json) => t.Name === run.name) ?? {};
+    const task =
+      (rec.alloc.Job.TaskGroups as Json[])
+        .find((g) => g.Name === rec.alloc.TaskGroup)
+        ?.Tasks.find((t: Json) => t.Name === run.name) ?? {};
     const signal = (task.KillSignal || 'SIGINT') as NodeJS.Signals;
     const timeoutMs = Math.round((task.KillTimeout ?? 5_000_000_000) / 1e6);
-    rec.alloc.TaskStates[run.name].Events.push(taskEvent('Killing', `Sent interrupt. Waiting ${timeoutMs / 1000}s before force killing`, { KillTimeout: timeoutMs * 1e6 }));
+    rec.alloc.TaskStates[run.name].Events.push(
+      taskEvent('Killing', `Sent interrupt. Waiting ${timeoutMs / 1000}s before force killing`, {
+        KillTimeout: timeoutMs * 1e6,
+      }),
+    );
     this.host.touch(rec);
     const pid = proc.pid;
-    const send = (sig: NodeJS.Signals) => { try { process.kill(-pid, sig); } catch { /* already gone */ } };
+    const send = (sig: NodeJS.Signals) => {
+      try {
+        process.kill(-pid, sig);
+      } catch {
+        /* already gone */
+      }
+    };
     send(signal);
     run.killTimer = setTimeout(() => send('SIGKILL'), timeoutMs);
   }
-
 
   /** Test hook: what Nomad reports when the kernel OOM-kills a task (SIGKILL, exit 137, oom_killed). */
   simulateOom(allocId: string, task?: string): void {
@@ -232,16 +321,20 @@ export class FakeTaskRunner {
     for (const run of rec.runs.values()) {
       if ((task && run.name !== task) || !run.proc?.pid) continue;
       run.oom = true;
-      try { process.kill(-run.proc.pid, 'SIGKILL'); } catch { /* gone */ }
+      try {
+        process.kill(-run.proc.pid, 'SIGKILL');
+      } catch {
+        /* gone */
+      }
     }
   }
 
   pid(allocId: string, task?: string): number | undefined {
     const rec = this.host.allocs.get(allocId);
-    for (const run of rec?.runs.values() ?? []) if (!task || run.name === task) return run.proc?.pid;
+    for (const run of rec?.runs.values() ?? [])
+      if (!task || run.name === task) return run.proc?.pid;
     return undefined;
   }
-
 
   logPath(allocId: string, task: string, type: string): string {
     const rec = this.host.allocs.get(allocId);
@@ -258,8 +351,17 @@ export class FakeTaskRunner {
         const proc = run.proc;
         if (!proc?.pid) continue;
         if (run.killTimer) clearTimeout(run.killTimer);
-        exits.push(new Promise((r) => { proc.once('exit', r); setTimeout(r, 2000); }));
-        try { process.kill(-proc.pid, 'SIGKILL'); } catch { /* gone */ }
+        exits.push(
+          new Promise((r) => {
+            proc.once('exit', r);
+            setTimeout(r, 2000);
+          }),
+        );
+        try {
+          process.kill(-proc.pid, 'SIGKILL');
+        } catch {
+          /* gone */
+        }
       }
     }
     await Promise.all(exits);

@@ -6,7 +6,9 @@ import type { Reporter, TestModule } from 'vitest/node';
  */
 export default class SummaryReporter implements Reporter {
   onTestRunEnd(modules: ReadonlyArray<TestModule>): void {
-    let passed = 0, failed = 0, skipped = 0;
+    let passed = 0,
+      failed = 0,
+      skipped = 0;
     const skippedNames: string[] = [];
     for (const m of modules) {
       // A suite that failed outside its tests (import, beforeAll) leaves its tests unrun: failures.
@@ -17,7 +19,10 @@ export default class SummaryReporter implements Reporter {
         const state = t.result().state;
         if (state === 'passed') passed++;
         else if (state === 'failed' || moduleFailed) failed++;
-        else { skipped++; skippedNames.push(`${m.moduleId.replace(process.cwd() + '/', '')} > ${t.fullName}`); }
+        else {
+          skipped++;
+          skippedNames.push(`${m.moduleId.replace(process.cwd() + '/', '')} > ${t.fullName}`);
+        }
       }
       if (moduleFailed && counted === 0) failed++;
     }

@@ -21,7 +21,9 @@ export function buildHistory(events: EventDoc[]): ChatMessage[] {
     const p = e.payload as any;
     switch (e.type) {
       case 'user.message':
-        waiting.push(...((p.content as any[]).filter((b) => b.type !== 'redacted') as ContentBlock[]));
+        waiting.push(
+          ...((p.content as any[]).filter((b) => b.type !== 'redacted') as ContentBlock[]),
+        );
         break;
       case 'session.status_running':
         // Tool results first: the protocols require them at the head of the user turn.
@@ -30,7 +32,10 @@ export function buildHistory(events: EventDoc[]): ChatMessage[] {
         waitingResults = [];
         break;
       case 'agent.thinking':
-        if (p.signature) push('assistant', [{ type: 'thinking', thinking: p.thinking ?? '', signature: p.signature }]);
+        if (p.signature)
+          push('assistant', [
+            { type: 'thinking', thinking: p.thinking ?? '', signature: p.signature },
+          ]);
         break;
       case 'agent.message':
         push('assistant', (p.content as any[]).filter((b) => b.type === 'text') as ContentBlock[]);
@@ -40,10 +45,22 @@ export function buildHistory(events: EventDoc[]): ChatMessage[] {
         push('assistant', [{ type: 'tool_use', id: e._id, name: p.name, input: p.input ?? {} }]);
         break;
       case 'agent.tool_result':
-        push('user', [{ type: 'tool_result', tool_use_id: p.tool_use_id, content: p.content ?? [], is_error: !!p.is_error }]);
+        push('user', [
+          {
+            type: 'tool_result',
+            tool_use_id: p.tool_use_id,
+            content: p.content ?? [],
+            is_error: !!p.is_error,
+          },
+        ]);
         break;
       case 'user.custom_tool_result':
-        waitingResults.push({ type: 'tool_result', tool_use_id: p.custom_tool_use_id, content: p.content ?? [], is_error: !!p.is_error });
+        waitingResults.push({
+          type: 'tool_result',
+          tool_use_id: p.custom_tool_use_id,
+          content: p.content ?? [],
+          is_error: !!p.is_error,
+        });
         break;
       default:
         break;
@@ -70,8 +87,19 @@ function answerEveryToolCall(messages: ChatMessage[]): ChatMessage[] {
       next = { role: 'user', content: [] };
       messages.splice(i + 1, 0, next);
     }
-    const answered = new Set(next.content.filter((b) => b.type === 'tool_result').map((b) => (b as { tool_use_id: string }).tool_use_id));
-    const missing = ids.filter((id) => !answered.has(id)).map((id) => ({ type: 'tool_result' as const, tool_use_id: id, content: [{ type: 'text' as const, text: 'no result was provided for this tool call' }], is_error: true }));
+    const answered = new Set(
+      next.content
+        .filter((b) => b.type === 'tool_result')
+        .map((b) => (b as { tool_use_id: string }).tool_use_id),
+    );
+    const missing = ids
+      .filter((id) => !answered.has(id))
+      .map((id) => ({
+        type: 'tool_result' as const,
+        tool_use_id: id,
+        content: [{ type: 'text' as const, text: 'no result was provided for this tool call' }],
+        is_error: true,
+      }));
     const results = next.content.filter((b) => b.type === 'tool_result');
     const rest = next.content.filter((b) => b.type !== 'tool_result');
     next.content = [...results, ...missing, ...rest];

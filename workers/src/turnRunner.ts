@@ -1,7 +1,24 @@
 import {
-  ApiError, controlChannel, ModelError, newId, PREFIX, StaleLeaseError, UnsupportedModelFeatureError, backoffDelay, sleep, nowIso,
-  type EventDoc, type EventDraft, type Lease, type Logger, type ModelStreamEvent, type ModelUsage, type Platform,
-  type SessionDoc, type ConsumerHandle, type SandboxManager,
+  ApiError,
+  controlChannel,
+  ModelError,
+  newId,
+  PREFIX,
+  StaleLeaseError,
+  UnsupportedModelFeatureError,
+  backoffDelay,
+  sleep,
+  nowIso,
+  type EventDoc,
+  type EventDraft,
+  type Lease,
+  type Logger,
+  type ModelStreamEvent,
+  type ModelUsage,
+  type Platform,
+  type SessionDoc,
+  type ConsumerHandle,
+  type SandboxManager,
 } from '@agentfleet/core';
 import type { CommandEnvelope } from '@agentfleet/schemas';
 import { buildHistory } from './history.js';
@@ -48,7 +65,10 @@ export class TurnRunner {
       'session.turn.requested': (cmd) => this.handle(cmd),
       'session.cancel.requested': async () => {},
     });
-    const scan = () => this.recoveryScan().catch((err) => this.log.error('recovery scan failed', { err: String(err) }));
+    const scan = () =>
+      this.recoveryScan().catch((err) =>
+        this.log.error('recovery scan failed', { err: String(err) }),
+      );
     void scan();
     this.scanTimer = setInterval(scan, this.p.config.turn.recoveryScanMs);
     this.scanTimer.unref();
@@ -74,12 +94,19 @@ export class TurnRunner {
     const { tenant_id: tenant, session_id: sid } = cmd.payload;
     if (this.draining.has(sid)) return; // this worker's drain re-checks pending input before it lets go
     while (this.running.size >= this.maxConcurrentTurns) await Promise.race(this.running);
-    const lease = await this.p.coordination.leases.acquire(`session:${sid}`, this.owner, this.p.config.turn.leaseTtlMs);
+    const lease = await this.p.coordination.leases.acquire(
+      `session:${sid}`,
+      this.owner,
+      this.p.config.turn.leaseTtlMs,
+    );
     if (!lease) return; // the holder drains all pending input and re-checks after releasing
     let failed = false;
     const run = this.runSession(tenant, sid, lease).catch((err) => {
       failed = true; // left to the recovery scan, so a persistent fault cannot spin here
-      this.log.error('session drain failed', { session_id: sid, err: String((err as Error)?.stack ?? err) });
+      this.log.error('session drain failed', {
+        session_id: sid,
+        err: String((err as Error)?.stack ?? err),
+      });
     });
     this.running.add(run);
     this.draining.add(sid);
@@ -88,7 +115,10 @@ export class TurnRunner {
       this.draining.delete(sid);
       // A command skipped while this drain was letting go: its input is still pending.
       const s = await this.p.collections.sessions.get(tenant, sid).catch(() => null);
-      if (!failed && s?.pending && !s.terminated_at && !s.deleted_at) void this.handle(cmd).catch((err) => this.log.error('re-drive failed', { session_id: sid, err: String(err) }));
+      if (!failed && s?.pending && !s.terminated_at && !s.deleted_at)
+        void this.handle(cmd).catch((err) =>
+          this.log.error('re-drive failed', { session_id: sid, err: String(err) }),
+        );
     });
   }
 
@@ -96,11 +126,17 @@ export class TurnRunner {
     let lease: Lease | null = first;
     while (lease) {
       const held = lease;
-      const renew = setInterval(() => {
-        this.p.coordination.leases.renew(held, this.p.config.turn.leaseTtlMs).then((ok) => {
-          if (!ok) this.active.get(sid)?.abort(new TurnAborted('lease_lost'));
-        }, () => {});
-      }, Math.max(250, Math.floor(this.p.config.turn.leaseTtlMs / 3)));
+      const renew = setInterval(
+        () => {
+          this.p.coordination.leases.renew(held, this.p.config.turn.leaseTtlMs).then(
+            (ok) => {
+              if (!ok) this.active.get(sid)?.abort(new TurnAborted('lease_lost'));
+            },
+            () => {},
+          );
+        },
+        Math.max(250, Math.floor(this.p.config.turn.leaseTtlMs / 3)),
+      );
       try {
         await this.drain(tenant, sid, held);
       } catch (err) {
@@ -113,7 +149,11 @@ export class TurnRunner {
       // Input that arrived after the last check but before the release: take it now.
       const s = await this.p.collections.sessions.get(tenant, sid);
       if (!s || s.deleted_at || s.terminated_at || !s.pending) return;
-      lease = await this.p.coordination.leases.acquire(`session:${sid}`, this.owner, this.p.config.turn.leaseTtlMs);
+      lease = await this.p.coordination.leases.acquire(
+        `session:${sid}`,
+        this.owner,
+        this.p.config.turn.leaseTtlMs,
+      );
     }
   }
 
@@ -132,7 +172,12 @@ export class TurnRunner {
         continue;
       }
       if (!s.pending || s.input_seq <= s.processed_seq) {
-        if (s.pending) await sessions.updateOne(tenant, { _id: sid, input_seq: s.input_seq }, { $set: { pending: false } });
+        if (s.pending)
+          await sessions.updateOne(
+            tenant,
+            { _id: sid, input_seq: s.input_seq },
+            { $set: { pending: false } },
+          );
         return;
       }
       await this.runTurn(tenant, s, lease);
@@ -143,7 +188,15 @@ export class TurnRunner {
     const inputTo = s.input_seq;
     // Input older than the newest interrupt was cancelled by it.
     const interruptSeq = s.interrupt_seq ?? 0;
-    const live = await this.p.collections.events.find(tenant, { session_id: s._id, type: { $in: ['user.message', 'user.custom_tool_result'] }, seq: { $gt: Math.max(s.processed_seq, interruptSeq), $lte: inputTo } }, { limit: 1 });
+    const live = await this.p.collections.events.find(
+      tenant,
+      {
+        session_id: s._id,
+        type: { $in: ['user.message', 'user.custom_tool_result'] },
+        seq: { $gt: Math.max(s.processed_seq, interruptSeq), $lte: inputTo },
+      },
+      { limit: 1 },
+    );
     if (!live.length || !(await this.answered(tenant, s, inputTo))) {
       await this.markProcessed(tenant, s._id, inputTo);
       return;
@@ -152,7 +205,16 @@ export class TurnRunner {
     await this.p.collections.runs.updateOne(
       tenant,
       { _id: s._id },
-      { $set: { run_id: newId(PREFIX.run), owner: this.owner, token: lease.token, start_seq: startSeq, input_to: inputTo, started_at: nowIso() } },
+      {
+        $set: {
+          run_id: newId(PREFIX.run),
+          owner: this.owner,
+          token: lease.token,
+          start_seq: startSeq,
+          input_to: inputTo,
+          started_at: nowIso(),
+        },
+      },
       { upsert: true },
     );
     await this.append(tenant, s._id, lease, [{ type: 'session.status_running', payload: {} }]);
@@ -166,23 +228,44 @@ export class TurnRunner {
    * error results).
    */
   private async answered(tenant: string, s: SessionDoc, inputTo: number): Promise<boolean> {
-    const [idle] = await this.p.collections.events.find(tenant, { session_id: s._id, type: 'session.status_idle' }, { sort: { seq: -1 }, limit: 1 });
-    const wanted: string[] = (idle?.payload as any)?.stop_reason?.type === 'requires_action' ? (idle!.payload as any).stop_reason.event_ids ?? [] : [];
+    const [idle] = await this.p.collections.events.find(
+      tenant,
+      { session_id: s._id, type: 'session.status_idle' },
+      { sort: { seq: -1 }, limit: 1 },
+    );
+    const wanted: string[] =
+      (idle?.payload as any)?.stop_reason?.type === 'requires_action'
+        ? ((idle!.payload as any).stop_reason.event_ids ?? [])
+        : [];
     if (!wanted.length) return true;
-    const after = await this.p.collections.events.find(tenant, { session_id: s._id, seq: { $gt: idle!.seq, $lte: inputTo }, type: { $in: ['user.message', 'user.custom_tool_result'] } });
+    const after = await this.p.collections.events.find(tenant, {
+      session_id: s._id,
+      seq: { $gt: idle!.seq, $lte: inputTo },
+      type: { $in: ['user.message', 'user.custom_tool_result'] },
+    });
     if (after.some((e) => e.type === 'user.message')) return true;
     const got = new Set(after.map((e) => (e.payload as any).custom_tool_use_id));
     return wanted.every((id) => got.has(id));
   }
 
   /** The agent loop; ends the turn with one session.status_idle. */
-  private async loop(tenant: string, s: SessionDoc, lease: Lease, inputTo: number, interruptSeq: number): Promise<void> {
+  private async loop(
+    tenant: string,
+    s: SessionDoc,
+    lease: Lease,
+    inputTo: number,
+    interruptSeq: number,
+  ): Promise<void> {
     const sid = s._id;
     const abort = new AbortController();
     this.active.set(sid, abort);
-    const unsubscribe = await this.p.coordination.pubsub.subscribe(controlChannel(sid), (m: any) => {
-      if (m?.type === 'interrupt' && (m.seq > interruptSeq || m.reason === 'terminated')) abort.abort(new TurnAborted(m.reason === 'terminated' ? 'terminated' : 'interrupt'));
-    });
+    const unsubscribe = await this.p.coordination.pubsub.subscribe(
+      controlChannel(sid),
+      (m: any) => {
+        if (m?.type === 'interrupt' && (m.seq > interruptSeq || m.reason === 'terminated'))
+          abort.abort(new TurnAborted(m.reason === 'terminated' ? 'terminated' : 'interrupt'));
+      },
+    );
     let end: TurnEnd = { stop_reason: { type: 'end_turn' } };
     try {
       // An interrupt may have landed between reading the session and subscribing.
@@ -190,13 +273,21 @@ export class TurnRunner {
       if ((fresh?.interrupt_seq ?? 0) > interruptSeq) abort.abort(new TurnAborted('interrupt'));
       end = await this.modelLoop(tenant, s, lease, abort.signal);
     } catch (err) {
-      const reason = abort.signal.aborted ? (abort.signal.reason as TurnAborted)?.reason : undefined;
-      if (reason === 'lease_lost' || err instanceof StaleLeaseError) throw new StaleLeaseError('lease lost mid-turn');
+      const reason = abort.signal.aborted
+        ? (abort.signal.reason as TurnAborted)?.reason
+        : undefined;
+      if (reason === 'lease_lost' || err instanceof StaleLeaseError)
+        throw new StaleLeaseError('lease lost mid-turn');
       if (reason === 'terminated') return;
       if (reason === 'interrupt') end = { stop_reason: { type: 'end_turn' }, interrupted: true };
       else {
-        this.log.error('turn failed', { session_id: sid, err: String((err as Error)?.stack ?? err) });
-        await this.append(tenant, sid, lease, [sessionError('unknown_error', 'the turn failed unexpectedly', 'terminal')]);
+        this.log.error('turn failed', {
+          session_id: sid,
+          err: String((err as Error)?.stack ?? err),
+        });
+        await this.append(tenant, sid, lease, [
+          sessionError('unknown_error', 'the turn failed unexpectedly', 'terminal'),
+        ]);
       }
     } finally {
       this.active.delete(sid);
@@ -205,49 +296,101 @@ export class TurnRunner {
     await this.finish(tenant, sid, lease, inputTo, end);
   }
 
-  private async finish(tenant: string, sid: string, lease: Lease, inputTo: number, end: TurnEnd): Promise<void> {
+  private async finish(
+    tenant: string,
+    sid: string,
+    lease: Lease,
+    inputTo: number,
+    end: TurnEnd,
+  ): Promise<void> {
     const s = await this.p.collections.sessions.get(tenant, sid);
     const processed = Math.max(inputTo, end.interrupted ? (s?.interrupt_seq ?? 0) : 0);
     // Files the turn wrote under /mnt/session/outputs are durable before the turn reports idle;
     // each file that was not stored (quota, name) gets a session.warning naming it, before idle.
     const warnings: EventDraft[] = [];
     if (this.sandbox && s && this.sandbox.state(sid) === 'active') {
-      const report = await this.sandbox.syncOutputs({ tenantId: tenant, sessionId: sid, environmentId: s.environment_id }).catch((err) => {
-        this.log.warn('output sync failed', { session_id: sid, err: String(err) });
-        return null;
-      });
+      const report = await this.sandbox
+        .syncOutputs({ tenantId: tenant, sessionId: sid, environmentId: s.environment_id })
+        .catch((err) => {
+          this.log.warn('output sync failed', { session_id: sid, err: String(err) });
+          return null;
+        });
       for (const k of report?.skipped ?? []) {
-        warnings.push({ type: 'session.warning', payload: { warning: 'output_skipped', message: k.message, filename: k.name, reason: k.reason } });
+        warnings.push({
+          type: 'session.warning',
+          payload: {
+            warning: 'output_skipped',
+            message: k.message,
+            filename: k.name,
+            reason: k.reason,
+          },
+        });
       }
     }
-    await this.append(tenant, sid, lease, [...warnings, { type: 'session.status_idle', payload: { stop_reason: end.stop_reason, stop_details: null, ...(end.interrupted ? { interrupted: true } : {}) } }], (idleSeq) => ({
-      $max: { processed_seq: processed, idle_seq: idleSeq },
-      $set: { recoveries: 0 },
-    }));
+    await this.append(
+      tenant,
+      sid,
+      lease,
+      [
+        ...warnings,
+        {
+          type: 'session.status_idle',
+          payload: {
+            stop_reason: end.stop_reason,
+            stop_details: null,
+            ...(end.interrupted ? { interrupted: true } : {}),
+          },
+        },
+      ],
+      (idleSeq) => ({
+        $max: { processed_seq: processed, idle_seq: idleSeq },
+        $set: { recoveries: 0 },
+      }),
+    );
     await this.markProcessed(tenant, sid, processed);
     await this.p.collections.runs.deleteOne(tenant, { _id: sid });
-    this.p.metrics.turnsFinished.inc({ stop_reason: String(end.stop_reason.type), interrupted: end.interrupted ? 'true' : 'false' });
+    this.p.metrics.turnsFinished.inc({
+      stop_reason: String(end.stop_reason.type),
+      interrupted: end.interrupted ? 'true' : 'false',
+    });
   }
 
   private async markProcessed(tenant: string, sid: string, upTo: number) {
     const { sessions } = this.p.collections;
     await sessions.updateOne(tenant, { _id: sid }, { $max: { processed_seq: upTo } });
     // Cleared only if no newer input arrived meanwhile (compare-and-set on input_seq).
-    await sessions.updateOne(tenant, { _id: sid, input_seq: { $lte: upTo } }, { $set: { pending: false } });
+    await sessions.updateOne(
+      tenant,
+      { _id: sid, input_seq: { $lte: upTo } },
+      { $set: { pending: false } },
+    );
   }
 
-  private append(tenant: string, sid: string, lease: Lease, drafts: EventDraft[], extra?: Record<string, any> | ((lastSeq: number) => Record<string, any>)): Promise<EventDoc[]> {
-    const update = typeof extra === 'function' ? (last: number) => extra(last) : extra ? () => extra : undefined;
+  private append(
+    tenant: string,
+    sid: string,
+    lease: Lease,
+    drafts: EventDraft[],
+    extra?: Record<string, any> | ((lastSeq: number) => Record<string, any>),
+  ): Promise<EventDoc[]> {
+    const update =
+      typeof extra === 'function' ? (last: number) => extra(last) : extra ? () => extra : undefined;
     return this.p.events.append(tenant, sid, drafts, { fence: lease.token, sessionUpdate: update });
   }
 
-  private async modelLoop(tenant: string, s: SessionDoc, lease: Lease, signal: AbortSignal): Promise<TurnEnd> {
+  private async modelLoop(
+    tenant: string,
+    s: SessionDoc,
+    lease: Lease,
+    signal: AbortSignal,
+  ): Promise<TurnEnd> {
     const sid = s._id;
     for (let i = 0; i < this.p.config.turn.maxModelRequests; i++) {
       if (signal.aborted) throw signal.reason;
       const history = buildHistory(await this.p.events.all(tenant, sid));
       const outcome = await this.modelRequest(tenant, s, lease, history, signal);
-      if (outcome.kind === 'error') return { stop_reason: { type: outcome.exhausted ? 'retries_exhausted' : 'end_turn' } };
+      if (outcome.kind === 'error')
+        return { stop_reason: { type: outcome.exhausted ? 'retries_exhausted' : 'end_turn' } };
       if (outcome.stop !== 'tool_use' || !outcome.toolUses.length) {
         return { stop_reason: { type: outcome.stop === 'refusal' ? 'refusal' : 'end_turn' } };
       }
@@ -256,22 +399,45 @@ export class TurnRunner {
       const clientCalls: string[] = [];
       for (const call of outcome.toolUses) {
         const kind = classify(s.agent.tools as any[], call.name);
-        if (kind.kind === 'custom_client') { clientCalls.push(call.id); continue; }
+        if (kind.kind === 'custom_client') {
+          clientCalls.push(call.id);
+          continue;
+        }
         if (signal.aborted) throw signal.reason;
         const result = await this.tools.execute(kind, call.input, { session, signal });
-        await this.append(tenant, sid, lease, [{ type: 'agent.tool_result', payload: { tool_use_id: call.id, content: result.content, is_error: result.is_error } }]);
+        await this.append(tenant, sid, lease, [
+          {
+            type: 'agent.tool_result',
+            payload: { tool_use_id: call.id, content: result.content, is_error: result.is_error },
+          },
+        ]);
       }
-      if (clientCalls.length) return { stop_reason: { type: 'requires_action', event_ids: clientCalls } };
+      if (clientCalls.length)
+        return { stop_reason: { type: 'requires_action', event_ids: clientCalls } };
     }
     return { stop_reason: { type: 'end_turn' }, interrupted: false };
   }
 
   /** One model call with streaming, retried on retryable errors; appends the canonical events. */
-  private async modelRequest(tenant: string, s: SessionDoc, lease: Lease, history: ReturnType<typeof buildHistory>, signal: AbortSignal):
-    Promise<{ kind: 'ok'; stop: string; toolUses: Array<{ id: string; name: string; input: Record<string, any> }> } | { kind: 'error'; exhausted: boolean }> {
+  private async modelRequest(
+    tenant: string,
+    s: SessionDoc,
+    lease: Lease,
+    history: ReturnType<typeof buildHistory>,
+    signal: AbortSignal,
+  ): Promise<
+    | {
+        kind: 'ok';
+        stop: string;
+        toolUses: Array<{ id: string; name: string; input: Record<string, any> }>;
+      }
+    | { kind: 'error'; exhausted: boolean }
+  > {
     const sid = s._id;
     for (let attempt = 1; ; attempt++) {
-      const [start] = await this.append(tenant, sid, lease, [{ type: 'span.model_request_start', payload: {} }]);
+      const [start] = await this.append(tenant, sid, lease, [
+        { type: 'span.model_request_start', payload: {} },
+      ]);
       try {
         const resolved = await this.p.models.resolve(tenant, s.agent.model);
         const stream = resolved.provider.stream({
@@ -286,21 +452,43 @@ export class TurnRunner {
         });
         const t0 = performance.now();
         const r = await this.consume(sid, stream, signal, s.agent.tools as any[]);
-        this.p.metrics.modelDuration.observe((performance.now() - t0) / 1000, { protocol: resolved.protocol });
-        this.p.metrics.modelRequests.inc({ protocol: resolved.protocol, outcome: 'ok' });
-        await this.append(tenant, sid, lease, [...r.drafts, spanEnd(start!._id, false, r.usage, r.stop, s.agent.model.speed)], {
-          $inc: { 'usage.input_tokens': r.usage.input_tokens, 'usage.output_tokens': r.usage.output_tokens, 'usage.cache_read_input_tokens': r.usage.cache_read_input_tokens, 'usage.cache_creation_input_tokens': r.usage.cache_creation_input_tokens },
+        this.p.metrics.modelDuration.observe((performance.now() - t0) / 1000, {
+          protocol: resolved.protocol,
         });
+        this.p.metrics.modelRequests.inc({ protocol: resolved.protocol, outcome: 'ok' });
+        await this.append(
+          tenant,
+          sid,
+          lease,
+          [...r.drafts, spanEnd(start!._id, false, r.usage, r.stop, s.agent.model.speed)],
+          {
+            $inc: {
+              'usage.input_tokens': r.usage.input_tokens,
+              'usage.output_tokens': r.usage.output_tokens,
+              'usage.cache_read_input_tokens': r.usage.cache_read_input_tokens,
+              'usage.cache_creation_input_tokens': r.usage.cache_creation_input_tokens,
+            },
+          },
+        );
         return { kind: 'ok', stop: r.stop, toolUses: r.toolUses };
       } catch (err) {
         if (signal.aborted) {
-          await this.append(tenant, sid, lease, [spanEnd(start!._id, true, zeroUsage(), 'aborted')]).catch(() => {});
+          await this.append(tenant, sid, lease, [
+            spanEnd(start!._id, true, zeroUsage(), 'aborted'),
+          ]).catch(() => {});
           throw signal.reason;
         }
         const me = toModelError(err);
         this.p.metrics.modelRequests.inc({ protocol: 'any', outcome: me.kind });
         const retry = me.retryable && attempt < MODEL_ATTEMPTS;
-        await this.append(tenant, sid, lease, [spanEnd(start!._id, true, zeroUsage(), 'error'), sessionError(me.kind, me.message, retry ? 'retrying' : me.retryable ? 'exhausted' : 'terminal')]);
+        await this.append(tenant, sid, lease, [
+          spanEnd(start!._id, true, zeroUsage(), 'error'),
+          sessionError(
+            me.kind,
+            me.message,
+            retry ? 'retrying' : me.retryable ? 'exhausted' : 'terminal',
+          ),
+        ]);
         if (!retry) return { kind: 'error', exhausted: me.retryable };
         await sleep(backoffDelay(attempt, 250, 4_000), signal);
       }
@@ -308,18 +496,29 @@ export class TurnRunner {
   }
 
   /** Streams chunks live and collects the canonical events of one model response. */
-  private async consume(sid: string, stream: AsyncIterable<ModelStreamEvent>, signal: AbortSignal, tools: any[]) {
+  private async consume(
+    sid: string,
+    stream: AsyncIterable<ModelStreamEvent>,
+    signal: AbortSignal,
+    tools: any[],
+  ) {
     const drafts: EventDraft[] = [];
     const toolUses: Array<{ id: string; name: string; input: Record<string, any> }> = [];
     const toolIds = new Map<string, string>();
-    let textId = '', thinkingId = '', text: Array<{ type: 'text'; text: string }> = [];
+    let textId = '',
+      thinkingId = '',
+      text: Array<{ type: 'text'; text: string }> = [];
     let stop = 'end_turn';
     let usage: ModelUsage = zeroUsage();
     let first = true;
-    const live = (type: string, payload: Record<string, unknown>) => this.p.events.publishLive(sid, { type, ...payload });
+    const live = (type: string, payload: Record<string, unknown>) =>
+      this.p.events.publishLive(sid, { type, ...payload });
     for await (const ev of stream) {
       if (signal.aborted) throw signal.reason;
-      if (first) { first = false; await live('span.model_first_token', {}); }
+      if (first) {
+        first = false;
+        await live('span.model_first_token', {});
+      }
       switch (ev.type) {
         case 'text_start':
           textId ||= newId(PREFIX.event);
@@ -341,7 +540,14 @@ export class TurnRunner {
           break;
         case 'thinking_end':
           await live('agent.thinking_stream_end', { thinking_id: thinkingId });
-          drafts.push({ id: thinkingId, type: 'agent.thinking', payload: { thinking: ev.thinking, ...(ev.signature ? { signature: ev.signature } : {}) } });
+          drafts.push({
+            id: thinkingId,
+            type: 'agent.thinking',
+            payload: {
+              thinking: ev.thinking,
+              ...(ev.signature ? { signature: ev.signature } : {}),
+            },
+          });
           break;
         case 'tool_use_start': {
           const id = newId(PREFIX.event);
@@ -350,14 +556,25 @@ export class TurnRunner {
           break;
         }
         case 'tool_use_delta':
-          await live('agent.tool_use_input_chunk', { tool_use_id: toolIds.get(ev.id), delta: ev.partial_json });
+          await live('agent.tool_use_input_chunk', {
+            tool_use_id: toolIds.get(ev.id),
+            delta: ev.partial_json,
+          });
           break;
         case 'tool_use_end': {
           const id = toolIds.get(ev.id) ?? newId(PREFIX.event);
           await live('agent.tool_use_input_stream_end', { tool_use_id: id });
-          if (text.length) { drafts.push({ id: textId, type: 'agent.message', payload: { content: text } }); text = []; textId = ''; }
+          if (text.length) {
+            drafts.push({ id: textId, type: 'agent.message', payload: { content: text } });
+            text = [];
+            textId = '';
+          }
           const clientSide = classify(tools, ev.name).kind === 'custom_client';
-          drafts.push({ id, type: clientSide ? 'agent.custom_tool_use' : 'agent.tool_use', payload: { name: ev.name, input: ev.input } });
+          drafts.push({
+            id,
+            type: clientSide ? 'agent.custom_tool_use' : 'agent.tool_use',
+            payload: { name: ev.name, input: ev.input },
+          });
           toolUses.push({ id, name: ev.name, input: ev.input });
           break;
         }
@@ -377,7 +594,13 @@ export class TurnRunner {
    * Resumes a turn whose worker died: reconciles an interrupted model stream or orphan tool
    * calls (session.warning), then continues the loop; more than 5 recoveries forces idle.
    */
-  private async recover(tenant: string, s: SessionDoc, startSeq: number, inputTo: number, lease: Lease): Promise<void> {
+  private async recover(
+    tenant: string,
+    s: SessionDoc,
+    startSeq: number,
+    inputTo: number,
+    lease: Lease,
+  ): Promise<void> {
     const sid = s._id;
     const recoveries = s.recoveries + 1;
     this.log.warn('recovering orphaned turn', { session_id: sid, recoveries });
@@ -389,21 +612,61 @@ export class TurnRunner {
       return;
     }
     if (recoveries > this.p.config.turn.maxRecoveries) {
-      await this.finish(tenant, sid, lease, inputTo, { stop_reason: { type: 'retries_exhausted' } });
+      await this.finish(tenant, sid, lease, inputTo, {
+        stop_reason: { type: 'retries_exhausted' },
+      });
       return;
     }
     await this.p.collections.sessions.updateOne(tenant, { _id: sid }, { $set: { recoveries } });
-    await this.p.collections.runs.updateOne(tenant, { _id: sid }, { $set: { owner: this.owner, token: lease.token } });
+    await this.p.collections.runs.updateOne(
+      tenant,
+      { _id: sid },
+      { $set: { owner: this.owner, token: lease.token } },
+    );
     const drafts: EventDraft[] = [{ type: 'session.status_rescheduled', payload: {} }];
-    const ended = new Set(turn.filter((e) => e.type === 'span.model_request_end').map((e) => e.payload.model_request_start_id));
-    for (const st of turn.filter((e) => e.type === 'span.model_request_start' && !ended.has(e._id))) {
+    const ended = new Set(
+      turn
+        .filter((e) => e.type === 'span.model_request_end')
+        .map((e) => e.payload.model_request_start_id),
+    );
+    for (const st of turn.filter(
+      (e) => e.type === 'span.model_request_start' && !ended.has(e._id),
+    )) {
       drafts.push(spanEnd(st._id, true, zeroUsage(), 'interrupted'));
-      drafts.push({ type: 'session.warning', payload: { warning: 'interrupted_stream', message: 'a model response was interrupted by a worker restart and is retried', model_request_start_id: st._id } });
+      drafts.push({
+        type: 'session.warning',
+        payload: {
+          warning: 'interrupted_stream',
+          message: 'a model response was interrupted by a worker restart and is retried',
+          model_request_start_id: st._id,
+        },
+      });
     }
-    const results = new Set(turn.filter((e) => e.type === 'agent.tool_result').map((e) => e.payload.tool_use_id));
+    const results = new Set(
+      turn.filter((e) => e.type === 'agent.tool_result').map((e) => e.payload.tool_use_id),
+    );
     for (const tu of turn.filter((e) => e.type === 'agent.tool_use' && !results.has(e._id))) {
-      drafts.push({ type: 'agent.tool_result', payload: { tool_use_id: tu._id, content: [{ type: 'text', text: 'the tool call was interrupted by a restart and was not completed' }], is_error: true } });
-      drafts.push({ type: 'session.warning', payload: { warning: 'orphan_tool_use', message: 'a tool call was interrupted by a worker restart', tool_use_id: tu._id } });
+      drafts.push({
+        type: 'agent.tool_result',
+        payload: {
+          tool_use_id: tu._id,
+          content: [
+            {
+              type: 'text',
+              text: 'the tool call was interrupted by a restart and was not completed',
+            },
+          ],
+          is_error: true,
+        },
+      });
+      drafts.push({
+        type: 'session.warning',
+        payload: {
+          warning: 'orphan_tool_use',
+          message: 'a tool call was interrupted by a worker restart',
+          tool_use_id: tu._id,
+        },
+      });
     }
     drafts.push({ type: 'session.status_running', payload: {} });
     await this.append(tenant, sid, lease, drafts);
@@ -413,7 +676,13 @@ export class TurnRunner {
       await this.finish(tenant, sid, lease, inputTo, { stop_reason: { type: 'end_turn' } });
       return;
     }
-    await this.loop(tenant, (await this.p.collections.sessions.get(tenant, sid))!, lease, inputTo, s.interrupt_seq ?? 0);
+    await this.loop(
+      tenant,
+      (await this.p.collections.sessions.get(tenant, sid))!,
+      lease,
+      inputTo,
+      s.interrupt_seq ?? 0,
+    );
   }
 
   /** Re-drives orphaned runs (lease expired) and unprocessed input (e.g. a command lost in a crash). */
@@ -421,32 +690,61 @@ export class TurnRunner {
     const { runs, sessions } = this.p.collections;
     const candidates = new Map<string, string>();
     for (const r of await runs.scanAll({}, { limit: 1000 })) candidates.set(r._id, r.tenant_id);
-    for (const s of await sessions.scanAll({ pending: true }, { limit: 1000 })) candidates.set(s._id, s.tenant_id);
+    for (const s of await sessions.scanAll({ pending: true }, { limit: 1000 }))
+      candidates.set(s._id, s.tenant_id);
     for (const [sid, tenant] of candidates) {
       if (this.active.has(sid) || this.draining.has(sid)) continue;
       if (await this.p.coordination.leases.holder(`session:${sid}`)) continue;
-      await this.p.bus.publish('session.turn.requested', { tenant_id: tenant, session_id: sid, seq: 0, reason: 'recovery' });
+      await this.p.bus.publish('session.turn.requested', {
+        tenant_id: tenant,
+        session_id: sid,
+        seq: 0,
+        reason: 'recovery',
+      });
     }
   }
 }
 
+const zeroUsage = (): ModelUsage => ({
+  input_tokens: 0,
+  output_tokens: 0,
+  cache_creation_input_tokens: 0,
+  cache_read_input_tokens: 0,
+});
 
-const zeroUsage = (): ModelUsage => ({ input_tokens: 0, output_tokens: 0, cache_creation_input_tokens: 0, cache_read_input_tokens: 0 });
-
-function spanEnd(startId: string, isError: boolean, usage: ModelUsage, stopReason: string, speed?: string): EventDraft {
+function spanEnd(
+  startId: string,
+  isError: boolean,
+  usage: ModelUsage,
+  stopReason: string,
+  speed?: string,
+): EventDraft {
   return {
     type: 'span.model_request_end',
-    payload: { model_request_start_id: startId, is_error: isError, model_usage: { ...usage, ...(speed ? { speed } : {}) }, stop_reason: stopReason },
+    payload: {
+      model_request_start_id: startId,
+      is_error: isError,
+      model_usage: { ...usage, ...(speed ? { speed } : {}) },
+      stop_reason: stopReason,
+    },
   };
 }
 
-function sessionError(type: string, message: string, retry: 'retrying' | 'exhausted' | 'terminal'): EventDraft {
-  return { type: 'session.error', payload: { error: { type, message, retry_status: { type: retry } } } };
+function sessionError(
+  type: string,
+  message: string,
+  retry: 'retrying' | 'exhausted' | 'terminal',
+): EventDraft {
+  return {
+    type: 'session.error',
+    payload: { error: { type, message, retry_status: { type: retry } } },
+  };
 }
 
 function toModelError(err: unknown): ModelError {
   if (err instanceof ModelError) return err;
-  if (err instanceof UnsupportedModelFeatureError) return new ModelError('model_request_failed_error', `unsupported: ${err.message}`);
+  if (err instanceof UnsupportedModelFeatureError)
+    return new ModelError('model_request_failed_error', `unsupported: ${err.message}`);
   if (err instanceof ApiError) return new ModelError('model_request_failed_error', err.message);
   return new ModelError('unknown_error', (err as Error)?.message ?? String(err));
 }

@@ -35,25 +35,36 @@ const safeTenant = (t: string) => t.replace(/[^A-Za-z0-9_]/g, '_');
  * backend (default otherwise) and, with PER_TENANT_DB_ENABLED, in its own database
  * `<db>_<tenant>` there. The control database (tenants, API keys) is the default backend's.
  */
-async function mongoRouter(config: Config): Promise<{ router: StoreRouter; control: DocumentStore; close(): Promise<void> }> {
+async function mongoRouter(
+  config: Config,
+): Promise<{ router: StoreRouter; control: DocumentStore; close(): Promise<void> }> {
   const { openMongoStore } = await import('./mongo/documentStore.js');
   const sb = config.fleet.storeBackends;
   const defaultUrl = sb?.default ?? config.infra.mongodbUrl!;
   const opened = new Map<string, Promise<DocumentStore>>();
   const open = (url: string) => {
     let s = opened.get(url);
-    if (!s) opened.set(url, (s = openMongoStore({ url, dbName: databaseOf(url, config.fleet.namespace) })));
+    if (!s)
+      opened.set(
+        url,
+        (s = openMongoStore({ url, dbName: databaseOf(url, config.fleet.namespace) })),
+      );
     return s;
   };
   const control = await open(defaultUrl);
   const perTenant = new Map<string, Promise<DocumentStore>>();
-  const backendOf = (tenant: string) => (sb?.tenants[tenant] ? sb.backends[sb.tenants[tenant]!]! : defaultUrl);
+  const backendOf = (tenant: string) =>
+    sb?.tenants[tenant] ? sb.backends[sb.tenants[tenant]!]! : defaultUrl;
   const forTenant = (tenant: string): Promise<DocumentStore> => {
     const url = backendOf(tenant);
     if (!config.fleet.perTenantDb) return open(url);
     let s = perTenant.get(tenant);
     if (!s) {
-      s = open(url).then((base) => (base as DocumentStore & { forDatabase(name: string): DocumentStore }).forDatabase(`${databaseOf(url, config.fleet.namespace)}_${safeTenant(tenant)}`));
+      s = open(url).then((base) =>
+        (base as DocumentStore & { forDatabase(name: string): DocumentStore }).forDatabase(
+          `${databaseOf(url, config.fleet.namespace)}_${safeTenant(tenant)}`,
+        ),
+      );
       perTenant.set(tenant, s);
     }
     return s;
@@ -99,7 +110,13 @@ export async function selectAdapters(config: Config): Promise<Adapters> {
         let o = perDatabase.get(s);
         if (!o) {
           const ms = s as MongoStore;
-          perDatabase.set(s, (o = createGridFsObjectStore({ db: ms.connection.getClient().db(ms.dbName), bucketName: 'objects' })));
+          perDatabase.set(
+            s,
+            (o = createGridFsObjectStore({
+              db: ms.connection.getClient().db(ms.dbName),
+              bucketName: 'objects',
+            })),
+          );
         }
         return o;
       };
@@ -127,18 +144,27 @@ export async function selectAdapters(config: Config): Promise<Adapters> {
       // Commands published before the first worker of a group started are still delivered.
       initialOffset: 'earliest',
       logLevel: 'error',
-      consumer: { sessionTimeout: config.fleet.kafkaSessionTimeoutMs, heartbeatInterval: config.fleet.kafkaHeartbeatIntervalMs },
+      consumer: {
+        sessionTimeout: config.fleet.kafkaSessionTimeoutMs,
+        heartbeatInterval: config.fleet.kafkaHeartbeatIntervalMs,
+      },
     });
   } else bus = new EmbeddedBus();
   closers.unshift(() => bus.close());
   let coordination: Coordination;
   if (config.infra.redisUrl) {
     const { createRedisCoordination } = await import('./redis/coordination.js');
-    coordination = await createRedisCoordination(config.infra.redisUrl, { keyPrefix: `${config.fleet.namespace}:` });
+    coordination = await createRedisCoordination(config.infra.redisUrl, {
+      keyPrefix: `${config.fleet.namespace}:`,
+    });
   } else coordination = embeddedCoordination();
   closers.splice(1, 0, () => coordination.close());
   return {
-    store, router, bus, coordination, objects,
+    store,
+    router,
+    bus,
+    coordination,
+    objects,
     async close() {
       for (const c of closers) await c();
     },

@@ -14,7 +14,8 @@ type ModelInput = AgentCreate['model'];
 export function normalizeModel(m: ModelInput): ModelConfig {
   if (typeof m === 'string') return { id: m };
   const out: ModelConfig = { id: m.id };
-  if (m.effort != null) out.effort = typeof m.effort === 'string' ? { type: m.effort } : { type: m.effort.type };
+  if (m.effort != null)
+    out.effort = typeof m.effort === 'string' ? { type: m.effort } : { type: m.effort.type };
   if (m.speed != null) out.speed = m.speed;
   if (m.inference_geo != null) out.inference_geo = m.inference_geo;
   return out;
@@ -25,7 +26,10 @@ const policy = (p: unknown) => (p && typeof p === 'object' ? p : { type: 'always
 export function normalizeTools(tools: readonly any[] | null | undefined): AgentSpec['tools'] {
   return (tools ?? []).map((t) => {
     if (t.type === TOOLSET_TYPE || t.type === 'mcp_toolset') {
-      const dc = { enabled: t.default_config?.enabled ?? true, permission_policy: policy(t.default_config?.permission_policy) };
+      const dc = {
+        enabled: t.default_config?.enabled ?? true,
+        permission_policy: policy(t.default_config?.permission_policy),
+      };
       const configs = (t.configs ?? []).map((c: any) => ({
         ...c,
         ...(t.type === TOOLSET_TYPE ? { type: c.name } : {}),
@@ -33,7 +37,9 @@ export function normalizeTools(tools: readonly any[] | null | undefined): AgentS
         enabled: c.enabled ?? dc.enabled,
         permission_policy: policy(c.permission_policy ?? dc.permission_policy),
       }));
-      return t.type === TOOLSET_TYPE ? { type: t.type, configs, default_config: dc } : { type: t.type, mcp_server_name: t.mcp_server_name, configs, default_config: dc };
+      return t.type === TOOLSET_TYPE
+        ? { type: t.type, configs, default_config: dc }
+        : { type: t.type, mcp_server_name: t.mcp_server_name, configs, default_config: dc };
     }
     return { ...t };
   });
@@ -42,7 +48,12 @@ export function normalizeTools(tools: readonly any[] | null | undefined): AgentS
 function checkToolNames(tools: any[]): void {
   const seen = new Set<string>();
   tools.forEach((t, i) => {
-    const name = t.type === 'custom' ? t.name : t.type === 'mcp_toolset' ? `mcp_toolset:${t.mcp_server_name}` : t.type;
+    const name =
+      t.type === 'custom'
+        ? t.name
+        : t.type === 'mcp_toolset'
+          ? `mcp_toolset:${t.mcp_server_name}`
+          : t.type;
     if (seen.has(name)) throw invalid(`tools[${i}]`, `duplicate tool ${name}`);
     seen.add(name);
   });
@@ -51,7 +62,16 @@ function checkToolNames(tools: any[]): void {
 /** Skills bind only in object form; a bare string array is accepted and does not bind (spec). */
 type SkillObject = { skill_id: string; type: string; version?: string | null };
 const normalizeSkills = (skills: readonly unknown[] | null | undefined): AgentSpec['skills'] =>
-  (skills ?? []).filter((s): s is SkillObject => typeof s === 'object' && s !== null).map((s) => ({ ...s, type: s.type === 'vendor' ? 'anthropic' : s.type, version: s.version ?? 'latest' }) as AgentSpec['skills'][number]);
+  (skills ?? [])
+    .filter((s): s is SkillObject => typeof s === 'object' && s !== null)
+    .map(
+      (s) =>
+        ({
+          ...s,
+          type: s.type === 'vendor' ? 'anthropic' : s.type,
+          version: s.version ?? 'latest',
+        }) as AgentSpec['skills'][number],
+    );
 
 export class AgentService {
   constructor(
@@ -68,15 +88,28 @@ export class AgentService {
    * token along to the new host; `has_authorization_token: true` with nothing to keep is a 400.
    * Tested in test/mcp-tokens.test.ts.
    */
-  sealMcp(servers: readonly any[] | null | undefined, previous: readonly any[] = [], field = 'mcp_servers'): AgentSpec['mcp_servers'] {
+  sealMcp(
+    servers: readonly any[] | null | undefined,
+    previous: readonly any[] = [],
+    field = 'mcp_servers',
+  ): AgentSpec['mcp_servers'] {
     return (servers ?? []).map((s, i) => {
       const { authorization_token, has_authorization_token, ...rest } = s;
-      if (authorization_token) return { ...rest, authorization_token_sealed: this.secrets.seal(authorization_token, 'mcp-server-token') };
-      const kept = rest.type === 'url' && has_authorization_token !== false
-        ? previous.find((p) => p.type === 'url' && p.name === rest.name && p.url === rest.url)?.authorization_token_sealed
-        : undefined;
+      if (authorization_token)
+        return {
+          ...rest,
+          authorization_token_sealed: this.secrets.seal(authorization_token, 'mcp-server-token'),
+        };
+      const kept =
+        rest.type === 'url' && has_authorization_token !== false
+          ? previous.find((p) => p.type === 'url' && p.name === rest.name && p.url === rest.url)
+              ?.authorization_token_sealed
+          : undefined;
       if (!kept && has_authorization_token === true) {
-        throw invalid(`${field}[${i}].has_authorization_token`, `no token is stored for an MCP server named ${rest.name} with this url; send authorization_token`);
+        throw invalid(
+          `${field}[${i}].has_authorization_token`,
+          `no token is stored for an MCP server named ${rest.name} with this url; send authorization_token`,
+        );
       }
       return kept ? { ...rest, authorization_token_sealed: kept } : rest;
     });
@@ -87,11 +120,13 @@ export class AgentService {
     checkToolNames(spec.tools as any[]);
     if (spec.environment_id) {
       const env = await this.c.environments.get(tenant, spec.environment_id);
-      if (!env || env.archived_at) throw invalid('environment_id', `environment ${spec.environment_id} not found`);
+      if (!env || env.archived_at)
+        throw invalid('environment_id', `environment ${spec.environment_id} not found`);
     }
     const names = new Set<string>();
     (spec.mcp_servers as any[]).forEach((s, i) => {
-      if (names.has(s.name)) throw invalid(`mcp_servers[${i}].name`, `duplicate server name ${s.name}`);
+      if (names.has(s.name))
+        throw invalid(`mcp_servers[${i}].name`, `duplicate server name ${s.name}`);
       names.add(s.name);
     });
   }
@@ -116,8 +151,21 @@ export class AgentService {
     await this.validateSpec(tenant, spec);
     const id = newId(PREFIX.agent);
     // Version row first: the agent becomes visible only once its first version exists.
-    await this.c.agentVersions.insert(tenant, { _id: `${id}@1`, agent_id: id, version: 1, spec, created_at: now });
-    const doc: Omit<AgentDoc, 'tenant_id'> = { _id: id, version: 1, spec, archived_at: null, created_at: now, updated_at: now };
+    await this.c.agentVersions.insert(tenant, {
+      _id: `${id}@1`,
+      agent_id: id,
+      version: 1,
+      spec,
+      created_at: now,
+    });
+    const doc: Omit<AgentDoc, 'tenant_id'> = {
+      _id: id,
+      version: 1,
+      spec,
+      archived_at: null,
+      created_at: now,
+      updated_at: now,
+    };
     await this.c.agents.insert(tenant, doc);
     return render({ ...doc, tenant_id: tenant });
   }
@@ -141,7 +189,18 @@ export class AgentService {
     return render({ ...doc, version: v.version, spec: v.spec, updated_at: v.created_at });
   }
 
-  async list(tenant: string, q: { limit?: number; page?: string; cursor?: string; archived?: boolean; include_archived?: boolean; 'created_at[gte]'?: string; 'created_at[lte]'?: string }): Promise<Page<Agent>> {
+  async list(
+    tenant: string,
+    q: {
+      limit?: number;
+      page?: string;
+      cursor?: string;
+      archived?: boolean;
+      include_archived?: boolean;
+      'created_at[gte]'?: string;
+      'created_at[lte]'?: string;
+    },
+  ): Promise<Page<Agent>> {
     const filter: Record<string, unknown> = {};
     if (q.archived === true) filter.archived_at = { $ne: null };
     else if (!q.include_archived && q.archived !== false) filter.archived_at = null;
@@ -155,26 +214,50 @@ export class AgentService {
     return { ...page, data: page.data.map(render) };
   }
 
-  async listVersions(tenant: string, id: string, q: { limit?: number; page?: string; cursor?: string }): Promise<Page<Agent>> {
+  async listVersions(
+    tenant: string,
+    id: string,
+    q: { limit?: number; page?: string; cursor?: string },
+  ): Promise<Page<Agent>> {
     const doc = await this.getDoc(tenant, id);
     const limit = q.limit ?? 20;
     const token = q.page ?? q.cursor;
     const cur = token ? decodeCursor(token) : null;
     const backwards = cur?.d === 'prev';
     const filter: Record<string, unknown> = { agent_id: id, version: { $lte: doc.version } };
-    if (cur) filter.version = backwards ? { $gt: Number(cur.k), $lte: doc.version } : { $lt: Number(cur.k) };
-    const rows = await this.c.agentVersions.find(tenant, filter, { sort: { version: backwards ? 1 : -1 }, limit: limit + 1 });
-    const page = makePage(rows, limit, (r) => r.version, (r) => r._id, { hadCursor: !!cur, backwards });
-    return { ...page, data: page.data.map((v) => render({ ...doc, version: v.version, spec: v.spec, updated_at: v.created_at })) };
+    if (cur)
+      filter.version = backwards
+        ? { $gt: Number(cur.k), $lte: doc.version }
+        : { $lt: Number(cur.k) };
+    const rows = await this.c.agentVersions.find(tenant, filter, {
+      sort: { version: backwards ? 1 : -1 },
+      limit: limit + 1,
+    });
+    const page = makePage(
+      rows,
+      limit,
+      (r) => r.version,
+      (r) => r._id,
+      { hadCursor: !!cur, backwards },
+    );
+    return {
+      ...page,
+      data: page.data.map((v) =>
+        render({ ...doc, version: v.version, spec: v.spec, updated_at: v.created_at }),
+      ),
+    };
   }
 
   /** Every change bumps the version; a no-op update returns the current version unchanged. */
   async update(tenant: string, id: string, body: AgentUpdate): Promise<Agent> {
     for (let attempt = 0; attempt < 5; attempt++) {
       const doc = await this.getDoc(tenant, id);
-      if (doc.archived_at) throw new ApiError('invalid_request', `agent ${id} is archived and cannot be updated`);
+      if (doc.archived_at)
+        throw new ApiError('invalid_request', `agent ${id} is archived and cannot be updated`);
       if (body.version !== undefined && body.version !== doc.version) {
-        throw conflict(`version: agent ${id} is at version ${doc.version}, not ${body.version}`, { current_version: doc.version });
+        throw conflict(`version: agent ${id} is at version ${doc.version}, not ${body.version}`, {
+          current_version: doc.version,
+        });
       }
       const spec = this.applyPatch(doc.spec, body);
       if (JSON.stringify(spec) === JSON.stringify(doc.spec)) return render(doc);
@@ -183,14 +266,28 @@ export class AgentService {
       const now = nowIso();
       try {
         // The unique (agent_id, version) row is the write lock: one updater wins version N+1.
-        await this.c.agentVersions.insert(tenant, { _id: `${id}@${next}`, agent_id: id, version: next, spec, created_at: now });
+        await this.c.agentVersions.insert(tenant, {
+          _id: `${id}@${next}`,
+          agent_id: id,
+          version: next,
+          spec,
+          created_at: now,
+        });
       } catch (err) {
         if (!(err instanceof DuplicateKeyError)) throw err;
         await this.rollForward(tenant, id, next);
-        if (body.version !== undefined) throw conflict(`version: agent ${id} was updated concurrently`, { current_version: next });
+        if (body.version !== undefined)
+          throw conflict(`version: agent ${id} was updated concurrently`, {
+            current_version: next,
+          });
         continue;
       }
-      const updated = await this.c.agents.findOneAndUpdate(tenant, { _id: id, version: doc.version }, { $set: { version: next, spec, updated_at: now } }, { returnDocument: 'after' });
+      const updated = await this.c.agents.findOneAndUpdate(
+        tenant,
+        { _id: id, version: doc.version },
+        { $set: { version: next, spec, updated_at: now } },
+        { returnDocument: 'after' },
+      );
       if (updated) return render(updated);
     }
     throw conflict(`agent ${id} is being updated concurrently; retry`);
@@ -199,14 +296,23 @@ export class AgentService {
   /** Repairs an update that wrote its version row but crashed before moving the agent. */
   private async rollForward(tenant: string, id: string, version: number): Promise<void> {
     const v = await this.c.agentVersions.findOne(tenant, { agent_id: id, version });
-    if (v) await this.c.agents.updateOne(tenant, { _id: id, version: version - 1 }, { $set: { version, spec: v.spec, updated_at: v.created_at } });
+    if (v)
+      await this.c.agents.updateOne(
+        tenant,
+        { _id: id, version: version - 1 },
+        { $set: { version, spec: v.spec, updated_at: v.created_at } },
+      );
   }
 
   private applyPatch(cur: AgentSpec, b: AgentUpdate): AgentSpec {
     // Old data: a spec stored before request bodies were depth-limited is not copied (a stack
     // overflow); an update that replaces its tools (the only free-form JSON) repairs it.
     if (valueDepth(cur, MAX_STORED_JSON_DEPTH) > MAX_STORED_JSON_DEPTH) {
-      if (b.tools === undefined) throw invalid('tools', `the stored agent nests JSON deeper than ${MAX_STORED_JSON_DEPTH} levels (stored before that limit); send tools to replace them`);
+      if (b.tools === undefined)
+        throw invalid(
+          'tools',
+          `the stored agent nests JSON deeper than ${MAX_STORED_JSON_DEPTH} levels (stored before that limit); send tools to replace them`,
+        );
       cur = { ...cur, tools: [] };
     }
     const s: AgentSpec = structuredClone(cur);
@@ -220,7 +326,8 @@ export class AgentService {
     if (b.environment_id !== undefined) s.environment_id = b.environment_id;
     if (b.memory_store_id !== undefined) s.memory_store_id = b.memory_store_id;
     if (b.harness !== undefined) s.harness = b.harness;
-    if (b.execution_identity !== undefined) s.execution_identity = b.execution_identity ?? { type: 'service_account' };
+    if (b.execution_identity !== undefined)
+      s.execution_identity = b.execution_identity ?? { type: 'service_account' };
     if (b.multiagent !== undefined) s.multiagent = b.multiagent;
     if (b.metadata === null) s.metadata = {};
     else if (b.metadata) {
@@ -237,15 +344,20 @@ export class AgentService {
   async archive(tenant: string, id: string): Promise<Agent> {
     const now = nowIso();
     await this.getDoc(tenant, id);
-    await this.c.agents.updateOne(tenant, { _id: id, archived_at: null }, { $set: { archived_at: now, updated_at: now } });
+    await this.c.agents.updateOne(
+      tenant,
+      { _id: id, archived_at: null },
+      { $set: { archived_at: now, updated_at: now } },
+    );
     return render(await this.getDoc(tenant, id));
   }
 }
 
-const publicMcp = (servers: unknown[]) => servers.map((s: any) => {
-  const { authorization_token_sealed, ...rest } = s;
-  return authorization_token_sealed ? { ...rest, has_authorization_token: true } : rest;
-});
+const publicMcp = (servers: unknown[]) =>
+  servers.map((s: any) => {
+    const { authorization_token_sealed, ...rest } = s;
+    return authorization_token_sealed ? { ...rest, has_authorization_token: true } : rest;
+  });
 
 export function renderSpec(spec: AgentSpec) {
   return { ...spec, mcp_servers: publicMcp(spec.mcp_servers) };

@@ -31,8 +31,14 @@ export const KEY_CACHE_TTL_MS = 2_000;
  * key is refused at once by the process that revoked it and within KEY_CACHE_TTL_MS elsewhere.
  */
 export class AuthService {
-  private readonly cache = new LRUCache<string, Principal>({ max: KEY_CACHE_MAX, ttl: KEY_CACHE_TTL_MS });
-  constructor(private readonly c: Collections, private operatorKeyHash: string) {}
+  private readonly cache = new LRUCache<string, Principal>({
+    max: KEY_CACHE_MAX,
+    ttl: KEY_CACHE_TTL_MS,
+  });
+  constructor(
+    private readonly c: Collections,
+    private operatorKeyHash: string,
+  ) {}
 
   /** A rotated operator key (agentfleet rotate-operator-key on a running server): the old key is refused from now on. */
   replaceOperatorKeyHash(hash: string): void {
@@ -45,24 +51,36 @@ export class AuthService {
   }
 
   async bootstrap(): Promise<void> {
-    await this.c.tenants.updateOne({ _id: DEFAULT_TENANT }, { $setOnInsert: { name: 'default', created_at: nowIso() } }, { upsert: true });
+    await this.c.tenants.updateOne(
+      { _id: DEFAULT_TENANT },
+      { $setOnInsert: { name: 'default', created_at: nowIso() } },
+      { upsert: true },
+    );
   }
 
   /** Resolves a key; the operator key (API_KEY) belongs to the default tenant. */
   async authenticate(key: string): Promise<Principal | null> {
     if (key.length > MAX_API_KEY_LENGTH) return null;
     const hash = sha256(key);
-    if (safeEqual(hash, this.operatorKeyHash)) return { tenantId: DEFAULT_TENANT, keyId: 'operator', operator: true, environmentId: null };
+    if (safeEqual(hash, this.operatorKeyHash))
+      return { tenantId: DEFAULT_TENANT, keyId: 'operator', operator: true, environmentId: null };
     const hit = this.cache.get(hash);
     if (hit) return hit;
     const doc = await this.c.apiKeys.findOne({ hash });
     if (!doc || doc.revoked_at) return null;
-    const p: Principal = { tenantId: doc.tenant_id, keyId: doc._id, operator: false, environmentId: doc.environment_id };
+    const p: Principal = {
+      tenantId: doc.tenant_id,
+      keyId: doc._id,
+      operator: false,
+      environmentId: doc.environment_id,
+    };
     this.cache.set(hash, p);
     return p;
   }
 
-  async createTenant(name: string): Promise<{ tenant_id: string; api_key: string; key_id: string }> {
+  async createTenant(
+    name: string,
+  ): Promise<{ tenant_id: string; api_key: string; key_id: string }> {
     const tenantId = newId(PREFIX.tenant);
     await this.c.tenants.insertOne({ _id: tenantId, name, created_at: nowIso() });
     const k = await this.createKey(tenantId, { name: `${name} admin` });
@@ -72,7 +90,11 @@ export class AuthService {
   async createKey(tenant: string, body: { name: string; environment_id?: string }) {
     if (body.environment_id) {
       const env = await this.c.environments.get(tenant, body.environment_id);
-      if (!env) throw new ApiError('invalid_request', `environment_id: environment ${body.environment_id} not found`);
+      if (!env)
+        throw new ApiError(
+          'invalid_request',
+          `environment_id: environment ${body.environment_id} not found`,
+        );
     }
     const key = `${KEY_PREFIX}${randomToken(32)}`;
     const doc: ApiKeyDoc = {
@@ -91,11 +113,16 @@ export class AuthService {
   }
 
   async listKeys(tenant: string) {
-    return (await this.c.apiKeys.find({ tenant_id: tenant, revoked_at: null }, { sort: { _id: 1 } })).map(renderKey);
+    return (
+      await this.c.apiKeys.find({ tenant_id: tenant, revoked_at: null }, { sort: { _id: 1 } })
+    ).map(renderKey);
   }
 
   async revokeKey(tenant: string, id: string) {
-    const n = await this.c.apiKeys.updateOne({ _id: id, tenant_id: tenant, revoked_at: null }, { $set: { revoked_at: nowIso() } });
+    const n = await this.c.apiKeys.updateOne(
+      { _id: id, tenant_id: tenant, revoked_at: null },
+      { $set: { revoked_at: nowIso() } },
+    );
     if (!n.matched) throw notFound('api key', id);
     this.cache.clear();
   }
@@ -111,7 +138,10 @@ export class AuthService {
 export class AuthFailureLimiter {
   /** address → epoch ms until which it is refused. */
   private readonly blocked = new LRUCache<string, number>({ max: 10_000 });
-  constructor(private readonly limiter: RateLimiter, readonly perMinute: number) {}
+  constructor(
+    private readonly limiter: RateLimiter,
+    readonly perMinute: number,
+  ) {}
 
   /** Seconds until `address` may authenticate again; 0 when it may now. */
   retryAfter(address: string): number {

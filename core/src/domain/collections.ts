@@ -1,4 +1,12 @@
-import type { Collection, CollectionSpec, Doc, DocumentStore, Filter, FindOptions, Update } from '../ports/store.js';
+import type {
+  Collection,
+  CollectionSpec,
+  Doc,
+  DocumentStore,
+  Filter,
+  FindOptions,
+  Update,
+} from '../ports/store.js';
 import type { AgentSpec, ModelConfig } from '@agentfleet/schemas';
 
 /**
@@ -24,7 +32,10 @@ export function singleStore(store: DocumentStore): StoreRouter {
  */
 export class TenantCollection<T extends Doc & { tenant_id: string }> {
   private readonly handles = new Map<DocumentStore, Collection<T>>();
-  constructor(private readonly spec: CollectionSpec, private readonly router: StoreRouter) {}
+  constructor(
+    private readonly spec: CollectionSpec,
+    private readonly router: StoreRouter,
+  ) {}
 
   private on(store: DocumentStore): Collection<T> {
     let c = this.handles.get(store);
@@ -55,8 +66,17 @@ export class TenantCollection<T extends Doc & { tenant_id: string }> {
   async updateOne(tenant: string, filter: Filter, update: Update, options?: { upsert?: boolean }) {
     return (await this.c(tenant)).updateOne({ ...filter, tenant_id: tenant }, update, options);
   }
-  async findOneAndUpdate(tenant: string, filter: Filter, update: Update, options?: { returnDocument?: 'before' | 'after'; upsert?: boolean }) {
-    return (await this.c(tenant)).findOneAndUpdate({ ...filter, tenant_id: tenant }, update, options);
+  async findOneAndUpdate(
+    tenant: string,
+    filter: Filter,
+    update: Update,
+    options?: { returnDocument?: 'before' | 'after'; upsert?: boolean },
+  ) {
+    return (await this.c(tenant)).findOneAndUpdate(
+      { ...filter, tenant_id: tenant },
+      update,
+      options,
+    );
   }
   async deleteOne(tenant: string, filter: Filter) {
     return (await this.c(tenant)).deleteOne({ ...filter, tenant_id: tenant });
@@ -67,12 +87,17 @@ export class TenantCollection<T extends Doc & { tenant_id: string }> {
   /** Cross-tenant read for worker sweeps only: fans out over every store. */
   async scanAll(filter: Filter, options?: FindOptions): Promise<T[]> {
     const out: T[] = [];
-    for (const store of await this.router.all()) out.push(...(await this.on(store).find(filter, options)));
+    for (const store of await this.router.all())
+      out.push(...(await this.on(store).find(filter, options)));
     return out;
   }
 }
 
-export interface TenantDoc { _id: string; name: string; created_at: string }
+export interface TenantDoc {
+  _id: string;
+  name: string;
+  created_at: string;
+}
 export interface ApiKeyDoc {
   _id: string;
   tenant_id: string;
@@ -109,7 +134,13 @@ export interface EnvironmentDoc {
   kind: 'cloud' | 'self_hosted';
   base_image: string | null;
   packages: Record<string, string[]>;
-  network: { allowlist: string[]; denylist: string[]; unrestricted: boolean; allow_mcp_servers: boolean; allow_package_managers: boolean };
+  network: {
+    allowlist: string[];
+    denylist: string[];
+    unrestricted: boolean;
+    allow_mcp_servers: boolean;
+    allow_package_managers: boolean;
+  };
   env: Record<string, string>;
   metadata: Record<string, string>;
   scope: 'organization' | 'account';
@@ -148,7 +179,12 @@ export interface SessionDoc {
   idle_seq?: number;
   /** True while user input awaits a turn (the recovery sweep scans it). */
   pending?: boolean;
-  usage: { input_tokens: number; output_tokens: number; cache_read_input_tokens: number; cache_creation_input_tokens: number };
+  usage: {
+    input_tokens: number;
+    output_tokens: number;
+    cache_read_input_tokens: number;
+    cache_creation_input_tokens: number;
+  };
   terminated_at: string | null;
   archived_at: string | null;
   deleted_at: string | null;
@@ -211,19 +247,39 @@ export interface FileDoc {
 
 export const COLLECTIONS = {
   tenants: { name: 'tenants' },
-  apiKeys: { name: 'api_keys', indexes: [{ fields: { hash: 1 }, unique: true }, { fields: { tenant_id: 1, _id: 1 } }] },
+  apiKeys: {
+    name: 'api_keys',
+    indexes: [{ fields: { hash: 1 }, unique: true }, { fields: { tenant_id: 1, _id: 1 } }],
+  },
   agents: { name: 'agents', indexes: [{ fields: { tenant_id: 1, _id: 1 } }] },
-  agentVersions: { name: 'agent_versions', indexes: [{ fields: { agent_id: 1, version: 1 }, unique: true }] },
+  agentVersions: {
+    name: 'agent_versions',
+    indexes: [{ fields: { agent_id: 1, version: 1 }, unique: true }],
+  },
   environments: { name: 'environments', indexes: [{ fields: { tenant_id: 1, _id: 1 } }] },
-  sessions: { name: 'sessions', indexes: [{ fields: { tenant_id: 1, _id: 1 } }, { fields: { agent_id: 1 } }, { fields: { pending: 1 } }] },
+  sessions: {
+    name: 'sessions',
+    indexes: [
+      { fields: { tenant_id: 1, _id: 1 } },
+      { fields: { agent_id: 1 } },
+      { fields: { pending: 1 } },
+    ],
+  },
   events: { name: 'events', indexes: [{ fields: { session_id: 1, seq: 1 }, unique: true }] },
   runs: { name: 'runs', indexes: [{ fields: { tenant_id: 1 } }] },
-  modelCards: { name: 'model_cards', indexes: [{ fields: { tenant_id: 1, model_id: 1 }, unique: true }] },
-  files: { name: 'files', indexes: [{ fields: { tenant_id: 1, _id: 1 } }, { fields: { tenant_id: 1, scope_id: 1 } }] },
+  modelCards: {
+    name: 'model_cards',
+    indexes: [{ fields: { tenant_id: 1, model_id: 1 }, unique: true }],
+  },
+  files: {
+    name: 'files',
+    indexes: [{ fields: { tenant_id: 1, _id: 1 } }, { fields: { tenant_id: 1, scope_id: 1 } }],
+  },
 } as const satisfies Record<string, CollectionSpec>;
 
 export function openCollections(router: StoreRouter) {
-  const t = <T extends Doc & { tenant_id: string }>(spec: CollectionSpec) => new TenantCollection<T>(spec, router);
+  const t = <T extends Doc & { tenant_id: string }>(spec: CollectionSpec) =>
+    new TenantCollection<T>(spec, router);
   return {
     tenants: router.control.collection<TenantDoc>(COLLECTIONS.tenants),
     apiKeys: router.control.collection<ApiKeyDoc>(COLLECTIONS.apiKeys),

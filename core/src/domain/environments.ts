@@ -1,4 +1,9 @@
-import { SELF_HOSTED_FORBIDDEN_KEYS, type Environment, type EnvironmentCreate, type EnvironmentUpdate } from '@agentfleet/schemas';
+import {
+  SELF_HOSTED_FORBIDDEN_KEYS,
+  type Environment,
+  type EnvironmentCreate,
+  type EnvironmentUpdate,
+} from '@agentfleet/schemas';
 import { conflict, invalid, notFound } from '../errors.js';
 import { newId, PREFIX } from '../ids.js';
 import type { Collections, EnvironmentDoc } from './collections.js';
@@ -19,16 +24,24 @@ export class EnvironmentService {
 
   private apply(doc: Omit<EnvironmentDoc, 'tenant_id'>, b: Body, isCreate: boolean): void {
     if (b.config) {
-      if (!isCreate && b.config.type !== doc.kind) throw invalid('config.type', `cannot change from ${doc.kind} to ${b.config.type}`);
+      if (!isCreate && b.config.type !== doc.kind)
+        throw invalid('config.type', `cannot change from ${doc.kind} to ${b.config.type}`);
       doc.kind = b.config.type;
       if (b.config.type === 'cloud') {
         const n = b.config.networking;
         if (n?.type === 'limited') {
-          doc.network = { ...doc.network, unrestricted: false, allowlist: n.allowed_hosts ?? [], allow_mcp_servers: n.allow_mcp_servers ?? false, allow_package_managers: n.allow_package_managers ?? false };
+          doc.network = {
+            ...doc.network,
+            unrestricted: false,
+            allowlist: n.allowed_hosts ?? [],
+            allow_mcp_servers: n.allow_mcp_servers ?? false,
+            allow_package_managers: n.allow_package_managers ?? false,
+          };
         } else if (n?.type === 'unrestricted') {
           doc.network = { ...doc.network, unrestricted: true, allowlist: [] };
         }
-        if (b.config.packages) for (const k of PKG_KINDS) doc.packages[k] = b.config.packages[k] ?? [];
+        if (b.config.packages)
+          for (const k of PKG_KINDS) doc.packages[k] = b.config.packages[k] ?? [];
       }
     }
     if (b.name != null) doc.name = b.name;
@@ -38,7 +51,12 @@ export class EnvironmentService {
     if (b.packages) for (const k of PKG_KINDS) doc.packages[k] = b.packages[k] ?? [];
     if (b.network) {
       const allow = b.network.allowlist ?? [];
-      doc.network = { ...doc.network, allowlist: allow, denylist: b.network.denylist ?? [], unrestricted: allow.length === 0 };
+      doc.network = {
+        ...doc.network,
+        allowlist: allow,
+        denylist: b.network.denylist ?? [],
+        unrestricted: allow.length === 0,
+      };
     }
     if (b.env) doc.env = b.env;
     if (b.metadata) {
@@ -51,8 +69,14 @@ export class EnvironmentService {
     if (doc.kind === 'self_hosted') {
       // Runtime settings belong to the runtime host deployment, never to the environment.
       for (const key of Object.keys(doc.metadata)) {
-        const bad = SELF_HOSTED_FORBIDDEN_KEYS.find((f) => key === f || key.startsWith(`${f}_`) || key.startsWith(`${f}.`));
-        if (bad) throw invalid(`metadata.${key}`, `${bad} settings are not allowed on a self_hosted environment`);
+        const bad = SELF_HOSTED_FORBIDDEN_KEYS.find(
+          (f) => key === f || key.startsWith(`${f}_`) || key.startsWith(`${f}.`),
+        );
+        if (bad)
+          throw invalid(
+            `metadata.${key}`,
+            `${bad} settings are not allowed on a self_hosted environment`,
+          );
       }
     }
   }
@@ -66,7 +90,13 @@ export class EnvironmentService {
       kind: 'cloud',
       base_image: null,
       packages: emptyPackages(),
-      network: { allowlist: [], denylist: [], unrestricted: true, allow_mcp_servers: false, allow_package_managers: false },
+      network: {
+        allowlist: [],
+        denylist: [],
+        unrestricted: true,
+        allow_mcp_servers: false,
+        allow_package_managers: false,
+      },
       env: {},
       metadata: {},
       scope: 'organization',
@@ -89,7 +119,10 @@ export class EnvironmentService {
     return render(await this.getDoc(tenant, id));
   }
 
-  async list(tenant: string, q: { limit?: number; page?: string; cursor?: string; include_archived?: boolean }): Promise<Page<Environment>> {
+  async list(
+    tenant: string,
+    q: { limit?: number; page?: string; cursor?: string; include_archived?: boolean },
+  ): Promise<Page<Environment>> {
     const filter: Record<string, unknown> = {};
     if (!q.include_archived) filter.archived_at = null;
     const page = await pageById(this.c.environments, tenant, filter, q);
@@ -104,7 +137,12 @@ export class EnvironmentService {
     this.apply(next, body, false);
     next.updated_at = nowIso();
     const { _id, ...set } = next;
-    const after = await this.c.environments.findOneAndUpdate(tenant, { _id: id }, { $set: set }, { returnDocument: 'after' });
+    const after = await this.c.environments.findOneAndUpdate(
+      tenant,
+      { _id: id },
+      { $set: set },
+      { returnDocument: 'after' },
+    );
     if (!after) throw notFound('environment', id);
     return render(after);
   }
@@ -112,9 +150,16 @@ export class EnvironmentService {
   /** Refused while any (non-archived) agent's current version references it. */
   async remove(tenant: string, id: string): Promise<{ id: string; type: 'environment_deleted' }> {
     await this.getDoc(tenant, id);
-    const users = await this.c.agents.find(tenant, { 'spec.environment_id': id, archived_at: null }, { limit: 5 });
+    const users = await this.c.agents.find(
+      tenant,
+      { 'spec.environment_id': id, archived_at: null },
+      { limit: 5 },
+    );
     if (users.length) {
-      throw conflict(`environment ${id} is referenced by agent(s) ${users.map((a) => a._id).join(', ')}; update or archive them first`, { agent_ids: users.map((a) => a._id) });
+      throw conflict(
+        `environment ${id} is referenced by agent(s) ${users.map((a) => a._id).join(', ')}; update or archive them first`,
+        { agent_ids: users.map((a) => a._id) },
+      );
     }
     await this.c.environments.deleteOne(tenant, { _id: id });
     return { id, type: 'environment_deleted' };
@@ -123,13 +168,25 @@ export class EnvironmentService {
   async archive(tenant: string, id: string): Promise<Environment> {
     await this.getDoc(tenant, id);
     const now = nowIso();
-    await this.c.environments.updateOne(tenant, { _id: id, archived_at: null }, { $set: { archived_at: now, updated_at: now } });
+    await this.c.environments.updateOne(
+      tenant,
+      { _id: id, archived_at: null },
+      { $set: { archived_at: now, updated_at: now } },
+    );
     return this.get(tenant, id);
   }
 }
 
 export function render(d: EnvironmentDoc): Environment {
-  const packages = { pip: [], npm: [], apt: [], cargo: [], gem: [], go: [], ...d.packages } as Environment['packages'];
+  const packages = {
+    pip: [],
+    npm: [],
+    apt: [],
+    cargo: [],
+    gem: [],
+    go: [],
+    ...d.packages,
+  } as Environment['packages'];
   const config: Environment['config'] =
     d.kind === 'self_hosted'
       ? { type: 'self_hosted' }
@@ -137,7 +194,12 @@ export function render(d: EnvironmentDoc): Environment {
           type: 'cloud',
           networking: d.network.unrestricted
             ? { type: 'unrestricted' }
-            : { type: 'limited', allowed_hosts: d.network.allowlist, allow_mcp_servers: d.network.allow_mcp_servers, allow_package_managers: d.network.allow_package_managers },
+            : {
+                type: 'limited',
+                allowed_hosts: d.network.allowlist,
+                allow_mcp_servers: d.network.allow_mcp_servers,
+                allow_package_managers: d.network.allow_package_managers,
+              },
           packages: { type: 'packages', ...packages },
         };
   return {

@@ -42,17 +42,37 @@ export class EventLog {
     private readonly metrics?: PlatformMetrics,
   ) {}
 
-  async append(tenant: string, sessionId: string, drafts: EventDraft[], opts: AppendOptions = {}): Promise<EventDoc[]> {
+  async append(
+    tenant: string,
+    sessionId: string,
+    drafts: EventDraft[],
+    opts: AppendOptions = {},
+  ): Promise<EventDoc[]> {
     const written: EventDoc[] = [];
     let pending = drafts.map((d) => ({ ...d, id: d.id ?? newId(PREFIX.event) }));
     while (pending.length) {
       const s = await this.c.sessions.get(tenant, sessionId);
       if (!s || s.deleted_at) throw notFound('session', sessionId);
-      if (opts.fence !== undefined && s.fence > opts.fence) throw new StaleLeaseError(`session ${sessionId}: lease token ${opts.fence} superseded by ${s.fence}`);
-      if (s.terminated_at && !opts.allowTerminated) throw new ApiError('invalid_request', `session ${sessionId} is terminated and accepts no events`);
+      if (opts.fence !== undefined && s.fence > opts.fence)
+        throw new StaleLeaseError(
+          `session ${sessionId}: lease token ${opts.fence} superseded by ${s.fence}`,
+        );
+      if (s.terminated_at && !opts.allowTerminated)
+        throw new ApiError(
+          'invalid_request',
+          `session ${sessionId} is terminated and accepts no events`,
+        );
       const firstSeq = s.last_seq + 1;
       const now = nowIso();
-      const docs: EventDoc[] = pending.map((d, i) => ({ _id: d.id, tenant_id: tenant, session_id: sessionId, seq: firstSeq + i, type: d.type, payload: d.payload, created_at: now }));
+      const docs: EventDoc[] = pending.map((d, i) => ({
+        _id: d.id,
+        tenant_id: tenant,
+        session_id: sessionId,
+        seq: firstSeq + i,
+        type: d.type,
+        payload: d.payload,
+        created_at: now,
+      }));
       let batch = docs;
       try {
         await this.c.events.insertMany(tenant, docs);
@@ -75,29 +95,57 @@ export class EventLog {
     return written;
   }
 
-  private async advanceHead(tenant: string, sessionId: string, batch: EventDoc[], opts: AppendOptions, firstSeq: number) {
+  private async advanceHead(
+    tenant: string,
+    sessionId: string,
+    batch: EventDoc[],
+    opts: AppendOptions,
+    firstSeq: number,
+  ) {
     if (!batch.length) return;
     const last = batch[batch.length - 1]!.seq;
     const extra = opts.sessionUpdate?.(last, firstSeq) ?? {};
-    await this.c.sessions.updateOne(tenant, { _id: sessionId }, {
-      ...extra,
-      $max: { ...(extra.$max ?? {}), last_seq: last },
-      $set: { ...(extra.$set ?? {}), updated_at: nowIso() },
-    });
+    await this.c.sessions.updateOne(
+      tenant,
+      { _id: sessionId },
+      {
+        ...extra,
+        $max: { ...(extra.$max ?? {}), last_seq: last },
+        $set: { ...(extra.$set ?? {}), updated_at: nowIso() },
+      },
+    );
   }
 
   private async repairHead(tenant: string, sessionId: string) {
-    const top = await this.c.events.findOne(tenant, { session_id: sessionId }, { sort: { seq: -1 } });
-    if (top) await this.c.sessions.updateOne(tenant, { _id: sessionId }, { $max: { last_seq: top.seq } });
+    const top = await this.c.events.findOne(
+      tenant,
+      { session_id: sessionId },
+      { sort: { seq: -1 } },
+    );
+    if (top)
+      await this.c.sessions.updateOne(tenant, { _id: sessionId }, { $max: { last_seq: top.seq } });
   }
 
   /** Broadcast a live-only event (chunks): never persisted. */
-  async publishLive(sessionId: string, event: Omit<LiveEventOut, 'session_id' | 'ephemeral'>): Promise<void> {
-    await this.pubsub.publish(sessionChannel(sessionId), { ...event, session_id: sessionId, ephemeral: true });
+  async publishLive(
+    sessionId: string,
+    event: Omit<LiveEventOut, 'session_id' | 'ephemeral'>,
+  ): Promise<void> {
+    await this.pubsub.publish(sessionChannel(sessionId), {
+      ...event,
+      session_id: sessionId,
+      ephemeral: true,
+    });
   }
 
   /** Events with seq in (afterSeq, upTo], ascending. */
-  range(tenant: string, sessionId: string, afterSeq: number, limit: number, upTo?: number): Promise<EventDoc[]> {
+  range(
+    tenant: string,
+    sessionId: string,
+    afterSeq: number,
+    limit: number,
+    upTo?: number,
+  ): Promise<EventDoc[]> {
     const seq: Record<string, number> = { $gt: afterSeq };
     if (upTo !== undefined) seq.$lte = upTo;
     return this.c.events.find(tenant, { session_id: sessionId, seq }, { sort: { seq: 1 }, limit });

@@ -34,7 +34,8 @@ export function objectKeySegment(id: string, what: string): string {
 export const outputsPrefix = (tenant: string, sessionId: string) =>
   `outputs/${objectKeySegment(tenant, 'tenant id')}/${objectKeySegment(sessionId, 'session id')}/`;
 /** One output's key; the name is checked as a single path segment (400 naming `filename`). */
-export const outputObjectKey = (tenant: string, sessionId: string, filename: string) => `${outputsPrefix(tenant, sessionId)}${checkFilename(filename)}`;
+export const outputObjectKey = (tenant: string, sessionId: string, filename: string) =>
+  `${outputsPrefix(tenant, sessionId)}${checkFilename(filename)}`;
 
 /**
  * A file or output name is one path segment: not empty, not `.` or `..`, no `/` or `\`, no
@@ -45,22 +46,48 @@ export function checkFilename(name: string, field = 'filename'): string {
   if (name === '.' || name === '..') throw invalid(field, 'must not be "." or ".."');
   if (/[/\\]/.test(name)) throw invalid(field, 'must be a single path segment (no "/" or "\\")');
   // eslint-disable-next-line no-control-regex
-  if (/[\u0000-\u001f\u007f]/.test(name)) throw invalid(field, 'must not contain control characters');
-  if (Buffer.byteLength(name, 'utf8') > MAX_NAME_BYTES) throw invalid(field, `must be at most ${MAX_NAME_BYTES} bytes`);
+  if (/[\u0000-\u001f\u007f]/.test(name))
+    throw invalid(field, 'must not contain control characters');
+  if (Buffer.byteLength(name, 'utf8') > MAX_NAME_BYTES)
+    throw invalid(field, `must be at most ${MAX_NAME_BYTES} bytes`);
   return name;
 }
 
 const MIME_BY_EXT: Record<string, string> = {
-  txt: 'text/plain', md: 'text/markdown', csv: 'text/csv', html: 'text/html', htm: 'text/html', css: 'text/css',
-  js: 'text/javascript', mjs: 'text/javascript', ts: 'text/plain', py: 'text/x-python', sh: 'text/x-shellscript',
-  json: 'application/json', xml: 'application/xml', yaml: 'application/yaml', yml: 'application/yaml',
-  pdf: 'application/pdf', zip: 'application/zip', gz: 'application/gzip', tar: 'application/x-tar',
-  png: 'image/png', jpg: 'image/jpeg', jpeg: 'image/jpeg', gif: 'image/gif', webp: 'image/webp', svg: 'image/svg+xml',
+  txt: 'text/plain',
+  md: 'text/markdown',
+  csv: 'text/csv',
+  html: 'text/html',
+  htm: 'text/html',
+  css: 'text/css',
+  js: 'text/javascript',
+  mjs: 'text/javascript',
+  ts: 'text/plain',
+  py: 'text/x-python',
+  sh: 'text/x-shellscript',
+  json: 'application/json',
+  xml: 'application/xml',
+  yaml: 'application/yaml',
+  yml: 'application/yaml',
+  pdf: 'application/pdf',
+  zip: 'application/zip',
+  gz: 'application/gzip',
+  tar: 'application/x-tar',
+  png: 'image/png',
+  jpg: 'image/jpeg',
+  jpeg: 'image/jpeg',
+  gif: 'image/gif',
+  webp: 'image/webp',
+  svg: 'image/svg+xml',
   docx: 'application/vnd.openxmlformats-officedocument.wordprocessingml.document',
   xlsx: 'application/vnd.openxmlformats-officedocument.spreadsheetml.sheet',
   pptx: 'application/vnd.openxmlformats-officedocument.presentationml.presentation',
 };
-const EXT_BY_MIME: Record<string, string> = Object.fromEntries(Object.entries(MIME_BY_EXT).reverse().map(([e, m]) => [m, e]));
+const EXT_BY_MIME: Record<string, string> = Object.fromEntries(
+  Object.entries(MIME_BY_EXT)
+    .reverse()
+    .map(([e, m]) => [m, e]),
+);
 const GENERIC_MIME = 'application/octet-stream';
 
 /** A MIME type from the name's extension, else application/octet-stream. */
@@ -112,7 +139,8 @@ export interface MountedFile {
   data: () => Promise<Uint8Array>;
 }
 
-const expired = (d: FileDoc, now = Date.now()) => d.expires_at !== null && Date.parse(d.expires_at) <= now;
+const expired = (d: FileDoc, now = Date.now()) =>
+  d.expires_at !== null && Date.parse(d.expires_at) <= now;
 
 export function renderFile(d: FileDoc): FileMetadata {
   return {
@@ -158,8 +186,15 @@ export class FileService {
   }
 
   async upload(tenant: string, u: FileUpload): Promise<FileMetadata> {
-    if (u.data.byteLength > this.maxBytes) throw invalid('file', `exceeds the ${this.maxBytes}-byte limit`);
-    const staged = await this.stageUpload(tenant, { filename: u.filename, mimeType: u.mimeType }, (async function* () { yield u.data; })());
+    if (u.data.byteLength > this.maxBytes)
+      throw invalid('file', `exceeds the ${this.maxBytes}-byte limit`);
+    const staged = await this.stageUpload(
+      tenant,
+      { filename: u.filename, mimeType: u.mimeType },
+      (async function* () {
+        yield u.data;
+      })(),
+    );
     return this.commitUpload(tenant, staged, u);
   }
 
@@ -168,17 +203,25 @@ export class FileService {
    * Over maxBytes → 400 naming `file`; a bad name → 400 naming `filename`; either way, and if
    * `data` fails, nothing is stored.
    */
-  async stageUpload(tenant: string, meta: { filename: string | undefined; mimeType?: string | undefined }, data: AsyncIterable<Uint8Array> | Readable): Promise<StagedUpload> {
+  async stageUpload(
+    tenant: string,
+    meta: { filename: string | undefined; mimeType?: string | undefined },
+    data: AsyncIterable<Uint8Array> | Readable,
+  ): Promise<StagedUpload> {
     const filename = FileService.filenameOf(meta.filename, meta.mimeType);
     const declared = meta.mimeType?.split(';')[0]?.trim().toLowerCase();
     const mimeType = declared && declared !== GENERIC_MIME ? declared : mimeFromName(filename);
     const id = newId(FILE_ID_PREFIX);
     const objectKey = fileObjectKey(tenant, id);
     try {
-      const { size } = await this.objects.putStream(objectKey, data, { contentType: mimeType, maxBytes: this.maxBytes });
+      const { size } = await this.objects.putStream(objectKey, data, {
+        contentType: mimeType,
+        maxBytes: this.maxBytes,
+      });
       return { id, filename, mimeType, size, objectKey };
     } catch (err) {
-      if (err instanceof ObjectTooLargeError) throw invalid('file', `exceeds the ${this.maxBytes}-byte limit`);
+      if (err instanceof ObjectTooLargeError)
+        throw invalid('file', `exceeds the ${this.maxBytes}-byte limit`);
       throw err;
     }
   }
@@ -189,7 +232,11 @@ export class FileService {
   }
 
   /** Checks the other fields and makes the staged bytes a file; any refusal discards them. */
-  async commitUpload(tenant: string, staged: StagedUpload, u: { sessionId?: string | undefined; expiresInSeconds?: number | undefined }): Promise<FileMetadata> {
+  async commitUpload(
+    tenant: string,
+    staged: StagedUpload,
+    u: { sessionId?: string | undefined; expiresInSeconds?: number | undefined },
+  ): Promise<FileMetadata> {
     try {
       return await this.insertUpload(tenant, staged, u);
     } catch (err) {
@@ -198,16 +245,25 @@ export class FileService {
     }
   }
 
-  private async insertUpload(tenant: string, staged: StagedUpload, u: { sessionId?: string | undefined; expiresInSeconds?: number | undefined }): Promise<FileMetadata> {
+  private async insertUpload(
+    tenant: string,
+    staged: StagedUpload,
+    u: { sessionId?: string | undefined; expiresInSeconds?: number | undefined },
+  ): Promise<FileMetadata> {
     let expiresAt: string | null = null;
     if (u.expiresInSeconds !== undefined) {
       const s = u.expiresInSeconds;
-      if (!Number.isInteger(s) || s < EXPIRES_MIN || s > EXPIRES_MAX) throw invalid('expires_in_seconds', `must be an integer from ${EXPIRES_MIN} to ${EXPIRES_MAX}`);
+      if (!Number.isInteger(s) || s < EXPIRES_MIN || s > EXPIRES_MAX)
+        throw invalid(
+          'expires_in_seconds',
+          `must be an integer from ${EXPIRES_MIN} to ${EXPIRES_MAX}`,
+        );
       expiresAt = new Date(Date.now() + s * 1000).toISOString();
     }
     if (u.sessionId !== undefined) {
       if (!u.sessionId) throw invalid('session_id', 'must not be empty');
-      if (!(await liveSession(this.c, tenant, u.sessionId))) throw invalid('session_id', `session ${u.sessionId} not found`);
+      if (!(await liveSession(this.c, tenant, u.sessionId)))
+        throw invalid('session_id', `session ${u.sessionId} not found`);
     }
     const doc: Omit<FileDoc, 'tenant_id'> = {
       _id: staged.id,
@@ -244,7 +300,10 @@ export class FileService {
   }
 
   /** The same as a stream (downloads): the bytes are never held whole. */
-  async contentStream(tenant: string, id: string): Promise<{ file: FileMetadata; stream: Readable }> {
+  async contentStream(
+    tenant: string,
+    id: string,
+  ): Promise<{ file: FileMetadata; stream: Readable }> {
     const d = await this.getDoc(tenant, id);
     if (expired(d)) throw new ApiError('not_found', `file ${id} has expired`);
     const stream = await this.objects.getStream(d.object_key);
@@ -255,16 +314,25 @@ export class FileService {
   /** Newest first; `page`/`cursor` from `next_page`/`prev_page`; `ids` answers one page. */
   async list(tenant: string, q: FileListQuery): Promise<Page<FileMetadata>> {
     if (q.ids !== undefined) {
-      if (q.page !== undefined || q.cursor !== undefined || q.limit !== undefined) throw invalid('ids', 'cannot be combined with page or limit');
+      if (q.page !== undefined || q.cursor !== undefined || q.limit !== undefined)
+        throw invalid('ids', 'cannot be combined with page or limit');
       const ids = [...new Set(q.ids)];
       if (ids.length > 100) throw invalid('ids', 'at most 100 ids');
       const filter: Record<string, unknown> = { _id: { $in: ids } };
       if (q.scope_id !== undefined) filter.scope_id = q.scope_id;
       const data = (await this.c.files.find(tenant, filter, { sort: { _id: -1 } })).map(renderFile);
-      return { data, has_more: false, next_page: null, prev_page: null, first_id: data[0]?.id ?? null, last_id: data[data.length - 1]?.id ?? null };
+      return {
+        data,
+        has_more: false,
+        next_page: null,
+        prev_page: null,
+        first_id: data[0]?.id ?? null,
+        last_id: data[data.length - 1]?.id ?? null,
+      };
     }
     const limit = q.limit ?? 20;
-    if (!Number.isInteger(limit) || limit < 1 || limit > 1000) throw invalid('limit', 'must be an integer from 1 to 1000');
+    if (!Number.isInteger(limit) || limit < 1 || limit > 1000)
+      throw invalid('limit', 'must be an integer from 1 to 1000');
     const filter: Record<string, unknown> = {};
     if (q.scope_id !== undefined) filter.scope_id = q.scope_id;
     const page = await pageById(this.c.files, tenant, filter, { ...q, limit });
@@ -284,10 +352,15 @@ export class FileService {
    * `/home/user/files/<id>/<filename>`, bytes read lazily. Expired files are left out.
    */
   /** Files uploaded for the session, plus the session's file resources at their mount paths. */
-  async forSession(tenant: string, sessionId: string, attached: Array<{ file_id: string; mount_path: string }> = []): Promise<MountedFile[]> {
+  async forSession(
+    tenant: string,
+    sessionId: string,
+    attached: Array<{ file_id: string; mount_path: string }> = [],
+  ): Promise<MountedFile[]> {
     const rows = await this.c.files.find(tenant, { scope_id: sessionId }, { sort: { _id: 1 } });
     const mounts = new Map<string, string>();
-    for (const d of rows) mounts.set(`${d._id}\0${SANDBOX_FILES_ROOT}/${d._id}/${d.filename}`, d._id);
+    for (const d of rows)
+      mounts.set(`${d._id}\0${SANDBOX_FILES_ROOT}/${d._id}/${d.filename}`, d._id);
     const byId = new Map(rows.map((d) => [d._id, d]));
     for (const a of attached) {
       if (!byId.has(a.file_id)) {
@@ -339,7 +412,10 @@ export class OutputService {
     if (!(await liveSession(this.c, tenant, sessionId))) throw notFound('session', sessionId);
   }
 
-  async list(tenant: string, sessionId: string): Promise<{ data: SessionOutput[]; has_more: false }> {
+  async list(
+    tenant: string,
+    sessionId: string,
+  ): Promise<{ data: SessionOutput[]; has_more: false }> {
     await this.assertSession(tenant, sessionId);
     const prefix = outputsPrefix(tenant, sessionId);
     const data: SessionOutput[] = [];
@@ -356,17 +432,33 @@ export class OutputService {
   }
 
   /** Session first (foreign or unknown → 404), then the name (→ 400 naming `filename`). */
-  async read(tenant: string, sessionId: string, filename: string): Promise<{ output: SessionOutput; data: Uint8Array }> {
+  async read(
+    tenant: string,
+    sessionId: string,
+    filename: string,
+  ): Promise<{ output: SessionOutput; data: Uint8Array }> {
     await this.assertSession(tenant, sessionId);
     checkFilename(filename);
     const key = outputObjectKey(tenant, sessionId, filename);
     const [info, data] = await Promise.all([this.objects.head(key), this.objects.get(key)]);
     if (!data) throw notFound('output', filename);
-    return { output: renderOutput(filename, data.byteLength, info?.modifiedAt ?? nowIso(), info?.contentType), data };
+    return {
+      output: renderOutput(
+        filename,
+        data.byteLength,
+        info?.modifiedAt ?? nowIso(),
+        info?.contentType,
+      ),
+      data,
+    };
   }
 
   /** The same as a stream (downloads); `size_bytes` is the size when the stream was opened. */
-  async readStream(tenant: string, sessionId: string, filename: string): Promise<{ output: SessionOutput; stream: Readable }> {
+  async readStream(
+    tenant: string,
+    sessionId: string,
+    filename: string,
+  ): Promise<{ output: SessionOutput; stream: Readable }> {
     await this.assertSession(tenant, sessionId);
     checkFilename(filename);
     const key = outputObjectKey(tenant, sessionId, filename);
@@ -377,7 +469,12 @@ export class OutputService {
   }
 }
 
-function renderOutput(name: string, size: number, modifiedAt: string, contentType: string | undefined): SessionOutput {
+function renderOutput(
+  name: string,
+  size: number,
+  modifiedAt: string,
+  contentType: string | undefined,
+): SessionOutput {
   return {
     type: 'session_output',
     filename: name,

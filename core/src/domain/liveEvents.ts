@@ -26,11 +26,24 @@ const PAGE = 500;
  * next expected seq (a publish was lost, or arrived out of order) is backfilled from the
  * store, so the consumer sees every canonical event exactly once, in seq order.
  */
-export async function* followSession(c: Collections, log: EventLog, pubsub: PubSub, tenant: string, sessionId: string, opts: FollowOptions): AsyncGenerator<StreamItem> {
+export async function* followSession(
+  c: Collections,
+  log: EventLog,
+  pubsub: PubSub,
+  tenant: string,
+  sessionId: string,
+  opts: FollowOptions,
+): AsyncGenerator<StreamItem> {
   const queue: StreamItem[] = [];
   let wake: (() => void) | null = null;
-  const notify = () => { wake?.(); wake = null; };
-  const unsubscribe = await pubsub.subscribe(sessionChannel(sessionId), (m) => { queue.push(m as StreamItem); notify(); });
+  const notify = () => {
+    wake?.();
+    wake = null;
+  };
+  const unsubscribe = await pubsub.subscribe(sessionChannel(sessionId), (m) => {
+    queue.push(m as StreamItem);
+    notify();
+  });
   const onAbort = () => notify();
   opts.signal.addEventListener('abort', onAbort);
   try {
@@ -44,13 +57,21 @@ export async function* followSession(c: Collections, log: EventLog, pubsub: PubS
       last = opts.afterSeq;
       for (;;) {
         const rows = await log.range(tenant, sessionId, last, PAGE);
-        for (const r of rows) { yield renderEvent(r); last = r.seq; }
+        for (const r of rows) {
+          yield renderEvent(r);
+          last = r.seq;
+        }
         if (rows.length < PAGE || opts.signal.aborted) break;
       }
     }
     while (!opts.signal.aborted) {
       const item = queue.shift();
-      if (!item) { await new Promise<void>((r) => { wake = r; }); continue; }
+      if (!item) {
+        await new Promise<void>((r) => {
+          wake = r;
+        });
+        continue;
+      }
       if ('ephemeral' in item && item.ephemeral) {
         if (opts.includeLive) yield item;
         continue;
@@ -58,7 +79,10 @@ export async function* followSession(c: Collections, log: EventLog, pubsub: PubS
       const seq = (item as SessionEventOut).seq;
       if (seq <= last) continue;
       if (seq > last + 1) {
-        for (const r of await log.range(tenant, sessionId, last, seq - last - 1, seq - 1)) { yield renderEvent(r); last = r.seq; }
+        for (const r of await log.range(tenant, sessionId, last, seq - last - 1, seq - 1)) {
+          yield renderEvent(r);
+          last = r.seq;
+        }
       }
       yield item;
       last = seq;

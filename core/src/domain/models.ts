@@ -17,7 +17,12 @@
  * - The operator's own cards and the vendor fallback (ANTHROPIC_BASE_URL) are operator
  *   configuration and are not restricted.
  */
-import { CUSTOM_HEADER_MASK, type ModelCardCreate, type ModelCardOut, type ModelConfig } from '@agentfleet/schemas';
+import {
+  CUSTOM_HEADER_MASK,
+  type ModelCardCreate,
+  type ModelCardOut,
+  type ModelConfig,
+} from '@agentfleet/schemas';
 import { ApiError, conflict, invalid, notFound } from '../errors.js';
 import { last4, type SecretBox } from '../crypto.js';
 import { newId, PREFIX } from '../ids.js';
@@ -27,7 +32,12 @@ import type { ModelProvider } from '../ports/modelProvider.js';
 import type { Collections, ModelCardDoc } from './collections.js';
 import { nowIso } from '../util.js';
 import { DEFAULT_TENANT } from './auth.js';
-import { ALLOW_PRIVATE_SETTING, createEgressPolicy, egressRefusalIn, type EgressPolicy } from '../egress/policy.js';
+import {
+  ALLOW_PRIVATE_SETTING,
+  createEgressPolicy,
+  egressRefusalIn,
+  type EgressPolicy,
+} from '../egress/policy.js';
 import { egressFetch, type HttpFetch } from '../egress/dispatcher.js';
 
 export interface VendorFallback {
@@ -51,7 +61,10 @@ const PI_API: Record<string, 'anthropic' | 'openai'> = {
   openai: 'openai',
 };
 
-function protocolOf(provider: string, piConfig: Record<string, unknown> | null): { protocol: 'anthropic' | 'openai'; supportsFast: boolean } | null {
+function protocolOf(
+  provider: string,
+  piConfig: Record<string, unknown> | null,
+): { protocol: 'anthropic' | 'openai'; supportsFast: boolean } | null {
   const known = providerProtocol(provider);
   if (known) return known;
   const api = typeof piConfig?.api === 'string' ? PI_API[piConfig.api] : undefined;
@@ -62,7 +75,19 @@ const PROBE_TIMEOUT_MS = 6_000;
 const HEADERS_PURPOSE = 'model-card-headers';
 const PRIVATE_REFUSAL = `private addresses are not allowed unless the operator opens them (${ALLOW_PRIVATE_SETTING})`;
 /** Headers that describe the connection or the body: the HTTP client owns them. */
-const RESERVED_HEADERS = new Set(['host', 'connection', 'content-length', 'transfer-encoding', 'keep-alive', 'upgrade', 'te', 'trailer', 'expect', 'proxy-authorization', 'proxy-connection']);
+const RESERVED_HEADERS = new Set([
+  'host',
+  'connection',
+  'content-length',
+  'transfer-encoding',
+  'keep-alive',
+  'upgrade',
+  'te',
+  'trailer',
+  'expect',
+  'proxy-authorization',
+  'proxy-connection',
+]);
 
 export class ModelResolver {
   constructor(
@@ -84,7 +109,11 @@ export class ModelResolver {
    * after resolving it (`resolve`; create leaves that to the probe, which connects through the
    * policy). Resolution failures pass (the probe reports the host unreachable; turns fail).
    */
-  private async checkBaseUrl(tenant: string, baseUrl: string | undefined, resolve: boolean): Promise<void> {
+  private async checkBaseUrl(
+    tenant: string,
+    baseUrl: string | undefined,
+    resolve: boolean,
+  ): Promise<void> {
     if (!baseUrl || !this.restricted(tenant)) return;
     let url: URL;
     try {
@@ -105,26 +134,45 @@ export class ModelResolver {
   /** Header names the HTTP client owns are refused (a 400 naming the header). */
   private checkHeaders(headers: Record<string, string> | undefined): void {
     for (const name of Object.keys(headers ?? {})) {
-      if (RESERVED_HEADERS.has(name.toLowerCase())) throw invalid(`custom_headers.${name}`, 'this header is set by the platform and cannot be overridden');
+      if (RESERVED_HEADERS.has(name.toLowerCase()))
+        throw invalid(
+          `custom_headers.${name}`,
+          'this header is set by the platform and cannot be overridden',
+        );
     }
   }
 
   /** The stored custom headers of a card, opened (legacy cards: the clear values). */
   private openHeaders(d: ModelCardDoc): Record<string, string> {
-    if (d.custom_headers_sealed) return JSON.parse(this.secrets.open(d.custom_headers_sealed, HEADERS_PURPOSE)) as Record<string, string>;
+    if (d.custom_headers_sealed)
+      return JSON.parse(this.secrets.open(d.custom_headers_sealed, HEADERS_PURPOSE)) as Record<
+        string,
+        string
+      >;
     return { ...(d.custom_headers ?? {}) };
   }
 
-  private sealHeaders(headers: Record<string, string>): Pick<ModelCardDoc, 'custom_headers_sealed' | 'custom_header_names'> {
+  private sealHeaders(
+    headers: Record<string, string>,
+  ): Pick<ModelCardDoc, 'custom_headers_sealed' | 'custom_header_names'> {
     const names = Object.keys(headers);
-    return { custom_header_names: names, custom_headers_sealed: names.length ? this.secrets.seal(JSON.stringify(headers), HEADERS_PURPOSE) : null };
+    return {
+      custom_header_names: names,
+      custom_headers_sealed: names.length
+        ? this.secrets.seal(JSON.stringify(headers), HEADERS_PURPOSE)
+        : null,
+    };
   }
 
   /** Seals the clear custom headers of one legacy card in place. */
   private async sealLegacy(d: ModelCardDoc): Promise<ModelCardDoc> {
     if (d.custom_headers === undefined) return d;
     const sealed = this.sealHeaders(this.openHeaders(d));
-    await this.c.modelCards.updateOne(d.tenant_id, { _id: d._id }, { $set: sealed, $unset: { custom_headers: '' } });
+    await this.c.modelCards.updateOne(
+      d.tenant_id,
+      { _id: d._id },
+      { $set: sealed, $unset: { custom_headers: '' } },
+    );
     const { custom_headers: _clear, ...rest } = d;
     return { ...rest, ...sealed };
   }
@@ -136,15 +184,31 @@ export class ModelResolver {
     return legacy.length;
   }
 
-  async create(tenant: string, body: ModelCardCreate): Promise<{ card: ModelCardOut; probe: Record<string, unknown> }> {
+  async create(
+    tenant: string,
+    body: ModelCardCreate,
+  ): Promise<{ card: ModelCardOut; probe: Record<string, unknown> }> {
     const proto = protocolOf(body.provider, body.pi_config ?? null);
-    if (!proto) throw invalid('pi_config.api', `custom provider '${body.provider}' must set pi_config.api (anthropic-messages or openai-completions)`);
+    if (!proto)
+      throw invalid(
+        'pi_config.api',
+        `custom provider '${body.provider}' must set pi_config.api (anthropic-messages or openai-completions)`,
+      );
     this.checkHeaders(body.custom_headers);
     if (Object.values(body.custom_headers ?? {}).includes(CUSTOM_HEADER_MASK)) {
-      throw invalid('custom_headers', `'${CUSTOM_HEADER_MASK}' is the masked value a card serves; send the real header value`);
+      throw invalid(
+        'custom_headers',
+        `'${CUSTOM_HEADER_MASK}' is the masked value a card serves; send the real header value`,
+      );
     }
     await this.checkBaseUrl(tenant, body.base_url, false);
-    const probe = await this.probe(tenant, proto.protocol, body.api_key, body.base_url, body.custom_headers);
+    const probe = await this.probe(
+      tenant,
+      proto.protocol,
+      body.api_key,
+      body.base_url,
+      body.custom_headers,
+    );
     if (probe.ok === false && (probe.status === 401 || probe.status === 403)) {
       throw invalid('api_key', `rejected by the provider (HTTP ${probe.status})`);
     }
@@ -165,7 +229,8 @@ export class ModelResolver {
     try {
       await this.c.modelCards.insert(tenant, doc);
     } catch (err) {
-      if (err instanceof DuplicateKeyError) throw conflict(`model_id: a model card '${body.model_id}' already exists`);
+      if (err instanceof DuplicateKeyError)
+        throw conflict(`model_id: a model card '${body.model_id}' already exists`);
       throw err;
     }
     return { card: renderCard({ ...doc, tenant_id: tenant }), probe };
@@ -174,10 +239,16 @@ export class ModelResolver {
   async rotate(tenant: string, id: string, body: Partial<ModelCardCreate>): Promise<ModelCardOut> {
     const cur = await this.c.modelCards.get(tenant, id);
     if (!cur) throw notFound('model card', id);
-    if (body.model_id !== undefined && body.model_id !== cur.model_id) throw invalid('model_id', 'cannot change; create a new card');
-    if (body.provider !== undefined && body.provider !== cur.provider) throw invalid('provider', 'cannot change; create a new card');
+    if (body.model_id !== undefined && body.model_id !== cur.model_id)
+      throw invalid('model_id', 'cannot change; create a new card');
+    if (body.provider !== undefined && body.provider !== cur.provider)
+      throw invalid('provider', 'cannot change; create a new card');
     const set: Partial<ModelCardDoc> = { updated_at: nowIso() };
-    if (body.api_key !== undefined) Object.assign(set, { api_key_sealed: this.secrets.seal(body.api_key, 'model-card-key'), api_key_preview: last4(body.api_key) });
+    if (body.api_key !== undefined)
+      Object.assign(set, {
+        api_key_sealed: this.secrets.seal(body.api_key, 'model-card-key'),
+        api_key_preview: last4(body.api_key),
+      });
     if (body.base_url !== undefined) {
       await this.checkBaseUrl(tenant, body.base_url, true);
       set.base_url = body.base_url;
@@ -191,14 +262,23 @@ export class ModelResolver {
       for (const [name, value] of Object.entries(body.custom_headers)) {
         if (value !== CUSTOM_HEADER_MASK) next[name] = value;
         else if (Object.hasOwn(stored, name)) next[name] = stored[name];
-        else throw invalid(`custom_headers.${name}`, `'${CUSTOM_HEADER_MASK}' is the masked value a card serves; send the real header value`);
+        else
+          throw invalid(
+            `custom_headers.${name}`,
+            `'${CUSTOM_HEADER_MASK}' is the masked value a card serves; send the real header value`,
+          );
       }
       Object.assign(set, this.sealHeaders(next));
       unset = { custom_headers: '' };
     }
     if (body.model !== undefined) set.model = body.model;
     if (body.pi_config !== undefined) set.pi_config = body.pi_config;
-    const after = await this.c.modelCards.findOneAndUpdate(tenant, { _id: id }, { $set: set, ...(unset ? { $unset: unset } : {}) }, { returnDocument: 'after' });
+    const after = await this.c.modelCards.findOneAndUpdate(
+      tenant,
+      { _id: id },
+      { $set: set, ...(unset ? { $unset: unset } : {}) },
+      { returnDocument: 'after' },
+    );
     if (!after) throw notFound('model card', id);
     return renderCard(await this.sealLegacy(after));
   }
@@ -216,10 +296,17 @@ export class ModelResolver {
   async validateForAgent(tenant: string, model: ModelConfig): Promise<void> {
     const r = await this.lookup(tenant, model.id);
     if (!r) {
-      throw invalid('model', `no model card '${model.id}' for this tenant and no fallback vendor key (ANTHROPIC_API_KEY) is configured`);
+      throw invalid(
+        'model',
+        `no model card '${model.id}' for this tenant and no fallback vendor key (ANTHROPIC_API_KEY) is configured`,
+      );
     }
     if (model.speed === 'fast' && !r.supportsFast) {
-      throw new ApiError('invalid_request', `model.speed: 'fast' is unsupported by provider '${r.providerName}' (protocol ${r.protocol} has no fast mode)`, { field: 'model.speed', unsupported: true });
+      throw new ApiError(
+        'invalid_request',
+        `model.speed: 'fast' is unsupported by provider '${r.providerName}' (protocol ${r.protocol} has no fast mode)`,
+        { field: 'model.speed', unsupported: true },
+      );
     }
   }
 
@@ -230,14 +317,24 @@ export class ModelResolver {
       if (!p) return null;
       return { ...p, providerName: card.provider, card };
     }
-    if (this.vendor) return { protocol: 'anthropic' as const, supportsFast: true, providerName: 'anthropic', card: null };
+    if (this.vendor)
+      return {
+        protocol: 'anthropic' as const,
+        supportsFast: true,
+        providerName: 'anthropic',
+        card: null,
+      };
     return null;
   }
 
   /** Reads the credential live (decrypts on every resolve). */
   async resolve(tenant: string, model: ModelConfig): Promise<ResolvedModel> {
     const r = await this.lookup(tenant, model.id);
-    if (!r) throw new ApiError('invalid_request', `model '${model.id}' has no model card and no fallback vendor key`);
+    if (!r)
+      throw new ApiError(
+        'invalid_request',
+        `model '${model.id}' has no model card and no fallback vendor key`,
+      );
     if (r.card) {
       const apiKey = this.secrets.open(r.card.api_key_sealed, 'model-card-key');
       const card = await this.sealLegacy(r.card);
@@ -258,7 +355,12 @@ export class ModelResolver {
       };
     }
     return {
-      provider: createProvider({ protocol: 'anthropic', apiKey: this.vendor!.apiKey, baseUrl: this.vendor!.baseUrl, supportsFast: true }),
+      provider: createProvider({
+        protocol: 'anthropic',
+        apiKey: this.vendor!.apiKey,
+        baseUrl: this.vendor!.baseUrl,
+        supportsFast: true,
+      }),
       wireModel: model.id,
       protocol: 'anthropic',
       supportsFast: true,
@@ -270,20 +372,42 @@ export class ModelResolver {
    * Capability probe, bounded at 6 s: lists models with the key so a bad key fails loudly. A
    * restricted tenant's probe goes through the egress policy; a refusal is a 400 on base_url.
    */
-  private async probe(tenant: string, protocol: 'anthropic' | 'openai', apiKey: string, baseUrl?: string, headers: Record<string, string> = {}): Promise<{ ok: boolean | null; status?: number; reason?: string }> {
-    const url = protocol === 'anthropic' ? `${baseUrl ?? 'https://api.anthropic.com'}/v1/models` : `${baseUrl ?? 'https://api.openai.com/v1'}/models`;
-    const auth: Record<string, string> = protocol === 'anthropic' ? { 'x-api-key': apiKey, 'anthropic-version': '2023-06-01' } : { authorization: `Bearer ${apiKey}` };
+  private async probe(
+    tenant: string,
+    protocol: 'anthropic' | 'openai',
+    apiKey: string,
+    baseUrl?: string,
+    headers: Record<string, string> = {},
+  ): Promise<{ ok: boolean | null; status?: number; reason?: string }> {
+    const url =
+      protocol === 'anthropic'
+        ? `${baseUrl ?? 'https://api.anthropic.com'}/v1/models`
+        : `${baseUrl ?? 'https://api.openai.com/v1'}/models`;
+    const auth: Record<string, string> =
+      protocol === 'anthropic'
+        ? { 'x-api-key': apiKey, 'anthropic-version': '2023-06-01' }
+        : { authorization: `Bearer ${apiKey}` };
     const http: HttpFetch = this.restricted(tenant) && baseUrl ? this.tenantFetch : fetch;
     try {
-      const res = await http(url, { headers: { ...headers, ...auth }, signal: AbortSignal.timeout(PROBE_TIMEOUT_MS) });
+      const res = await http(url, {
+        headers: { ...headers, ...auth },
+        signal: AbortSignal.timeout(PROBE_TIMEOUT_MS),
+      });
       await res.body?.cancel();
-      return res.ok ? { ok: true, status: res.status } : { ok: false, status: res.status, reason: `HTTP ${res.status}` };
+      return res.ok
+        ? { ok: true, status: res.status }
+        : { ok: false, status: res.status, reason: `HTTP ${res.status}` };
     } catch (err) {
       if (egressRefusalIn(err)) throw invalid('base_url', PRIVATE_REFUSAL);
-      return { ok: false, reason: (err as Error).name === 'TimeoutError' ? 'probe timed out after 6s' : 'unreachable: the provider could not be reached' };
+      return {
+        ok: false,
+        reason:
+          (err as Error).name === 'TimeoutError'
+            ? 'probe timed out after 6s'
+            : 'unreachable: the provider could not be reached',
+      };
     }
   }
-
 }
 
 export function renderCard(d: ModelCardDoc): ModelCardOut {
@@ -295,7 +419,12 @@ export function renderCard(d: ModelCardDoc): ModelCardOut {
     model: d.model,
     base_url: d.base_url,
     // Names only: the values are sealed and never served.
-    custom_headers: Object.fromEntries((d.custom_header_names ?? Object.keys(d.custom_headers ?? {})).map((name) => [name, CUSTOM_HEADER_MASK])),
+    custom_headers: Object.fromEntries(
+      (d.custom_header_names ?? Object.keys(d.custom_headers ?? {})).map((name) => [
+        name,
+        CUSTOM_HEADER_MASK,
+      ]),
+    ),
     api_key_preview: d.api_key_preview,
     pi_config: d.pi_config,
     created_at: d.created_at,

@@ -3,13 +3,17 @@ import type { Filter } from '../ports/store.js';
 import type { TenantCollection } from './collections.js';
 
 /** Opaque cursors: base64url JSON of the boundary key and direction. */
-export interface Cursor { k: string | number; d: 'next' | 'prev' }
+export interface Cursor {
+  k: string | number;
+  d: 'next' | 'prev';
+}
 
 export const encodeCursor = (c: Cursor) => Buffer.from(JSON.stringify(c)).toString('base64url');
 export function decodeCursor(s: string, field = 'page'): Cursor {
   try {
     const c = JSON.parse(Buffer.from(s, 'base64url').toString('utf8'));
-    if ((typeof c.k === 'string' || typeof c.k === 'number') && (c.d === 'next' || c.d === 'prev')) return c;
+    if ((typeof c.k === 'string' || typeof c.k === 'number') && (c.d === 'next' || c.d === 'prev'))
+      return c;
   } catch {
     /* fall through */
   }
@@ -30,7 +34,13 @@ export interface Page<T> {
  * `forward` says whether the rows run in display order (true) or were fetched backwards from a
  * `prev` cursor (false) and must be reversed.
  */
-export function makePage<T>(rows: T[], limit: number, key: (t: T) => string | number, id: (t: T) => string, opts: { hadCursor: boolean; backwards: boolean }): Page<T> {
+export function makePage<T>(
+  rows: T[],
+  limit: number,
+  key: (t: T) => string | number,
+  id: (t: T) => string,
+  opts: { hadCursor: boolean; backwards: boolean },
+): Page<T> {
   const more = rows.length > limit;
   let data = rows.slice(0, limit);
   if (opts.backwards) data = data.reverse();
@@ -67,5 +77,11 @@ export async function pageById<T extends { _id: string; tenant_id: string }>(
   const f: Filter = { ...filter };
   if (cur) f._id = descending ? { $lt: cur.k } : { $gt: cur.k };
   const rows = await coll.find(tenant, f, { sort: { _id: descending ? -1 : 1 }, limit: limit + 1 });
-  return makePage(rows, limit, (r) => r._id, (r) => r._id, { hadCursor: !!cur, backwards });
+  return makePage(
+    rows,
+    limit,
+    (r) => r._id,
+    (r) => r._id,
+    { hadCursor: !!cur, backwards },
+  );
 }

@@ -6,7 +6,13 @@ import type { PubSub } from '../ports/coordination.js';
 import { SANDBOX_CONTROL_CHANNEL } from '../ports/sandbox.js';
 import type { AgentService } from './agents.js';
 import { normalizeModel, normalizeTools, renderSpec } from './agents.js';
-import type { Collections, EventDoc, RunDoc, SessionAgentSnapshot, SessionDoc } from './collections.js';
+import type {
+  Collections,
+  EventDoc,
+  RunDoc,
+  SessionAgentSnapshot,
+  SessionDoc,
+} from './collections.js';
 import { controlChannel, type EventLog } from './eventLog.js';
 import type { ModelResolver } from './models.js';
 import { pageById, type Page } from './pagination.js';
@@ -23,12 +29,26 @@ export function deriveStatus(s: Pick<SessionDoc, 'terminated_at'>, hasRun: boole
  * appends its idle event (recording `idle_seq` atomically) before it deletes the record, so a
  * reader that has seen the idle event never sees the session as running.
  */
-export const runIsLive = (s: Pick<SessionDoc, 'idle_seq'>, run: Pick<RunDoc, 'start_seq'> | null | undefined) => !!run && run.start_seq > (s.idle_seq ?? 0);
+export const runIsLive = (
+  s: Pick<SessionDoc, 'idle_seq'>,
+  run: Pick<RunDoc, 'start_seq'> | null | undefined,
+) => !!run && run.start_seq > (s.idle_seq ?? 0);
 
 /** A file attached to a session: mounted read-only data in its sandbox at every warmup. */
-export interface SessionFileResource { id: string; type: 'file'; file_id: string; mount_path: string; created_at: string; updated_at: string }
+export interface SessionFileResource {
+  id: string;
+  type: 'file';
+  file_id: string;
+  mount_path: string;
+  created_at: string;
+  updated_at: string;
+}
 
-export interface InterruptSignal { type: 'interrupt'; seq: number; reason: string }
+export interface InterruptSignal {
+  type: 'interrupt';
+  seq: number;
+  reason: string;
+}
 
 export class SessionService {
   constructor(
@@ -46,21 +66,37 @@ export class SessionService {
     if (!agentDoc) throw invalid('agent', `agent ${ref.id} not found`);
     if (agentDoc.archived_at) throw invalid('agent', `agent ${ref.id} is archived`);
     const version = 'version' in ref && ref.version !== undefined ? ref.version : agentDoc.version;
-    const pinned = version === agentDoc.version ? agentDoc.spec : (await this.c.agentVersions.findOne(tenant, { agent_id: ref.id, version }))?.spec;
-    if (!pinned || version > agentDoc.version) throw invalid('agent.version', `agent ${ref.id} has no version ${version}`);
+    const pinned =
+      version === agentDoc.version
+        ? agentDoc.spec
+        : (await this.c.agentVersions.findOne(tenant, { agent_id: ref.id, version }))?.spec;
+    if (!pinned || version > agentDoc.version)
+      throw invalid('agent.version', `agent ${ref.id} has no version ${version}`);
     // Old data: agents stored before request bodies were depth-limited are refused, not copied (a stack overflow).
-    if (valueDepth(pinned, MAX_STORED_JSON_DEPTH) > MAX_STORED_JSON_DEPTH) throw invalid('agent', `agent ${ref.id} version ${version} nests JSON deeper than ${MAX_STORED_JSON_DEPTH} levels (stored before that limit); update its tools or create a new agent`);
+    if (valueDepth(pinned, MAX_STORED_JSON_DEPTH) > MAX_STORED_JSON_DEPTH)
+      throw invalid(
+        'agent',
+        `agent ${ref.id} version ${version} nests JSON deeper than ${MAX_STORED_JSON_DEPTH} levels (stored before that limit); update its tools or create a new agent`,
+      );
     const snapshot: SessionAgentSnapshot = { ...structuredClone(pinned), id: ref.id, version };
     if (typeof body.agent === 'object' && body.agent.type === 'agent_with_overrides') {
       const o = body.agent;
       if (o.model !== undefined) snapshot.model = normalizeModel(o.model);
       if (o.system !== undefined) snapshot.system = o.system;
       if (o.tools !== undefined) snapshot.tools = normalizeTools(o.tools);
-      if (o.mcp_servers !== undefined) snapshot.mcp_servers = this.agents.sealMcp(o.mcp_servers, pinned.mcp_servers, 'agent.mcp_servers');
-      await this.models.validateForAgent(tenant, snapshot.model).catch((e) => { throw invalid('agent.model', e.message); });
+      if (o.mcp_servers !== undefined)
+        snapshot.mcp_servers = this.agents.sealMcp(
+          o.mcp_servers,
+          pinned.mcp_servers,
+          'agent.mcp_servers',
+        );
+      await this.models.validateForAgent(tenant, snapshot.model).catch((e) => {
+        throw invalid('agent.model', e.message);
+      });
     }
     const env = await this.c.environments.get(tenant, body.environment_id);
-    if (!env || env.archived_at) throw invalid('environment_id', `environment ${body.environment_id} not found`);
+    if (!env || env.archived_at)
+      throw invalid('environment_id', `environment ${body.environment_id} not found`);
     // Declared resources must be materializable before anything is allocated (spec Work rule 1).
     const now = nowIso();
     const resources: SessionFileResource[] = [];
@@ -69,12 +105,27 @@ export class SessionService {
         const file = await this.c.files.get(tenant, r.file_id);
         if (!file) throw invalid(`resources[${i}].file_id`, `file ${r.file_id} not found`);
         const mount = r.mount_path ?? `/home/user/files/${file._id}/${file.filename}`;
-        if (!mount.startsWith('/') || mount.split('/').includes('..')) throw invalid(`resources[${i}].mount_path`, 'must be an absolute path without ..');
-        resources.push({ id: newId('sres_'), type: 'file', file_id: file._id, mount_path: mount, created_at: now, updated_at: now });
+        if (!mount.startsWith('/') || mount.split('/').includes('..'))
+          throw invalid(`resources[${i}].mount_path`, 'must be an absolute path without ..');
+        resources.push({
+          id: newId('sres_'),
+          type: 'file',
+          file_id: file._id,
+          mount_path: mount,
+          created_at: now,
+          updated_at: now,
+        });
         continue;
       }
-      if (r.type === 'memory_store') throw invalid(`resources[${i}].memory_store_id`, `memory store ${r.memory_store_id} not found`);
-      throw invalid(`resources[${i}].type`, `no materializer for ${r.type} resources in this deployment`);
+      if (r.type === 'memory_store')
+        throw invalid(
+          `resources[${i}].memory_store_id`,
+          `memory store ${r.memory_store_id} not found`,
+        );
+      throw invalid(
+        `resources[${i}].type`,
+        `no materializer for ${r.type} resources in this deployment`,
+      );
     }
     const doc: Omit<SessionDoc, 'tenant_id'> = {
       _id: newId(PREFIX.session),
@@ -92,7 +143,12 @@ export class SessionService {
       processed_seq: 0,
       fence: 0,
       recoveries: 0,
-      usage: { input_tokens: 0, output_tokens: 0, cache_read_input_tokens: 0, cache_creation_input_tokens: 0 },
+      usage: {
+        input_tokens: 0,
+        output_tokens: 0,
+        cache_read_input_tokens: 0,
+        cache_creation_input_tokens: 0,
+      },
       terminated_at: null,
       archived_at: null,
       deleted_at: null,
@@ -116,19 +172,30 @@ export class SessionService {
     return renderSession(s, runIsLive(s, run));
   }
 
-  async list(tenant: string, q: Record<string, any>): Promise<Page<ReturnType<typeof renderSession>>> {
+  async list(
+    tenant: string,
+    q: Record<string, any>,
+  ): Promise<Page<ReturnType<typeof renderSession>>> {
     const filter: Record<string, unknown> = { deleted_at: null };
     if (!q.include_archived) filter.archived_at = null;
     if (q.agent_id) filter.agent_id = q.agent_id;
     if (q.agent_version) filter.agent_version = q.agent_version;
     const created: Record<string, string> = {};
-    for (const op of ['gt', 'gte', 'lt', 'lte']) if (q[`created_at[${op}]`]) created[`$${op}`] = q[`created_at[${op}]`];
+    for (const op of ['gt', 'gte', 'lt', 'lte'])
+      if (q[`created_at[${op}]`]) created[`$${op}`] = q[`created_at[${op}]`];
     if (Object.keys(created).length) filter.created_at = created;
     const statuses: string[] = [...(q.statuses ?? []), ...(q.status ? [q.status] : [])];
     if (statuses.length) {
       const runs = await this.c.runs.find(tenant, {});
-      const docs = new Map((await this.c.sessions.find(tenant, { _id: { $in: runs.map((r) => r._id) } })).map((d) => [d._id, d]));
-      const running = runs.filter((r) => docs.has(r._id) && runIsLive(docs.get(r._id)!, r)).map((r) => r._id);
+      const docs = new Map(
+        (await this.c.sessions.find(tenant, { _id: { $in: runs.map((r) => r._id) } })).map((d) => [
+          d._id,
+          d,
+        ]),
+      );
+      const running = runs
+        .filter((r) => docs.has(r._id) && runIsLive(docs.get(r._id)!, r))
+        .map((r) => r._id);
       const ors: Record<string, unknown>[] = [];
       if (statuses.includes('terminated')) ors.push({ terminated_at: { $ne: null } });
       if (statuses.includes('running')) ors.push({ terminated_at: null, _id: { $in: running } });
@@ -136,7 +203,12 @@ export class SessionService {
       filter.$or = ors.length ? ors : [{ _id: { $in: [] } }];
     }
     const page = await pageById(this.c.sessions, tenant, filter, q, q.order ?? 'desc');
-    const runs = new Map((await this.c.runs.find(tenant, { _id: { $in: page.data.map((s) => s._id) } })).map((r) => [r._id, r]));
+    const runs = new Map(
+      (await this.c.runs.find(tenant, { _id: { $in: page.data.map((s) => s._id) } })).map((r) => [
+        r._id,
+        r,
+      ]),
+    );
     return { ...page, data: page.data.map((s) => renderSession(s, runIsLive(s, runs.get(s._id)))) };
   }
 
@@ -153,7 +225,12 @@ export class SessionService {
       set.metadata = m;
     }
     if (b.agent?.tools !== undefined) set['agent.tools'] = normalizeTools(b.agent.tools);
-    if (b.agent?.mcp_servers !== undefined) set['agent.mcp_servers'] = this.agents.sealMcp(b.agent.mcp_servers, s.agent.mcp_servers, 'agent.mcp_servers');
+    if (b.agent?.mcp_servers !== undefined)
+      set['agent.mcp_servers'] = this.agents.sealMcp(
+        b.agent.mcp_servers,
+        s.agent.mcp_servers,
+        'agent.mcp_servers',
+      );
     await this.c.sessions.updateOne(tenant, { _id: id }, { $set: set });
     return this.get(tenant, id);
   }
@@ -161,7 +238,11 @@ export class SessionService {
   async archive(tenant: string, id: string) {
     await this.getDoc(tenant, id);
     const now = nowIso();
-    await this.c.sessions.updateOne(tenant, { _id: id, archived_at: null }, { $set: { archived_at: now, updated_at: now } });
+    await this.c.sessions.updateOne(
+      tenant,
+      { _id: id, archived_at: null },
+      { $set: { archived_at: now, updated_at: now } },
+    );
     return this.get(tenant, id);
   }
 
@@ -172,21 +253,36 @@ export class SessionService {
    */
   async send(tenant: string, id: string, events: InputEvent[]): Promise<EventDoc[]> {
     const s = await this.getDoc(tenant, id);
-    if (s.terminated_at) throw invalid('session', `session ${id} is terminated and accepts no events`);
+    if (s.terminated_at)
+      throw invalid('session', `session ${id} is terminated and accepts no events`);
     if (s.archived_at) throw invalid('session', `session ${id} is archived and accepts no events`);
     for (const [i, e] of events.entries()) {
       if (e.type === 'user.custom_tool_result') {
-        const use = await this.c.events.findOne(tenant, { session_id: id, _id: e.custom_tool_use_id, type: 'agent.custom_tool_use' });
-        if (!use) throw invalid(`events[${i}].custom_tool_use_id`, `no agent.custom_tool_use ${e.custom_tool_use_id} in this session`);
+        const use = await this.c.events.findOne(tenant, {
+          session_id: id,
+          _id: e.custom_tool_use_id,
+          type: 'agent.custom_tool_use',
+        });
+        if (!use)
+          throw invalid(
+            `events[${i}].custom_tool_use_id`,
+            `no agent.custom_tool_use ${e.custom_tool_use_id} in this session`,
+          );
       }
     }
-    const drafts = events.map(({ type, ...payload }) => ({ type, payload: payload as Record<string, unknown> }));
+    const drafts = events.map(({ type, ...payload }) => ({
+      type,
+      payload: payload as Record<string, unknown>,
+    }));
     const wantsTurn = events.some((e) => e.type !== 'user.interrupt');
     const lastInterrupt = events.map((e) => e.type).lastIndexOf('user.interrupt');
     const written = await this.log.append(tenant, id, drafts, {
       sessionUpdate: (_last, first) => {
         const max: Record<string, number> = {};
-        const lastInput = events.reduce((acc, e, i) => (e.type !== 'user.interrupt' ? first + i : acc), 0);
+        const lastInput = events.reduce(
+          (acc, e, i) => (e.type !== 'user.interrupt' ? first + i : acc),
+          0,
+        );
         if (lastInput) max.input_seq = lastInput;
         if (lastInput) return { $max: max, $set: { pending: true } };
         if (lastInterrupt >= 0) max.interrupt_seq = first + lastInterrupt;
@@ -195,13 +291,19 @@ export class SessionService {
     });
     if (lastInterrupt >= 0) {
       const seq = written[lastInterrupt]!.seq;
-      await this.pubsub.publish(controlChannel(id), { type: 'interrupt', seq, reason: 'user.interrupt' } satisfies InterruptSignal);
+      await this.pubsub.publish(controlChannel(id), {
+        type: 'interrupt',
+        seq,
+        reason: 'user.interrupt',
+      } satisfies InterruptSignal);
     }
     if (wantsTurn) {
       const seq = written[written.length - 1]!.seq;
-      await this.bus.publish('session.turn.requested', { tenant_id: tenant, session_id: id, seq }).catch(() => {
-        /* durable in the log; the recovery sweep re-drives it */
-      });
+      await this.bus
+        .publish('session.turn.requested', { tenant_id: tenant, session_id: id, seq })
+        .catch(() => {
+          /* durable in the log; the recovery sweep re-drives it */
+        });
     }
     return written;
   }
@@ -210,10 +312,19 @@ export class SessionService {
   async cancel(tenant: string, id: string) {
     const s = await this.getDoc(tenant, id);
     if (s.terminated_at) throw invalid('session', `session ${id} is terminated`);
-    const [ev] = await this.log.append(tenant, id, [{ type: 'user.interrupt', payload: { source: 'cancel' } }], {
-      sessionUpdate: (last) => ({ $max: { interrupt_seq: last } }),
-    });
-    await this.pubsub.publish(controlChannel(id), { type: 'interrupt', seq: ev!.seq, reason: 'cancel' } satisfies InterruptSignal);
+    const [ev] = await this.log.append(
+      tenant,
+      id,
+      [{ type: 'user.interrupt', payload: { source: 'cancel' } }],
+      {
+        sessionUpdate: (last) => ({ $max: { interrupt_seq: last } }),
+      },
+    );
+    await this.pubsub.publish(controlChannel(id), {
+      type: 'interrupt',
+      seq: ev!.seq,
+      reason: 'cancel',
+    } satisfies InterruptSignal);
     return this.get(tenant, id);
   }
 
@@ -222,15 +333,36 @@ export class SessionService {
     const s = await this.getDoc(tenant, id);
     const now = nowIso();
     if (!s.terminated_at) {
-      await this.log.append(tenant, id, [{ type: 'session.status_terminated', payload: {} }, { type: 'session.deleted', payload: {} }], {
-        allowTerminated: true,
-        sessionUpdate: () => ({ $set: { terminated_at: now } }),
-      });
-      await this.pubsub.publish(controlChannel(id), { type: 'interrupt', seq: 0, reason: 'terminated' } satisfies InterruptSignal);
+      await this.log.append(
+        tenant,
+        id,
+        [
+          { type: 'session.status_terminated', payload: {} },
+          { type: 'session.deleted', payload: {} },
+        ],
+        {
+          allowTerminated: true,
+          sessionUpdate: () => ({ $set: { terminated_at: now } }),
+        },
+      );
+      await this.pubsub.publish(controlChannel(id), {
+        type: 'interrupt',
+        seq: 0,
+        reason: 'terminated',
+      } satisfies InterruptSignal);
     }
     // Whichever worker holds the sandbox takes an eager snapshot, then destroys it.
-    await this.pubsub.publish(SANDBOX_CONTROL_CHANNEL, { type: 'destroy', tenantId: tenant, sessionId: id, environmentId: s.environment_id });
-    await this.c.sessions.updateOne(tenant, { _id: id }, { $set: { deleted_at: now, updated_at: now } });
+    await this.pubsub.publish(SANDBOX_CONTROL_CHANNEL, {
+      type: 'destroy',
+      tenantId: tenant,
+      sessionId: id,
+      environmentId: s.environment_id,
+    });
+    await this.c.sessions.updateOne(
+      tenant,
+      { _id: id },
+      { $set: { deleted_at: now, updated_at: now } },
+    );
     await this.c.runs.deleteMany(tenant, { _id: id });
     await this.c.events.deleteMany(tenant, { session_id: id });
     return { id, type: 'session_deleted' };
@@ -242,7 +374,12 @@ export function renderSession(s: SessionDoc, hasRun: boolean) {
   return {
     id: s._id,
     type: 'session' as const,
-    agent: { id: s.agent_id, type: 'agent' as const, version: s.agent_version, ...renderSpec(spec) },
+    agent: {
+      id: s.agent_id,
+      type: 'agent' as const,
+      version: s.agent_version,
+      ...renderSpec(spec),
+    },
     agent_id: s.agent_id,
     agent_version: s.agent_version,
     environment_id: s.environment_id,

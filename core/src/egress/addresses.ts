@@ -67,7 +67,8 @@ function parseIPv6(addr: string): bigint | null {
   const [head, tail] = text.includes('::') ? text.split('::') : [text, null];
   const h = head ? head.split(':') : [];
   const t = tail ? tail.split(':') : [];
-  const groups = tail === null ? h : [...h, ...Array<string>(8 - h.length - t.length).fill('0'), ...t];
+  const groups =
+    tail === null ? h : [...h, ...Array<string>(8 - h.length - t.length).fill('0'), ...t];
   if (groups.length !== 8) return null;
   let v = 0n;
   for (const g of groups) v = (v << 16n) | BigInt(parseInt(g || '0', 16));
@@ -122,7 +123,8 @@ const IPV6_RANGES: readonly Range[] = [
   v6('ff00::', 8, 'multicast'),
 ];
 
-const inRange = (value: bigint, bits: number, [prefix, len]: Range) => len === 0 || value >> BigInt(bits - len) === prefix >> BigInt(bits - len);
+const inRange = (value: bigint, bits: number, [prefix, len]: Range) =>
+  len === 0 || value >> BigInt(bits - len) === prefix >> BigInt(bits - len);
 
 function classifyV4(value: number): AddressClass {
   const hit = IPV4_RANGES.find((r) => inRange(BigInt(value), 32, r));

@@ -26,14 +26,27 @@ export interface EgressDispatcherOptions {
 }
 
 /** An undici dispatcher that only ever connects to addresses the policy checked. */
-export function egressDispatcher(policy: EgressPolicy, opts: EgressDispatcherOptions = {}): Dispatcher {
-  const base = buildConnector({ timeout: opts.connectTimeoutMs ?? 10_000, ...(opts.ca ? { ca: opts.ca } : {}) });
+export function egressDispatcher(
+  policy: EgressPolicy,
+  opts: EgressDispatcherOptions = {},
+): Dispatcher {
+  const base = buildConnector({
+    timeout: opts.connectTimeoutMs ?? 10_000,
+    ...(opts.ca ? { ca: opts.ca } : {}),
+  });
   const connect: buildConnector.connector = (o, callback) => {
     const port = Number(o.port) || (o.protocol === 'https:' ? 443 : 80);
     const requested = o.hostname;
     policy.resolve(requested, port).then(
       (dest) => {
-        base({ ...o, hostname: dest.address, servername: o.servername || (net.isIP(requested) ? undefined : requested) }, callback);
+        base(
+          {
+            ...o,
+            hostname: dest.address,
+            servername: o.servername || (net.isIP(requested) ? undefined : requested),
+          },
+          callback,
+        );
       },
       (err: Error) => callback(err, null),
     );
@@ -42,9 +55,15 @@ export function egressDispatcher(policy: EgressPolicy, opts: EgressDispatcherOpt
 }
 
 /** `fetch` through `egressDispatcher(policy)`; `close()` ends its pooled connections. */
-export function egressFetch(policy: EgressPolicy, opts: EgressDispatcherOptions = {}): HttpFetch & { dispatcher: Dispatcher; close(): Promise<void> } {
+export function egressFetch(
+  policy: EgressPolicy,
+  opts: EgressDispatcherOptions = {},
+): HttpFetch & { dispatcher: Dispatcher; close(): Promise<void> } {
   const dispatcher = egressDispatcher(policy, opts);
-  const f = ((url: string, init?: RequestInit) => undiciFetch(url, { ...(init as object), dispatcher } as Parameters<typeof undiciFetch>[1]) as unknown as Promise<Response>) as HttpFetch & {
+  const f = ((url: string, init?: RequestInit) =>
+    undiciFetch(url, { ...(init as object), dispatcher } as Parameters<
+      typeof undiciFetch
+    >[1]) as unknown as Promise<Response>) as HttpFetch & {
     dispatcher: Dispatcher;
     close(): Promise<void>;
   };

@@ -1,5 +1,11 @@
 /** The egress policy: one function set for every request made on a tenant's behalf. */
-export { classifyAddress, isNonPublicAddress, canonicalAddress, type AddressKind, type AddressClass } from './addresses.js';
+export {
+  classifyAddress,
+  isNonPublicAddress,
+  canonicalAddress,
+  type AddressKind,
+  type AddressClass,
+} from './addresses.js';
 export {
   createEgressPolicy,
   parsePrivateHostRules,
@@ -13,4 +19,9 @@ export {
   type PrivateHostRule,
   type ResolvedAddress,
 } from './policy.js';
-export { egressDispatcher, egressFetch, type HttpFetch, type EgressDispatcherOptions } from './dispatcher.js';
+export {
+  egressDispatcher,
+  egressFetch,
+  type HttpFetch,
+  type EgressDispatcherOptions,
+} from './dispatcher.js';

@@ -51,10 +51,16 @@ export function normalizeHost(h: string): string {
  * Parses EGRESS_ALLOW_PRIVATE_HOSTS: comma-separated `host`, `host:port`, `ipv4:port`,
  * `[ipv6]:port` or a bare IPv6 address. Every bad entry is reported.
  */
-export function parsePrivateHostRules(raw: string): { rules: PrivateHostRule[]; problems: string[] } {
+export function parsePrivateHostRules(raw: string): {
+  rules: PrivateHostRule[];
+  problems: string[];
+} {
   const rules: PrivateHostRule[] = [];
   const problems: string[] = [];
-  for (const entry of raw.split(',').map((s) => s.trim()).filter(Boolean)) {
+  for (const entry of raw
+    .split(',')
+    .map((s) => s.trim())
+    .filter(Boolean)) {
     let host: string;
     let portText: string | null = null;
     const bracketed = /^\[([^\]]+)\](?::(\d+))?$/.exec(entry);
@@ -70,7 +76,10 @@ export function parsePrivateHostRules(raw: string): { rules: PrivateHostRule[]; 
     }
     host = normalizeHost(host);
     const port = portText === null ? null : Number(portText);
-    if (!net.isIP(host) && !/^(?=.{1,253}$)[a-z0-9_]([a-z0-9_-]{0,62})(\.[a-z0-9_]([a-z0-9_-]{0,62}))*$/.test(host)) {
+    if (
+      !net.isIP(host) &&
+      !/^(?=.{1,253}$)[a-z0-9_]([a-z0-9_-]{0,62})(\.[a-z0-9_]([a-z0-9_-]{0,62}))*$/.test(host)
+    ) {
       problems.push(`${ALLOW_PRIVATE_SETTING}: '${entry}' is not a host name or IP address`);
       continue;
     }
@@ -93,13 +102,19 @@ export class EgressRefusedError extends Error {
     /** Kind of the refused address (logged; never shown with the address itself). */
     readonly kind: AddressKind,
   ) {
-    super(`${host} is a private or reserved address; private addresses are not allowed unless the operator opens them (${ALLOW_PRIVATE_SETTING})`);
+    super(
+      `${host} is a private or reserved address; private addresses are not allowed unless the operator opens them (${ALLOW_PRIVATE_SETTING})`,
+    );
   }
 }
 
 /** The policy's refusal inside `err`'s cause chain, if any. */
 export function egressRefusalIn(err: unknown): EgressRefusedError | null {
-  for (let e: unknown = err, depth = 0; e && depth < 5; e = (e as { cause?: unknown }).cause, depth++) {
+  for (
+    let e: unknown = err, depth = 0;
+    e && depth < 5;
+    e = (e as { cause?: unknown }).cause, depth++
+  ) {
     if (e instanceof EgressRefusedError) return e;
   }
   return null;
@@ -148,7 +163,13 @@ export function createEgressPolicy(opts: EgressPolicyOptions = {}): EgressPolicy
   const boundedLookup = (host: string): Promise<ResolvedAddress | ResolvedAddress[]> => {
     let timer: NodeJS.Timeout | undefined;
     const expired = new Promise<never>((_, reject) => {
-      timer = setTimeout(() => reject(Object.assign(new Error(`${host}: name resolution timed out`), { code: 'EAI_AGAIN' })), lookupTimeoutMs);
+      timer = setTimeout(
+        () =>
+          reject(
+            Object.assign(new Error(`${host}: name resolution timed out`), { code: 'EAI_AGAIN' }),
+          ),
+        lookupTimeoutMs,
+      );
     });
     return Promise.race([lookup(host), expired]).finally(() => clearTimeout(timer));
   };
@@ -156,7 +177,11 @@ export function createEgressPolicy(opts: EgressPolicyOptions = {}): EgressPolicy
 
   const opened = (host: string, port: number, address: string): boolean => {
     const canonical = canonicalAddress(address);
-    return ruleAddresses.some((r) => (r.port === null || r.port === port) && (r.host === host || (r.canonical !== null && r.canonical === canonical)));
+    return ruleAddresses.some(
+      (r) =>
+        (r.port === null || r.port === port) &&
+        (r.host === host || (r.canonical !== null && r.canonical === canonical)),
+    );
   };
 
   const check = (host: string, port: number, address: string): EgressRefusedError | null => {
@@ -179,7 +204,8 @@ export function createEgressPolicy(opts: EgressPolicyOptions = {}): EgressPolicy
       else {
         const got = await boundedLookup(host);
         answers = Array.isArray(got) ? got : [got];
-        if (answers.length === 0) throw Object.assign(new Error(`${host} has no address`), { code: 'ENOTFOUND' });
+        if (answers.length === 0)
+          throw Object.assign(new Error(`${host} has no address`), { code: 'ENOTFOUND' });
       }
       for (const a of answers) {
         const refused = check(host, port, a.address);

@@ -57,11 +57,19 @@ export type AnthropicProviderOptions = Omit<ProviderConfig, 'protocol'> & {
  * another protocol) cannot be replayed to Anthropic and are dropped.
  */
 export function toAnthropicBody(req: ModelRequest): Record<string, unknown> {
-  const body: Record<string, unknown> = { model: req.model, max_tokens: req.maxTokens, stream: true };
+  const body: Record<string, unknown> = {
+    model: req.model,
+    max_tokens: req.maxTokens,
+    stream: true,
+  };
   if (req.system) body.system = req.system;
   body.messages = req.messages.map(toWireMessage).filter((m) => m.content.length > 0);
   if (req.tools && req.tools.length > 0) {
-    body.tools = req.tools.map((t) => ({ name: t.name, description: t.description, input_schema: t.input_schema }));
+    body.tools = req.tools.map((t) => ({
+      name: t.name,
+      description: t.description,
+      input_schema: t.input_schema,
+    }));
   }
   if (req.effort) {
     const budget = ANTHROPIC_THINKING_BUDGETS[req.effort];
@@ -101,12 +109,17 @@ export class AnthropicMessagesProvider implements ModelProvider {
   }
 
   stream(request: ModelRequest): AsyncIterable<ModelStreamEvent> {
-    return withCredentialsRedacted(this.run(request), [this.options.apiKey, ...Object.values(this.options.customHeaders ?? {})]);
+    return withCredentialsRedacted(this.run(request), [
+      this.options.apiKey,
+      ...Object.values(this.options.customHeaders ?? {}),
+    ]);
   }
 
   private async *run(req: ModelRequest): AsyncGenerator<ModelStreamEvent> {
     if (req.speed === 'fast' && !this.supportsFast) {
-      throw new UnsupportedModelFeatureError(`model ${req.model}: this provider does not support speed 'fast'`);
+      throw new UnsupportedModelFeatureError(
+        `model ${req.model}: this provider does not support speed 'fast'`,
+      );
     }
     const { apiKey } = this.options;
     const base = (this.options.baseUrl ?? ANTHROPIC_DEFAULT_BASE_URL).replace(/\/+$/, '');
@@ -114,7 +127,10 @@ export class AnthropicMessagesProvider implements ModelProvider {
     for (const [k, v] of Object.entries(this.options.customHeaders ?? {})) headers.set(k, v);
     if (req.speed === 'fast') {
       const beta = headers.get('anthropic-beta');
-      headers.set('anthropic-beta', beta ? `${beta},${ANTHROPIC_FAST_MODE_BETA}` : ANTHROPIC_FAST_MODE_BETA);
+      headers.set(
+        'anthropic-beta',
+        beta ? `${beta},${ANTHROPIC_FAST_MODE_BETA}` : ANTHROPIC_FAST_MODE_BETA,
+      );
     }
     const body = await postForEventStream({
       url: `${base}/v1/messages`,
@@ -131,7 +147,10 @@ export class AnthropicMessagesProvider implements ModelProvider {
     }
   }
 
-  private async *events(body: ReadableStream<Uint8Array>, signal?: AbortSignal): AsyncGenerator<ModelStreamEvent> {
+  private async *events(
+    body: ReadableStream<Uint8Array>,
+    signal?: AbortSignal,
+  ): AsyncGenerator<ModelStreamEvent> {
     const usage: ModelUsage = {
       input_tokens: 0,
       output_tokens: 0,
@@ -152,7 +171,12 @@ export class AnthropicMessagesProvider implements ModelProvider {
           ? { type: 'thinking_end', thinking: b.thinking, signature: b.signature }
           : { type: 'thinking_end', thinking: b.thinking };
       }
-      return { type: 'tool_use_end', id: b.id, name: b.name, input: parseToolInput(b.name, b.json) };
+      return {
+        type: 'tool_use_end',
+        id: b.id,
+        name: b.name,
+        input: parseToolInput(b.name, b.json),
+      };
     };
 
     for await (const sse of parseSSE(body, signal)) {
@@ -231,7 +255,8 @@ export class AnthropicMessagesProvider implements ModelProvider {
         }
         case 'message_delta': {
           const d = (ev.delta ?? {}) as Record<string, unknown>;
-          if (typeof d.stop_reason === 'string') stopReason = STOP_REASONS[d.stop_reason] ?? 'end_turn';
+          if (typeof d.stop_reason === 'string')
+            stopReason = STOP_REASONS[d.stop_reason] ?? 'end_turn';
           mergeUsage(usage, ev.usage);
           break;
         }
@@ -244,7 +269,11 @@ export class AnthropicMessagesProvider implements ModelProvider {
         }
         case 'error': {
           const up = upstreamError(ev);
-          throw modelErrorFor(undefined, up.type, `model stream error: ${up.type ?? 'error'}: ${up.message ?? 'unknown'}`);
+          throw modelErrorFor(
+            undefined,
+            up.type,
+            `model stream error: ${up.type ?? 'error'}: ${up.message ?? 'unknown'}`,
+          );
         }
         default:
           break; // ping and future event types
@@ -258,7 +287,12 @@ export class AnthropicMessagesProvider implements ModelProvider {
 function mergeUsage(into: ModelUsage, raw: unknown): void {
   if (!raw || typeof raw !== 'object') return;
   const u = raw as Record<string, unknown>;
-  for (const key of ['input_tokens', 'output_tokens', 'cache_creation_input_tokens', 'cache_read_input_tokens'] as const) {
+  for (const key of [
+    'input_tokens',
+    'output_tokens',
+    'cache_creation_input_tokens',
+    'cache_read_input_tokens',
+  ] as const) {
     const v = u[key];
     if (typeof v === 'number' && Number.isFinite(v)) into[key] = v;
   }

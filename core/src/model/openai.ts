@@ -79,7 +79,10 @@ export function toOpenAIBody(req: ModelRequest): Record<string, unknown> {
  * its remaining content; assistant text blocks join with "\n" and tool_use blocks become
  * `tool_calls`; thinking blocks are not sent.
  */
-export function toOpenAIMessages(system: string | undefined, messages: ChatMessage[]): Array<Record<string, unknown>> {
+export function toOpenAIMessages(
+  system: string | undefined,
+  messages: ChatMessage[],
+): Array<Record<string, unknown>> {
   const out: Array<Record<string, unknown>> = [];
   if (system) out.push({ role: 'system', content: system });
   for (const m of messages) {
@@ -87,18 +90,30 @@ export function toOpenAIMessages(system: string | undefined, messages: ChatMessa
       const text = m.content.flatMap((b) => (b.type === 'text' ? [b.text] : [])).join('\n');
       const calls = m.content.flatMap((b) =>
         b.type === 'tool_use'
-          ? [{ id: b.id, type: 'function', function: { name: b.name, arguments: JSON.stringify(b.input) } }]
+          ? [
+              {
+                id: b.id,
+                type: 'function',
+                function: { name: b.name, arguments: JSON.stringify(b.input) },
+              },
+            ]
           : [],
       );
-      const msg: Record<string, unknown> = { role: 'assistant', content: text || (calls.length ? null : '') };
+      const msg: Record<string, unknown> = {
+        role: 'assistant',
+        content: text || (calls.length ? null : ''),
+      };
       if (calls.length) msg.tool_calls = calls;
       out.push(msg);
       continue;
     }
     for (const b of m.content) {
-      if (b.type === 'tool_result') out.push({ role: 'tool', tool_call_id: b.tool_use_id, content: toolResultText(b.content) });
+      if (b.type === 'tool_result')
+        out.push({ role: 'tool', tool_call_id: b.tool_use_id, content: toolResultText(b.content) });
     }
-    const rest = m.content.filter((b) => b.type === 'text' || b.type === 'image' || b.type === 'document');
+    const rest = m.content.filter(
+      (b) => b.type === 'text' || b.type === 'image' || b.type === 'document',
+    );
     if (rest.length === 0) continue;
     if (rest.every((b) => b.type === 'text')) {
       out.push({ role: 'user', content: rest.map((b) => (b as { text: string }).text).join('\n') });
@@ -112,7 +127,10 @@ export function toOpenAIMessages(system: string | undefined, messages: ChatMessa
 function toUserPart(b: ContentBlock): Array<Record<string, unknown>> {
   if (b.type === 'text') return [{ type: 'text', text: b.text }];
   if (b.type === 'image') {
-    const url = b.source.type === 'url' ? b.source.url : `data:${b.source.media_type};base64,${b.source.data}`;
+    const url =
+      b.source.type === 'url'
+        ? b.source.url
+        : `data:${b.source.media_type};base64,${b.source.data}`;
     return [{ type: 'image_url', image_url: { url } }];
   }
   if (b.type === 'document') {
@@ -128,7 +146,13 @@ function toUserPart(b: ContentBlock): Array<Record<string, unknown>> {
 
 function toolResultText(content: Array<Record<string, unknown>>): string {
   return content
-    .map((p) => (p.type === 'text' && typeof p.text === 'string' ? p.text : p.type === 'image' ? '[image]' : JSON.stringify(p)))
+    .map((p) =>
+      p.type === 'text' && typeof p.text === 'string'
+        ? p.text
+        : p.type === 'image'
+          ? '[image]'
+          : JSON.stringify(p),
+    )
     .join('\n');
 }
 
@@ -148,7 +172,10 @@ interface ToolCall {
   state: 'pending' | 'open' | 'closed';
 }
 
-type OpenBlock = { kind: 'text'; text: string } | { kind: 'thinking'; thinking: string } | { kind: 'tool'; call: ToolCall };
+type OpenBlock =
+  | { kind: 'text'; text: string }
+  | { kind: 'thinking'; thinking: string }
+  | { kind: 'tool'; call: ToolCall };
 
 export class OpenAIChatProvider implements ModelProvider {
   readonly protocol = 'openai' as const;
@@ -159,12 +186,17 @@ export class OpenAIChatProvider implements ModelProvider {
   }
 
   stream(request: ModelRequest): AsyncIterable<ModelStreamEvent> {
-    return withCredentialsRedacted(this.run(request), [this.options.apiKey, ...Object.values(this.options.customHeaders ?? {})]);
+    return withCredentialsRedacted(this.run(request), [
+      this.options.apiKey,
+      ...Object.values(this.options.customHeaders ?? {}),
+    ]);
   }
 
   private async *run(req: ModelRequest): AsyncGenerator<ModelStreamEvent> {
     if (req.speed === 'fast' && !this.supportsFast) {
-      throw new UnsupportedModelFeatureError(`model ${req.model}: this provider does not support speed 'fast'`);
+      throw new UnsupportedModelFeatureError(
+        `model ${req.model}: this provider does not support speed 'fast'`,
+      );
     }
     const { apiKey } = this.options;
     const base = (this.options.baseUrl ?? OPENAI_DEFAULT_BASE_URL).replace(/\/+$/, '');
@@ -185,8 +217,16 @@ export class OpenAIChatProvider implements ModelProvider {
     }
   }
 
-  private async *events(body: ReadableStream<Uint8Array>, signal?: AbortSignal): AsyncGenerator<ModelStreamEvent> {
-    const usage: ModelUsage = { input_tokens: 0, output_tokens: 0, cache_creation_input_tokens: 0, cache_read_input_tokens: 0 };
+  private async *events(
+    body: ReadableStream<Uint8Array>,
+    signal?: AbortSignal,
+  ): AsyncGenerator<ModelStreamEvent> {
+    const usage: ModelUsage = {
+      input_tokens: 0,
+      output_tokens: 0,
+      cache_creation_input_tokens: 0,
+      cache_read_input_tokens: 0,
+    };
     const calls = new Map<number, ToolCall>();
     let finish: string | null = null;
     let open: OpenBlock | null = null;
@@ -200,7 +240,12 @@ export class OpenAIChatProvider implements ModelProvider {
       else if (b.kind === 'thinking') out.push({ type: 'thinking_end', thinking: b.thinking });
       else {
         b.call.state = 'closed';
-        out.push({ type: 'tool_use_end', id: b.call.id, name: b.call.name, input: parseToolInput(b.call.name, b.call.args) });
+        out.push({
+          type: 'tool_use_end',
+          id: b.call.id,
+          name: b.call.name,
+          input: parseToolInput(b.call.name, b.call.args),
+        });
       }
     };
     const openTool = (call: ToolCall) => {
@@ -258,7 +303,8 @@ export class OpenAIChatProvider implements ModelProvider {
       if (name && call.state === 'pending' && name !== call.name) call.name += name;
       const args = typeof fn.arguments === 'string' ? fn.arguments : '';
       if (call.state === 'closed') {
-        if (args.trim()) throw protocolError(`fragment for tool call ${call.name} after it was closed`);
+        if (args.trim())
+          throw protocolError(`fragment for tool call ${call.name} after it was closed`);
         return;
       }
       call.args += args;
@@ -277,7 +323,7 @@ export class OpenAIChatProvider implements ModelProvider {
         openTool(call);
         closeOpen();
       }
-      let stop = finish ? FINISH_REASONS[finish] ?? 'end_turn' : 'end_turn';
+      let stop = finish ? (FINISH_REASONS[finish] ?? 'end_turn') : 'end_turn';
       if (stop === 'end_turn' && calls.size > 0) stop = 'tool_use';
       out.push({ type: 'message_end', stop_reason: stop, usage: { ...usage } });
       return out;
@@ -292,10 +338,16 @@ export class OpenAIChatProvider implements ModelProvider {
       const chunk = parseJSONEvent(sse.data);
       if (chunk.error !== undefined || sse.event === 'error') {
         const up = upstreamError(chunk);
-        throw modelErrorFor(undefined, up.type, `model stream error: ${up.type ?? 'error'}: ${up.message ?? 'unknown'}`);
+        throw modelErrorFor(
+          undefined,
+          up.type,
+          `model stream error: ${up.type ?? 'error'}: ${up.message ?? 'unknown'}`,
+        );
       }
       out = [];
-      const choices = Array.isArray(chunk.choices) ? (chunk.choices as Array<Record<string, unknown>>) : [];
+      const choices = Array.isArray(chunk.choices)
+        ? (chunk.choices as Array<Record<string, unknown>>)
+        : [];
       const choice = choices.find((c) => (c.index ?? 0) === 0);
       if (choice) {
         const delta = (choice.delta ?? {}) as Record<string, unknown>;
@@ -303,11 +355,13 @@ export class OpenAIChatProvider implements ModelProvider {
         if (typeof reasoning === 'string') onText('thinking', reasoning);
         if (typeof delta.content === 'string') onText('text', delta.content);
         if (Array.isArray(delta.tool_calls)) {
-          for (const frag of delta.tool_calls as Array<Record<string, unknown>>) onToolFragment(frag);
+          for (const frag of delta.tool_calls as Array<Record<string, unknown>>)
+            onToolFragment(frag);
         }
         if (typeof choice.finish_reason === 'string') finish = choice.finish_reason;
       }
-      if (chunk.usage && typeof chunk.usage === 'object') readUsage(usage, chunk.usage as Record<string, unknown>);
+      if (chunk.usage && typeof chunk.usage === 'object')
+        readUsage(usage, chunk.usage as Record<string, unknown>);
       yield* out;
     }
     if (finish === null) throw truncatedStreamError();
@@ -325,5 +379,10 @@ function readUsage(into: ModelUsage, u: Record<string, unknown>): void {
 }
 
 function protocolError(message: string): ModelError {
-  return new ModelError('model_request_failed_error', `malformed model stream: ${message}`, undefined, true);
+  return new ModelError(
+    'model_request_failed_error',
+    `malformed model stream: ${message}`,
+    undefined,
+    true,
+  );
 }

@@ -24,7 +24,9 @@ export function createProvider(config: ProviderConfig & { supportsFast?: boolean
   }
 }
 
-const PROTOCOLS: Readonly<Record<string, { protocol: 'anthropic' | 'openai'; supportsFast: boolean }>> = {
+const PROTOCOLS: Readonly<
+  Record<string, { protocol: 'anthropic' | 'openai'; supportsFast: boolean }>
+> = {
   anthropic: { protocol: 'anthropic', supportsFast: true },
   ant: { protocol: 'anthropic', supportsFast: true },
   'ant-compatible': { protocol: 'anthropic', supportsFast: false },
@@ -35,7 +37,9 @@ const PROTOCOLS: Readonly<Record<string, { protocol: 'anthropic' | 'openai'; sup
 };
 
 /** Protocol and fast-mode support for a provider id (exact match); null when unknown. */
-export function providerProtocol(provider: string): { protocol: 'anthropic' | 'openai'; supportsFast: boolean } | null {
+export function providerProtocol(
+  provider: string,
+): { protocol: 'anthropic' | 'openai'; supportsFast: boolean } | null {
   const hit = Object.hasOwn(PROTOCOLS, provider) ? PROTOCOLS[provider] : undefined;
   return hit ? { ...hit } : null;
 }

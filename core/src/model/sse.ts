@@ -147,7 +147,8 @@ export function upstreamError(payload: unknown): { type?: string; message?: stri
     const code = typeof o.code === 'string' ? o.code : undefined;
     const type = typeof o.type === 'string' ? o.type : undefined;
     // OpenAI puts the specific reason in `code` (e.g. insufficient_quota under a 429).
-    const specific = code === 'insufficient_quota' || code === 'rate_limit_exceeded' ? code : type ?? code;
+    const specific =
+      code === 'insufficient_quota' || code === 'rate_limit_exceeded' ? code : (type ?? code);
     return { type: specific, message: typeof o.message === 'string' ? o.message : undefined };
   }
   return { message: typeof p.message === 'string' ? p.message : undefined };
@@ -169,12 +170,19 @@ export interface PostStreamOptions {
  * policy refuses becomes a non-retryable ModelError naming base_url (before any connection);
  * aborts rethrow the platform's AbortError.
  */
-export async function postForEventStream(o: PostStreamOptions): Promise<ReadableStream<Uint8Array>> {
+export async function postForEventStream(
+  o: PostStreamOptions,
+): Promise<ReadableStream<Uint8Array>> {
   o.headers.set('content-type', 'application/json');
   o.headers.set('accept', 'text/event-stream');
   let res: Response;
   try {
-    res = await (o.fetch ?? fetch)(o.url, { method: 'POST', headers: o.headers, body: JSON.stringify(o.body), signal: o.signal });
+    res = await (o.fetch ?? fetch)(o.url, {
+      method: 'POST',
+      headers: o.headers,
+      body: JSON.stringify(o.body),
+      signal: o.signal,
+    });
   } catch (err) {
     throw transportError(err, o.signal, o.apiKey);
   }
@@ -193,25 +201,48 @@ export async function postForEventStream(o: PostStreamOptions): Promise<Readable
   }
   const up = upstreamError(payload);
   const detail = up.message ?? (text.trim().slice(0, 500) || res.statusText);
-  const msg = redact(`model request failed: HTTP ${res.status}${up.type ? ` ${up.type}` : ''}: ${detail}`, o.apiKey);
+  const msg = redact(
+    `model request failed: HTTP ${res.status}${up.type ? ` ${up.type}` : ''}: ${detail}`,
+    o.apiKey,
+  );
   throw modelErrorFor(res.status, up.type, msg);
 }
 
 /** Converts anything thrown while talking to the upstream into the error the port promises. */
-export function transportError(err: unknown, signal: AbortSignal | undefined, apiKey: string): Error {
+export function transportError(
+  err: unknown,
+  signal: AbortSignal | undefined,
+  apiKey: string,
+): Error {
   if (signal?.aborted) return abortError(signal);
   if (err instanceof ModelError) return err;
   if (err instanceof Error && err.name === 'AbortError') return err;
   const refused = egressRefusalIn(err);
-  if (refused) return new ModelError('model_request_failed_error', `model request refused: base_url ${refused.message}`, undefined, false);
+  if (refused)
+    return new ModelError(
+      'model_request_failed_error',
+      `model request refused: base_url ${refused.message}`,
+      undefined,
+      false,
+    );
   const cause = err instanceof Error && err.cause instanceof Error ? `: ${err.cause.message}` : '';
   const base = err instanceof Error ? err.message : String(err);
-  return new ModelError('model_request_failed_error', redact(`model request failed: ${base}${cause}`, apiKey), undefined, true);
+  return new ModelError(
+    'model_request_failed_error',
+    redact(`model request failed: ${base}${cause}`, apiKey),
+    undefined,
+    true,
+  );
 }
 
 /** Error for a stream that closed before its protocol's terminator. */
 export function truncatedStreamError(): ModelError {
-  return new ModelError('model_request_failed_error', 'model stream ended before the response completed', undefined, true);
+  return new ModelError(
+    'model_request_failed_error',
+    'model stream ended before the response completed',
+    undefined,
+    true,
+  );
 }
 
 export function redact(text: string, secret: string): string {
@@ -227,7 +258,10 @@ const MIN_REDACTED_LENGTH = 6;
  * transport failure. Upstreams that echo what they were sent cannot pass it on to session.error
  * events or logs. Tested in test/secrets-scan.test.ts (echoing provider turns).
  */
-export async function* withCredentialsRedacted<T>(inner: AsyncIterable<T>, secrets: readonly string[]): AsyncGenerator<T> {
+export async function* withCredentialsRedacted<T>(
+  inner: AsyncIterable<T>,
+  secrets: readonly string[],
+): AsyncGenerator<T> {
   try {
     yield* inner;
   } catch (err) {
@@ -237,9 +271,12 @@ export async function* withCredentialsRedacted<T>(inner: AsyncIterable<T>, secre
 
 function redactError(err: unknown, secrets: readonly string[]): unknown {
   if (!(err instanceof Error)) return err;
-  const message = secrets.filter((s) => s.length >= MIN_REDACTED_LENGTH).reduce((m, s) => redact(m, s), err.message);
+  const message = secrets
+    .filter((s) => s.length >= MIN_REDACTED_LENGTH)
+    .reduce((m, s) => redact(m, s), err.message);
   if (message === err.message) return err;
-  if (err instanceof ModelError) return new ModelError(err.kind, message, err.status, err.retryable);
+  if (err instanceof ModelError)
+    return new ModelError(err.kind, message, err.status, err.retryable);
   err.message = message;
   return err;
 }
@@ -251,7 +288,12 @@ export function parseJSONEvent(data: string): Record<string, unknown> {
   } catch {
     // fall through
   }
-  throw new ModelError('model_request_failed_error', `malformed model stream event: ${data.slice(0, 200)}`, undefined, true);
+  throw new ModelError(
+    'model_request_failed_error',
+    `malformed model stream event: ${data.slice(0, 200)}`,
+    undefined,
+    true,
+  );
 }
 
 /** Parses accumulated tool-call arguments; empty means `{}`. Anything but an object is an error. */
@@ -263,5 +305,10 @@ export function parseToolInput(name: string, json: string): Record<string, unkno
   } catch {
     // fall through
   }
-  throw new ModelError('model_request_failed_error', `tool call ${name}: arguments are not a JSON object`, undefined, true);
+  throw new ModelError(
+    'model_request_failed_error',
+    `tool call ${name}: arguments are not a JSON object`,
+    undefined,
+    true,
+  );
 }

@@ -22,7 +22,11 @@ export interface BusStats {
 }
 
 export interface CommandBus {
-  publish<N extends CommandName>(name: N, payload: CommandPayload<N>, options?: { id?: string }): Promise<string>;
+  publish<N extends CommandName>(
+    name: N,
+    payload: CommandPayload<N>,
+    options?: { id?: string },
+  ): Promise<string>;
   consume(group: string, handlers: CommandHandlers): Promise<ConsumerHandle>;
   stats(): BusStats;
   healthy(): Promise<boolean>;

@@ -15,7 +15,10 @@
 
 export type ContentBlock =
   | { type: 'text'; text: string }
-  | { type: 'image'; source: { type: 'base64'; media_type: string; data: string } | { type: 'url'; url: string } }
+  | {
+      type: 'image';
+      source: { type: 'base64'; media_type: string; data: string } | { type: 'url'; url: string };
+    }
   | { type: 'document'; source: Record<string, unknown>; title?: string | null }
   | { type: 'thinking'; thinking: string; signature?: string }
   | { type: 'tool_use'; id: string; name: string; input: Record<string, unknown> }

@@ -23,7 +23,10 @@ export interface ObjectInfo {
 /** A streamed put whose source was longer than its `maxBytes`: nothing was stored. */
 export class ObjectTooLargeError extends Error {
   override readonly name = 'ObjectTooLargeError';
-  constructor(readonly key: string, readonly maxBytes: number) {
+  constructor(
+    readonly key: string,
+    readonly maxBytes: number,
+  ) {
     super(`object '${key}' exceeds ${maxBytes} bytes: nothing stored`);
   }
 }
@@ -35,7 +38,11 @@ export interface ObjectStore {
    * that fails, or exceeds `maxBytes` (ObjectTooLargeError), leaves nothing stored and the old
    * object, if any, in place. Resolves with the number of bytes stored.
    */
-  putStream(key: string, data: AsyncIterable<Uint8Array>, options?: { contentType?: string; maxBytes?: number }): Promise<{ size: number }>;
+  putStream(
+    key: string,
+    data: AsyncIterable<Uint8Array>,
+    options?: { contentType?: string; maxBytes?: number },
+  ): Promise<{ size: number }>;
   get(key: string): Promise<Uint8Array | null>;
   /** The object's bytes as a stream, or null when there is no such object. */
   getStream(key: string): Promise<Readable | null>;

@@ -44,12 +44,24 @@ export interface SandboxAgentApi {
   ping(): Promise<void>;
   exec(req: ExecRequest): Promise<ExecResult>;
   /** UTF-8 text (binary files are refused with an error naming the path). */
-  readFile(path: string, options?: { offset?: number; limit?: number }): Promise<{ content: string; totalLines: number }>;
+  readFile(
+    path: string,
+    options?: { offset?: number; limit?: number },
+  ): Promise<{ content: string; totalLines: number }>;
   writeFile(path: string, content: string | Uint8Array, options?: { mode?: number }): Promise<void>;
   /** Exact-string replacement; fails if old_string is missing, or ambiguous without replaceAll. */
-  edit(path: string, oldString: string, newString: string, replaceAll?: boolean): Promise<{ replacements: number }>;
+  edit(
+    path: string,
+    oldString: string,
+    newString: string,
+    replaceAll?: boolean,
+  ): Promise<{ replacements: number }>;
   glob(pattern: string, cwd?: string): Promise<string[]>;
-  grep(pattern: string, path?: string, options?: { glob?: string; maxMatches?: number }): Promise<GrepMatch[]>;
+  grep(
+    pattern: string,
+    path?: string,
+    options?: { glob?: string; maxMatches?: number },
+  ): Promise<GrepMatch[]>;
   /** File transfer: a tar (gzip) of a directory, and its inverse, whole (small trees, tests). */
   archive(dir: string): Promise<Uint8Array>;
   extract(dir: string, archive: Uint8Array): Promise<void>;
@@ -59,7 +71,10 @@ export interface SandboxAgentApi {
    * `size:mtime` (whole seconds) matches `unchanged[name]` are left out silently. Destroying
    * `data` early abandons the archive in the sandbox.
    */
-  archiveStream(dir: string, options?: { maxFileBytes?: number; unchanged?: Record<string, string> }): Promise<ArchiveStream>;
+  archiveStream(
+    dir: string,
+    options?: { maxFileBytes?: number; unchanged?: Record<string, string> },
+  ): Promise<ArchiveStream>;
   extractStream(dir: string, archive: AsyncIterable<Uint8Array>): Promise<void>;
   /** Files under a directory (non-recursive listing with sizes), for outputs. */
   list(dir: string): Promise<Array<{ name: string; size: number; isDirectory: boolean }>>;
@@ -107,7 +122,8 @@ export interface SessionRef {
 }
 
 /** Why an output file was not stored. */
-export type OutputSkipReason = 'file_too_large' | 'session_quota_exceeded' | 'invalid_name' | 'not_a_regular_file';
+export type OutputSkipReason =
+  'file_too_large' | 'session_quota_exceeded' | 'invalid_name' | 'not_a_regular_file';
 
 export interface OutputSyncReport {
   /** Names stored (new or changed) by this sync. */

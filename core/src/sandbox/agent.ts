@@ -93,7 +93,11 @@ export class AgentError extends Error {
  * Splits a byte stream into lines without quadratic concatenation (archives travel as one long
  * line). Calls `onTooLong` and drops the line when it exceeds `maxLineBytes`.
  */
-export function lineSplitter(onLine: (line: string) => void, onTooLong: (bytes: number) => void = () => {}, maxLineBytes = MAX_LINE_BYTES): (chunk: Buffer) => void {
+export function lineSplitter(
+  onLine: (line: string) => void,
+  onTooLong: (bytes: number) => void = () => {},
+  maxLineBytes = MAX_LINE_BYTES,
+): (chunk: Buffer) => void {
   let parts: Buffer[] = [];
   let size = 0;
   let dropping = false;
@@ -147,7 +151,9 @@ export interface TarEntry {
 }
 
 function octal(buf: Buffer, off: number, len: number, value: number): void {
-  const s = Math.floor(value).toString(8).padStart(len - 1, '0');
+  const s = Math.floor(value)
+    .toString(8)
+    .padStart(len - 1, '0');
   buf.write(`${s}\0`, off, len, 'ascii');
 }
 
@@ -167,7 +173,14 @@ function readOctal(buf: Buffer, off: number, len: number): number {
   return s ? parseInt(s, 8) : 0;
 }
 
-function tarHeader(name: string, size: number, mode: number, mtime: number, flag: string, linkname = ''): Buffer {
+function tarHeader(
+  name: string,
+  size: number,
+  mode: number,
+  mtime: number,
+  flag: string,
+  linkname = '',
+): Buffer {
   const h = Buffer.alloc(512);
   h.write(name, 0, 100, 'utf8');
   octal(h, 100, 8, mode & 0o7777);
@@ -189,7 +202,8 @@ function tarHeader(name: string, size: number, mode: number, mtime: number, flag
 function paxRecord(key: string, value: string): string {
   const body = ` ${key}=${value}\n`;
   let len = Buffer.byteLength(body) + 1;
-  while (String(len).length + Buffer.byteLength(body) !== len) len = String(len).length + Buffer.byteLength(body);
+  while (String(len).length + Buffer.byteLength(body) !== len)
+    len = String(len).length + Buffer.byteLength(body);
   return `${len}${body}`;
 }
 
@@ -206,7 +220,11 @@ function entryHeaders(e: Omit<TarEntry, 'data'>, size: number): Buffer[] {
     if (Buffer.byteLength(name) > 100) pax += paxRecord('path', name);
     if (Buffer.byteLength(link) > 100) pax += paxRecord('linkpath', link);
     const body = Buffer.from(pax, 'utf8');
-    out.push(tarHeader('././@PaxHeader', body.length, 0o644, e.mtime, 'x'), body, Buffer.alloc(pad512(body.length)));
+    out.push(
+      tarHeader('././@PaxHeader', body.length, 0o644, e.mtime, 'x'),
+      body,
+      Buffer.alloc(pad512(body.length)),
+    );
   }
   out.push(tarHeader(name.slice(0, 100), size, e.mode, e.mtime, flag, link.slice(0, 100)));
   return out;
@@ -218,7 +236,11 @@ export function createTar(entries: TarEntry[]): Buffer {
   for (const e of entries) {
     const size = e.type === 'file' ? e.data.length : 0;
     out.push(...entryHeaders(e, size));
-    if (size) out.push(Buffer.from(e.data.buffer, e.data.byteOffset, e.data.length), Buffer.alloc(pad512(size)));
+    if (size)
+      out.push(
+        Buffer.from(e.data.buffer, e.data.byteOffset, e.data.length),
+        Buffer.alloc(pad512(size)),
+      );
   }
   out.push(Buffer.alloc(1024));
   return Buffer.concat(out);
@@ -237,7 +259,10 @@ export function parseTar(input: Uint8Array): TarEntry[] {
     if (h.every((b) => b === 0)) break;
     let sum = 0;
     for (let i = 0; i < 512; i++) sum += i >= 148 && i < 156 ? 0x20 : h[i]!;
-    if (sum !== readOctal(h, 148, 8)) throw new AgentError('invalid_params', `archive: bad tar header checksum at byte ${off}`, { argument: 'archive' });
+    if (sum !== readOctal(h, 148, 8))
+      throw new AgentError('invalid_params', `archive: bad tar header checksum at byte ${off}`, {
+        argument: 'archive',
+      });
     const size = readOctal(h, 124, 12);
     const flag = String.fromCharCode(h[156] || 0x30);
     const data = buf.subarray(off + 512, off + 512 + size);
@@ -258,17 +283,35 @@ export function parseTar(input: Uint8Array): TarEntry[] {
       continue;
     }
     if (flag === 'g') continue;
-    if (flag === 'L') { longName = cstr(data, 0, data.length); continue; }
-    if (flag === 'K') { longLink = cstr(data, 0, data.length); continue; }
+    if (flag === 'L') {
+      longName = cstr(data, 0, data.length);
+      continue;
+    }
+    if (flag === 'K') {
+      longLink = cstr(data, 0, data.length);
+      continue;
+    }
     const magic = h.toString('ascii', 257, 262);
     const prefix = magic === 'ustar' ? cstr(h, 345, 155) : '';
     const raw = pax.path ?? longName ?? (prefix ? `${prefix}/${cstr(h, 0, 100)}` : cstr(h, 0, 100));
     const linkname = pax.linkpath ?? longLink ?? cstr(h, 157, 100);
     pax = {};
     longName = longLink = null;
-    const type = flag === '0' || flag === '7' ? 'file' : flag === '5' ? 'directory' : flag === '2' ? 'symlink' : flag === '1' ? 'hardlink' : null;
+    const type =
+      flag === '0' || flag === '7'
+        ? 'file'
+        : flag === '5'
+          ? 'directory'
+          : flag === '2'
+            ? 'symlink'
+            : flag === '1'
+              ? 'hardlink'
+              : null;
     if (!type) continue;
-    const name = raw.replace(/^(\.\/)+/, '').replace(/^\/+/, '').replace(/\/+$/, '');
+    const name = raw
+      .replace(/^(\.\/)+/, '')
+      .replace(/^\/+/, '')
+      .replace(/\/+$/, '');
     if (!name || name === '.') continue;
     entries.push({
       name,
@@ -276,7 +319,9 @@ export function parseTar(input: Uint8Array): TarEntry[] {
       mode: readOctal(h, 100, 8),
       mtime: readOctal(h, 136, 12),
       data: type === 'file' ? data : new Uint8Array(0),
-      ...(type === 'symlink' || type === 'hardlink' ? { linkname: type === 'hardlink' ? linkname.replace(/^(\.\/)+/, '') : linkname } : {}),
+      ...(type === 'symlink' || type === 'hardlink'
+        ? { linkname: type === 'hardlink' ? linkname.replace(/^(\.\/)+/, '') : linkname }
+        : {}),
     });
   }
   return entries;
@@ -296,15 +341,25 @@ function segmentRegex(seg: string): RegExp {
     else if (c === '?') re += '[^/]';
     else if (c === '[') {
       const end = seg.indexOf(']', i + 2);
-      if (end < 0) { re += '\\['; continue; }
+      if (end < 0) {
+        re += '\\[';
+        continue;
+      }
       let cls = seg.slice(i + 1, end);
       if (cls.startsWith('!')) cls = `^${cls.slice(1)}`;
       re += `[${cls.replace(/\\/g, '\\\\')}]`;
       i = end;
     } else if (c === '{') {
       const end = seg.indexOf('}', i);
-      if (end < 0) { re += '\\{'; continue; }
-      re += `(?:${seg.slice(i + 1, end).split(',').map((alt) => segmentRegex(alt).source.slice(1, -1)).join('|')})`;
+      if (end < 0) {
+        re += '\\{';
+        continue;
+      }
+      re += `(?:${seg
+        .slice(i + 1, end)
+        .split(',')
+        .map((alt) => segmentRegex(alt).source.slice(1, -1))
+        .join('|')})`;
       i = end;
     } else if (c === '\\' && i + 1 < seg.length) re += `\\${seg[++i]}`;
     else re += c.replace(/[.+^$()|\\]/g, '\\$&');
@@ -353,7 +408,10 @@ export async function glob(pattern: string, cwd: string): Promise<string[]> {
   let visited = 0;
   const walk = async (dir: string, si: number): Promise<void> => {
     if (out.size >= MAX_GLOB_RESULTS || ++visited > 200_000) return;
-    if (si === rest.length) { out.add(dir); return; }
+    if (si === rest.length) {
+      out.add(dir);
+      return;
+    }
     const seg = rest[si]!;
     if (seg === '**') {
       await walk(dir, si + 1);
@@ -370,7 +428,9 @@ export async function glob(pattern: string, cwd: string): Promise<string[]> {
       try {
         await fsp.lstat(p);
         await walk(p, si + 1);
-      } catch { /* absent */ }
+      } catch {
+        /* absent */
+      }
       return;
     }
     const re = segmentRegex(seg);
@@ -388,7 +448,9 @@ export async function glob(pattern: string, cwd: string): Promise<string[]> {
 
 async function readDirSafe(dir: string) {
   try {
-    return (await fsp.readdir(dir, { withFileTypes: true })).sort((a, b) => (a.name < b.name ? -1 : 1));
+    return (await fsp.readdir(dir, { withFileTypes: true })).sort((a, b) =>
+      a.name < b.name ? -1 : 1,
+    );
   } catch {
     return [];
   }
@@ -426,23 +488,43 @@ function str(p: Params, key: string, method: string, optional = false): string |
     if (optional) return undefined;
     throw new AgentError('invalid_params', `${method}: '${key}' is required`, { argument: key });
   }
-  if (typeof v !== 'string') throw new AgentError('invalid_params', `${method}: '${key}' must be a string`, { argument: key });
+  if (typeof v !== 'string')
+    throw new AgentError('invalid_params', `${method}: '${key}' must be a string`, {
+      argument: key,
+    });
   return v;
 }
 
-function num(p: Params, key: string, method: string, def: number, min: number, max: number): number {
+function num(
+  p: Params,
+  key: string,
+  method: string,
+  def: number,
+  min: number,
+  max: number,
+): number {
   const v = p[key];
   if (v === undefined || v === null) return def;
   if (typeof v !== 'number' || !Number.isFinite(v) || v < min || v > max) {
-    throw new AgentError('invalid_params', `${method}: '${key}' must be a number between ${min} and ${max}`, { argument: key });
+    throw new AgentError(
+      'invalid_params',
+      `${method}: '${key}' must be a number between ${min} and ${max}`,
+      { argument: key },
+    );
   }
   return Math.floor(v);
 }
 
 function absPath(p: Params, key: string, method: string, def?: string): string {
   const v = def === undefined ? str(p, key, method) : (str(p, key, method, true) ?? def);
-  if (!v) throw new AgentError('invalid_params', `${method}: '${key}' must not be empty`, { argument: key });
-  if (v.includes('\0')) throw new AgentError('invalid_params', `${method}: '${key}' contains a NUL byte`, { argument: key });
+  if (!v)
+    throw new AgentError('invalid_params', `${method}: '${key}' must not be empty`, {
+      argument: key,
+    });
+  if (v.includes('\0'))
+    throw new AgentError('invalid_params', `${method}: '${key}' contains a NUL byte`, {
+      argument: key,
+    });
   return path.posix.resolve(DEFAULT_CWD, v);
 }
 
@@ -454,7 +536,10 @@ function capture(stream: Readable, max: number) {
   let truncated = false;
   const done = new Promise<void>((resolve) => {
     stream.on('data', (c: Buffer) => {
-      if (size >= max) { truncated = true; return; }
+      if (size >= max) {
+        truncated = true;
+        return;
+      }
       if (size + c.length > max) truncated = true;
       const take = c.subarray(0, max - size);
       chunks.push(take);
@@ -466,7 +551,9 @@ function capture(stream: Readable, max: number) {
   });
   return {
     done,
-    get truncated() { return truncated; },
+    get truncated() {
+      return truncated;
+    },
     text: () => new StringDecoder('utf8').write(Buffer.concat(chunks, size)),
   };
 }
@@ -478,7 +565,11 @@ function killGroup(child: ChildProcess): void {
   try {
     process.kill(-child.pid, 'SIGKILL');
   } catch {
-    try { child.kill('SIGKILL'); } catch { /* gone */ }
+    try {
+      child.kill('SIGKILL');
+    } catch {
+      /* gone */
+    }
   }
 }
 
@@ -490,9 +581,15 @@ async function execCommand(p: Params) {
   const stdin = str(p, 'stdin', 'exec', true);
   const env: Record<string, string> = {};
   if (p.env !== undefined && p.env !== null) {
-    if (typeof p.env !== 'object' || Array.isArray(p.env)) throw new AgentError('invalid_params', "exec: 'env' must be an object of strings", { argument: 'env' });
+    if (typeof p.env !== 'object' || Array.isArray(p.env))
+      throw new AgentError('invalid_params', "exec: 'env' must be an object of strings", {
+        argument: 'env',
+      });
     for (const [k, v] of Object.entries(p.env as Params)) {
-      if (typeof v !== 'string' || !k || k.includes('=') || k.includes('\0')) throw new AgentError('invalid_params', `exec: env.${k} must be a string`, { argument: `env.${k}` });
+      if (typeof v !== 'string' || !k || k.includes('=') || k.includes('\0'))
+        throw new AgentError('invalid_params', `exec: env.${k} must be a string`, {
+          argument: `env.${k}`,
+        });
       env[k] = v;
     }
   }
@@ -502,25 +599,45 @@ async function execCommand(p: Params) {
   } catch (err) {
     throw fsError(err, 'exec: cwd', cwd);
   }
-  if (!st.isDirectory()) throw new AgentError('not_directory', `exec: cwd ${cwd} is not a directory`, { path: cwd, argument: 'cwd' });
+  if (!st.isDirectory())
+    throw new AgentError('not_directory', `exec: cwd ${cwd} is not a directory`, {
+      path: cwd,
+      argument: 'cwd',
+    });
 
   const started = Date.now();
-  const child = spawn('/bin/sh', ['-c', command], { cwd, env: { ...process.env, ...env }, detached: true, stdio: ['pipe', 'pipe', 'pipe'] });
+  const child = spawn('/bin/sh', ['-c', command], {
+    cwd,
+    env: { ...process.env, ...env },
+    detached: true,
+    stdio: ['pipe', 'pipe', 'pipe'],
+  });
   running.add(child);
   const out = capture(child.stdout!, max);
   const err = capture(child.stderr!, max);
   child.stdin!.on('error', () => {});
   child.stdin!.end(stdin ?? '');
   let timedOut = false;
-  const timer = setTimeout(() => { timedOut = true; killGroup(child); }, timeoutMs);
+  const timer = setTimeout(() => {
+    timedOut = true;
+    killGroup(child);
+  }, timeoutMs);
   try {
-    const { code, signal } = await new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve, reject) => {
+    const { code, signal } = await new Promise<{
+      code: number | null;
+      signal: NodeJS.Signals | null;
+    }>((resolve, reject) => {
       child.once('error', reject);
       child.once('exit', (c, s) => resolve({ code: c, signal: s }));
     });
     // Background processes may still hold the pipes: wait a moment for the output, then let go.
     let grace: NodeJS.Timeout | undefined;
-    await Promise.race([Promise.all([out.done, err.done]), new Promise<void>((r) => { grace = setTimeout(r, 150); })]);
+    await Promise.race([
+      Promise.all([out.done, err.done]),
+      new Promise<void>((r) => {
+        grace = setTimeout(r, 150);
+      }),
+    ]);
     clearTimeout(grace);
     child.stdout!.destroy();
     child.stderr!.destroy();
@@ -546,15 +663,22 @@ async function readTextFile(p: string, op: string): Promise<string> {
   } catch (err) {
     throw fsError(err, op, p);
   }
-  if (st.isDirectory()) throw new AgentError('is_directory', `${op}: ${p} is a directory`, { path: p });
-  if (st.size > MAX_READ_BYTES) throw new AgentError('too_large', `${op}: ${p} is ${st.size} bytes, over the ${MAX_READ_BYTES}-byte limit`, { path: p });
+  if (st.isDirectory())
+    throw new AgentError('is_directory', `${op}: ${p} is a directory`, { path: p });
+  if (st.size > MAX_READ_BYTES)
+    throw new AgentError(
+      'too_large',
+      `${op}: ${p} is ${st.size} bytes, over the ${MAX_READ_BYTES}-byte limit`,
+      { path: p },
+    );
   let buf: Buffer;
   try {
     buf = await fsp.readFile(p);
   } catch (err) {
     throw fsError(err, op, p);
   }
-  if (isBinary(buf)) throw new AgentError('binary_file', `${op}: ${p} is a binary file`, { path: p });
+  if (isBinary(buf))
+    throw new AgentError('binary_file', `${op}: ${p} is a binary file`, { path: p });
   return buf.toString('utf8');
 }
 
@@ -574,11 +698,19 @@ async function readFileOp(p: Params) {
 
 async function writeFileOp(p: Params) {
   const file = absPath(p, 'path', 'writeFile');
-  const mode = p.mode === undefined || p.mode === null ? undefined : num(p, 'mode', 'writeFile', 0o644, 0, 0o7777);
+  const mode =
+    p.mode === undefined || p.mode === null
+      ? undefined
+      : num(p, 'mode', 'writeFile', 0o644, 0, 0o7777);
   let data: Buffer;
   if (typeof p.contentBase64 === 'string') data = Buffer.from(p.contentBase64, 'base64');
   else if (typeof p.content === 'string') data = Buffer.from(p.content, 'utf8');
-  else throw new AgentError('invalid_params', "writeFile: 'content' (string) or 'contentBase64' is required", { argument: 'content' });
+  else
+    throw new AgentError(
+      'invalid_params',
+      "writeFile: 'content' (string) or 'contentBase64' is required",
+      { argument: 'content' },
+    );
   try {
     await fsp.mkdir(path.posix.dirname(file), { recursive: true });
     await fsp.writeFile(file, data, mode === undefined ? {} : { mode });
@@ -600,15 +732,34 @@ async function editOp(p: Params) {
   const oldString = str(p, 'oldString', 'edit');
   const newString = str(p, 'newString', 'edit');
   const replaceAll = p.replaceAll === true;
-  if (oldString === '') throw new AgentError('invalid_params', `edit: ${file}: 'oldString' must not be empty`, { path: file, argument: 'oldString' });
-  if (oldString === newString) throw new AgentError('invalid_params', `edit: ${file}: 'oldString' and 'newString' are the same`, { path: file, argument: 'newString' });
+  if (oldString === '')
+    throw new AgentError('invalid_params', `edit: ${file}: 'oldString' must not be empty`, {
+      path: file,
+      argument: 'oldString',
+    });
+  if (oldString === newString)
+    throw new AgentError(
+      'invalid_params',
+      `edit: ${file}: 'oldString' and 'newString' are the same`,
+      { path: file, argument: 'newString' },
+    );
   const text = await readTextFile(file, 'edit');
   const n = countOccurrences(text, oldString);
-  if (n === 0) throw new AgentError('no_match', `edit: ${file}: 'oldString' was not found`, { path: file, argument: 'oldString' });
+  if (n === 0)
+    throw new AgentError('no_match', `edit: ${file}: 'oldString' was not found`, {
+      path: file,
+      argument: 'oldString',
+    });
   if (n > 1 && !replaceAll) {
-    throw new AgentError('not_unique', `edit: ${file}: 'oldString' occurs ${n} times; add context to make it unique or set replaceAll`, { path: file, argument: 'oldString' });
+    throw new AgentError(
+      'not_unique',
+      `edit: ${file}: 'oldString' occurs ${n} times; add context to make it unique or set replaceAll`,
+      { path: file, argument: 'oldString' },
+    );
   }
-  const next = replaceAll ? text.split(oldString).join(newString) : text.replace(oldString, () => newString);
+  const next = replaceAll
+    ? text.split(oldString).join(newString)
+    : text.replace(oldString, () => newString);
   try {
     await fsp.writeFile(file, next, 'utf8');
   } catch (err) {
@@ -619,7 +770,10 @@ async function editOp(p: Params) {
 
 async function globOp(p: Params) {
   const pattern = str(p, 'pattern', 'glob');
-  if (!pattern) throw new AgentError('invalid_params', "glob: 'pattern' must not be empty", { argument: 'pattern' });
+  if (!pattern)
+    throw new AgentError('invalid_params', "glob: 'pattern' must not be empty", {
+      argument: 'pattern',
+    });
   const cwd = absPath(p, 'cwd', 'glob', DEFAULT_CWD);
   return glob(pattern, cwd);
 }
@@ -634,7 +788,11 @@ function compileRegex(pattern: string, method: string): RegExp {
   try {
     return new RegExp(pattern, flags);
   } catch (err) {
-    throw new AgentError('invalid_params', `${method}: 'pattern' is not a valid regular expression: ${(err as Error).message}`, { argument: 'pattern' });
+    throw new AgentError(
+      'invalid_params',
+      `${method}: 'pattern' is not a valid regular expression: ${(err as Error).message}`,
+      { argument: 'pattern' },
+    );
   }
 }
 
@@ -648,7 +806,8 @@ async function grepOp(p: Params) {
   const max = num(p, 'maxMatches', 'grep', DEFAULT_GREP_MAX_MATCHES, 1, 100_000);
   const m = g ? globMatcher(g) : null;
   // a glob with a slash matches the path relative to `path`, one without matches the file name
-  const filter = m && g ? (rel: string) => m(g.includes('/') ? rel : path.posix.basename(rel)) : null;
+  const filter =
+    m && g ? (rel: string) => m(g.includes('/') ? rel : path.posix.basename(rel)) : null;
   let st: Stats;
   try {
     st = await fsp.stat(root);
@@ -670,7 +829,12 @@ async function grepOp(p: Params) {
     for (let i = 0; i < lines.length && matches.length < max; i++) {
       let line = lines[i]!;
       if (line.endsWith('\r')) line = line.slice(0, -1);
-      if (re.test(line)) matches.push({ path: file, line: i + 1, text: line.length > 1000 ? `${line.slice(0, 1000)}…` : line });
+      if (re.test(line))
+        matches.push({
+          path: file,
+          line: i + 1,
+          text: line.length > 1000 ? `${line.slice(0, 1000)}…` : line,
+        });
     }
   };
   if (!st.isDirectory()) {
@@ -723,7 +887,9 @@ function findTar(): string | null {
     try {
       accessSync(p, fsConstants.X_OK);
       return p;
-    } catch { /* next */ }
+    } catch {
+      /* next */
+    }
   }
   return null;
 }
@@ -731,7 +897,13 @@ function findTar(): string | null {
 let tarPath: string | null | undefined;
 const tarCli = () => (tarPath === undefined ? (tarPath = findTar()) : tarPath);
 
-function runTar(args: string[], input: Buffer | null, maxOut: number, op: string, dir: string): Promise<Buffer> {
+function runTar(
+  args: string[],
+  input: Buffer | null,
+  maxOut: number,
+  op: string,
+  dir: string,
+): Promise<Buffer> {
   return new Promise((resolve, reject) => {
     const child = spawn(tarCli()!, args, { stdio: ['pipe', 'pipe', 'pipe'] });
     const chunks: Buffer[] = [];
@@ -741,18 +913,35 @@ function runTar(args: string[], input: Buffer | null, maxOut: number, op: string
     child.stdout!.on('data', (c: Buffer) => {
       size += c.length;
       if (size > maxOut) {
-        if (!over) { over = true; child.kill('SIGKILL'); }
+        if (!over) {
+          over = true;
+          child.kill('SIGKILL');
+        }
         return;
       }
       chunks.push(c);
     });
-    child.stderr!.on('data', (c: Buffer) => { if (stderr.length < 4000) stderr += c.toString('utf8'); });
+    child.stderr!.on('data', (c: Buffer) => {
+      if (stderr.length < 4000) stderr += c.toString('utf8');
+    });
     child.stdin!.on('error', () => {});
     child.stdin!.end(input ?? undefined);
     child.once('error', (err) => reject(fsError(err, op, dir)));
     child.once('close', (code) => {
-      if (over) return reject(new AgentError('too_large', `${op}: ${dir}: the archive exceeds ${maxOut} bytes`, { path: dir }));
-      if (code !== 0) return reject(new AgentError('io', `${op}: ${dir}: tar exited with ${code}: ${stderr.trim().slice(0, 1000)}`, { path: dir }));
+      if (over)
+        return reject(
+          new AgentError('too_large', `${op}: ${dir}: the archive exceeds ${maxOut} bytes`, {
+            path: dir,
+          }),
+        );
+      if (code !== 0)
+        return reject(
+          new AgentError(
+            'io',
+            `${op}: ${dir}: tar exited with ${code}: ${stderr.trim().slice(0, 1000)}`,
+            { path: dir },
+          ),
+        );
       resolve(Buffer.concat(chunks));
     });
   });
@@ -773,10 +962,23 @@ async function collectEntries(root: string): Promise<TarEntry[]> {
       }
       const mtime = Math.floor(st.mtimeMs / 1000);
       if (st.isDirectory()) {
-        entries.push({ name, type: 'directory', mode: st.mode & 0o7777, mtime, data: new Uint8Array(0) });
+        entries.push({
+          name,
+          type: 'directory',
+          mode: st.mode & 0o7777,
+          mtime,
+          data: new Uint8Array(0),
+        });
         await walk(full, name);
       } else if (st.isSymbolicLink()) {
-        entries.push({ name, type: 'symlink', mode: 0o777, mtime, data: new Uint8Array(0), linkname: await fsp.readlink(full) });
+        entries.push({
+          name,
+          type: 'symlink',
+          mode: 0o777,
+          mtime,
+          data: new Uint8Array(0),
+          linkname: await fsp.readlink(full),
+        });
       } else if (st.isFile()) {
         let data: Buffer;
         try {
@@ -785,7 +987,10 @@ async function collectEntries(root: string): Promise<TarEntry[]> {
           continue; // unreadable: skipped, like tar --ignore-failed-read
         }
         total += data.length;
-        if (total > MAX_ARCHIVE_BYTES) throw new AgentError('too_large', `archive: ${root}: over ${MAX_ARCHIVE_BYTES} bytes`, { path: root });
+        if (total > MAX_ARCHIVE_BYTES)
+          throw new AgentError('too_large', `archive: ${root}: over ${MAX_ARCHIVE_BYTES} bytes`, {
+            path: root,
+          });
         entries.push({ name, type: 'file', mode: st.mode & 0o7777, mtime, data });
       }
     }
@@ -841,13 +1046,25 @@ async function archiveOp(p: Params) {
   } catch (err) {
     throw fsError(err, 'archive', dir);
   }
-  if (!st.isDirectory()) throw new AgentError('not_directory', `archive: ${dir} is not a directory`, { path: dir });
+  if (!st.isDirectory())
+    throw new AgentError('not_directory', `archive: ${dir} is not a directory`, { path: dir });
   let gz: Buffer;
   if (tarCli()) {
-    gz = await runTar(['-czf', '-', '--numeric-owner', '--ignore-failed-read', '-C', dir, '.'], null, MAX_ARCHIVE_BYTES, 'archive', dir);
+    gz = await runTar(
+      ['-czf', '-', '--numeric-owner', '--ignore-failed-read', '-C', dir, '.'],
+      null,
+      MAX_ARCHIVE_BYTES,
+      'archive',
+      dir,
+    );
   } else {
     gz = zlib.gzipSync(createTar(await collectEntries(dir)));
-    if (gz.length > MAX_ARCHIVE_BYTES) throw new AgentError('too_large', `archive: ${dir}: the archive exceeds ${MAX_ARCHIVE_BYTES} bytes`, { path: dir });
+    if (gz.length > MAX_ARCHIVE_BYTES)
+      throw new AgentError(
+        'too_large',
+        `archive: ${dir}: the archive exceeds ${MAX_ARCHIVE_BYTES} bytes`,
+        { path: dir },
+      );
   }
   return { base64: gz.toString('base64'), bytes: gz.length };
 }
@@ -868,7 +1085,11 @@ async function extractOp(p: Params) {
     try {
       tar = zlib.gunzipSync(data);
     } catch (err) {
-      throw new AgentError('invalid_params', `extract: ${dir}: the archive is not gzip data (${(err as Error).message})`, { path: dir, argument: 'archive' });
+      throw new AgentError(
+        'invalid_params',
+        `extract: ${dir}: the archive is not gzip data (${(err as Error).message})`,
+        { path: dir, argument: 'archive' },
+      );
     }
     try {
       await extractEntries(dir, parseTar(tar));
@@ -928,7 +1149,10 @@ function touch(s: OpenStream): void {
 function closeStream(s: OpenStream): void {
   if (s.timer) clearTimeout(s.timer);
   openStreams.delete(s.id);
-  if (s.child) { running.delete(s.child); killGroup(s.child); }
+  if (s.child) {
+    running.delete(s.child);
+    killGroup(s.child);
+  }
   s.readable?.destroy();
   s.writable?.destroy();
   s.done.catch(() => {});
@@ -944,42 +1168,79 @@ function registerStream(s: Omit<OpenStream, 'id' | 'timer'>): OpenStream {
 function streamOf(p: Params, method: string, op: OpenStream['op']): OpenStream {
   const id = str(p, 'stream', method);
   const s = openStreams.get(id);
-  if (!s || s.op !== op) throw new AgentError('not_found', `${method}: no open ${op} stream '${id}'`, { argument: 'stream' });
+  if (!s || s.op !== op)
+    throw new AgentError('not_found', `${method}: no open ${op} stream '${id}'`, {
+      argument: 'stream',
+    });
   touch(s);
   return s;
 }
 
 function checkStreamRoom(method: string): void {
-  if (openStreams.size >= MAX_OPEN_STREAMS) throw new AgentError('too_large', `${method}: ${MAX_OPEN_STREAMS} streams are open already`, { argument: 'stream' });
+  if (openStreams.size >= MAX_OPEN_STREAMS)
+    throw new AgentError('too_large', `${method}: ${MAX_OPEN_STREAMS} streams are open already`, {
+      argument: 'stream',
+    });
 }
 
 /** Spawns tar in its own process group; `done` resolves when it exits with an accepted code. */
-function spawnTar(args: string[], op: string, dir: string, okCodes: number[]): { child: ChildProcess; done: Promise<void>; stderr: () => string } {
+function spawnTar(
+  args: string[],
+  op: string,
+  dir: string,
+  okCodes: number[],
+): { child: ChildProcess; done: Promise<void>; stderr: () => string } {
   const child = spawn(tarCli()!, args, { stdio: ['pipe', 'pipe', 'pipe'], detached: true });
   running.add(child);
   let stderr = '';
-  child.stderr!.on('data', (c: Buffer) => { if (stderr.length < 4000) stderr += c.toString('utf8'); });
+  child.stderr!.on('data', (c: Buffer) => {
+    if (stderr.length < 4000) stderr += c.toString('utf8');
+  });
   child.stdin!.on('error', () => {});
   const done = new Promise<void>((resolve, reject) => {
     child.once('error', (err) => reject(fsError(err, op, dir)));
     child.once('close', (code) => {
       running.delete(child);
       if (code !== null && okCodes.includes(code)) resolve();
-      else reject(new AgentError('io', `${op}: ${dir}: tar exited with ${code}: ${stderr.trim().slice(0, 1000)}`, { path: dir }));
+      else
+        reject(
+          new AgentError(
+            'io',
+            `${op}: ${dir}: tar exited with ${code}: ${stderr.trim().slice(0, 1000)}`,
+            { path: dir },
+          ),
+        );
     });
   });
   done.catch(() => {});
   return { child, done, stderr: () => stderr };
 }
 
-interface WalkItem { rel: string; type: 'file' | 'directory' | 'symlink'; size: number; mode: number; mtime: number; linkname?: string }
+interface WalkItem {
+  rel: string;
+  type: 'file' | 'directory' | 'symlink';
+  size: number;
+  mode: number;
+  mtime: number;
+  linkname?: string;
+}
 
 /** Everything under `root` (lstat: symlinks are not followed), files over `maxFileBytes` left out. */
-async function walkForArchive(root: string, maxFileBytes: number, skipped: Array<{ name: string; size: number; reason: 'too_large' }>, unchanged: Map<string, string> = new Map()): Promise<WalkItem[]> {
+async function walkForArchive(
+  root: string,
+  maxFileBytes: number,
+  skipped: Array<{ name: string; size: number; reason: 'too_large' }>,
+  unchanged: Map<string, string> = new Map(),
+): Promise<WalkItem[]> {
   const items: WalkItem[] = [];
   const walk = async (dir: string, rel: string): Promise<void> => {
     for (const d of await readDirSafe(dir)) {
-      if (items.length >= MAX_WALK_ENTRIES) throw new AgentError('too_large', `archive: ${root}: more than ${MAX_WALK_ENTRIES} entries`, { path: root });
+      if (items.length >= MAX_WALK_ENTRIES)
+        throw new AgentError(
+          'too_large',
+          `archive: ${root}: more than ${MAX_WALK_ENTRIES} entries`,
+          { path: root },
+        );
       const full = path.posix.join(dir, d.name);
       const name = rel ? `${rel}/${d.name}` : d.name;
       let st: Stats;
@@ -994,11 +1255,16 @@ async function walkForArchive(root: string, maxFileBytes: number, skipped: Array
         await walk(full, name);
       } else if (st.isSymbolicLink()) {
         let linkname = '';
-        try { linkname = await fsp.readlink(full); } catch { continue; }
+        try {
+          linkname = await fsp.readlink(full);
+        } catch {
+          continue;
+        }
         items.push({ rel: name, type: 'symlink', size: 0, mode: 0o777, mtime, linkname });
       } else if (st.isFile()) {
         if (st.size > maxFileBytes) skipped.push({ name, size: st.size, reason: 'too_large' });
-        else if (unchanged.get(name) === `${st.size}:${mtime}`) continue; // the host has this version
+        else if (unchanged.get(name) === `${st.size}:${mtime}`)
+          continue; // the host has this version
         else items.push({ rel: name, type: 'file', size: st.size, mode: st.mode & 0o7777, mtime });
       }
     }
@@ -1010,7 +1276,13 @@ async function walkForArchive(root: string, maxFileBytes: number, skipped: Array
 /** The built-in tar writer over a walk: each file read in chunks, exactly its listed size. */
 async function* builtinTar(root: string, items: WalkItem[]): AsyncGenerator<Buffer> {
   for (const it of items) {
-    const entry = { name: it.rel, type: it.type, mode: it.mode, mtime: it.mtime, ...(it.linkname !== undefined ? { linkname: it.linkname } : {}) };
+    const entry = {
+      name: it.rel,
+      type: it.type,
+      mode: it.mode,
+      mtime: it.mtime,
+      ...(it.linkname !== undefined ? { linkname: it.linkname } : {}),
+    };
     if (it.type !== 'file') {
       yield Buffer.concat(entryHeaders(entry, 0));
       continue;
@@ -1045,11 +1317,24 @@ async function* builtinTar(root: string, items: WalkItem[]): AsyncGenerator<Buff
 async function archiveOpenOp(p: Params) {
   checkStreamRoom('archiveOpen');
   const dir = absPath(p, 'dir', 'archiveOpen');
-  const maxFileBytes = num(p, 'maxFileBytes', 'archiveOpen', Number.MAX_SAFE_INTEGER, 0, Number.MAX_SAFE_INTEGER);
+  const maxFileBytes = num(
+    p,
+    'maxFileBytes',
+    'archiveOpen',
+    Number.MAX_SAFE_INTEGER,
+    0,
+    Number.MAX_SAFE_INTEGER,
+  );
   const unchanged = new Map<string, string>();
   if (p.unchanged !== undefined && p.unchanged !== null) {
-    if (typeof p.unchanged !== 'object' || Array.isArray(p.unchanged)) throw new AgentError('invalid_params', "archiveOpen: 'unchanged' must be an object of name → 'size:mtime'", { argument: 'unchanged' });
-    for (const [k, v] of Object.entries(p.unchanged as Params)) if (typeof v === 'string') unchanged.set(k, v);
+    if (typeof p.unchanged !== 'object' || Array.isArray(p.unchanged))
+      throw new AgentError(
+        'invalid_params',
+        "archiveOpen: 'unchanged' must be an object of name → 'size:mtime'",
+        { argument: 'unchanged' },
+      );
+    for (const [k, v] of Object.entries(p.unchanged as Params))
+      if (typeof v === 'string') unchanged.set(k, v);
   }
   const filtered = (p.maxFileBytes !== undefined && p.maxFileBytes !== null) || unchanged.size > 0;
   let st: Stats;
@@ -1058,25 +1343,41 @@ async function archiveOpenOp(p: Params) {
   } catch (err) {
     throw fsError(err, 'archive', dir);
   }
-  if (!st.isDirectory()) throw new AgentError('not_directory', `archive: ${dir} is not a directory`, { path: dir });
+  if (!st.isDirectory())
+    throw new AgentError('not_directory', `archive: ${dir} is not a directory`, { path: dir });
   const skipped: Array<{ name: string; size: number; reason: 'too_large' }> = [];
-  const items = filtered || !tarCli() ? await walkForArchive(dir, maxFileBytes, skipped, unchanged) : null;
+  const items =
+    filtered || !tarCli() ? await walkForArchive(dir, maxFileBytes, skipped, unchanged) : null;
   let s: OpenStream;
   if (tarCli()) {
     // exit code 1: a file changed while it was read; the archive is still whole
     const base = ['-czf', '-', '--numeric-owner', '--ignore-failed-read', '-C', dir];
-    const t = spawnTar(items ? [...base, '--null', '--no-recursion', '-T', '-'] : [...base, '.'], 'archive', dir, [0, 1]);
+    const t = spawnTar(
+      items ? [...base, '--null', '--no-recursion', '-T', '-'] : [...base, '.'],
+      'archive',
+      dir,
+      [0, 1],
+    );
     if (items) t.child.stdin!.end(Buffer.from(items.map((i) => `./${i.rel}\0`).join(''), 'utf8'));
     else t.child.stdin!.end();
     // piped at once: a child that exits before the first streamRead would otherwise have its
     // unread output discarded (child_process resumes stdio nobody listens to)
     const out = new PassThrough({ highWaterMark: STREAM_CHUNK_BYTES });
     t.child.stdout!.pipe(out);
-    s = registerStream({ op: 'archive', dir, readable: out, child: t.child, stderr: '', done: t.done });
+    s = registerStream({
+      op: 'archive',
+      dir,
+      readable: out,
+      child: t.child,
+      stderr: '',
+      done: t.done,
+    });
   } else {
     const gz = zlib.createGzip();
     const source = Readable.from(builtinTar(dir, items!));
-    const done = pipeline(source, gz).catch((err) => { throw fsError(err, 'archive', dir); });
+    const done = pipeline(source, gz).catch((err) => {
+      throw fsError(err, 'archive', dir);
+    });
     done.catch(() => {});
     s = registerStream({ op: 'archive', dir, readable: gz, stderr: '', done });
   }
@@ -1113,8 +1414,13 @@ function readUpTo(r: Readable, max: number): Promise<{ data: Buffer; eof: boolea
       }
       if (size >= max) finish(false);
     }
-    function onEnd() { finish(true); }
-    function onError(err: Error) { cleanup(); reject(err); }
+    function onEnd() {
+      finish(true);
+    }
+    function onError(err: Error) {
+      cleanup();
+      reject(err);
+    }
     if (r.readableEnded || r.destroyed) return finish(true);
     r.on('readable', onReadable);
     r.once('end', onEnd);
@@ -1150,31 +1456,56 @@ async function extractOpenOp(p: Params) {
   if (tarCli()) {
     const t = spawnTar(['-xzf', '-', '--no-same-owner', '-C', dir], 'extract', dir, [0]);
     t.child.stdout!.resume();
-    s = registerStream({ op: 'extract', dir, writable: t.child.stdin!, child: t.child, stderr: '', done: t.done });
+    s = registerStream({
+      op: 'extract',
+      dir,
+      writable: t.child.stdin!,
+      child: t.child,
+      stderr: '',
+      done: t.done,
+    });
   } else {
     // The built-in reader parses whole archives: it collects them here (in the sandbox's own
     // memory, bounded by MAX_ARCHIVE_BYTES), never on the host.
     const parts: Buffer[] = [];
     let size = 0;
     let finish!: () => void;
-    const ended = new Promise<void>((r) => { finish = r; });
+    const ended = new Promise<void>((r) => {
+      finish = r;
+    });
     const writable = new Writable({
       write(chunk: Buffer, _enc, cb) {
         size += chunk.length;
-        if (size > MAX_ARCHIVE_BYTES) return cb(new AgentError('too_large', `extract: ${dir}: the archive exceeds ${MAX_ARCHIVE_BYTES} bytes`, { path: dir }));
+        if (size > MAX_ARCHIVE_BYTES)
+          return cb(
+            new AgentError(
+              'too_large',
+              `extract: ${dir}: the archive exceeds ${MAX_ARCHIVE_BYTES} bytes`,
+              { path: dir },
+            ),
+          );
         parts.push(chunk);
         cb();
       },
-      final(cb) { finish(); cb(); },
+      final(cb) {
+        finish();
+        cb();
+      },
     });
     const done = ended.then(async () => {
       let tar: Buffer;
       try {
         tar = zlib.gunzipSync(Buffer.concat(parts, size));
       } catch (err) {
-        throw new AgentError('invalid_params', `extract: ${dir}: the archive is not gzip data (${(err as Error).message})`, { path: dir, argument: 'archive' });
+        throw new AgentError(
+          'invalid_params',
+          `extract: ${dir}: the archive is not gzip data (${(err as Error).message})`,
+          { path: dir, argument: 'archive' },
+        );
       }
-      await extractEntries(dir, parseTar(tar)).catch((err) => { throw fsError(err, 'extract', dir); });
+      await extractEntries(dir, parseTar(tar)).catch((err) => {
+        throw fsError(err, 'extract', dir);
+      });
     });
     done.catch(() => {});
     s = registerStream({ op: 'extract', dir, writable, stderr: '', done });
@@ -1190,13 +1521,21 @@ async function streamWriteOp(p: Params) {
     await new Promise<void>((resolve, reject) => {
       const onError = (err: Error) => reject(err);
       w.once('error', onError);
-      const ok = w.write(data, (err) => { if (err) reject(err); });
-      const settle = () => { w.off('error', onError); resolve(); };
+      const ok = w.write(data, (err) => {
+        if (err) reject(err);
+      });
+      const settle = () => {
+        w.off('error', onError);
+        resolve();
+      };
       if (ok) settle();
       else w.once('drain', settle);
     });
   } catch (err) {
-    const reason = await s.done.then(() => err, (e: unknown) => e);
+    const reason = await s.done.then(
+      () => err,
+      (e: unknown) => e,
+    );
     closeStream(s);
     throw fsError(reason, 'extract', s.dir);
   }
@@ -1251,32 +1590,75 @@ export function toRpcError(err: unknown): RpcErrorObject {
     return { code: err.code, message: err.message, data: { kind: err.kind, ...err.detail } };
   }
   const e = err as Error;
-  return { code: ERROR_CODES.internal, message: e?.message ?? String(err), data: { kind: 'internal' } };
+  return {
+    code: ERROR_CODES.internal,
+    message: e?.message ?? String(err),
+    data: { kind: 'internal' },
+  };
 }
 
 /** Serves JSON-RPC lines from `input`, answers on `output`; calls `onEnd` when the input ends. */
-export function serve(input: Readable, output: Writable, handlers: Record<string, Handler>, onEnd: () => void): void {
+export function serve(
+  input: Readable,
+  output: Writable,
+  handlers: Record<string, Handler>,
+  onEnd: () => void,
+): void {
   const send = (msg: unknown) => output.write(`${JSON.stringify(msg)}\n`);
   const onLine = (line: string) => {
     let msg: { jsonrpc?: unknown; id?: unknown; method?: unknown; params?: unknown };
     try {
       msg = JSON.parse(line);
     } catch {
-      send({ jsonrpc: '2.0', id: null, error: { code: ERROR_CODES.parse_error, message: 'parse error: the line is not JSON', data: { kind: 'parse_error' } } });
+      send({
+        jsonrpc: '2.0',
+        id: null,
+        error: {
+          code: ERROR_CODES.parse_error,
+          message: 'parse error: the line is not JSON',
+          data: { kind: 'parse_error' },
+        },
+      });
       return;
     }
     const id = msg && (typeof msg.id === 'number' || typeof msg.id === 'string') ? msg.id : null;
-    if (!msg || typeof msg !== 'object' || msg.jsonrpc !== '2.0' || typeof msg.method !== 'string') {
-      send({ jsonrpc: '2.0', id, error: { code: ERROR_CODES.invalid_request, message: 'invalid request: expected a JSON-RPC 2.0 request', data: { kind: 'invalid_request' } } });
+    if (
+      !msg ||
+      typeof msg !== 'object' ||
+      msg.jsonrpc !== '2.0' ||
+      typeof msg.method !== 'string'
+    ) {
+      send({
+        jsonrpc: '2.0',
+        id,
+        error: {
+          code: ERROR_CODES.invalid_request,
+          message: 'invalid request: expected a JSON-RPC 2.0 request',
+          data: { kind: 'invalid_request' },
+        },
+      });
       return;
     }
     if (id === null) return; // notifications: nothing to answer
-    const handler = Object.prototype.hasOwnProperty.call(handlers, msg.method) ? handlers[msg.method] : undefined;
+    const handler = Object.prototype.hasOwnProperty.call(handlers, msg.method)
+      ? handlers[msg.method]
+      : undefined;
     if (!handler) {
-      send({ jsonrpc: '2.0', id, error: { code: ERROR_CODES.method_not_found, message: `method not found: ${msg.method}`, data: { kind: 'method_not_found', argument: 'method' } } });
+      send({
+        jsonrpc: '2.0',
+        id,
+        error: {
+          code: ERROR_CODES.method_not_found,
+          message: `method not found: ${msg.method}`,
+          data: { kind: 'method_not_found', argument: 'method' },
+        },
+      });
       return;
     }
-    const params = msg.params && typeof msg.params === 'object' && !Array.isArray(msg.params) ? (msg.params as Params) : {};
+    const params =
+      msg.params && typeof msg.params === 'object' && !Array.isArray(msg.params)
+        ? (msg.params as Params)
+        : {};
     Promise.resolve()
       .then(() => handler(params))
       .then(
@@ -1285,7 +1667,15 @@ export function serve(input: Readable, output: Writable, handlers: Record<string
       );
   };
   const split = lineSplitter(onLine, (bytes) => {
-    send({ jsonrpc: '2.0', id: null, error: { code: ERROR_CODES.invalid_request, message: `request line over ${MAX_LINE_BYTES} bytes (${bytes}) dropped`, data: { kind: 'too_large' } } });
+    send({
+      jsonrpc: '2.0',
+      id: null,
+      error: {
+        code: ERROR_CODES.invalid_request,
+        message: `request line over ${MAX_LINE_BYTES} bytes (${bytes}) dropped`,
+        data: { kind: 'too_large' },
+      },
+    });
   });
   input.on('data', (c: Buffer) => split(c));
   input.once('end', onEnd);
@@ -1295,10 +1685,16 @@ export function serve(input: Readable, output: Writable, handlers: Record<string
 // ---------------------------------------------------------------------------------------------
 // Outbound: TCP on the sandbox's loopback → the platform proxy's unix socket
 
-export function startProxyForwarder(listen: { host: string; port: number }, socketPath: string): Promise<net.Server> {
+export function startProxyForwarder(
+  listen: { host: string; port: number },
+  socketPath: string,
+): Promise<net.Server> {
   const server = net.createServer((client) => {
     const upstream = net.connect(socketPath);
-    const close = () => { client.destroy(); upstream.destroy(); };
+    const close = () => {
+      client.destroy();
+      upstream.destroy();
+    };
     client.on('error', close);
     upstream.on('error', close);
     client.pipe(upstream);
@@ -1316,7 +1712,10 @@ export function startProxyForwarder(listen: { host: string; port: number }, sock
 // ---------------------------------------------------------------------------------------------
 // Program
 
-function parseArgs(argv: string[]): { proxySocket: string | null; proxyListen: { host: string; port: number } } {
+function parseArgs(argv: string[]): {
+  proxySocket: string | null;
+  proxyListen: { host: string; port: number };
+} {
   let proxySocket: string | null = null;
   let listen = '127.0.0.1:3128';
   for (let i = 0; i < argv.length; i++) {
@@ -1325,7 +1724,13 @@ function parseArgs(argv: string[]): { proxySocket: string | null; proxyListen: {
     else if (argv[i] === '--tar') forceBuiltinTar = argv[++i] === 'builtin';
   }
   const idx = listen.lastIndexOf(':');
-  return { proxySocket, proxyListen: { host: listen.slice(0, idx) || '127.0.0.1', port: Number(listen.slice(idx + 1)) || 3128 } };
+  return {
+    proxySocket,
+    proxyListen: {
+      host: listen.slice(0, idx) || '127.0.0.1',
+      port: Number(listen.slice(idx + 1)) || 3128,
+    },
+  };
 }
 
 export async function main(argv: string[] = process.argv.slice(2)): Promise<void> {
@@ -1344,18 +1749,25 @@ export async function main(argv: string[] = process.argv.slice(2)): Promise<void
     try {
       await startProxyForwarder(args.proxyListen, args.proxySocket);
     } catch (err) {
-      process.stderr.write(`agent: proxy forwarder on ${args.proxyListen.host}:${args.proxyListen.port} failed: ${(err as Error).message}\n`);
+      process.stderr.write(
+        `agent: proxy forwarder on ${args.proxyListen.host}:${args.proxyListen.port} failed: ${(err as Error).message}\n`,
+      );
     }
   }
   serve(process.stdin, process.stdout, createHandlers(), () => shutdown(0));
-  process.stdout.write(`${JSON.stringify({ jsonrpc: '2.0', method: 'ready', params: { protocol: PROTOCOL_VERSION, pid: process.pid, node: process.version, tar: tarCli() ? 'cli' : 'builtin' } })}\n`);
+  process.stdout.write(
+    `${JSON.stringify({ jsonrpc: '2.0', method: 'ready', params: { protocol: PROTOCOL_VERSION, pid: process.pid, node: process.version, tar: tarCli() ? 'cli' : 'builtin' } })}\n`,
+  );
 }
 
 function isEntryPoint(): boolean {
   const entry = process.argv[1];
   if (!entry) return false;
   try {
-    return import.meta.url === pathToFileURL(realpathSync(entry)).href || import.meta.url === pathToFileURL(entry).href;
+    return (
+      import.meta.url === pathToFileURL(realpathSync(entry)).href ||
+      import.meta.url === pathToFileURL(entry).href
+    );
   } catch {
     return false;
   }

@@ -87,7 +87,11 @@ const printable = (name: string) => JSON.stringify(name).slice(1, -1).slice(0, 3
  * archive order, one at a time) and `handlers.skip` for each refused entry. Resolves with the
  * number of entries seen. A handler that throws stops the reading and the error propagates.
  */
-export async function readTarGz(source: Readable, options: ArchiveReadOptions, handlers: ArchiveHandlers): Promise<{ entries: number }> {
+export async function readTarGz(
+  source: Readable,
+  options: ArchiveReadOptions,
+  handlers: ArchiveHandlers,
+): Promise<{ entries: number }> {
   const maxEntries = options.maxEntries ?? DEFAULT_MAX_ENTRIES;
   let total = 0;
   let failure: Error | null = null;
@@ -103,15 +107,25 @@ export async function readTarGz(source: Readable, options: ArchiveReadOptions, h
   const counter = new Transform({
     transform(chunk: Buffer, _enc, cb) {
       total += chunk.length;
-      if (total > options.maxTotalBytes) return cb(new ArchiveLimitError(`the archive unpacks to more than ${options.maxTotalBytes} bytes`));
+      if (total > options.maxTotalBytes)
+        return cb(
+          new ArchiveLimitError(`the archive unpacks to more than ${options.maxTotalBytes} bytes`),
+        );
       cb(null, chunk);
     },
   });
   const ex = tarExtract();
-  source.on('error', (err) => fail(new ArchiveFormatError(`reading the archive failed: ${err.message}`)));
-  gunzip.on('error', (err) => fail(new ArchiveFormatError(`the archive is not valid gzip data: ${err.message}`)));
+  source.on('error', (err) =>
+    fail(new ArchiveFormatError(`reading the archive failed: ${err.message}`)),
+  );
+  gunzip.on('error', (err) =>
+    fail(new ArchiveFormatError(`the archive is not valid gzip data: ${err.message}`)),
+  );
   counter.on('error', (err) => fail(err));
-  source.pipe(gunzip).pipe(counter).pipe(ex as unknown as NodeJS.WritableStream);
+  source
+    .pipe(gunzip)
+    .pipe(counter)
+    .pipe(ex as unknown as NodeJS.WritableStream);
 
   let entries = 0;
   try {
@@ -119,9 +133,12 @@ export async function readTarGz(source: Readable, options: ArchiveReadOptions, h
       const h: Header = entry.header;
       const it = entry[Symbol.asyncIterator]() as AsyncIterator<Buffer>;
       const drain = async () => {
-        while (!(await it.next()).done) { /* discard */ }
+        while (!(await it.next()).done) {
+          /* discard */
+        }
       };
-      if (++entries > maxEntries) throw new ArchiveLimitError(`the archive has more than ${maxEntries} entries`);
+      if (++entries > maxEntries)
+        throw new ArchiveLimitError(`the archive has more than ${maxEntries} entries`);
       const name = h.name.replace(/^(\.\/)+/, '').replace(/\/+$/, '');
       if (h.type === 'directory' || name === '' || name === '.') {
         await drain();
@@ -134,13 +151,21 @@ export async function readTarGz(source: Readable, options: ArchiveReadOptions, h
         continue;
       }
       if (h.type !== 'file' && h.type !== 'contiguous-file') {
-        await handlers.skip(name, 'not_a_regular_file', `output '${printable(name)}' skipped: not a regular file (${h.type})`);
+        await handlers.skip(
+          name,
+          'not_a_regular_file',
+          `output '${printable(name)}' skipped: not a regular file (${h.type})`,
+        );
         await drain(); // reported first: a truncated archive still names it
         continue;
       }
       const size = h.size ?? 0;
       if (size > options.maxFileBytes) {
-        await handlers.skip(name, 'file_too_large', `output '${printable(name)}' skipped: ${size} bytes is over the ${options.maxFileBytes}-byte limit per file`);
+        await handlers.skip(
+          name,
+          'file_too_large',
+          `output '${printable(name)}' skipped: ${size} bytes is over the ${options.maxFileBytes}-byte limit per file`,
+        );
         await drain(); // reported first: a truncated archive still names it
         continue;
       }
@@ -152,15 +177,26 @@ export async function readTarGz(source: Readable, options: ArchiveReadOptions, h
             if (r.done) return r;
             seen += r.value.length;
             // tar-stream hands over exactly the header's size; this holds even if it did not
-            if (seen > options.maxFileBytes) throw new ArchiveLimitError(`output '${printable(name)}' is longer than its header says`);
+            if (seen > options.maxFileBytes)
+              throw new ArchiveLimitError(
+                `output '${printable(name)}' is longer than its header says`,
+              );
             return r;
           },
           // stopping early leaves the entry to the drain below (never destroys the archive)
-          async return() { return { done: true as const, value: undefined }; },
+          async return() {
+            return { done: true as const, value: undefined };
+          },
         }),
       };
       try {
-        await handlers.file({ name, size, mode: h.mode ?? 0o644, mtime: h.mtime ? Math.floor(h.mtime.getTime() / 1000) : 0, data });
+        await handlers.file({
+          name,
+          size,
+          mode: h.mode ?? 0o644,
+          mtime: h.mtime ? Math.floor(h.mtime.getTime() / 1000) : 0,
+          data,
+        });
       } catch (err) {
         throw new HandlerFailure(err);
       }
@@ -168,13 +204,17 @@ export async function readTarGz(source: Readable, options: ArchiveReadOptions, h
     }
   } catch (err) {
     // the handler's own errors propagate as they are; anything else is the archive's fault
-    const e = err instanceof HandlerFailure ? (err.cause as Error)
-      : err instanceof ArchiveLimitError || err instanceof ArchiveFormatError ? err
-      : new ArchiveFormatError(`the archive is broken: ${(err as Error)?.message ?? String(err)}`);
+    const e =
+      err instanceof HandlerFailure
+        ? (err.cause as Error)
+        : err instanceof ArchiveLimitError || err instanceof ArchiveFormatError
+          ? err
+          : new ArchiveFormatError(
+              `the archive is broken: ${(err as Error)?.message ?? String(err)}`,
+            );
     fail(e);
     throw failure ?? e;
   }
   if (failure) throw failure;
   return { entries };
 }
-

@@ -42,16 +42,50 @@ import type { SandboxDriver, SandboxHandle, SandboxSpec } from '../ports/sandbox
 import { createAgentClient, nodeStreamTransport, type AgentClient } from './protocol.js';
 import { removeStaleCgroups } from './limits/cgroups.js';
 import { CGROUP_PREFIX, SandboxConfinement } from './limits/confinement.js';
-import { diskQuotaTools, isMountPoint, markOwner, removeStaleDisks, unmountDiskQuota, type DiskQuotaTools } from './limits/diskQuota.js';
-import { describeMissing, probeSandboxLimits, sandboxResources, type SandboxLimitCaps, type SandboxLimitName, type SandboxLimitsProbe } from './limits/index.js';
 import {
-  BWRAP_MISSING_MESSAGE, extraBindArgs, HOST_CODE_ROOT, NAMESPACE_ARGS, resolveAgentScript, SANDBOX_PATHS, SANDBOX_PROXY_LISTEN,
-  sandboxEnv, systemBindArgs, which, writeSystemFiles,
+  diskQuotaTools,
+  isMountPoint,
+  markOwner,
+  removeStaleDisks,
+  unmountDiskQuota,
+  type DiskQuotaTools,
+} from './limits/diskQuota.js';
+import {
+  describeMissing,
+  probeSandboxLimits,
+  sandboxResources,
+  type SandboxLimitCaps,
+  type SandboxLimitName,
+  type SandboxLimitsProbe,
+} from './limits/index.js';
+import {
+  BWRAP_MISSING_MESSAGE,
+  extraBindArgs,
+  HOST_CODE_ROOT,
+  NAMESPACE_ARGS,
+  resolveAgentScript,
+  SANDBOX_PATHS,
+  SANDBOX_PROXY_LISTEN,
+  sandboxEnv,
+  systemBindArgs,
+  which,
+  writeSystemFiles,
 } from './localLayout.js';
 
 export {
-  BWRAP_MISSING_MESSAGE, checkBubblewrap, extraBindArgs, HOST_CODE_ROOT, NAMESPACE_ARGS, resolveAgentScript, SANDBOX_PATHS,
-  SANDBOX_PROXY_LISTEN, SANDBOX_UID, sandboxEnv, systemBindArgs, writeSystemFiles, type BwrapCheck,
+  BWRAP_MISSING_MESSAGE,
+  checkBubblewrap,
+  extraBindArgs,
+  HOST_CODE_ROOT,
+  NAMESPACE_ARGS,
+  resolveAgentScript,
+  SANDBOX_PATHS,
+  SANDBOX_PROXY_LISTEN,
+  SANDBOX_UID,
+  sandboxEnv,
+  systemBindArgs,
+  writeSystemFiles,
+  type BwrapCheck,
 } from './localLayout.js';
 
 /** The environment bwrap itself is started with: nothing of the host's (it shows as PID 1's environ inside). */
@@ -78,7 +112,10 @@ export interface LocalDriverOptions {
    * sandbox its own socket (the proxy then knows the session from the socket). Keep the socket
    * file in place while sandboxes run: a re-created socket is not seen by running sandboxes.
    */
-  proxySocket?: string | null | ((spec: SandboxSpec) => ProxySocket | string | null | Promise<ProxySocket | string | null>);
+  proxySocket?:
+    | string
+    | null
+    | ((spec: SandboxSpec) => ProxySocket | string | null | Promise<ProxySocket | string | null>);
   /** Extra host paths bound read-only at the same path (toolchains under /opt, …). */
   readOnlyBinds?: string[];
   /**
@@ -120,7 +157,8 @@ export interface LocalDriver extends SandboxDriver {
   start(spec: SandboxSpec): Promise<LocalSandboxHandle>;
 }
 
-const RESERVED_ENV = /^(AGENTFLEET_.*|HTTP_PROXY|HTTPS_PROXY|http_proxy|https_proxy|NO_PROXY|no_proxy)$/;
+const RESERVED_ENV =
+  /^(AGENTFLEET_.*|HTTP_PROXY|HTTPS_PROXY|http_proxy|https_proxy|NO_PROXY|no_proxy)$/;
 
 async function removeTree(p: string): Promise<void> {
   try {
@@ -142,7 +180,13 @@ export function createLocalDriver(opts: LocalDriverOptions): LocalDriver {
   const systemDir = join(rootDir, '.system');
   const log = opts.log;
   const running = new Map<string, LocalSandboxHandle>();
-  interface Prepared { bwrap: string; agent: string; probe: SandboxLimitsProbe | null; enforce: Set<SandboxLimitName>; disk: DiskQuotaTools | null }
+  interface Prepared {
+    bwrap: string;
+    agent: string;
+    probe: SandboxLimitsProbe | null;
+    enforce: Set<SandboxLimitName>;
+    disk: DiskQuotaTools | null;
+  }
   let prepared: Promise<Prepared> | null = null;
   let closed = false;
 
@@ -156,15 +200,20 @@ export function createLocalDriver(opts: LocalDriverOptions): LocalDriver {
       const agent = opts.agentPath ?? (await resolveAgentScript(join(rootDir, '.agent')));
       if (!existsSync(agent)) throw new Error(`sandbox agent script not found: ${agent}`);
       if (!existsSync(nodeBin)) throw new Error(`node binary not found: ${nodeBin}`);
-      if (opts.limits === false) return { bwrap, agent, probe: null, enforce: new Set<SandboxLimitName>(), disk: null };
+      if (opts.limits === false)
+        return { bwrap, agent, probe: null, enforce: new Set<SandboxLimitName>(), disk: null };
       const probe = opts.limits?.probe ?? (await probeSandboxLimits(rootDir));
-      if (probe.missing.length && !opts.limits?.probe) log?.warn(`sandbox limits this host cannot enforce: ${describeMissing(probe)}`, { missing: probe.missing.map((m) => m.limit) });
+      if (probe.missing.length && !opts.limits?.probe)
+        log?.warn(`sandbox limits this host cannot enforce: ${describeMissing(probe)}`, {
+          missing: probe.missing.map((m) => m.limit),
+        });
       removeStaleCgroups(probe.cgroups, CGROUP_PREFIX);
       const tools = diskQuotaTools();
       const disk = 'tools' in tools ? tools.tools : null;
       if (disk) {
         const stale = await removeStaleDisks(disk, rootDir);
-        if (stale.length) log?.info('removed the disks of sandboxes whose server died', { count: stale.length });
+        if (stale.length)
+          log?.info('removed the disks of sandboxes whose server died', { count: stale.length });
       }
       return { bwrap, agent, probe, enforce: new Set(probe.enforced), disk };
     })().catch((err) => {
@@ -174,21 +223,31 @@ export function createLocalDriver(opts: LocalDriverOptions): LocalDriver {
 
   async function start(spec: SandboxSpec): Promise<LocalSandboxHandle> {
     if (closed) throw new Error('local sandbox driver is closed');
-    if (!SESSION_ID.test(spec.sessionId)) throw new Error(`sandbox spec: sessionId '${spec.sessionId}' must match ${SESSION_ID}`);
+    if (!SESSION_ID.test(spec.sessionId))
+      throw new Error(`sandbox spec: sessionId '${spec.sessionId}' must match ${SESSION_ID}`);
     const resources = sandboxResources(spec.size, opts.limits ? opts.limits.caps : undefined);
     for (const k of Object.keys(spec.env)) {
-      if (!ENV_NAME.test(k)) throw new Error(`sandbox spec: env name '${k}' is not a valid variable name`);
-      if (RESERVED_ENV.test(k)) throw new Error(`sandbox spec: env ${k} is reserved (set by the platform)`);
+      if (!ENV_NAME.test(k))
+        throw new Error(`sandbox spec: env name '${k}' is not a valid variable name`);
+      if (RESERVED_ENV.test(k))
+        throw new Error(`sandbox spec: env ${k} is reserved (set by the platform)`);
     }
-    if (running.has(spec.sessionId)) throw new Error(`a sandbox for session ${spec.sessionId} is already running`);
+    if (running.has(spec.sessionId))
+      throw new Error(`a sandbox for session ${spec.sessionId} is already running`);
     const { bwrap, agent, probe, enforce, disk } = await prepare();
-    const given = typeof opts.proxySocket === 'function' ? await opts.proxySocket(spec) : (opts.proxySocket ?? null);
+    const given =
+      typeof opts.proxySocket === 'function'
+        ? await opts.proxySocket(spec)
+        : (opts.proxySocket ?? null);
     const proxy: ProxySocket | null = typeof given === 'string' ? { path: given } : given;
     const release = async () => {
       try {
         await proxy?.release?.();
       } catch (err) {
-        log?.warn('releasing the sandbox proxy socket failed', { sessionId: spec.sessionId, error: (err as Error).message });
+        log?.warn('releasing the sandbox proxy socket failed', {
+          sessionId: spec.sessionId,
+          error: (err as Error).message,
+        });
       }
     };
     const proxySocket = proxy?.path ?? null;
@@ -199,7 +258,12 @@ export function createLocalDriver(opts: LocalDriverOptions): LocalDriver {
 
     const hostDir = join(rootDir, spec.sessionId);
     const image = `${hostDir}.img`;
-    const dirs = { workspace: join(hostDir, 'workspace'), tmp: join(hostDir, 'tmp'), home: join(hostDir, 'home'), outputs: join(hostDir, 'outputs') };
+    const dirs = {
+      workspace: join(hostDir, 'workspace'),
+      tmp: join(hostDir, 'tmp'),
+      home: join(hostDir, 'home'),
+      outputs: join(hostDir, 'outputs'),
+    };
     const id = `local-${spec.sessionId}-${randomBytes(4).toString('hex')}`;
     let confinement: SandboxConfinement | null = null;
     try {
@@ -210,7 +274,14 @@ export function createLocalDriver(opts: LocalDriverOptions): LocalDriver {
       await markOwner(hostDir);
       if (probe) {
         confinement = await SandboxConfinement.create({
-          name: id, hostDir, image, resources, enforce, cgroups: probe.cgroups, disk, log,
+          name: id,
+          hostDir,
+          image,
+          resources,
+          enforce,
+          cgroups: probe.cgroups,
+          disk,
+          log,
         });
       }
       for (const d of Object.values(dirs)) await fsp.mkdir(d, { recursive: true, mode: 0o755 });
@@ -223,34 +294,56 @@ export function createLocalDriver(opts: LocalDriverOptions): LocalDriver {
     }
 
     const proxyUrl = spec.proxyUrl ?? (proxySocket ? `http://${SANDBOX_PROXY_LISTEN}` : null);
-    if (spec.proxyUrl && !proxySocket) log?.warn('sandbox has a proxyUrl but no proxy socket: it has no way out', { sessionId: spec.sessionId });
+    if (spec.proxyUrl && !proxySocket)
+      log?.warn('sandbox has a proxyUrl but no proxy socket: it has no way out', {
+        sessionId: spec.sessionId,
+      });
     const env = sandboxEnv(spec.env, proxyUrl);
     let listen = SANDBOX_PROXY_LISTEN;
     if (proxyUrl) {
       try {
         const u = new URL(proxyUrl);
-        if (u.hostname === '127.0.0.1' || u.hostname === 'localhost') listen = `127.0.0.1:${u.port || '80'}`;
-      } catch { /* keep the default */ }
+        if (u.hostname === '127.0.0.1' || u.hostname === 'localhost')
+          listen = `127.0.0.1:${u.port || '80'}`;
+      } catch {
+        /* keep the default */
+      }
     }
 
     const args = [
       ...NAMESPACE_ARGS,
       ...systemBindArgs(systemDir),
-      '--bind', dirs.workspace, SANDBOX_PATHS.workspace,
-      '--bind', dirs.tmp, SANDBOX_PATHS.tmp,
-      '--bind', dirs.home, SANDBOX_PATHS.home,
-      '--bind', dirs.outputs, SANDBOX_PATHS.outputs,
-      '--ro-bind', nodeBin, SANDBOX_PATHS.node,
-      '--ro-bind', agent, SANDBOX_PATHS.agent,
+      '--bind',
+      dirs.workspace,
+      SANDBOX_PATHS.workspace,
+      '--bind',
+      dirs.tmp,
+      SANDBOX_PATHS.tmp,
+      '--bind',
+      dirs.home,
+      SANDBOX_PATHS.home,
+      '--bind',
+      dirs.outputs,
+      SANDBOX_PATHS.outputs,
+      '--ro-bind',
+      nodeBin,
+      SANDBOX_PATHS.node,
+      '--ro-bind',
+      agent,
+      SANDBOX_PATHS.agent,
       ...(proxySocket ? ['--ro-bind', proxySocket, SANDBOX_PATHS.proxySocket] : []),
       ...extraBindArgs(opts.readOnlyBinds, [HOST_CODE_ROOT, rootDir, ...(opts.hidePaths ?? [])]),
-      '--chdir', SANDBOX_PATHS.workspace,
+      '--chdir',
+      SANDBOX_PATHS.workspace,
       '--clearenv',
       ...Object.entries(env).flatMap(([k, v]) => ['--setenv', k, v]),
     ];
     const command = [
-      SANDBOX_PATHS.node, SANDBOX_PATHS.agent,
-      ...(proxySocket ? ['--proxy-socket', SANDBOX_PATHS.proxySocket, '--proxy-listen', listen] : []),
+      SANDBOX_PATHS.node,
+      SANDBOX_PATHS.agent,
+      ...(proxySocket
+        ? ['--proxy-socket', SANDBOX_PATHS.proxySocket, '--proxy-listen', listen]
+        : []),
       ...(opts.agentTar === 'builtin' ? ['--tar', 'builtin'] : []),
     ];
 
@@ -258,8 +351,14 @@ export function createLocalDriver(opts: LocalDriverOptions): LocalDriver {
     // paths or env values (bwrap takes options from the pipe, the command from argv: only
     // sandbox paths there). An empty environment: bwrap's shows as /proc/1/environ inside.
     // Through the confinement's wrapper, bwrap starts inside the sandbox's cgroups.
-    const [program, ...programArgs] = confinement ? confinement.command([bwrap, '--args', '3', '--', ...command]) : [bwrap, '--args', '3', '--', ...command];
-    const child: ChildProcess = spawn(program, programArgs, { stdio: ['pipe', 'pipe', 'pipe', 'pipe'], env: BWRAP_ENV, cwd: '/' });
+    const [program, ...programArgs] = confinement
+      ? confinement.command([bwrap, '--args', '3', '--', ...command])
+      : [bwrap, '--args', '3', '--', ...command];
+    const child: ChildProcess = spawn(program, programArgs, {
+      stdio: ['pipe', 'pipe', 'pipe', 'pipe'],
+      env: BWRAP_ENV,
+      cwd: '/',
+    });
     const argPipe = child.stdio[3] as Writable;
     argPipe.on('error', () => {});
     argPipe.end(`${args.join('\0')}\0`);
@@ -278,21 +377,29 @@ export function createLocalDriver(opts: LocalDriverOptions): LocalDriver {
     });
     const rawApi = createAgentClient(nodeStreamTransport(child.stdout!, child.stdin!));
     const api = confinement ? confinement.reportingLimits(rawApi) : rawApi;
-    const ready = new Promise<void>((res) => api.onNotification((m) => { if (m === 'ready') res(); }));
+    const ready = new Promise<void>((res) =>
+      api.onNotification((m) => {
+        if (m === 'ready') res();
+      }),
+    );
 
     let removed: Promise<void> | null = null;
-    const cleanup = () => (removed ??= (async () => {
-      await exited;
-      if (running.get(spec.sessionId) === handle) running.delete(spec.sessionId);
-      try {
-        await confinement?.release();
-      } catch (err) {
-        log?.warn('releasing the sandbox limits failed', { sandboxId: id, error: (err as Error).message });
-      }
-      await removeTree(hostDir);
-      await fsp.rm(`${hostDir}.owner`, { force: true });
-      await release();
-    })());
+    const cleanup = () =>
+      (removed ??= (async () => {
+        await exited;
+        if (running.get(spec.sessionId) === handle) running.delete(spec.sessionId);
+        try {
+          await confinement?.release();
+        } catch (err) {
+          log?.warn('releasing the sandbox limits failed', {
+            sandboxId: id,
+            error: (err as Error).message,
+          });
+        }
+        await removeTree(hostDir);
+        await fsp.rm(`${hostDir}.owner`, { force: true });
+        await release();
+      })());
 
     const terminate = async (graceMs: number) => {
       if (child.exitCode === null && child.signalCode === null) {
@@ -319,24 +426,34 @@ export function createLocalDriver(opts: LocalDriverOptions): LocalDriver {
       destroy: () => terminate(500),
     };
     running.set(spec.sessionId, handle);
-    void exited.then(() => { api.close(); void cleanup(); });
+    void exited.then(() => {
+      api.close();
+      void cleanup();
+    });
 
     const startTimeoutMs = opts.startTimeoutMs ?? 20_000;
     let timer: NodeJS.Timeout | undefined;
     const outcome = await Promise.race([
       ready.then(() => 'ready' as const),
       exited.then(() => 'exited' as const),
-      new Promise<'timeout'>((r) => { timer = setTimeout(() => r('timeout'), startTimeoutMs); }),
+      new Promise<'timeout'>((r) => {
+        timer = setTimeout(() => r('timeout'), startTimeoutMs);
+      }),
     ]);
     clearTimeout(timer);
     if (outcome !== 'ready') {
       await handle.destroy();
       const r = await exited;
-      const why = outcome === 'timeout' ? `did not start within ${startTimeoutMs} ms` : `exited during start (code ${r.code}, signal ${r.signal})`;
+      const why =
+        outcome === 'timeout'
+          ? `did not start within ${startTimeoutMs} ms`
+          : `exited during start (code ${r.code}, signal ${r.signal})`;
       const hint = /namespace|uid map|setting up uid|Operation not permitted/i.test(stderrTail)
         ? ' (bubblewrap needs unprivileged user namespaces: sysctl kernel.unprivileged_userns_clone=1, user.max_user_namespaces > 0; on Ubuntu 24.04+ also kernel.apparmor_restrict_unprivileged_userns=0 or an AppArmor profile for bwrap)'
         : '';
-      throw new Error(`sandbox for session ${spec.sessionId} ${why}: ${stderrTail.trim().slice(-1500) || 'no output'}${hint}`);
+      throw new Error(
+        `sandbox for session ${spec.sessionId} ${why}: ${stderrTail.trim().slice(-1500) || 'no output'}${hint}`,
+      );
     }
     if (child.pid) confinement?.watch(child.pid);
     // The sandbox holds binds of its disk now: detach it from the host, so that nothing of it
@@ -344,7 +461,10 @@ export function createLocalDriver(opts: LocalDriverOptions): LocalDriver {
     try {
       await confinement?.detachDisk();
     } catch (err) {
-      log?.warn('detaching the sandbox disk failed', { sandboxId: id, error: (err as Error).message });
+      log?.warn('detaching the sandbox disk failed', {
+        sandboxId: id,
+        error: (err as Error).message,
+      });
     }
     log?.debug('sandbox started', { sandboxId: id, sessionId: spec.sessionId, pid: child.pid });
     return handle;

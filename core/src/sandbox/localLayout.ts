@@ -29,7 +29,10 @@ export const SANDBOX_PROXY_LISTEN = '127.0.0.1:3128';
 export const SANDBOX_UID = 1000;
 
 /** The environment every sandbox process starts with, whatever the driver. */
-export function sandboxEnv(specEnv: Record<string, string>, proxyUrl: string | null): Record<string, string> {
+export function sandboxEnv(
+  specEnv: Record<string, string>,
+  proxyUrl: string | null,
+): Record<string, string> {
   return {
     PATH: `/usr/local/bin:/usr/bin:/bin:/usr/local/sbin:/usr/sbin:/sbin:${dirname(SANDBOX_PATHS.node)}`,
     HOME: SANDBOX_PATHS.home,
@@ -39,17 +42,58 @@ export function sandboxEnv(specEnv: Record<string, string>, proxyUrl: string | n
     LANG: 'C.UTF-8',
     TMPDIR: '/tmp',
     ...specEnv,
-    ...(proxyUrl ? { HTTP_PROXY: proxyUrl, HTTPS_PROXY: proxyUrl, http_proxy: proxyUrl, https_proxy: proxyUrl, NO_PROXY: 'localhost,127.0.0.1,::1', no_proxy: 'localhost,127.0.0.1,::1' } : {}),
+    ...(proxyUrl
+      ? {
+          HTTP_PROXY: proxyUrl,
+          HTTPS_PROXY: proxyUrl,
+          http_proxy: proxyUrl,
+          https_proxy: proxyUrl,
+          NO_PROXY: 'localhost,127.0.0.1,::1',
+          no_proxy: 'localhost,127.0.0.1,::1',
+        }
+      : {}),
   };
 }
 
 const ETC_ALLOW = [
-  'alternatives', 'ca-certificates', 'ca-certificates.conf', 'ssl/certs', 'ssl/openssl.cnf',
-  'pki/ca-trust', 'pki/tls/certs', 'pki/tls/openssl.cnf', 'crypto-policies',
-  'ld.so.cache', 'ld.so.conf', 'ld.so.conf.d', 'localtime', 'timezone', 'nsswitch.conf', 'host.conf',
-  'gai.conf', 'protocols', 'services', 'networks', 'mime.types', 'os-release', 'debian_version',
-  'lsb-release', 'profile', 'bash.bashrc', 'inputrc', 'terminfo', 'magic', 'magic.mime', 'perl',
-  'gitconfig', 'wgetrc', 'xattr.conf', 'manpath.config', 'locale.alias', 'locale.gen', 'default/locale',
+  'alternatives',
+  'ca-certificates',
+  'ca-certificates.conf',
+  'ssl/certs',
+  'ssl/openssl.cnf',
+  'pki/ca-trust',
+  'pki/tls/certs',
+  'pki/tls/openssl.cnf',
+  'crypto-policies',
+  'ld.so.cache',
+  'ld.so.conf',
+  'ld.so.conf.d',
+  'localtime',
+  'timezone',
+  'nsswitch.conf',
+  'host.conf',
+  'gai.conf',
+  'protocols',
+  'services',
+  'networks',
+  'mime.types',
+  'os-release',
+  'debian_version',
+  'lsb-release',
+  'profile',
+  'bash.bashrc',
+  'inputrc',
+  'terminfo',
+  'magic',
+  'magic.mime',
+  'perl',
+  'gitconfig',
+  'wgetrc',
+  'xattr.conf',
+  'manpath.config',
+  'locale.alias',
+  'locale.gen',
+  'default/locale',
 ];
 const ETC_ALLOW_PREFIX = ['python'];
 const SYSTEM_DIRS = ['/bin', '/sbin', '/lib', '/lib32', '/lib64', '/libx32'];
@@ -71,9 +115,17 @@ export function checkBubblewrap(bwrapCmd = 'bwrap'): BwrapCheck {
   const v = spawnSync(bwrap, ['--version'], { encoding: 'utf8', env: {} });
   if (v.error || v.status !== 0) return { ok: false, message: BWRAP_MISSING_MESSAGE };
   const version = v.stdout.trim();
-  const r = spawnSync(bwrap, ['--unshare-all', '--unshare-user', '--die-with-parent', '--ro-bind', '/', '/', '/bin/true'], { encoding: 'utf8', timeout: 10_000, env: {} });
+  const r = spawnSync(
+    bwrap,
+    ['--unshare-all', '--unshare-user', '--die-with-parent', '--ro-bind', '/', '/', '/bin/true'],
+    { encoding: 'utf8', timeout: 10_000, env: {} },
+  );
   if (r.status !== 0) {
-    return { ok: false, version, message: `bubblewrap (${version}) cannot create sandbox namespaces here: ${(r.stderr || r.error?.message || '').trim()} (user namespaces must be allowed: sysctl kernel.unprivileged_userns_clone=1 / user.max_user_namespaces > 0)` };
+    return {
+      ok: false,
+      version,
+      message: `bubblewrap (${version}) cannot create sandbox namespaces here: ${(r.stderr || r.error?.message || '').trim()} (user namespaces must be allowed: sysctl kernel.unprivileged_userns_clone=1 / user.max_user_namespaces > 0)`,
+    };
   }
   return { ok: true, version };
 }
@@ -84,7 +136,9 @@ export function which(cmd: string): string | null {
     const p = join(d || '.', cmd);
     try {
       if (statSync(p).isFile()) return p;
-    } catch { /* next */ }
+    } catch {
+      /* next */
+    }
   }
   return null;
 }
@@ -96,13 +150,21 @@ export async function resolveAgentScript(cacheDir: string): Promise<string> {
     const compiled = join(dirname(here), 'agent.js');
     if (existsSync(compiled)) return compiled;
   }
-  const source = here.endsWith('.ts') ? join(dirname(here), 'agent.ts') : resolve(dirname(here), '../../src/sandbox/agent.ts');
+  const source = here.endsWith('.ts')
+    ? join(dirname(here), 'agent.ts')
+    : resolve(dirname(here), '../../src/sandbox/agent.ts');
   const text = await fsp.readFile(source, 'utf8');
-  const out = join(cacheDir, `agent-${createHash('sha256').update(text).digest('hex').slice(0, 16)}.mjs`);
+  const out = join(
+    cacheDir,
+    `agent-${createHash('sha256').update(text).digest('hex').slice(0, 16)}.mjs`,
+  );
   if (existsSync(out)) return out;
   // typescript is a dev dependency: this path is for running from source (tsx, vitest)
   const ts = (await import('typescript')).default;
-  const js = ts.transpileModule(text, { compilerOptions: { module: ts.ModuleKind.ESNext, target: ts.ScriptTarget.ES2022 }, fileName: 'agent.ts' }).outputText;
+  const js = ts.transpileModule(text, {
+    compilerOptions: { module: ts.ModuleKind.ESNext, target: ts.ScriptTarget.ES2022 },
+    fileName: 'agent.ts',
+  }).outputText;
   await fsp.mkdir(cacheDir, { recursive: true });
   const tmp = `${out}.${process.pid}.${randomBytes(4).toString('hex')}.tmp`;
   await fsp.writeFile(tmp, js, { mode: 0o644 });
@@ -113,7 +175,8 @@ export async function resolveAgentScript(cacheDir: string): Promise<string> {
 /** The repository (or installed package tree) this module runs from: never visible in a sandbox. */
 export const HOST_CODE_ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '../../..');
 
-const under = (p: string, root: string) => p === root || p.startsWith(root.endsWith('/') ? root : `${root}/`);
+const under = (p: string, root: string) =>
+  p === root || p.startsWith(root.endsWith('/') ? root : `${root}/`);
 
 /** bwrap arguments binding the system read-only (shared by the driver and the bench). */
 export function systemBindArgs(systemDir: string): string[] {
@@ -128,13 +191,18 @@ export function systemBindArgs(systemDir: string): string[] {
     if (st.isSymbolicLink()) args.push('--symlink', readlinkSync(d), d);
     else if (st.isDirectory()) args.push('--ro-bind', d, d);
   }
-  for (const name of ETC_ALLOW) if (existsSync(`/etc/${name}`)) args.push('--ro-bind', `/etc/${name}`, `/etc/${name}`);
+  for (const name of ETC_ALLOW)
+    if (existsSync(`/etc/${name}`)) args.push('--ro-bind', `/etc/${name}`, `/etc/${name}`);
   try {
     for (const d of readdirSync('/etc').sort()) {
-      if (ETC_ALLOW_PREFIX.some((p) => d.startsWith(p))) args.push('--ro-bind', `/etc/${d}`, `/etc/${d}`);
+      if (ETC_ALLOW_PREFIX.some((p) => d.startsWith(p)))
+        args.push('--ro-bind', `/etc/${d}`, `/etc/${d}`);
     }
-  } catch { /* none */ }
-  for (const f of ['passwd', 'group', 'hosts']) args.push('--ro-bind', join(systemDir, f), `/etc/${f}`);
+  } catch {
+    /* none */
+  }
+  for (const f of ['passwd', 'group', 'hosts'])
+    args.push('--ro-bind', join(systemDir, f), `/etc/${f}`);
   args.push('--proc', '/proc', '--dev', '/dev');
   return args;
 }
@@ -154,7 +222,9 @@ export function extraBindArgs(extraReadOnly: string[] = [], hide: string[] = [])
     try {
       if (statSync(p).isDirectory()) args.push('--tmpfs', p);
       else args.push('--ro-bind', '/dev/null', p);
-    } catch { /* absent: nothing to hide */ }
+    } catch {
+      /* absent: nothing to hide */
+    }
   }
   return args;
 }
@@ -178,7 +248,17 @@ export async function writeSystemFiles(systemDir: string): Promise<void> {
 
 /** Namespace flags shared by the driver and the bench. */
 export const NAMESPACE_ARGS = [
-  '--unshare-all', '--unshare-user', '--disable-userns', '--uid', String(SANDBOX_UID), '--gid', String(SANDBOX_UID),
-  '--hostname', 'sandbox', '--cap-drop', 'ALL', '--die-with-parent', '--new-session',
+  '--unshare-all',
+  '--unshare-user',
+  '--disable-userns',
+  '--uid',
+  String(SANDBOX_UID),
+  '--gid',
+  String(SANDBOX_UID),
+  '--hostname',
+  'sandbox',
+  '--cap-drop',
+  'ALL',
+  '--die-with-parent',
+  '--new-session',
 ];
-

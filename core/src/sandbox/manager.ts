@@ -32,8 +32,25 @@ import { Transform, type Readable } from 'node:stream';
 import type { Logger } from '../log.js';
 import { sleep } from '../util.js';
 import type { ObjectStore } from '../ports/objectStore.js';
-import { INSTANCE_SIZES, type OutputSyncReport, type SandboxAgentApi, type SandboxDriver, type SandboxHandle, type SandboxManager, type SandboxSpec, type SandboxState, type SessionRef } from '../ports/sandbox.js';
-import { DEFAULT_OUTPUT_MAX_FILE_BYTES, DEFAULT_OUTPUT_MAX_SESSION_BYTES, newOutputSyncMemory, syncSessionOutputs, type OutputQuotas, type OutputSyncMemory } from './outputs.js';
+import {
+  INSTANCE_SIZES,
+  type OutputSyncReport,
+  type SandboxAgentApi,
+  type SandboxDriver,
+  type SandboxHandle,
+  type SandboxManager,
+  type SandboxSpec,
+  type SandboxState,
+  type SessionRef,
+} from '../ports/sandbox.js';
+import {
+  DEFAULT_OUTPUT_MAX_FILE_BYTES,
+  DEFAULT_OUTPUT_MAX_SESSION_BYTES,
+  newOutputSyncMemory,
+  syncSessionOutputs,
+  type OutputQuotas,
+  type OutputSyncMemory,
+} from './outputs.js';
 import { SandboxAgentError } from './protocol.js';
 import { SANDBOX_PATHS } from './localLayout.js';
 import { objectKeySegment as keySegment, outputsPrefix } from '../domain/files.js';
@@ -48,7 +65,9 @@ export const PROBE_ATTEMPTS = 10;
  * Largest snapshot stored: the biggest instance disk, gzipped incompressible data (+10%), and
  * tar headers. The sandbox is untrusted: a stream past this stores nothing (snapshot_failed).
  */
-export const MAX_SNAPSHOT_BYTES = Math.ceil(Math.max(...Object.values(INSTANCE_SIZES).map((s) => s.diskMb)) * 1024 * 1024 * 1.1) + 64 * 1024 * 1024;
+export const MAX_SNAPSHOT_BYTES =
+  Math.ceil(Math.max(...Object.values(INSTANCE_SIZES).map((s) => s.diskMb)) * 1024 * 1024 * 1.1) +
+  64 * 1024 * 1024;
 
 export interface SandboxEvent {
   type: string;
@@ -106,7 +125,11 @@ export interface SandboxManagerService extends SandboxManager {
 /** A warmup step failed; `step` is 'probe' | 'restore' | 'resources' | 'outbound' | 'marker' | 'start'. */
 export class SandboxWarmupError extends Error {
   override readonly name = 'SandboxWarmupError';
-  constructor(readonly step: string, message: string, readonly path?: string) {
+  constructor(
+    readonly step: string,
+    message: string,
+    readonly path?: string,
+  ) {
     super(message);
   }
 }
@@ -116,17 +139,19 @@ export const snapshotPrefix = (s: SessionRef) =>
 export const latestPointerKey = (s: SessionRef) => `${snapshotPrefix(s)}latest`;
 
 const stamp = (at: number) => new Date(at).toISOString().replace(/[-:]/g, '');
-export const snapshotKey = (s: SessionRef, at: number) => `${snapshotPrefix(s)}${stamp(at)}-${randomBytes(3).toString('hex')}.tar.gz`;
+export const snapshotKey = (s: SessionRef, at: number) =>
+  `${snapshotPrefix(s)}${stamp(at)}-${randomBytes(3).toString('hex')}.tar.gz`;
 
 /** The time in a snapshot key, or null. */
 export function snapshotTime(key: string): number | null {
   const m = /\/(\d{8})T(\d{6})\.(\d{3})Z-[0-9a-f]+\.tar\.gz$/.exec(key);
   if (!m) return null;
   const [d, t, ms] = [m[1]!, m[2]!, m[3]!];
-  const v = Date.parse(`${d.slice(0, 4)}-${d.slice(4, 6)}-${d.slice(6, 8)}T${t.slice(0, 2)}:${t.slice(2, 4)}:${t.slice(4, 6)}.${ms}Z`);
+  const v = Date.parse(
+    `${d.slice(0, 4)}-${d.slice(4, 6)}-${d.slice(6, 8)}T${t.slice(0, 2)}:${t.slice(2, 4)}:${t.slice(4, 6)}.${ms}Z`,
+  );
   return Number.isNaN(v) ? null : v;
 }
-
 
 interface Entry {
   ref: SessionRef;
@@ -154,7 +179,10 @@ export function createSandboxManager(deps: SandboxManagerDeps): SandboxManagerSe
   const probeAttempts = deps.probeAttempts ?? PROBE_ATTEMPTS;
   const probeDelayMs = deps.probeDelayMs ?? 200;
   const now = deps.now ?? Date.now;
-  const outputQuotas: OutputQuotas = deps.outputQuotas ?? { maxFileBytes: DEFAULT_OUTPUT_MAX_FILE_BYTES, maxSessionBytes: DEFAULT_OUTPUT_MAX_SESSION_BYTES };
+  const outputQuotas: OutputQuotas = deps.outputQuotas ?? {
+    maxFileBytes: DEFAULT_OUTPUT_MAX_FILE_BYTES,
+    maxSessionBytes: DEFAULT_OUTPUT_MAX_SESSION_BYTES,
+  };
   const entries = new Map<string, Entry>();
   const deadHandles = new WeakSet<SandboxHandle>();
   let closed = false;
@@ -178,8 +206,16 @@ export function createSandboxManager(deps: SandboxManagerDeps): SandboxManagerSe
     if (!e) {
       e = {
         ref: { tenantId: ref.tenantId, sessionId: ref.sessionId, environmentId: ref.environmentId },
-        state: 'cold', handle: null, warm: null, stopping: null, backup: null, inflight: 0,
-        lastActivity: Date.now(), idleTimer: null, tasks: new Map(), outputs: newOutputSyncMemory(),
+        state: 'cold',
+        handle: null,
+        warm: null,
+        stopping: null,
+        backup: null,
+        inflight: 0,
+        lastActivity: Date.now(),
+        idleTimer: null,
+        tasks: new Map(),
+        outputs: newOutputSyncMemory(),
       };
       entries.set(ref.sessionId, e);
     }
@@ -189,7 +225,15 @@ export function createSandboxManager(deps: SandboxManagerDeps): SandboxManagerSe
   const maybeForget = (e: Entry) => {
     const t = Date.now();
     for (const [id, task] of e.tasks) if (task.until <= t) e.tasks.delete(id);
-    if (e.state === 'cold' && !e.handle && !e.warm && !e.stopping && e.inflight === 0 && e.tasks.size === 0 && entries.get(e.ref.sessionId) === e) {
+    if (
+      e.state === 'cold' &&
+      !e.handle &&
+      !e.warm &&
+      !e.stopping &&
+      e.inflight === 0 &&
+      e.tasks.size === 0 &&
+      entries.get(e.ref.sessionId) === e
+    ) {
       entries.delete(e.ref.sessionId);
     }
   };
@@ -202,12 +246,24 @@ export function createSandboxManager(deps: SandboxManagerDeps): SandboxManagerSe
       try {
         const p = JSON.parse(Buffer.from(raw).toString('utf8')) as SnapshotPointer;
         if (p && typeof p.key === 'string' && p.key.startsWith(snapshotPrefix(ref))) return p;
-      } catch { /* fall back to listing */ }
+      } catch {
+        /* fall back to listing */
+      }
     }
     // no (valid) pointer: the newest snapshot object, if any (e.g. the pointer write failed)
     const list = (await objects.list(snapshotPrefix(ref))).filter((o) => o.key.endsWith('.tar.gz'));
-    const last = list.sort((a, b) => (snapshotTime(a.key) ?? 0) - (snapshotTime(b.key) ?? 0)).at(-1);
-    return last ? { key: last.key, createdAt: last.modifiedAt, bytes: last.size, reason: 'unknown', sandboxId: '' } : null;
+    const last = list
+      .sort((a, b) => (snapshotTime(a.key) ?? 0) - (snapshotTime(b.key) ?? 0))
+      .at(-1);
+    return last
+      ? {
+          key: last.key,
+          createdAt: last.modifiedAt,
+          bytes: last.size,
+          reason: 'unknown',
+          sandboxId: '',
+        }
+      : null;
   }
 
   async function snapshot(e: Entry, h: SandboxHandle, reason: string): Promise<SnapshotPointer> {
@@ -216,9 +272,20 @@ export function createSandboxManager(deps: SandboxManagerDeps): SandboxManagerSe
     const at = now();
     const key = snapshotKey(ref, at);
     // streamed from the sandbox into the store: a failed transfer stores nothing
-    const { size } = await objects.putStream(key, archive.data, { contentType: 'application/gzip', maxBytes: MAX_SNAPSHOT_BYTES });
-    const pointer: SnapshotPointer = { key, createdAt: new Date(at).toISOString(), bytes: size, reason, sandboxId: h.id };
-    await objects.put(latestPointerKey(ref), Buffer.from(JSON.stringify(pointer)), { contentType: 'application/json' });
+    const { size } = await objects.putStream(key, archive.data, {
+      contentType: 'application/gzip',
+      maxBytes: MAX_SNAPSHOT_BYTES,
+    });
+    const pointer: SnapshotPointer = {
+      key,
+      createdAt: new Date(at).toISOString(),
+      bytes: size,
+      reason,
+      sandboxId: h.id,
+    };
+    await objects.put(latestPointerKey(ref), Buffer.from(JSON.stringify(pointer)), {
+      contentType: 'application/json',
+    });
     emit('snapshot', ref.sessionId, { key, reason, bytes: size, sandboxId: h.id });
     log.info('sandbox snapshot written', { sessionId: ref.sessionId, key, reason, bytes: size });
     return pointer;
@@ -226,11 +293,22 @@ export function createSandboxManager(deps: SandboxManagerDeps): SandboxManagerSe
 
   async function syncOutputsWith(e: Entry, h: SandboxHandle): Promise<OutputSyncReport> {
     const report = await syncSessionOutputs({
-      api: h.api, objects, dir: SANDBOX_PATHS.outputs, prefix: outputsPrefix(e.ref.tenantId, e.ref.sessionId), quotas: outputQuotas,
-      memory: e.outputs, log, sessionId: e.ref.sessionId, now,
+      api: h.api,
+      objects,
+      dir: SANDBOX_PATHS.outputs,
+      prefix: outputsPrefix(e.ref.tenantId, e.ref.sessionId),
+      quotas: outputQuotas,
+      memory: e.outputs,
+      log,
+      sessionId: e.ref.sessionId,
+      now,
     });
-    for (const s of report.skipped) emit('output_skipped', e.ref.sessionId, { name: s.name, reason: s.reason });
-    emit('outputs_synced', e.ref.sessionId, { count: report.stored.length, skipped: report.skipped.length });
+    for (const s of report.skipped)
+      emit('output_skipped', e.ref.sessionId, { name: s.name, reason: s.reason });
+    emit('outputs_synced', e.ref.sessionId, {
+      count: report.stored.length,
+      skipped: report.skipped.length,
+    });
     return report;
   }
 
@@ -249,7 +327,10 @@ export function createSandboxManager(deps: SandboxManagerDeps): SandboxManagerSe
       }
       if (attempt < probeAttempts) await sleep(Math.min(2000, probeDelayMs * attempt));
     }
-    throw new SandboxWarmupError('probe', `sandbox did not answer 'exec true' (${probeAttempts} attempts): ${errMessage(last)}`);
+    throw new SandboxWarmupError(
+      'probe',
+      `sandbox did not answer 'exec true' (${probeAttempts} attempts): ${errMessage(last)}`,
+    );
   }
 
   async function readMarker(api: SandboxAgentApi): Promise<string> {
@@ -268,21 +349,36 @@ export function createSandboxManager(deps: SandboxManagerDeps): SandboxManagerSe
       pointer = await latestSnapshot(e.ref);
       if (pointer) data = await objects.getStream(pointer.key);
     } catch (err) {
-      throw new SandboxWarmupError('restore', `reading the latest snapshot failed: ${errMessage(err)}`);
+      throw new SandboxWarmupError(
+        'restore',
+        `reading the latest snapshot failed: ${errMessage(err)}`,
+      );
     }
     if (!pointer) return null;
     if (!data) {
-      log.warn('latest snapshot is gone (expired?): starting with an empty /workspace', { sessionId: e.ref.sessionId, key: pointer.key });
+      log.warn('latest snapshot is gone (expired?): starting with an empty /workspace', {
+        sessionId: e.ref.sessionId,
+        key: pointer.key,
+      });
       return null;
     }
     let bytes = 0;
-    const counted = new Transform({ transform(chunk: Buffer, _enc, cb) { bytes += chunk.length; cb(null, chunk); } });
+    const counted = new Transform({
+      transform(chunk: Buffer, _enc, cb) {
+        bytes += chunk.length;
+        cb(null, chunk);
+      },
+    });
     data.on('error', (err) => counted.destroy(err));
     data.pipe(counted);
     try {
       await api.extractStream(WORKSPACE_DIR, counted);
     } catch (err) {
-      throw new SandboxWarmupError('restore', `restoring snapshot ${pointer.key} into ${WORKSPACE_DIR} failed: ${errMessage(err)}`, WORKSPACE_DIR);
+      throw new SandboxWarmupError(
+        'restore',
+        `restoring snapshot ${pointer.key} into ${WORKSPACE_DIR} failed: ${errMessage(err)}`,
+        WORKSPACE_DIR,
+      );
     } finally {
       counted.destroy();
       data.destroy();
@@ -296,19 +392,30 @@ export function createSandboxManager(deps: SandboxManagerDeps): SandboxManagerSe
     try {
       list = await deps.resources(e.ref);
     } catch (err) {
-      throw new SandboxWarmupError('resources', `listing the session's resources failed: ${errMessage(err)}`);
+      throw new SandboxWarmupError(
+        'resources',
+        `listing the session's resources failed: ${errMessage(err)}`,
+      );
     }
     for (const r of list) {
       let data: Uint8Array;
       try {
         data = await r.data();
       } catch (err) {
-        throw new SandboxWarmupError('resources', `resource ${r.path} could not be prepared: ${errMessage(err)}`, r.path);
+        throw new SandboxWarmupError(
+          'resources',
+          `resource ${r.path} could not be prepared: ${errMessage(err)}`,
+          r.path,
+        );
       }
       try {
         await api.writeFile(r.path, data);
       } catch (err) {
-        throw new SandboxWarmupError('resources', `resource ${r.path} could not be written into the sandbox: ${errMessage(err)}`, r.path);
+        throw new SandboxWarmupError(
+          'resources',
+          `resource ${r.path} could not be written into the sandbox: ${errMessage(err)}`,
+          r.path,
+        );
       }
     }
     return list.length;
@@ -347,27 +454,48 @@ export function createSandboxManager(deps: SandboxManagerDeps): SandboxManagerSe
       try {
         await deps.setOutboundContext?.({ ...e.ref, sandboxId: h.id }); // (5)
       } catch (err) {
-        throw new SandboxWarmupError('outbound', `setting the outbound context failed: ${errMessage(err)}`);
+        throw new SandboxWarmupError(
+          'outbound',
+          `setting the outbound context failed: ${errMessage(err)}`,
+        );
       }
       e.backup = { ...e.ref }; // (6)
       try {
-        await api.writeFile(WARM_MARKER, `${JSON.stringify({ sandboxId: h.id, warmedAt: new Date(now()).toISOString() })}\n`); // (7)
+        await api.writeFile(
+          WARM_MARKER,
+          `${JSON.stringify({ sandboxId: h.id, warmedAt: new Date(now()).toISOString() })}\n`,
+        ); // (7)
       } catch (err) {
-        throw new SandboxWarmupError('marker', `writing the warm marker failed: ${errMessage(err)}`, WARM_MARKER);
+        throw new SandboxWarmupError(
+          'marker',
+          `writing the warm marker failed: ${errMessage(err)}`,
+          WARM_MARKER,
+        );
       }
-      if (e.handle !== h || deadHandles.has(h)) throw new SandboxWarmupError('start', 'the sandbox exited during warmup');
+      if (e.handle !== h || deadHandles.has(h))
+        throw new SandboxWarmupError('start', 'the sandbox exited during warmup');
       setState(e, 'active');
-      emit('warmup', sessionId, { sandboxId: h.id, restored, skippedRestore: !!marker, resources, durationMs: Date.now() - t0 });
+      emit('warmup', sessionId, {
+        sandboxId: h.id,
+        restored,
+        skippedRestore: !!marker,
+        resources,
+        durationMs: Date.now() - t0,
+      });
       return h;
     } catch (err) {
-      emit('warmup_failed', sessionId, { error: errMessage(err), step: err instanceof SandboxWarmupError ? err.step : undefined });
+      emit('warmup_failed', sessionId, {
+        error: errMessage(err),
+        step: err instanceof SandboxWarmupError ? err.step : undefined,
+      });
       log.warn('sandbox warmup failed', { sessionId, error: errMessage(err) });
       if (h && e.handle === h && !e.stopping) {
         // a sandbox that was active before (marker rerun) keeps its work; a fresh one has none to keep
         const hadBackup = e.backup;
         setState(e, 'stopping');
         const stopping = (async () => {
-          if (hadBackup && !deadHandles.has(h!)) await snapshot(e, h!, 'warmup-failed').catch(() => {});
+          if (hadBackup && !deadHandles.has(h!))
+            await snapshot(e, h!, 'warmup-failed').catch(() => {});
           await h!.stop().catch(() => {});
         })();
         e.stopping = stopping;
@@ -390,10 +518,19 @@ export function createSandboxManager(deps: SandboxManagerDeps): SandboxManagerSe
     return p;
   }
 
-  async function crashed(e: Entry, h: SandboxHandle, r: { code: number | null; signal: string | null }) {
+  async function crashed(
+    e: Entry,
+    h: SandboxHandle,
+    r: { code: number | null; signal: string | null },
+  ) {
     const sessionId = e.ref.sessionId;
     emit('exit', sessionId, { sandboxId: h.id, code: r.code, signal: r.signal, expected: false });
-    log.warn('sandbox exited unexpectedly', { sessionId, sandboxId: h.id, code: r.code, signal: r.signal });
+    log.warn('sandbox exited unexpectedly', {
+      sessionId,
+      sandboxId: h.id,
+      code: r.code,
+      signal: r.signal,
+    });
     clearIdle(e);
     setState(e, 'stopping');
     e.warm = null;
@@ -438,12 +575,15 @@ export function createSandboxManager(deps: SandboxManagerDeps): SandboxManagerSe
   function armIdle(e: Entry) {
     clearIdle(e);
     if (closed || e.state !== 'active' || e.inflight > 0 || !e.handle || e.stopping) return;
-    e.idleTimer = setTimeout(() => {
-      e.idleTimer = null;
-      if (e.inflight > 0 || e.state !== 'active') return;
-      if (Date.now() < idleDeadline(e)) return armIdle(e);
-      void stopSandbox(e, 'idle');
-    }, Math.max(0, idleDeadline(e) - Date.now()));
+    e.idleTimer = setTimeout(
+      () => {
+        e.idleTimer = null;
+        if (e.inflight > 0 || e.state !== 'active') return;
+        if (Date.now() < idleDeadline(e)) return armIdle(e);
+        void stopSandbox(e, 'idle');
+      },
+      Math.max(0, idleDeadline(e) - Date.now()),
+    );
     e.idleTimer.unref?.();
   }
 
@@ -460,7 +600,11 @@ export function createSandboxManager(deps: SandboxManagerDeps): SandboxManagerSe
           await snapshot(e, h, reason);
         } catch (err) {
           emit('snapshot_failed', e.ref.sessionId, { reason, error: errMessage(err) });
-          log.error('sandbox snapshot failed', { sessionId: e.ref.sessionId, reason, error: errMessage(err) });
+          log.error('sandbox snapshot failed', {
+            sessionId: e.ref.sessionId,
+            reason,
+            error: errMessage(err),
+          });
           if (reason === 'idle' && !deadHandles.has(h)) {
             kept = true;
             return;
@@ -469,10 +613,18 @@ export function createSandboxManager(deps: SandboxManagerDeps): SandboxManagerSe
         try {
           await syncOutputsWith(e, h);
         } catch (err) {
-          log.warn('syncing sandbox outputs failed', { sessionId: e.ref.sessionId, error: errMessage(err) });
+          log.warn('syncing sandbox outputs failed', {
+            sessionId: e.ref.sessionId,
+            error: errMessage(err),
+          });
         }
       }
-      await (reason === 'destroy' ? h.destroy() : h.stop()).catch((err) => log.warn('stopping the sandbox failed', { sessionId: e.ref.sessionId, error: errMessage(err) }));
+      await (reason === 'destroy' ? h.destroy() : h.stop()).catch((err) =>
+        log.warn('stopping the sandbox failed', {
+          sessionId: e.ref.sessionId,
+          error: errMessage(err),
+        }),
+      );
     })();
     e.stopping = stopping;
     await stopping;
@@ -500,7 +652,10 @@ export function createSandboxManager(deps: SandboxManagerDeps): SandboxManagerSe
       const warm = e.warm ?? startWarmup(e);
       const h = await warm;
       if (e.stopping || e.handle !== h) {
-        if (round >= 2) throw new Error(`sandbox for session ${e.ref.sessionId} stopped while the call waited for it`);
+        if (round >= 2)
+          throw new Error(
+            `sandbox for session ${e.ref.sessionId} stopped while the call waited for it`,
+          );
         continue;
       }
       // re-probe the marker: gone means the sandbox lost its warm state
@@ -511,7 +666,10 @@ export function createSandboxManager(deps: SandboxManagerDeps): SandboxManagerSe
         emit('marker_missing', e.ref.sessionId, { sandboxId: h.id });
         log.info('sandbox warm marker missing: warming up again', { sessionId: e.ref.sessionId });
       }
-      if (round >= 2) throw new Error(`sandbox for session ${e.ref.sessionId} keeps losing its warm marker ${WARM_MARKER}`);
+      if (round >= 2)
+        throw new Error(
+          `sandbox for session ${e.ref.sessionId} keeps losing its warm marker ${WARM_MARKER}`,
+        );
     }
   }
 
@@ -578,12 +736,14 @@ export function createSandboxManager(deps: SandboxManagerDeps): SandboxManagerSe
       if (closed) return;
       closed = true;
       if (sweepTimer) clearInterval(sweepTimer);
-      await Promise.all([...entries.values()].map(async (e) => {
-        clearIdle(e);
-        if (e.warm) await e.warm.catch(() => {});
-        while (e.stopping) await e.stopping.catch(() => {});
-        if (e.handle) await stopSandbox(e, 'shutdown');
-      }));
+      await Promise.all(
+        [...entries.values()].map(async (e) => {
+          clearIdle(e);
+          if (e.warm) await e.warm.catch(() => {});
+          while (e.stopping) await e.stopping.catch(() => {});
+          if (e.handle) await stopSandbox(e, 'shutdown');
+        }),
+      );
     },
 
     async sweepBackups(at = now()) {
@@ -605,8 +765,12 @@ export function createSandboxManager(deps: SandboxManagerDeps): SandboxManagerSe
         let target: string | null = null;
         try {
           const raw = await objects.get(o.key);
-          target = raw ? (JSON.parse(Buffer.from(raw).toString('utf8')) as SnapshotPointer).key : null;
-        } catch { /* unreadable pointer */ }
+          target = raw
+            ? (JSON.parse(Buffer.from(raw).toString('utf8')) as SnapshotPointer).key
+            : null;
+        } catch {
+          /* unreadable pointer */
+        }
         if (!target || !live.has(target)) {
           await objects.delete(o.key);
           deleted.push(o.key);
@@ -621,7 +785,9 @@ export function createSandboxManager(deps: SandboxManagerDeps): SandboxManagerSe
 
   if (sweepEvery > 0) {
     sweepTimer = setInterval(() => {
-      manager.sweepBackups().catch((err) => log.warn('sweeping sandbox backups failed', { error: errMessage(err) }));
+      manager
+        .sweepBackups()
+        .catch((err) => log.warn('sweeping sandbox backups failed', { error: errMessage(err) }));
     }, sweepEvery);
     sweepTimer.unref?.();
   }

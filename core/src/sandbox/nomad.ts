@@ -29,7 +29,12 @@ import {
   type NomadClientOptions,
 } from '@agentfleet/nomad';
 import type { Logger } from '../log.js';
-import { INSTANCE_SIZES, type SandboxDriver, type SandboxHandle, type SandboxSpec } from '../ports/sandbox.js';
+import {
+  INSTANCE_SIZES,
+  type SandboxDriver,
+  type SandboxHandle,
+  type SandboxSpec,
+} from '../ports/sandbox.js';
 import { createAgentClient, type AgentClient, type AgentClientOptions } from './protocol.js';
 import { tcpTransport } from './nomadTransport.js';
 import { sandboxResources, type SandboxLimitCaps } from './limits/index.js';
@@ -39,7 +44,10 @@ export interface NomadDriverOptions {
   /** The task's command (see nomadAgentCommand), or a function of the spec. */
   agentCommand: string[] | ((spec: SandboxSpec) => string[]);
   /** Passed to the job template: driver (default raw_exec), datacenters, nodePool, cpuMode, cpuMhzPerCore, user, killTimeoutMs, env, meta, priority. */
-  job?: Omit<JobTemplateOptions, 'agentCommand' | 'agentToken' | 'jobId' | 'namespace' | 'region' | 'sizes'>;
+  job?: Omit<
+    JobTemplateOptions,
+    'agentCommand' | 'agentToken' | 'jobId' | 'namespace' | 'region' | 'sizes'
+  >;
   /** Operator caps on every sandbox (SANDBOX_MAX_*): the job's resources are the size's under them. */
   limitCaps?: SandboxLimitCaps;
   /** Registration to a connected agent, placement and start included; default 120 s. */
@@ -48,7 +56,10 @@ export interface NomadDriverOptions {
   watchWait?: string | number;
   agentClient?: AgentClientOptions;
   /** Where to connect when the allocation's advertised address is not reachable as is. */
-  resolveAddress?: (alloc: Allocation, port: { host: string; port: number }) => { host: string; port: number };
+  resolveAddress?: (
+    alloc: Allocation,
+    port: { host: string; port: number },
+  ) => { host: string; port: number };
   log?: Logger;
 }
 
@@ -68,27 +79,46 @@ export interface NomadDriver extends SandboxDriver {
 
 const SESSION_ID = /^[A-Za-z0-9_-]{1,128}$/;
 const ENV_NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
-const RESERVED_ENV = /^(AGENTFLEET_.*|NOMAD_.*|HTTP_PROXY|HTTPS_PROXY|http_proxy|https_proxy|NO_PROXY|no_proxy)$/;
-const SIGNAL_NAMES = Object.fromEntries(Object.entries(osConstants.signals).map(([k, v]) => [v, k])) as Record<number, string>;
+const RESERVED_ENV =
+  /^(AGENTFLEET_.*|NOMAD_.*|HTTP_PROXY|HTTPS_PROXY|http_proxy|https_proxy|NO_PROXY|no_proxy)$/;
+const SIGNAL_NAMES = Object.fromEntries(
+  Object.entries(osConstants.signals).map(([k, v]) => [v, k]),
+) as Record<number, string>;
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 /** The exit of a terminal allocation, from its task's last `Terminated` event. */
-export function allocationExit(alloc: Allocation, task = SANDBOX_TASK): { code: number | null; signal: string | null } {
+export function allocationExit(
+  alloc: Allocation,
+  task = SANDBOX_TASK,
+): { code: number | null; signal: string | null } {
   const events = alloc.TaskStates?.[task]?.Events ?? [];
   const term = [...events].reverse().find((e) => e.Type === 'Terminated');
   if (!term) return { code: null, signal: null };
   const oom = term.Details?.oom_killed === 'true';
-  const signal = term.Signal ? (SIGNAL_NAMES[term.Signal] ?? `SIG${term.Signal}`) : oom ? 'SIGKILL' : null;
+  const signal = term.Signal
+    ? (SIGNAL_NAMES[term.Signal] ?? `SIG${term.Signal}`)
+    : oom
+      ? 'SIGKILL'
+      : null;
   return { code: oom ? 137 : (term.ExitCode ?? null), signal };
 }
 
 /** The `agent` port of an allocation: host mode (Shared.Ports / network DynamicPorts) or the network status address. */
-export function agentAddress(alloc: Allocation, label = AGENT_PORT_LABEL): { host: string; port: number } | null {
+export function agentAddress(
+  alloc: Allocation,
+  label = AGENT_PORT_LABEL,
+): { host: string; port: number } | null {
   const shared = alloc.AllocatedResources?.Shared;
   const mapped = shared?.Ports?.find((p) => p.Label === label);
-  if (mapped?.Value) return { host: mapped.HostIP || alloc.NetworkStatus?.Address || '127.0.0.1', port: mapped.Value };
+  if (mapped?.Value)
+    return {
+      host: mapped.HostIP || alloc.NetworkStatus?.Address || '127.0.0.1',
+      port: mapped.Value,
+    };
   for (const n of shared?.Networks ?? []) {
-    const p = n.DynamicPorts?.find((d) => d.Label === label) ?? n.ReservedPorts?.find((d) => d.Label === label);
+    const p =
+      n.DynamicPorts?.find((d) => d.Label === label) ??
+      n.ReservedPorts?.find((d) => d.Label === label);
     if (p?.Value && n.IP) return { host: n.IP, port: p.Value };
   }
   return null;
@@ -98,10 +128,14 @@ function describePlacementFailure(ev: Evaluation): string {
   const parts: string[] = [];
   for (const [group, m] of Object.entries(ev.FailedTGAllocs ?? {})) {
     const reasons: string[] = [];
-    if (!m.NodesEvaluated && !Object.keys(m.NodesAvailable ?? {}).length) reasons.push('no nodes in the job\'s datacenters/node pool');
-    for (const [k, n] of Object.entries(m.ConstraintFiltered ?? {})) reasons.push(`${n} node(s) filtered: ${k}`);
-    for (const [k, n] of Object.entries(m.ClassFiltered ?? {})) reasons.push(`${n} node(s) of class ${k} filtered`);
-    for (const [k, n] of Object.entries(m.DimensionExhausted ?? {})) reasons.push(`${n} node(s) exhausted ${k}`);
+    if (!m.NodesEvaluated && !Object.keys(m.NodesAvailable ?? {}).length)
+      reasons.push("no nodes in the job's datacenters/node pool");
+    for (const [k, n] of Object.entries(m.ConstraintFiltered ?? {}))
+      reasons.push(`${n} node(s) filtered: ${k}`);
+    for (const [k, n] of Object.entries(m.ClassFiltered ?? {}))
+      reasons.push(`${n} node(s) of class ${k} filtered`);
+    for (const [k, n] of Object.entries(m.DimensionExhausted ?? {}))
+      reasons.push(`${n} node(s) exhausted ${k}`);
     parts.push(`${group}: ${reasons.join('; ') || 'no node fits'}`);
   }
   return parts.join(' | ');
@@ -111,7 +145,11 @@ function describeTaskFailure(alloc: Allocation): string {
   const events = alloc.TaskStates?.[SANDBOX_TASK]?.Events ?? [];
   return events
     .slice(-4)
-    .map((e) => [e.Type, e.DisplayMessage || e.Message, e.DriverError, e.SetupError].filter(Boolean).join(': '))
+    .map((e) =>
+      [e.Type, e.DisplayMessage || e.Message, e.DriverError, e.SetupError]
+        .filter(Boolean)
+        .join(': '),
+    )
     .join('; ');
 }
 
@@ -125,33 +163,63 @@ export function createNomadDriver(opts: NomadDriverOptions): NomadDriver {
   const aborter = new AbortController();
   let closed = false;
 
-  const purge = (jobId: string) => client.stopJob(jobId, { purge: true }).catch((err) => {
-    if (!(err instanceof NomadError && err.status === 404)) log?.warn('nomad: purging a sandbox job failed', { jobId, error: (err as Error).message });
-  });
+  const purge = (jobId: string) =>
+    client.stopJob(jobId, { purge: true }).catch((err) => {
+      if (!(err instanceof NomadError && err.status === 404))
+        log?.warn('nomad: purging a sandbox job failed', { jobId, error: (err as Error).message });
+    });
 
   /** Blocking options holding at most `wait`, and never past the deadline. */
   const hold = (index: number, deadline: number) =>
-    index ? { index, wait: Math.max(1, Math.min(durationMs(wait), deadline - Date.now())), signal: aborter.signal } : { signal: aborter.signal };
+    index
+      ? {
+          index,
+          wait: Math.max(1, Math.min(durationMs(wait), deadline - Date.now())),
+          signal: aborter.signal,
+        }
+      : { signal: aborter.signal };
 
   /** Repeats the blocking query `fetch` until `done` holds for its data, or the deadline passes. */
-  async function until<T>(fetch: (index: number) => Promise<{ data: T; index: number }>, done: (data: T) => boolean, deadline: number, what: string): Promise<T> {
+  async function until<T>(
+    fetch: (index: number) => Promise<{ data: T; index: number }>,
+    done: (data: T) => boolean,
+    deadline: number,
+    what: string,
+  ): Promise<T> {
     let index = 0;
     for (;;) {
       const r = await fetch(index);
       if (done(r.data)) return r.data;
-      if (Date.now() >= deadline) throw new Error(`timed out after ${startTimeoutMs} ms waiting for ${what}`);
+      if (Date.now() >= deadline)
+        throw new Error(`timed out after ${startTimeoutMs} ms waiting for ${what}`);
       // an index that went backwards (server restore) restarts from 0, as Nomad advises
       index = r.index < index ? 0 : r.index;
       if (index === 0) await sleep(100);
     }
   }
 
-  async function waitForAllocation(jobId: string, evalId: string, deadline: number): Promise<Allocation> {
-    const ev = await until((index) => client.getEvaluation(evalId, hold(index, deadline)), (e) => e.Status !== 'pending', deadline, `evaluation ${evalId}`);
+  async function waitForAllocation(
+    jobId: string,
+    evalId: string,
+    deadline: number,
+  ): Promise<Allocation> {
+    const ev = await until(
+      (index) => client.getEvaluation(evalId, hold(index, deadline)),
+      (e) => e.Status !== 'pending',
+      deadline,
+      `evaluation ${evalId}`,
+    );
     if (ev.Status !== 'complete' || Object.keys(ev.FailedTGAllocs ?? {}).length) {
-      throw new Error(`Nomad could not place the sandbox job ${jobId} (evaluation ${ev.Status}${ev.StatusDescription ? `: ${ev.StatusDescription}` : ''}): ${describePlacementFailure(ev) || 'no reason given'}`);
+      throw new Error(
+        `Nomad could not place the sandbox job ${jobId} (evaluation ${ev.Status}${ev.StatusDescription ? `: ${ev.StatusDescription}` : ''}): ${describePlacementFailure(ev) || 'no reason given'}`,
+      );
     }
-    const stubs = await until((index) => client.jobAllocations(jobId, hold(index, deadline)), (list) => list.some((a) => a.EvalID === evalId), deadline, `an allocation of ${jobId}`);
+    const stubs = await until(
+      (index) => client.jobAllocations(jobId, hold(index, deadline)),
+      (list) => list.some((a) => a.EvalID === evalId),
+      deadline,
+      `an allocation of ${jobId}`,
+    );
     const allocId = stubs.find((a) => a.EvalID === evalId)!.ID;
     const alloc = await until(
       (index) => client.getAllocation(allocId, hold(index, deadline)),
@@ -165,18 +233,29 @@ export function createNomadDriver(opts: NomadDriverOptions): NomadDriver {
 
   /** Why the task did not come up: its last events and the tail of its stderr. */
   async function startFailure(jobId: string, alloc: Allocation): Promise<Error> {
-    const stderr = await client.allocLogs(alloc.ID, SANDBOX_TASK, { type: 'stderr', origin: 'end', offset: 2000 }).catch(() => '');
-    return new Error(`sandbox task of ${jobId} did not start (allocation ${alloc.ID} ${alloc.ClientStatus}): ${describeTaskFailure(alloc)}${stderr.trim() ? ` | stderr: ${stderr.trim()}` : ''}`);
+    const stderr = await client
+      .allocLogs(alloc.ID, SANDBOX_TASK, { type: 'stderr', origin: 'end', offset: 2000 })
+      .catch(() => '');
+    return new Error(
+      `sandbox task of ${jobId} did not start (allocation ${alloc.ID} ${alloc.ClientStatus}): ${describeTaskFailure(alloc)}${stderr.trim() ? ` | stderr: ${stderr.trim()}` : ''}`,
+    );
   }
 
   /** Connects, authenticates and waits for the agent's `ready`; retries while the port is not open yet. */
-  async function connectAgent(address: { host: string; port: number }, token: string, deadline: number, gone: () => boolean): Promise<AgentClient> {
+  async function connectAgent(
+    address: { host: string; port: number },
+    token: string,
+    deadline: number,
+    gone: () => boolean,
+  ): Promise<AgentClient> {
     let lastError = 'no attempt';
     while (Date.now() < deadline && !gone()) {
-      const transport = await tcpTransport({ ...address, token, reconnect: true }).catch((err: Error) => {
-        lastError = err.message;
-        return null;
-      });
+      const transport = await tcpTransport({ ...address, token, reconnect: true }).catch(
+        (err: Error) => {
+          lastError = err.message;
+          return null;
+        },
+      );
       if (!transport) {
         await sleep(100);
         continue;
@@ -184,26 +263,45 @@ export function createNomadDriver(opts: NomadDriverOptions): NomadDriver {
       const api = createAgentClient(transport, opts.agentClient);
       const outcome = await new Promise<'ready' | 'closed' | 'timeout'>((resolve) => {
         const timer = setTimeout(() => resolve('timeout'), Math.max(0, deadline - Date.now()));
-        api.onNotification((m) => { if (m === 'ready') { clearTimeout(timer); resolve('ready'); } });
-        transport.onClose(() => { clearTimeout(timer); resolve('closed'); });
+        api.onNotification((m) => {
+          if (m === 'ready') {
+            clearTimeout(timer);
+            resolve('ready');
+          }
+        });
+        transport.onClose(() => {
+          clearTimeout(timer);
+          resolve('closed');
+        });
       });
       if (outcome === 'ready') return api;
       api.close();
-      lastError = outcome === 'closed' ? 'the agent closed the connection (authentication failed or it exited)' : 'no ready notification';
+      lastError =
+        outcome === 'closed'
+          ? 'the agent closed the connection (authentication failed or it exited)'
+          : 'no ready notification';
       if (outcome === 'timeout') break;
       await sleep(100);
     }
-    throw new Error(`could not reach the sandbox agent at ${address.host}:${address.port}: ${lastError}`);
+    throw new Error(
+      `could not reach the sandbox agent at ${address.host}:${address.port}: ${lastError}`,
+    );
   }
 
   /** Watches the allocation until it is terminal (404: gone, e.g. garbage-collected). */
-  async function watchExit(allocId: string, stopWatching: AbortSignal): Promise<{ code: number | null; signal: string | null }> {
+  async function watchExit(
+    allocId: string,
+    stopWatching: AbortSignal,
+  ): Promise<{ code: number | null; signal: string | null }> {
     let index = 0;
     let failures = 0;
     for (;;) {
       if (stopWatching.aborted) return { code: null, signal: null };
       try {
-        const r = await client.getAllocation(allocId, index ? { index, wait, signal: stopWatching } : { signal: stopWatching });
+        const r = await client.getAllocation(
+          allocId,
+          index ? { index, wait, signal: stopWatching } : { signal: stopWatching },
+        );
         failures = 0;
         if (TERMINAL_CLIENT_STATUSES.has(r.data.ClientStatus)) return allocationExit(r.data);
         index = r.index < index ? 0 : r.index;
@@ -211,7 +309,10 @@ export function createNomadDriver(opts: NomadDriverOptions): NomadDriver {
         if (stopWatching.aborted) return { code: null, signal: null };
         if (err instanceof NomadError && err.status === 404) return { code: null, signal: null };
         failures += 1;
-        log?.warn('nomad: watching a sandbox allocation failed; retrying', { allocId, error: (err as Error).message });
+        log?.warn('nomad: watching a sandbox allocation failed; retrying', {
+          allocId,
+          error: (err as Error).message,
+        });
         await sleep(Math.min(30_000, 500 * 2 ** Math.min(failures, 6)));
       }
     }
@@ -219,13 +320,17 @@ export function createNomadDriver(opts: NomadDriverOptions): NomadDriver {
 
   async function start(spec: SandboxSpec): Promise<NomadSandboxHandle> {
     if (closed) throw new Error('nomad sandbox driver is closed');
-    if (!SESSION_ID.test(spec.sessionId)) throw new Error(`sandbox spec: sessionId '${spec.sessionId}' must match ${SESSION_ID}`);
+    if (!SESSION_ID.test(spec.sessionId))
+      throw new Error(`sandbox spec: sessionId '${spec.sessionId}' must match ${SESSION_ID}`);
     if (!INSTANCE_SIZES[spec.size]) throw new Error(`sandbox spec: unknown size '${spec.size}'`);
     for (const k of Object.keys(spec.env)) {
-      if (!ENV_NAME.test(k)) throw new Error(`sandbox spec: env name '${k}' is not a valid variable name`);
-      if (RESERVED_ENV.test(k)) throw new Error(`sandbox spec: env ${k} is reserved (set by the platform)`);
+      if (!ENV_NAME.test(k))
+        throw new Error(`sandbox spec: env name '${k}' is not a valid variable name`);
+      if (RESERVED_ENV.test(k))
+        throw new Error(`sandbox spec: env ${k} is reserved (set by the platform)`);
     }
-    if (running.has(spec.sessionId) || starting.has(spec.sessionId)) throw new Error(`a sandbox for session ${spec.sessionId} is already running`);
+    if (running.has(spec.sessionId) || starting.has(spec.sessionId))
+      throw new Error(`a sandbox for session ${spec.sessionId} is already running`);
     starting.add(spec.sessionId);
     try {
       const h = await startJob(spec);
@@ -242,7 +347,8 @@ export function createNomadDriver(opts: NomadDriverOptions): NomadDriver {
   async function startJob(spec: SandboxSpec): Promise<NomadSandboxHandle> {
     const deadline = Date.now() + startTimeoutMs;
     const token = randomBytes(24).toString('hex');
-    const agentCommand = typeof opts.agentCommand === 'function' ? opts.agentCommand(spec) : opts.agentCommand;
+    const agentCommand =
+      typeof opts.agentCommand === 'function' ? opts.agentCommand(spec) : opts.agentCommand;
     const job = jobTemplate(spec, {
       driver: 'raw_exec',
       ...opts.job,
@@ -251,11 +357,17 @@ export function createNomadDriver(opts: NomadDriverOptions): NomadDriver {
       namespace: client.namespace,
       region: client.region,
       // the job reserves (and caps memory at) what the launcher enforces: the size under the operator's caps
-      sizes: Object.fromEntries(Object.keys(INSTANCE_SIZES).map((size) => [size, sandboxResources(size, opts.limitCaps)])),
+      sizes: Object.fromEntries(
+        Object.keys(INSTANCE_SIZES).map((size) => [size, sandboxResources(size, opts.limitCaps)]),
+      ),
     });
     const jobId = job.ID;
     const reg = await client.registerJob(job);
-    log?.debug('nomad: sandbox job registered', { jobId, evalId: reg.EvalID, sessionId: spec.sessionId });
+    log?.debug('nomad: sandbox job registered', {
+      jobId,
+      evalId: reg.EvalID,
+      sessionId: spec.sessionId,
+    });
     let alloc: Allocation;
     let api: AgentClient;
     let address: { host: string; port: number };
@@ -293,9 +405,15 @@ export function createNomadDriver(opts: NomadDriverOptions): NomadDriver {
       if (!first && purgeJob) await purge(jobId); // destroy after stop: purge too
       await stopping;
       const grace = (opts.job?.killTimeoutMs ?? 10_000) + 30_000;
-      const outcome = await Promise.race([exited.then(() => 'exited' as const), sleep(grace).then(() => 'timeout' as const)]);
+      const outcome = await Promise.race([
+        exited.then(() => 'exited' as const),
+        sleep(grace).then(() => 'timeout' as const),
+      ]);
       if (outcome === 'timeout') {
-        log?.warn('nomad: sandbox allocation still not terminal after stop', { jobId, allocId: alloc.ID });
+        log?.warn('nomad: sandbox allocation still not terminal after stop', {
+          jobId,
+          allocId: alloc.ID,
+        });
         watch.abort();
       }
       api.close();
@@ -317,7 +435,11 @@ export function createNomadDriver(opts: NomadDriverOptions): NomadDriver {
       if (running.get(spec.sessionId) === handle) running.delete(spec.sessionId);
       log?.debug('nomad: sandbox exited', { jobId, allocId: alloc.ID, ...r });
     });
-    log?.debug('nomad: sandbox started', { jobId, allocId: alloc.ID, address: `${address.host}:${address.port}` });
+    log?.debug('nomad: sandbox started', {
+      jobId,
+      allocId: alloc.ID,
+      address: `${address.host}:${address.port}`,
+    });
     return handle;
   }
 

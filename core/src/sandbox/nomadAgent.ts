@@ -67,7 +67,16 @@ export interface LauncherArgs {
 }
 
 export function parseLauncherArgs(argv: string[]): LauncherArgs {
-  const out: LauncherArgs = { mkdirs: [], files: [], proxyForward: null, limits: null, sandboxRoot: null, env: {}, pipedArgs: 0, command: [] };
+  const out: LauncherArgs = {
+    mkdirs: [],
+    files: [],
+    proxyForward: null,
+    limits: null,
+    sandboxRoot: null,
+    env: {},
+    pipedArgs: 0,
+    command: [],
+  };
   for (let i = 0; i < argv.length; i++) {
     const a = argv[i];
     if (a === '--') {
@@ -83,28 +92,38 @@ export function parseLauncherArgs(argv: string[]): LauncherArgs {
       const l: Record<string, number> = {};
       for (const part of v.split(',')) {
         const [k, n] = part.split('=');
-        if (!['processes', 'memoryMb', 'cpus', 'diskMb'].includes(k) || !(Number(n) > 0)) throw new Error(`--limits: bad entry '${part}'`);
+        if (!['processes', 'memoryMb', 'cpus', 'diskMb'].includes(k) || !(Number(n) > 0))
+          throw new Error(`--limits: bad entry '${part}'`);
         l[k] = Number(n);
       }
-      if (Object.keys(l).length !== 4) throw new Error('--limits needs processes, memoryMb, cpus and diskMb');
+      if (Object.keys(l).length !== 4)
+        throw new Error('--limits needs processes, memoryMb, cpus and diskMb');
       out.limits = l as unknown as InstanceResources;
     } else if (a === '--env') {
       const eq = v.indexOf('=');
       if (eq <= 0) throw new Error('--env needs NAME=VALUE');
       out.env[v.slice(0, eq)] = v.slice(eq + 1);
-    }
-    else if (a === '--file') {
+    } else if (a === '--file') {
       const eq = v.indexOf('='); // base64 may end with '='
       out.files.push({ path: v.slice(0, eq), content: Buffer.from(v.slice(eq + 1), 'base64') });
     } else if (a === '--proxy-forward') {
       const eq = v.lastIndexOf('=');
       const target = v.slice(eq + 1);
       const colon = target.lastIndexOf(':');
-      out.proxyForward = { socket: v.slice(0, eq), host: target.slice(0, colon), port: Number(target.slice(colon + 1)) };
+      out.proxyForward = {
+        socket: v.slice(0, eq),
+        host: target.slice(0, colon),
+        port: Number(target.slice(colon + 1)),
+      };
     } else throw new Error(`unknown option ${a}`);
   }
   if (out.command.length === 0) throw new Error('no agent command (after --)');
-  if (!Number.isInteger(out.pipedArgs) || out.pipedArgs < 0 || out.pipedArgs > out.command.length - 1) throw new Error('--bwrap-args: not a count of the command\'s arguments');
+  if (
+    !Number.isInteger(out.pipedArgs) ||
+    out.pipedArgs < 0 ||
+    out.pipedArgs > out.command.length - 1
+  )
+    throw new Error("--bwrap-args: not a count of the command's arguments");
   return out;
 }
 
@@ -141,7 +160,10 @@ function withId(line: string): { id: unknown; replace: (id: unknown) => string }
   const m = ID_PREFIX.exec(line);
   if (m) {
     const rest = line.slice(m[0].length);
-    return { id: JSON.parse(m[1]), replace: (id) => `{"jsonrpc":"2.0","id":${JSON.stringify(id)},${rest}` };
+    return {
+      id: JSON.parse(m[1]),
+      replace: (id) => `{"jsonrpc":"2.0","id":${JSON.stringify(id)},${rest}`,
+    };
   }
   try {
     const msg = JSON.parse(line);
@@ -159,10 +181,14 @@ const tokenOk = (expected: string, got: unknown) => {
   return a.length === b.length && timingSafeEqual(a, b);
 };
 
-export async function runLauncher(argv: string[], env: NodeJS.ProcessEnv = process.env): Promise<void> {
+export async function runLauncher(
+  argv: string[],
+  env: NodeJS.ProcessEnv = process.env,
+): Promise<void> {
   const args = parseLauncherArgs(argv);
   const listen = env.AGENTFLEET_AGENT_LISTEN;
-  if (!listen || !/^.+:\d+$/.test(listen)) throw new Error(`AGENTFLEET_AGENT_LISTEN must be host:port (got ${JSON.stringify(listen)})`);
+  if (!listen || !/^.+:\d+$/.test(listen))
+    throw new Error(`AGENTFLEET_AGENT_LISTEN must be host:port (got ${JSON.stringify(listen)})`);
   const token = env.AGENTFLEET_AGENT_TOKEN || null;
   const confinement = args.limits ? await confine(args.limits, args.sandboxRoot) : null;
   for (const d of args.mkdirs) mkdirSync(d, { recursive: true });
@@ -176,13 +202,18 @@ export async function runLauncher(argv: string[], env: NodeJS.ProcessEnv = proce
     mkdirSync(dirname(socket), { recursive: true });
     const fwd = net.createServer((c) => {
       const up = net.connect(port, host);
-      const close = () => { c.destroy(); up.destroy(); };
+      const close = () => {
+        c.destroy();
+        up.destroy();
+      };
       c.on('error', close);
       up.on('error', close);
       c.pipe(up);
       up.pipe(c);
     });
-    await new Promise<void>((resolve, reject) => fwd.once('error', reject).listen(socket, () => resolve()));
+    await new Promise<void>((resolve, reject) =>
+      fwd.once('error', reject).listen(socket, () => resolve()),
+    );
   }
 
   // exactly the given variables: never the task's environment (bwrap's shows as PID 1's inside)
@@ -191,10 +222,16 @@ export async function runLauncher(argv: string[], env: NodeJS.ProcessEnv = proce
   const program = resolveProgram(named, env.PATH);
   const piped = rest.slice(0, args.pipedArgs);
   // bwrap reads its options from fd 3: the sandbox's process list shows only the command
-  const command = piped.length ? [program, '--args', '3', '--', ...rest.slice(piped.length)] : [program, ...rest];
+  const command = piped.length
+    ? [program, '--args', '3', '--', ...rest.slice(piped.length)]
+    : [program, ...rest];
   // with limits: through the wrapper joining the sandbox's cgroups (it sets exactly childEnv)
   const [exe, ...exeArgs] = confinement ? confinement.command(command, childEnv) : command;
-  const agent = spawn(exe, exeArgs, { env: confinement ? {} : childEnv, cwd: '/', stdio: piped.length ? ['pipe', 'pipe', 'inherit', 'pipe'] : ['pipe', 'pipe', 'inherit'] });
+  const agent = spawn(exe, exeArgs, {
+    env: confinement ? {} : childEnv,
+    cwd: '/',
+    stdio: piped.length ? ['pipe', 'pipe', 'inherit', 'pipe'] : ['pipe', 'pipe', 'inherit'],
+  });
   if (piped.length) {
     const argPipe = agent.stdio[3] as NodeJS.WritableStream;
     argPipe.on('error', () => {});
@@ -202,42 +239,58 @@ export async function runLauncher(argv: string[], env: NodeJS.ProcessEnv = proce
   }
   agent.stdin!.on('error', () => {});
 
-  interface Conn { socket: net.Socket; authed: boolean }
+  interface Conn {
+    socket: net.Socket;
+    authed: boolean;
+  }
   const conns = new Set<Conn>();
   const inflight = new Map<number, { conn: Conn; id: unknown }>();
   let nextId = 1;
   let readyLine: string | null = null;
   let readySeen = false;
-  const send = (conn: Conn, line: string) => { if (!conn.socket.destroyed) conn.socket.write(`${line}\n`); };
+  const send = (conn: Conn, line: string) => {
+    if (!conn.socket.destroyed) conn.socket.write(`${line}\n`);
+  };
 
-  agent.stdout!.on('data', splitter((line) => {
-    const parsed = withId(line);
-    if (!parsed) {
-      // a notification: `ready` is kept for connections that come later
-      if (/"method":"ready"/.test(line)) {
-        if (readySeen) return;
-        readySeen = true;
-        const announce = () => {
-          readyLine = line;
+  agent.stdout!.on(
+    'data',
+    splitter(
+      (line) => {
+        const parsed = withId(line);
+        if (!parsed) {
+          // a notification: `ready` is kept for connections that come later
+          if (/"method":"ready"/.test(line)) {
+            if (readySeen) return;
+            readySeen = true;
+            const announce = () => {
+              readyLine = line;
+              for (const c of conns) if (c.authed) send(c, line);
+            };
+            if (!confinement || !agent.pid) return announce();
+            confinement.watch(agent.pid);
+            // The sandbox holds its disk now: detach it on the client before announcing the sandbox,
+            // so that nothing of it stays behind even if this process is killed right after.
+            void confinement
+              .detachDisk()
+              .catch((err) =>
+                process.stderr.write(
+                  `nomad-agent: detaching the sandbox disk failed: ${(err as Error).message}\n`,
+                ),
+              )
+              .then(announce);
+            return;
+          }
           for (const c of conns) if (c.authed) send(c, line);
-        };
-        if (!confinement || !agent.pid) return announce();
-        confinement.watch(agent.pid);
-        // The sandbox holds its disk now: detach it on the client before announcing the sandbox,
-        // so that nothing of it stays behind even if this process is killed right after.
-        void confinement.detachDisk()
-          .catch((err) => process.stderr.write(`nomad-agent: detaching the sandbox disk failed: ${(err as Error).message}\n`))
-          .then(announce);
-        return;
-      }
-      for (const c of conns) if (c.authed) send(c, line);
-      return;
-    }
-    const route = typeof parsed.id === 'number' ? inflight.get(parsed.id) : undefined;
-    if (!route) return; // the asking connection is gone, or an error without id
-    inflight.delete(parsed.id as number);
-    send(route.conn, parsed.replace(route.id));
-  }, () => process.stderr.write('nomad-agent: agent line over the limit dropped\n')));
+          return;
+        }
+        const route = typeof parsed.id === 'number' ? inflight.get(parsed.id) : undefined;
+        if (!route) return; // the asking connection is gone, or an error without id
+        inflight.delete(parsed.id as number);
+        send(route.conn, parsed.replace(route.id));
+      },
+      () => process.stderr.write('nomad-agent: agent line over the limit dropped\n'),
+    ),
+  );
 
   const server = net.createServer((socket) => {
     const conn: Conn = { socket, authed: token === null };
@@ -250,34 +303,48 @@ export async function runLauncher(argv: string[], env: NodeJS.ProcessEnv = proce
     };
     socket.on('close', drop);
     socket.on('error', () => socket.destroy());
-    socket.on('data', splitter((line) => {
-      if (!conn.authed) {
-        let ok = false;
-        try {
-          const m = JSON.parse(line);
-          ok = m?.method === 'auth' && tokenOk(token!, m?.params?.token);
-        } catch { /* not JSON */ }
-        if (!ok) {
-          socket.end(`${JSON.stringify({ jsonrpc: '2.0', id: null, error: { code: -32001, message: 'sandbox agent: authentication failed', data: { kind: 'unauthorized' } } })}\n`);
-          socket.destroy();
-          return;
-        }
-        conn.authed = true;
-        if (readyLine) send(conn, readyLine);
-        return;
-      }
-      const parsed = withId(line);
-      if (!parsed || parsed.id === null || parsed.id === undefined) {
-        if (!parsed) agent.stdin!.write(`${line}\n`); // notifications pass through
-        return;
-      }
-      const id = nextId++;
-      inflight.set(id, { conn, id: parsed.id });
-      agent.stdin!.write(`${parsed.replace(id)}\n`);
-    }, () => socket.destroy()));
+    socket.on(
+      'data',
+      splitter(
+        (line) => {
+          if (!conn.authed) {
+            let ok = false;
+            try {
+              const m = JSON.parse(line);
+              ok = m?.method === 'auth' && tokenOk(token!, m?.params?.token);
+            } catch {
+              /* not JSON */
+            }
+            if (!ok) {
+              socket.end(
+                `${JSON.stringify({ jsonrpc: '2.0', id: null, error: { code: -32001, message: 'sandbox agent: authentication failed', data: { kind: 'unauthorized' } } })}\n`,
+              );
+              socket.destroy();
+              return;
+            }
+            conn.authed = true;
+            if (readyLine) send(conn, readyLine);
+            return;
+          }
+          const parsed = withId(line);
+          if (!parsed || parsed.id === null || parsed.id === undefined) {
+            if (!parsed) agent.stdin!.write(`${line}\n`); // notifications pass through
+            return;
+          }
+          const id = nextId++;
+          inflight.set(id, { conn, id: parsed.id });
+          agent.stdin!.write(`${parsed.replace(id)}\n`);
+        },
+        () => socket.destroy(),
+      ),
+    );
   });
   const colon = listen.lastIndexOf(':');
-  await new Promise<void>((resolve, reject) => server.once('error', reject).listen(Number(listen.slice(colon + 1)), listen.slice(0, colon), () => resolve()));
+  await new Promise<void>((resolve, reject) =>
+    server
+      .once('error', reject)
+      .listen(Number(listen.slice(colon + 1)), listen.slice(0, colon), () => resolve()),
+  );
 
   let stopping = false;
   const stop = () => {
@@ -296,35 +363,64 @@ export async function runLauncher(argv: string[], env: NodeJS.ProcessEnv = proce
   agent.once('exit', (code, signal) => {
     for (const c of conns) c.socket.destroy();
     server.close();
-    const n = signal ? (osConstants.signals as Record<string, number>)[signal] ?? 0 : 0;
+    const n = signal ? ((osConstants.signals as Record<string, number>)[signal] ?? 0) : 0;
     const status = signal ? 128 + n : (code ?? 1);
-    const release = confinement ? confinement.release().catch((err) => process.stderr.write(`nomad-agent: releasing the sandbox limits failed: ${(err as Error).message}\n`)) : Promise.resolve();
+    const release = confinement
+      ? confinement
+          .release()
+          .catch((err) =>
+            process.stderr.write(
+              `nomad-agent: releasing the sandbox limits failed: ${(err as Error).message}\n`,
+            ),
+          )
+      : Promise.resolve();
     void release.then(() => process.exit(status));
   });
 }
 
 /** Sets up what this client can enforce of `limits`; reports the rest on stderr by name. */
-async function confine(limits: InstanceResources, root: string | null): Promise<SandboxConfinement> {
+async function confine(
+  limits: InstanceResources,
+  root: string | null,
+): Promise<SandboxConfinement> {
   const cgroups = detectCgroups();
   removeStaleCgroups(cgroups, CGROUP_PREFIX);
   const tools = diskQuotaTools();
   const enforce = new Set<SandboxLimitName>();
   const missing: string[] = [];
-  for (const [limit, controller] of [['processes', 'pids'], ['memory', 'memory'], ['cpu', 'cpu']] as const) {
+  for (const [limit, controller] of [
+    ['processes', 'pids'],
+    ['memory', 'memory'],
+    ['cpu', 'cpu'],
+  ] as const) {
     if (cgroups.parents[controller]) enforce.add(limit);
     else missing.push(`${limit}: ${cgroups.problems[controller] ?? 'no cgroup'}`);
   }
   if (!root) missing.push('disk: no --sandbox-root');
   else if ('problem' in tools) missing.push(`disk: ${tools.problem}`);
   else enforce.add('disk');
-  if (missing.length) process.stderr.write(`nomad-agent: sandbox limits NOT enforced on this client: ${missing.join('; ')}\n`);
+  if (missing.length)
+    process.stderr.write(
+      `nomad-agent: sandbox limits NOT enforced on this client: ${missing.join('; ')}\n`,
+    );
   if (root) {
     mkdirSync(root, { recursive: true });
-    if ('tools' in tools && isMountPoint(root)) await unmountDiskQuota(tools.tools, `${root}.img`, root);
+    if ('tools' in tools && isMountPoint(root))
+      await unmountDiskQuota(tools.tools, `${root}.img`, root);
   }
-  const log = { warn: (msg: string, fields?: object) => process.stderr.write(`nomad-agent: ${msg} ${JSON.stringify(fields ?? {})}\n`) } as unknown as Logger;
+  const log = {
+    warn: (msg: string, fields?: object) =>
+      process.stderr.write(`nomad-agent: ${msg} ${JSON.stringify(fields ?? {})}\n`),
+  } as unknown as Logger;
   return SandboxConfinement.create({
-    name: `nomad-${process.pid}`, hostDir: root ?? '', image: `${root}.img`, resources: limits, enforce, cgroups, disk: 'tools' in tools ? tools.tools : null, log,
+    name: `nomad-${process.pid}`,
+    hostDir: root ?? '',
+    image: `${root}.img`,
+    resources: limits,
+    enforce,
+    cgroups,
+    disk: 'tools' in tools ? tools.tools : null,
+    log,
   });
 }
 
@@ -341,7 +437,10 @@ function isEntryPoint(): boolean {
   const entry = process.argv[1];
   if (!entry) return false;
   try {
-    return import.meta.url === pathToFileURL(realpathSync(entry)).href || import.meta.url === pathToFileURL(entry).href;
+    return (
+      import.meta.url === pathToFileURL(realpathSync(entry)).href ||
+      import.meta.url === pathToFileURL(entry).href
+    );
   } catch {
     return false;
   }

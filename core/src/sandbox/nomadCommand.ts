@@ -16,7 +16,16 @@ import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { SandboxSpec } from '../ports/sandbox.js';
 import { sandboxResources, type SandboxLimitCaps } from './limits/index.js';
-import { extraBindArgs, HOST_CODE_ROOT, NAMESPACE_ARGS, SANDBOX_PATHS, SANDBOX_PROXY_LISTEN, SANDBOX_UID, systemBindArgs, sandboxEnv } from './local.js';
+import {
+  extraBindArgs,
+  HOST_CODE_ROOT,
+  NAMESPACE_ARGS,
+  SANDBOX_PATHS,
+  SANDBOX_PROXY_LISTEN,
+  SANDBOX_UID,
+  systemBindArgs,
+  sandboxEnv,
+} from './local.js';
 
 export interface NomadAgentCommandOptions {
   /** node on the Nomad client. */
@@ -63,45 +72,90 @@ function insideProxyUrl(proxyUrl: string): { url: string; target: string } {
 export function nomadAgentCommand(spec: SandboxSpec, o: NomadAgentCommandOptions): string[] {
   const bwrap = o.bwrap === undefined ? 'bwrap' : o.bwrap;
   const limits = o.limits === false ? null : sandboxResources(spec.size, o.limits?.caps);
-  const limitArgs = limits ? ['--limits', `processes=${limits.processes},memoryMb=${limits.memoryMb},cpus=${limits.cpus},diskMb=${limits.diskMb}`] : [];
+  const limitArgs = limits
+    ? [
+        '--limits',
+        `processes=${limits.processes},memoryMb=${limits.memoryMb},cpus=${limits.cpus},diskMb=${limits.diskMb}`,
+      ]
+    : [];
   if (bwrap === false) {
     // unwrapped: the launcher gives the agent exactly the sandbox's environment (no disk quota: no sandbox root)
     const env = sandboxEnv(spec.env, spec.proxyUrl);
-    return [o.node, o.launcher, ...limitArgs, ...Object.entries(env).flatMap(([k, v]) => ['--env', `${k}=${v}`]), '--', o.node, o.agent];
+    return [
+      o.node,
+      o.launcher,
+      ...limitArgs,
+      ...Object.entries(env).flatMap(([k, v]) => ['--env', `${k}=${v}`]),
+      '--',
+      o.node,
+      o.agent,
+    ];
   }
   const root = `${TASK_DIR}/sandbox`;
-  const dirs = { workspace: `${root}/workspace`, tmp: `${root}/tmp`, home: `${root}/home`, outputs: `${root}/outputs` };
+  const dirs = {
+    workspace: `${root}/workspace`,
+    tmp: `${root}/tmp`,
+    home: `${root}/home`,
+    outputs: `${root}/outputs`,
+  };
   const systemDir = `${root}/system`;
   const proxySocket = `${root}/proxy.sock`;
   const proxy = spec.proxyUrl ? insideProxyUrl(spec.proxyUrl) : null;
   const launcherArgs: string[] = [];
   if (limits) launcherArgs.push(...limitArgs, '--sandbox-root', root);
   for (const d of Object.values(dirs)) launcherArgs.push('--mkdir', d);
-  for (const [name, content] of Object.entries(systemFiles())) launcherArgs.push('--file', `${systemDir}/${name}=${Buffer.from(content).toString('base64')}`);
+  for (const [name, content] of Object.entries(systemFiles()))
+    launcherArgs.push('--file', `${systemDir}/${name}=${Buffer.from(content).toString('base64')}`);
   if (proxy) launcherArgs.push('--proxy-forward', `${proxySocket}=${proxy.target}`);
   const env = sandboxEnv(spec.env, proxy ? proxy.url : null);
   // the same bwrap options as the local driver's, handed to bwrap through a pipe by the launcher
   const bwrapOptions = [
     ...NAMESPACE_ARGS,
     ...systemBindArgs(systemDir),
-    '--bind', dirs.workspace, SANDBOX_PATHS.workspace,
-    '--bind', dirs.tmp, SANDBOX_PATHS.tmp,
-    '--bind', dirs.home, SANDBOX_PATHS.home,
-    '--bind', dirs.outputs, SANDBOX_PATHS.outputs,
-    '--ro-bind', o.node, SANDBOX_PATHS.node,
-    '--ro-bind', o.agent, SANDBOX_PATHS.agent,
+    '--bind',
+    dirs.workspace,
+    SANDBOX_PATHS.workspace,
+    '--bind',
+    dirs.tmp,
+    SANDBOX_PATHS.tmp,
+    '--bind',
+    dirs.home,
+    SANDBOX_PATHS.home,
+    '--bind',
+    dirs.outputs,
+    SANDBOX_PATHS.outputs,
+    '--ro-bind',
+    o.node,
+    SANDBOX_PATHS.node,
+    '--ro-bind',
+    o.agent,
+    SANDBOX_PATHS.agent,
     ...(proxy ? ['--ro-bind', proxySocket, SANDBOX_PATHS.proxySocket] : []),
-    ...extraBindArgs(o.readOnlyBinds, [HOST_CODE_ROOT, dirname(o.launcher), dirname(o.agent), ...(o.hidePaths ?? [])]),
-    '--chdir', SANDBOX_PATHS.workspace,
+    ...extraBindArgs(o.readOnlyBinds, [
+      HOST_CODE_ROOT,
+      dirname(o.launcher),
+      dirname(o.agent),
+      ...(o.hidePaths ?? []),
+    ]),
+    '--chdir',
+    SANDBOX_PATHS.workspace,
     '--clearenv',
     ...Object.entries(env).flatMap(([k, v]) => ['--setenv', k, v]),
   ];
   return [
-    o.node, o.launcher, ...launcherArgs, '--bwrap-args', String(bwrapOptions.length), '--',
+    o.node,
+    o.launcher,
+    ...launcherArgs,
+    '--bwrap-args',
+    String(bwrapOptions.length),
+    '--',
     bwrap,
     ...bwrapOptions,
-    SANDBOX_PATHS.node, SANDBOX_PATHS.agent,
-    ...(proxy ? ['--proxy-socket', SANDBOX_PATHS.proxySocket, '--proxy-listen', SANDBOX_PROXY_LISTEN] : []),
+    SANDBOX_PATHS.node,
+    SANDBOX_PATHS.agent,
+    ...(proxy
+      ? ['--proxy-socket', SANDBOX_PATHS.proxySocket, '--proxy-listen', SANDBOX_PROXY_LISTEN]
+      : []),
   ];
 }
 
@@ -111,7 +165,10 @@ export function nomadAgentCommand(spec: SandboxSpec, o: NomadAgentCommandOptions
  * relative imports transpiled once into `cacheDir/<name>-<hash>/` as .mjs (running from source:
  * tsx, vitest).
  */
-export async function resolveSandboxScript(name: 'agent' | 'nomadAgent', cacheDir: string): Promise<string> {
+export async function resolveSandboxScript(
+  name: 'agent' | 'nomadAgent',
+  cacheDir: string,
+): Promise<string> {
   const here = fileURLToPath(import.meta.url);
   if (here.endsWith('.js')) {
     const compiled = join(dirname(here), `${name}.js`);
@@ -133,15 +190,20 @@ export async function resolveSandboxScript(name: 'agent' | 'nomadAgent', cacheDi
   };
   await visit(name);
   const hash = createHash('sha256');
-  for (const [rel, text] of [...sources].sort(([a], [b]) => a.localeCompare(b))) hash.update(rel).update('\0').update(text).update('\0');
+  for (const [rel, text] of [...sources].sort(([a], [b]) => a.localeCompare(b)))
+    hash.update(rel).update('\0').update(text).update('\0');
   const dir = join(cacheDir, `${name}-${hash.digest('hex').slice(0, 16)}`);
   const out = join(dir, `${name}.mjs`);
   if (existsSync(out)) return out;
   const ts = (await import('typescript')).default; // a dev dependency: only when running from source
   const tmpDir = `${dir}.${process.pid}.${randomBytes(4).toString('hex')}.tmp`;
   for (const [rel, text] of sources) {
-    const js = ts.transpileModule(text, { compilerOptions: { module: ts.ModuleKind.ESNext, target: ts.ScriptTarget.ES2022 }, fileName: `${rel}.ts` }).outputText
-      .replace(/(\bfrom\s+['"]\.{1,2}\/[^'"]+)\.js(['"])/g, '$1.mjs$2');
+    const js = ts
+      .transpileModule(text, {
+        compilerOptions: { module: ts.ModuleKind.ESNext, target: ts.ScriptTarget.ES2022 },
+        fileName: `${rel}.ts`,
+      })
+      .outputText.replace(/(\bfrom\s+['"]\.{1,2}\/[^'"]+)\.js(['"])/g, '$1.mjs$2');
     await fsp.mkdir(dirname(join(tmpDir, rel)), { recursive: true });
     await fsp.writeFile(join(tmpDir, `${rel}.mjs`), js, { mode: 0o644 });
   }

@@ -23,12 +23,18 @@ export interface TcpTransportOptions {
 function connectOnce(o: TcpTransportOptions): Promise<net.Socket> {
   return new Promise((resolve, reject) => {
     const socket = net.connect({ host: o.host, port: o.port });
-    const timer = setTimeout(() => socket.destroy(new Error(`connect to ${o.host}:${o.port} timed out`)), o.connectTimeoutMs ?? 5000);
+    const timer = setTimeout(
+      () => socket.destroy(new Error(`connect to ${o.host}:${o.port} timed out`)),
+      o.connectTimeoutMs ?? 5000,
+    );
     socket.once('connect', () => {
       clearTimeout(timer);
       socket.setNoDelay(true);
       socket.setKeepAlive(true, 15_000);
-      if (o.token) socket.write(`${JSON.stringify({ jsonrpc: '2.0', method: 'auth', params: { token: o.token } })}\n`);
+      if (o.token)
+        socket.write(
+          `${JSON.stringify({ jsonrpc: '2.0', method: 'auth', params: { token: o.token } })}\n`,
+        );
       resolve(socket);
     });
     socket.once('error', (err) => {
@@ -55,7 +61,9 @@ export async function tcpTransport(o: TcpTransportOptions): Promise<AgentTranspo
 
   const attach = (s: net.Socket) => {
     const split = lineSplitter(
-      (line) => { for (const l of lineListeners) l(line); },
+      (line) => {
+        for (const l of lineListeners) l(line);
+      },
       (bytes) => fireClose(new Error(`agent sent a line over the limit (${bytes} bytes)`)),
     );
     s.on('data', (c: Buffer) => split(c));

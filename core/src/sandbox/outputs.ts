@@ -46,7 +46,10 @@ export interface OutputSyncMemory {
   skipped: Map<string, string>;
 }
 
-export const newOutputSyncMemory = (): OutputSyncMemory => ({ stored: new Map(), skipped: new Map() });
+export const newOutputSyncMemory = (): OutputSyncMemory => ({
+  stored: new Map(),
+  skipped: new Map(),
+});
 
 export interface OutputSyncDeps {
   api: SandboxAgentApi;
@@ -89,7 +92,10 @@ export async function syncSessionOutputs(d: OutputSyncDeps): Promise<OutputSyncR
     const mark = `${reason}:${signature}`;
     if (memory.skipped.get(name) === mark) return;
     memory.skipped.set(name, mark);
-    if (report.skipped.length >= MAX_SKIPS_REPORTED) { unreported++; return; }
+    if (report.skipped.length >= MAX_SKIPS_REPORTED) {
+      unreported++;
+      return;
+    }
     report.skipped.push({ name, reason, message });
     d.log.warn('output file skipped', { sessionId: d.sessionId, name: printable(name), reason });
   };
@@ -107,7 +113,8 @@ export async function syncSessionOutputs(d: OutputSyncDeps): Promise<OutputSyncR
   try {
     // settled versions the store has already are not sent again
     const unchanged: Record<string, string> = {};
-    for (const [name, v] of memory.stored) if (v.settled && sizes.has(name)) unchanged[name] = v.signature;
+    for (const [name, v] of memory.stored)
+      if (v.settled && sizes.has(name)) unchanged[name] = v.signature;
     archive = await d.api.archiveStream(d.dir, { maxFileBytes: quotas.maxFileBytes, unchanged });
   } catch (err) {
     if (err instanceof SandboxAgentError && err.kind === 'not_found') return report;
@@ -116,47 +123,74 @@ export async function syncSessionOutputs(d: OutputSyncDeps): Promise<OutputSyncR
   for (const s of archive.skipped) {
     const name = typeof s?.name === 'string' ? s.name : '';
     const size = Number(s?.size) || 0;
-    skip(name, 'file_too_large', `output '${printable(name)}' skipped: ${size} bytes is over the ${quotas.maxFileBytes}-byte limit per file`, String(size));
+    skip(
+      name,
+      'file_too_large',
+      `output '${printable(name)}' skipped: ${size} bytes is over the ${quotas.maxFileBytes}-byte limit per file`,
+      String(size),
+    );
   }
 
-  await readTarGz(archive.data, {
-    maxFileBytes: quotas.maxFileBytes,
-    // everything in the directory travels on each sync: room for the quota twice, plus slack
-    maxTotalBytes: 2 * quotas.maxSessionBytes + quotas.maxFileBytes + 64 * MIB,
-    checkName: outputNameProblem,
-  }, {
-    skip: (name, reason, message) => skip(name, REASONS[reason], message, 'entry'),
-    file: async (f) => {
-      const mtimeSec = f.mtime;
-      const signature = `${f.size}:${mtimeSec}`;
-      const prev = memory.stored.get(f.name);
-      if (prev && prev.settled && prev.signature === signature && sizes.has(f.name)) return;
-      const old = sizes.get(f.name) ?? 0;
-      if (used - old + f.size > quotas.maxSessionBytes) {
-        skip(f.name, 'session_quota_exceeded', `output '${printable(f.name)}' skipped: storing its ${f.size} bytes would take the session's outputs over the ${quotas.maxSessionBytes}-byte limit`, signature);
-        return;
-      }
-      try {
-        const { size } = await objects.putStream(`${prefix}${f.name}`, f.data, { maxBytes: Math.min(quotas.maxFileBytes, f.size) });
-        used += size - old;
-        sizes.set(f.name, size);
-      } catch (err) {
-        if (err instanceof InvalidObjectKeyError) {
-          skip(f.name, 'invalid_name', `output '${printable(f.name)}' skipped: ${err.message}`, signature);
-          return;
-        }
-        if (err instanceof ObjectTooLargeError) {
-          skip(f.name, 'file_too_large', `output '${printable(f.name)}' skipped: longer than its declared ${f.size} bytes`, signature);
-          return;
-        }
-        throw err;
-      }
-      // an mtime in the current second may change again within it: not trusted for "unchanged"
-      memory.stored.set(f.name, { signature, settled: mtimeSec < startedSec });
-      memory.skipped.delete(f.name);
-      report.stored.push(f.name);
+  await readTarGz(
+    archive.data,
+    {
+      maxFileBytes: quotas.maxFileBytes,
+      // everything in the directory travels on each sync: room for the quota twice, plus slack
+      maxTotalBytes: 2 * quotas.maxSessionBytes + quotas.maxFileBytes + 64 * MIB,
+      checkName: outputNameProblem,
     },
-  });
-  if (unreported) d.log.warn('more output files skipped than reported', { sessionId: d.sessionId, unreported });
+    {
+      skip: (name, reason, message) => skip(name, REASONS[reason], message, 'entry'),
+      file: async (f) => {
+        const mtimeSec = f.mtime;
+        const signature = `${f.size}:${mtimeSec}`;
+        const prev = memory.stored.get(f.name);
+        if (prev && prev.settled && prev.signature === signature && sizes.has(f.name)) return;
+        const old = sizes.get(f.name) ?? 0;
+        if (used - old + f.size > quotas.maxSessionBytes) {
+          skip(
+            f.name,
+            'session_quota_exceeded',
+            `output '${printable(f.name)}' skipped: storing its ${f.size} bytes would take the session's outputs over the ${quotas.maxSessionBytes}-byte limit`,
+            signature,
+          );
+          return;
+        }
+        try {
+          const { size } = await objects.putStream(`${prefix}${f.name}`, f.data, {
+            maxBytes: Math.min(quotas.maxFileBytes, f.size),
+          });
+          used += size - old;
+          sizes.set(f.name, size);
+        } catch (err) {
+          if (err instanceof InvalidObjectKeyError) {
+            skip(
+              f.name,
+              'invalid_name',
+              `output '${printable(f.name)}' skipped: ${err.message}`,
+              signature,
+            );
+            return;
+          }
+          if (err instanceof ObjectTooLargeError) {
+            skip(
+              f.name,
+              'file_too_large',
+              `output '${printable(f.name)}' skipped: longer than its declared ${f.size} bytes`,
+              signature,
+            );
+            return;
+          }
+          throw err;
+        }
+        // an mtime in the current second may change again within it: not trusted for "unchanged"
+        memory.stored.set(f.name, { signature, settled: mtimeSec < startedSec });
+        memory.skipped.delete(f.name);
+        report.stored.push(f.name);
+      },
+    },
+  );
+  if (unreported)
+    d.log.warn('more output files skipped than reported', { sessionId: d.sessionId, unreported });
   return report;
 }

@@ -29,14 +29,49 @@
  * (codes and kinds in ERROR_CODES). The agent program is agent.ts.
  */
 import { Readable, type Writable } from 'node:stream';
-import type { ArchiveStream, ExecRequest, ExecResult, GrepMatch, SandboxAgentApi } from '../ports/sandbox.js';
-import { ERROR_CODES, STREAM_CHUNK_BYTES, lineSplitter, type AgentErrorKind, type RpcErrorObject } from './agent.js';
+import type {
+  ArchiveStream,
+  ExecRequest,
+  ExecResult,
+  GrepMatch,
+  SandboxAgentApi,
+} from '../ports/sandbox.js';
+import {
+  ERROR_CODES,
+  STREAM_CHUNK_BYTES,
+  lineSplitter,
+  type AgentErrorKind,
+  type RpcErrorObject,
+} from './agent.js';
 
-export { ERROR_CODES, MAX_ARCHIVE_BYTES, createTar, createTarGz, parseTar, parseTarGz, type AgentErrorKind, type TarEntry } from './agent.js';
+export {
+  ERROR_CODES,
+  MAX_ARCHIVE_BYTES,
+  createTar,
+  createTarGz,
+  parseTar,
+  parseTarGz,
+  type AgentErrorKind,
+  type TarEntry,
+} from './agent.js';
 
 export const AGENT_METHODS = [
-  'ping', 'exec', 'readFile', 'writeFile', 'edit', 'glob', 'grep', 'archive', 'extract', 'list',
-  'archiveOpen', 'extractOpen', 'streamRead', 'streamWrite', 'streamEnd', 'streamClose',
+  'ping',
+  'exec',
+  'readFile',
+  'writeFile',
+  'edit',
+  'glob',
+  'grep',
+  'archive',
+  'extract',
+  'list',
+  'archiveOpen',
+  'extractOpen',
+  'streamRead',
+  'streamWrite',
+  'streamEnd',
+  'streamClose',
 ] as const;
 export type AgentMethod = (typeof AGENT_METHODS)[number];
 
@@ -72,10 +107,14 @@ export function nodeStreamTransport(readable: Readable, writable: Writable): Age
     for (const l of closeListeners) l(reason);
   };
   const split = lineSplitter(
-    (line) => { for (const l of lineListeners) l(line); },
+    (line) => {
+      for (const l of lineListeners) l(line);
+    },
     (bytes) => fireClose(new Error(`agent sent a line over the limit (${bytes} bytes)`)),
   );
-  readable.on('data', (chunk: Buffer | string) => split(typeof chunk === 'string' ? Buffer.from(chunk) : chunk));
+  readable.on('data', (chunk: Buffer | string) =>
+    split(typeof chunk === 'string' ? Buffer.from(chunk) : chunk),
+  );
   readable.once('end', () => fireClose());
   readable.once('close', () => fireClose());
   readable.once('error', (err) => fireClose(err));
@@ -113,7 +152,8 @@ export interface AgentClient extends SandboxAgentApi {
   pending(): number;
 }
 
-const b64 = (data: Uint8Array) => Buffer.from(data.buffer, data.byteOffset, data.length).toString('base64');
+const b64 = (data: Uint8Array) =>
+  Buffer.from(data.buffer, data.byteOffset, data.length).toString('base64');
 const fromB64 = (s: string) => {
   const buf = Buffer.from(s, 'base64');
   return new Uint8Array(buf.buffer, buf.byteOffset, buf.length);
@@ -123,11 +163,17 @@ const fromB64 = (s: string) => {
  * A SandboxAgentApi speaking the protocol over `transport`: request ids, per-call timeouts, and
  * rejection of every pending call when the stream closes (the sandbox exited).
  */
-export function createAgentClient(transport: AgentTransport, options: AgentClientOptions = {}): AgentClient {
+export function createAgentClient(
+  transport: AgentTransport,
+  options: AgentClientOptions = {},
+): AgentClient {
   const timeoutMs = options.timeoutMs ?? 60_000;
   const execGraceMs = options.execGraceMs ?? 15_000;
   const transferTimeoutMs = options.transferTimeoutMs ?? 600_000;
-  const pending = new Map<number, { resolve: (v: unknown) => void; reject: (e: Error) => void; timer: NodeJS.Timeout }>();
+  const pending = new Map<
+    number,
+    { resolve: (v: unknown) => void; reject: (e: Error) => void; timer: NodeJS.Timeout }
+  >();
   const notificationListeners: Array<(method: string, params: unknown) => void> = [];
   let nextId = 1;
   let closedWith: SandboxAgentError | null = null;
@@ -142,7 +188,13 @@ export function createAgentClient(transport: AgentTransport, options: AgentClien
   };
 
   transport.onLine((line) => {
-    let msg: { id?: unknown; method?: unknown; params?: unknown; result?: unknown; error?: RpcErrorObject };
+    let msg: {
+      id?: unknown;
+      method?: unknown;
+      params?: unknown;
+      result?: unknown;
+      error?: RpcErrorObject;
+    };
     try {
       msg = JSON.parse(line);
     } catch {
@@ -164,16 +216,32 @@ export function createAgentClient(transport: AgentTransport, options: AgentClien
     } else p.resolve(msg.result);
   });
   transport.onClose((reason) => {
-    failAll(new SandboxAgentError(ERROR_CODES.closed, `sandbox agent stream closed${reason ? `: ${reason.message}` : ''} (the sandbox exited or was stopped)`, 'closed'));
+    failAll(
+      new SandboxAgentError(
+        ERROR_CODES.closed,
+        `sandbox agent stream closed${reason ? `: ${reason.message}` : ''} (the sandbox exited or was stopped)`,
+        'closed',
+      ),
+    );
   });
 
-  const call = <T>(method: AgentMethod, params: Record<string, unknown>, ms = timeoutMs): Promise<T> =>
+  const call = <T>(
+    method: AgentMethod,
+    params: Record<string, unknown>,
+    ms = timeoutMs,
+  ): Promise<T> =>
     new Promise<T>((resolve, reject) => {
       if (closedWith) return reject(closedWith);
       const id = nextId++;
       const timer = setTimeout(() => {
         pending.delete(id);
-        reject(new SandboxAgentError(ERROR_CODES.timeout, `sandbox agent call ${method} timed out after ${ms} ms`, 'timeout'));
+        reject(
+          new SandboxAgentError(
+            ERROR_CODES.timeout,
+            `sandbox agent call ${method} timed out after ${ms} ms`,
+            'timeout',
+          ),
+        );
       }, ms);
       timer.unref?.();
       pending.set(id, { resolve: resolve as (v: unknown) => void, reject, timer });
@@ -182,7 +250,13 @@ export function createAgentClient(transport: AgentTransport, options: AgentClien
       } catch (err) {
         pending.delete(id);
         clearTimeout(timer);
-        reject(new SandboxAgentError(ERROR_CODES.closed, `sandbox agent stream closed: ${(err as Error).message}`, 'closed'));
+        reject(
+          new SandboxAgentError(
+            ERROR_CODES.closed,
+            `sandbox agent stream closed: ${(err as Error).message}`,
+            'closed',
+          ),
+        );
       }
     });
 
@@ -190,15 +264,27 @@ export function createAgentClient(transport: AgentTransport, options: AgentClien
     async ping() {
       await call('ping', {});
     },
-    exec: (req: ExecRequest) => call<ExecResult>('exec', { ...req }, (req.timeoutMs ?? 120_000) + execGraceMs),
+    exec: (req: ExecRequest) =>
+      call<ExecResult>('exec', { ...req }, (req.timeoutMs ?? 120_000) + execGraceMs),
     readFile: (path, opts) => call('readFile', { path, ...(opts ?? {}) }),
     async writeFile(path, content, opts) {
       const body = typeof content === 'string' ? { content } : { contentBase64: b64(content) };
-      await call('writeFile', { path, ...body, ...(opts?.mode !== undefined ? { mode: opts.mode } : {}) });
+      await call('writeFile', {
+        path,
+        ...body,
+        ...(opts?.mode !== undefined ? { mode: opts.mode } : {}),
+      });
     },
-    edit: (path, oldString, newString, replaceAll) => call('edit', { path, oldString, newString, replaceAll: replaceAll ?? false }),
-    glob: (pattern, cwd) => call<string[]>('glob', { pattern, ...(cwd !== undefined ? { cwd } : {}) }),
-    grep: (pattern, path, opts) => call<GrepMatch[]>('grep', { pattern, ...(path !== undefined ? { path } : {}), ...(opts ?? {}) }),
+    edit: (path, oldString, newString, replaceAll) =>
+      call('edit', { path, oldString, newString, replaceAll: replaceAll ?? false }),
+    glob: (pattern, cwd) =>
+      call<string[]>('glob', { pattern, ...(cwd !== undefined ? { cwd } : {}) }),
+    grep: (pattern, path, opts) =>
+      call<GrepMatch[]>('grep', {
+        pattern,
+        ...(path !== undefined ? { path } : {}),
+        ...(opts ?? {}),
+      }),
     async archive(dir) {
       const r = await call<{ base64: string }>('archive', { dir }, transferTimeoutMs);
       return fromB64(r.base64);
@@ -208,14 +294,26 @@ export function createAgentClient(transport: AgentTransport, options: AgentClien
     },
     list: (dir) => call('list', { dir }),
     async archiveStream(dir, opts): Promise<ArchiveStream> {
-      const params = { dir, ...(opts?.maxFileBytes !== undefined ? { maxFileBytes: opts.maxFileBytes } : {}), ...(opts?.unchanged ? { unchanged: opts.unchanged } : {}) };
-      const opened = await call<{ stream: string; skipped: ArchiveStream['skipped'] }>('archiveOpen', params, transferTimeoutMs);
+      const params = {
+        dir,
+        ...(opts?.maxFileBytes !== undefined ? { maxFileBytes: opts.maxFileBytes } : {}),
+        ...(opts?.unchanged ? { unchanged: opts.unchanged } : {}),
+      };
+      const opened = await call<{ stream: string; skipped: ArchiveStream['skipped'] }>(
+        'archiveOpen',
+        params,
+        transferTimeoutMs,
+      );
       const stream = opened.stream;
       async function* chunks(): AsyncGenerator<Uint8Array> {
         let eof = false;
         try {
           while (!eof) {
-            const r = await call<{ base64: string; eof: boolean }>('streamRead', { stream }, transferTimeoutMs);
+            const r = await call<{ base64: string; eof: boolean }>(
+              'streamRead',
+              { stream },
+              transferTimeoutMs,
+            );
             eof = r.eof === true;
             if (r.base64) yield fromB64(r.base64);
           }
@@ -224,7 +322,10 @@ export function createAgentClient(transport: AgentTransport, options: AgentClien
           if (!eof && !closedWith) call('streamClose', { stream }).catch(() => {});
         }
       }
-      return { skipped: Array.isArray(opened.skipped) ? opened.skipped : [], data: Readable.from(chunks(), { objectMode: false }) };
+      return {
+        skipped: Array.isArray(opened.skipped) ? opened.skipped : [],
+        data: Readable.from(chunks(), { objectMode: false }),
+      };
     },
     async extractStream(dir, archive) {
       const { stream } = await call<{ stream: string }>('extractOpen', { dir }, transferTimeoutMs);
@@ -232,7 +333,11 @@ export function createAgentClient(transport: AgentTransport, options: AgentClien
       try {
         for await (const piece of archive) {
           for (let off = 0; off < piece.length; off += STREAM_CHUNK_BYTES) {
-            await call('streamWrite', { stream, base64: b64(piece.subarray(off, off + STREAM_CHUNK_BYTES)) }, transferTimeoutMs);
+            await call(
+              'streamWrite',
+              { stream, base64: b64(piece.subarray(off, off + STREAM_CHUNK_BYTES)) },
+              transferTimeoutMs,
+            );
           }
         }
         ended = true;
@@ -243,7 +348,13 @@ export function createAgentClient(transport: AgentTransport, options: AgentClien
     },
     onNotification: (l) => void notificationListeners.push(l),
     close(reason) {
-      failAll(new SandboxAgentError(ERROR_CODES.closed, `sandbox agent client closed${reason ? `: ${reason.message}` : ''}`, 'closed'));
+      failAll(
+        new SandboxAgentError(
+          ERROR_CODES.closed,
+          `sandbox agent client closed${reason ? `: ${reason.message}` : ''}`,
+          'closed',
+        ),
+      );
       transport.close();
     },
     get closed() {

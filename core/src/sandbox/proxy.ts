@@ -26,13 +26,42 @@ import { promises as fsp } from 'node:fs';
 import http from 'node:http';
 import net from 'node:net';
 import type { Duplex } from 'node:stream';
-import { createEgressPolicy, EgressRefusedError, normalizeHost, type ResolvedAddress } from '../egress/policy.js';
+import {
+  createEgressPolicy,
+  EgressRefusedError,
+  normalizeHost,
+  type ResolvedAddress,
+} from '../egress/policy.js';
 import type { PolicyDecision, ProxyRequestContext } from './proxyPolicy.js';
-import { DEFAULTS, HOP_BY_HOP, loggablePath, ProxyError, refusalText, upstreamError, withTimeout, type OutboundProxy, type OutboundProxyOptions, type ProxyLogEntry } from './proxyHelpers.js';
+import {
+  DEFAULTS,
+  HOP_BY_HOP,
+  loggablePath,
+  ProxyError,
+  refusalText,
+  upstreamError,
+  withTimeout,
+  type OutboundProxy,
+  type OutboundProxyOptions,
+  type ProxyLogEntry,
+} from './proxyHelpers.js';
 
-export { hostMatches, hostPolicy, type PolicyDecision, type ProxyPolicy, type ProxyRequestContext } from './proxyPolicy.js';
+export {
+  hostMatches,
+  hostPolicy,
+  type PolicyDecision,
+  type ProxyPolicy,
+  type ProxyRequestContext,
+} from './proxyPolicy.js';
 export { isNonPublicAddress } from '../egress/addresses.js';
-export { proxyRequestTarget, type CredentialHook, type OutboundProxy, type OutboundProxyOptions, type ProxyLimits, type ProxyLogEntry } from './proxyHelpers.js';
+export {
+  proxyRequestTarget,
+  type CredentialHook,
+  type OutboundProxy,
+  type OutboundProxyOptions,
+  type ProxyLimits,
+  type ProxyLogEntry,
+} from './proxyHelpers.js';
 
 // ---------------------------------------------------------------------------------------------
 // The proxy
@@ -44,7 +73,12 @@ export async function createOutboundProxy(opts: OutboundProxyOptions): Promise<O
   const sockets = new Set<Duplex>();
   let closing = false;
 
-  const agent = new http.Agent({ keepAlive: true, maxSockets: 32, maxTotalSockets: 128, timeout: limits.idleTimeoutMs });
+  const agent = new http.Agent({
+    keepAlive: true,
+    maxSockets: 32,
+    maxTotalSockets: 128,
+    timeout: limits.idleTimeoutMs,
+  });
 
   const emit = (entry: ProxyLogEntry) => {
     try {
@@ -67,7 +101,13 @@ export async function createOutboundProxy(opts: OutboundProxyOptions): Promise<O
     try {
       return await egress.resolve(host, port);
     } catch (err) {
-      if (err instanceof EgressRefusedError) throw new ProxyError(403, 'private_address', 'destination_ip_prohibited', refusalText(host));
+      if (err instanceof EgressRefusedError)
+        throw new ProxyError(
+          403,
+          'private_address',
+          'destination_ip_prohibited',
+          refusalText(host),
+        );
       throw err;
     }
   };
@@ -77,7 +117,12 @@ export async function createOutboundProxy(opts: OutboundProxyOptions): Promise<O
     try {
       return await opts.credentialHook(ctx.host, ctx);
     } catch {
-      throw new ProxyError(502, 'credential_lookup_failed', 'proxy_internal_error', 'outbound credential lookup failed');
+      throw new ProxyError(
+        502,
+        'credential_lookup_failed',
+        'proxy_internal_error',
+        'outbound credential lookup failed',
+      );
     }
   };
 
@@ -134,31 +179,64 @@ export async function createOutboundProxy(opts: OutboundProxyOptions): Promise<O
       target = new URL(req.url ?? '');
     } catch {
       req.resume();
-      return fail(new ProxyError(400, 'bad_request', 'http_request_error', 'this is a forward proxy: send absolute-URI requests (http://host/path) or CONNECT'));
+      return fail(
+        new ProxyError(
+          400,
+          'bad_request',
+          'http_request_error',
+          'this is a forward proxy: send absolute-URI requests (http://host/path) or CONNECT',
+        ),
+      );
     }
     if (target.protocol !== 'http:') {
       req.resume();
       entry.host = normalizeHost(target.hostname);
-      return fail(new ProxyError(400, 'unsupported_scheme', 'http_request_error', 'only http:// URLs are forwarded; use CONNECT for https'));
+      return fail(
+        new ProxyError(
+          400,
+          'unsupported_scheme',
+          'http_request_error',
+          'only http:// URLs are forwarded; use CONNECT for https',
+        ),
+      );
     }
     const host = normalizeHost(target.hostname);
     const port = Number(target.port || 80);
     entry.host = host;
     entry.port = port;
     entry.path = loggablePath(target.pathname, target.search);
-    const ctx: ProxyRequestContext = { tenantId, sessionId, method: entry.method, host, port, kind: 'http' };
+    const ctx: ProxyRequestContext = {
+      tenantId,
+      sessionId,
+      method: entry.method,
+      host,
+      port,
+      kind: 'http',
+    };
 
     const decision = decide(ctx);
     reason = decision.reason;
     if (!decision.allow) {
       req.resume();
-      return fail(new ProxyError(403, decision.reason ?? 'policy', 'http_request_denied', refusalText(host)));
+      return fail(
+        new ProxyError(403, decision.reason ?? 'policy', 'http_request_denied', refusalText(host)),
+      );
     }
     entry.allowed = true;
 
     void (async () => {
-      const to = () => new ProxyError(504, 'connect_timeout', 'connection_timeout', 'timed out connecting to the destination');
-      const [dest, extra] = await withTimeout(Promise.all([resolve(host, port), credentials(ctx)]), limits.connectTimeoutMs, to);
+      const to = () =>
+        new ProxyError(
+          504,
+          'connect_timeout',
+          'connection_timeout',
+          'timed out connecting to the destination',
+        );
+      const [dest, extra] = await withTimeout(
+        Promise.all([resolve(host, port), credentials(ctx)]),
+        limits.connectTimeoutMs,
+        to,
+      );
       if (res.destroyed) return;
 
       const headers: Record<string, string | string[]> = {};
@@ -195,7 +273,16 @@ export async function createOutboundProxy(opts: OutboundProxyOptions): Promise<O
           s.once('connect', () => clearTimeout(connectTimer));
         }
       });
-      up.setTimeout(limits.idleTimeoutMs, () => up.destroy(new ProxyError(504, 'idle_timeout', 'http_response_timeout', 'the destination stopped responding')));
+      up.setTimeout(limits.idleTimeoutMs, () =>
+        up.destroy(
+          new ProxyError(
+            504,
+            'idle_timeout',
+            'http_response_timeout',
+            'the destination stopped responding',
+          ),
+        ),
+      );
       up.on('error', (err) => {
         clearTimeout(connectTimer);
         fail(upstreamError(err));
@@ -281,16 +368,31 @@ export async function createOutboundProxy(opts: OutboundProxyOptions): Promise<O
       setTimeout(() => client.destroy(), 1000).unref();
     };
 
-    const m = /^\[([0-9a-fA-F:.]+)\]:(\d{1,5})$/.exec(req.url ?? '') ?? /^([A-Za-z0-9._-]+):(\d{1,5})$/.exec(req.url ?? '');
+    const m =
+      /^\[([0-9a-fA-F:.]+)\]:(\d{1,5})$/.exec(req.url ?? '') ??
+      /^([A-Za-z0-9._-]+):(\d{1,5})$/.exec(req.url ?? '');
     const port = m ? Number(m[2]) : 0;
-    if (!m || port < 1 || port > 65535) return reply(new ProxyError(400, 'bad_request', 'http_request_error', 'CONNECT needs host:port'));
+    if (!m || port < 1 || port > 65535)
+      return reply(
+        new ProxyError(400, 'bad_request', 'http_request_error', 'CONNECT needs host:port'),
+      );
     const host = normalizeHost(m[1]);
     entry.host = host;
     entry.port = port;
-    const ctx: ProxyRequestContext = { tenantId, sessionId, method: 'CONNECT', host, port, kind: 'connect' };
+    const ctx: ProxyRequestContext = {
+      tenantId,
+      sessionId,
+      method: 'CONNECT',
+      host,
+      port,
+      kind: 'connect',
+    };
     const decision = decide(ctx);
     if (decision.reason) entry.reason = decision.reason;
-    if (!decision.allow) return reply(new ProxyError(403, decision.reason ?? 'policy', 'http_request_denied', refusalText(host)));
+    if (!decision.allow)
+      return reply(
+        new ProxyError(403, decision.reason ?? 'policy', 'http_request_denied', refusalText(host)),
+      );
     entry.allowed = true;
 
     // TODO(vault): credential injection for HTTPS. A CONNECT tunnel carries end-to-end TLS, so
@@ -299,7 +401,13 @@ export async function createOutboundProxy(opts: OutboundProxyOptions): Promise<O
     // credential). Not implemented: tunnels pass through untouched, the hook is not consulted.
 
     void (async () => {
-      const to = () => new ProxyError(504, 'connect_timeout', 'connection_timeout', 'timed out connecting to the destination');
+      const to = () =>
+        new ProxyError(
+          504,
+          'connect_timeout',
+          'connection_timeout',
+          'timed out connecting to the destination',
+        );
       const dest = await withTimeout(resolve(host, port), limits.connectTimeoutMs, to);
       if (client.destroyed) return;
       const up = net.connect({ host: dest.address, port, family: dest.family });
@@ -371,8 +479,15 @@ export async function createOutboundProxy(opts: OutboundProxyOptions): Promise<O
   });
   server.on('clientError', (err: NodeJS.ErrnoException, s: Duplex) => {
     if (!s.writable) return s.destroy();
-    const status = err.code === 'HPE_HEADER_OVERFLOW' ? 431 : err.code === 'ERR_HTTP_REQUEST_TIMEOUT' ? 408 : 400;
-    s.end(`HTTP/1.1 ${status} ${http.STATUS_CODES[status]}\r\ncontent-length: 0\r\nconnection: close\r\n\r\n`);
+    const status =
+      err.code === 'HPE_HEADER_OVERFLOW'
+        ? 431
+        : err.code === 'ERR_HTTP_REQUEST_TIMEOUT'
+          ? 408
+          : 400;
+    s.end(
+      `HTTP/1.1 ${status} ${http.STATUS_CODES[status]}\r\ncontent-length: 0\r\nconnection: close\r\n\r\n`,
+    );
   });
 
   let address: string;

@@ -11,7 +11,10 @@ import type { ProxyPolicy, ProxyRequestContext } from './proxyPolicy.js';
  * Per-host credential lookup. Returns headers to set on the forwarded request (replacing any
  * the sandbox sent under the same names), or null to pass through unchanged.
  */
-export type CredentialHook = (host: string, ctx: ProxyRequestContext) => Promise<Record<string, string> | null>;
+export type CredentialHook = (
+  host: string,
+  ctx: ProxyRequestContext,
+) => Promise<Record<string, string> | null>;
 
 export interface ProxyLogEntry {
   op: 'outbound.request';
@@ -76,7 +79,6 @@ export const DEFAULTS: Required<ProxyLimits> = {
   headersTimeoutMs: 30_000,
 };
 
-
 /** Headers that describe one connection, never forwarded (RFC 9110 §7.6.1, plus proxy ones). */
 export const HOP_BY_HOP = new Set([
   'connection',
@@ -107,7 +109,9 @@ export class ProxyError extends Error {
 export function loggablePath(pathname: string, search: string): string {
   let out = pathname.length > 256 ? `${pathname.slice(0, 256)}…` : pathname;
   if (search.length > 1) {
-    const names = [...new URLSearchParams(search).keys()].map((k) => (k.length > 64 ? `${k.slice(0, 64)}…` : k));
+    const names = [...new URLSearchParams(search).keys()].map((k) =>
+      k.length > 64 ? `${k.slice(0, 64)}…` : k,
+    );
     out += `?${names.slice(0, 32).join('&')}`;
   }
   return out;
@@ -126,24 +130,55 @@ export function withTimeout<T>(p: Promise<T>, ms: number, onTimeout: () => Error
 export function upstreamError(err: unknown): ProxyError {
   if (err instanceof ProxyError) return err;
   const code = (err as NodeJS.ErrnoException)?.code ?? '';
-  if (code === 'ENOTFOUND' || code === 'EAI_AGAIN' || code === 'ENODATA') return new ProxyError(502, 'dns_error', 'dns_error', 'the destination host could not be resolved');
-  if (code === 'ECONNREFUSED') return new ProxyError(502, 'connection_refused', 'connection_refused', 'the destination refused the connection');
-  if (code === 'ETIMEDOUT') return new ProxyError(504, 'connect_timeout', 'connection_timeout', 'timed out connecting to the destination');
-  if (code === 'HPE_HEADER_OVERFLOW') return new ProxyError(502, 'response_header_too_large', 'http_response_header_section_size', 'the destination sent too large a header');
-  return new ProxyError(502, 'upstream_error', 'proxy_internal_error', 'the request to the destination failed');
+  if (code === 'ENOTFOUND' || code === 'EAI_AGAIN' || code === 'ENODATA')
+    return new ProxyError(
+      502,
+      'dns_error',
+      'dns_error',
+      'the destination host could not be resolved',
+    );
+  if (code === 'ECONNREFUSED')
+    return new ProxyError(
+      502,
+      'connection_refused',
+      'connection_refused',
+      'the destination refused the connection',
+    );
+  if (code === 'ETIMEDOUT')
+    return new ProxyError(
+      504,
+      'connect_timeout',
+      'connection_timeout',
+      'timed out connecting to the destination',
+    );
+  if (code === 'HPE_HEADER_OVERFLOW')
+    return new ProxyError(
+      502,
+      'response_header_too_large',
+      'http_response_header_section_size',
+      'the destination sent too large a header',
+    );
+  return new ProxyError(
+    502,
+    'upstream_error',
+    'proxy_internal_error',
+    'the request to the destination failed',
+  );
 }
 
-export const refusalText = (host: string) => `outbound request to ${host} refused by the network policy\n`;
+export const refusalText = (host: string) =>
+  `outbound request to ${host} refused by the network policy\n`;
 
 /**
  * How to reach a proxy `address` with `http.request`: `{ socketPath }` for `unix:<path>`,
  * `{ host, port }` for `http://host:port`.
  */
-export function proxyRequestTarget(address: string): { socketPath: string } | { host: string; port: number } {
+export function proxyRequestTarget(
+  address: string,
+): { socketPath: string } | { host: string; port: number } {
   if (address.startsWith('unix:')) return { socketPath: address.slice('unix:'.length) };
   if (address.startsWith('/')) return { socketPath: address };
   const u = new URL(address);
   if (u.protocol !== 'http:') throw new Error(`unsupported proxy address ${address}`);
   return { host: normalizeHost(u.hostname), port: Number(u.port || 80) };
 }
-

@@ -49,7 +49,11 @@ export function hostMatches(pattern: string, host: string): boolean {
  * - otherwise every destination the egress policy permits is allowed.
  * An allowlist entry never opens a private address (see the file header).
  */
-export function hostPolicy(cfg: { allowlist?: readonly string[]; denylist?: readonly string[]; unrestricted?: boolean }): ProxyPolicy {
+export function hostPolicy(cfg: {
+  allowlist?: readonly string[];
+  denylist?: readonly string[];
+  unrestricted?: boolean;
+}): ProxyPolicy {
   const allow = (cfg.allowlist ?? []).filter((h) => h.trim() !== '');
   const deny = (cfg.denylist ?? []).filter((h) => h.trim() !== '');
   const restricted = allow.length > 0 || cfg.unrestricted === false;

@@ -3,29 +3,50 @@ import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Logger } from '../log.js';
 import type { Platform } from '../platform.js';
-import { SANDBOX_CONTROL_CHANNEL, type SandboxDriver, type SandboxSpec, type SessionRef } from '../ports/sandbox.js';
+import {
+  SANDBOX_CONTROL_CHANNEL,
+  type SandboxDriver,
+  type SandboxSpec,
+  type SessionRef,
+} from '../ports/sandbox.js';
 import { createOutboundProxy, hostPolicy, type OutboundProxy } from './proxy.js';
 import { createEgressPolicy } from '../egress/policy.js';
-import { checkBubblewrap, createLocalDriver, BWRAP_MISSING_MESSAGE, type LocalLimitsOptions } from './local.js';
+import {
+  checkBubblewrap,
+  createLocalDriver,
+  BWRAP_MISSING_MESSAGE,
+  type LocalLimitsOptions,
+} from './local.js';
 import { describeMissing, noLimitsMessage, probeSandboxLimits } from './limits/index.js';
 import { createSandboxManager, type SandboxManagerService } from './manager.js';
 import { webFetch, webSearch, type WebSearchBackend } from '../tools/web.js';
 
-
 /** One outbound proxy per session, on a unix socket, alive while something holds it. */
 class ProxyRegistry {
-  private readonly proxies = new Map<string, { proxy: Promise<OutboundProxy>; socketPath: string; refs: number; idle: NodeJS.Timeout | null }>();
+  private readonly proxies = new Map<
+    string,
+    { proxy: Promise<OutboundProxy>; socketPath: string; refs: number; idle: NodeJS.Timeout | null }
+  >();
   private readonly egress;
-  constructor(private readonly dir: string, private readonly p: Platform, private readonly log: Logger) {
+  constructor(
+    private readonly dir: string,
+    private readonly p: Platform,
+    private readonly log: Logger,
+  ) {
     this.egress = createEgressPolicy({ allowPrivateHosts: p.config.egress.allowPrivateHosts });
     mkdirSync(dir, { recursive: true, mode: 0o700 });
   }
 
-  async acquire(ref: SessionRef): Promise<{ address: string; socketPath: string; release: () => void }> {
+  async acquire(
+    ref: SessionRef,
+  ): Promise<{ address: string; socketPath: string; release: () => void }> {
     let entry = this.proxies.get(ref.sessionId);
     if (!entry) {
       // Unix socket paths are limited to 108 bytes: a short hash names the socket.
-      const socketPath = join(this.dir, `${createHash('sha256').update(ref.sessionId).digest('hex').slice(0, 16)}.sock`);
+      const socketPath = join(
+        this.dir,
+        `${createHash('sha256').update(ref.sessionId).digest('hex').slice(0, 16)}.sock`,
+      );
       const proxy = this.policyFor(ref).then((policy) =>
         createOutboundProxy({
           listen: { socketPath },
@@ -41,7 +62,10 @@ class ProxyRegistry {
       this.proxies.set(ref.sessionId, entry);
     }
     const e = entry;
-    if (e.idle) { clearTimeout(e.idle); e.idle = null; }
+    if (e.idle) {
+      clearTimeout(e.idle);
+      e.idle = null;
+    }
     e.refs++;
     const proxy = await e.proxy;
     let released = false;
@@ -65,7 +89,11 @@ class ProxyRegistry {
   private async policyFor(ref: SessionRef) {
     const env = await this.p.collections.environments.get(ref.tenantId, ref.environmentId);
     const n = env?.network ?? { allowlist: [], denylist: [], unrestricted: true };
-    return hostPolicy({ allowlist: n.allowlist, denylist: n.denylist, unrestricted: n.unrestricted });
+    return hostPolicy({
+      allowlist: n.allowlist,
+      denylist: n.denylist,
+      unrestricted: n.unrestricted,
+    });
   }
 
   async close(): Promise<void> {
@@ -91,25 +119,46 @@ export interface SandboxRuntime {
  * The worker side of sandboxes: the driver chosen by config, the lifecycle manager, a proxy per
  * session, the web tools through that proxy, and destroy requests from gateways.
  */
-export async function createSandboxRuntime(p: Platform, log: Logger, driverOverride?: SandboxDriver): Promise<SandboxRuntime | null> {
+export async function createSandboxRuntime(
+  p: Platform,
+  log: Logger,
+  driverOverride?: SandboxDriver,
+): Promise<SandboxRuntime | null> {
   const cfg = p.config.sandbox;
   if (cfg.driver === 'none' && !driverOverride) return null;
-  const proxies = new ProxyRegistry(join(cfg.rootDir, 'px'), p, log.child({ component: 'outbound-proxy' }));
+  const proxies = new ProxyRegistry(
+    join(cfg.rootDir, 'px'),
+    p,
+    log.child({ component: 'outbound-proxy' }),
+  );
   let driver: SandboxDriver;
   if (driverOverride) driver = driverOverride;
   else if (cfg.driver === 'local') {
     const check = checkBubblewrap();
-    if (!check.ok) throw new Error(`${check.message ?? BWRAP_MISSING_MESSAGE}. Or set SANDBOX_DRIVER=none to run without sandboxes (tools that need one then answer with an error).`);
+    if (!check.ok)
+      throw new Error(
+        `${check.message ?? BWRAP_MISSING_MESSAGE}. Or set SANDBOX_DRIVER=none to run without sandboxes (tools that need one then answer with an error).`,
+      );
     const localRoot = join(cfg.rootDir, 'local');
     // Per-sandbox limits: refuse a host that can enforce none, name what is missing otherwise.
     let limits: LocalLimitsOptions | false = false;
-    if (cfg.unsafeNoLimits) log.warn('SANDBOX_UNSAFE_NO_LIMITS=true: sandboxes run without process, memory, CPU or disk limits');
+    if (cfg.unsafeNoLimits)
+      log.warn(
+        'SANDBOX_UNSAFE_NO_LIMITS=true: sandboxes run without process, memory, CPU or disk limits',
+      );
     else {
       mkdirSync(localRoot, { recursive: true, mode: 0o700 });
       const probe = await probeSandboxLimits(localRoot);
       if (probe.enforced.length === 0) throw new Error(noLimitsMessage(probe));
-      if (probe.missing.length) log.warn(`sandbox limits NOT enforced on this host: ${probe.missing.map((m) => m.limit).join(', ')} (${describeMissing(probe)})`);
-      log.info('sandbox limits enforced', { limits: probe.enforced, cgroups: `v${probe.cgroups.version}`, caps: cfg.limitCaps });
+      if (probe.missing.length)
+        log.warn(
+          `sandbox limits NOT enforced on this host: ${probe.missing.map((m) => m.limit).join(', ')} (${describeMissing(probe)})`,
+        );
+      log.info('sandbox limits enforced', {
+        limits: probe.enforced,
+        cgroups: `v${probe.cgroups.version}`,
+        caps: cfg.limitCaps,
+      });
       limits = { probe, caps: cfg.limitCaps };
     }
     driver = createLocalDriver({
@@ -131,10 +180,24 @@ export async function createSandboxRuntime(p: Platform, log: Logger, driverOverr
     const { createNomadDriver } = await import('./nomad.js');
     const { nomadAgentCommand, resolveSandboxScript } = await import('./nomadCommand.js');
     const scriptsDir = join(cfg.rootDir, 'scripts');
-    const scripts = { launcher: await resolveSandboxScript('nomadAgent', scriptsDir), agent: await resolveSandboxScript('agent', scriptsDir) };
+    const scripts = {
+      launcher: await resolveSandboxScript('nomadAgent', scriptsDir),
+      agent: await resolveSandboxScript('agent', scriptsDir),
+    };
     driver = createNomadDriver({
-      client: new NomadClient({ address: n.address, token: n.token ?? undefined, namespace: n.namespace ?? undefined, region: n.region ?? undefined }),
-      agentCommand: (spec) => nomadAgentCommand(spec, { node: process.execPath, launcher: scripts.launcher, agent: scripts.agent, limits: cfg.unsafeNoLimits ? false : { caps: cfg.limitCaps } }),
+      client: new NomadClient({
+        address: n.address,
+        token: n.token ?? undefined,
+        namespace: n.namespace ?? undefined,
+        region: n.region ?? undefined,
+      }),
+      agentCommand: (spec) =>
+        nomadAgentCommand(spec, {
+          node: process.execPath,
+          launcher: scripts.launcher,
+          agent: scripts.agent,
+          limits: cfg.unsafeNoLimits ? false : { caps: cfg.limitCaps },
+        }),
       limitCaps: cfg.limitCaps,
       log: log.child({ component: 'sandbox-nomad' }),
     });
@@ -146,7 +209,9 @@ export async function createSandboxRuntime(p: Platform, log: Logger, driverOverr
     outputQuotas: p.config.outputs,
     resources: async (s) => {
       const session = await p.collections.sessions.get(s.tenantId, s.sessionId);
-      const attached = ((session?.resources ?? []) as Array<{ type: string; file_id: string; mount_path: string }>).filter((r) => r.type === 'file');
+      const attached = (
+        (session?.resources ?? []) as Array<{ type: string; file_id: string; mount_path: string }>
+      ).filter((r) => r.type === 'file');
       return p.files.forSession(s.tenantId, s.sessionId, attached);
     },
     specFor: async (s) => {
@@ -159,7 +224,11 @@ export async function createSandboxRuntime(p: Platform, log: Logger, driverOverr
   const unsubscribe = await p.coordination.pubsub.subscribe(SANDBOX_CONTROL_CHANNEL, (m: any) => {
     if (m?.type !== 'destroy' || !m.tenantId || !m.sessionId) return;
     if (manager.state(m.sessionId) === 'cold') return;
-    manager.destroy({ tenantId: m.tenantId, sessionId: m.sessionId, environmentId: m.environmentId }).catch((err) => log.error('sandbox destroy failed', { session_id: m.sessionId, err: String(err) }));
+    manager
+      .destroy({ tenantId: m.tenantId, sessionId: m.sessionId, environmentId: m.environmentId })
+      .catch((err) =>
+        log.error('sandbox destroy failed', { session_id: m.sessionId, err: String(err) }),
+      );
   });
   const backend: WebSearchBackend | null = cfg.webSearch;
   return {
@@ -168,11 +237,19 @@ export async function createSandboxRuntime(p: Platform, log: Logger, driverOverr
     web: {
       async fetch(input, session) {
         const h = await proxies.acquire(session);
-        try { return await webFetch(input as Parameters<typeof webFetch>[0], { proxy: h.address }); } finally { h.release(); }
+        try {
+          return await webFetch(input as Parameters<typeof webFetch>[0], { proxy: h.address });
+        } finally {
+          h.release();
+        }
       },
       async search(input, session) {
         const h = await proxies.acquire(session);
-        try { return await webSearch(input, { backend, proxy: h.address }); } finally { h.release(); }
+        try {
+          return await webSearch(input, { backend, proxy: h.address });
+        } finally {
+          h.release();
+        }
       },
     },
     async close() {
@@ -183,4 +260,3 @@ export async function createSandboxRuntime(p: Platform, log: Logger, driverOverr
     },
   };
 }
-

@@ -5,16 +5,45 @@
  */
 
 const ENTITIES: Record<string, string> = {
-  amp: '&', lt: '<', gt: '>', quot: '"', apos: "'", nbsp: ' ', copy: '©', reg: '®', trade: '™', hellip: '…',
-  mdash: '—', ndash: '–', lsquo: '‘', rsquo: '’', ldquo: '“', rdquo: '”', laquo: '«', raquo: '»', bull: '•',
-  middot: '·', euro: '€', pound: '£', yen: '¥', cent: '¢', deg: '°', times: '×', divide: '÷', para: '¶', sect: '§',
+  amp: '&',
+  lt: '<',
+  gt: '>',
+  quot: '"',
+  apos: "'",
+  nbsp: ' ',
+  copy: '©',
+  reg: '®',
+  trade: '™',
+  hellip: '…',
+  mdash: '—',
+  ndash: '–',
+  lsquo: '‘',
+  rsquo: '’',
+  ldquo: '“',
+  rdquo: '”',
+  laquo: '«',
+  raquo: '»',
+  bull: '•',
+  middot: '·',
+  euro: '€',
+  pound: '£',
+  yen: '¥',
+  cent: '¢',
+  deg: '°',
+  times: '×',
+  divide: '÷',
+  para: '¶',
+  sect: '§',
 };
 
 export function decodeEntities(s: string): string {
   return s.replace(/&(#x[0-9a-f]{1,6}|#\d{1,7}|[a-z]{2,8});/gi, (m, e: string) => {
     if (e[0] === '#') {
-      const code = e[1] === 'x' || e[1] === 'X' ? parseInt(e.slice(2), 16) : parseInt(e.slice(1), 10);
-      return code > 0 && code <= 0x10ffff && !(code >= 0xd800 && code <= 0xdfff) ? String.fromCodePoint(code) : m;
+      const code =
+        e[1] === 'x' || e[1] === 'X' ? parseInt(e.slice(2), 16) : parseInt(e.slice(1), 10);
+      return code > 0 && code <= 0x10ffff && !(code >= 0xd800 && code <= 0xdfff)
+        ? String.fromCodePoint(code)
+        : m;
     }
     return ENTITIES[e.toLowerCase()] ?? m;
   });
@@ -23,14 +52,24 @@ export function decodeEntities(s: string): string {
 /** HTML to readable text: no scripts/styles, block elements on their own lines, entities decoded. */
 export function htmlToText(html: string): { title: string | null; text: string } {
   const titleMatch = /<title\b[^>]*>([\s\S]*?)<\/title\s*>/i.exec(html);
-  const title = titleMatch ? decodeEntities(titleMatch[1].replace(/<[^>]*>/g, '')).replace(/\s+/g, ' ').trim() || null : null;
+  const title = titleMatch
+    ? decodeEntities(titleMatch[1].replace(/<[^>]*>/g, ''))
+        .replace(/\s+/g, ' ')
+        .trim() || null
+    : null;
   let s = html
     .replace(/<!--[\s\S]*?-->/g, ' ')
-    .replace(/<(script|style|noscript|template|svg|math|iframe|object|head|select)\b[^>]*>[\s\S]*?<\/\1\s*>/gi, ' ')
+    .replace(
+      /<(script|style|noscript|template|svg|math|iframe|object|head|select)\b[^>]*>[\s\S]*?<\/\1\s*>/gi,
+      ' ',
+    )
     .replace(/<(br|hr)\b[^>]*\/?>/gi, '\n')
     .replace(/<li\b[^>]*>/gi, '\n- ')
     .replace(/<(td|th)\b[^>]*>/gi, ' \t')
-    .replace(/<\/?(p|div|h[1-6]|ul|ol|li|tr|table|section|article|header|footer|nav|aside|main|blockquote|pre|figure|figcaption|dl|dt|dd|form|fieldset|address|details|summary)\b[^>]*>/gi, '\n')
+    .replace(
+      /<\/?(p|div|h[1-6]|ul|ol|li|tr|table|section|article|header|footer|nav|aside|main|blockquote|pre|figure|figcaption|dl|dt|dd|form|fieldset|address|details|summary)\b[^>]*>/gi,
+      '\n',
+    )
     .replace(/<[^>]*>/g, '');
   s = decodeEntities(s)
     .split('\n')
@@ -50,7 +89,18 @@ export function contentKind(contentType: string, body: Buffer): Kind {
     ct.startsWith('text/') ||
     ct.endsWith('+json') ||
     ct.endsWith('+xml') ||
-    ['application/json', 'application/xml', 'application/javascript', 'application/x-javascript', 'application/ecmascript', 'application/yaml', 'application/x-yaml', 'application/toml', 'application/x-ndjson', 'application/x-www-form-urlencoded'].includes(ct)
+    [
+      'application/json',
+      'application/xml',
+      'application/javascript',
+      'application/x-javascript',
+      'application/ecmascript',
+      'application/yaml',
+      'application/x-yaml',
+      'application/toml',
+      'application/x-ndjson',
+      'application/x-www-form-urlencoded',
+    ].includes(ct)
   ) {
     return 'text';
   }
@@ -65,7 +115,10 @@ export function contentKind(contentType: string, body: Buffer): Kind {
 
 export function decodeText(body: Buffer, contentType: string, kind: Kind): string {
   let charset = /charset\s*=\s*"?([\w.:-]+)/i.exec(contentType)?.[1];
-  if (!charset && kind === 'html') charset = /<meta[^>]+charset\s*=\s*["']?([\w.:-]+)/i.exec(body.subarray(0, 4096).toString('latin1'))?.[1];
+  if (!charset && kind === 'html')
+    charset = /<meta[^>]+charset\s*=\s*["']?([\w.:-]+)/i.exec(
+      body.subarray(0, 4096).toString('latin1'),
+    )?.[1];
   try {
     return new TextDecoder(charset ?? 'utf-8').decode(body);
   } catch {
@@ -81,4 +134,3 @@ export function capUtf8(s: string, maxBytes: number): { text: string; cut: boole
   while (end > 0 && (buf[end] & 0xc0) === 0x80) end--;
   return { text: buf.subarray(0, end).toString('utf8'), cut: true };
 }
-

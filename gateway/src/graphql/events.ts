@@ -1,8 +1,21 @@
 import { EventListQuery, type SessionEventOut } from '@agentfleet/schemas';
-import { decodeCursor, followSession, invalid, makePage, renderEvent, type Platform } from '@agentfleet/core';
+import {
+  decodeCursor,
+  followSession,
+  invalid,
+  makePage,
+  renderEvent,
+  type Platform,
+} from '@agentfleet/core';
 import { argsOf } from './mappers.js';
 
-const listArgs = argsOf(EventListQuery, { afterSeq: 'after_seq', limit: 'limit', order: 'order', page: 'page', types: 'types' });
+const listArgs = argsOf(EventListQuery, {
+  afterSeq: 'after_seq',
+  limit: 'limit',
+  order: 'order',
+  page: 'page',
+  types: 'types',
+});
 
 /**
  * One page of a session's persisted events, ordered by seq (ASC unless order: DESC). Cursors
@@ -10,7 +23,10 @@ const listArgs = argsOf(EventListQuery, { afterSeq: 'after_seq', limit: 'limit',
  * `prevPage` to walk back. Validation is the REST EventListQuery's.
  */
 export async function listEvents(p: Platform, tenant: string, args: Record<string, unknown>) {
-  const q = listArgs({ ...args, order: typeof args.order === 'string' ? args.order.toLowerCase() : args.order });
+  const q = listArgs({
+    ...args,
+    order: typeof args.order === 'string' ? args.order.toLowerCase() : args.order,
+  });
   const sessionId = String(args.sessionId);
   await p.sessions.getDoc(tenant, sessionId); // NOT_FOUND for another tenant's or an unknown session
   const limit = q.limit ?? 100;
@@ -33,8 +49,17 @@ export async function listEvents(p: Platform, tenant: string, args: Record<strin
   const filter: Record<string, unknown> = { session_id: sessionId };
   if (Object.keys(seq).length) filter.seq = seq;
   if (q.types?.length) filter.type = { $in: q.types };
-  const rows = await p.collections.events.find(tenant, filter, { sort: { seq: down ? -1 : 1 }, limit: limit + 1 });
-  const page = makePage(rows, limit, (r) => r.seq, (r) => r._id, { hadCursor: !!cur, backwards });
+  const rows = await p.collections.events.find(tenant, filter, {
+    sort: { seq: down ? -1 : 1 },
+    limit: limit + 1,
+  });
+  const page = makePage(
+    rows,
+    limit,
+    (r) => r.seq,
+    (r) => r._id,
+    { hadCursor: !!cur, backwards },
+  );
   return { ...page, data: page.data.map(renderEvent) };
 }
 
@@ -45,10 +70,20 @@ export async function listEvents(p: Platform, tenant: string, args: Record<strin
  * next live event, so its pubsub subscription is released. `active` holds the abort handles of
  * the open subscriptions, for shutdown.
  */
-export function followEvents(p: Platform, tenant: string, sessionId: string, afterSeq: number, active: Set<AbortController>): AsyncIterableIterator<SessionEventOut> {
+export function followEvents(
+  p: Platform,
+  tenant: string,
+  sessionId: string,
+  afterSeq: number,
+  active: Set<AbortController>,
+): AsyncIterableIterator<SessionEventOut> {
   const ac = new AbortController();
   active.add(ac);
-  const source = followSession(p.collections, p.events, p.coordination.pubsub, tenant, sessionId, { afterSeq, includeLive: false, signal: ac.signal });
+  const source = followSession(p.collections, p.events, p.coordination.pubsub, tenant, sessionId, {
+    afterSeq,
+    includeLive: false,
+    signal: ac.signal,
+  });
   const stop = () => {
     ac.abort();
     active.delete(ac);

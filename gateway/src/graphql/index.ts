@@ -17,9 +17,17 @@ const subscriptionsElsewhere: ApolloServerPlugin<GqlContext> = {
     return {
       async didResolveOperation({ operation }) {
         if (operation?.operation !== 'subscription') return;
-        throw new GraphQLError('subscriptions are served over graphql-sse: POST /graphql/stream (or /graphql with Accept: text/event-stream)', {
-          extensions: { code: 'BAD_REQUEST', type: 'invalid_request', http_status: 400, http: { status: 400 } },
-        });
+        throw new GraphQLError(
+          'subscriptions are served over graphql-sse: POST /graphql/stream (or /graphql with Accept: text/event-stream)',
+          {
+            extensions: {
+              code: 'BAD_REQUEST',
+              type: 'invalid_request',
+              http_status: 400,
+              http: { status: 400 },
+            },
+          },
+        );
       },
     };
   },
@@ -44,7 +52,9 @@ const subscriptionsElsewhere: ApolloServerPlugin<GqlContext> = {
 export async function graphqlPlugin(app: FastifyInstance, p: Platform): Promise<void> {
   const log = createLogger(p.config.logLevel, { component: 'graphql' });
   const subscriptions = new Set<AbortController>();
-  const schema = makeSchema(typeDefs, resolvers({ subscriptions }), (err) => toGraphQLError(err, log));
+  const schema = makeSchema(typeDefs, resolvers({ subscriptions }), (err) =>
+    toGraphQLError(err, log),
+  );
 
   const apollo = new ApolloServer<GqlContext>({
     schema,
@@ -53,7 +63,14 @@ export async function graphqlPlugin(app: FastifyInstance, p: Platform): Promise<
     formatError: formatError(log),
     // Every request needs x-api-key or Authorization, neither of which a browser sends on a
     // simple (preflight-free) request, so those headers also satisfy CSRF prevention.
-    csrfPrevention: { requestHeaders: ['x-api-key', 'authorization', 'x-apollo-operation-name', 'apollo-require-preflight'] },
+    csrfPrevention: {
+      requestHeaders: [
+        'x-api-key',
+        'authorization',
+        'x-apollo-operation-name',
+        'apollo-require-preflight',
+      ],
+    },
     plugins: [ApolloServerPluginLandingPageDisabled(), subscriptionsElsewhere],
     validationRules: armorRules(p.config.graphqlLimits),
     persistedQueries: false,
@@ -64,20 +81,40 @@ export async function graphqlPlugin(app: FastifyInstance, p: Platform): Promise<
   });
   const sse = eventStreamRoute(schema, p, log);
   /** The limits first: a refused document never reaches Apollo or graphql-sse. */
-  const limited = (handle: (this: FastifyInstance, req: FastifyRequest, reply: FastifyReply) => unknown) =>
+  const limited = (
+    handle: (this: FastifyInstance, req: FastifyRequest, reply: FastifyReply) => unknown,
+  ) =>
     async function (this: FastifyInstance, req: FastifyRequest, reply: FastifyReply) {
       const refusal = await preflight(schema, p, req, reply);
-      if (refusal) return reply.code(refusal.status).type('application/json; charset=utf-8').send(refusal.body);
+      if (refusal)
+        return reply
+          .code(refusal.status)
+          .type('application/json; charset=utf-8')
+          .send(refusal.body);
       return handle.call(this, req, reply);
     };
-  const apolloOrStream = function (this: FastifyInstance, req: FastifyRequest, reply: FastifyReply) {
+  const apolloOrStream = function (
+    this: FastifyInstance,
+    req: FastifyRequest,
+    reply: FastifyReply,
+  ) {
     if (wantsEventStream(req)) return sse.handle(req, reply);
-    return (apolloHandler as unknown as (this: FastifyInstance, req: FastifyRequest, reply: FastifyReply) => Promise<unknown>).call(this, req, reply);
+    return (
+      apolloHandler as unknown as (
+        this: FastifyInstance,
+        req: FastifyRequest,
+        reply: FastifyReply,
+      ) => Promise<unknown>
+    ).call(this, req, reply);
   };
 
   app.route({ method: ['GET', 'POST'], url: '/graphql', handler: limited(apolloOrStream) });
   app.route({ method: ['PUT', 'DELETE'], url: '/graphql', handler: limited(sse.handle) });
-  app.route({ method: ['GET', 'POST', 'PUT', 'DELETE'], url: '/graphql/stream', handler: limited(sse.handle) });
+  app.route({
+    method: ['GET', 'POST', 'PUT', 'DELETE'],
+    url: '/graphql/stream',
+    handler: limited(sse.handle),
+  });
 
   app.addHook('preClose', async () => {
     for (const ac of subscriptions) ac.abort();

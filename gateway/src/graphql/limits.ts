@@ -1,6 +1,15 @@
 // The CJS build of graphql, as Apollo and graphql-sse use (see schema.ts); the graphql-armor
 // plugins load the same one (their CJS builds require 'graphql').
-import { GraphQLError, Kind, validate, visit, type DocumentNode, type GraphQLSchema, type ValidationContext, type ValidationRule } from 'graphql/index.js';
+import {
+  GraphQLError,
+  Kind,
+  validate,
+  visit,
+  type DocumentNode,
+  type GraphQLSchema,
+  type ValidationContext,
+  type ValidationRule,
+} from 'graphql/index.js';
 import { maxDepthRule } from '@escape.tech/graphql-armor-max-depth';
 import { maxAliasesRule } from '@escape.tech/graphql-armor-max-aliases';
 import { costLimitRule } from '@escape.tech/graphql-armor-cost-limit';
@@ -28,13 +37,23 @@ import { chargeTenant } from '../requestGuards.js';
 export type GraphqlLimits = Config['graphqlLimits'];
 
 const limitError = (message: string, limit: string) =>
-  new GraphQLError(message.replace(/^Syntax Error: /, ''), { extensions: { code: 'GRAPHQL_VALIDATION_FAILED', type: 'invalid_request', http_status: 400, limit } });
+  new GraphQLError(message.replace(/^Syntax Error: /, ''), {
+    extensions: {
+      code: 'GRAPHQL_VALIDATION_FAILED',
+      type: 'invalid_request',
+      http_status: 400,
+      limit,
+    },
+  });
 
 /** graphql-armor's rules, reporting refusals as validation errors instead of throwing. */
 export function armorRules(limits: GraphqlLimits): ValidationRule[] {
   const report = (limit: string) => ({
     propagateOnRejection: false,
-    onReject: [(ctx: ValidationContext | null, err: Error) => ctx?.reportError(limitError(err.message, limit))],
+    onReject: [
+      (ctx: ValidationContext | null, err: Error) =>
+        ctx?.reportError(limitError(err.message, limit)),
+    ],
   });
   return [
     maxDepthRule({ n: limits.maxDepth, ...report('depth') }),
@@ -44,7 +63,9 @@ export function armorRules(limits: GraphqlLimits): ValidationRule[] {
 }
 
 /** The GraphQL request in an HTTP request: body for POST, query string for GET. */
-function operationOf(req: FastifyRequest): { query: string; operationName?: string; variables: Record<string, unknown> } | null {
+function operationOf(
+  req: FastifyRequest,
+): { query: string; operationName?: string; variables: Record<string, unknown> } | null {
   const src = (req.method === 'GET' ? req.query : req.body) as Record<string, unknown> | undefined;
   if (!src || typeof src !== 'object' || typeof src.query !== 'string') return null;
   let variables = src.variables;
@@ -58,7 +79,10 @@ function operationOf(req: FastifyRequest): { query: string; operationName?: stri
   return {
     query: src.query,
     operationName: typeof src.operationName === 'string' ? src.operationName : undefined,
-    variables: variables && typeof variables === 'object' && !Array.isArray(variables) ? (variables as Record<string, unknown>) : {},
+    variables:
+      variables && typeof variables === 'object' && !Array.isArray(variables)
+        ? (variables as Record<string, unknown>)
+        : {},
   };
 }
 
@@ -67,11 +91,22 @@ function operationOf(req: FastifyRequest): { query: string; operationName?: stri
  * fragments), with each `limit` argument presented as `first`, its value resolved from the
  * variables when it is one.
  */
-function forCosting(doc: DocumentNode, operationName: string | undefined, variables: Record<string, unknown>): DocumentNode | null {
+function forCosting(
+  doc: DocumentNode,
+  operationName: string | undefined,
+  variables: Record<string, unknown>,
+): DocumentNode | null {
   const ops = doc.definitions.filter((d) => d.kind === Kind.OPERATION_DEFINITION);
-  const op = operationName ? ops.find((o) => o.name?.value === operationName) : ops.length === 1 ? ops[0] : undefined;
+  const op = operationName
+    ? ops.find((o) => o.name?.value === operationName)
+    : ops.length === 1
+      ? ops[0]
+      : undefined;
   if (!op) return null;
-  const only: DocumentNode = { ...doc, definitions: doc.definitions.filter((d) => d.kind !== Kind.OPERATION_DEFINITION || d === op) };
+  const only: DocumentNode = {
+    ...doc,
+    definitions: doc.definitions.filter((d) => d.kind !== Kind.OPERATION_DEFINITION || d === op),
+  };
   return visit(only, {
     Argument(node) {
       if (node.name.value !== 'limit') return undefined;
@@ -87,11 +122,21 @@ function forCosting(doc: DocumentNode, operationName: string | undefined, variab
 }
 
 /** The cost of the operation a request runs (0 when it cannot be told: the handler reports why). */
-export function operationCost(schema: GraphQLSchema, doc: DocumentNode, operationName: string | undefined, variables: Record<string, unknown>): number {
+export function operationCost(
+  schema: GraphQLSchema,
+  doc: DocumentNode,
+  operationName: string | undefined,
+  variables: Record<string, unknown>,
+): number {
   const costed = forCosting(doc, operationName, variables);
   if (!costed) return 0;
   let cost = 0;
-  validate(schema, costed, [costLimitRule({ maxCost: Number.MAX_SAFE_INTEGER, onAccept: [(_ctx: unknown, r: { n: number }) => void (cost = Math.max(cost, r.n))] }) as unknown as ValidationRule]);
+  validate(schema, costed, [
+    costLimitRule({
+      maxCost: Number.MAX_SAFE_INTEGER,
+      onAccept: [(_ctx: unknown, r: { n: number }) => void (cost = Math.max(cost, r.n))],
+    }) as unknown as ValidationRule,
+  ]);
   return cost;
 }
 
@@ -106,7 +151,12 @@ export interface Refusal {
  * refusal to send, or null to go on (documents that do not parse are left to the handler,
  * which reports them in its own format). Throws ApiError rate_limited when the tenant is over.
  */
-export async function preflight(schema: GraphQLSchema, p: Platform, req: FastifyRequest, reply: FastifyReply): Promise<Refusal | null> {
+export async function preflight(
+  schema: GraphQLSchema,
+  p: Platform,
+  req: FastifyRequest,
+  reply: FastifyReply,
+): Promise<Refusal | null> {
   const op = operationOf(req);
   if (!op) return null;
   const limits = p.config.graphqlLimits;
@@ -120,7 +170,17 @@ export async function preflight(schema: GraphQLSchema, p: Platform, req: Fastify
   }
   const cost = operationCost(schema, doc, op.operationName, op.variables);
   if (cost > limits.maxCost) {
-    return { status: 400, body: { errors: [limitError(`Query Cost limit of ${limits.maxCost} exceeded, found ${Math.ceil(cost)} (page sizes given as limit count as multipliers).`, 'cost').toJSON()] } };
+    return {
+      status: 400,
+      body: {
+        errors: [
+          limitError(
+            `Query Cost limit of ${limits.maxCost} exceeded, found ${Math.ceil(cost)} (page sizes given as limit count as multipliers).`,
+            'cost',
+          ).toJSON(),
+        ],
+      },
+    };
   }
   const extra = Math.floor(cost / p.config.rateLimit.graphqlCostPerToken);
   if (extra > 0) await chargeTenant(p, reply, req.principal.tenantId, extra);

@@ -1,4 +1,11 @@
-import { ValidationError, compileBody, type Agent, type Environment, type ModelConfig, type SessionEventOut } from '@agentfleet/schemas';
+import {
+  ValidationError,
+  compileBody,
+  type Agent,
+  type Environment,
+  type ModelConfig,
+  type SessionEventOut,
+} from '@agentfleet/schemas';
 import { invalid, type Page, type renderSession } from '@agentfleet/core';
 import type { Static, TSchema } from '@sinclair/typebox';
 
@@ -6,7 +13,12 @@ import type { Static, TSchema } from '@sinclair/typebox';
 
 type SessionOut = ReturnType<typeof renderSession>;
 
-export const toModel = (m: ModelConfig) => ({ id: m.id, effort: m.effort?.type ?? null, speed: m.speed ?? null, inferenceGeo: m.inference_geo ?? null });
+export const toModel = (m: ModelConfig) => ({
+  id: m.id,
+  effort: m.effort?.type ?? null,
+  speed: m.speed ?? null,
+  inferenceGeo: m.inference_geo ?? null,
+});
 
 export const toAgent = (a: Agent) => ({
   id: a.id,
@@ -80,9 +92,19 @@ export const toSession = (s: SessionOut) => ({
   updatedAt: s.updated_at,
 });
 
-export const toEvent = (e: SessionEventOut) => ({ id: e.id, seq: e.seq, type: e.type, sessionId: e.session_id, createdAt: e.created_at, data: e.data });
+export const toEvent = (e: SessionEventOut) => ({
+  id: e.id,
+  seq: e.seq,
+  type: e.type,
+  sessionId: e.session_id,
+  createdAt: e.created_at,
+  data: e.data,
+});
 
-export const toConnection = <T, U>(page: Pick<Page<T>, 'data' | 'has_more' | 'next_page'> & { prev_page?: string | null }, map: (t: T) => U) => ({
+export const toConnection = <T, U>(
+  page: Pick<Page<T>, 'data' | 'has_more' | 'next_page'> & { prev_page?: string | null },
+  map: (t: T) => U,
+) => ({
   nodes: page.data.map(map),
   hasMore: page.has_more,
   nextPage: page.next_page,
@@ -99,7 +121,8 @@ export function argsOf<S extends TSchema>(schema: S, names: Record<string, strin
   const back = Object.fromEntries(Object.entries(names).map(([g, r]) => [r, g]));
   return (args: Record<string, unknown>): Static<S> => {
     const q: Record<string, unknown> = {};
-    for (const [g, r] of Object.entries(names)) if (args[g] !== undefined && args[g] !== null) q[r] = args[g];
+    for (const [g, r] of Object.entries(names))
+      if (args[g] !== undefined && args[g] !== null) q[r] = args[g];
     try {
       return v(q);
     } catch (err) {
@@ -108,7 +131,12 @@ export function argsOf<S extends TSchema>(schema: S, names: Record<string, strin
       const gql = back[rest];
       if (!gql || gql === rest) throw err;
       const field = gql + err.field.slice(rest.length);
-      throw new ValidationError(err.message.startsWith(err.field) ? field + err.message.slice(err.field.length) : err.message, field);
+      throw new ValidationError(
+        err.message.startsWith(err.field)
+          ? field + err.message.slice(err.field.length)
+          : err.message,
+        field,
+      );
     }
   };
 }
@@ -117,7 +145,8 @@ export function argsOf<S extends TSchema>(schema: S, names: Record<string, strin
 export function inputOf<S extends TSchema>(schema: S) {
   const v = compileBody(schema);
   return (input: unknown): Static<S> => {
-    if (typeof input !== 'object' || input === null || Array.isArray(input)) throw invalid('input', 'must be a JSON object');
+    if (typeof input !== 'object' || input === null || Array.isArray(input))
+      throw invalid('input', 'must be a JSON object');
     return v(input);
   };
 }

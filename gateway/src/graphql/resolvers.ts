@@ -14,7 +14,15 @@ import {
 import { invalid, renderEvent } from '@agentfleet/core';
 import { isNotFound } from './errors.js';
 import { followEvents, listEvents } from './events.js';
-import { argsOf, inputOf, toAgent, toConnection, toEnvironment, toEvent, toSession } from './mappers.js';
+import {
+  argsOf,
+  inputOf,
+  toAgent,
+  toConnection,
+  toEnvironment,
+  toEvent,
+  toSession,
+} from './mappers.js';
 import type { GqlContext, ResolverMap } from './schema.js';
 
 const agentCreate = inputOf(AgentCreate);
@@ -23,10 +31,25 @@ const environmentCreate = inputOf(EnvironmentCreate);
 const sessionCreate = inputOf(SessionCreate);
 const userMessage = inputOf(UserMessageParams);
 const agentGetArgs = argsOf(AgentRetrieveQuery, { version: 'version' });
-const agentListArgs = argsOf(AgentListQuery, { limit: 'limit', page: 'page', includeArchived: 'include_archived' });
+const agentListArgs = argsOf(AgentListQuery, {
+  limit: 'limit',
+  page: 'page',
+  includeArchived: 'include_archived',
+});
 const versionListArgs = argsOf(VersionListQuery, { limit: 'limit', page: 'page' });
-const environmentListArgs = argsOf(EnvironmentListQuery, { limit: 'limit', page: 'page', includeArchived: 'include_archived' });
-const sessionListArgs = argsOf(SessionListQuery, { agentId: 'agent_id', status: 'status', limit: 'limit', page: 'page', order: 'order', includeArchived: 'include_archived' });
+const environmentListArgs = argsOf(EnvironmentListQuery, {
+  limit: 'limit',
+  page: 'page',
+  includeArchived: 'include_archived',
+});
+const sessionListArgs = argsOf(SessionListQuery, {
+  agentId: 'agent_id',
+  status: 'status',
+  limit: 'limit',
+  page: 'page',
+  order: 'order',
+  includeArchived: 'include_archived',
+});
 
 const lower = (v: unknown) => (typeof v === 'string' ? v.toLowerCase() : v);
 /** Every resolver is scoped to the caller's tenant: another tenant's ids are simply not found. */
@@ -51,39 +74,68 @@ export interface ResolverDeps {
 export function resolvers(deps: ResolverDeps): ResolverMap {
   return {
     Query: {
-      agent: async (_, args, ctx) => toAgent(await ctx.platform.agents.get(tenant(ctx), args.id, agentGetArgs(args).version)),
-      agents: async (_, args, ctx) => toConnection(await ctx.platform.agents.list(tenant(ctx), agentListArgs(args)), toAgent),
-      agentVersions: async (_, args, ctx) => toConnection(await ctx.platform.agents.listVersions(tenant(ctx), args.agentId, versionListArgs(args)), toAgent),
-      environment: async (_, args, ctx) => toEnvironment(await ctx.platform.environments.get(tenant(ctx), args.id)),
-      environments: async (_, args, ctx) => toConnection(await ctx.platform.environments.list(tenant(ctx), environmentListArgs(args)), toEnvironment),
-      session: async (_, args, ctx) => toSession(await ctx.platform.sessions.get(tenant(ctx), args.id)),
+      agent: async (_, args, ctx) =>
+        toAgent(await ctx.platform.agents.get(tenant(ctx), args.id, agentGetArgs(args).version)),
+      agents: async (_, args, ctx) =>
+        toConnection(await ctx.platform.agents.list(tenant(ctx), agentListArgs(args)), toAgent),
+      agentVersions: async (_, args, ctx) =>
+        toConnection(
+          await ctx.platform.agents.listVersions(tenant(ctx), args.agentId, versionListArgs(args)),
+          toAgent,
+        ),
+      environment: async (_, args, ctx) =>
+        toEnvironment(await ctx.platform.environments.get(tenant(ctx), args.id)),
+      environments: async (_, args, ctx) =>
+        toConnection(
+          await ctx.platform.environments.list(tenant(ctx), environmentListArgs(args)),
+          toEnvironment,
+        ),
+      session: async (_, args, ctx) =>
+        toSession(await ctx.platform.sessions.get(tenant(ctx), args.id)),
       sessions: async (_, args, ctx) => {
-        const q = sessionListArgs({ ...args, status: lower(args.status), order: lower(args.order) });
+        const q = sessionListArgs({
+          ...args,
+          status: lower(args.status),
+          order: lower(args.order),
+        });
         return toConnection(await ctx.platform.sessions.list(tenant(ctx), q), toSession);
       },
-      sessionEvents: async (_, args, ctx) => toConnection(await listEvents(ctx.platform, tenant(ctx), args), toEvent),
+      sessionEvents: async (_, args, ctx) =>
+        toConnection(await listEvents(ctx.platform, tenant(ctx), args), toEvent),
     },
 
     Mutation: {
-      createEnvironment: async (_, args, ctx) => toEnvironment(await ctx.platform.environments.create(tenant(ctx), environmentCreate(args.input))),
-      createAgent: async (_, args, ctx) => toAgent(await ctx.platform.agents.create(tenant(ctx), agentCreate(args.input))),
+      createEnvironment: async (_, args, ctx) =>
+        toEnvironment(
+          await ctx.platform.environments.create(tenant(ctx), environmentCreate(args.input)),
+        ),
+      createAgent: async (_, args, ctx) =>
+        toAgent(await ctx.platform.agents.create(tenant(ctx), agentCreate(args.input))),
       updateAgent: async (_, args, ctx) => {
         const body = agentUpdate(args.input);
         return toAgent(await ctx.platform.agents.update(tenant(ctx), args.id, body));
       },
-      archiveAgent: async (_, args, ctx) => toAgent(await ctx.platform.agents.archive(tenant(ctx), args.id)),
-      createSession: async (_, args, ctx) => toSession(await ctx.platform.sessions.create(tenant(ctx), sessionCreate(args.input))),
+      archiveAgent: async (_, args, ctx) =>
+        toAgent(await ctx.platform.agents.archive(tenant(ctx), args.id)),
+      createSession: async (_, args, ctx) =>
+        toSession(await ctx.platform.sessions.create(tenant(ctx), sessionCreate(args.input))),
       sendMessage: async (_, args, ctx) => {
         const hasText = args.text !== undefined && args.text !== null;
         const hasContent = args.content !== undefined && args.content !== null;
-        if (hasText === hasContent) throw invalid('text', 'exactly one of text or content is required');
+        if (hasText === hasContent)
+          throw invalid('text', 'exactly one of text or content is required');
         if (hasText && !args.text) throw invalid('text', 'must not be empty');
-        const event = userMessage({ type: 'user.message', content: hasText ? [{ type: 'text', text: args.text }] : args.content });
+        const event = userMessage({
+          type: 'user.message',
+          content: hasText ? [{ type: 'text', text: args.text }] : args.content,
+        });
         const [written] = await ctx.platform.sessions.send(tenant(ctx), args.sessionId, [event]);
         return toEvent(renderEvent(written!));
       },
       interrupt: async (_, args, ctx) => {
-        const [written] = await ctx.platform.sessions.send(tenant(ctx), args.sessionId, [{ type: 'user.interrupt' }]);
+        const [written] = await ctx.platform.sessions.send(tenant(ctx), args.sessionId, [
+          { type: 'user.interrupt' },
+        ]);
         return toEvent(renderEvent(written!));
       },
     },
@@ -98,9 +150,16 @@ export function resolvers(deps: ResolverDeps): ResolverMap {
          */
         subscribe: async (_, args, ctx) => {
           const afterSeq = args.afterSeq ?? null;
-          if (afterSeq !== null && afterSeq < 0) throw invalid('afterSeq', 'must be a non-negative integer event seq');
+          if (afterSeq !== null && afterSeq < 0)
+            throw invalid('afterSeq', 'must be a non-negative integer event seq');
           const doc = await ctx.platform.sessions.getDoc(tenant(ctx), args.sessionId);
-          return followEvents(ctx.platform, tenant(ctx), args.sessionId, afterSeq ?? doc.last_seq, deps.subscriptions);
+          return followEvents(
+            ctx.platform,
+            tenant(ctx),
+            args.sessionId,
+            afterSeq ?? doc.last_seq,
+            deps.subscriptions,
+          );
         },
         resolve: (ev: SessionEventOut) => toEvent(ev),
       },

@@ -18,7 +18,8 @@ const header = (req: FastifyRequest, key: string): string | null => {
 };
 
 /** Requests on /graphql that belong to graphql-sse rather than Apollo. */
-export const wantsEventStream = (req: FastifyRequest) => header(req, 'accept') === 'text/event-stream' || header(req, TOKEN_HEADER_KEY) !== null;
+export const wantsEventStream = (req: FastifyRequest) =>
+  header(req, 'accept') === 'text/event-stream' || header(req, TOKEN_HEADER_KEY) !== null;
 
 /**
  * GraphQL over Server-Sent Events (the graphql-sse protocol, both "distinct connections" and
@@ -39,11 +40,15 @@ export function eventStreamRoute(schema: GraphQLSchema, p: Platform, log: Logger
     schema,
     authenticate: (req) => {
       const ns = `${req.raw.principal.tenantId}:`;
-      const token = req.headers.get(TOKEN_HEADER_KEY) || new URL(req.url, 'http://localhost/').searchParams.get(TOKEN_QUERY_KEY) || randomUUID();
+      const token =
+        req.headers.get(TOKEN_HEADER_KEY) ||
+        new URL(req.url, 'http://localhost/').searchParams.get(TOKEN_QUERY_KEY) ||
+        randomUUID();
       return token.startsWith(ns) ? token : ns + token;
     },
     context: (req) => ({ principal: req.raw.principal, platform: p }),
-    validate: (schema: GraphQLSchema, document: Parameters<typeof validate>[1]) => tagValidationErrors(validate(schema, document, rules)),
+    validate: (schema: GraphQLSchema, document: Parameters<typeof validate>[1]) =>
+      tagValidationErrors(validate(schema, document, rules)),
     onNext: (_ctx, _req, result) => formatStreamedErrors(result, log),
   });
 
@@ -59,7 +64,10 @@ export function eventStreamRoute(schema: GraphQLSchema, p: Platform, log: Logger
         context: undefined,
       });
     } catch (err) {
-      log.error('graphql-sse handler failed', { request_id: String(req.id), err: String((err as Error)?.stack ?? err) });
+      log.error('graphql-sse handler failed', {
+        request_id: String(req.id),
+        err: String((err as Error)?.stack ?? err),
+      });
       throw new ApiError('internal_error', 'internal error');
     }
     const [body, init] = response;
@@ -70,7 +78,11 @@ export function eventStreamRoute(schema: GraphQLSchema, p: Platform, log: Logger
     }
     reply.hijack();
     const res = reply.raw;
-    res.writeHead(init.status, { ...reply.getHeaders(), ...init.headers, 'x-accel-buffering': 'no' } as OutgoingHttpHeaders);
+    res.writeHead(init.status, {
+      ...reply.getHeaders(),
+      ...init.headers,
+      'x-accel-buffering': 'no',
+    } as OutgoingHttpHeaders);
     res.flushHeaders?.();
     open.add(res);
     // The client went away (or the server is closing): complete the operations, which aborts
@@ -83,7 +95,10 @@ export function eventStreamRoute(schema: GraphQLSchema, p: Platform, log: Logger
         res.write(chunk);
       }
     } catch (err) {
-      log.error('graphql-sse stream failed', { request_id: String(req.id), err: String((err as Error)?.stack ?? err) });
+      log.error('graphql-sse stream failed', {
+        request_id: String(req.id),
+        err: String((err as Error)?.stack ?? err),
+      });
     } finally {
       res.off('close', stop);
       open.delete(res);

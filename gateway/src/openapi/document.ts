@@ -85,44 +85,88 @@ function converter(named: Map<TSchema, string>) {
 }
 
 function content(map: Record<string, TSchema | null>, schema: (s: TSchema) => Json): Json {
-  return Object.fromEntries(Object.entries(map).map(([type, s]) => [type, s ? { schema: schema(s) } : {}]));
+  return Object.fromEntries(
+    Object.entries(map).map(([type, s]) => [type, s ? { schema: schema(s) } : {}]),
+  );
 }
 
 function operation(route: RouteEntry, doc: OperationDoc, schema: (s: TSchema) => Json): Json {
   const parameters: Json[] = [];
-  for (const [name, s] of Object.entries(doc.params ?? {})) parameters.push({ name, in: 'path', required: true, schema: schema(s) });
+  for (const [name, s] of Object.entries(doc.params ?? {}))
+    parameters.push({ name, in: 'path', required: true, schema: schema(s) });
   if (doc.query) {
     const required = new Set((doc.query.required as string[] | undefined) ?? []);
     for (const [name, s] of Object.entries(doc.query.properties)) {
       const isArray = (s as { type?: string }).type === 'array';
-      parameters.push({ name, in: 'query', required: required.has(name), schema: schema(s as TSchema), ...(isArray ? { style: 'form', explode: true } : {}) });
+      parameters.push({
+        name,
+        in: 'query',
+        required: required.has(name),
+        schema: schema(s as TSchema),
+        ...(isArray ? { style: 'form', explode: true } : {}),
+      });
     }
   }
   if (route.beta) {
-    parameters.push({ name: 'anthropic-beta', in: 'header', required: true, description: `This extension endpoint requires the beta header (or \`vendor-beta\`): ${BETA_VERSION}`, schema: { type: 'string', const: BETA_VERSION } });
+    parameters.push({
+      name: 'anthropic-beta',
+      in: 'header',
+      required: true,
+      description: `This extension endpoint requires the beta header (or \`vendor-beta\`): ${BETA_VERSION}`,
+      schema: { type: 'string', const: BETA_VERSION },
+    });
   }
   const op: Json = { operationId: doc.operationId, summary: doc.summary, tags: [doc.tag] };
-  const notes = [doc.description, route.operator ? 'Operator only: requires the deployment operator key (API_KEY); a tenant key gets 403.' : undefined].filter(Boolean);
+  const notes = [
+    doc.description,
+    route.operator
+      ? 'Operator only: requires the deployment operator key (API_KEY); a tenant key gets 403.'
+      : undefined,
+  ].filter(Boolean);
   if (notes.length) op.description = notes.join('\n\n');
   if (parameters.length) op.parameters = parameters;
   if (doc.body) {
-    op.requestBody = { required: !!doc.body.required, content: { 'application/json': { schema: schema(doc.body.schema), example: doc.body.example } } };
+    op.requestBody = {
+      required: !!doc.body.required,
+      content: {
+        'application/json': { schema: schema(doc.body.schema), example: doc.body.example },
+      },
+    };
   } else if (doc.multipart) {
-    op.requestBody = { required: true, content: { 'multipart/form-data': { schema: schema(doc.multipart), encoding: { file: { contentType: 'application/octet-stream' } } } } };
+    op.requestBody = {
+      required: true,
+      content: {
+        'multipart/form-data': {
+          schema: schema(doc.multipart),
+          encoding: { file: { contentType: 'application/octet-stream' } },
+        },
+      },
+    };
   }
   const responses: Json = {};
   const okStatus = doc.ok.status ?? 200;
-  if (okStatus < 400) responses[String(okStatus)] = { description: doc.ok.description, content: content(doc.ok.content, schema) };
-  for (const [status, more] of Object.entries(doc.more ?? {})) responses[status] = { description: more.description, content: content(more.content, schema) };
+  if (okStatus < 400)
+    responses[String(okStatus)] = {
+      description: doc.ok.description,
+      content: content(doc.ok.content, schema),
+    };
+  for (const [status, more] of Object.entries(doc.more ?? {}))
+    responses[status] = { description: more.description, content: content(more.content, schema) };
   const errors = [400, 404];
   if (!route.public) errors.push(401, 403, 429);
   if (doc.body || doc.multipart) errors.push(413);
   if (doc.conflict) errors.push(409);
   const errorRef = { $ref: '#/components/schemas/ErrorBody' };
-  const errorSchema = doc.graphql ? { anyOf: [errorRef, { $ref: '#/components/schemas/GraphQLResponse' }] } : errorRef;
+  const errorSchema = doc.graphql
+    ? { anyOf: [errorRef, { $ref: '#/components/schemas/GraphQLResponse' }] }
+    : errorRef;
   for (const status of errors.sort((a, b) => a - b)) {
-    const description = status === okStatus ? `${doc.ok.description} ${ERROR_TEXT[status]}` : ERROR_TEXT[status];
-    responses[String(status)] = { description, content: { 'application/json': { schema: errorSchema } } };
+    const description =
+      status === okStatus ? `${doc.ok.description} ${ERROR_TEXT[status]}` : ERROR_TEXT[status];
+    responses[String(status)] = {
+      description,
+      content: { 'application/json': { schema: errorSchema } },
+    };
   }
   op.responses = responses;
   op.security = route.public ? [] : [{ ApiKeyAuth: [] }, { BearerAuth: [] }];
@@ -137,7 +181,10 @@ export interface OpenApiBuild {
   stale: string[];
 }
 
-export function buildOpenApi(routes: readonly RouteEntry[], info: { version: string } = { version: '0.1.0' }): OpenApiBuild {
+export function buildOpenApi(
+  routes: readonly RouteEntry[],
+  info: { version: string } = { version: '0.1.0' },
+): OpenApiBuild {
   const named = new Map<TSchema, string>(NAMED.map(([n, s]) => [s, n]));
   const schema = converter(named);
   const paths: Record<string, Json> = {};
@@ -167,8 +214,18 @@ export function buildOpenApi(routes: readonly RouteEntry[], info: { version: str
     components: {
       schemas: Object.fromEntries(NAMED.map(([n, s]) => [n, schema(s, true)])),
       securitySchemes: {
-        ApiKeyAuth: { type: 'apiKey', in: 'header', name: 'x-api-key', description: 'A tenant API key, or the operator key.' },
-        BearerAuth: { type: 'http', scheme: 'bearer', description: 'The same key as `Authorization: Bearer <key>` (what the official SDK sends).' },
+        ApiKeyAuth: {
+          type: 'apiKey',
+          in: 'header',
+          name: 'x-api-key',
+          description: 'A tenant API key, or the operator key.',
+        },
+        BearerAuth: {
+          type: 'http',
+          scheme: 'bearer',
+          description:
+            'The same key as `Authorization: Bearer <key>` (what the official SDK sends).',
+        },
       },
     },
     security: [{ ApiKeyAuth: [] }, { BearerAuth: [] }],

@@ -35,7 +35,12 @@ export function recordRoutes(app: FastifyInstance): RouteEntry[] {
     const cfg = (opts.config ?? {}) as { public?: boolean; operator?: boolean; beta?: boolean };
     for (const method of ([] as string[]).concat(opts.method)) {
       const url = opts.url;
-      if (method === 'HEAD' && (opts as { isHeadRoute?: boolean }).isHeadRoute !== false && table.some((r) => r.method === 'GET' && r.url === url)) continue;
+      if (
+        method === 'HEAD' &&
+        (opts as { isHeadRoute?: boolean }).isHeadRoute !== false &&
+        table.some((r) => r.method === 'GET' && r.url === url)
+      )
+        continue;
       if (table.some((r) => r.method === method && r.url === url)) continue;
       table.push({ method, url, public: !!cfg.public, operator: !!cfg.operator, beta: !!cfg.beta });
     }

@@ -1,5 +1,11 @@
 import type { FastifyInstance } from 'fastify';
-import { AgentCreate, AgentListQuery, AgentRetrieveQuery, AgentUpdate, VersionListQuery } from '@agentfleet/schemas';
+import {
+  AgentCreate,
+  AgentListQuery,
+  AgentRetrieveQuery,
+  AgentUpdate,
+  VersionListQuery,
+} from '@agentfleet/schemas';
 import type { Platform } from '@agentfleet/core';
 import { bodyOf, queryOf, tenantOf } from '../http.js';
 
@@ -11,18 +17,30 @@ const versionsQuery = queryOf(VersionListQuery);
 
 /** Spec paths plus the SDK's (POST for update, POST …/archive, ?version= on retrieve). */
 export function agentRoutes(app: FastifyInstance, p: Platform) {
-  app.post('/v1/agents', async (req, reply) => reply.code(200).send(await p.agents.create(tenantOf(req), createBody(req))));
+  app.post('/v1/agents', async (req, reply) =>
+    reply.code(200).send(await p.agents.create(tenantOf(req), createBody(req))),
+  );
   app.get('/v1/agents', async (req) => p.agents.list(tenantOf(req), listQuery(req)));
-  app.get<{ Params: { id: string } }>('/v1/agents/:id', async (req) => p.agents.get(tenantOf(req), req.params.id, getQuery(req).version));
-  app.get<{ Params: { id: string } }>('/v1/agents/:id/versions', async (req) => p.agents.listVersions(tenantOf(req), req.params.id, versionsQuery(req)));
-  app.get<{ Params: { id: string; version: string } }>('/v1/agents/:id/versions/:version', async (req) => {
-    const v = Number(req.params.version);
-    if (!Number.isInteger(v) || v < 1) {
-      await p.agents.getDoc(tenantOf(req), req.params.id); // 404 for a foreign or unknown agent first
-      throw Object.assign(new Error('version: must be a positive integer'), { statusCode: 400, field: 'version' });
-    }
-    return p.agents.getVersion(tenantOf(req), req.params.id, v);
-  });
+  app.get<{ Params: { id: string } }>('/v1/agents/:id', async (req) =>
+    p.agents.get(tenantOf(req), req.params.id, getQuery(req).version),
+  );
+  app.get<{ Params: { id: string } }>('/v1/agents/:id/versions', async (req) =>
+    p.agents.listVersions(tenantOf(req), req.params.id, versionsQuery(req)),
+  );
+  app.get<{ Params: { id: string; version: string } }>(
+    '/v1/agents/:id/versions/:version',
+    async (req) => {
+      const v = Number(req.params.version);
+      if (!Number.isInteger(v) || v < 1) {
+        await p.agents.getDoc(tenantOf(req), req.params.id); // 404 for a foreign or unknown agent first
+        throw Object.assign(new Error('version: must be a positive integer'), {
+          statusCode: 400,
+          field: 'version',
+        });
+      }
+      return p.agents.getVersion(tenantOf(req), req.params.id, v);
+    },
+  );
   const update = async (req: any) => p.agents.update(tenantOf(req), req.params.id, updateBody(req));
   app.patch<{ Params: { id: string } }>('/v1/agents/:id', update);
   app.post<{ Params: { id: string } }>('/v1/agents/:id', update);

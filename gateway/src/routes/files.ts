@@ -2,7 +2,14 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import multipart from '@fastify/multipart';
 import { finished } from 'node:stream/promises';
 import type { Readable } from 'node:stream';
-import { invalid, type FileListQuery, type FileService, type OutputService, type Platform, type StagedUpload } from '@agentfleet/core';
+import {
+  invalid,
+  type FileListQuery,
+  type FileService,
+  type OutputService,
+  type Platform,
+  type StagedUpload,
+} from '@agentfleet/core';
 import { tenantOf } from '../http.js';
 
 /** The services these routes need; `Platform` carries them once it builds them (`p.files`, `p.outputs`). */
@@ -40,7 +47,13 @@ function disposition(filename: string): string {
 }
 
 /** Streams a download (files and outputs are never read whole into memory). */
-function sendStream(reply: FastifyReply, stream: Readable, mime: string, filename: string, size: number | null) {
+function sendStream(
+  reply: FastifyReply,
+  stream: Readable,
+  mime: string,
+  filename: string,
+  size: number | null,
+) {
   reply
     .header('content-type', mime)
     .header('content-disposition', disposition(filename))
@@ -52,7 +65,8 @@ function sendStream(reply: FastifyReply, stream: Readable, mime: string, filenam
 const LIST_KEYS = new Set(['limit', 'page', 'cursor', 'scope_id', 'ids']);
 function listQuery(req: FastifyRequest): FileListQuery {
   const q = { ...(req.query as Record<string, unknown>) };
-  for (const k of Object.keys(q)) if (!LIST_KEYS.has(k)) throw invalid(k, 'is not a known query parameter');
+  for (const k of Object.keys(q))
+    if (!LIST_KEYS.has(k)) throw invalid(k, 'is not a known query parameter');
   const one = (k: string): string | undefined => {
     const v = q[k];
     if (v === undefined) return undefined;
@@ -63,7 +77,8 @@ function listQuery(req: FastifyRequest): FileListQuery {
   const limit = one('limit');
   if (limit !== undefined) {
     const n = Number(limit);
-    if (!/^\d+$/.test(limit) || n < 1 || n > 1000) throw invalid('limit', 'must be an integer from 1 to 1000');
+    if (!/^\d+$/.test(limit) || n < 1 || n > 1000)
+      throw invalid('limit', 'must be an integer from 1 to 1000');
     out.limit = n;
   }
   const page = one('page');
@@ -82,7 +97,10 @@ const UPLOAD_FIELDS = new Set(['file', 'session_id', 'expires_in_seconds']);
  * A multipart file stream that fails once busboy cut it at the size limit (`truncated`), so the
  * streamed put stores nothing; busboy's limit is the cap itself, so it never buffers past it.
  */
-async function* cappedAt(file: Readable & { truncated?: boolean }, maxBytes: number): AsyncGenerator<Uint8Array> {
+async function* cappedAt(
+  file: Readable & { truncated?: boolean },
+  maxBytes: number,
+): AsyncGenerator<Uint8Array> {
   for await (const chunk of file) yield chunk as Buffer;
   if (file.truncated) throw invalid('file', `exceeds the ${maxBytes}-byte limit`);
 }
@@ -101,7 +119,11 @@ export function fileRoutes(app: FastifyInstance, _p: Platform, s: FileServices):
       throwFileSizeLimit: false,
       limits: { fileSize: s.files.maxBytes, fieldSize: 4096, fields: 16, parts: 32 },
       // A `file` part without a filename is still the file (named `unnamed`).
-      isPartAFile: (field: string | undefined, _type: string | undefined, filename: string | undefined) => field === 'file' || filename !== undefined,
+      isPartAFile: (
+        field: string | undefined,
+        _type: string | undefined,
+        filename: string | undefined,
+      ) => field === 'file' || filename !== undefined,
     });
     scope.post('/v1/files', async (req) => {
       if (!req.isMultipart()) throw invalid('file', 'send multipart/form-data with a "file" part');
@@ -122,7 +144,11 @@ export function fileRoutes(app: FastifyInstance, _p: Platform, s: FileServices):
           if (part.type === 'file') {
             if (part.fieldname === 'file' && fileParts++ === 0 && !fileError) {
               try {
-                staged = await s.files.stageUpload(tenant, { filename: part.filename, mimeType: part.mimetype }, cappedAt(part.file, s.files.maxBytes));
+                staged = await s.files.stageUpload(
+                  tenant,
+                  { filename: part.filename, mimeType: part.mimetype },
+                  cappedAt(part.file, s.files.maxBytes),
+                );
               } catch (err) {
                 fileError = err;
               }
@@ -134,13 +160,18 @@ export function fileRoutes(app: FastifyInstance, _p: Platform, s: FileServices):
             fields.set(part.fieldname, String(part.value));
           }
         }
-        if (unknown.length) throw invalid(unknown[0]!, 'is not a known field (expected file, session_id, expires_in_seconds)');
+        if (unknown.length)
+          throw invalid(
+            unknown[0]!,
+            'is not a known field (expected file, session_id, expires_in_seconds)',
+          );
         if (tooLong.length) throw invalid(tooLong[0]!, 'is too long');
         if (fileParts === 0) throw invalid('file', 'a "file" part is required');
         if (fileParts > 1) throw invalid('file', 'exactly one "file" part is allowed');
         if (fileError) throw fileError;
         const expires = fields.get('expires_in_seconds');
-        if (expires !== undefined && !/^\d+$/.test(expires.trim())) throw invalid('expires_in_seconds', 'must be an integer');
+        if (expires !== undefined && !/^\d+$/.test(expires.trim()))
+          throw invalid('expires_in_seconds', 'must be an integer');
         const done = staged!;
         staged = null; // commitUpload discards the bytes itself when it refuses
         return await s.files.commitUpload(tenant, done, {
@@ -164,19 +195,35 @@ export function fileRoutes(app: FastifyInstance, _p: Platform, s: FileServices):
     const { file, stream } = await s.files.contentStream(tenantOf(req), req.params.id);
     return sendStream(reply, stream, file.mime_type, file.filename, file.size_bytes);
   });
-  app.delete<{ Params: { id: string } }>('/v1/files/:id', async (req) => s.files.delete(tenantOf(req), req.params.id));
+  app.delete<{ Params: { id: string } }>('/v1/files/:id', async (req) =>
+    s.files.delete(tenantOf(req), req.params.id),
+  );
 
   const beta = { config: { beta: true } };
-  app.get<{ Params: { id: string } }>('/v1/sessions/:id/outputs', beta, async (req) => s.outputs.list(tenantOf(req), req.params.id));
-  app.get<{ Params: { id: string; filename: string } }>('/v1/sessions/:id/outputs/:filename', beta, async (req, reply) => {
-    // no content-length: a sync may replace the output while it streams (the open handle keeps
-    // the version it started with, whose size the head may not have seen)
-    const { output, stream } = await s.outputs.readStream(tenantOf(req), req.params.id, req.params.filename);
-    return sendStream(reply, stream, output.mime_type, output.filename, null);
-  });
+  app.get<{ Params: { id: string } }>('/v1/sessions/:id/outputs', beta, async (req) =>
+    s.outputs.list(tenantOf(req), req.params.id),
+  );
+  app.get<{ Params: { id: string; filename: string } }>(
+    '/v1/sessions/:id/outputs/:filename',
+    beta,
+    async (req, reply) => {
+      // no content-length: a sync may replace the output while it streams (the open handle keeps
+      // the version it started with, whose size the head may not have seen)
+      const { output, stream } = await s.outputs.readStream(
+        tenantOf(req),
+        req.params.id,
+        req.params.filename,
+      );
+      return sendStream(reply, stream, output.mime_type, output.filename, null);
+    },
+  );
   // Nested paths are never outputs: 404 for a foreign session, else 400 naming `filename`.
-  app.get<{ Params: { id: string; '*': string } }>('/v1/sessions/:id/outputs/*', beta, async (req) => {
-    await s.outputs.assertSession(tenantOf(req), req.params.id);
-    throw invalid('filename', 'must be a single path segment (no "/" or "\\")');
-  });
+  app.get<{ Params: { id: string; '*': string } }>(
+    '/v1/sessions/:id/outputs/*',
+    beta,
+    async (req) => {
+      await s.outputs.assertSession(tenantOf(req), req.params.id);
+      throw invalid('filename', 'must be a single path segment (no "/" or "\\")');
+    },
+  );
 }

@@ -1,6 +1,23 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import { EventListQuery, EXTENSION_CANONICAL_TYPES, MessagesBody, SendEventsBody, SessionCreate, SessionListQuery, SessionUpdate, StreamQuery } from '@agentfleet/schemas';
-import { ApiError, decodeCursor, encodeCursor, followSession, renderEvent, type Platform, type StreamItem } from '@agentfleet/core';
+import {
+  EventListQuery,
+  EXTENSION_CANONICAL_TYPES,
+  MessagesBody,
+  SendEventsBody,
+  SessionCreate,
+  SessionListQuery,
+  SessionUpdate,
+  StreamQuery,
+} from '@agentfleet/schemas';
+import {
+  ApiError,
+  decodeCursor,
+  encodeCursor,
+  followSession,
+  renderEvent,
+  type Platform,
+  type StreamItem,
+} from '@agentfleet/core';
 import { bodyOf, optionalBody, queryOf, tenantOf } from '../http.js';
 import { SseWriter } from '../sse.js';
 
@@ -17,12 +34,26 @@ type IdReq = FastifyRequest<{ Params: { id: string } }>;
 export function sessionRoutes(app: FastifyInstance, p: Platform) {
   app.post('/v1/sessions', async (req) => p.sessions.create(tenantOf(req), createBody(req)));
   app.get('/v1/sessions', async (req) => p.sessions.list(tenantOf(req), listQuery(req)));
-  app.get<{ Params: { id: string } }>('/v1/sessions/:id', async (req) => p.sessions.get(tenantOf(req), req.params.id));
-  app.post<{ Params: { id: string } }>('/v1/sessions/:id', async (req) => p.sessions.update(tenantOf(req), req.params.id, updateBody(req)));
-  app.patch<{ Params: { id: string } }>('/v1/sessions/:id', async (req) => p.sessions.update(tenantOf(req), req.params.id, updateBody(req)));
-  app.delete<{ Params: { id: string } }>('/v1/sessions/:id', async (req) => p.sessions.remove(tenantOf(req), req.params.id));
-  app.post<{ Params: { id: string } }>('/v1/sessions/:id/archive', async (req) => p.sessions.archive(tenantOf(req), req.params.id));
-  app.post<{ Params: { id: string } }>('/v1/sessions/:id/cancel', { config: { beta: true } }, async (req) => p.sessions.cancel(tenantOf(req), req.params.id));
+  app.get<{ Params: { id: string } }>('/v1/sessions/:id', async (req) =>
+    p.sessions.get(tenantOf(req), req.params.id),
+  );
+  app.post<{ Params: { id: string } }>('/v1/sessions/:id', async (req) =>
+    p.sessions.update(tenantOf(req), req.params.id, updateBody(req)),
+  );
+  app.patch<{ Params: { id: string } }>('/v1/sessions/:id', async (req) =>
+    p.sessions.update(tenantOf(req), req.params.id, updateBody(req)),
+  );
+  app.delete<{ Params: { id: string } }>('/v1/sessions/:id', async (req) =>
+    p.sessions.remove(tenantOf(req), req.params.id),
+  );
+  app.post<{ Params: { id: string } }>('/v1/sessions/:id/archive', async (req) =>
+    p.sessions.archive(tenantOf(req), req.params.id),
+  );
+  app.post<{ Params: { id: string } }>(
+    '/v1/sessions/:id/cancel',
+    { config: { beta: true } },
+    async (req) => p.sessions.cancel(tenantOf(req), req.params.id),
+  );
 
   app.post<{ Params: { id: string } }>('/v1/sessions/:id/events', async (req, reply) => {
     const written = await p.sessions.send(tenantOf(req), req.params.id, sendBody(req).events);
@@ -31,33 +62,56 @@ export function sessionRoutes(app: FastifyInstance, p: Platform) {
   });
 
   app.get<{ Params: { id: string } }>('/v1/sessions/:id/events', async (req: IdReq, reply) => {
-    if (String(req.headers.accept ?? '').includes('text/event-stream')) return stream(p, req, reply);
+    if (String(req.headers.accept ?? '').includes('text/event-stream'))
+      return stream(p, req, reply);
     return listEvents(p, req);
   });
-  app.get<{ Params: { id: string } }>('/v1/sessions/:id/events/stream', (req: IdReq, reply) => stream(p, req, reply));
+  app.get<{ Params: { id: string } }>('/v1/sessions/:id/events/stream', (req: IdReq, reply) =>
+    stream(p, req, reply),
+  );
 
-  app.get<{ Params: { id: string } }>('/v1/sessions/:id/log', { config: { beta: true } }, async (req) => {
-    await p.sessions.getDoc(tenantOf(req), req.params.id);
-    return (await p.events.all(tenantOf(req), req.params.id)).map(renderEvent);
-  });
+  app.get<{ Params: { id: string } }>(
+    '/v1/sessions/:id/log',
+    { config: { beta: true } },
+    async (req) => {
+      await p.sessions.getDoc(tenantOf(req), req.params.id);
+      return (await p.events.all(tenantOf(req), req.params.id)).map(renderEvent);
+    },
+  );
 
-  app.post<{ Params: { id: string } }>('/v1/sessions/:id/messages', { config: { beta: true } }, async (req: IdReq, reply) => {
-    const tenant = tenantOf(req);
-    const body = messagesBody(req);
-    const content = typeof body.content === 'string' ? [{ type: 'text' as const, text: body.content }] : body.content;
-    const head = (await p.sessions.getDoc(tenant, req.params.id)).last_seq;
-    const [msg] = await p.sessions.send(tenant, req.params.id, [{ type: 'user.message', content }]);
-    const sse = new SseWriter(req, reply);
-    let running = false;
-    // Replays from the head read before the append, so nothing between append and subscribe is lost.
-    for await (const item of followSession(p.collections, p.events, p.coordination.pubsub, tenant, req.params.id, { afterSeq: head, includeLive: true, signal: sse.signal })) {
-      write(sse, item, { chunks: true, deltas: new Set() });
-      const seq = (item as { seq?: number }).seq ?? 0;
-      if (item.type === 'session.status_running' && seq > msg!.seq) running = true;
-      if (item.type === 'session.status_idle' && running) break;
-    }
-    sse.close();
-  });
+  app.post<{ Params: { id: string } }>(
+    '/v1/sessions/:id/messages',
+    { config: { beta: true } },
+    async (req: IdReq, reply) => {
+      const tenant = tenantOf(req);
+      const body = messagesBody(req);
+      const content =
+        typeof body.content === 'string'
+          ? [{ type: 'text' as const, text: body.content }]
+          : body.content;
+      const head = (await p.sessions.getDoc(tenant, req.params.id)).last_seq;
+      const [msg] = await p.sessions.send(tenant, req.params.id, [
+        { type: 'user.message', content },
+      ]);
+      const sse = new SseWriter(req, reply);
+      let running = false;
+      // Replays from the head read before the append, so nothing between append and subscribe is lost.
+      for await (const item of followSession(
+        p.collections,
+        p.events,
+        p.coordination.pubsub,
+        tenant,
+        req.params.id,
+        { afterSeq: head, includeLive: true, signal: sse.signal },
+      )) {
+        write(sse, item, { chunks: true, deltas: new Set() });
+        const seq = (item as { seq?: number }).seq ?? 0;
+        if (item.type === 'session.status_running' && seq > msg!.seq) running = true;
+        if (item.type === 'session.status_idle' && running) break;
+      }
+      sse.close();
+    },
+  );
 }
 
 async function listEvents(p: Platform, req: IdReq) {
@@ -75,9 +129,13 @@ async function listEvents(p: Platform, req: IdReq) {
   if (Object.keys(seq).length) filter.seq = seq;
   if (q.types?.length) filter.type = { $in: q.types };
   const created: Record<string, string> = {};
-  for (const op of ['gt', 'gte', 'lt', 'lte'] as const) if (q[`created_at[${op}]`]) created[`$${op}`] = q[`created_at[${op}]`]!;
+  for (const op of ['gt', 'gte', 'lt', 'lte'] as const)
+    if (q[`created_at[${op}]`]) created[`$${op}`] = q[`created_at[${op}]`]!;
   if (Object.keys(created).length) filter.created_at = created;
-  const rows = await p.collections.events.find(tenant, filter, { sort: { seq: desc ? -1 : 1 }, limit: limit + 1 });
+  const rows = await p.collections.events.find(tenant, filter, {
+    sort: { seq: desc ? -1 : 1 },
+    limit: limit + 1,
+  });
   const has_more = rows.length > limit;
   const data = rows.slice(0, limit).map(renderEvent);
   const last = data[data.length - 1];
@@ -90,7 +148,10 @@ async function listEvents(p: Platform, req: IdReq) {
   };
 }
 
-interface StreamMode { chunks: boolean; deltas: Set<string> }
+interface StreamMode {
+  chunks: boolean;
+  deltas: Set<string>;
+}
 
 /**
  * SSE: by default only the spec's event union from now on. `?include=chunks` adds extension
@@ -105,7 +166,11 @@ async function stream(p: Platform, req: IdReq, reply: FastifyReply) {
   let afterSeq: number | null = null;
   if (lastId !== undefined) {
     const n = Number(lastId);
-    if (!Number.isInteger(n) || n < 0) throw new ApiError('invalid_request', 'Last-Event-ID: must be a non-negative integer event seq');
+    if (!Number.isInteger(n) || n < 0)
+      throw new ApiError(
+        'invalid_request',
+        'Last-Event-ID: must be a non-negative integer event seq',
+      );
     afterSeq = n;
   } else if (q.replay === '1' || q.replay === 'true') afterSeq = 0;
   const mode: StreamMode = { chunks: !!q.include, deltas: new Set(q.event_deltas ?? []) };
@@ -118,7 +183,19 @@ async function stream(p: Platform, req: IdReq, reply: FastifyReply) {
     sse.signal.addEventListener('abort', () => abort.abort(), { once: true });
   };
   try {
-    for await (const item of followSession(p.collections, p.events, p.coordination.pubsub, tenant, req.params.id, { afterSeq, includeLive: mode.chunks || mode.deltas.size > 0, signal: abort.signal, onReady: open })) {
+    for await (const item of followSession(
+      p.collections,
+      p.events,
+      p.coordination.pubsub,
+      tenant,
+      req.params.id,
+      {
+        afterSeq,
+        includeLive: mode.chunks || mode.deltas.size > 0,
+        signal: abort.signal,
+        onReady: open,
+      },
+    )) {
       write(sse!, item, mode);
     }
   } finally {
@@ -140,10 +217,19 @@ function write(sse: SseWriter, item: StreamItem, mode: StreamMode): void {
 }
 
 function toSdkDelta(ev: Record<string, any>, deltas: Set<string>): Record<string, unknown> | null {
-  const kind = ev.type.startsWith('agent.message') ? 'agent.message' : ev.type.startsWith('agent.thinking') ? 'agent.thinking' : null;
+  const kind = ev.type.startsWith('agent.message')
+    ? 'agent.message'
+    : ev.type.startsWith('agent.thinking')
+      ? 'agent.thinking'
+      : null;
   if (!kind || !deltas.has(kind)) return null;
   const id = ev.message_id ?? ev.thinking_id;
   if (ev.type.endsWith('_stream_start')) return { type: 'event_start', event: { id, type: kind } };
-  if (ev.type.endsWith('_chunk')) return { type: 'event_delta', event_id: id, delta: { type: 'content_delta', content: { type: 'text', text: ev.delta }, index: 0 } };
+  if (ev.type.endsWith('_chunk'))
+    return {
+      type: 'event_delta',
+      event_id: id,
+      delta: { type: 'content_delta', content: { type: 'text', text: ev.delta }, index: 0 },
+    };
   return null;
 }

@@ -1,4 +1,9 @@
-import { COMMANDS, type CommandEnvelope, type CommandName, type CommandPayload } from '@agentfleet/schemas';
+import {
+  COMMANDS,
+  type CommandEnvelope,
+  type CommandName,
+  type CommandPayload,
+} from '@agentfleet/schemas';
 import type { BusStats, CommandBus, CommandHandlers, ConsumerHandle } from '../../ports/bus.js';
 import { newId, PREFIX } from '../../ids.js';
 import { backoffDelay, sleep } from '../../util.js';
@@ -30,10 +35,21 @@ export class EmbeddedBus implements CommandBus {
 
   constructor(private readonly partitions = 8) {}
 
-  async publish<N extends CommandName>(name: N, payload: CommandPayload<N>, options: { id?: string } = {}): Promise<string> {
+  async publish<N extends CommandName>(
+    name: N,
+    payload: CommandPayload<N>,
+    options: { id?: string } = {},
+  ): Promise<string> {
     if (this.closed) throw new Error('bus is closed');
     const def = COMMANDS[name];
-    const envelope: CommandEnvelope<N> = { v: 1, id: options.id ?? newId(PREFIX.command), name, payload, published_at: new Date().toISOString(), attempt: 1 };
+    const envelope: CommandEnvelope<N> = {
+      v: 1,
+      id: options.id ?? newId(PREFIX.command),
+      name,
+      payload,
+      published_at: new Date().toISOString(),
+      attempt: 1,
+    };
     const key = (def.key as (p: CommandPayload<N>) => string)(payload);
     const part = `${def.topic}:${hash(key) % this.partitions}`;
     this.counters.published++;
@@ -48,7 +64,8 @@ export class EmbeddedBus implements CommandBus {
   }
 
   async consume(group: string, handlers: CommandHandlers): Promise<ConsumerHandle> {
-    if (this.groups.has(group)) throw new Error(`consumer group ${group} already consuming in this process`);
+    if (this.groups.has(group))
+      throw new Error(`consumer group ${group} already consuming in this process`);
     const g: Group = { handlers, partitions: new Map(), inFlight: new Set(), stopped: false };
     this.groups.set(group, g);
     return {
@@ -88,7 +105,11 @@ export class EmbeddedBus implements CommandBus {
       } catch (err) {
         if (attempt >= def.retry.maxAttempts || group.stopped) {
           this.counters.deadLettered++;
-          this.deadLetters.push({ topic: `${def.topic}.dlq`, envelope: env, error: String((err as Error)?.stack ?? err) });
+          this.deadLetters.push({
+            topic: `${def.topic}.dlq`,
+            envelope: env,
+            error: String((err as Error)?.stack ?? err),
+          });
           return;
         }
         this.counters.retried++;

@@ -1,5 +1,12 @@
 import { EventEmitter } from 'node:events';
-import type { Coordination, Lease, LeaseStore, PubSub, RateLimiter, RateLimitResult } from '../../ports/coordination.js';
+import type {
+  Coordination,
+  Lease,
+  LeaseStore,
+  PubSub,
+  RateLimiter,
+  RateLimitResult,
+} from '../../ports/coordination.js';
 
 /** In-process leases with fencing tokens; same semantics as the Redis adapter. */
 export class MemoryLeaseStore implements LeaseStore {
@@ -58,15 +65,27 @@ export class MemoryPubSub implements PubSub {
 /** Fixed-window counter per key. */
 export class MemoryRateLimiter implements RateLimiter {
   private readonly windows = new Map<string, { start: number; count: number }>();
-  async consume(key: string, limit: number, windowMs: number, weight = 1): Promise<RateLimitResult> {
-    if (!Number.isInteger(weight) || weight < 1) throw new Error(`rate limiter: weight must be a positive integer (got ${weight})`);
+  async consume(
+    key: string,
+    limit: number,
+    windowMs: number,
+    weight = 1,
+  ): Promise<RateLimitResult> {
+    if (!Number.isInteger(weight) || weight < 1)
+      throw new Error(`rate limiter: weight must be a positive integer (got ${weight})`);
     const now = Date.now();
     const start = Math.floor(now / windowMs) * windowMs;
     let w = this.windows.get(key);
     if (!w || w.start !== start) this.windows.set(key, (w = { start, count: 0 }));
     w.count += weight;
-    if (this.windows.size > 10_000) for (const [k, v] of this.windows) if (v.start !== start) this.windows.delete(k);
-    return { allowed: w.count <= limit, limit, remaining: Math.max(0, limit - w.count), resetAt: Math.ceil((start + windowMs) / 1000) };
+    if (this.windows.size > 10_000)
+      for (const [k, v] of this.windows) if (v.start !== start) this.windows.delete(k);
+    return {
+      allowed: w.count <= limit,
+      limit,
+      remaining: Math.max(0, limit - w.count),
+      resetAt: Math.ceil((start + windowMs) / 1000),
+    };
   }
 }
 

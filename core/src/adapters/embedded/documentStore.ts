@@ -15,12 +15,29 @@ import { mkdir } from 'node:fs/promises';
 import { dirname, resolve } from 'node:path';
 import {
   DuplicateKeyError,
-  type Collection, type CollectionSpec, type Doc, type DocumentStore, type Filter,
-  type FindOptions, type IndexSpec, type SortSpec, type Update, type UpdateResult,
+  type Collection,
+  type CollectionSpec,
+  type Doc,
+  type DocumentStore,
+  type Filter,
+  type FindOptions,
+  type IndexSpec,
+  type SortSpec,
+  type Update,
+  type UpdateResult,
 } from '../../ports/store.js';
 import {
-  applyUpdate, clone, compareBy, compileFilter, eqLookupKeys, indexValues, storable,
-  uniqueKeys, upsertSeed, validateUpdate, valuesEqual,
+  applyUpdate,
+  clone,
+  compareBy,
+  compileFilter,
+  eqLookupKeys,
+  indexValues,
+  storable,
+  uniqueKeys,
+  upsertSeed,
+  validateUpdate,
+  valuesEqual,
 } from './query.js';
 import { acquireLock, fsyncDir, Log, recover, type Raw, type Rec } from './wal.js';
 
@@ -48,7 +65,12 @@ export interface EmbeddedStore extends DocumentStore {
   stats(): EmbeddedStoreStats;
 }
 
-interface Index { name: string; fields: string[]; unique: boolean; keys: Map<string, string> }
+interface Index {
+  name: string;
+  fields: string[];
+  unique: boolean;
+  keys: Map<string, string>;
+}
 
 class State {
   readonly docs = new Map<string, Raw>();
@@ -59,7 +81,10 @@ class State {
 
 const EMPTY: ReadonlySet<string> = new Set();
 const copy = <T>(doc: Raw | undefined): T | null => (doc ? (clone(doc) as unknown as T) : null);
-const newId = () => Math.floor(Date.now() / 1000).toString(16).padStart(8, '0') + randomBytes(8).toString('hex');
+const newId = () =>
+  Math.floor(Date.now() / 1000)
+    .toString(16)
+    .padStart(8, '0') + randomBytes(8).toString('hex');
 const keyObject = (fields: string[], key: string) => {
   const vals = JSON.parse(key) as unknown[];
   return Object.fromEntries(fields.map((f, i) => [f, vals[i]]));
@@ -68,7 +93,9 @@ const keyObject = (fields: string[], key: string) => {
 /** Ids that are a superset of the filter's matches, from `_id` or equality indexes; null = scan. */
 function lookup(st: State, filter: Filter): ReadonlySet<string> | null {
   let best: ReadonlySet<string> | null = null;
-  const consider = (s: ReadonlySet<string>) => { if (!best || s.size < best.size) best = s; };
+  const consider = (s: ReadonlySet<string>) => {
+    if (!best || s.size < best.size) best = s;
+  };
   for (const [field, cond] of Object.entries(filter)) {
     if (field === '$or') {
       const sets = Array.isArray(cond) ? cond.map((f: Filter) => lookup(st, f)) : [null];
@@ -78,7 +105,8 @@ function lookup(st: State, filter: Filter): ReadonlySet<string> | null {
     const keys = eqLookupKeys(cond);
     const m = field === '_id' ? undefined : st.eq.get(field);
     if (!keys || (field !== '_id' && !m)) continue;
-    if (field === '_id') consider(new Set(keys.filter((k): k is string => typeof k === 'string' && st.docs.has(k))));
+    if (field === '_id')
+      consider(new Set(keys.filter((k): k is string => typeof k === 'string' && st.docs.has(k))));
     else if (keys.length === 1) consider(m!.get(keys[0]) ?? EMPTY);
     else consider(new Set(keys.flatMap((k) => [...(m!.get(k) ?? EMPTY)])));
   }
@@ -94,13 +122,15 @@ function addEq(m: Map<unknown, Set<string>>, field: string, doc: Raw): void {
 }
 
 function addIndexes(st: State, doc: Raw): void {
-  for (const ix of st.indexes) if (ix.unique) for (const k of uniqueKeys(doc, ix.fields)) ix.keys.set(k, doc._id);
+  for (const ix of st.indexes)
+    if (ix.unique) for (const k of uniqueKeys(doc, ix.fields)) ix.keys.set(k, doc._id);
   for (const [field, m] of st.eq) addEq(m, field, doc);
 }
 
 function dropIndexes(st: State, doc: Raw): void {
   for (const ix of st.indexes) {
-    if (ix.unique) for (const k of uniqueKeys(doc, ix.fields)) if (ix.keys.get(k) === doc._id) ix.keys.delete(k);
+    if (ix.unique)
+      for (const k of uniqueKeys(doc, ix.fields)) if (ix.keys.get(k) === doc._id) ix.keys.delete(k);
   }
   for (const [field, m] of st.eq) {
     for (const v of indexValues(doc, field)) {
@@ -113,11 +143,16 @@ function dropIndexes(st: State, doc: Raw): void {
 function declareIndex(coll: string, st: State, spec: IndexSpec): void {
   const fields = Object.keys(spec.fields);
   if (fields.length === 0) throw new Error(`index on ${coll} needs at least one field`);
-  const name = spec.name ?? Object.entries(spec.fields).map(([f, d]) => `${f}_${d}`).join('_');
+  const name =
+    spec.name ??
+    Object.entries(spec.fields)
+      .map(([f, d]) => `${f}_${d}`)
+      .join('_');
   const unique = spec.unique === true;
   const same = st.indexes.find((ix) => ix.name === name);
   if (same) {
-    if (same.unique !== unique || same.fields.join() !== fields.join()) throw new Error(`index ${name} on ${coll} is already declared differently`);
+    if (same.unique !== unique || same.fields.join() !== fields.join())
+      throw new Error(`index ${name} on ${coll} is already declared differently`);
     return;
   }
   const ix: Index = { name, fields, unique, keys: new Map() };
@@ -166,14 +201,22 @@ class Embedded implements EmbeddedStore {
   async close(): Promise<void> {
     if (this.closed) return;
     this.closed = true;
-    try { await this.log?.close(); } finally { await this.unlock?.(); }
+    try {
+      await this.log?.close();
+    } finally {
+      await this.unlock?.();
+    }
   }
 
   stats(): EmbeddedStoreStats {
     const l = this.log;
     return {
-      syncs: l?.syncs ?? 0, records: l?.records ?? 0, logBytes: l?.bytes ?? 0,
-      compactions: l?.compactions ?? 0, docsExamined: this.examined, compactionError: l?.compactionError,
+      syncs: l?.syncs ?? 0,
+      records: l?.records ?? 0,
+      logBytes: l?.bytes ?? 0,
+      compactions: l?.compactions ?? 0,
+      docsExamined: this.examined,
+      compactionError: l?.compactionError,
     };
   }
 
@@ -206,19 +249,22 @@ class Embedded implements EmbeddedStore {
         if (!cmp && out.length >= skip + limit) break;
       }
     }
-    if (cmp && skip + limit === 1) return out.length ? [out.reduce((a, b) => (cmp(b, a) < 0 ? b : a))] : [];
+    if (cmp && skip + limit === 1)
+      return out.length ? [out.reduce((a, b) => (cmp(b, a) < 0 ? b : a))] : [];
     if (cmp) out.sort(cmp);
     return skip > 0 || limit !== Infinity ? out.slice(skip, skip + limit) : out;
   }
 
   /** Stores `next` (replacing `prev`) after the unique checks; throws before any change. */
   put(coll: string, st: State, prev: Raw | undefined, next: Raw): void {
-    if (!prev && st.docs.has(next._id)) throw new DuplicateKeyError(coll, '_id_', { _id: next._id });
+    if (!prev && st.docs.has(next._id))
+      throw new DuplicateKeyError(coll, '_id_', { _id: next._id });
     for (const ix of st.indexes) {
       if (!ix.unique) continue;
       for (const k of uniqueKeys(next, ix.fields)) {
         const owner = ix.keys.get(k);
-        if (owner !== undefined && owner !== next._id) throw new DuplicateKeyError(coll, ix.name, keyObject(ix.fields, k));
+        if (owner !== undefined && owner !== next._id)
+          throw new DuplicateKeyError(coll, ix.name, keyObject(ix.fields, k));
       }
     }
     if (prev) dropIndexes(st, prev);
@@ -251,7 +297,11 @@ class Embedded implements EmbeddedStore {
 }
 
 class Handle<T extends Doc> implements Collection<T> {
-  constructor(private readonly db: Embedded, readonly name: string, private readonly st: State) {}
+  constructor(
+    private readonly db: Embedded,
+    readonly name: string,
+    private readonly st: State,
+  ) {}
 
   insertOne(doc: T): Promise<void> {
     return this.db.run(() => {
@@ -285,16 +335,23 @@ class Handle<T extends Doc> implements Collection<T> {
   }
 
   count(filter: Filter): Promise<number> {
-    return this.db.run(() => (Object.keys(filter).length ? this.db.select(this.st, filter).length : this.st.docs.size));
+    return this.db.run(() =>
+      Object.keys(filter).length ? this.db.select(this.st, filter).length : this.st.docs.size,
+    );
   }
 
   updateOne(filter: Filter, update: Update, options?: { upsert?: boolean }): Promise<UpdateResult> {
     return this.db.run(() => {
       validateUpdate(update);
       const [cur] = this.db.select(this.st, filter, { limit: 1 });
-      if (cur) return { matched: 1, modified: this.db.modify(this.name, this.st, cur, update) ? 1 : 0 };
+      if (cur)
+        return { matched: 1, modified: this.db.modify(this.name, this.st, cur, update) ? 1 : 0 };
       if (!options?.upsert) return { matched: 0, modified: 0 };
-      return { matched: 0, modified: 0, upsertedId: this.db.upsert(this.name, this.st, filter, update)._id };
+      return {
+        matched: 0,
+        modified: 0,
+        upsertedId: this.db.upsert(this.name, this.st, filter, update)._id,
+      };
     });
   }
 
@@ -330,7 +387,9 @@ class Handle<T extends Doc> implements Collection<T> {
   }
 }
 
-export async function openEmbeddedStore(options: EmbeddedStoreOptions = {}): Promise<EmbeddedStore> {
+export async function openEmbeddedStore(
+  options: EmbeddedStoreOptions = {},
+): Promise<EmbeddedStore> {
   const states = new Map<string, State>();
   if (options.dir === undefined) return new Embedded(states);
   const dir = resolve(options.dir);
@@ -346,7 +405,8 @@ export async function openEmbeddedStore(options: EmbeddedStoreOptions = {}): Pro
     });
     const cut = () => {
       const out: Rec[] = [];
-      for (const [c, st] of states) for (const doc of st.docs.values()) out.push({ c, op: 'put', doc });
+      for (const [c, st] of states)
+        for (const doc of st.docs.values()) out.push({ c, op: 'put', doc });
       return out;
     };
     const log = new Log(dir, fh, gen, bytes, options.compactAfterBytes ?? 64 * 1024 * 1024, cut);

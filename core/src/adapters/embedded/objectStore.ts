@@ -60,7 +60,11 @@ export function createDirectoryObjectStore(dir: string): ObjectStore {
     })());
 
   /** Writes a temp file with `fill`, fsyncs it, renames it to `target`; the temp file never survives. */
-  const atomicWrite = async (target: string, data: Uint8Array | ((h: fsp.FileHandle) => Promise<void>), key: string) => {
+  const atomicWrite = async (
+    target: string,
+    data: Uint8Array | ((h: fsp.FileHandle) => Promise<void>),
+    key: string,
+  ) => {
     const tmp = join(tmpRoot, `${randomBytes(8).toString('hex')}.tmp`);
     try {
       const h = await fsp.open(tmp, 'w', 0o600);
@@ -80,8 +84,15 @@ export function createDirectoryObjectStore(dir: string): ObjectStore {
           const code = (err as NodeJS.ErrnoException).code;
           // a concurrent delete may remove the (then empty) parent between mkdir and rename
           if (code === 'ENOENT' && attempt < 3) continue;
-          if (code === 'EISDIR' || code === 'ENOTDIR' || code === 'EEXIST' || code === 'ENOTEMPTY') {
-            throw new InvalidObjectKeyError(`object key '${key}' conflicts with another key (a key cannot also be a prefix directory of other keys)`);
+          if (
+            code === 'EISDIR' ||
+            code === 'ENOTDIR' ||
+            code === 'EEXIST' ||
+            code === 'ENOTEMPTY'
+          ) {
+            throw new InvalidObjectKeyError(
+              `object key '${key}' conflicts with another key (a key cannot also be a prefix directory of other keys)`,
+            );
           }
           throw err;
         }
@@ -93,13 +104,15 @@ export function createDirectoryObjectStore(dir: string): ObjectStore {
   };
 
   /** Copies `source` into `h`, failing with ObjectTooLargeError past `maxBytes`. */
-  const copyInto = (source: AsyncIterable<Uint8Array>, key: string, maxBytes: number, counted: { size: number }) => async (h: fsp.FileHandle) => {
-    for await (const chunk of source) {
-      counted.size += chunk.byteLength;
-      if (counted.size > maxBytes) throw new ObjectTooLargeError(key, maxBytes);
-      await h.write(chunk);
-    }
-  };
+  const copyInto =
+    (source: AsyncIterable<Uint8Array>, key: string, maxBytes: number, counted: { size: number }) =>
+    async (h: fsp.FileHandle) => {
+      for await (const chunk of source) {
+        counted.size += chunk.byteLength;
+        if (counted.size > maxBytes) throw new ObjectTooLargeError(key, maxBytes);
+        await h.write(chunk);
+      }
+    };
 
   const removeEmptyParents = async (root: string, file: string) => {
     for (let d = dirname(file); d.length > root.length && d.startsWith(root); d = dirname(d)) {
@@ -118,8 +131,15 @@ export function createDirectoryObjectStore(dir: string): ObjectStore {
       let contentType: string | undefined;
       try {
         contentType = (await fsp.readFile(join(metaRoot, key), 'utf8')) || undefined;
-      } catch { /* none */ }
-      return { key, size: st.size, modifiedAt: st.mtime.toISOString(), ...(contentType ? { contentType } : {}) };
+      } catch {
+        /* none */
+      }
+      return {
+        key,
+        size: st.size,
+        modifiedAt: st.mtime.toISOString(),
+        ...(contentType ? { contentType } : {}),
+      };
     } catch (err) {
       const code = (err as NodeJS.ErrnoException).code;
       if (code === 'ENOENT' || code === 'ENOTDIR') return null;
@@ -131,7 +151,8 @@ export function createDirectoryObjectStore(dir: string): ObjectStore {
     async put(key, data, options) {
       validateObjectKey(key);
       await init();
-      if (options?.contentType) await atomicWrite(join(metaRoot, key), Buffer.from(options.contentType, 'utf8'), key);
+      if (options?.contentType)
+        await atomicWrite(join(metaRoot, key), Buffer.from(options.contentType, 'utf8'), key);
       else await fsp.rm(join(metaRoot, key), { force: true }).catch(() => {});
       await atomicWrite(join(dataRoot, key), data, key);
     },
@@ -142,7 +163,8 @@ export function createDirectoryObjectStore(dir: string): ObjectStore {
       const maxBytes = options?.maxBytes ?? Number.MAX_SAFE_INTEGER;
       // the bytes first: a source that fails leaves the old object and its type untouched
       await atomicWrite(join(dataRoot, key), copyInto(data, key, maxBytes, counted), key);
-      if (options?.contentType) await atomicWrite(join(metaRoot, key), Buffer.from(options.contentType, 'utf8'), key);
+      if (options?.contentType)
+        await atomicWrite(join(metaRoot, key), Buffer.from(options.contentType, 'utf8'), key);
       else await fsp.rm(join(metaRoot, key), { force: true }).catch(() => {});
       return { size: counted.size };
     },
@@ -196,7 +218,11 @@ export function createDirectoryObjectStore(dir: string): ObjectStore {
       await removeEmptyParents(metaRoot, join(metaRoot, key));
     },
     async list(prefix) {
-      if (prefix.includes('\0') || prefix.startsWith('/') || prefix.split('/').some((s) => s === '..' || s === '.')) {
+      if (
+        prefix.includes('\0') ||
+        prefix.startsWith('/') ||
+        prefix.split('/').some((s) => s === '..' || s === '.')
+      ) {
         throw new InvalidObjectKeyError(`invalid object key prefix '${prefix}'`);
       }
       await init();

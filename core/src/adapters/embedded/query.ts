@@ -45,7 +45,8 @@ export function storable(v: unknown, at = 'document'): unknown {
     if (!Number.isFinite(v)) throw new TypeError(`cannot store non-finite number at ${at}`);
     return v === 0 ? 0 : v;
   }
-  if (Array.isArray(v)) return v.map((e, i) => (e === undefined ? null : storable(e, `${at}.${i}`)));
+  if (Array.isArray(v))
+    return v.map((e, i) => (e === undefined ? null : storable(e, `${at}.${i}`)));
   if (typeof v === 'object') {
     const proto = Object.getPrototypeOf(v);
     if (proto === Object.prototype || proto === null) {
@@ -88,7 +89,8 @@ export function valuesEqual(a: unknown, b: unknown): boolean {
     const bb = b as unknown[];
     return a.length === bb.length && a.every((e, i) => valuesEqual(e, bb[i]));
   }
-  const ka = Object.keys(a), kb = Object.keys(b);
+  const ka = Object.keys(a),
+    kb = Object.keys(b);
   if (ka.length !== kb.length) return false;
   return ka.every((k, i) => k === kb[i] && valuesEqual((a as Obj)[k], (b as Obj)[k]));
 }
@@ -96,22 +98,30 @@ export function valuesEqual(a: unknown, b: unknown): boolean {
 function rank(v: unknown): number {
   if (v === undefined || v === null) return 1;
   switch (typeof v) {
-    case 'number': return 2;
-    case 'string': return 3;
-    case 'object': return Array.isArray(v) ? 5 : 4;
-    case 'boolean': return 6;
-    default: return 7;
+    case 'number':
+      return 2;
+    case 'string':
+      return 3;
+    case 'object':
+      return Array.isArray(v) ? 5 : 4;
+    case 'boolean':
+      return 6;
+    default:
+      return 7;
   }
 }
 
 /** Total order over stored values (MongoDB's BSON order restricted to JSON types). */
 export function compareValues(a: unknown, b: unknown): number {
-  const ra = rank(a), rb = rank(b);
+  const ra = rank(a),
+    rb = rank(b);
   if (ra !== rb) return ra < rb ? -1 : 1;
-  if (ra === 2 || ra === 3) return (a as number) < (b as number) ? -1 : (a as number) > (b as number) ? 1 : 0;
+  if (ra === 2 || ra === 3)
+    return (a as number) < (b as number) ? -1 : (a as number) > (b as number) ? 1 : 0;
   if (ra === 6) return Number(a) - Number(b);
   if (ra === 5) {
-    const x = a as unknown[], y = b as unknown[];
+    const x = a as unknown[],
+      y = b as unknown[];
     for (let i = 0; i < Math.min(x.length, y.length); i++) {
       const c = compareValues(x[i], y[i]);
       if (c) return c;
@@ -119,7 +129,8 @@ export function compareValues(a: unknown, b: unknown): number {
     return Math.sign(x.length - y.length);
   }
   if (ra === 4) {
-    const x = Object.entries(a as Obj), y = Object.entries(b as Obj);
+    const x = Object.entries(a as Obj),
+      y = Object.entries(b as Obj);
     for (let i = 0; i < Math.min(x.length, y.length); i++) {
       const c = compareValues(x[i][0], y[i][0]) || compareValues(x[i][1], y[i][1]);
       if (c) return c;
@@ -133,7 +144,8 @@ function isOperatorObject(cond: unknown): cond is Obj {
   if (!isObj(cond)) return false;
   const keys = Object.keys(cond);
   const ops = keys.filter((k) => k.startsWith('$')).length;
-  if (ops > 0 && ops < keys.length) throw new Error(`cannot mix operators and fields in ${JSON.stringify(cond)}`);
+  if (ops > 0 && ops < keys.length)
+    throw new Error(`cannot mix operators and fields in ${JSON.stringify(cond)}`);
   return ops > 0;
 }
 
@@ -151,19 +163,25 @@ function eqAny(values: unknown[], want: unknown): boolean {
 function cmpAny(values: unknown[], arg: unknown, ok: (c: number) => boolean): boolean {
   const r = rank(arg);
   for (const v of values) {
-    for (const e of Array.isArray(v) ? v : [v]) if (rank(e) === r && ok(compareValues(e, arg))) return true;
+    for (const e of Array.isArray(v) ? v : [v])
+      if (rank(e) === r && ok(compareValues(e, arg))) return true;
   }
   return false;
 }
 
 const RANGE: Record<string, (c: number) => boolean> = {
-  $gt: (c) => c > 0, $gte: (c) => c >= 0, $lt: (c) => c < 0, $lte: (c) => c <= 0,
+  $gt: (c) => c > 0,
+  $gte: (c) => c >= 0,
+  $lt: (c) => c < 0,
+  $lte: (c) => c <= 0,
 };
 
 function compileOp(op: string, arg: unknown): (values: unknown[]) => boolean {
   switch (op) {
-    case '$eq': return (vs) => eqAny(vs, arg);
-    case '$ne': return (vs) => !eqAny(vs, arg);
+    case '$eq':
+      return (vs) => eqAny(vs, arg);
+    case '$ne':
+      return (vs) => !eqAny(vs, arg);
     case '$in':
     case '$nin': {
       if (!Array.isArray(arg)) throw new Error(`${op} requires an array`);
@@ -188,7 +206,8 @@ export function compileFilter(filter: Filter): (doc: unknown) => boolean {
   const tests: Array<(doc: unknown) => boolean> = [];
   for (const [key, cond] of Object.entries(filter)) {
     if (key === '$or') {
-      if (!Array.isArray(cond) || cond.length === 0) throw new Error('$or requires a non-empty array');
+      if (!Array.isArray(cond) || cond.length === 0)
+        throw new Error('$or requires a non-empty array');
       const alts = cond.map((f) => compileFilter(f as Filter));
       tests.push((d) => alts.some((t) => t(d)));
     } else if (key.startsWith('$')) {
@@ -247,7 +266,8 @@ export function uniqueKeys(doc: unknown, fields: string[]): string[] {
 }
 
 function sortKey(doc: unknown, path: string, dir: 1 | -1): unknown {
-  let best: unknown, found = false;
+  let best: unknown,
+    found = false;
   for (const v of getPath(doc, path)) {
     for (const e of Array.isArray(v) ? (v.length ? v : [undefined]) : [v]) {
       if (!found || compareValues(e, best) * dir < 0) [best, found] = [e, true];
@@ -258,7 +278,8 @@ function sortKey(doc: unknown, path: string, dir: 1 | -1): unknown {
 
 export function compareBy(sort: SortSpec): (a: unknown, b: unknown) => number {
   const keys = Object.entries(sort);
-  for (const [f, d] of keys) if (d !== 1 && d !== -1) throw new Error(`sort direction for ${f} must be 1 or -1`);
+  for (const [f, d] of keys)
+    if (d !== 1 && d !== -1) throw new Error(`sort direction for ${f} must be 1 or -1`);
   return (a, b) => {
     for (const [f, d] of keys) {
       const c = compareValues(sortKey(a, f, d), sortKey(b, f, d));
@@ -303,7 +324,8 @@ function setPath(doc: Obj, path: string, value: unknown): void {
   const parts = path.split('.');
   let cur: Obj | unknown[] = doc;
   for (let i = 0; i < parts.length; i++) {
-    const part = parts[i], last = i === parts.length - 1;
+    const part = parts[i],
+      last = i === parts.length - 1;
     if (Array.isArray(cur)) {
       if (!/^\d+$/.test(part)) throw new Error(`cannot create field ${part} of array at ${path}`);
       const idx = Number(part);
@@ -316,8 +338,10 @@ function setPath(doc: Obj, path: string, value: unknown): void {
       else if (cur[part] === undefined) cur[part] = {};
       if (!last) cur = cur[part] as Obj;
     }
-    if (!last && typeof cur !== 'object') throw new Error(`cannot create field ${parts[i + 1]} in a non-object at ${path}`);
-    if (!last && cur === null) throw new Error(`cannot create field ${parts[i + 1]} in null at ${path}`);
+    if (!last && typeof cur !== 'object')
+      throw new Error(`cannot create field ${parts[i + 1]} in a non-object at ${path}`);
+    if (!last && cur === null)
+      throw new Error(`cannot create field ${parts[i + 1]} in null at ${path}`);
   }
 }
 
@@ -343,7 +367,8 @@ export function applyUpdate<T extends object>(doc: T, update: Update, isInsert: 
       else if (op === '$unset') unsetPath(out, path);
       else if (op === '$inc') {
         const cur = getOne(out, path);
-        if (cur !== undefined && typeof cur !== 'number') throw new Error(`cannot $inc non-numeric field ${path}`);
+        if (cur !== undefined && typeof cur !== 'number')
+          throw new Error(`cannot $inc non-numeric field ${path}`);
         setPath(out, path, ((cur as number | undefined) ?? 0) + (value as number));
       } else if (op === '$max') {
         const cur = getOne(out, path);

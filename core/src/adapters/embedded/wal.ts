@@ -16,7 +16,16 @@
  * - after a failed log write `Log.failed` is set and every pending and later settle() rejects.
  */
 import { randomBytes } from 'node:crypto';
-import { link, open, readdir, readFile, rename, unlink, writeFile, type FileHandle } from 'node:fs/promises';
+import {
+  link,
+  open,
+  readdir,
+  readFile,
+  rename,
+  unlink,
+  writeFile,
+  type FileHandle,
+} from 'node:fs/promises';
 import { join } from 'node:path';
 import type { Doc } from '../../ports/store.js';
 
@@ -29,27 +38,42 @@ const snapName = (gen: number) => `snapshot-${pad(gen)}.jsonl`;
 const WAL_RE = /^wal-(\d{12})\.log$/;
 const SNAP_RE = /^snapshot-(\d{12})\.jsonl$/;
 const gens = (names: string[], re: RegExp) =>
-  names.map((n) => re.exec(n)).filter((m) => m !== null).map((m) => Number(m[1])).sort((a, b) => a - b);
+  names
+    .map((n) => re.exec(n))
+    .filter((m) => m !== null)
+    .map((m) => Number(m[1]))
+    .sort((a, b) => a - b);
 
 export async function fsyncDir(dir: string): Promise<void> {
   const fh = await open(dir, 'r');
-  try { await fh.sync(); } finally { await fh.close(); }
+  try {
+    await fh.sync();
+  } finally {
+    await fh.close();
+  }
 }
 
 async function writeAll(fh: FileHandle, buf: Buffer): Promise<void> {
-  for (let off = 0; off < buf.length; ) off += (await fh.write(buf, off, buf.length - off)).bytesWritten;
+  for (let off = 0; off < buf.length;)
+    off += (await fh.write(buf, off, buf.length - off)).bytesWritten;
 }
 
 /** Calls `fn` per line with its byte offset; returns the file size. */
-async function eachLine(file: string, fn: (text: string, start: number, terminated: boolean) => void): Promise<number> {
+async function eachLine(
+  file: string,
+  fn: (text: string, start: number, terminated: boolean) => void,
+): Promise<number> {
   const fh = await open(file, 'r');
   try {
     const buf = Buffer.allocUnsafe(1 << 20);
-    let carry = Buffer.alloc(0), pos = 0;
+    let carry = Buffer.alloc(0),
+      pos = 0;
     for (;;) {
       const { bytesRead } = await fh.read(buf, 0, buf.length, null);
       if (bytesRead === 0) break;
-      const data = carry.length ? Buffer.concat([carry, buf.subarray(0, bytesRead)]) : buf.subarray(0, bytesRead);
+      const data = carry.length
+        ? Buffer.concat([carry, buf.subarray(0, bytesRead)])
+        : buf.subarray(0, bytesRead);
       let s = 0;
       for (let nl = data.indexOf(10, s); nl !== -1; nl = data.indexOf(10, s)) {
         fn(data.toString('utf8', s, nl), pos + s, true);
@@ -60,26 +84,37 @@ async function eachLine(file: string, fn: (text: string, start: number, terminat
     }
     if (carry.length) fn(carry.toString('utf8'), pos, false);
     return pos + carry.length;
-  } finally { await fh.close(); }
+  } finally {
+    await fh.close();
+  }
 }
 
 function asRecord(v: unknown): Rec | undefined {
   const r = v as Record<string, unknown> | null;
   if (typeof r !== 'object' || r === null || typeof r.c !== 'string') return undefined;
   const doc = r.doc as Raw | null;
-  if (r.op === 'put' && typeof doc === 'object' && doc !== null && typeof doc._id === 'string') return r as Rec;
+  if (r.op === 'put' && typeof doc === 'object' && doc !== null && typeof doc._id === 'string')
+    return r as Rec;
   if (r.op === 'del' && typeof r.id === 'string') return r as Rec;
   return undefined;
 }
 
 async function readSnapshot(file: string, apply: (r: Rec) => void): Promise<void> {
-  let n = 0, count = 0, end: number | undefined;
+  let n = 0,
+    count = 0,
+    end: number | undefined;
   await eachLine(file, (text, _start, terminated) => {
     n++;
-    const fail = (why: string): never => { throw new Error(`embedded store: snapshot ${file} line ${n} ${why}; refusing to open`); };
+    const fail = (why: string): never => {
+      throw new Error(`embedded store: snapshot ${file} line ${n} ${why}; refusing to open`);
+    };
     if (end !== undefined) fail('follows the end marker');
     let v: Record<string, unknown> | null = null;
-    try { v = JSON.parse(text); } catch { fail('is not valid JSON'); }
+    try {
+      v = JSON.parse(text);
+    } catch {
+      fail('is not valid JSON');
+    }
     if (!terminated) fail('is truncated');
     if (n === 1) {
       if (v?.snapshot !== 1) fail('is not a snapshot header');
@@ -95,45 +130,66 @@ async function readSnapshot(file: string, apply: (r: Rec) => void): Promise<void
     apply(rec);
     count++;
   });
-  if (end === undefined) throw new Error(`embedded store: snapshot ${file} has no end marker; refusing to open`);
+  if (end === undefined)
+    throw new Error(`embedded store: snapshot ${file} has no end marker; refusing to open`);
 }
 
 /** Replays one log; a bad last line of the newest log is truncated away, anywhere else it fails. */
 async function replay(file: string, apply: (r: Rec) => void, newest: boolean): Promise<number> {
-  let n = 0, bad: { line: number; offset: number } | undefined;
-  const corrupt = () => new Error(
-    `embedded store: log ${file} line ${bad?.line} (byte ${bad?.offset}) is corrupt; refusing to open ` +
-    '(only a torn last line of the newest log is skipped)');
+  let n = 0,
+    bad: { line: number; offset: number } | undefined;
+  const corrupt = () =>
+    new Error(
+      `embedded store: log ${file} line ${bad?.line} (byte ${bad?.offset}) is corrupt; refusing to open ` +
+        '(only a torn last line of the newest log is skipped)',
+    );
   const size = await eachLine(file, (text, start, terminated) => {
     n++;
     if (bad) throw corrupt();
     let rec: Rec | undefined;
-    try { rec = terminated ? asRecord(JSON.parse(text)) : undefined; } catch { rec = undefined; }
+    try {
+      rec = terminated ? asRecord(JSON.parse(text)) : undefined;
+    } catch {
+      rec = undefined;
+    }
     if (rec) apply(rec);
     else bad = { line: n, offset: start };
   });
   if (!bad) return size;
   if (!newest) throw corrupt();
   const fh = await open(file, 'r+');
-  try { await fh.truncate(bad.offset); await fh.sync(); } finally { await fh.close(); }
+  try {
+    await fh.truncate(bad.offset);
+    await fh.sync();
+  } finally {
+    await fh.close();
+  }
   return bad.offset;
 }
 
 /** Loads snapshot + logs into `apply`; returns the newest log opened for appending. */
-export async function recover(dir: string, apply: (r: Rec) => void): Promise<{ fh: FileHandle; gen: number; bytes: number }> {
+export async function recover(
+  dir: string,
+  apply: (r: Rec) => void,
+): Promise<{ fh: FileHandle; gen: number; bytes: number }> {
   const names = await readdir(dir);
-  const snaps = gens(names, SNAP_RE), wals = gens(names, WAL_RE);
+  const snaps = gens(names, SNAP_RE),
+    wals = gens(names, WAL_RE);
   const base = snaps.length ? snaps[snaps.length - 1] : 0;
   for (const n of names) if (n.endsWith('.tmp')) await unlink(join(dir, n));
   for (const g of snaps) if (g < base) await unlink(join(dir, snapName(g)));
   for (const g of wals) if (g < base) await unlink(join(dir, walName(g)));
   const live = wals.filter((g) => g >= base);
   live.forEach((g, i) => {
-    if (g !== base + i) throw new Error(`embedded store ${dir}: ${walName(base + i)} is missing before ${walName(g)}; refusing to open`);
+    if (g !== base + i)
+      throw new Error(
+        `embedded store ${dir}: ${walName(base + i)} is missing before ${walName(g)}; refusing to open`,
+      );
   });
   if (snaps.length) await readSnapshot(join(dir, snapName(base)), apply);
   let bytes = 0;
-  for (const [i, g] of live.entries()) bytes = await replay(join(dir, walName(g)), apply, i === live.length - 1);
+  for (const [i, g] of live.entries())
+    bytes = await replay(join(dir, walName(g)), apply, i === live.length - 1);
   const gen = live.length ? live[live.length - 1] : base;
   const fh = await open(join(dir, walName(gen)), 'a');
   if (!live.length) await fsyncDir(dir);
@@ -179,7 +235,8 @@ export class Log {
   private async flush(): Promise<void> {
     try {
       while (this.pending.length > 0) {
-        const batch = this.pending, upTo = this.appended;
+        const batch = this.pending,
+          upTo = this.appended;
         this.pending = [];
         const buf = Buffer.from(batch.join(''));
         await writeAll(this.fh, buf);
@@ -194,7 +251,10 @@ export class Log {
         if (this.bytes > this.compactAfter && !this.compaction) await this.rotate();
       }
     } catch (err) {
-      this.failed = new Error(`embedded store ${this.dir}: log write failed; the store refuses further operations`, { cause: err });
+      this.failed = new Error(
+        `embedded store ${this.dir}: log write failed; the store refuses further operations`,
+        { cause: err },
+      );
       for (const w of this.waiters.splice(0)) w.reject(this.failed);
     } finally {
       this.running = undefined;
@@ -213,13 +273,23 @@ export class Log {
       this.compactionError = String(err);
       return;
     }
-    const cut = this.cut(), old = this.fh;
+    const cut = this.cut(),
+      old = this.fh;
     [this.fh, this.gen, this.bytes] = [fh, gen, 0];
     await old.close().catch(() => undefined);
-    this.compaction = this.snapshot(gen, cut).then(
-      () => { this.compactions++; this.compactionError = undefined; },
-      (err) => { this.compactionError = String(err); },
-    ).finally(() => { this.compaction = undefined; });
+    this.compaction = this.snapshot(gen, cut)
+      .then(
+        () => {
+          this.compactions++;
+          this.compactionError = undefined;
+        },
+        (err) => {
+          this.compactionError = String(err);
+        },
+      )
+      .finally(() => {
+        this.compaction = undefined;
+      });
   }
 
   private async snapshot(gen: number, cut: Rec[]): Promise<void> {
@@ -299,7 +369,9 @@ export async function acquireLock(dir: string): Promise<() => Promise<void>> {
       if (pid === undefined) continue;
       // The same pid without an in-process holder is a previous incarnation (e.g. pid 1 in a container).
       if (isAlive(pid) && (pid !== process.pid || lockedHere.has(dir))) {
-        throw new Error(`embedded store dir ${dir} is locked by pid ${pid} (${file}); stop that process, or delete the lock file if no process uses the dir`);
+        throw new Error(
+          `embedded store dir ${dir} is locked by pid ${pid} (${file}); stop that process, or delete the lock file if no process uses the dir`,
+        );
       }
       const aside = `${mine}.stale`;
       try {
@@ -312,7 +384,9 @@ export async function acquireLock(dir: string): Promise<() => Promise<void>> {
       if (!Object.is(moved, pid)) {
         await link(aside, file).catch(() => undefined);
         await unlink(aside);
-        throw new Error(`embedded store dir ${dir}: another process took over the stale lock concurrently`);
+        throw new Error(
+          `embedded store dir ${dir}: another process took over the stale lock concurrently`,
+        );
       }
       await unlink(aside);
     }

@@ -1,6 +1,19 @@
 import { Kafka, Partitioners, logLevel as KafkaLogLevel } from 'kafkajs';
-import type { Admin, Consumer, EachMessagePayload, KafkaMessage, LogEntry, Producer } from 'kafkajs';
-import { COMMAND_TOPICS, COMMANDS, type CommandEnvelope, type CommandName, type CommandPayload } from '@agentfleet/schemas';
+import type {
+  Admin,
+  Consumer,
+  EachMessagePayload,
+  KafkaMessage,
+  LogEntry,
+  Producer,
+} from 'kafkajs';
+import {
+  COMMAND_TOPICS,
+  COMMANDS,
+  type CommandEnvelope,
+  type CommandName,
+  type CommandPayload,
+} from '@agentfleet/schemas';
 import type { BusStats, CommandBus, CommandHandlers, ConsumerHandle } from '../../ports/bus.js';
 import { newId, PREFIX } from '../../ids.js';
 import { createLogger, type Logger } from '../../log.js';
@@ -110,12 +123,15 @@ export const dlqTopic = (topic: string) => `${topic}.dlq`;
 /** The Kafka topic of a catalog topic under a namespace (`agentfleet.x` → `<namespace>.x`). */
 export function namespacedTopic(catalogTopic: string, namespace?: string): string {
   if (!namespace) return catalogTopic;
-  const rest = catalogTopic.startsWith('agentfleet.') ? catalogTopic.slice('agentfleet.'.length) : catalogTopic;
+  const rest = catalogTopic.startsWith('agentfleet.')
+    ? catalogTopic.slice('agentfleet.'.length)
+    : catalogTopic;
   return `${namespace}.${rest}`;
 }
 
 /** The Kafka consumer group id of a group under a namespace. */
-export const namespacedGroup = (group: string, namespace?: string) => (namespace ? `${namespace}.${group}` : group);
+export const namespacedGroup = (group: string, namespace?: string) =>
+  namespace ? `${namespace}.${group}` : group;
 
 const KAFKAJS_LEVEL = {
   nothing: KafkaLogLevel.NOTHING,
@@ -149,9 +165,13 @@ class KafkaCommandBus implements KafkaBus {
   private closing: Promise<void> | null = null;
 
   constructor(readonly opts: KafkaBusOptions) {
-    if (opts.namespace !== undefined && !/^[A-Za-z0-9][A-Za-z0-9._-]{0,100}$/.test(opts.namespace)) throw new Error(`invalid Kafka namespace ${opts.namespace}`);
+    if (opts.namespace !== undefined && !/^[A-Za-z0-9][A-Za-z0-9._-]{0,100}$/.test(opts.namespace))
+      throw new Error(`invalid Kafka namespace ${opts.namespace}`);
     this.topics = COMMAND_TOPICS.map((t) => this.topicOf(t)).flatMap((t) => [t, dlqTopic(t)]);
-    this.log = (opts.logger ?? createLogger('info')).child({ component: 'kafka-bus', client_id: opts.clientId });
+    this.log = (opts.logger ?? createLogger('info')).child({
+      component: 'kafka-bus',
+      client_id: opts.clientId,
+    });
     const log = this.log;
     this.kafka = new Kafka({
       clientId: opts.clientId,
@@ -209,16 +229,31 @@ class KafkaCommandBus implements KafkaBus {
     const { topics } = await this.admin.fetchTopicMetadata({ topics: [...this.topics] });
     for (const t of topics) {
       if (t.partitions.length !== partitions) {
-        this.log.warn('topic exists with another partition count; left as it is', { topic: t.name, partitions: t.partitions.length, configured: partitions });
+        this.log.warn('topic exists with another partition count; left as it is', {
+          topic: t.name,
+          partitions: t.partitions.length,
+          configured: partitions,
+        });
       }
     }
   }
 
-  async publish<N extends CommandName>(name: N, payload: CommandPayload<N>, options: { id?: string } = {}): Promise<string> {
+  async publish<N extends CommandName>(
+    name: N,
+    payload: CommandPayload<N>,
+    options: { id?: string } = {},
+  ): Promise<string> {
     if (this.closed) throw new Error('bus is closed');
     const def = COMMANDS[name];
     if (!def) throw new Error(`unknown command ${String(name)}`);
-    const envelope: CommandEnvelope<N> = { v: 1, id: options.id ?? newId(PREFIX.command), name, payload, published_at: nowIso(), attempt: 1 };
+    const envelope: CommandEnvelope<N> = {
+      v: 1,
+      id: options.id ?? newId(PREFIX.command),
+      name,
+      payload,
+      published_at: nowIso(),
+      attempt: 1,
+    };
     const key = (def.key as (p: CommandPayload<N>) => string)(payload);
     const value = JSON.stringify(envelope);
     const topic = this.topicOf(def.topic);
@@ -245,7 +280,8 @@ class KafkaCommandBus implements KafkaBus {
 
   async consume(group: string, handlers: CommandHandlers): Promise<KafkaConsumerHandle> {
     if (this.closed) throw new Error('bus is closed');
-    if (this.groups.has(group)) throw new Error(`consumer group ${group} already consuming in this process`);
+    if (this.groups.has(group))
+      throw new Error(`consumer group ${group} already consuming in this process`);
     const names = (Object.keys(handlers) as CommandName[]).filter((n) => handlers[n]);
     const topics = [...new Set(names.map((n) => this.topicOf(COMMANDS[n].topic)))];
     if (!topics.length) throw new Error('consume needs at least one handler');
@@ -275,8 +311,12 @@ class KafkaCommandBus implements KafkaBus {
     if ((this.opts.initialOffset ?? 'earliest') !== 'latest') return;
     const missing = async () => {
       const out: Array<{ topic: string; partition: number }> = [];
-      for (const { topic, partitions } of await this.admin.fetchOffsets({ groupId: group, topics })) {
-        for (const p of partitions) if (Number(p.offset) < 0) out.push({ topic, partition: p.partition });
+      for (const { topic, partitions } of await this.admin.fetchOffsets({
+        groupId: group,
+        topics,
+      })) {
+        for (const p of partitions)
+          if (Number(p.offset) < 0) out.push({ topic, partition: p.partition });
       }
       return out;
     };
@@ -294,7 +334,9 @@ class KafkaCommandBus implements KafkaBus {
     try {
       await init.connect();
       await init.subscribe({ topics });
-      const joined = new Promise<void>((resolve) => init.on(init.events.GROUP_JOIN, () => resolve()));
+      const joined = new Promise<void>((resolve) =>
+        init.on(init.events.GROUP_JOIN, () => resolve()),
+      );
       const running = init.run({ autoCommit: false, eachBatch: async () => {} });
       init.pause(topics.map((topic) => ({ topic }))); // before the first fetch: nothing is read
       await running;
@@ -302,29 +344,55 @@ class KafkaCommandBus implements KafkaBus {
       const todo = await missing();
       const ends = new Map<string, string>();
       for (const topic of new Set(todo.map((t) => t.topic))) {
-        for (const p of await this.admin.fetchTopicOffsets(topic)) ends.set(`${topic}:${p.partition}`, p.high);
+        for (const p of await this.admin.fetchTopicOffsets(topic))
+          ends.set(`${topic}:${p.partition}`, p.high);
       }
-      if (todo.length) await init.commitOffsets(todo.map((t) => ({ ...t, offset: ends.get(`${t.topic}:${t.partition}`) ?? '0' })));
+      if (todo.length)
+        await init.commitOffsets(
+          todo.map((t) => ({ ...t, offset: ends.get(`${t.topic}:${t.partition}`) ?? '0' })),
+        );
     } catch (err) {
-      this.log.warn('could not set the initial offsets of a new group', { group, error: (err as Error).message });
+      this.log.warn('could not set the initial offsets of a new group', {
+        group,
+        error: (err as Error).message,
+      });
     } finally {
       await init.disconnect().catch(() => {});
     }
   }
 
   /** Produces a dead letter; resolves false when it gave up because the consumer is stopping. */
-  async produceDeadLetter(topic: string, key: Buffer | null, letter: DeadLetter, gc: GroupConsumer): Promise<boolean> {
+  async produceDeadLetter(
+    topic: string,
+    key: Buffer | null,
+    letter: DeadLetter,
+    gc: GroupConsumer,
+  ): Promise<boolean> {
     for (let attempt = 1; ; attempt++) {
       try {
         await this.producer.send({
           topic: dlqTopic(topic),
           acks: -1,
-          messages: [{ key, value: JSON.stringify(letter), headers: { 'command-name': letter.envelope?.name ?? '', 'command-id': letter.envelope?.id ?? '', group: letter.group } }],
+          messages: [
+            {
+              key,
+              value: JSON.stringify(letter),
+              headers: {
+                'command-name': letter.envelope?.name ?? '',
+                'command-id': letter.envelope?.id ?? '',
+                group: letter.group,
+              },
+            },
+          ],
         });
         this.counters.deadLettered++;
         return true;
       } catch (err) {
-        this.log.error('dead-letter produce failed; retrying', { topic: dlqTopic(topic), group: letter.group, error: (err as Error).message });
+        this.log.error('dead-letter produce failed; retrying', {
+          topic: dlqTopic(topic),
+          group: letter.group,
+          error: (err as Error).message,
+        });
         if (gc.stopping) return false;
         try {
           await sleep(backoffDelay(Math.min(attempt, 6), 500, 10_000), gc.stopSignal);
@@ -368,7 +436,10 @@ class GroupConsumer {
   private consumer: Consumer | null = null;
   private readonly inFlight = new Set<Promise<void>>();
   /** Offsets (next to read) of handled messages not yet committed, by `topic:partition`. */
-  private readonly pending = new Map<string, { topic: string; partition: number; offset: string }>();
+  private readonly pending = new Map<
+    string,
+    { topic: string; partition: number; offset: string }
+  >();
   private readonly stopCtl = new AbortController();
   private readonly abortCtl = new AbortController();
   private readonly aborted: Promise<'aborted'>;
@@ -384,7 +455,9 @@ class GroupConsumer {
     private readonly topics: string[],
   ) {
     this.log = bus.log.child({ group });
-    this.aborted = new Promise((resolve) => this.abortCtl.signal.addEventListener('abort', () => resolve('aborted'), { once: true }));
+    this.aborted = new Promise((resolve) =>
+      this.abortCtl.signal.addEventListener('abort', () => resolve('aborted'), { once: true }),
+    );
   }
 
   get stopSignal(): AbortSignal {
@@ -411,24 +484,33 @@ class GroupConsumer {
       // Offsets handled under the previous assignment but not committed yet stay pending only
       // for partitions this member still owns (a commit for a moved partition is the new owner's).
       const owned = e.payload.memberAssignment;
-      for (const [k, p] of this.pending) if (!owned[p.topic]?.includes(p.partition)) this.pending.delete(k);
+      for (const [k, p] of this.pending)
+        if (!owned[p.topic]?.includes(p.partition)) this.pending.delete(k);
       joined();
     });
     consumer.on(consumer.events.CRASH, (e) => {
       if (e.payload.restart || this.stopping || this.consumer !== consumer) return;
       // kafkajs gave up on this consumer (a non-retriable error): start a new one after a pause.
-      this.log.error('consumer crashed and will not restart itself; starting a new one', { error: e.payload.error?.message });
+      this.log.error('consumer crashed and will not restart itself; starting a new one', {
+        error: e.payload.error?.message,
+      });
       this.restartTimer = setTimeout(() => {
         this.restartTimer = null;
         if (this.stopping || this.consumer !== consumer) return;
-        void this.start().catch((err) => this.log.error('consumer restart failed', { error: (err as Error).message }));
+        void this.start().catch((err) =>
+          this.log.error('consumer restart failed', { error: (err as Error).message }),
+        );
       }, 2_000);
     });
     await consumer.connect();
-    await consumer.subscribe({ topics: this.topics, fromBeginning: (this.bus.opts.initialOffset ?? 'earliest') === 'earliest' });
+    await consumer.subscribe({
+      topics: this.topics,
+      fromBeginning: (this.bus.opts.initialOffset ?? 'earliest') === 'earliest',
+    });
     await consumer.run({
       autoCommit: false,
-      partitionsConsumedConcurrently: c.partitionsConsumedConcurrently ?? this.bus.opts.partitions ?? 8,
+      partitionsConsumedConcurrently:
+        c.partitionsConsumedConcurrently ?? this.bus.opts.partitions ?? 8,
       eachMessage: (payload) => this.eachMessage(payload),
     });
     const timeout = sleep(c.joinTimeoutMs ?? 30_000).then(() => 'timeout' as const);
@@ -437,7 +519,12 @@ class GroupConsumer {
     }
   }
 
-  private async eachMessage({ topic, partition, message, heartbeat }: EachMessagePayload): Promise<void> {
+  private async eachMessage({
+    topic,
+    partition,
+    message,
+    heartbeat,
+  }: EachMessagePayload): Promise<void> {
     // Stopping: handle nothing new; the message stays uncommitted for the group's next consumer.
     if (this.stopping) return;
     let finish!: () => void;
@@ -465,7 +552,15 @@ class GroupConsumer {
       env = parseEnvelope(message.value);
     } catch (err) {
       // Not a command this version can read: retrying will not help.
-      const letter: DeadLetter = { envelope: null, raw: message.value?.toString('utf8') ?? '', error: errorText(err), group: this.group, attempts: 0, source, failed_at: nowIso() };
+      const letter: DeadLetter = {
+        envelope: null,
+        raw: message.value?.toString('utf8') ?? '',
+        error: errorText(err),
+        group: this.group,
+        attempts: 0,
+        source,
+        failed_at: nowIso(),
+      };
       return (await this.bus.produceDeadLetter(topic, message.key, letter, this)) ? 'ack' : 'leave';
     }
     const handler = this.handlers[env.name] as ((e: CommandEnvelope) => Promise<void>) | undefined;
@@ -480,9 +575,23 @@ class GroupConsumer {
       } catch (err) {
         if (this.stopping) return 'leave'; // redelivered to the group's next consumer
         if (attempt >= retry.maxAttempts) {
-          const letter: DeadLetter = { envelope: delivery, error: errorText(err), group: this.group, attempts: attempt, source, failed_at: nowIso() };
-          this.log.warn('command dead-lettered', { id: env.id, name: env.name, attempts: attempt, error: (err as Error)?.message });
-          return (await this.bus.produceDeadLetter(topic, message.key, letter, this)) ? 'ack' : 'leave';
+          const letter: DeadLetter = {
+            envelope: delivery,
+            error: errorText(err),
+            group: this.group,
+            attempts: attempt,
+            source,
+            failed_at: nowIso(),
+          };
+          this.log.warn('command dead-lettered', {
+            id: env.id,
+            name: env.name,
+            attempts: attempt,
+            error: (err as Error)?.message,
+          });
+          return (await this.bus.produceDeadLetter(topic, message.key, letter, this))
+            ? 'ack'
+            : 'leave';
         }
         this.bus.counters.retried++;
         try {
@@ -535,7 +644,10 @@ class GroupConsumer {
         await this.commitPending();
         if (this.pending.size) await sleep(200 * (i + 1));
       }
-      if (this.pending.size) this.log.warn('stopped with uncommitted offsets; those commands will be redelivered', { partitions: this.pending.size });
+      if (this.pending.size)
+        this.log.warn('stopped with uncommitted offsets; those commands will be redelivered', {
+          partitions: this.pending.size,
+        });
       this.step('disconnect');
       await this.consumer?.disconnect();
     })();
@@ -574,7 +686,8 @@ function groupTimeouts(c: NonNullable<KafkaBusOptions['consumer']>) {
 function parseEnvelope(value: Buffer | null): CommandEnvelope {
   if (!value) throw new Error('empty message');
   const env = JSON.parse(value.toString('utf8')) as CommandEnvelope;
-  if (!env || env.v !== 1 || typeof env.id !== 'string' || typeof env.name !== 'string') throw new Error('not a v1 command envelope');
+  if (!env || env.v !== 1 || typeof env.id !== 'string' || typeof env.name !== 'string')
+    throw new Error('not a v1 command envelope');
   if (!Object.hasOwn(COMMANDS, env.name)) throw new Error(`unknown command ${env.name}`);
   return env;
 }
@@ -587,6 +700,8 @@ function withTimeout<T>(p: Promise<T>, ms: number): Promise<T> {
   let timer: NodeJS.Timeout;
   return Promise.race([
     p,
-    new Promise<never>((_, reject) => (timer = setTimeout(() => reject(new Error(`timed out after ${ms} ms`)), ms))),
+    new Promise<never>(
+      (_, reject) => (timer = setTimeout(() => reject(new Error(`timed out after ${ms} ms`)), ms)),
+    ),
   ]).finally(() => clearTimeout(timer));
 }

@@ -28,8 +28,16 @@ import { randomBytes } from 'node:crypto';
 import mongoose from 'mongoose';
 import {
   DuplicateKeyError,
-  type Collection, type CollectionSpec, type Doc, type DocumentStore, type Filter,
-  type FindOptions, type IndexSpec, type SortSpec, type Update, type UpdateResult,
+  type Collection,
+  type CollectionSpec,
+  type Doc,
+  type DocumentStore,
+  type Filter,
+  type FindOptions,
+  type IndexSpec,
+  type SortSpec,
+  type Update,
+  type UpdateResult,
 } from '../../ports/store.js';
 import { applyUpdate, compileFilter, upsertSeed, validateUpdate } from '../embedded/query.js';
 
@@ -85,11 +93,20 @@ export async function openMongoStore(opts: MongoStoreOptions): Promise<MongoStor
 
 function dbOf(conn: mongoose.Connection, dbName?: string): NativeDb {
   // Set here too, so a connection opened elsewhere gets the same document and durability rules.
-  return conn.getClient().db(dbName ?? conn.name ?? undefined, { ignoreUndefined: true, writeConcern: WRITE_CONCERN });
+  return conn
+    .getClient()
+    .db(dbName ?? conn.name ?? undefined, { ignoreUndefined: true, writeConcern: WRITE_CONCERN });
 }
 
-const newId = () => Math.floor(Date.now() / 1000).toString(16).padStart(8, '0') + randomBytes(8).toString('hex');
-const defaultIndexName = (spec: IndexSpec) => spec.name ?? Object.entries(spec.fields).map(([f, d]) => `${f}_${d}`).join('_');
+const newId = () =>
+  Math.floor(Date.now() / 1000)
+    .toString(16)
+    .padStart(8, '0') + randomBytes(8).toString('hex');
+const defaultIndexName = (spec: IndexSpec) =>
+  spec.name ??
+  Object.entries(spec.fields)
+    .map(([f, d]) => `${f}_${d}`)
+    .join('_');
 const copy = <T>(v: T): T => structuredClone(v);
 
 class Store implements MongoStore {
@@ -116,7 +133,8 @@ class Store implements MongoStore {
     this.live();
     const native = this.db.collection<MongoDoc>(spec.name);
     for (const ix of spec.indexes ?? []) {
-      if (Object.keys(ix.fields).length === 0) throw new Error(`index on ${spec.name} needs at least one field`);
+      if (Object.keys(ix.fields).length === 0)
+        throw new Error(`index on ${spec.name} needs at least one field`);
     }
     const handle = new Handle<T>(this, native, spec);
     void handle.indexesReady().catch(() => {}); // start now; failures surface in operations and ready()
@@ -125,25 +143,32 @@ class Store implements MongoStore {
 
   /** Resolves once the spec's indexes exist; creates each once (retrying one that failed). */
   ensureIndexes(native: NativeCollection, specs: IndexSpec[]): Promise<unknown> {
-    return Promise.all(specs.map((spec) => {
-      const name = defaultIndexName(spec);
-      // A different declaration under the same name is sent too, so the server rejects the conflict.
-      const key = JSON.stringify([native.collectionName, name, spec.fields, spec.unique === true]);
-      let entry = this.indexes.get(key);
-      if (!entry || entry.failed) {
-        const e = { failed: false, done: Promise.resolve() };
-        e.done = native.createIndex(spec.fields, { name, unique: spec.unique === true }).then(
-          () => {},
-          (err: unknown) => {
-            e.failed = true;
-            throw err;
-          },
-        );
-        e.done.catch(() => {});
-        this.indexes.set(key, (entry = e));
-      }
-      return entry.done;
-    }));
+    return Promise.all(
+      specs.map((spec) => {
+        const name = defaultIndexName(spec);
+        // A different declaration under the same name is sent too, so the server rejects the conflict.
+        const key = JSON.stringify([
+          native.collectionName,
+          name,
+          spec.fields,
+          spec.unique === true,
+        ]);
+        let entry = this.indexes.get(key);
+        if (!entry || entry.failed) {
+          const e = { failed: false, done: Promise.resolve() };
+          e.done = native.createIndex(spec.fields, { name, unique: spec.unique === true }).then(
+            () => {},
+            (err: unknown) => {
+              e.failed = true;
+              throw err;
+            },
+          );
+          e.done.catch(() => {});
+          this.indexes.set(key, (entry = e));
+        }
+        return entry.done;
+      }),
+    );
   }
 
   async ready(): Promise<void> {
@@ -155,8 +180,13 @@ class Store implements MongoStore {
   async healthy(): Promise<boolean> {
     if (this.closed) return false;
     let timer: NodeJS.Timeout | undefined;
-    const timeout = new Promise<boolean>((resolve) => { timer = setTimeout(() => resolve(false), HEALTH_TIMEOUT_MS); });
-    const ping = this.db.command({ ping: 1 }, { timeoutMS: HEALTH_TIMEOUT_MS }).then((r) => r.ok === 1, () => false);
+    const timeout = new Promise<boolean>((resolve) => {
+      timer = setTimeout(() => resolve(false), HEALTH_TIMEOUT_MS);
+    });
+    const ping = this.db.command({ ping: 1 }, { timeoutMS: HEALTH_TIMEOUT_MS }).then(
+      (r) => r.ok === 1,
+      () => false,
+    );
     try {
       return await Promise.race([ping, timeout]);
     } finally {
@@ -191,7 +221,10 @@ class Handle<T extends Doc> implements Collection<T> {
   }
 
   /** Runs `op` once the collection's indexes exist, mapping duplicate-key errors. */
-  private async run<R>(op: () => Promise<R>, candidate?: (err: unknown) => MongoDoc | undefined): Promise<R> {
+  private async run<R>(
+    op: () => Promise<R>,
+    candidate?: (err: unknown) => MongoDoc | undefined,
+  ): Promise<R> {
     this.store.live();
     await this.indexesReady();
     try {
@@ -204,24 +237,35 @@ class Handle<T extends Doc> implements Collection<T> {
   async insertOne(doc: T): Promise<void> {
     const d = escapeKeys(doc) as MongoDoc;
     checkId(this.name, d);
-    await this.run(() => this.c.insertOne(d), () => d);
+    await this.run(
+      () => this.c.insertOne(d),
+      () => d,
+    );
   }
 
   async insertMany(docs: T[]): Promise<void> {
     const ds = docs.map((doc) => escapeKeys(doc) as MongoDoc);
     for (const d of ds) checkId(this.name, d);
     if (ds.length === 0) return this.run(async () => {});
-    await this.run(() => this.c.insertMany(ds, { ordered: true }), (err) => ds[firstWriteError(err)?.index ?? 0]);
+    await this.run(
+      () => this.c.insertMany(ds, { ordered: true }),
+      (err) => ds[firstWriteError(err)?.index ?? 0],
+    );
   }
 
   async findOne(filter: Filter, options: FindOptions = {}): Promise<T | null> {
     const f = checkFilter(filter);
-    return this.run(async () => unescapeKeys(await this.c.findOne(f, findOptions(options))) as T | null);
+    return this.run(
+      async () => unescapeKeys(await this.c.findOne(f, findOptions(options))) as T | null,
+    );
   }
 
   async find(filter: Filter, options: FindOptions = {}): Promise<T[]> {
     const f = checkFilter(filter);
-    return this.run(async () => (await this.c.find(f, findOptions(options)).toArray()).map(unescapeKeys) as unknown as T[]);
+    return this.run(
+      async () =>
+        (await this.c.find(f, findOptions(options)).toArray()).map(unescapeKeys) as unknown as T[],
+    );
   }
 
   async count(filter: Filter): Promise<number> {
@@ -229,7 +273,11 @@ class Handle<T extends Doc> implements Collection<T> {
     return this.run(() => this.c.countDocuments(f));
   }
 
-  async updateOne(filter: Filter, update: Update, options: { upsert?: boolean } = {}): Promise<UpdateResult> {
+  async updateOne(
+    filter: Filter,
+    update: Update,
+    options: { upsert?: boolean } = {},
+  ): Promise<UpdateResult> {
     const f = checkFilter(filter);
     const u = prepareUpdate(f, update, options.upsert === true);
     const r = await this.run(
@@ -237,7 +285,8 @@ class Handle<T extends Doc> implements Collection<T> {
       () => (options.upsert ? upsertCandidate(f, u) : undefined),
     );
     const out: UpdateResult = { matched: r.matchedCount, modified: r.modifiedCount };
-    if (r.upsertedCount > 0 && r.upsertedId !== null && r.upsertedId !== undefined) out.upsertedId = String(r.upsertedId);
+    if (r.upsertedCount > 0 && r.upsertedId !== null && r.upsertedId !== undefined)
+      out.upsertedId = String(r.upsertedId);
     return out;
   }
 
@@ -249,12 +298,15 @@ class Handle<T extends Doc> implements Collection<T> {
     const f = checkFilter(filter);
     const u = prepareUpdate(f, update, options.upsert === true);
     return this.run(
-      async () => unescapeKeys(await this.c.findOneAndUpdate(f, u, {
-        upsert: options.upsert === true,
-        returnDocument: options.returnDocument ?? 'before',
-        ...(options.sort ? { sort: options.sort } : {}),
-        includeResultMetadata: false,
-      })) as T | null,
+      async () =>
+        unescapeKeys(
+          await this.c.findOneAndUpdate(f, u, {
+            upsert: options.upsert === true,
+            returnDocument: options.returnDocument ?? 'before',
+            ...(options.sort ? { sort: options.sort } : {}),
+            includeResultMetadata: false,
+          }),
+        ) as T | null,
       () => (options.upsert ? upsertCandidate(f, u) : undefined),
     );
   }
@@ -275,7 +327,10 @@ class Handle<T extends Doc> implements Collection<T> {
    * constraint failed: index '<table>_<index>'", code 1). Otherwise the index is found by
    * looking up the document that holds the key of `candidate` (the document being written).
    */
-  private async mapError(err: unknown, candidate?: (err: unknown) => MongoDoc | undefined): Promise<unknown> {
+  private async mapError(
+    err: unknown,
+    candidate?: (err: unknown) => MongoDoc | undefined,
+  ): Promise<unknown> {
     const info = duplicateInfo(err);
     if (!info) return err;
     const doc = candidate?.(err);
@@ -289,7 +344,11 @@ class Handle<T extends Doc> implements Collection<T> {
     }
     if (!ix && doc) ix = await this.holderIndex(doc, indexes).catch(() => undefined);
     const name = ix?.name ?? info.index ?? (indexes.length === 1 ? indexes[0].name : 'unknown');
-    const key = info.keyValue ?? (ix && doc ? Object.fromEntries(ix.fields.map((f) => [f, getPath(doc, f) ?? null])) : undefined);
+    const key =
+      info.keyValue ??
+      (ix && doc
+        ? Object.fromEntries(ix.fields.map((f) => [f, getPath(doc, f) ?? null]))
+        : undefined);
     const dup = new DuplicateKeyError(this.name, name, key, info.insertedCount);
     (dup as { cause?: unknown }).cause = err;
     return dup;
@@ -303,8 +362,13 @@ class Handle<T extends Doc> implements Collection<T> {
   }
 
   /** The unique index under which another document already holds `doc`'s key. */
-  private async holderIndex(doc: MongoDoc, indexes: UniqueIndex[]): Promise<UniqueIndex | undefined> {
-    const ordered = [...indexes].sort((a, b) => Number(b.name === '_id_') - Number(a.name === '_id_'));
+  private async holderIndex(
+    doc: MongoDoc,
+    indexes: UniqueIndex[],
+  ): Promise<UniqueIndex | undefined> {
+    const ordered = [...indexes].sort(
+      (a, b) => Number(b.name === '_id_') - Number(a.name === '_id_'),
+    );
     for (const ix of ordered) {
       const q: MongoDoc = {};
       for (const f of ix.fields) q[f] = getPath(doc, f) ?? null;
@@ -314,7 +378,10 @@ class Handle<T extends Doc> implements Collection<T> {
   }
 }
 
-interface UniqueIndex { name: string; fields: string[] }
+interface UniqueIndex {
+  name: string;
+  fields: string[];
+}
 
 interface DuplicateInfo {
   index?: string;
@@ -325,8 +392,11 @@ interface DuplicateInfo {
 
 const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null;
 
-function firstWriteError(err: unknown): { index: number; code?: number; errmsg?: string } | undefined {
-  if (!isObject(err) || !Array.isArray(err.writeErrors) || err.writeErrors.length === 0) return undefined;
+function firstWriteError(
+  err: unknown,
+): { index: number; code?: number; errmsg?: string } | undefined {
+  if (!isObject(err) || !Array.isArray(err.writeErrors) || err.writeErrors.length === 0)
+    return undefined;
   return err.writeErrors[0] as { index: number; code?: number; errmsg?: string };
 }
 
@@ -361,11 +431,20 @@ function checkFilter(filter: Filter): MongoDoc {
 function prepareUpdate(filter: MongoDoc, update: Update, upsert: boolean): MongoDoc {
   validateUpdate(update);
   // Operators and paths are the platform's; the values they write are documents (escaped).
-  const u = Object.fromEntries(Object.entries(update).map(([op, fields]) => [
-    op,
-    Object.fromEntries(Object.entries(fields as Record<string, unknown>).map(([path, v]) => [path, escapeKeys(v)])),
-  ])) as Record<string, Record<string, unknown>>;
-  if (upsert && !hasIdEquality(filter) && !(u.$set && '_id' in u.$set) && !(u.$setOnInsert && '_id' in u.$setOnInsert)) {
+  const u = Object.fromEntries(
+    Object.entries(update).map(([op, fields]) => [
+      op,
+      Object.fromEntries(
+        Object.entries(fields as Record<string, unknown>).map(([path, v]) => [path, escapeKeys(v)]),
+      ),
+    ]),
+  ) as Record<string, Record<string, unknown>>;
+  if (
+    upsert &&
+    !hasIdEquality(filter) &&
+    !(u.$set && '_id' in u.$set) &&
+    !(u.$setOnInsert && '_id' in u.$setOnInsert)
+  ) {
     u.$setOnInsert = { ...u.$setOnInsert, _id: newId() };
   }
   return u;
@@ -374,7 +453,9 @@ function prepareUpdate(filter: MongoDoc, update: Update, upsert: boolean): Mongo
 function hasIdEquality(filter: MongoDoc): boolean {
   if (!('_id' in filter)) return false;
   const v = filter._id;
-  return !isObject(v) || Array.isArray(v) || !Object.keys(v).some((k) => k.startsWith('$')) || '$eq' in v;
+  return (
+    !isObject(v) || Array.isArray(v) || !Object.keys(v).some((k) => k.startsWith('$')) || '$eq' in v
+  );
 }
 
 /** The document an upsert would insert (for naming the index it collided on). */
@@ -389,16 +470,21 @@ function upsertCandidate(filter: MongoDoc, update: MongoDoc): MongoDoc | undefin
 /** Keys MongoDB/FerretDB refuse in stored documents, plus `%` (the escape character). */
 const UNSAFE_KEY = /[.%\0]|^\$/;
 const escapeKey = (k: string): string =>
-  UNSAFE_KEY.test(k) ? k.replace(/%/g, '%25').replace(/\./g, '%2E').replace(/\0/g, '%00').replace(/^\$/, '%24') : k;
+  UNSAFE_KEY.test(k)
+    ? k.replace(/%/g, '%25').replace(/\./g, '%2E').replace(/\0/g, '%00').replace(/^\$/, '%24')
+    : k;
 const unescapeKey = (k: string): string =>
-  k.includes('%') ? k.replace(/%(25|2E|00|24)/g, (_m, hex: string) => String.fromCharCode(parseInt(hex, 16))) : k;
+  k.includes('%')
+    ? k.replace(/%(25|2E|00|24)/g, (_m, hex: string) => String.fromCharCode(parseInt(hex, 16)))
+    : k;
 
 /** The wrapper of an array inside an array: `%` alone never starts an escaped key's `%XX`. */
 const NESTED_ARRAY = '%a';
 
 /** A deep copy of a JSON value whose object keys are escaped (`escapeKey`) and inner arrays wrapped. */
 function escapeKeys(v: unknown): unknown {
-  if (Array.isArray(v)) return v.map((x) => (Array.isArray(x) ? { [NESTED_ARRAY]: escapeKeys(x) } : escapeKeys(x)));
+  if (Array.isArray(v))
+    return v.map((x) => (Array.isArray(x) ? { [NESTED_ARRAY]: escapeKeys(x) } : escapeKeys(x)));
   if (!isPlainObject(v)) return v === undefined ? v : copy(v);
   const out: Record<string, unknown> = {};
   for (const [k, x] of Object.entries(v)) out[escapeKey(k)] = escapeKeys(x);

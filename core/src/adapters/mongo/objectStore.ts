@@ -62,7 +62,9 @@ const READ_RETRIES = 5;
 /** An error of the driver meaning "this file (or one of its chunks) is gone". */
 function isVanishedFile(err: unknown): boolean {
   const msg = err instanceof Error ? err.message : '';
-  return /FileNotFound|file not found|ChunkIsMissing|ExpectedChunk|chunk.*missing|missing.*chunk/i.test(msg);
+  return /FileNotFound|file not found|ChunkIsMissing|ExpectedChunk|chunk.*missing|missing.*chunk/i.test(
+    msg,
+  );
 }
 
 function escapeRegex(s: string): string {
@@ -73,9 +75,15 @@ export function createGridFsObjectStore(opts: GridFsObjectStoreOptions): ObjectS
   const { db } = opts;
   const bucketName = opts.bucketName ?? 'objects';
   const graceMs = opts.orphanGraceMs ?? 60 * 60 * 1000;
-  const bucket = new mongoose.mongo.GridFSBucket(db, { bucketName, writeConcern: WRITE_CONCERN, ...(opts.chunkSizeBytes ? { chunkSizeBytes: opts.chunkSizeBytes } : {}) });
+  const bucket = new mongoose.mongo.GridFSBucket(db, {
+    bucketName,
+    writeConcern: WRITE_CONCERN,
+    ...(opts.chunkSizeBytes ? { chunkSizeBytes: opts.chunkSizeBytes } : {}),
+  });
   const keys = db.collection<KeyDoc>(`${bucketName}.keys`);
-  const files = db.collection<{ _id: ObjectId; uploadDate: Date; metadata?: { key?: string } }>(`${bucketName}.files`);
+  const files = db.collection<{ _id: ObjectId; uploadDate: Date; metadata?: { key?: string } }>(
+    `${bucketName}.files`,
+  );
   const chunks = db.collection<{ files_id: ObjectId }>(`${bucketName}.chunks`);
 
   /** Removes a file's document and chunks; a file already gone is fine. */
@@ -86,19 +94,33 @@ export function createGridFsObjectStore(opts: GridFsObjectStoreOptions): ObjectS
 
   const sweepOrphans = async () => {
     const cutoff = new Date(Date.now() - graceMs);
-    const old = await files.find({ uploadDate: { $lt: cutoff } }, { projection: { _id: 1 } }).limit(1000).toArray();
+    const old = await files
+      .find({ uploadDate: { $lt: cutoff } }, { projection: { _id: 1 } })
+      .limit(1000)
+      .toArray();
     if (old.length === 0) return;
     const referenced = new Set(
-      (await keys.find({ fileId: { $in: old.map((f) => f._id) } }, { projection: { fileId: 1 } }).toArray()).map((k) => k.fileId.toHexString()),
+      (
+        await keys
+          .find({ fileId: { $in: old.map((f) => f._id) } }, { projection: { fileId: 1 } })
+          .toArray()
+      ).map((k) => k.fileId.toHexString()),
     );
     for (const f of old) if (!referenced.has(f._id.toHexString())) await removeFile(f._id);
   };
 
   let ready: Promise<void> | null = null;
-  const init = () => (ready ??= sweepOrphans().catch((err) => { ready = null; throw err; }));
+  const init = () =>
+    (ready ??= sweepOrphans().catch((err) => {
+      ready = null;
+      throw err;
+    }));
 
   const infoOf = (d: KeyDoc): ObjectInfo => ({
-    key: d._id, size: d.size, modifiedAt: d.modifiedAt, ...(d.contentType ? { contentType: d.contentType } : {}),
+    key: d._id,
+    size: d.size,
+    modifiedAt: d.modifiedAt,
+    ...(d.contentType ? { contentType: d.contentType } : {}),
   });
 
   /**
@@ -106,11 +128,20 @@ export function createGridFsObjectStore(opts: GridFsObjectStoreOptions): ObjectS
    * awaited (GridFS inserts a chunk document when its buffer fills), so when the source fails no
    * insert is in flight and removing the file's chunks leaves none behind.
    */
-  const writeFile = async (key: string, source: AsyncIterable<Uint8Array>, maxBytes: number): Promise<{ id: ObjectId; size: number }> => {
+  const writeFile = async (
+    key: string,
+    source: AsyncIterable<Uint8Array>,
+    maxBytes: number,
+  ): Promise<{ id: ObjectId; size: number }> => {
     const id = new mongoose.mongo.ObjectId();
     const upload = bucket.openUploadStreamWithId(id, key, { metadata: { key } });
     upload.on('error', () => {}); // every failure is seen through the write callbacks and finished()
-    const write = (chunk: Uint8Array) => new Promise<void>((res, rej) => upload.write(Buffer.from(chunk.buffer, chunk.byteOffset, chunk.byteLength), (err) => (err ? rej(err) : res())));
+    const write = (chunk: Uint8Array) =>
+      new Promise<void>((res, rej) =>
+        upload.write(Buffer.from(chunk.buffer, chunk.byteOffset, chunk.byteLength), (err) =>
+          err ? rej(err) : res(),
+        ),
+      );
     let size = 0;
     try {
       for await (const chunk of source) {
@@ -129,13 +160,20 @@ export function createGridFsObjectStore(opts: GridFsObjectStoreOptions): ObjectS
   };
 
   /** Points `key` at the new file, then deletes the file it pointed at before. */
-  const switchKey = async (key: string, id: ObjectId, size: number, contentType: string | undefined) => {
+  const switchKey = async (
+    key: string,
+    id: ObjectId,
+    size: number,
+    contentType: string | undefined,
+  ) => {
     const set: Partial<KeyDoc> = { fileId: id, size, modifiedAt: new Date().toISOString() };
     let before: KeyDoc | null;
     try {
       before = await keys.findOneAndUpdate(
         { _id: key },
-        contentType ? { $set: { ...set, contentType } } : { $set: set, $unset: { contentType: '' } },
+        contentType
+          ? { $set: { ...set, contentType } }
+          : { $set: set, $unset: { contentType: '' } },
         { upsert: true, returnDocument: 'before', writeConcern: WRITE_CONCERN },
       );
     } catch (err) {
@@ -157,7 +195,10 @@ export function createGridFsObjectStore(opts: GridFsObjectStoreOptions): ObjectS
    * The driver's download stream ends quietly when trailing chunks are gone (a file deleted while
    * being read, past the cursor's first batch): a read that ends short of the size is an error.
    */
-  const shortRead = (key: string, got: number, size: number) => new Error(`ChunkIsMissing: object '${key}' ended after ${got} of ${size} bytes (replaced or deleted while read)`);
+  const shortRead = (key: string, got: number, size: number) =>
+    new Error(
+      `ChunkIsMissing: object '${key}' ended after ${got} of ${size} bytes (replaced or deleted while read)`,
+    );
 
   const readAll = async (doc: KeyDoc): Promise<Uint8Array> => {
     const parts: Buffer[] = [];
@@ -169,7 +210,13 @@ export function createGridFsObjectStore(opts: GridFsObjectStoreOptions): ObjectS
 
   return {
     async put(key, data, options) {
-      await putStream(key, (async function* () { yield data; })(), options);
+      await putStream(
+        key,
+        (async function* () {
+          yield data;
+        })(),
+        options,
+      );
     },
     putStream,
     async get(key) {
@@ -235,7 +282,12 @@ export function createGridFsObjectStore(opts: GridFsObjectStoreOptions): ObjectS
       if (before) await removeFile(before.fileId);
     },
     async list(prefix) {
-      if (typeof prefix !== 'string' || prefix.includes('\0') || prefix.startsWith('/') || prefix.split('/').some((s) => s === '..' || s === '.')) {
+      if (
+        typeof prefix !== 'string' ||
+        prefix.includes('\0') ||
+        prefix.startsWith('/') ||
+        prefix.split('/').some((s) => s === '..' || s === '.')
+      ) {
         throw new InvalidObjectKeyError(`invalid object key prefix '${prefix}'`);
       }
       await init();

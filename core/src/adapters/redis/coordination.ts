@@ -1,5 +1,12 @@
 import { Redis } from 'ioredis';
-import type { Coordination, Lease, LeaseStore, PubSub, RateLimiter, RateLimitResult } from '../../ports/coordination.js';
+import type {
+  Coordination,
+  Lease,
+  LeaseStore,
+  PubSub,
+  RateLimiter,
+  RateLimitResult,
+} from '../../ports/coordination.js';
 
 /**
  * Redis coordination adapter (ioredis): leases with fencing tokens, pub/sub and fixed-window
@@ -77,7 +84,13 @@ if n == weight then redis.call('PEXPIREAT', key, string.format('%.0f', start + w
 return {n, string.format('%.0f', start + w)}`;
 
 type Commands = Redis & {
-  afAcquire(lease: string, fence: string, owner: string, ttlMs: number, fenceTtlMs: number): Promise<string | null>;
+  afAcquire(
+    lease: string,
+    fence: string,
+    owner: string,
+    ttlMs: number,
+    fenceTtlMs: number,
+  ): Promise<string | null>;
   afRenew(lease: string, token: string, ttlMs: number): Promise<number>;
   afRelease(lease: string, token: string): Promise<number>;
   afHolder(lease: string): Promise<[string, number] | null>;
@@ -90,18 +103,28 @@ const parseValue = (v: string) => {
 };
 
 const positiveMs = (ms: number, what: string) => {
-  if (!Number.isFinite(ms) || ms < 1) throw new RangeError(`${what} must be a positive number of milliseconds, got ${ms}`);
+  if (!Number.isFinite(ms) || ms < 1)
+    throw new RangeError(`${what} must be a positive number of milliseconds, got ${ms}`);
   return Math.ceil(ms);
 };
 
 class RedisLeaseStore implements LeaseStore {
-  constructor(private readonly redis: Commands, private readonly prefix: string) {}
+  constructor(
+    private readonly redis: Commands,
+    private readonly prefix: string,
+  ) {}
   private leaseKey = (key: string) => `${this.prefix}lease:${key}`;
 
   async acquire(key: string, owner: string, ttlMs: number): Promise<Lease | null> {
     const ttl = positiveMs(ttlMs, 'ttlMs');
     const t0 = Date.now();
-    const tok = await this.redis.afAcquire(this.leaseKey(key), `${this.prefix}fence:${key}`, owner, ttl, FENCE_TTL_MS);
+    const tok = await this.redis.afAcquire(
+      this.leaseKey(key),
+      `${this.prefix}fence:${key}`,
+      owner,
+      ttl,
+      FENCE_TTL_MS,
+    );
     if (tok === null) return null;
     // Measured from before the call: never later than the real expiry in Redis.
     return { key, owner, token: Number(tok), expiresAt: t0 + ttl };
@@ -125,7 +148,10 @@ class RedisLeaseStore implements LeaseStore {
     if (!r) return null;
     const [value, pttl] = r;
     // pttl is -1 only if someone removed the expiry by hand; -2 cannot happen inside the script.
-    return { ...parseValue(value), expiresAt: pttl >= 0 ? t0 + Number(pttl) : Number.MAX_SAFE_INTEGER };
+    return {
+      ...parseValue(value),
+      expiresAt: pttl >= 0 ? t0 + Number(pttl) : Number.MAX_SAFE_INTEGER,
+    };
   }
 }
 
@@ -138,7 +164,11 @@ interface ChannelState {
 class RedisPubSub implements PubSub {
   private readonly channels = new Map<string, ChannelState>();
 
-  constructor(private readonly pub: Redis, private readonly sub: Redis, private readonly prefix: string) {
+  constructor(
+    private readonly pub: Redis,
+    private readonly sub: Redis,
+    private readonly prefix: string,
+  ) {
     sub.on('message', (channel: string, wire: string) => {
       const state = this.channels.get(channel);
       if (!state) return;
@@ -155,11 +185,15 @@ class RedisPubSub implements PubSub {
 
   async publish(channel: string, message: unknown): Promise<void> {
     const wire = JSON.stringify(message);
-    if (wire === undefined) throw new TypeError(`pubsub: message for ${channel} is not JSON-serializable`);
+    if (wire === undefined)
+      throw new TypeError(`pubsub: message for ${channel} is not JSON-serializable`);
     await this.pub.publish(this.prefix + channel, wire);
   }
 
-  async subscribe(channel: string, handler: (message: unknown) => void): Promise<() => Promise<void>> {
+  async subscribe(
+    channel: string,
+    handler: (message: unknown) => void,
+  ): Promise<() => Promise<void>> {
     const full = this.prefix + channel;
     // A distinct wrapper per call, so subscribing the same function twice means two deliveries
     // and two independent unsubscribes, like the embedded adapter.
@@ -174,7 +208,8 @@ class RedisPubSub implements PubSub {
         this.channels.set(full, created);
         created.ready.catch(() => {
           // Forget a channel whose SUBSCRIBE failed, so that the next subscribe() retries it.
-          if (this.channels.get(full) === created && created.handlers.size === 0) this.channels.delete(full);
+          if (this.channels.get(full) === created && created.handlers.size === 0)
+            this.channels.delete(full);
         });
       }
       await state.ready;
@@ -198,13 +233,27 @@ class RedisPubSub implements PubSub {
 }
 
 class RedisRateLimiter implements RateLimiter {
-  constructor(private readonly redis: Commands, private readonly prefix: string) {}
-  async consume(key: string, limit: number, windowMs: number, weight = 1): Promise<RateLimitResult> {
+  constructor(
+    private readonly redis: Commands,
+    private readonly prefix: string,
+  ) {}
+  async consume(
+    key: string,
+    limit: number,
+    windowMs: number,
+    weight = 1,
+  ): Promise<RateLimitResult> {
     const w = positiveMs(windowMs, 'windowMs');
-    if (!Number.isInteger(weight) || weight < 1) throw new Error(`rate limiter: weight must be a positive integer (got ${weight})`);
+    if (!Number.isInteger(weight) || weight < 1)
+      throw new Error(`rate limiter: weight must be a positive integer (got ${weight})`);
     const [count, end] = await this.redis.afConsume(`${this.prefix}rl:${key}`, w, weight);
     const n = Number(count);
-    return { allowed: n <= limit, limit, remaining: Math.max(0, limit - n), resetAt: Math.ceil(Number(end) / 1000) };
+    return {
+      allowed: n <= limit,
+      limit,
+      remaining: Math.max(0, limit - n),
+      resetAt: Math.ceil(Number(end) / 1000),
+    };
   }
 }
 
@@ -213,7 +262,10 @@ export interface RedisCoordinationOptions {
   keyPrefix?: string;
 }
 
-export async function createRedisCoordination(url: string, opts: RedisCoordinationOptions = {}): Promise<Coordination> {
+export async function createRedisCoordination(
+  url: string,
+  opts: RedisCoordinationOptions = {},
+): Promise<Coordination> {
   const prefix = opts.keyPrefix ?? 'agentfleet:';
   const common = {
     lazyConnect: true,
@@ -223,8 +275,15 @@ export async function createRedisCoordination(url: string, opts: RedisCoordinati
     maxRetriesPerRequest: 10,
     connectTimeout: 5000,
   } as const;
-  const redis = new Redis(url, { ...common, connectionName: 'agentfleet-coordination' }) as Commands;
-  const sub = new Redis(url, { ...common, connectionName: 'agentfleet-subscriber', autoResubscribe: true });
+  const redis = new Redis(url, {
+    ...common,
+    connectionName: 'agentfleet-coordination',
+  }) as Commands;
+  const sub = new Redis(url, {
+    ...common,
+    connectionName: 'agentfleet-subscriber',
+    autoResubscribe: true,
+  });
   // Connection errors are retried by ioredis; without a listener they would crash the process.
   let lastError: Error | undefined;
   const onError = (err: Error) => {
@@ -246,7 +305,10 @@ export async function createRedisCoordination(url: string, opts: RedisCoordinati
     redis.disconnect();
     sub.disconnect();
     const cause = lastError ?? err;
-    throw new Error(`redis coordination: cannot connect to ${redactUrl(url)}: ${(cause as Error).message}`, { cause });
+    throw new Error(
+      `redis coordination: cannot connect to ${redactUrl(url)}: ${(cause as Error).message}`,
+      { cause },
+    );
   }
 
   let closed = false;
@@ -260,7 +322,10 @@ export async function createRedisCoordination(url: string, opts: RedisCoordinati
         // PING on the subscriber too: it queues behind any re-SUBSCRIBEs after a reconnect, so
         // healthy means the subscriptions are back.
         const [a, b] = await withTimeout(Promise.all([redis.ping(), sub.ping()]), 2000);
-        return a === 'PONG' && (b === 'PONG' || (Array.isArray(b) && String(b[0]).toLowerCase() === 'pong'));
+        return (
+          a === 'PONG' &&
+          (b === 'PONG' || (Array.isArray(b) && String(b[0]).toLowerCase() === 'pong'))
+        );
       } catch {
         return false;
       }

@@ -17,7 +17,15 @@
  * slot: …", "memory hog: …", "cpu: …", "cgroups, the disk image and the mount are removed …") and
  * core/test/sandbox.nomad.test.ts ("limits on the client: …").
  */
-import { existsSync, mkdirSync, readFileSync, readdirSync, rmdirSync, statSync, writeFileSync } from 'node:fs';
+import {
+  existsSync,
+  mkdirSync,
+  readFileSync,
+  readdirSync,
+  rmdirSync,
+  statSync,
+  writeFileSync,
+} from 'node:fs';
 import { join } from 'node:path';
 
 export type CgroupController = 'pids' | 'memory' | 'cpu';
@@ -37,7 +45,12 @@ export interface CgroupLimits {
   cpus?: number;
 }
 
-interface Mount { root: string; mountPoint: string; fsType: string; superOptions: string[] }
+interface Mount {
+  root: string;
+  mountPoint: string;
+  fsType: string;
+  superOptions: string[];
+}
 
 function readMounts(mountinfo: string): Mount[] {
   const out: Mount[] = [];
@@ -46,8 +59,14 @@ function readMounts(mountinfo: string): Mount[] {
     if (dash < 0) continue;
     const left = line.slice(0, dash).split(' ');
     const right = line.slice(dash + 3).split(' ');
-    const unescape = (s: string) => s.replace(/\\(\d{3})/g, (_, o) => String.fromCharCode(parseInt(o, 8)));
-    out.push({ root: unescape(left[3]), mountPoint: unescape(left[4]), fsType: right[0], superOptions: (right[2] ?? '').split(',') });
+    const unescape = (s: string) =>
+      s.replace(/\\(\d{3})/g, (_, o) => String.fromCharCode(parseInt(o, 8)));
+    out.push({
+      root: unescape(left[3]),
+      mountPoint: unescape(left[4]),
+      fsType: right[0],
+      superOptions: (right[2] ?? '').split(','),
+    });
   }
   return out;
 }
@@ -60,7 +79,10 @@ function dirFor(m: Mount, own: string): string | null {
 }
 
 function probeWrite(dir: string, files: Array<[string, string]>): string | null {
-  const probe = join(dir, `agentfleet-probe-${process.pid}-${Math.random().toString(36).slice(2, 8)}`);
+  const probe = join(
+    dir,
+    `agentfleet-probe-${process.pid}-${Math.random().toString(36).slice(2, 8)}`,
+  );
   try {
     mkdirSync(probe);
   } catch (err) {
@@ -75,13 +97,25 @@ function probeWrite(dir: string, files: Array<[string, string]>): string | null 
   } catch (err) {
     return `cannot set a limit in ${dir}: ${(err as Error).message}`;
   } finally {
-    try { rmdirSync(probe); } catch { /* best effort */ }
+    try {
+      rmdirSync(probe);
+    } catch {
+      /* best effort */
+    }
   }
 }
 
 const PROBE_FILES: Record<1 | 2, Record<CgroupController, Array<[string, string]>>> = {
-  1: { pids: [['pids.max', '64']], memory: [['memory.limit_in_bytes', String(64 << 20)]], cpu: [['cpu.cfs_quota_us', '100000']] },
-  2: { pids: [['pids.max', '64']], memory: [['memory.max', String(64 << 20)]], cpu: [['cpu.max', '100000 100000']] },
+  1: {
+    pids: [['pids.max', '64']],
+    memory: [['memory.limit_in_bytes', String(64 << 20)]],
+    cpu: [['cpu.cfs_quota_us', '100000']],
+  },
+  2: {
+    pids: [['pids.max', '64']],
+    memory: [['memory.max', String(64 << 20)]],
+    cpu: [['cpu.max', '100000 100000']],
+  },
 };
 
 /**
@@ -97,7 +131,8 @@ export function detectCgroups(procRoot = '/proc'): CgroupLayout {
     mounts = readMounts(readFileSync(join(procRoot, 'self/mountinfo'), 'utf8'));
     own = readFileSync(join(procRoot, 'self/cgroup'), 'utf8');
   } catch (err) {
-    for (const c of CGROUP_CONTROLLERS) problems[c] = `cannot read ${procRoot}/self: ${(err as Error).message}`;
+    for (const c of CGROUP_CONTROLLERS)
+      problems[c] = `cannot read ${procRoot}/self: ${(err as Error).message}`;
     return { version: 1, parents, problems };
   }
   const ownPaths = new Map<string, string>(); // controller (or '' for v2) → path
@@ -114,9 +149,15 @@ export function detectCgroups(procRoot = '/proc'): CgroupLayout {
     for (const c of CGROUP_CONTROLLERS) {
       const m = v1.find((x) => x.superOptions.includes(c));
       const path = ownPaths.get(c);
-      if (!m || path === undefined) { problems[c] = `the cgroup v1 '${c}' controller is not mounted`; continue; }
+      if (!m || path === undefined) {
+        problems[c] = `the cgroup v1 '${c}' controller is not mounted`;
+        continue;
+      }
       const dir = dirFor(m, path);
-      if (!dir) { problems[c] = `this process's '${c}' cgroup (${path}) is outside the mounted hierarchy`; continue; }
+      if (!dir) {
+        problems[c] = `this process's '${c}' cgroup (${path}) is outside the mounted hierarchy`;
+        continue;
+      }
       const why = probeWrite(dir, PROBE_FILES[1][c]);
       if (why) problems[c] = why;
       else parents[c] = dir;
@@ -126,7 +167,8 @@ export function detectCgroups(procRoot = '/proc'): CgroupLayout {
   const path = ownPaths.get('');
   const dir = path === undefined ? null : dirFor(v2, path);
   if (!dir) {
-    for (const c of CGROUP_CONTROLLERS) problems[c] = 'this process is not in the mounted cgroup v2 hierarchy';
+    for (const c of CGROUP_CONTROLLERS)
+      problems[c] = 'this process is not in the mounted cgroup v2 hierarchy';
     return { version: 2, parents, problems };
   }
   const available = readText(join(dir, 'cgroup.controllers')).split(/\s+/);
@@ -135,7 +177,8 @@ export function detectCgroups(procRoot = '/proc'): CgroupLayout {
   if (wanted.length) {
     // v2's "no internal processes" rule: a cgroup holding processes cannot hand controllers to
     // children. Move this process into a leaf of its own first.
-    const enable = () => writeFileSync(join(dir, 'cgroup.subtree_control'), wanted.map((c) => `+${c}`).join(' '));
+    const enable = () =>
+      writeFileSync(join(dir, 'cgroup.subtree_control'), wanted.map((c) => `+${c}`).join(' '));
     try {
       enable();
     } catch {
@@ -143,13 +186,22 @@ export function detectCgroups(procRoot = '/proc'): CgroupLayout {
         mkdirSync(join(dir, 'agentfleet-server'), { recursive: true });
         writeFileSync(join(dir, 'agentfleet-server', 'cgroup.procs'), String(process.pid));
         enable();
-      } catch { /* reported below */ }
+      } catch {
+        /* reported below */
+      }
     }
     enabled = readText(join(dir, 'cgroup.subtree_control')).split(/\s+/);
   }
   for (const c of CGROUP_CONTROLLERS) {
-    if (!available.includes(c)) { problems[c] = `the cgroup v2 '${c}' controller is not available in ${dir}`; continue; }
-    if (!enabled.includes(c)) { problems[c] = `cannot enable the cgroup v2 '${c}' controller in ${dir}/cgroup.subtree_control`; continue; }
+    if (!available.includes(c)) {
+      problems[c] = `the cgroup v2 '${c}' controller is not available in ${dir}`;
+      continue;
+    }
+    if (!enabled.includes(c)) {
+      problems[c] =
+        `cannot enable the cgroup v2 '${c}' controller in ${dir}/cgroup.subtree_control`;
+      continue;
+    }
     const why = probeWrite(dir, PROBE_FILES[2][c]);
     if (why) problems[c] = why;
     else parents[c] = dir;
@@ -169,7 +221,11 @@ function readText(p: string): string {
 export class SandboxCgroup {
   /** Distinct directories (v2: one). */
   readonly dirs: string[];
-  private constructor(readonly layout: CgroupLayout, readonly name: string, readonly byController: Partial<Record<CgroupController, string>>) {
+  private constructor(
+    readonly layout: CgroupLayout,
+    readonly name: string,
+    readonly byController: Partial<Record<CgroupController, string>>,
+  ) {
     this.dirs = [...new Set(Object.values(byController))];
   }
 
@@ -178,20 +234,23 @@ export class SandboxCgroup {
     const by: Partial<Record<CgroupController, string>> = {};
     for (const c of CGROUP_CONTROLLERS) {
       const parent = layout.parents[c];
-      const wantsIt = c === 'pids' ? limits.processes : c === 'memory' ? limits.memoryBytes : limits.cpus;
+      const wantsIt =
+        c === 'pids' ? limits.processes : c === 'memory' ? limits.memoryBytes : limits.cpus;
       if (parent && wantsIt !== undefined) by[c] = join(parent, name);
     }
     const cg = new SandboxCgroup(layout, name, by);
     try {
       for (const d of cg.dirs) mkdirSync(d);
-      const w = (c: CgroupController, file: string, value: string) => writeFileSync(join(by[c]!, file), value);
+      const w = (c: CgroupController, file: string, value: string) =>
+        writeFileSync(join(by[c]!, file), value);
       const v = layout.version;
       if (by.pids) w('pids', 'pids.max', String(limits.processes));
       if (by.memory) {
         const bytes = String(limits.memoryBytes);
         if (v === 1) {
           w('memory', 'memory.limit_in_bytes', bytes);
-          if (existsSync(join(by.memory, 'memory.memsw.limit_in_bytes'))) w('memory', 'memory.memsw.limit_in_bytes', bytes);
+          if (existsSync(join(by.memory, 'memory.memsw.limit_in_bytes')))
+            w('memory', 'memory.memsw.limit_in_bytes', bytes);
         } else {
           w('memory', 'memory.max', bytes);
           if (existsSync(join(by.memory, 'memory.swap.max'))) w('memory', 'memory.swap.max', '0');
@@ -271,7 +330,9 @@ export class SandboxCgroup {
         try {
           process.kill(p, 'SIGKILL');
           killed++;
-        } catch { /* already gone */ }
+        } catch {
+          /* already gone */
+        }
       }
     }
     return killed;
@@ -307,13 +368,21 @@ export function removeStaleCgroups(layout: CgroupLayout, prefix: string): void {
   for (const parent of new Set(Object.values(layout.parents))) {
     let names: string[] = [];
     try {
-      names = readdirSync(parent).filter((n) => n.startsWith(prefix) && statSync(join(parent, n)).isDirectory());
-    } catch { continue; }
+      names = readdirSync(parent).filter(
+        (n) => n.startsWith(prefix) && statSync(join(parent, n)).isDirectory(),
+      );
+    } catch {
+      continue;
+    }
     for (const n of names) {
       const pid = Number(/^(\d+)-/.exec(n.slice(prefix.length))?.[1]);
       if (!pid || pid === process.pid || isAlive(pid)) continue;
       if (readText(join(parent, n, 'cgroup.procs')) !== '') continue;
-      try { rmdirSync(join(parent, n)); } catch { /* in use */ }
+      try {
+        rmdirSync(join(parent, n));
+      } catch {
+        /* in use */
+      }
     }
   }
 }
@@ -332,9 +401,23 @@ function isAlive(pid: number): boolean {
  * exactly `env`: so bwrap and everything under it start inside. Exit 125 when joining fails
  * (nothing ran). (`env` shows in the wrapper's argv until it execs: no secrets in it.)
  */
-export function joinCommand(procsFiles: string[], command: string[], env: Record<string, string> = {}): string[] {
+export function joinCommand(
+  procsFiles: string[],
+  command: string[],
+  env: Record<string, string> = {},
+): string[] {
   if (procsFiles.length === 0) return command;
   // `env -i`: the shell exports PWD; the command starts with exactly `env` all the same
-  const script = 'while [ "$1" != "--" ]; do echo $$ > "$1" || exit 125; shift; done; shift; exec /usr/bin/env -i "$@"';
-  return ['/bin/sh', '-c', script, 'agentfleet-sandbox', ...procsFiles, '--', ...Object.entries(env).map(([k, v]) => `${k}=${v}`), ...command];
+  const script =
+    'while [ "$1" != "--" ]; do echo $$ > "$1" || exit 125; shift; done; shift; exec /usr/bin/env -i "$@"';
+  return [
+    '/bin/sh',
+    '-c',
+    script,
+    'agentfleet-sandbox',
+    ...procsFiles,
+    '--',
+    ...Object.entries(env).map(([k, v]) => `${k}=${v}`),
+    ...command,
+  ];
 }

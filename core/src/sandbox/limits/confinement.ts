@@ -58,7 +58,11 @@ export class SandboxConfinement {
   /** Runaway processes killed by the watchdog so far. */
   runawayKilled = 0;
 
-  private constructor(private readonly o: ConfinementOptions, readonly cgroup: SandboxCgroup | null, private diskMounted: boolean) {
+  private constructor(
+    private readonly o: ConfinementOptions,
+    readonly cgroup: SandboxCgroup | null,
+    private diskMounted: boolean,
+  ) {
     this.diskEnforced = diskMounted;
   }
 
@@ -79,7 +83,8 @@ export class SandboxConfinement {
 
   static async create(o: ConfinementOptions): Promise<SandboxConfinement> {
     const diskMounted = !!(o.disk && o.enforce.has('disk'));
-    if (diskMounted) await mountDiskQuota(o.disk!, o.image, o.hostDir, o.resources.diskMb * 1024 * 1024);
+    if (diskMounted)
+      await mountDiskQuota(o.disk!, o.image, o.hostDir, o.resources.diskMb * 1024 * 1024);
     let cgroup: SandboxCgroup | null = null;
     if (o.cgroups) {
       try {
@@ -116,7 +121,10 @@ export class SandboxConfinement {
     this.timer = setInterval(() => {
       const u = cg.processUsage();
       const forks = cg.processLimitHits();
-      if (forks > this.lastForks) { this.lastRefusalAt = Date.now(); refusing++; } else refusing = 0;
+      if (forks > this.lastForks) {
+        this.lastRefusalAt = Date.now();
+        refusing++;
+      } else refusing = 0;
       this.lastForks = forks;
       saturated = u && u.current >= u.max - 2 ? saturated + 1 : 0;
       // at the cap for two checks, or forks refused in three checks running (a bomb's survivors retrying)
@@ -124,7 +132,11 @@ export class SandboxConfinement {
       saturated = refusing = 0;
       const n = cg.killAll(this.keep);
       this.runawayKilled += n;
-      this.o.log?.warn('sandbox at its process limit: its runaway processes were killed', { sandbox: this.o.name, limit: u?.max, killed: n });
+      this.o.log?.warn('sandbox at its process limit: its runaway processes were killed', {
+        sandbox: this.o.name,
+        limit: u?.max,
+        killed: n,
+      });
     }, WATCH_MS);
     this.timer.unref();
   }
@@ -138,33 +150,54 @@ export class SandboxConfinement {
   reportingLimits(api: AgentClient): AgentClient {
     const cg = this.cgroup;
     if (!cg) return api;
-    const counters = () => ({ forks: cg.processLimitHits(), ooms: cg.oomKills(), runaway: this.runawayKilled });
+    const counters = () => ({
+      forks: cg.processLimitHits(),
+      ooms: cg.oomKills(),
+      runaway: this.runawayKilled,
+    });
     const r = this.o.resources;
     // the client's other members (a `closed` getter among them) stay the client's own
     const reporting = Object.create(api) as AgentClient;
     reporting.exec = async (params) => {
-        // Counters are the sandbox's, not the command's: a command is reported as failed only when
-        // the sandbox was quiet when it started (below its cap, no fork refused lately), else noted.
-        const usage = cg.processUsage();
-        const quiet = !!usage && usage.current < usage.max - 2 && cg.processLimitHits() === this.lastForks && Date.now() - this.lastRefusalAt > 2 * WATCH_MS;
-        const before = counters();
-        const result = await api.exec(params);
-        // the command ran the sandbox into its cap: what it left running goes with it (a bomb's
-        // survivors), so that the next call finds free slots
-        if (cg.processLimitHits() > before.forks && this.keep.size) {
-          const n = cg.killAll(this.keep);
-          this.runawayKilled += n;
-          if (n) this.o.log?.warn('sandbox command hit the process limit: its runaway processes were killed', { sandbox: this.o.name, limit: this.o.resources.processes, killed: n });
-        }
-        const after = counters();
-        const notes: string[] = [];
-        if (after.forks > before.forks || after.runaway > before.runaway) {
-          notes.push(`sandbox: the process limit (${r.processes}) was reached: ${after.forks - before.forks} forks refused${after.runaway > before.runaway ? `, ${after.runaway - before.runaway} runaway processes killed` : ''}`);
-        }
-        if (after.ooms > before.ooms) notes.push(`sandbox: the memory limit (${r.memoryMb} MB) was reached: ${after.ooms - before.ooms} process(es) killed (out of memory)`);
-        if (!notes.length) return result;
-        const failed = quiet || after.ooms > before.ooms;
-        return { ...result, exitCode: failed && result.exitCode === 0 ? 1 : result.exitCode, stderr: `${result.stderr}${result.stderr && !result.stderr.endsWith('\n') ? '\n' : ''}${notes.join('\n')}\n` };
+      // Counters are the sandbox's, not the command's: a command is reported as failed only when
+      // the sandbox was quiet when it started (below its cap, no fork refused lately), else noted.
+      const usage = cg.processUsage();
+      const quiet =
+        !!usage &&
+        usage.current < usage.max - 2 &&
+        cg.processLimitHits() === this.lastForks &&
+        Date.now() - this.lastRefusalAt > 2 * WATCH_MS;
+      const before = counters();
+      const result = await api.exec(params);
+      // the command ran the sandbox into its cap: what it left running goes with it (a bomb's
+      // survivors), so that the next call finds free slots
+      if (cg.processLimitHits() > before.forks && this.keep.size) {
+        const n = cg.killAll(this.keep);
+        this.runawayKilled += n;
+        if (n)
+          this.o.log?.warn(
+            'sandbox command hit the process limit: its runaway processes were killed',
+            { sandbox: this.o.name, limit: this.o.resources.processes, killed: n },
+          );
+      }
+      const after = counters();
+      const notes: string[] = [];
+      if (after.forks > before.forks || after.runaway > before.runaway) {
+        notes.push(
+          `sandbox: the process limit (${r.processes}) was reached: ${after.forks - before.forks} forks refused${after.runaway > before.runaway ? `, ${after.runaway - before.runaway} runaway processes killed` : ''}`,
+        );
+      }
+      if (after.ooms > before.ooms)
+        notes.push(
+          `sandbox: the memory limit (${r.memoryMb} MB) was reached: ${after.ooms - before.ooms} process(es) killed (out of memory)`,
+        );
+      if (!notes.length) return result;
+      const failed = quiet || after.ooms > before.ooms;
+      return {
+        ...result,
+        exitCode: failed && result.exitCode === 0 ? 1 : result.exitCode,
+        stderr: `${result.stderr}${result.stderr && !result.stderr.endsWith('\n') ? '\n' : ''}${notes.join('\n')}\n`,
+      };
     };
     return reporting;
   }

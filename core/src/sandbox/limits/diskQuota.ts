@@ -39,8 +39,10 @@ export function diskQuotaTools(): { tools: DiskQuotaTools } | { problem: string 
   const umount = find(['/usr/bin/umount', '/bin/umount']);
   if (!mkfs) return { problem: 'mkfs.ext4 not found (Debian/Ubuntu: apt-get install e2fsprogs)' };
   if (!mount || !umount) return { problem: 'mount/umount not found (apt-get install mount)' };
-  if (process.getuid?.() !== 0) return { problem: 'loop-mounting a per-sandbox filesystem needs root' };
-  if (!existsSync('/dev/loop-control')) return { problem: '/dev/loop-control is missing (no loop devices)' };
+  if (process.getuid?.() !== 0)
+    return { problem: 'loop-mounting a per-sandbox filesystem needs root' };
+  if (!existsSync('/dev/loop-control'))
+    return { problem: '/dev/loop-control is missing (no loop devices)' };
   return { tools: { mkfs, mount, umount } };
 }
 
@@ -50,7 +52,12 @@ const errText = (err: unknown) => {
 };
 
 /** Creates `image` (sparse, `bytes`), formats it and mounts it at `mountPoint` (an existing, empty directory). */
-export async function mountDiskQuota(tools: DiskQuotaTools, image: string, mountPoint: string, bytes: number): Promise<void> {
+export async function mountDiskQuota(
+  tools: DiskQuotaTools,
+  image: string,
+  mountPoint: string,
+  bytes: number,
+): Promise<void> {
   const size = Math.max(MIN_BYTES, Math.floor(bytes / 4096) * 4096);
   await fsp.rm(image, { force: true });
   const fh = await fsp.open(image, 'wx', 0o600);
@@ -60,11 +67,31 @@ export async function mountDiskQuota(tools: DiskQuotaTools, image: string, mount
     await fh.close();
   }
   try {
-    await run(tools.mkfs, ['-t', 'ext4', '-q', '-F', '-m', '0', '-O', '^has_journal', '-E', 'lazy_itable_init=1,nodiscard', image], { env: TOOL_ENV });
-    await run(tools.mount, ['-t', 'ext4', '-o', 'loop,nosuid,nodev,noatime', image, mountPoint], { env: TOOL_ENV });
+    await run(
+      tools.mkfs,
+      [
+        '-t',
+        'ext4',
+        '-q',
+        '-F',
+        '-m',
+        '0',
+        '-O',
+        '^has_journal',
+        '-E',
+        'lazy_itable_init=1,nodiscard',
+        image,
+      ],
+      { env: TOOL_ENV },
+    );
+    await run(tools.mount, ['-t', 'ext4', '-o', 'loop,nosuid,nodev,noatime', image, mountPoint], {
+      env: TOOL_ENV,
+    });
   } catch (err) {
     await fsp.rm(image, { force: true });
-    throw new Error(`cannot create the sandbox's ${Math.round(size / 1048576)} MB disk: ${errText(err)}`);
+    throw new Error(
+      `cannot create the sandbox's ${Math.round(size / 1048576)} MB disk: ${errText(err)}`,
+    );
   }
 }
 
@@ -78,7 +105,11 @@ export function isMountPoint(p: string): boolean {
 }
 
 /** Unmounts (lazily when still busy: the loop device goes once the last user is gone) and deletes the image. */
-export async function unmountDiskQuota(tools: DiskQuotaTools, image: string, mountPoint: string): Promise<void> {
+export async function unmountDiskQuota(
+  tools: DiskQuotaTools,
+  image: string,
+  mountPoint: string,
+): Promise<void> {
   if (isMountPoint(mountPoint)) {
     try {
       await run(tools.umount, [mountPoint], { env: TOOL_ENV });

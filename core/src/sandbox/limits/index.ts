@@ -37,8 +37,11 @@ export async function probeSandboxLimits(workDir: string): Promise<SandboxLimits
   const cgroups = detectCgroups();
   const missing: SandboxLimitsProbe['missing'] = [];
   const cg = { processes: 'pids', memory: 'memory', cpu: 'cpu' } as const;
-  for (const [limit, controller] of Object.entries(cg) as Array<[SandboxLimitName, 'pids' | 'memory' | 'cpu']>) {
-    if (!cgroups.parents[controller]) missing.push({ limit, reason: cgroups.problems[controller] ?? `no '${controller}' cgroup` });
+  for (const [limit, controller] of Object.entries(cg) as Array<
+    [SandboxLimitName, 'pids' | 'memory' | 'cpu']
+  >) {
+    if (!cgroups.parents[controller])
+      missing.push({ limit, reason: cgroups.problems[controller] ?? `no '${controller}' cgroup` });
   }
   const disk = await probeDiskQuota(workDir);
   if (disk) missing.push({ limit: 'disk', reason: disk });
@@ -65,7 +68,9 @@ export function sandboxResources(size: string, caps: SandboxLimitCaps = {}): Ins
 
 /** Why the worker refuses to start when a host can enforce no limit at all. */
 export function noLimitsMessage(probe: SandboxLimitsProbe): string {
-  return `the local sandbox driver cannot enforce any per-sandbox limit on this host (${describeMissing(probe)}): `
-    + 'run the worker as root on a host with cgroups (v1 or v2: pids, memory, cpu) and loop devices (mkfs.ext4), '
-    + 'or set SANDBOX_UNSAFE_NO_LIMITS=true to run sandboxes without limits (any tenant can then exhaust the host)';
+  return (
+    `the local sandbox driver cannot enforce any per-sandbox limit on this host (${describeMissing(probe)}): ` +
+    'run the worker as root on a host with cgroups (v1 or v2: pids, memory, cpu) and loop devices (mkfs.ext4), ' +
+    'or set SANDBOX_UNSAFE_NO_LIMITS=true to run sandboxes without limits (any tenant can then exhaust the host)'
+  );
 }
