@@ -7,7 +7,7 @@ export * from './util.js';
 export * from './ports/store.js';
 export * from './ports/bus.js';
 export * from './ports/coordination.js';
-export * from './model/types.js';
+export * from './ports/modelProvider.js';
 export * from './domain/collections.js';
 export * from './domain/pagination.js';
 export { AgentService, normalizeModel, normalizeTools, renderSpec } from './domain/agents.js';

@@ -27,7 +27,7 @@ import { ApiError, conflict, invalid, notFound } from '../errors.js';
 import { last4, type SecretBox } from '../crypto.js';
 import { newId, PREFIX } from '../ids.js';
 import { DuplicateKeyError } from '../ports/store.js';
-import { createProvider, providerProtocol } from '../model/providers.js';
+import { createProvider, providerProtocol } from '../adapters/modelProviders.js';
 import type { ModelProvider } from '../ports/modelProvider.js';
 import type { Collections, ModelCardDoc } from './collections.js';
 import { nowIso } from '../util.js';

@@ -4,13 +4,19 @@
  * retry on their own; the turn runner decides. Failures are ModelError, whose kind is the
  * session.error type the SDK sees; an aborted request rejects with an AbortError.
  *
- * Implementations (built by core/src/model/providers.ts createProvider from a model card's
- * protocol):
- * - core/src/model/anthropic.ts: AnthropicMessagesProvider (POST {base}/v1/messages, SSE);
- * - core/src/model/openai.ts: OpenAIChatProvider (POST {base}/chat/completions, SSE).
+ * Implementations (built by core/src/adapters/modelProviders.ts createProvider from a model
+ * card's protocol):
+ * - core/src/adapters/anthropic/provider.ts: AnthropicMessagesProvider (POST {base}/v1/messages,
+ *   SSE; request mapping in requestBody.ts, stream decoding in streamDecoder.ts);
+ * - core/src/adapters/openai/provider.ts: OpenAIChatProvider (POST {base}/chat/completions, SSE;
+ *   same split).
+ * Shared adapter helpers (SSE reader, HTTP and error plumbing) are beside this file in
+ * core/src/ports/modelProviderHelpers.ts, so the adapters never import each other.
  * Both pass core/test/modelProvider.contract.ts against the scripted model server
  * (test/fixtures/scriptedModel.ts), run by core/test/modelProvider.test.ts; request mapping and
- * wire edge cases per protocol are in core/test/model-providers.test.ts.
+ * wire edge cases per protocol are in core/test/model-providers.anthropic.test.ts and
+ * core/test/model-providers.openai.test.ts, the SSE reader, the provider table and egress in
+ * core/test/model-providers.shared.test.ts.
  */
 
 export type ContentBlock =

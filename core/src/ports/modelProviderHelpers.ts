@@ -1,5 +1,10 @@
 /**
- * Server-Sent Events over fetch, plus the HTTP plumbing both model providers share.
+ * Shared adapter helpers for the model-provider port (core/src/ports/modelProvider.ts), kept
+ * beside the port so the protocol adapters (core/src/adapters/anthropic, core/src/adapters/openai)
+ * share them without importing each other: the Server-Sent Events reader, and the HTTP
+ * plumbing (POST for an event stream, upstream errors mapped to ModelError kinds, credential
+ * redaction, JSON event and tool-input parsing). Proved by core/test/model-providers.shared.test.ts
+ * (parseSSE, egress) and, through both adapters, core/test/modelProvider.contract.ts.
  *
  * parseSSE follows the WHATWG event-stream rules: lines end in CRLF, LF or CR (a CRLF split
  * across chunks counts once); UTF-8 may be split anywhere; a leading BOM is dropped; `:` lines
@@ -9,7 +14,7 @@
  * ignored. At end of stream a pending event whose lines were all complete is dispatched; a
  * trailing unterminated line is discarded (it may be truncated).
  */
-import { ModelError, type ModelErrorKind } from '../ports/modelProvider.js';
+import { ModelError, type ModelErrorKind } from './modelProvider.js';
 import { egressRefusalIn } from '../egress/policy.js';
 
 export interface SSEEvent {

@@ -1,12 +1,17 @@
 /**
- * Provider factory and the provider-id → wire-protocol table.
+ * Model-provider adapter selection: builds the adapter for a model card's wire protocol
+ * (createProvider) and maps provider ids onto protocols and fast-mode support
+ * (providerProtocol). Unknown ids answer null (the caller refuses them as bad input); an unknown
+ * protocol is a programming error. Proved by core/test/model-providers.shared.test.ts
+ * ("providers") and core/test/modelProvider.test.ts (the contract suite built through
+ * createProvider).
  */
-import { AnthropicMessagesProvider } from './anthropic.js';
-import { OpenAIChatProvider } from './openai.js';
+import { AnthropicMessagesProvider } from './anthropic/provider.js';
+import { OpenAIChatProvider } from './openai/provider.js';
 import type { ModelProvider, ProviderConfig } from '../ports/modelProvider.js';
 
-export { AnthropicMessagesProvider, ANTHROPIC_FAST_MODE_BETA } from './anthropic.js';
-export { OpenAIChatProvider } from './openai.js';
+export { AnthropicMessagesProvider } from './anthropic/provider.js';
+export { OpenAIChatProvider } from './openai/provider.js';
 
 /**
  * Builds the provider for `config.protocol`. `supportsFast` defaults to true; with false,

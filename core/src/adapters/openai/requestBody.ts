@@ -1,0 +1,121 @@
+/**
+ * OpenAI chat-completions request mapping: the port's ModelRequest as a
+ * `POST /chat/completions` body (also for OpenAI-compatible servers). Guarantees: the system
+ * prompt comes first; tool results become `tool` messages placed before the rest of their user
+ * turn; tool calls keep their ids; thinking blocks are never sent; the output cap is
+ * `max_completion_tokens`. Proved by core/test/model-providers.openai.test.ts ("request
+ * mapping") and the shared contract (core/test/modelProvider.contract.ts, fast mode).
+ */
+import type { ChatMessage, ContentBlock, Effort, ModelRequest } from '../../ports/modelProvider.js';
+
+export const OPENAI_DEFAULT_BASE_URL = 'https://api.openai.com/v1';
+
+export const OPENAI_REASONING_EFFORT: Readonly<Record<Effort, 'low' | 'medium' | 'high'>> = {
+  low: 'low',
+  medium: 'medium',
+  high: 'high',
+  xhigh: 'high',
+  max: 'high',
+};
+
+/** Builds the chat-completions body. The output cap is sent as `max_completion_tokens`. */
+export function toOpenAIBody(req: ModelRequest): Record<string, unknown> {
+  const body: Record<string, unknown> = {
+    model: req.model,
+    messages: toOpenAIMessages(req.system, req.messages),
+    max_completion_tokens: req.maxTokens,
+    stream: true,
+    stream_options: { include_usage: true },
+  };
+  if (req.tools && req.tools.length > 0) {
+    body.tools = req.tools.map((t) => ({
+      type: 'function',
+      function: { name: t.name, description: t.description, parameters: t.input_schema },
+    }));
+  }
+  if (req.effort) body.reasoning_effort = OPENAI_REASONING_EFFORT[req.effort];
+  if (req.speed === 'fast') body.service_tier = 'priority';
+  return body;
+}
+
+/**
+ * System prompt first; a user turn's tool_result blocks become `tool` messages placed before
+ * its remaining content; assistant text blocks join with "\n" and tool_use blocks become
+ * `tool_calls`; thinking blocks are not sent.
+ */
+export function toOpenAIMessages(
+  system: string | undefined,
+  messages: ChatMessage[],
+): Array<Record<string, unknown>> {
+  const out: Array<Record<string, unknown>> = [];
+  if (system) out.push({ role: 'system', content: system });
+  for (const m of messages) {
+    if (m.role === 'assistant') {
+      const text = m.content.flatMap((b) => (b.type === 'text' ? [b.text] : [])).join('\n');
+      const calls = m.content.flatMap((b) =>
+        b.type === 'tool_use'
+          ? [
+              {
+                id: b.id,
+                type: 'function',
+                function: { name: b.name, arguments: JSON.stringify(b.input) },
+              },
+            ]
+          : [],
+      );
+      const msg: Record<string, unknown> = {
+        role: 'assistant',
+        content: text || (calls.length ? null : ''),
+      };
+      if (calls.length) msg.tool_calls = calls;
+      out.push(msg);
+      continue;
+    }
+    for (const b of m.content) {
+      if (b.type === 'tool_result')
+        out.push({ role: 'tool', tool_call_id: b.tool_use_id, content: toolResultText(b.content) });
+    }
+    const rest = m.content.filter(
+      (b) => b.type === 'text' || b.type === 'image' || b.type === 'document',
+    );
+    if (rest.length === 0) continue;
+    if (rest.every((b) => b.type === 'text')) {
+      out.push({ role: 'user', content: rest.map((b) => (b as { text: string }).text).join('\n') });
+    } else {
+      out.push({ role: 'user', content: rest.flatMap(toUserPart) });
+    }
+  }
+  return out;
+}
+
+function toUserPart(b: ContentBlock): Array<Record<string, unknown>> {
+  if (b.type === 'text') return [{ type: 'text', text: b.text }];
+  if (b.type === 'image') {
+    const url =
+      b.source.type === 'url'
+        ? b.source.url
+        : `data:${b.source.media_type};base64,${b.source.data}`;
+    return [{ type: 'image_url', image_url: { url } }];
+  }
+  if (b.type === 'document') {
+    const s = b.source;
+    if (s.type === 'text' && typeof s.data === 'string') return [{ type: 'text', text: s.data }];
+    if (s.type === 'base64' && typeof s.data === 'string') {
+      const file_data = `data:${String(s.media_type ?? 'application/pdf')};base64,${s.data}`;
+      return [{ type: 'file', file: { filename: b.title ?? 'document.pdf', file_data } }];
+    }
+  }
+  return [];
+}
+
+function toolResultText(content: Array<Record<string, unknown>>): string {
+  return content
+    .map((p) =>
+      p.type === 'text' && typeof p.text === 'string'
+        ? p.text
+        : p.type === 'image'
+          ? '[image]'
+          : JSON.stringify(p),
+    )
+    .join('\n');
+}
