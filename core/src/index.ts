@@ -39,5 +39,6 @@ export { createSandboxManager, type SandboxManagerService } from './sandbox/mana
 export { createDirectoryObjectStore } from './adapters/embedded/objectStore.js';
 export { createOutboundProxy, hostPolicy } from './sandbox/proxy.js';
 export { createNomadDriver } from './sandbox/nomad.js';
-export { nomadAgentCommand, resolveSandboxScript } from './sandbox/nomadCommand.js';
+export { nomadAgentCommand } from './sandbox/nomadCommand.js';
+export { sandboxProgram } from '@agentfleet/sandbox-agent';
 export * from './egress/index.js';

@@ -14,7 +14,7 @@ import {
   type LocalDriver,
   type LocalSandboxHandle,
 } from '../src/sandbox/local.js';
-import { isMountPoint } from '../src/sandbox/limits/diskQuota.js';
+import { isMountPoint } from '@agentfleet/sandbox-agent';
 import {
   probeSandboxLimits,
   sandboxResources,

@@ -23,7 +23,8 @@ import {
   type NomadDriver,
   type NomadDriverOptions,
 } from '../src/sandbox/nomad.js';
-import { nomadAgentCommand, resolveSandboxScript } from '../src/sandbox/nomadCommand.js';
+import { sandboxProgram } from '@agentfleet/sandbox-agent';
+import { nomadAgentCommand } from '../src/sandbox/nomadCommand.js';
 import { processList, sandboxDriverContract, testSpec } from './sandbox.contract.js';
 
 const repoRoot = resolve(dirname(fileURLToPath(import.meta.url)), '../..');
@@ -35,8 +36,8 @@ let scripts: { launcher: string; agent: string };
 beforeAll(async () => {
   base = await mkdtemp(join(tmpdir(), 'sbx-nomad-'));
   scripts = {
-    launcher: await resolveSandboxScript('nomadAgent', join(base, 'scripts')),
-    agent: await resolveSandboxScript('agent', join(base, 'scripts')),
+    launcher: await sandboxProgram('launcher', join(base, 'scripts')),
+    agent: await sandboxProgram('agent', join(base, 'scripts')),
   };
   fake = await startNomadFake({
     token: TOKEN,

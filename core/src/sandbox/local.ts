@@ -40,16 +40,18 @@ import type { Writable } from 'node:stream';
 import type { Logger } from '../log.js';
 import type { SandboxDriver, SandboxHandle, SandboxSpec } from '../ports/sandbox.js';
 import { createAgentClient, nodeStreamTransport, type AgentClient } from './protocol.js';
-import { removeStaleCgroups } from './limits/cgroups.js';
-import { CGROUP_PREFIX, SandboxConfinement } from './limits/confinement.js';
 import {
+  CGROUP_PREFIX,
   diskQuotaTools,
   isMountPoint,
   markOwner,
+  removeStaleCgroups,
   removeStaleDisks,
+  SandboxConfinement,
+  sandboxProgram,
   unmountDiskQuota,
   type DiskQuotaTools,
-} from './limits/diskQuota.js';
+} from '@agentfleet/sandbox-agent';
 import {
   describeMissing,
   probeSandboxLimits,
@@ -63,7 +65,6 @@ import {
   extraBindArgs,
   HOST_CODE_ROOT,
   NAMESPACE_ARGS,
-  resolveAgentScript,
   SANDBOX_PATHS,
   SANDBOX_PROXY_LISTEN,
   sandboxEnv,
@@ -78,7 +79,6 @@ export {
   extraBindArgs,
   HOST_CODE_ROOT,
   NAMESPACE_ARGS,
-  resolveAgentScript,
   SANDBOX_PATHS,
   SANDBOX_PROXY_LISTEN,
   SANDBOX_UID,
@@ -197,7 +197,7 @@ export function createLocalDriver(opts: LocalDriverOptions): LocalDriver {
       await fsp.mkdir(rootDir, { recursive: true, mode: 0o700 });
       await fsp.chmod(rootDir, 0o700);
       await writeSystemFiles(systemDir);
-      const agent = opts.agentPath ?? (await resolveAgentScript(join(rootDir, '.agent')));
+      const agent = opts.agentPath ?? (await sandboxProgram('agent', join(rootDir, '.agent')));
       if (!existsSync(agent)) throw new Error(`sandbox agent script not found: ${agent}`);
       if (!existsSync(nodeBin)) throw new Error(`node binary not found: ${nodeBin}`);
       if (opts.limits === false)

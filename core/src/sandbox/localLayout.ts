@@ -8,7 +8,7 @@
  * and core/test/sandbox.local.test.ts.
  */
 import { spawnSync } from 'node:child_process';
-import { createHash, randomBytes } from 'node:crypto';
+import { randomBytes } from 'node:crypto';
 import { existsSync, lstatSync, readdirSync, readlinkSync, statSync } from 'node:fs';
 import * as fsp from 'node:fs/promises';
 import { delimiter, dirname, join, resolve } from 'node:path';
@@ -141,35 +141,6 @@ export function which(cmd: string): string | null {
     }
   }
   return null;
-}
-
-/** The compiled agent: beside this module when running from dist, else agent.ts transpiled once into `cacheDir`. */
-export async function resolveAgentScript(cacheDir: string): Promise<string> {
-  const here = fileURLToPath(import.meta.url);
-  if (here.endsWith('.js')) {
-    const compiled = join(dirname(here), 'agent.js');
-    if (existsSync(compiled)) return compiled;
-  }
-  const source = here.endsWith('.ts')
-    ? join(dirname(here), 'agent.ts')
-    : resolve(dirname(here), '../../src/sandbox/agent.ts');
-  const text = await fsp.readFile(source, 'utf8');
-  const out = join(
-    cacheDir,
-    `agent-${createHash('sha256').update(text).digest('hex').slice(0, 16)}.mjs`,
-  );
-  if (existsSync(out)) return out;
-  // typescript is a dev dependency: this path is for running from source (tsx, vitest)
-  const ts = (await import('typescript')).default;
-  const js = ts.transpileModule(text, {
-    compilerOptions: { module: ts.ModuleKind.ESNext, target: ts.ScriptTarget.ES2022 },
-    fileName: 'agent.ts',
-  }).outputText;
-  await fsp.mkdir(cacheDir, { recursive: true });
-  const tmp = `${out}.${process.pid}.${randomBytes(4).toString('hex')}.tmp`;
-  await fsp.writeFile(tmp, js, { mode: 0o644 });
-  await fsp.rename(tmp, out);
-  return out;
 }
 
 /** The repository (or installed package tree) this module runs from: never visible in a sandbox. */

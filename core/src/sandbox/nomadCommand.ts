@@ -9,11 +9,7 @@
  * here (on the worker) from this machine's layout: the clients are assumed to have the same OS
  * image as the workers.
  */
-import { createHash, randomBytes } from 'node:crypto';
-import { existsSync } from 'node:fs';
-import * as fsp from 'node:fs/promises';
-import { dirname, join, resolve } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { dirname } from 'node:path';
 import type { SandboxSpec } from '../ports/sandbox.js';
 import { sandboxResources, type SandboxLimitCaps } from './limits/index.js';
 import {
@@ -157,61 +153,4 @@ export function nomadAgentCommand(spec: SandboxSpec, o: NomadAgentCommandOptions
       ? ['--proxy-socket', SANDBOX_PATHS.proxySocket, '--proxy-listen', SANDBOX_PROXY_LISTEN]
       : []),
   ];
-}
-
-/**
- * A compiled script of this directory (`agent` or `nomadAgent`): beside this module when running
- * from dist (with its relative imports: the launcher uses ./limits/), else the .ts source and its
- * relative imports transpiled once into `cacheDir/<name>-<hash>/` as .mjs (running from source:
- * tsx, vitest).
- */
-export async function resolveSandboxScript(
-  name: 'agent' | 'nomadAgent',
-  cacheDir: string,
-): Promise<string> {
-  const here = fileURLToPath(import.meta.url);
-  if (here.endsWith('.js')) {
-    const compiled = join(dirname(here), `${name}.js`);
-    if (existsSync(compiled)) return compiled;
-  }
-  const srcDir = here.endsWith('.ts') ? dirname(here) : resolve(dirname(here), '../../src/sandbox');
-  // the module and what it imports relatively (./x.js), read once
-  const sources = new Map<string, string>(); // path relative to srcDir (no extension) → source
-  const IMPORT = /\bfrom\s+'(\.{1,2}\/[^']+)\.js'/g;
-  const visit = async (rel: string) => {
-    if (sources.has(rel)) return;
-    const text = await fsp.readFile(join(srcDir, `${rel}.ts`), 'utf8');
-    sources.set(rel, text);
-    for (const m of text.matchAll(IMPORT)) {
-      const line = text.slice(text.lastIndexOf('\n', m.index) + 1, m.index);
-      if (/^import\s+type\b|^export\s+type\b/.test(line.trim())) continue; // erased at transpile
-      await visit(join(dirname(rel), m[1]));
-    }
-  };
-  await visit(name);
-  const hash = createHash('sha256');
-  for (const [rel, text] of [...sources].sort(([a], [b]) => a.localeCompare(b)))
-    hash.update(rel).update('\0').update(text).update('\0');
-  const dir = join(cacheDir, `${name}-${hash.digest('hex').slice(0, 16)}`);
-  const out = join(dir, `${name}.mjs`);
-  if (existsSync(out)) return out;
-  const ts = (await import('typescript')).default; // a dev dependency: only when running from source
-  const tmpDir = `${dir}.${process.pid}.${randomBytes(4).toString('hex')}.tmp`;
-  for (const [rel, text] of sources) {
-    const js = ts
-      .transpileModule(text, {
-        compilerOptions: { module: ts.ModuleKind.ESNext, target: ts.ScriptTarget.ES2022 },
-        fileName: `${rel}.ts`,
-      })
-      .outputText.replace(/(\bfrom\s+['"]\.{1,2}\/[^'"]+)\.js(['"])/g, '$1.mjs$2');
-    await fsp.mkdir(dirname(join(tmpDir, rel)), { recursive: true });
-    await fsp.writeFile(join(tmpDir, `${rel}.mjs`), js, { mode: 0o644 });
-  }
-  try {
-    await fsp.rename(tmpDir, dir);
-  } catch (err) {
-    await fsp.rm(tmpDir, { recursive: true, force: true });
-    if (!existsSync(out)) throw err; // else another process made the same one
-  }
-  return out;
 }

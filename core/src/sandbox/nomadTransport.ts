@@ -8,7 +8,7 @@
  * no answer (the launcher drops answers for closed connections): they end at their timeout.
  */
 import * as net from 'node:net';
-import { lineSplitter } from './agent.js';
+import { lineSplitter } from '@agentfleet/sandbox-agent';
 import type { AgentTransport } from './protocol.js';
 
 export interface TcpTransportOptions {

@@ -26,7 +26,8 @@
  * Relative paths resolve against /workspace. The agent announces itself with the notification
  * `{"jsonrpc":"2.0","method":"ready","params":{...}}`. Errors are JSON-RPC error objects:
  * `{ code, message, data: { kind, path?, argument? } }`; the message names the path or argument
- * (codes and kinds in ERROR_CODES). The agent program is agent.ts.
+ * (codes and kinds in ERROR_CODES). The agent program and the shared definitions are in
+ * @agentfleet/sandbox-agent (sandbox-agent/src/agent/, sandbox-agent/src/protocol.ts).
  */
 import { Readable, type Writable } from 'node:stream';
 import type {
@@ -42,7 +43,7 @@ import {
   lineSplitter,
   type AgentErrorKind,
   type RpcErrorObject,
-} from './agent.js';
+} from '@agentfleet/sandbox-agent';
 
 export {
   ERROR_CODES,
@@ -53,7 +54,7 @@ export {
   parseTarGz,
   type AgentErrorKind,
   type TarEntry,
-} from './agent.js';
+} from '@agentfleet/sandbox-agent';
 
 export const AGENT_METHODS = [
   'ping',

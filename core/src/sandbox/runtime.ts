@@ -178,11 +178,12 @@ export async function createSandboxRuntime(
     const n = p.config.sandbox.nomad!;
     const { NomadClient } = await import('@agentfleet/nomad');
     const { createNomadDriver } = await import('./nomad.js');
-    const { nomadAgentCommand, resolveSandboxScript } = await import('./nomadCommand.js');
+    const { nomadAgentCommand } = await import('./nomadCommand.js');
+    const { sandboxProgram } = await import('@agentfleet/sandbox-agent');
     const scriptsDir = join(cfg.rootDir, 'scripts');
     const scripts = {
-      launcher: await resolveSandboxScript('nomadAgent', scriptsDir),
-      agent: await resolveSandboxScript('agent', scriptsDir),
+      launcher: await sandboxProgram('launcher', scriptsDir),
+      agent: await sandboxProgram('agent', scriptsDir),
     };
     driver = createNomadDriver({
       client: new NomadClient({

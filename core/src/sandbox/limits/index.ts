@@ -10,10 +10,14 @@
  * cannot (core/src/sandbox/runtime.ts; tested in test/startup.test.ts).
  */
 import { INSTANCE_SIZES, type InstanceResources } from '@agentfleet/schemas';
-import { detectCgroups, type CgroupLayout } from './cgroups.js';
-import { probeDiskQuota } from './diskQuota.js';
+import {
+  detectCgroups,
+  probeDiskQuota,
+  type CgroupLayout,
+  type SandboxLimitName,
+} from '@agentfleet/sandbox-agent';
 
-export type SandboxLimitName = 'processes' | 'memory' | 'cpu' | 'disk';
+export type { SandboxLimitName };
 export const SANDBOX_LIMIT_NAMES: SandboxLimitName[] = ['processes', 'memory', 'cpu', 'disk'];
 
 /** Upper bounds the operator puts on every sandbox, whatever its size (tests use small ones). */

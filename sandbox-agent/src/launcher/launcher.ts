@@ -1,9 +1,9 @@
 /**
- * The Nomad sandbox task's entry point: serves the sandbox protocol (protocol.ts: JSON-RPC 2.0,
- * newline-delimited) over TCP, by running the sandbox agent (agent.ts, which speaks it on
+ * The Nomad sandbox task's entry point: serves the sandbox protocol (../protocol.ts: JSON-RPC 2.0,
+ * newline-delimited) over TCP, by running the sandbox agent (agent/main.ts, which speaks it on
  * stdin/stdout) as a child and relaying lines between it and the TCP connections.
  *
- *   node nomadAgent.mjs [--mkdir DIR]... [--file PATH=BASE64]... [--proxy-forward SOCKET=HOST:PORT]
+ *   node launcher.mjs [--mkdir DIR]... [--file PATH=BASE64]... [--proxy-forward SOCKET=HOST:PORT]
  *                       [--env NAME=VALUE]... [--limits processes=N,memoryMb=N,cpus=N,diskMb=N [--sandbox-root DIR]]
  *                       [--bwrap-args N] -- <agent command: node agent.mjs …, or bwrap … node agent.mjs …>
  *
@@ -38,25 +38,21 @@
  */
 import { spawn } from 'node:child_process';
 import { timingSafeEqual } from 'node:crypto';
-import { existsSync, mkdirSync, realpathSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import * as net from 'node:net';
 import { constants as osConstants } from 'node:os';
 import { dirname } from 'node:path';
-import { pathToFileURL } from 'node:url';
-import type { InstanceResources } from '@agentfleet/schemas';
-import type { Logger } from '../log.js';
-import { detectCgroups, removeStaleCgroups } from './limits/cgroups.js';
-import { CGROUP_PREFIX, SandboxConfinement } from './limits/confinement.js';
-import { diskQuotaTools, isMountPoint, unmountDiskQuota } from './limits/diskQuota.js';
-import type { SandboxLimitName } from './limits/index.js';
-
-const MAX_LINE = 512 * 1024 * 1024;
+import { lineSplitter } from '../lineSplitter.js';
+import { detectCgroups, removeStaleCgroups } from '../limits/cgroups.js';
+import { CGROUP_PREFIX, SandboxConfinement } from '../limits/confinement.js';
+import { diskQuotaTools, isMountPoint, unmountDiskQuota } from '../limits/diskQuota.js';
+import type { SandboxLimitName, SandboxResources, WarningLog } from '../limits/types.js';
 
 export interface LauncherArgs {
   mkdirs: string[];
   files: Array<{ path: string; content: Buffer }>;
   proxyForward: { socket: string; host: string; port: number } | null;
-  limits: InstanceResources | null;
+  limits: SandboxResources | null;
   /** Where the sandbox's disk is mounted (the directory holding its workspace, tmp, home, outputs). */
   sandboxRoot: string | null;
   /** The agent command's whole environment. */
@@ -98,7 +94,7 @@ export function parseLauncherArgs(argv: string[]): LauncherArgs {
       }
       if (Object.keys(l).length !== 4)
         throw new Error('--limits needs processes, memoryMb, cpus and diskMb');
-      out.limits = l as unknown as InstanceResources;
+      out.limits = l as unknown as SandboxResources;
     } else if (a === '--env') {
       const eq = v.indexOf('=');
       if (eq <= 0) throw new Error('--env needs NAME=VALUE');
@@ -125,32 +121,6 @@ export function parseLauncherArgs(argv: string[]): LauncherArgs {
   )
     throw new Error("--bwrap-args: not a count of the command's arguments");
   return out;
-}
-
-/** Splits a byte stream into lines (without the newline). */
-function splitter(onLine: (line: string) => void, onTooLong: () => void): (chunk: Buffer) => void {
-  let parts: Buffer[] = [];
-  let size = 0;
-  return (chunk) => {
-    let start = 0;
-    for (let nl = chunk.indexOf(10, start); nl !== -1; nl = chunk.indexOf(10, start)) {
-      parts.push(chunk.subarray(start, nl));
-      const line = Buffer.concat(parts).toString('utf8');
-      parts = [];
-      size = 0;
-      start = nl + 1;
-      onLine(line);
-    }
-    if (start < chunk.length) {
-      parts.push(chunk.subarray(start));
-      size += chunk.length - start;
-      if (size > MAX_LINE) {
-        parts = [];
-        size = 0;
-        onTooLong();
-      }
-    }
-  };
 }
 
 const ID_PREFIX = /^\{"jsonrpc":"2\.0","id":(-?\d+|"(?:[^"\\]|\\.)*"|null),/;
@@ -254,7 +224,7 @@ export async function runLauncher(
 
   agent.stdout!.on(
     'data',
-    splitter(
+    lineSplitter(
       (line) => {
         const parsed = withId(line);
         if (!parsed) {
@@ -305,7 +275,7 @@ export async function runLauncher(
     socket.on('error', () => socket.destroy());
     socket.on(
       'data',
-      splitter(
+      lineSplitter(
         (line) => {
           if (!conn.authed) {
             let ok = false;
@@ -379,10 +349,7 @@ export async function runLauncher(
 }
 
 /** Sets up what this client can enforce of `limits`; reports the rest on stderr by name. */
-async function confine(
-  limits: InstanceResources,
-  root: string | null,
-): Promise<SandboxConfinement> {
+async function confine(limits: SandboxResources, root: string | null): Promise<SandboxConfinement> {
   const cgroups = detectCgroups();
   removeStaleCgroups(cgroups, CGROUP_PREFIX);
   const tools = diskQuotaTools();
@@ -411,7 +378,7 @@ async function confine(
   const log = {
     warn: (msg: string, fields?: object) =>
       process.stderr.write(`nomad-agent: ${msg} ${JSON.stringify(fields ?? {})}\n`),
-  } as unknown as Logger;
+  } satisfies WarningLog;
   return SandboxConfinement.create({
     name: `nomad-${process.pid}`,
     hostDir: root ?? '',
@@ -431,24 +398,4 @@ function resolveProgram(name: string, path: string | undefined): string {
     if (dir && existsSync(`${dir}/${name}`)) return `${dir}/${name}`;
   }
   return name;
-}
-
-function isEntryPoint(): boolean {
-  const entry = process.argv[1];
-  if (!entry) return false;
-  try {
-    return (
-      import.meta.url === pathToFileURL(realpathSync(entry)).href ||
-      import.meta.url === pathToFileURL(entry).href
-    );
-  } catch {
-    return false;
-  }
-}
-
-if (isEntryPoint()) {
-  runLauncher(process.argv.slice(2)).catch((err) => {
-    process.stderr.write(`nomad-agent: ${(err as Error).message}\n`);
-    process.exit(2);
-  });
 }

@@ -12,15 +12,13 @@
  * forks refused for three: the session goes on. The exec result of a call that ran a quiet
  * sandbox into its cap (or saw an OOM kill) is reported as failed, with a note on stderr.
  *
- * Proved by core/test/sandbox.limits.test.ts.
+ * Proved by core/test/sandbox.limits.test.ts (local driver) and core/test/sandbox.nomad.test.ts
+ * (launcher).
  */
 import { readFileSync } from 'node:fs';
-import type { Logger } from '../../log.js';
-import type { InstanceResources } from '@agentfleet/schemas';
-import type { AgentClient } from '../protocol.js';
 import { joinCommand, SandboxCgroup, type CgroupLayout } from './cgroups.js';
 import { mountDiskQuota, unmountDiskQuota, type DiskQuotaTools } from './diskQuota.js';
-import type { SandboxLimitName } from './index.js';
+import type { ExecClient, SandboxLimitName, SandboxResources, WarningLog } from './types.js';
 
 export const CGROUP_PREFIX = 'agentfleet-sbx-';
 const WATCH_MS = 500;
@@ -32,11 +30,11 @@ export interface ConfinementOptions {
   hostDir: string;
   /** Where the disk image lives (beside hostDir). */
   image: string;
-  resources: InstanceResources;
+  resources: SandboxResources;
   enforce: ReadonlySet<SandboxLimitName>;
   cgroups: CgroupLayout | null;
   disk: DiskQuotaTools | null;
-  log?: Logger;
+  log?: WarningLog;
 }
 
 function parentPid(pid: number): number | null {
@@ -147,7 +145,7 @@ export class SandboxConfinement {
    * still exited 0 is reported as failed (exit 1), so the tool result is an error, when the hit
    * is the command's own doing (the sandbox was quiet when it started; an OOM kill always).
    */
-  reportingLimits(api: AgentClient): AgentClient {
+  reportingLimits<T extends ExecClient>(api: T): T {
     const cg = this.cgroup;
     if (!cg) return api;
     const counters = () => ({
@@ -157,8 +155,8 @@ export class SandboxConfinement {
     });
     const r = this.o.resources;
     // the client's other members (a `closed` getter among them) stay the client's own
-    const reporting = Object.create(api) as AgentClient;
-    reporting.exec = async (params) => {
+    const reporting = Object.create(api) as T;
+    reporting.exec = (async (params: never) => {
       // Counters are the sandbox's, not the command's: a command is reported as failed only when
       // the sandbox was quiet when it started (below its cap, no fork refused lately), else noted.
       const usage = cg.processUsage();
@@ -198,7 +196,7 @@ export class SandboxConfinement {
         exitCode: failed && result.exitCode === 0 ? 1 : result.exitCode,
         stderr: `${result.stderr}${result.stderr && !result.stderr.endsWith('\n') ? '\n' : ''}${notes.join('\n')}\n`,
       };
-    };
+    }) as T['exec'];
     return reporting;
   }
 
