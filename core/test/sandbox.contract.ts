@@ -17,6 +17,24 @@ import type {
 } from '../src/ports/sandbox.js';
 import { parseTarGz } from '../src/sandbox/protocol.js';
 
+/** A directory's tar.gz through the streaming path (archiveStream), as one buffer. */
+export async function archiveBytes(api: SandboxAgentApi, dir: string): Promise<Buffer> {
+  const { data } = await api.archiveStream(dir);
+  const chunks: Buffer[] = [];
+  for await (const c of data) chunks.push(Buffer.from(c as Uint8Array));
+  return Buffer.concat(chunks);
+}
+
+/** Unpacks a tar.gz into a directory through the streaming path (extractStream). */
+export function extractBytes(api: SandboxAgentApi, dir: string, tgz: Uint8Array): Promise<void> {
+  return api.extractStream(
+    dir,
+    (async function* () {
+      yield tgz;
+    })(),
+  );
+}
+
 export interface SandboxDriverContractOptions {
   hiddenHostPaths?: () => string[];
   spec?: Partial<SandboxSpec>;
@@ -299,7 +317,7 @@ export function sandboxDriverContract(
         new Uint8Array(70_000).map((_, i) => i % 256),
       );
       await api.exec({ command: 'mkdir -p proj/empty && ln -s readme.md proj/link.md' });
-      const tgz = await api.archive('/workspace/proj');
+      const tgz = await archiveBytes(api, '/workspace/proj');
       const names = parseTarGz(tgz)
         .map((e) => `${e.type}:${e.name}`)
         .sort();
@@ -312,7 +330,7 @@ export function sandboxDriverContract(
           'symlink:link.md',
         ]),
       );
-      await api.extract('/workspace/copy', tgz);
+      await extractBytes(api, '/workspace/copy', tgz);
       const check = await api.exec({
         command:
           'cd copy && cat readme.md && ./bin/tool && readlink link.md && test -d empty && cmp data.bin ../proj/data.bin && echo same',
@@ -325,7 +343,7 @@ export function sandboxDriverContract(
         { name: 'link.md', size: 5, isDirectory: false },
         { name: 'readme.md', size: 5, isDirectory: false },
       ]);
-      await expectAgentError(api.archive('/workspace/none'), 'not_found', '/workspace/none');
+      await expectAgentError(archiveBytes(api, '/workspace/none'), 'not_found', '/workspace/none');
       await expectAgentError(api.list('/workspace/none'), 'not_found', '/workspace/none');
     });
 

@@ -20,7 +20,7 @@ import {
   sandboxResources,
   type SandboxLimitsProbe,
 } from '../src/sandbox/limits/index.js';
-import { testSpec } from './sandbox.contract.js';
+import { archiveBytes, testSpec } from './sandbox.contract.js';
 
 const SECRETS = {
   API_KEY: 'op-key-limits-test-7d1f0b',
@@ -129,7 +129,7 @@ describe('local sandbox limits', () => {
       .toBeGreaterThan(0);
     const during = await other.api.exec({ command: 'echo alive; ls /workspace' });
     expect(during.stdout).toBe('alive\nkeep.txt\n');
-    const snapshot = await other.api.archive('/workspace');
+    const snapshot = await archiveBytes(other.api, '/workspace');
     expect(snapshot.length).toBeGreaterThan(0);
     const r = await bomb;
     expect(r.exitCode).not.toBe(0); // reported as failed: an is_error tool result

@@ -21,7 +21,7 @@ import {
   parseTarGz,
   type AgentTransport,
 } from '../src/sandbox/protocol.js';
-import { sandboxDriverContract, testSpec } from './sandbox.contract.js';
+import { archiveBytes, extractBytes, sandboxDriverContract, testSpec } from './sandbox.contract.js';
 
 const repoRoot = resolve(dirname(fileURLToPath(import.meta.url)), '../..');
 let base: string;
@@ -218,8 +218,8 @@ describe('local sandbox driver', () => {
     await a.api.writeFile(`/workspace/p/${long}`, 'long name\n');
     await a.api.writeFile('/workspace/p/x.sh', 'echo x\n', { mode: 0o750 });
     await a.api.exec({ command: 'mkdir p/empty && ln -s x.sh p/link' });
-    const fromBuiltin = await a.api.archive('/workspace/p');
-    await b.api.extract('/workspace/q', fromBuiltin);
+    const fromBuiltin = await archiveBytes(a.api, '/workspace/p');
+    await extractBytes(b.api, '/workspace/q', fromBuiltin);
     expect(
       (
         await b.api.exec({
@@ -227,8 +227,8 @@ describe('local sandbox driver', () => {
         })
       ).stdout,
     ).toBe('long name\n750\nx.sh\nok\n');
-    const fromCli = await b.api.archive('/workspace/q');
-    await a.api.extract('/workspace/r', fromCli);
+    const fromCli = await archiveBytes(b.api, '/workspace/q');
+    await extractBytes(a.api, '/workspace/r', fromCli);
     expect(
       (
         await a.api.exec({
@@ -239,7 +239,8 @@ describe('local sandbox driver', () => {
     // host-side helpers agree with both
     const names = parseTarGz(fromCli).map((e) => e.name);
     expect(names).toContain(long);
-    await a.api.extract(
+    await extractBytes(
+      a.api,
       '/workspace/s',
       createTarGz([
         {

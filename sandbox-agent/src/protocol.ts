@@ -7,7 +7,7 @@
 export const PROTOCOL_VERSION = 1;
 /** Largest message line either side accepts (V8 strings top out near 512 MiB). */
 export const MAX_LINE_BYTES = 400 * 1024 * 1024;
-/** archive() refuses directories whose tar.gz would exceed this (base64 must fit in one line). */
+/** The built-in tar's extract (no tar CLI) holds a whole archive in memory: over this, refused. */
 export const MAX_ARCHIVE_BYTES = 256 * 1024 * 1024;
 export const MAX_READ_BYTES = 32 * 1024 * 1024;
 export const DEFAULT_CWD = '/workspace';

@@ -62,11 +62,8 @@ export interface SandboxAgentApi {
     path?: string,
     options?: { glob?: string; maxMatches?: number },
   ): Promise<GrepMatch[]>;
-  /** File transfer: a tar (gzip) of a directory, and its inverse, whole (small trees, tests). */
-  archive(dir: string): Promise<Uint8Array>;
-  extract(dir: string, archive: Uint8Array): Promise<void>;
   /**
-   * The same, streamed in chunks (snapshots and outputs: bounded memory on both sides). With
+   * File transfer: a tar (gzip) of a directory, and its inverse, streamed in chunks (snapshots and outputs: bounded memory on both sides). With
    * `maxFileBytes`, larger files are left out by the sandbox and listed in `skipped`; files whose
    * `size:mtime` (whole seconds) matches `unchanged[name]` are left out silently. Destroying
    * `data` early abandons the archive in the sandbox.

@@ -12,8 +12,6 @@
  *   glob       { pattern, cwd? }                                   → string[] (absolute, sorted)
  *   grep       { pattern, path?, glob?, maxMatches? }              → GrepMatch[]
  *              pattern: a JS regular expression; a leading `(?i)` / `(?s)` / `(?m)` sets flags
- *   archive    { dir }                                             → { base64, bytes } (tar.gz)
- *   extract    { dir, base64 }                                     → null
  *   list       { dir }                                             → [{ name, size, isDirectory }]
  *   archiveOpen { dir, maxFileBytes?, unchanged? }                 → { stream, skipped }
  *   extractOpen { dir }                                            → { stream }
@@ -64,8 +62,6 @@ export const AGENT_METHODS = [
   'edit',
   'glob',
   'grep',
-  'archive',
-  'extract',
   'list',
   'archiveOpen',
   'extractOpen',
@@ -135,11 +131,11 @@ export function nodeStreamTransport(readable: Readable, writable: Writable): Age
 }
 
 export interface AgentClientOptions {
-  /** Calls other than exec/archive/extract fail after this long (default 60 s). */
+  /** Calls other than exec and archive/extract streams fail after this long (default 60 s). */
   timeoutMs?: number;
   /** exec calls fail this long after the command's own timeout (default 15 s). */
   execGraceMs?: number;
-  /** archive/extract (default 10 min). */
+  /** Each call of an archive/extract stream (default 10 min). */
   transferTimeoutMs?: number;
 }
 
@@ -286,13 +282,6 @@ export function createAgentClient(
         ...(path !== undefined ? { path } : {}),
         ...(opts ?? {}),
       }),
-    async archive(dir) {
-      const r = await call<{ base64: string }>('archive', { dir }, transferTimeoutMs);
-      return fromB64(r.base64);
-    },
-    async extract(dir, archive) {
-      await call('extract', { dir, base64: b64(archive) }, transferTimeoutMs);
-    },
     list: (dir) => call('list', { dir }),
     async archiveStream(dir, opts): Promise<ArchiveStream> {
       const params = {

@@ -13,7 +13,7 @@ import { spawnTar } from './archiveStream.js';
 import { absPath, fsError, type Params } from './params.js';
 import { checkStreamRoom, closeStream, registerStream, type OpenStream } from './streams.js';
 import { tarCli } from './tarCli.js';
-import { extractEntries } from './wholeArchive.js';
+import { extractEntries } from './builtinExtract.js';
 
 export async function extractOpenOp(p: Params) {
   checkStreamRoom('extractOpen');

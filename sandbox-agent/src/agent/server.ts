@@ -11,7 +11,6 @@ import { extractOpenOp } from './extractStream.js';
 import { editOp, globOp, grepOp, listOp, readFileOp, writeFileOp } from './files.js';
 import type { Params } from './params.js';
 import { streamCloseOp, streamEndOp, streamReadOp, streamWriteOp } from './streams.js';
-import { archiveOp, extractOp } from './wholeArchive.js';
 
 export type Handler = (params: Params) => Promise<unknown>;
 
@@ -24,8 +23,6 @@ export function createHandlers(): Record<string, Handler> {
     edit: editOp,
     glob: globOp,
     grep: grepOp,
-    archive: archiveOp,
-    extract: extractOp,
     list: listOp,
     archiveOpen: archiveOpenOp,
     extractOpen: extractOpenOp,

@@ -34,7 +34,7 @@
  *   the client cannot enforce is written to stderr (the task's log) by name; the task still runs.
  *   Tested on the Nomad fake (core/test/sandbox.nomad.test.ts: "limits on the client").
  *
- * Dependencies: `node:` builtins and ./limits/ (builtins only): ship dist/sandbox/ whole.
+ * Options are parsed by args.ts, limits set up by confine.ts; bundled with them as dist/launcher.mjs.
  */
 import { spawn } from 'node:child_process';
 import { timingSafeEqual } from 'node:crypto';
@@ -43,85 +43,9 @@ import * as net from 'node:net';
 import { constants as osConstants } from 'node:os';
 import { dirname } from 'node:path';
 import { lineSplitter } from '../lineSplitter.js';
-import { detectCgroups, removeStaleCgroups } from '../limits/cgroups.js';
-import { CGROUP_PREFIX, SandboxConfinement } from '../limits/confinement.js';
-import { diskQuotaTools, isMountPoint, unmountDiskQuota } from '../limits/diskQuota.js';
-import type { SandboxLimitName, SandboxResources, WarningLog } from '../limits/types.js';
-
-export interface LauncherArgs {
-  mkdirs: string[];
-  files: Array<{ path: string; content: Buffer }>;
-  proxyForward: { socket: string; host: string; port: number } | null;
-  limits: SandboxResources | null;
-  /** Where the sandbox's disk is mounted (the directory holding its workspace, tmp, home, outputs). */
-  sandboxRoot: string | null;
-  /** The agent command's whole environment. */
-  env: Record<string, string>;
-  /** With bwrap: how many arguments after the program go through a pipe (`--args 3`). */
-  pipedArgs: number;
-  command: string[];
-}
-
-export function parseLauncherArgs(argv: string[]): LauncherArgs {
-  const out: LauncherArgs = {
-    mkdirs: [],
-    files: [],
-    proxyForward: null,
-    limits: null,
-    sandboxRoot: null,
-    env: {},
-    pipedArgs: 0,
-    command: [],
-  };
-  for (let i = 0; i < argv.length; i++) {
-    const a = argv[i];
-    if (a === '--') {
-      out.command = argv.slice(i + 1);
-      break;
-    }
-    const v = argv[++i];
-    if (v === undefined) throw new Error(`${a} needs a value`);
-    if (a === '--mkdir') out.mkdirs.push(v);
-    else if (a === '--bwrap-args') out.pipedArgs = Number(v);
-    else if (a === '--sandbox-root') out.sandboxRoot = v;
-    else if (a === '--limits') {
-      const l: Record<string, number> = {};
-      for (const part of v.split(',')) {
-        const [k, n] = part.split('=');
-        if (!['processes', 'memoryMb', 'cpus', 'diskMb'].includes(k) || !(Number(n) > 0))
-          throw new Error(`--limits: bad entry '${part}'`);
-        l[k] = Number(n);
-      }
-      if (Object.keys(l).length !== 4)
-        throw new Error('--limits needs processes, memoryMb, cpus and diskMb');
-      out.limits = l as unknown as SandboxResources;
-    } else if (a === '--env') {
-      const eq = v.indexOf('=');
-      if (eq <= 0) throw new Error('--env needs NAME=VALUE');
-      out.env[v.slice(0, eq)] = v.slice(eq + 1);
-    } else if (a === '--file') {
-      const eq = v.indexOf('='); // base64 may end with '='
-      out.files.push({ path: v.slice(0, eq), content: Buffer.from(v.slice(eq + 1), 'base64') });
-    } else if (a === '--proxy-forward') {
-      const eq = v.lastIndexOf('=');
-      const target = v.slice(eq + 1);
-      const colon = target.lastIndexOf(':');
-      out.proxyForward = {
-        socket: v.slice(0, eq),
-        host: target.slice(0, colon),
-        port: Number(target.slice(colon + 1)),
-      };
-    } else throw new Error(`unknown option ${a}`);
-  }
-  if (out.command.length === 0) throw new Error('no agent command (after --)');
-  if (
-    !Number.isInteger(out.pipedArgs) ||
-    out.pipedArgs < 0 ||
-    out.pipedArgs > out.command.length - 1
-  )
-    throw new Error("--bwrap-args: not a count of the command's arguments");
-  return out;
-}
+import type { SandboxConfinement } from '../limits/confinement.js';
+import { parseLauncherArgs } from './args.js';
+import { confine } from './confine.js';
 
 const ID_PREFIX = /^\{"jsonrpc":"2\.0","id":(-?\d+|"(?:[^"\\]|\\.)*"|null),/;
 
@@ -345,49 +269,6 @@ export async function runLauncher(
           )
       : Promise.resolve();
     void release.then(() => process.exit(status));
-  });
-}
-
-/** Sets up what this client can enforce of `limits`; reports the rest on stderr by name. */
-async function confine(limits: SandboxResources, root: string | null): Promise<SandboxConfinement> {
-  const cgroups = detectCgroups();
-  removeStaleCgroups(cgroups, CGROUP_PREFIX);
-  const tools = diskQuotaTools();
-  const enforce = new Set<SandboxLimitName>();
-  const missing: string[] = [];
-  for (const [limit, controller] of [
-    ['processes', 'pids'],
-    ['memory', 'memory'],
-    ['cpu', 'cpu'],
-  ] as const) {
-    if (cgroups.parents[controller]) enforce.add(limit);
-    else missing.push(`${limit}: ${cgroups.problems[controller] ?? 'no cgroup'}`);
-  }
-  if (!root) missing.push('disk: no --sandbox-root');
-  else if ('problem' in tools) missing.push(`disk: ${tools.problem}`);
-  else enforce.add('disk');
-  if (missing.length)
-    process.stderr.write(
-      `nomad-agent: sandbox limits NOT enforced on this client: ${missing.join('; ')}\n`,
-    );
-  if (root) {
-    mkdirSync(root, { recursive: true });
-    if ('tools' in tools && isMountPoint(root))
-      await unmountDiskQuota(tools.tools, `${root}.img`, root);
-  }
-  const log = {
-    warn: (msg: string, fields?: object) =>
-      process.stderr.write(`nomad-agent: ${msg} ${JSON.stringify(fields ?? {})}\n`),
-  } satisfies WarningLog;
-  return SandboxConfinement.create({
-    name: `nomad-${process.pid}`,
-    hostDir: root ?? '',
-    image: `${root}.img`,
-    resources: limits,
-    enforce,
-    cgroups,
-    disk: 'tools' in tools ? tools.tools : null,
-    log,
   });
 }
 
