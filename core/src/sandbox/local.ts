@@ -1,6 +1,6 @@
 /**
- * Local sandbox driver: one bubblewrap sandbox per session, running the sandbox agent (agent.ts)
- * with the host's node binary, speaking the protocol over the bwrap process's stdin/stdout.
+ * Local sandbox driver: one bubblewrap sandbox per session, running the sandbox agent
+ * (@agentfleet/sandbox-agent) with the host's node binary, speaking the protocol over the bwrap process's stdin/stdout.
  *
  * Per sandbox a fresh host directory `<rootDir>/<sessionId>/{workspace,tmp,home,outputs}`,
  * bound to /workspace, /tmp, /home/user and /mnt/session/outputs (removed when the sandbox
@@ -103,7 +103,7 @@ export interface LocalDriverOptions {
   rootDir: string;
   /** Host node binary run inside the sandbox (default: this process's). */
   node?: string;
-  /** The compiled agent script (default: dist/sandbox/agent.js beside this module; from source, agent.ts transpiled). */
+  /** The agent program (default: sandboxProgram('agent'), the bundle of @agentfleet/sandbox-agent). */
   agentPath?: string;
   /** bwrap binary (default: `bwrap` on PATH). */
   bwrap?: string;

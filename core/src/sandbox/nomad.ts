@@ -1,6 +1,6 @@
 /**
  * Nomad sandbox driver: one Nomad job per session (nomad/src/jobTemplate.ts), the sandbox
- * protocol over TCP to the task's dynamic port `agent` (the task runs nomadAgent.ts, which
+ * protocol over TCP to the task's dynamic port `agent` (the task runs the launcher of @agentfleet/sandbox-agent, which
  * relays to the sandbox agent; see nomadCommand.ts for the command).
  *
  * start: register the job → wait (blocking queries) for its evaluation (placement failures are

@@ -1,6 +1,6 @@
 /**
- * The command a Nomad sandbox task runs: the TCP launcher (nomadAgent.ts) in front of the sandbox
- * agent (agent.ts), optionally wrapped in bubblewrap exactly as the local driver does (same
+ * The command a Nomad sandbox task runs: the TCP launcher (sandbox-agent/src/launcher/) in front of
+ * the sandbox agent (sandbox-agent/src/agent/), optionally wrapped in bubblewrap exactly as the local driver does (same
  * layout, namespaces, no network but the proxy socket). With `raw_exec`, bubblewrap is what
  * isolates the sandbox; Nomad places it and accounts its resources.
  *
@@ -26,9 +26,9 @@ import {
 export interface NomadAgentCommandOptions {
   /** node on the Nomad client. */
   node: string;
-  /** The compiled launcher (dist/sandbox/nomadAgent.js) on the client. */
+  /** The bundled launcher on the client (sandboxProgram('launcher'), @agentfleet/sandbox-agent). */
   launcher: string;
-  /** The compiled agent (dist/sandbox/agent.js) on the client. */
+  /** The bundled agent on the client (sandboxProgram('agent'), @agentfleet/sandbox-agent). */
   agent: string;
   /** bwrap on the client; false runs the agent unwrapped (no isolation but the task driver's). Default "bwrap". */
   bwrap?: string | false;
@@ -38,7 +38,7 @@ export interface NomadAgentCommandOptions {
   hidePaths?: string[];
   /**
    * Per-sandbox limits the launcher enforces on the client (cgroups, a size-capped disk; see
-   * nomadAgent.ts), from the spec's instance size lowered by `caps`. Default on; false: none.
+   * sandbox-agent/src/launcher/), from the spec's instance size lowered by `caps`. Default on; false: none.
    */
   limits?: false | { caps?: SandboxLimitCaps };
 }

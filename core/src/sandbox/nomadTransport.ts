@@ -1,6 +1,6 @@
 /**
  * The sandbox protocol's transport to a Nomad sandbox: a TCP connection to the task's launcher
- * (nomadAgent.ts), authenticated by a first `auth` line with the sandbox's token.
+ * (sandbox-agent/src/launcher/), authenticated by a first `auth` line with the sandbox's token.
  *
  * With `reconnect`, a connection that drops (network blip, launcher still running) is re-opened
  * for up to `reconnectForMs` (default 30 s) before the transport reports itself closed; lines
