@@ -5,7 +5,7 @@
 # run a sandbox by hand:
 #
 #   nomad job run -var session_id=sesn_123 -var tenant_id=ten_1 -var environment_id=env_1 \
-#     -var 'agent_command=["/usr/bin/node","/opt/agentfleet/nomadAgent.js","--","/usr/bin/node","/opt/agentfleet/agent.js"]' \
+#     -var 'agent_command=["/usr/bin/node","/opt/agentfleet/launcher.mjs","--","/usr/bin/node","/opt/agentfleet/agent.mjs"]' \
 #     nomad/templates/sandbox.hcl
 #
 # Instance sizes (spec limits): small 1 vCPU / 4 GB (default), medium 2 / 8, large 4 / 16; 4 GB disk.
