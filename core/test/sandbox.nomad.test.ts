@@ -2,9 +2,9 @@
  * The Nomad sandbox driver against the Nomad API fake (test/nomad/fake.ts), which runs each
  * job's task on this machine as a child process (raw_exec semantics). The task is what a real
  * client would run: the TCP launcher (sandbox-agent/src/launcher/) in front of the agent wrapped
- * in bubblewrap (nomadAgentCommand), so the driver contract runs end to end: job registration, evaluation and
- * allocation watch with blocking queries, the agent port from the allocation, the token, exit
- * codes from TaskStates, stop and purge. Needs `bwrap`, like the local driver's tests.
+ * in bubblewrap (nomadAgentCommand), so the driver contract runs end to end: job registration,
+ * evaluation and allocation watch with blocking queries, the agent port from the allocation, the
+ * token, exit codes from TaskStates, stop and purge. Needs `bwrap`, like the local driver's tests.
  */
 import { readFileSync } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
