@@ -4,10 +4,11 @@
  * wrong), the streamed archive/extract round trip with the tar CLI and with the built-in tar,
  * and exit when stdin ends.
  */
-import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
+import { spawn, type ChildProcessByStdio } from 'node:child_process';
 import { mkdtempSync, readFileSync, readlinkSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { mkdirSync, symlinkSync } from 'node:fs';
 import { tmpdir } from 'node:os';
+import type { Readable, Writable } from 'node:stream';
 import { join } from 'node:path';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import { lineSplitter } from '../src/lineSplitter.js';
@@ -18,7 +19,7 @@ const base = mkdtempSync(join(tmpdir(), 'agent-protocol-'));
 afterAll(() => rmSync(base, { recursive: true, force: true }));
 
 interface Agent {
-  child: ChildProcessWithoutNullStreams;
+  child: ChildProcessByStdio<Writable, Readable, null>;
   messages: Array<Record<string, any>>;
   sendLine(line: string): void;
   call(method: string, params?: unknown): Promise<Record<string, any>>;
