@@ -41,6 +41,13 @@ export function lineSplitter(
         dropping = false;
         continue;
       }
+      if (size + piece.length > maxLineBytes) {
+        // the whole line arrived before its size was checked: dropped all the same
+        onTooLong(size + piece.length);
+        parts = [];
+        size = 0;
+        continue;
+      }
       let line: string;
       if (parts.length) {
         parts.push(piece);

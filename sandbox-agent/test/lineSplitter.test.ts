@@ -37,7 +37,13 @@ describe('lineSplitter', () => {
     expect(lines).toEqual(['ok', 'next']);
   });
 
-  it('drops an over-long line that arrives in one chunk with its newline, keeps the next', () => {
+  it('drops an over-long line that arrives whole in one chunk, newline included', () => {
+    const { lines, tooLong } = split(['before\n' + 'z'.repeat(30) + '\nafter\n'], 10);
+    expect(tooLong).toEqual([30]);
+    expect(lines).toEqual(['before', 'after']);
+  });
+
+  it('drops an over-long line whose newline comes in a later chunk, keeps the next', () => {
     const { lines, tooLong } = split(['a'.repeat(30), 'b\nafter\n'], 10);
     expect(tooLong).toHaveLength(1);
     expect(lines).toEqual(['after']);
