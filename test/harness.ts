@@ -2,7 +2,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import Anthropic from '@anthropic-ai/sdk';
-import { startServer, type RunningServer } from '@agentfleet/gateway';
+import { startServer, type RunningServer } from '@agentfleet/server';
 import { startScriptedModelServer, type ScriptedModelServer } from './fixtures/scriptedModel.js';
 
 export const BETA = { 'anthropic-beta': 'managed-agents-2026-04-01' };

@@ -18,7 +18,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { loadConfig } from '@agentfleet/core';
 import { freePort, REPO, startProcess } from './process.js';
 
-const CLI = join(REPO, 'gateway/src/cli.ts');
+const CLI = join(REPO, 'server/src/cli.ts');
 const HASH_FILE = 'operator-key.sha256';
 const sha256 = (s: string) => createHash('sha256').update(s).digest('hex');
 /** A host where the worker cannot create cgroups (not root) runs the local driver only with limits opted out. */

@@ -24,7 +24,7 @@ export async function startProcess(
 ): Promise<{ child: ChildProcess; output: () => string }> {
   const child = spawn(
     process.execPath,
-    ['--conditions=source', '--import', 'tsx', join(REPO, 'gateway/src/cli.ts'), role],
+    ['--conditions=source', '--import', 'tsx', join(REPO, 'server/src/cli.ts'), role],
     {
       cwd: REPO,
       env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '', ...env },

@@ -8,7 +8,7 @@ import { REPO } from './process.js';
 const run = (env: Record<string, string>) =>
   spawnSync(
     process.execPath,
-    ['--conditions=source', '--import', 'tsx', join(REPO, 'gateway/src/cli.ts'), 'all'],
+    ['--conditions=source', '--import', 'tsx', join(REPO, 'server/src/cli.ts'), 'all'],
     {
       cwd: REPO,
       env: { HOME: process.env.HOME ?? '', PATH: process.env.PATH ?? '', ...env },
@@ -65,7 +65,7 @@ describe.runIf(process.getuid?.() === 0)('sandbox limits at start-up', () => {
   const NOBODY = 65534;
   const cli = [
     process.execPath,
-    ['--conditions=source', '--import', 'tsx', join(REPO, 'gateway/src/cli.ts'), 'all'],
+    ['--conditions=source', '--import', 'tsx', join(REPO, 'server/src/cli.ts'), 'all'],
   ] as const;
   const envFor = (dir: string, extra: Record<string, string> = {}) => ({
     HOME: dir,

@@ -7,7 +7,7 @@
  *   missing in memory only; `prepareDataDir` writes it, and the server calls it only once every
  *   start-up check passed (adapters connected, sandbox runtime and limits checked). So a start
  *   that fails leaves no operator key hash behind whose key was never printed, and the start
- *   that stores one prints its key (gateway/src/cli.ts). If listening fails after that,
+ *   that stores one prints its key (server/src/cli.ts). If listening fails after that,
  *   `undoOperatorKey` removes the hash again.
  * - Files are created exclusively (never overwritten by a concurrent start) with mode 0600.
  * - `rotateOperatorKey` replaces the stored hash atomically (write + rename) with the hash of a

@@ -29,12 +29,29 @@ export {
   MemoryRateLimiter,
 } from './adapters/embedded/coordination.js';
 export { openEmbeddedStore } from './adapters/embedded/documentStore.js';
+export {
+  openMongoRouter,
+  openGridFsObjects,
+  databaseOf,
+  type MongoRouter,
+} from './adapters/mongo/router.js';
+export { openKafkaBus, openRedisCoordination } from './adapters/connect.js';
 export * from './log.js';
 export * from './metrics.js';
 export * from './ports/sandbox.js';
 export * from './ports/objectStore.js';
-export { createSandboxRuntime, type SandboxRuntime } from './sandbox/runtime.js';
-export { createLocalDriver, checkBubblewrap } from './sandbox/local.js';
+export {
+  createSandboxRuntime,
+  type SandboxRuntime,
+  type SandboxDriverWiring,
+} from './sandbox/runtime.js';
+export {
+  createLocalDriver,
+  checkBubblewrap,
+  BWRAP_MISSING_MESSAGE,
+  type LocalLimitsOptions,
+} from './sandbox/local.js';
+export { describeMissing, noLimitsMessage, probeSandboxLimits } from './sandbox/limits/index.js';
 export { createSandboxManager, type SandboxManagerService } from './sandbox/manager.js';
 export { createDirectoryObjectStore } from './adapters/embedded/objectStore.js';
 export { createOutboundProxy, hostPolicy } from './sandbox/proxy.js';

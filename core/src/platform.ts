@@ -1,6 +1,6 @@
 import type { Config } from './config.js';
 import { SecretBox } from './crypto.js';
-import { selectAdapters } from './adapters/select.js';
+import type { StoreRouter } from './domain/collections.js';
 import type { CommandBus } from './ports/bus.js';
 import type { Coordination } from './ports/coordination.js';
 import type { DocumentStore } from './ports/store.js';
@@ -17,7 +17,21 @@ import { platformMetrics, type PlatformMetrics } from './metrics.js';
 import { FileService, OutputService } from './domain/files.js';
 import type { ObjectStore } from './ports/objectStore.js';
 
-/** Everything gateway and workers share: the adapters chosen by config and the domain services. */
+/**
+ * The adapters a platform runs on, chosen by the composition root (server/src/components.ts):
+ * core wires nothing by itself. `close` closes them (bus, coordination, then stores).
+ */
+export interface Adapters {
+  store: DocumentStore;
+  router: StoreRouter;
+  bus: CommandBus;
+  coordination: Coordination;
+  /** Snapshots, outputs, files: GridFS beside each tenant's documents (fleet mode), else a directory. */
+  objects: ObjectStore;
+  close(): Promise<void>;
+}
+
+/** Everything gateway and workers share: the adapters given by the composition root and the domain services. */
 export interface Platform {
   config: Config;
   store: DocumentStore;
@@ -45,8 +59,8 @@ export interface Platform {
   close(): Promise<void>;
 }
 
-export async function createPlatform(config: Config): Promise<Platform> {
-  const adapters = await selectAdapters(config);
+/** The domain services on the given adapters (which the platform closes with itself). */
+export async function createPlatform(config: Config, adapters: Adapters): Promise<Platform> {
   const store = adapters.store;
   await store.ready();
   const { bus, coordination, router, objects } = adapters;
@@ -76,7 +90,7 @@ export async function createPlatform(config: Config): Promise<Platform> {
   const events = new EventLog(collections, coordination.pubsub, metrics);
   const agents = new AgentService(collections, models, secrets);
   // Snapshots, outputs and files: GridFS in fleet mode (every machine), else a directory
-  // (the processes of one machine); chosen by selectAdapters from OBJECT_STORE.
+  // (the processes of one machine); chosen by the composition root from OBJECT_STORE.
   const files = new FileService(collections, objects, { maxBytes: config.maxFileBytes });
   const outputs = new OutputService(collections, objects);
   const environments = new EnvironmentService(collections);

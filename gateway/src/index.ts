@@ -1,5 +1,6 @@
-export { buildApp } from './app.js';
-export { startServer, type RunningServer } from './server.js';
+export { buildApp, buildOpsApp, type AppOptions } from './app.js';
+export { buildMetricsApp } from './metricsRoute.js';
+export { graphqlPlugin } from './graphql/index.js';
 export {
   buildOpenApi,
   routeTableOf,

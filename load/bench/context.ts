@@ -8,7 +8,7 @@ import http from 'node:http';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { startServer, type RunningServer } from '@agentfleet/gateway';
+import { startServer, type RunningServer } from '@agentfleet/server';
 
 /** The operator key's tenant (core's DEFAULT_TENANT). */
 export const OPERATOR_TENANT = 'tnt_default';

@@ -1,5 +1,5 @@
 /**
- * Platform processes for the worker-scaling section: `gateway/src/cli.ts <role>` run as real
+ * Platform processes for the worker-scaling section: `server/src/cli.ts <role>` run as real
  * child processes, the same command line as test/process.ts startProcess. Unlike that helper, a
  * process that fails to start is killed before the error is thrown, and every process started
  * here is tracked so it can be stopped at the end (SIGTERM, then SIGKILL) and is SIGKILLed when
@@ -10,7 +10,7 @@ import { createServer } from 'node:net';
 import { fileURLToPath } from 'node:url';
 
 const REPO = fileURLToPath(new URL('../../', import.meta.url));
-const CLI = fileURLToPath(new URL('../../gateway/src/cli.ts', import.meta.url));
+const CLI = fileURLToPath(new URL('../../server/src/cli.ts', import.meta.url));
 const START_TIMEOUT_MS = 60_000;
 const STOP_GRACE_MS = 8_000;
 const OUTPUT_LIMIT = 20_000;

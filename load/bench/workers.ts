@@ -1,7 +1,7 @@
 /**
  * Section g: turns/s with 1 vs 2 worker processes. Real processes on the real servers: one gateway
  * and one worker, then (on a fresh FLEET_NAMESPACE, so both start from an empty database) one
- * gateway and two workers (`gateway/src/cli.ts gateway|worker`), all processes of a run on the same
+ * gateway and two workers (`server/src/cli.ts gateway|worker`), all processes of a run on the same
  * namespace. `BENCH_SESSIONS` sessions are driven concurrently through the gateway (each: SSE
  * stream open first, then one turn at a time: POST user.message, wait for session.status_idle)
  * for BENCH_SECONDS per worker count. The scripted model (in this process) answers every request

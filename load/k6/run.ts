@@ -9,7 +9,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { startServer } from '@agentfleet/gateway';
+import { startServer } from '@agentfleet/server';
 
 const here = fileURLToPath(new URL('.', import.meta.url));
 const which = spawnSync('k6', ['version'], { encoding: 'utf8' });

@@ -68,7 +68,7 @@ job "agentfleet-gateway" {
 
       config {
         command = "/usr/bin/node"
-        args    = ["local/agentfleet/gateway/dist/cli.js", "gateway"]
+        args    = ["local/agentfleet/server/dist/cli.js", "gateway"]
       }
 
       env {

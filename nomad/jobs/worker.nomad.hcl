@@ -67,7 +67,7 @@ job "agentfleet-worker" {
 
       config {
         command = "/usr/bin/node"
-        args    = ["local/agentfleet/gateway/dist/cli.js", "worker"]
+        args    = ["local/agentfleet/server/dist/cli.js", "worker"]
       }
 
       env {

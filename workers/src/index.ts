@@ -1,3 +1,4 @@
 export { TurnRunner } from './turnRunner.js';
 export { buildHistory } from './history.js';
 export { ToolExecutor, toolSpecs, classify } from './tools.js';
+export { startWorker, type RunningWorker } from './startWorker.js';

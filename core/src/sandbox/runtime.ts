@@ -11,13 +11,6 @@ import {
 } from '../ports/sandbox.js';
 import { createOutboundProxy, hostPolicy, type OutboundProxy } from './proxy.js';
 import { createEgressPolicy } from '../egress/policy.js';
-import {
-  checkBubblewrap,
-  createLocalDriver,
-  BWRAP_MISSING_MESSAGE,
-  type LocalLimitsOptions,
-} from './local.js';
-import { describeMissing, noLimitsMessage, probeSandboxLimits } from './limits/index.js';
 import { createSandboxManager, type SandboxManagerService } from './manager.js';
 import { webFetch, webSearch, type WebSearchBackend } from '../tools/web.js';
 
@@ -115,94 +108,32 @@ export interface SandboxRuntime {
   close(): Promise<void>;
 }
 
+/** What the runtime gives the driver it is built on: the session's outbound proxy socket. */
+export interface SandboxDriverWiring {
+  proxySocket(spec: SandboxSpec): Promise<{ path: string; release: () => void }>;
+}
+
 /**
- * The worker side of sandboxes: the driver chosen by config, the lifecycle manager, a proxy per
+ * The worker side of sandboxes: the driver the composition root chose (server/src/sandboxDriver.ts), the lifecycle manager, a proxy per
  * session, the web tools through that proxy, and destroy requests from gateways.
  */
 export async function createSandboxRuntime(
   p: Platform,
   log: Logger,
-  driverOverride?: SandboxDriver,
-): Promise<SandboxRuntime | null> {
+  makeDriver: (wiring: SandboxDriverWiring) => Promise<SandboxDriver>,
+): Promise<SandboxRuntime> {
   const cfg = p.config.sandbox;
-  if (cfg.driver === 'none' && !driverOverride) return null;
   const proxies = new ProxyRegistry(
     join(cfg.rootDir, 'px'),
     p,
     log.child({ component: 'outbound-proxy' }),
   );
-  let driver: SandboxDriver;
-  if (driverOverride) driver = driverOverride;
-  else if (cfg.driver === 'local') {
-    const check = checkBubblewrap();
-    if (!check.ok)
-      throw new Error(
-        `${check.message ?? BWRAP_MISSING_MESSAGE}. Or set SANDBOX_DRIVER=none to run without sandboxes (tools that need one then answer with an error).`,
-      );
-    const localRoot = join(cfg.rootDir, 'local');
-    // Per-sandbox limits: refuse a host that can enforce none, name what is missing otherwise.
-    let limits: LocalLimitsOptions | false = false;
-    if (cfg.unsafeNoLimits)
-      log.warn(
-        'SANDBOX_UNSAFE_NO_LIMITS=true: sandboxes run without process, memory, CPU or disk limits',
-      );
-    else {
-      mkdirSync(localRoot, { recursive: true, mode: 0o700 });
-      const probe = await probeSandboxLimits(localRoot);
-      if (probe.enforced.length === 0) throw new Error(noLimitsMessage(probe));
-      if (probe.missing.length)
-        log.warn(
-          `sandbox limits NOT enforced on this host: ${probe.missing.map((m) => m.limit).join(', ')} (${describeMissing(probe)})`,
-        );
-      log.info('sandbox limits enforced', {
-        limits: probe.enforced,
-        cgroups: `v${probe.cgroups.version}`,
-        caps: cfg.limitCaps,
-      });
-      limits = { probe, caps: cfg.limitCaps };
-    }
-    driver = createLocalDriver({
-      rootDir: localRoot,
-      limits,
-      hidePaths: [p.config.dataDir],
-      proxySocket: async (spec: SandboxSpec) => {
-        const h = await proxies.acquire(spec);
-        return { path: h.socketPath, release: h.release };
-      },
-      log: log.child({ component: 'sandbox-local' }),
-    });
-  } else {
-    // One Nomad job per session. The job runs our launcher + bubblewrap + the agent with this
-    // worker's node and scripts, so Nomad clients need the same paths (see README). Sandboxes on
-    // Nomad get no outbound proxy yet: the per-session proxies listen on this worker's unix sockets.
-    const n = p.config.sandbox.nomad!;
-    const { NomadClient } = await import('@agentfleet/nomad');
-    const { createNomadDriver } = await import('./nomad.js');
-    const { nomadAgentCommand } = await import('./nomadCommand.js');
-    const { sandboxProgram } = await import('@agentfleet/sandbox-agent');
-    const scriptsDir = join(cfg.rootDir, 'scripts');
-    const scripts = {
-      launcher: await sandboxProgram('launcher', scriptsDir),
-      agent: await sandboxProgram('agent', scriptsDir),
-    };
-    driver = createNomadDriver({
-      client: new NomadClient({
-        address: n.address,
-        token: n.token ?? undefined,
-        namespace: n.namespace ?? undefined,
-        region: n.region ?? undefined,
-      }),
-      agentCommand: (spec) =>
-        nomadAgentCommand(spec, {
-          node: process.execPath,
-          launcher: scripts.launcher,
-          agent: scripts.agent,
-          limits: cfg.unsafeNoLimits ? false : { caps: cfg.limitCaps },
-        }),
-      limitCaps: cfg.limitCaps,
-      log: log.child({ component: 'sandbox-nomad' }),
-    });
-  }
+  const driver = await makeDriver({
+    proxySocket: async (spec: SandboxSpec) => {
+      const h = await proxies.acquire(spec);
+      return { path: h.socketPath, release: h.release };
+    },
+  });
   const manager = createSandboxManager({
     driver,
     objects: p.objects,

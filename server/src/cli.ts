@@ -1,5 +1,6 @@
+#!/usr/bin/env node
 /**
- * The agentfleet command: `agentfleet [all|gateway|worker]` starts a role (gateway/src/server.ts
+ * The agentfleet command: `agentfleet [all|gateway|worker]` starts a role (server/src/start.ts
  * has the start-up sequence); `agentfleet rotate-operator-key` is the admin command for an
  * operator who lost the key printed on first start (embedded data dir only; refused when API_KEY
  * is set). Start-up failures are one message and exit code 1 (test/startup.test.ts); the key a
@@ -12,7 +13,7 @@ import {
   rotateOperatorKey,
   type Role,
 } from '@agentfleet/core';
-import { startServer } from './server.js';
+import { startServer } from './start.js';
 
 const USAGE = 'usage: agentfleet [all|gateway|worker]\n       agentfleet rotate-operator-key\n';
 const fail = (err: unknown): never => {

@@ -12,10 +12,10 @@ import {
   type Platform,
   type Role,
 } from '@agentfleet/core';
-import { ToolExecutor, TurnRunner } from '@agentfleet/workers';
-import { buildApp, buildOpsApp } from './app.js';
-import { buildMetricsApp } from './metricsRoute.js';
-import { graphqlPlugin } from './graphql/index.js';
+import { startWorker, type RunningWorker } from '@agentfleet/workers';
+import { buildApp, buildMetricsApp, buildOpsApp, graphqlPlugin } from '@agentfleet/gateway';
+import { selectComponents, type ComponentOverrides } from './components.js';
+import { sandboxDriverFor } from './sandboxDriver.js';
 
 export interface RunningServer {
   url: string;
@@ -31,8 +31,9 @@ export interface RunningServer {
 }
 
 /**
- * Starts the platform in one process: the gateway (role all|gateway) and the turn runner
- * (role all|worker), on the adapters the config selects. Shutdown order: stop accepting HTTP,
+ * The composition root's role wiring. Starts the platform in one process: the gateway (role
+ * all|gateway) and the turn runner (role all|worker), on the components the config selects
+ * (server/src/components.ts; `overrides` replace a port's default). Shutdown order: stop accepting HTTP,
  * stop the workers (finish in-flight turns), then close the adapters.
  *
  * Start-up sequence: parse the config (pure) → read the data dir's secrets (generating missing
@@ -41,32 +42,31 @@ export interface RunningServer {
  * A failure before the data dir step writes no secret; a failure to listen removes the
  * operator key hash this start stored. An operator key from the data dir is then followed:
  * `agentfleet rotate-operator-key` takes effect on the running server (test/operator-key.test.ts).
+ * Every harness-based test (test/harness.ts) starts the platform through here.
  */
 export async function startServer(
   role: Role,
   env: Record<string, string | undefined> = process.env,
+  overrides: ComponentOverrides = {},
 ): Promise<RunningServer> {
   const plan = readDataDir(loadConfig(role, env));
   const { config } = plan;
   const log = createLogger(config.logLevel, { role });
-  const platform = await createPlatform(config);
-  let runner: TurnRunner | null = null;
+  const components = await selectComponents(config, overrides);
+  let platform: Platform;
+  try {
+    platform = await createPlatform(config, components);
+  } catch (err) {
+    await components.close();
+    throw err;
+  }
+  let runner: RunningWorker | null = null;
   let sandboxes: SandboxRuntime | null = null;
   if (role === 'all' || role === 'worker') {
     try {
-      sandboxes = await createSandboxRuntime(platform, log);
-      const tools = new ToolExecutor({
-        sandbox: sandboxes?.manager ?? null,
-        web: sandboxes?.web ?? null,
-      });
-      runner = new TurnRunner(
-        platform,
-        `worker-${process.pid}-${Math.random().toString(36).slice(2, 8)}`,
-        log.child({ component: 'turn-runner' }),
-        tools,
-        sandboxes?.manager ?? null,
-      );
-      await runner.start();
+      const driver = sandboxDriverFor(platform, log);
+      if (driver) sandboxes = await createSandboxRuntime(platform, log, driver);
+      runner = await startWorker({ platform, sandboxes, log });
     } catch (err) {
       await sandboxes?.close();
       await platform.close();

@@ -1,0 +1,13 @@
+export { startServer, type RunningServer } from './start.js';
+export {
+  selectComponents,
+  defaultBus,
+  defaultCoordination,
+  type ComponentOverrides,
+} from './components.js';
+export {
+  sandboxDriverFor,
+  localDriver,
+  nomadDriver,
+  type SandboxDriverFactory,
+} from './sandboxDriver.js';

@@ -1,0 +1,112 @@
+/**
+ * The sandbox driver of a worker, chosen from the typed config: SANDBOX_DRIVER=local (bubblewrap
+ * on this machine, per-sandbox limits probed), nomad (one Nomad job per session running the
+ * bundled launcher and agent), none (no sandbox runtime). A local start refuses a host without
+ * bubblewrap or without any enforceable limit, with one message naming the fix
+ * (test/startup.test.ts); sandboxes run through it in test/sandbox-tools.test.ts and
+ * test/built-output.test.ts, Nomad in test/nomad/.
+ */
+import { mkdirSync } from 'node:fs';
+import { join } from 'node:path';
+import {
+  BWRAP_MISSING_MESSAGE,
+  checkBubblewrap,
+  createLocalDriver,
+  createNomadDriver,
+  describeMissing,
+  noLimitsMessage,
+  nomadAgentCommand,
+  probeSandboxLimits,
+  sandboxProgram,
+  type LocalLimitsOptions,
+  type Logger,
+  type Platform,
+  type SandboxDriver,
+  type SandboxDriverWiring,
+} from '@agentfleet/core';
+import { NomadClient } from '@agentfleet/nomad';
+
+export type SandboxDriverFactory = (wiring: SandboxDriverWiring) => Promise<SandboxDriver>;
+
+/** The driver factory the config names, or null for SANDBOX_DRIVER=none. */
+export function sandboxDriverFor(p: Platform, log: Logger): SandboxDriverFactory | null {
+  const cfg = p.config.sandbox;
+  if (cfg.driver === 'none') return null;
+  if (cfg.driver === 'local') return (wiring) => localDriver(p, log, wiring);
+  return () => nomadDriver(p, log);
+}
+
+/** Bubblewrap on this machine, with the per-sandbox limits this host can enforce. */
+export async function localDriver(
+  p: Platform,
+  log: Logger,
+  wiring: SandboxDriverWiring,
+): Promise<SandboxDriver> {
+  const cfg = p.config.sandbox;
+  const check = checkBubblewrap();
+  if (!check.ok)
+    throw new Error(
+      `${check.message ?? BWRAP_MISSING_MESSAGE}. Or set SANDBOX_DRIVER=none to run without sandboxes (tools that need one then answer with an error).`,
+    );
+  const localRoot = join(cfg.rootDir, 'local');
+  // Per-sandbox limits: refuse a host that can enforce none, name what is missing otherwise.
+  let limits: LocalLimitsOptions | false = false;
+  if (cfg.unsafeNoLimits)
+    log.warn(
+      'SANDBOX_UNSAFE_NO_LIMITS=true: sandboxes run without process, memory, CPU or disk limits',
+    );
+  else {
+    mkdirSync(localRoot, { recursive: true, mode: 0o700 });
+    const probe = await probeSandboxLimits(localRoot);
+    if (probe.enforced.length === 0) throw new Error(noLimitsMessage(probe));
+    if (probe.missing.length)
+      log.warn(
+        `sandbox limits NOT enforced on this host: ${probe.missing.map((m) => m.limit).join(', ')} (${describeMissing(probe)})`,
+      );
+    log.info('sandbox limits enforced', {
+      limits: probe.enforced,
+      cgroups: `v${probe.cgroups.version}`,
+      caps: cfg.limitCaps,
+    });
+    limits = { probe, caps: cfg.limitCaps };
+  }
+  return createLocalDriver({
+    rootDir: localRoot,
+    limits,
+    hidePaths: [p.config.dataDir],
+    proxySocket: wiring.proxySocket,
+    log: log.child({ component: 'sandbox-local' }),
+  });
+}
+
+/**
+ * One Nomad job per session. The job runs our launcher + bubblewrap + the agent with this
+ * worker's node and scripts, so Nomad clients need the same paths (see README). Sandboxes on
+ * Nomad get no outbound proxy yet: the per-session proxies listen on this worker's unix sockets.
+ */
+export async function nomadDriver(p: Platform, log: Logger): Promise<SandboxDriver> {
+  const cfg = p.config.sandbox;
+  const n = cfg.nomad!;
+  const scriptsDir = join(cfg.rootDir, 'scripts');
+  const scripts = {
+    launcher: await sandboxProgram('launcher', scriptsDir),
+    agent: await sandboxProgram('agent', scriptsDir),
+  };
+  return createNomadDriver({
+    client: new NomadClient({
+      address: n.address,
+      token: n.token ?? undefined,
+      namespace: n.namespace ?? undefined,
+      region: n.region ?? undefined,
+    }),
+    agentCommand: (spec) =>
+      nomadAgentCommand(spec, {
+        node: process.execPath,
+        launcher: scripts.launcher,
+        agent: scripts.agent,
+        limits: cfg.unsafeNoLimits ? false : { caps: cfg.limitCaps },
+      }),
+    limitCaps: cfg.limitCaps,
+    log: log.child({ component: 'sandbox-nomad' }),
+  });
+}

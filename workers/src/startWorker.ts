@@ -1,0 +1,37 @@
+/**
+ * The worker's start function: the turn runner with its tool executor, on a platform and an
+ * optional sandbox runtime the composition root built (server/src/start.ts). Stopping finishes
+ * in-flight turns first. Proven by every test that runs turns (test/sdk-flow.test.ts,
+ * test/crash-recovery.test.ts, test/fleet.test.ts).
+ */
+import type { Logger, Platform, SandboxRuntime } from '@agentfleet/core';
+import { ToolExecutor } from './tools.js';
+import { TurnRunner } from './turnRunner.js';
+
+export interface RunningWorker {
+  /** Stops taking turns and waits for the in-flight ones (up to the drain period). */
+  stop(): Promise<void>;
+}
+
+export async function startWorker(opts: {
+  platform: Platform;
+  /** null: no sandbox runtime (SANDBOX_DRIVER=none); sandbox tools then answer with an error. */
+  sandboxes: SandboxRuntime | null;
+  log: Logger;
+  workerId?: string;
+}): Promise<RunningWorker> {
+  const { platform, sandboxes, log } = opts;
+  const tools = new ToolExecutor({
+    sandbox: sandboxes?.manager ?? null,
+    web: sandboxes?.web ?? null,
+  });
+  const runner = new TurnRunner(
+    platform,
+    opts.workerId ?? `worker-${process.pid}-${Math.random().toString(36).slice(2, 8)}`,
+    log.child({ component: 'turn-runner' }),
+    tools,
+    sandboxes?.manager ?? null,
+  );
+  await runner.start();
+  return { stop: () => runner.stop() };
+}
