@@ -2,7 +2,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import Anthropic from '@anthropic-ai/sdk';
-import { startServer, type RunningServer } from '@agentfleet/server';
+import { startServer, type ComponentOverrides, type RunningServer } from '@agentfleet/server';
 import { startScriptedModelServer, type ScriptedModelServer } from './fixtures/scriptedModel.js';
 
 export const BETA = { 'anthropic-beta': 'managed-agents-2026-04-01' };
@@ -63,7 +63,12 @@ export interface TestPlatform {
 
 /** Starts the whole platform (embedded adapters) and a scripted model server on 127.0.0.1. */
 export async function startPlatform(
-  opts: { env?: Record<string, string>; model?: ScriptedModelServer } = {},
+  opts: {
+    env?: Record<string, string>;
+    model?: ScriptedModelServer;
+    /** Components replacing the config's defaults (server/src/components.ts). */
+    overrides?: ComponentOverrides;
+  } = {},
 ): Promise<TestPlatform> {
   const model = opts.model ?? (await startScriptedModelServer());
   const dataDir = mkdtempSync(join(tmpdir(), 'agentfleet-test-'));
@@ -87,7 +92,7 @@ export async function startPlatform(
       .filter(Boolean)
       .join(','),
   };
-  let server = await startServer('all', env);
+  let server = await startServer('all', env, opts.overrides);
   const clientFor = (apiKey: string) =>
     new Anthropic({ apiKey, baseURL: server.url, maxRetries: 0, timeout: 20_000 });
   const t: TestPlatform = {
@@ -129,7 +134,7 @@ export async function startPlatform(
     async restart() {
       const port = new URL(server.url).port;
       await server.close();
-      server = await startServer('all', { ...env, PORT: port });
+      server = await startServer('all', { ...env, PORT: port }, opts.overrides);
     },
     async close() {
       await server.close();

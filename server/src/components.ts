@@ -3,7 +3,8 @@
  * is an ordinary exported constructor from @agentfleet/core, chosen from the typed config: a
  * real adapter where its URL is set (MONGODB_URL or STORE_BACKENDS, KAFKA_BROKERS, REDIS_URL,
  * OBJECT_STORE=gridfs), else the embedded one. An override replaces the default of its port
- * (`startServer(role, env, overrides)`); an overridden component is closed by whoever made it.
+ * (`startServer(role, env, overrides)`); an overridden component is closed by whoever made it
+ * (test/components.test.ts).
  * Proven by the tests that run on the real adapters (test/fleet.test.ts,
  * test/tenant-placement.test.ts, test/objects-shared.test.ts) and every harness-based test.
  */
