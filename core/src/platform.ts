@@ -26,12 +26,15 @@ export interface Adapters {
   router: StoreRouter;
   bus: CommandBus;
   coordination: Coordination;
-  /** Snapshots, outputs, files: GridFS beside each tenant's documents (fleet mode), else a directory. */
+  /** Snapshots, outputs, files: GridFS beside each tenant's documents (fleet), else a directory. */
   objects: ObjectStore;
   close(): Promise<void>;
 }
 
-/** Everything gateway and workers share: the adapters given by the composition root and the domain services. */
+/**
+ * Everything gateway and workers share: the adapters given by the composition root and the
+ * domain services.
+ */
 export interface Platform {
   config: Config;
   store: DocumentStore;
