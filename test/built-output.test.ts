@@ -6,7 +6,7 @@
  *   agent and a session are created, a message is sent and the turn finishes, after one bash
  *   tool call run by the bundled agent in a bubblewrap sandbox;
  * - role worker (a fleet process: on the real servers, so where they are configured, as in CI):
- *   starts and answers /healthz on its ops port.
+ *   starts and answers /healthz on its ops port; without them it exits 1 naming the settings.
  * Requires `npm run build` first (`npm test` runs it).
  */
 import { spawn, type ChildProcess } from 'node:child_process';
@@ -141,11 +141,27 @@ describe('the built output (node server/dist/cli.js)', () => {
     expect(await stop(p.child)).toBe(0);
   }, 90_000);
 
+  it('role worker without the fleet servers: exits 1 naming the settings it needs', async () => {
+    const child = spawn(process.execPath, [CLI, 'worker'], {
+      cwd: tmpdir(),
+      env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '', ...baseEnv(tempDir()) },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let err = '';
+    child.stderr!.on('data', (d) => (err += d));
+    const code = await new Promise<number | null>((resolve) => child.on('exit', resolve));
+    expect(code).toBe(1);
+    expect(err).toMatch(
+      /^agentfleet: invalid configuration:\n {2}- role 'worker' runs as one process of a fleet: KAFKA_BROKERS, MONGODB_URL and REDIS_URL must all be set/,
+    );
+  }, 30_000);
+
   it.skipIf(!REAL)(
     'role worker: starts on the real servers and answers /healthz',
     async () => {
       const p = await startBuilt('worker', {
         ...baseEnv(join(tempDir(), 'data')),
+        ...realAdapterEnv(),
         SANDBOX_DRIVER: 'none',
       });
       children.push(p.child);
