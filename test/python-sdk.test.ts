@@ -1,0 +1,98 @@
+/**
+ * The official Python SDK (`anthropic`, pinned in test/python/requirements.txt), unchanged,
+ * against an in-process platform (embedded adapters, SANDBOX_DRIVER=none, the scripted model):
+ * the pytest suite in test/python/sdk_suite drives client.beta.* for agents, environments,
+ * sessions (archive/delete on each), events (send, stream with event deltas, list), a custom
+ * tool round trip, files and models. Each Python test must be reported as passed; any failure
+ * fails this test with pytest's output.
+ *
+ * Needs the venv from test/python/setup.sh (.ci/run creates it and sets AGENTFLEET_PYTHON):
+ * without it the test is skipped, and .ci/run fails on any skipped test.
+ */
+import { spawn } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import { homedir } from 'node:os';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { BETA, startPlatform, type TestPlatform } from './harness.js';
+
+const PYTHON =
+  process.env.AGENTFLEET_PYTHON ?? join(homedir(), '.cache/agentfleet/venv/bin/python');
+const available = existsSync(PYTHON);
+const SUITE = join(dirname(fileURLToPath(import.meta.url)), 'python/sdk_suite');
+const TEXT_MODEL = 'claude-sonnet-4-5';
+const TOOL_MODEL = 'py-tool-model';
+
+let t: TestPlatform;
+
+function pytest(env: Record<string, string>): Promise<{ code: number | null; out: string }> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(PYTHON, ['-m', 'pytest', '-v', '-p', 'no:cacheprovider', SUITE], {
+      cwd: SUITE,
+      env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '', ...env },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let out = '';
+    child.stdout.on('data', (d) => (out += d));
+    child.stderr.on('data', (d) => (out += d));
+    const timer = setTimeout(() => child.kill('SIGKILL'), 4 * 60_000);
+    child.on('error', reject);
+    child.on('exit', (code) => {
+      clearTimeout(timer);
+      resolve({ code, out });
+    });
+  });
+}
+
+describe.skipIf(!available)(
+  `official Python SDK${available ? '' : ` (skipped: no ${PYTHON}; run test/python/setup.sh or set AGENTFLEET_PYTHON)`}`,
+  () => {
+    beforeAll(async () => {
+      t = await startPlatform({ env: { SANDBOX_DRIVER: 'none' } });
+      const card = await t.http('/v1/svc/model_cards', {
+        method: 'POST',
+        headers: BETA,
+        json: {
+          model_id: TOOL_MODEL,
+          provider: 'anthropic',
+          model: TOOL_MODEL,
+          base_url: t.model.url,
+          api_key: 'sk-py',
+        },
+      });
+      expect(card.status, await card.clone().text()).toBe(200);
+      t.model.script(
+        TOOL_MODEL,
+        { steps: [{ tool_use: { name: 'lookup', input: { q: 'x' } } }] },
+        { steps: [{ text: 'the answer is 42' }] },
+      );
+      t.model.script(TEXT_MODEL, { steps: [{ text: 'Hello from the model', chunks: 4 }] });
+    });
+    afterAll(async () => {
+      await t?.close();
+    });
+
+    it('every test of the Python SDK suite passes', async () => {
+      const { code, out } = await pytest({
+        AGENTFLEET_BASE_URL: t.url,
+        AGENTFLEET_API_KEY: t.apiKey,
+        AGENTFLEET_TEXT_MODEL: TEXT_MODEL,
+        AGENTFLEET_TOOL_MODEL: TOOL_MODEL,
+      });
+      expect(code, `pytest exit ${code}:\n${out.slice(-40_000)}`).toBe(0);
+      for (const name of [
+        'test_agents_create_retrieve_update_versions_archive',
+        'test_agents_list_created_at_filters_are_instants',
+        'test_agents_list_paginates',
+        'test_environments_lifecycle',
+        'test_sessions_lifecycle_and_filters',
+        'test_send_stream_list_with_deltas',
+        'test_custom_tool_round_trip',
+        'test_files_round_trip',
+        'test_models_list_paginates_and_retrieves',
+      ])
+        expect(out, out).toMatch(new RegExp(`::${name} PASSED`));
+    }, 5 * 60_000);
+  },
+);
