@@ -4,7 +4,7 @@
  * durable once it resolves. Streamed puts and gets (putStream/getStream) keep large objects out
  * of memory.
  *
- * Implementations (chosen in core/src/adapters/select.ts, selectObjectStore):
+ * Implementations (chosen by the composition root, server/src/components.ts):
  * - core/src/adapters/embedded/objectStore.ts: a directory (the embedded default; shared by the
  *   processes of one machine);
  * - core/src/adapters/mongo/objectStore.ts: GridFS on the fleet's MongoDB (fleet mode, shared by
