@@ -7,6 +7,8 @@ import type { SecretBox } from '../crypto.js';
 import type { AgentDoc, Collections } from './collections.js';
 import { decodeCursor, makePage, pageById, type Page } from './pagination.js';
 import type { ModelResolver } from './models.js';
+import { applyMetadataPatch } from './metadata.js';
+import { refuseMultiagent } from './unsupported.js';
 import { MAX_STORED_JSON_DEPTH, nowIso, valueDepth } from '../util.js';
 
 type ModelInput = AgentCreate['model'];
@@ -132,6 +134,7 @@ export class AgentService {
   }
 
   async create(tenant: string, body: AgentCreate): Promise<Agent> {
+    refuseMultiagent(body.multiagent);
     const now = nowIso();
     const spec: AgentSpec = {
       name: body.name,
@@ -250,6 +253,7 @@ export class AgentService {
 
   /** Every change bumps the version; a no-op update returns the current version unchanged. */
   async update(tenant: string, id: string, body: AgentUpdate): Promise<Agent> {
+    refuseMultiagent(body.multiagent);
     for (let attempt = 0; attempt < 5; attempt++) {
       const doc = await this.getDoc(tenant, id);
       if (doc.archived_at)
@@ -329,14 +333,7 @@ export class AgentService {
     if (b.execution_identity !== undefined)
       s.execution_identity = b.execution_identity ?? { type: 'service_account' };
     if (b.multiagent !== undefined) s.multiagent = b.multiagent;
-    if (b.metadata === null) s.metadata = {};
-    else if (b.metadata) {
-      for (const [k, v] of Object.entries(b.metadata)) {
-        if (v === null) delete s.metadata[k];
-        else s.metadata[k] = v;
-      }
-      if (Object.keys(s.metadata).length > 16) throw invalid('metadata', 'at most 16 keys');
-    }
+    s.metadata = applyMetadataPatch(s.metadata, b.metadata);
     return s;
   }
 

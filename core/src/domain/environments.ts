@@ -9,6 +9,7 @@ import { newId, PREFIX } from '../ids.js';
 import type { Collections, EnvironmentDoc } from './collections.js';
 import { pageById, type Page } from './pagination.js';
 import { nowIso } from '../util.js';
+import { applyMetadataPatch } from './metadata.js';
 
 const PKG_KINDS = ['pip', 'npm', 'apt', 'cargo', 'gem', 'go'] as const;
 const emptyPackages = () => Object.fromEntries(PKG_KINDS.map((k) => [k, [] as string[]]));
@@ -30,42 +31,42 @@ export class EnvironmentService {
       if (b.config.type === 'cloud') {
         const n = b.config.networking;
         if (n?.type === 'limited') {
+          // Omitted fields keep their value when the environment is already limited (SDK: omit to preserve).
+          const wasLimited = !doc.network.unrestricted;
           doc.network = {
             ...doc.network,
             unrestricted: false,
-            allowlist: n.allowed_hosts ?? [],
-            allow_mcp_servers: n.allow_mcp_servers ?? false,
-            allow_package_managers: n.allow_package_managers ?? false,
+            allowlist: n.allowed_hosts ?? (wasLimited ? doc.network.allowlist : []),
+            allow_mcp_servers:
+              n.allow_mcp_servers ?? (wasLimited ? doc.network.allow_mcp_servers : false),
+            allow_package_managers:
+              n.allow_package_managers ?? (wasLimited ? doc.network.allow_package_managers : false),
           };
         } else if (n?.type === 'unrestricted') {
           doc.network = { ...doc.network, unrestricted: true, allowlist: [] };
         }
         if (b.config.packages)
-          for (const k of PKG_KINDS) doc.packages[k] = b.config.packages[k] ?? [];
+          for (const k of PKG_KINDS)
+            doc.packages[k] = b.config.packages[k] ?? (isCreate ? [] : (doc.packages[k] ?? []));
       }
     }
     if (b.name != null) doc.name = b.name;
     if (b.description !== undefined) doc.description = b.description;
     if (b.scope != null) doc.scope = b.scope;
     if (b.base_image !== undefined) doc.base_image = b.base_image;
-    if (b.packages) for (const k of PKG_KINDS) doc.packages[k] = b.packages[k] ?? [];
+    if (b.packages)
+      for (const k of PKG_KINDS) doc.packages[k] = b.packages[k] ?? doc.packages[k] ?? [];
     if (b.network) {
-      const allow = b.network.allowlist ?? [];
+      const allow = b.network.allowlist ?? doc.network.allowlist;
       doc.network = {
         ...doc.network,
         allowlist: allow,
-        denylist: b.network.denylist ?? [],
+        denylist: b.network.denylist ?? doc.network.denylist,
         unrestricted: allow.length === 0,
       };
     }
     if (b.env) doc.env = b.env;
-    if (b.metadata) {
-      for (const [k, v] of Object.entries(b.metadata)) {
-        if (v === null) delete doc.metadata[k];
-        else doc.metadata[k] = v;
-      }
-      if (Object.keys(doc.metadata).length > 16) throw invalid('metadata', 'at most 16 keys');
-    }
+    doc.metadata = applyMetadataPatch(doc.metadata, b.metadata);
     if (doc.kind === 'self_hosted') {
       // Runtime settings belong to the runtime host deployment, never to the environment.
       for (const key of Object.keys(doc.metadata)) {
@@ -147,9 +148,24 @@ export class EnvironmentService {
     return render(after);
   }
 
-  /** Refused while any (non-archived) agent's current version references it. */
+  /**
+   * Refused (409) while any (non-archived) agent's current version references it, or while a
+   * non-terminated, non-deleted session runs on it (test/environment-lifecycle.test.ts).
+   */
   async remove(tenant: string, id: string): Promise<{ id: string; type: 'environment_deleted' }> {
     await this.getDoc(tenant, id);
+    const sessions = await this.c.sessions.find(
+      tenant,
+      { environment_id: id, terminated_at: null, deleted_at: null },
+      { limit: 5 },
+    );
+    if (sessions.length) {
+      const ids = sessions.map((s) => s._id);
+      throw conflict(
+        `environment ${id} is used by session(s) ${ids.join(', ')} that are not terminated; delete or terminate them first`,
+        { session_ids: ids },
+      );
+    }
     const users = await this.c.agents.find(
       tenant,
       { 'spec.environment_id': id, archived_at: null },

@@ -16,6 +16,9 @@ import type {
 import { controlChannel, type EventLog } from './eventLog.js';
 import type { ModelResolver } from './models.js';
 import { pageById, type Page } from './pagination.js';
+import { applyMetadataPatch } from './metadata.js';
+import { refuseVaultIds } from './unsupported.js';
+export { refuseUnbuiltEvents } from './unsupported.js';
 import { MAX_STORED_JSON_DEPTH, nowIso, valueDepth } from '../util.js';
 
 /** Derived, never stored: terminated if a terminated timestamp is set; running if a run record exists; else idle. */
@@ -61,6 +64,7 @@ export class SessionService {
   ) {}
 
   async create(tenant: string, body: SessionCreate) {
+    refuseVaultIds(body.vault_ids);
     const ref = typeof body.agent === 'string' ? { id: body.agent } : body.agent;
     const agentDoc = await this.c.agents.get(tenant, ref.id);
     if (!agentDoc) throw invalid('agent', `agent ${ref.id} not found`);
@@ -213,17 +217,13 @@ export class SessionService {
   }
 
   async update(tenant: string, id: string, b: SessionUpdate) {
+    refuseVaultIds(b.vault_ids);
     const s = await this.getDoc(tenant, id);
     const set: Record<string, unknown> = { updated_at: nowIso() };
     if (b.title !== undefined) set.title = b.title;
     if (b.vault_ids !== undefined) set.vault_ids = b.vault_ids;
     if (b.budget !== undefined) set.budget = b.budget;
-    if (b.metadata !== undefined) {
-      const m = b.metadata === null ? {} : { ...s.metadata };
-      for (const [k, v] of Object.entries(b.metadata ?? {})) v === null ? delete m[k] : (m[k] = v);
-      if (Object.keys(m).length > 16) throw invalid('metadata', 'at most 16 keys');
-      set.metadata = m;
-    }
+    if (b.metadata !== undefined) set.metadata = applyMetadataPatch(s.metadata, b.metadata);
     if (b.agent?.tools !== undefined) set['agent.tools'] = normalizeTools(b.agent.tools);
     if (b.agent?.mcp_servers !== undefined)
       set['agent.mcp_servers'] = this.agents.sealMcp(

@@ -14,6 +14,7 @@ import {
   decodeCursor,
   encodeCursor,
   followSession,
+  refuseUnbuiltEvents,
   renderEvent,
   type Platform,
   type StreamItem,
@@ -56,6 +57,7 @@ export function sessionRoutes(app: FastifyInstance, p: Platform) {
   );
 
   app.post<{ Params: { id: string } }>('/v1/sessions/:id/events', async (req, reply) => {
+    refuseUnbuiltEvents(req.body);
     const written = await p.sessions.send(tenantOf(req), req.params.id, sendBody(req).events);
     // The spec answers 202; the SDK reads `{data}`: both are served.
     return reply.code(202).send({ data: written.map(renderEvent) });

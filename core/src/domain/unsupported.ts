@@ -1,0 +1,38 @@
+/**
+ * Settings the SDK can send that this deployment has not built yet are refused with a 400
+ * naming the field, never stored silently (issue 9, "Not built yet"). Proved by
+ * test/unsupported-fields.test.ts.
+ */
+import { invalid } from '../errors.js';
+
+export const notSupportedYet = (field: string, what: string) =>
+  invalid(field, `${what} is not supported yet by this deployment`);
+
+/** Input event types the SDK defines that the turn runner does not handle yet. */
+const UNBUILT_EVENT_TYPES: Record<string, string> = {
+  'user.define_outcome': 'outcomes (user.define_outcome)',
+  'system.message': 'system.message input events',
+};
+
+/** Checked on the raw body before schema validation, so the answer names the unbuilt feature. */
+export function refuseUnbuiltEvents(body: unknown): void {
+  const events = (body as { events?: unknown } | null)?.events;
+  if (!Array.isArray(events)) return;
+  events.forEach((e, i) => {
+    const type = (e as { type?: unknown } | null)?.type;
+    if (typeof type === 'string' && UNBUILT_EVENT_TYPES[type])
+      throw notSupportedYet(`events[${i}].type`, UNBUILT_EVENT_TYPES[type]!);
+  });
+}
+
+/** `multiagent` (agent create/update): null means "none" and is accepted. */
+export function refuseMultiagent(value: unknown): void {
+  if (value !== undefined && value !== null)
+    throw notSupportedYet('multiagent', 'multiagent orchestration');
+}
+
+/** `vault_ids` (session create/update): vaults do not exist yet; an empty list is accepted. */
+export function refuseVaultIds(value: unknown): void {
+  if (Array.isArray(value) && value.length > 0)
+    throw notSupportedYet('vault_ids', 'vaults (vault_ids)');
+}

@@ -1,0 +1,103 @@
+/**
+ * Settings the SDK can send but this deployment has not built are refused with a 400 naming the
+ * field and saying "not supported yet", and nothing is stored (core/src/domain/unsupported.ts):
+ * agent `multiagent`, session `vault_ids`, input events `user.define_outcome` and
+ * `system.message`. Through the official TypeScript SDK and plain HTTP.
+ */
+import Anthropic from '@anthropic-ai/sdk';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startPlatform, type TestPlatform } from './harness.js';
+
+let t: TestPlatform;
+beforeAll(async () => {
+  t = await startPlatform();
+});
+afterAll(async () => {
+  await t?.close();
+});
+
+async function refused(p: Promise<unknown>, field: string) {
+  const err = await p.then(
+    () => null,
+    (e: unknown) => e,
+  );
+  expect(err).toBeInstanceOf(Anthropic.BadRequestError);
+  const body = (err as InstanceType<typeof Anthropic.BadRequestError>).error as any;
+  expect(body.error.message).toContain(field);
+  expect(body.error.message).toContain('not supported yet');
+}
+
+describe('unbuilt settings are refused, never stored', () => {
+  it('agent multiagent: refused on create and update; null is accepted', async () => {
+    const c = t.client;
+    const before = (await c.beta.agents.list()).data.length;
+    await refused(
+      c.beta.agents.create({
+        name: 'm',
+        model: 'claude-sonnet-4-5',
+        multiagent: { type: 'coordinator', agents: [] } as any,
+      }),
+      'multiagent',
+    );
+    expect((await c.beta.agents.list()).data.length).toBe(before);
+    const a = await c.beta.agents.create({ name: 'ok', model: 'claude-sonnet-4-5' });
+    await refused(
+      c.beta.agents.update(a.id, {
+        version: a.version,
+        multiagent: { type: 'coordinator' },
+      } as any),
+      'multiagent',
+    );
+    const after = await c.beta.agents.retrieve(a.id);
+    expect(after.version).toBe(a.version);
+    expect((after as any).multiagent ?? null).toBeNull();
+  });
+
+  it('session vault_ids: refused on create and update; an empty list is accepted', async () => {
+    const c = t.client;
+    const env = await c.beta.environments.create({ name: 'v' });
+    const a = await c.beta.agents.create({ name: 'v', model: 'claude-sonnet-4-5' });
+    await refused(
+      c.beta.sessions.create({ agent: a.id, environment_id: env.id, vault_ids: ['vlt_nope'] }),
+      'vault_ids',
+    );
+    expect((await c.beta.sessions.list()).data.filter((s) => s.agent.id === a.id)).toEqual([]);
+    const s = await c.beta.sessions.create({ agent: a.id, environment_id: env.id, vault_ids: [] });
+    await refused(c.beta.sessions.update(s.id, { vault_ids: ['vlt_x'] }), 'vault_ids');
+    expect((await c.beta.sessions.retrieve(s.id)).vault_ids).toEqual([]);
+  });
+
+  it('user.define_outcome and system.message events: 400 naming events[i].type, nothing appended', async () => {
+    const c = t.client;
+    const env = await c.beta.environments.create({ name: 'o' });
+    const a = await c.beta.agents.create({ name: 'o', model: 'claude-sonnet-4-5' });
+    const s = await c.beta.sessions.create({ agent: a.id, environment_id: env.id });
+    await refused(
+      c.beta.sessions.events.send(s.id, {
+        events: [
+          {
+            type: 'user.define_outcome',
+            description: 'done',
+            rubric: { type: 'text', content: 'x' },
+          },
+        ] as any,
+      }),
+      'events[0].type',
+    );
+    const r = await t.http(`/v1/sessions/${s.id}/events`, {
+      method: 'POST',
+      json: {
+        events: [
+          { type: 'user.message', content: [{ type: 'text', text: 'hi' }] },
+          { type: 'system.message', content: [{ type: 'text', text: 'be brief' }] },
+        ],
+      },
+    });
+    expect(r.status).toBe(400);
+    const body = (await r.json()) as any;
+    expect(body.type).toBe('error');
+    expect(body.error.message).toContain('events[1].type');
+    expect(body.error.message).toContain('system.message');
+    expect((await c.beta.sessions.events.list(s.id)).data).toEqual([]);
+  });
+});
