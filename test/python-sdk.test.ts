@@ -73,26 +73,30 @@ describe.skipIf(!available)(
       await t?.close();
     });
 
-    it('every test of the Python SDK suite passes', async () => {
-      const { code, out } = await pytest({
-        AGENTFLEET_BASE_URL: t.url,
-        AGENTFLEET_API_KEY: t.apiKey,
-        AGENTFLEET_TEXT_MODEL: TEXT_MODEL,
-        AGENTFLEET_TOOL_MODEL: TOOL_MODEL,
-      });
-      expect(code, `pytest exit ${code}:\n${out.slice(-40_000)}`).toBe(0);
-      for (const name of [
-        'test_agents_create_retrieve_update_versions_archive',
-        'test_agents_list_created_at_filters_are_instants',
-        'test_agents_list_paginates',
-        'test_environments_lifecycle',
-        'test_sessions_lifecycle_and_filters',
-        'test_send_stream_list_with_deltas',
-        'test_custom_tool_round_trip',
-        'test_files_round_trip',
-        'test_models_list_paginates_and_retrieves',
-      ])
-        expect(out, out).toMatch(new RegExp(`::${name} PASSED`));
-    }, 5 * 60_000);
+    it(
+      'every test of the Python SDK suite passes',
+      async () => {
+        const { code, out } = await pytest({
+          AGENTFLEET_BASE_URL: t.url,
+          AGENTFLEET_API_KEY: t.apiKey,
+          AGENTFLEET_TEXT_MODEL: TEXT_MODEL,
+          AGENTFLEET_TOOL_MODEL: TOOL_MODEL,
+        });
+        expect(code, `pytest exit ${code}:\n${out.slice(-40_000)}`).toBe(0);
+        for (const name of [
+          'test_agents_create_retrieve_update_versions_archive',
+          'test_agents_list_created_at_filters_are_instants',
+          'test_agents_list_paginates',
+          'test_environments_lifecycle',
+          'test_sessions_lifecycle_and_filters',
+          'test_send_stream_list_with_deltas',
+          'test_custom_tool_round_trip',
+          'test_files_round_trip',
+          'test_models_list_paginates_and_retrieves',
+        ])
+          expect(out, out).toMatch(new RegExp(`::${name} PASSED`));
+      },
+      5 * 60_000,
+    );
   },
 );

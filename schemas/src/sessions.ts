@@ -134,6 +134,9 @@ export const SessionListQuery = Obj({
   'created_at[gte]': Type.Optional(Type.String()),
   'created_at[lt]': Type.Optional(Type.String()),
   'created_at[lte]': Type.Optional(Type.String()),
+  /** The SDK's filters; nothing has deployments or memory stores yet, so they match nothing. */
+  deployment_id: Type.Optional(Type.String({ maxLength: 256 })),
+  memory_store_id: Type.Optional(Type.String({ maxLength: 256 })),
 });
 
 export const EventListQuery = Obj({

@@ -5,7 +5,7 @@ import { newId, PREFIX } from '../ids.js';
 import { DuplicateKeyError } from '../ports/store.js';
 import type { SecretBox } from '../crypto.js';
 import type { AgentDoc, Collections } from './collections.js';
-import { decodeCursor, makePage, pageById, type Page } from './pagination.js';
+import { createdAtBounds, decodeCursor, makePage, pageById, type Page } from './pagination.js';
 import type { ModelResolver } from './models.js';
 import { applyMetadataPatch } from './metadata.js';
 import { refuseMultiagent } from './unsupported.js';
@@ -208,10 +208,8 @@ export class AgentService {
     if (q.archived === true) filter.archived_at = { $ne: null };
     else if (!q.include_archived && q.archived !== false) filter.archived_at = null;
     else if (q.archived === false) filter.archived_at = null;
-    const created: Record<string, string> = {};
-    if (q['created_at[gte]']) created.$gte = q['created_at[gte]'];
-    if (q['created_at[lte]']) created.$lte = q['created_at[lte]'];
-    if (Object.keys(created).length) filter.created_at = created;
+    const created = createdAtBounds(q);
+    if (created) filter.created_at = created;
     // Newest first, like the official API.
     const page = await pageById(this.c.agents, tenant, filter, q);
     return { ...page, data: page.data.map(render) };

@@ -85,3 +85,37 @@ export async function pageById<T extends { _id: string; tenant_id: string }>(
     { hadCursor: !!cur, backwards },
   );
 }
+
+/** RFC 3339 date-time: full date, `T` (or space), time with optional fraction, `Z` or offset. */
+const RFC3339 =
+  /^(\d{4})-(\d{2})-(\d{2})[Tt ](\d{2}):(\d{2}):(\d{2})(\.\d+)?([Zz]|[+-]\d{2}:\d{2})$/;
+const BOUND_OPS = ['gt', 'gte', 'lt', 'lte'] as const;
+
+/**
+ * `created_at[gt|gte|lt|lte]` query bounds parsed as RFC 3339 instants and turned into a store
+ * filter on the stored ISO strings (`toISOString()`, millisecond precision, UTC — so comparing the
+ * normalised strings compares instants). A bound finer than a millisecond is rounded so the
+ * comparison stays exact (`gte …49.3285Z` → `gt …49.328Z`). A value that is not an RFC 3339
+ * date-time is a 400 naming the parameter. Returns undefined when no bound is given.
+ * Tested in test/list-filters.test.ts.
+ */
+export function createdAtBounds(
+  q: Record<string, unknown>,
+  field = 'created_at',
+): Record<string, string> | undefined {
+  const out: Record<string, string> = {};
+  for (const op of BOUND_OPS) {
+    const name = `${field}[${op}]`;
+    const raw = q[name];
+    if (raw === undefined || raw === null || raw === '') continue;
+    const m = typeof raw === 'string' ? RFC3339.exec(raw) : null;
+    const ms = m ? Date.parse(raw as string) : NaN;
+    if (!m || Number.isNaN(ms) || Number(m[2]) > 12 || Number(m[3]) > 31)
+      throw invalid(name, 'must be an RFC 3339 date-time, e.g. 2026-04-01T08:57:49Z');
+    const iso = new Date(ms).toISOString();
+    const subMs = /[1-9]/.test((m[7] ?? '').slice(4));
+    const key = !subMs ? op : op === 'gte' ? 'gt' : op === 'lt' ? 'lte' : op;
+    out[`$${key}`] = iso;
+  }
+  return Object.keys(out).length ? out : undefined;
+}

@@ -15,7 +15,7 @@ import type {
 } from './collections.js';
 import { controlChannel, type EventLog } from './eventLog.js';
 import type { ModelResolver } from './models.js';
-import { pageById, type Page } from './pagination.js';
+import { createdAtBounds, pageById, type Page } from './pagination.js';
 import { applyMetadataPatch } from './metadata.js';
 import { refuseVaultIds } from './unsupported.js';
 export { refuseUnbuiltEvents } from './unsupported.js';
@@ -184,10 +184,10 @@ export class SessionService {
     if (!q.include_archived) filter.archived_at = null;
     if (q.agent_id) filter.agent_id = q.agent_id;
     if (q.agent_version) filter.agent_version = q.agent_version;
-    const created: Record<string, string> = {};
-    for (const op of ['gt', 'gte', 'lt', 'lte'])
-      if (q[`created_at[${op}]`]) created[`$${op}`] = q[`created_at[${op}]`];
-    if (Object.keys(created).length) filter.created_at = created;
+    const created = createdAtBounds(q);
+    if (created) filter.created_at = created;
+    // Nothing has deployments or memory stores yet: these filters match no session.
+    if (q.deployment_id || q.memory_store_id) filter._id = { $in: [] };
     const statuses: string[] = [...(q.statuses ?? []), ...(q.status ? [q.status] : [])];
     if (statuses.length) {
       const runs = await this.c.runs.find(tenant, {});

@@ -11,6 +11,7 @@ import {
 } from '@agentfleet/schemas';
 import {
   ApiError,
+  createdAtBounds,
   decodeCursor,
   encodeCursor,
   followSession,
@@ -130,10 +131,8 @@ async function listEvents(p: Platform, req: IdReq) {
   const filter: Record<string, unknown> = { session_id: req.params.id };
   if (Object.keys(seq).length) filter.seq = seq;
   if (q.types?.length) filter.type = { $in: q.types };
-  const created: Record<string, string> = {};
-  for (const op of ['gt', 'gte', 'lt', 'lte'] as const)
-    if (q[`created_at[${op}]`]) created[`$${op}`] = q[`created_at[${op}]`]!;
-  if (Object.keys(created).length) filter.created_at = created;
+  const created = createdAtBounds(q);
+  if (created) filter.created_at = created;
   const rows = await p.collections.events.find(tenant, filter, {
     sort: { seq: desc ? -1 : 1 },
     limit: limit + 1,
