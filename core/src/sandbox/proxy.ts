@@ -19,32 +19,30 @@
  *   query values, status, sizes, duration. Header values are never logged.
  * - Everything is bounded: connect timeout, idle timeout, header size, connection count.
  *
- * Tested in core/test/proxy.test.ts and core/test/tools.web.test.ts; custom http tools and
+ * This file: the server (listening on a socket or port, limits, close) and what its parts
+ * share; request forwarding in proxyForward.ts, CONNECT tunnelling in proxyTunnel.ts, policy in
+ * proxyPolicy.ts, types and helpers in proxyHelpers.ts.
+ *
+ * Tested in core/test/proxy.*.test.ts and core/test/tools.web.test.ts; custom http tools and
  * web_fetch through it end to end in test/sandbox-tools.test.ts.
  */
 import { promises as fsp } from 'node:fs';
 import http from 'node:http';
 import net from 'node:net';
 import type { Duplex } from 'node:stream';
-import {
-  createEgressPolicy,
-  EgressRefusedError,
-  normalizeHost,
-  type ResolvedAddress,
-} from '../egress/policy.js';
+import { createEgressPolicy, EgressRefusedError, type ResolvedAddress } from '../egress/policy.js';
 import type { PolicyDecision, ProxyRequestContext } from './proxyPolicy.js';
 import {
   DEFAULTS,
-  HOP_BY_HOP,
-  loggablePath,
   ProxyError,
   refusalText,
-  upstreamError,
-  withTimeout,
   type OutboundProxy,
   type OutboundProxyOptions,
+  type ProxyCore,
   type ProxyLogEntry,
 } from './proxyHelpers.js';
+import { forwardRequests } from './proxyForward.js';
+import { tunnelConnects } from './proxyTunnel.js';
 
 export {
   hostMatches,
@@ -126,332 +124,16 @@ export async function createOutboundProxy(opts: OutboundProxyOptions): Promise<O
     }
   };
 
-  // --- absolute-URI HTTP requests ------------------------------------------------------------
-
-  const handleRequest = (req: http.IncomingMessage, res: http.ServerResponse) => {
-    const started = performance.now();
-    req.on('error', () => {});
-    res.on('error', () => {});
-    const entry: ProxyLogEntry = {
-      op: 'outbound.request',
-      tenant_id: tenantId,
-      session_id: sessionId,
-      method: (req.method ?? 'GET').slice(0, 16),
-      host: '',
-      port: 0,
-      path: null,
-      status: 0,
-      allowed: false,
-      ms: 0,
-      bytes_in: 0,
-      bytes_out: 0,
-    };
-    let reason: string | undefined;
-    let upstream: http.ClientRequest | null = null;
-    res.once('close', () => {
-      // The sandbox went away before the response completed: stop the upstream request too.
-      if (!res.writableFinished) upstream?.destroy();
-      entry.status = res.headersSent ? res.statusCode : 0;
-      entry.ms = Math.round(performance.now() - started);
-      if (reason) entry.reason = reason;
-      emit(entry);
-    });
-
-    const fail = (e: ProxyError) => {
-      reason = e.reason;
-      if (e.status === 403) entry.allowed = false;
-      if (res.destroyed) return;
-      if (res.headersSent) {
-        res.destroy();
-        return;
-      }
-      const body = e.message.endsWith('\n') ? e.message : `${e.message}\n`;
-      res.writeHead(e.status, {
-        'content-type': 'text/plain; charset=utf-8',
-        'content-length': Buffer.byteLength(body),
-        'proxy-status': `agentfleet; error=${e.proxyStatus}`,
-      });
-      res.end(body);
-    };
-
-    let target: URL;
-    try {
-      target = new URL(req.url ?? '');
-    } catch {
-      req.resume();
-      return fail(
-        new ProxyError(
-          400,
-          'bad_request',
-          'http_request_error',
-          'this is a forward proxy: send absolute-URI requests (http://host/path) or CONNECT',
-        ),
-      );
-    }
-    if (target.protocol !== 'http:') {
-      req.resume();
-      entry.host = normalizeHost(target.hostname);
-      return fail(
-        new ProxyError(
-          400,
-          'unsupported_scheme',
-          'http_request_error',
-          'only http:// URLs are forwarded; use CONNECT for https',
-        ),
-      );
-    }
-    const host = normalizeHost(target.hostname);
-    const port = Number(target.port || 80);
-    entry.host = host;
-    entry.port = port;
-    entry.path = loggablePath(target.pathname, target.search);
-    const ctx: ProxyRequestContext = {
-      tenantId,
-      sessionId,
-      method: entry.method,
-      host,
-      port,
-      kind: 'http',
-    };
-
-    const decision = decide(ctx);
-    reason = decision.reason;
-    if (!decision.allow) {
-      req.resume();
-      return fail(
-        new ProxyError(403, decision.reason ?? 'policy', 'http_request_denied', refusalText(host)),
-      );
-    }
-    entry.allowed = true;
-
-    void (async () => {
-      const to = () =>
-        new ProxyError(
-          504,
-          'connect_timeout',
-          'connection_timeout',
-          'timed out connecting to the destination',
-        );
-      const [dest, extra] = await withTimeout(
-        Promise.all([resolve(host, port), credentials(ctx)]),
-        limits.connectTimeoutMs,
-        to,
-      );
-      if (res.destroyed) return;
-
-      const headers: Record<string, string | string[]> = {};
-      const listed = new Set(
-        String(req.headers.connection ?? '')
-          .split(',')
-          .map((s) => s.trim().toLowerCase())
-          .filter(Boolean),
-      );
-      for (const [k, v] of Object.entries(req.headers)) {
-        if (v === undefined || HOP_BY_HOP.has(k) || listed.has(k) || k === 'host') continue;
-        headers[k] = v;
-      }
-      headers.host = target.host;
-      // Injected credentials replace whatever the sandbox sent under the same name.
-      for (const [k, v] of Object.entries(extra ?? {})) headers[k.toLowerCase()] = v;
-
-      const up = http.request({
-        host: dest.address,
-        family: dest.family,
-        port,
-        method: req.method,
-        path: `${target.pathname}${target.search}`,
-        headers,
-        agent,
-        setHost: false,
-        maxHeaderSize: limits.maxHeaderBytes,
-      });
-      upstream = up;
-      let connectTimer: NodeJS.Timeout | undefined;
-      up.on('socket', (s) => {
-        if ((s as net.Socket).connecting) {
-          connectTimer = setTimeout(() => up.destroy(to()), limits.connectTimeoutMs);
-          s.once('connect', () => clearTimeout(connectTimer));
-        }
-      });
-      up.setTimeout(limits.idleTimeoutMs, () =>
-        up.destroy(
-          new ProxyError(
-            504,
-            'idle_timeout',
-            'http_response_timeout',
-            'the destination stopped responding',
-          ),
-        ),
-      );
-      up.on('error', (err) => {
-        clearTimeout(connectTimer);
-        fail(upstreamError(err));
-      });
-      up.on('response', (ur) => {
-        const out: string[] = [];
-        const listedBack = new Set(
-          String(ur.headers.connection ?? '')
-            .split(',')
-            .map((s) => s.trim().toLowerCase())
-            .filter(Boolean),
-        );
-        for (let i = 0; i + 1 < ur.rawHeaders.length; i += 2) {
-          const k = ur.rawHeaders[i].toLowerCase();
-          if (HOP_BY_HOP.has(k) || listedBack.has(k)) continue;
-          out.push(ur.rawHeaders[i], ur.rawHeaders[i + 1]);
-        }
-        res.writeHead(ur.statusCode ?? 502, ur.statusMessage, out);
-        ur.on('data', (c: Buffer) => {
-          entry.bytes_in += c.length;
-        });
-        ur.on('aborted', () => {
-          reason = 'upstream_aborted';
-          res.destroy();
-        });
-        ur.on('error', () => res.destroy());
-        ur.pipe(res);
-      });
-      req.on('data', (c: Buffer) => {
-        entry.bytes_out += c.length;
-      });
-      req.on('error', () => up.destroy());
-      req.pipe(up);
-    })().catch((err) => fail(upstreamError(err)));
-  };
-
-  // --- CONNECT tunnels -----------------------------------------------------------------------
-
-  const handleConnect = (req: http.IncomingMessage, client: Duplex, head: Buffer) => {
-    const started = performance.now();
-    sockets.add(client);
-    client.on('error', () => {});
-    const entry: ProxyLogEntry = {
-      op: 'outbound.request',
-      tenant_id: tenantId,
-      session_id: sessionId,
-      method: 'CONNECT',
-      host: '',
-      port: 0,
-      path: null,
-      status: 0,
-      allowed: false,
-      ms: 0,
-      bytes_in: 0,
-      bytes_out: 0,
-    };
-    let upstream: net.Socket | null = null;
-    let logged = false;
-    const finish = () => {
-      if (logged) return;
-      logged = true;
-      entry.ms = Math.round(performance.now() - started);
-      emit(entry);
-    };
-    client.once('close', () => {
-      sockets.delete(client);
-      upstream?.destroy();
-      finish();
-    });
-    (client as net.Socket).setTimeout?.(limits.idleTimeoutMs, () => client.destroy());
-
-    const reply = (e: ProxyError) => {
-      entry.status = e.status;
-      entry.reason = e.reason;
-      if (e.status === 403) entry.allowed = false;
-      const body = e.message.endsWith('\n') ? e.message : `${e.message}\n`;
-      const text = e.status === 403 ? 'Forbidden' : (http.STATUS_CODES[e.status] ?? 'Error');
-      client.end(
-        `HTTP/1.1 ${e.status} ${text}\r\ncontent-type: text/plain; charset=utf-8\r\ncontent-length: ${Buffer.byteLength(body)}\r\n` +
-          `proxy-status: agentfleet; error=${e.proxyStatus}\r\nconnection: close\r\n\r\n${body}`,
-      );
-      // Do not wait forever for the client to read the refusal.
-      setTimeout(() => client.destroy(), 1000).unref();
-    };
-
-    const m =
-      /^\[([0-9a-fA-F:.]+)\]:(\d{1,5})$/.exec(req.url ?? '') ??
-      /^([A-Za-z0-9._-]+):(\d{1,5})$/.exec(req.url ?? '');
-    const port = m ? Number(m[2]) : 0;
-    if (!m || port < 1 || port > 65535)
-      return reply(
-        new ProxyError(400, 'bad_request', 'http_request_error', 'CONNECT needs host:port'),
-      );
-    const host = normalizeHost(m[1]);
-    entry.host = host;
-    entry.port = port;
-    const ctx: ProxyRequestContext = {
-      tenantId,
-      sessionId,
-      method: 'CONNECT',
-      host,
-      port,
-      kind: 'connect',
-    };
-    const decision = decide(ctx);
-    if (decision.reason) entry.reason = decision.reason;
-    if (!decision.allow)
-      return reply(
-        new ProxyError(403, decision.reason ?? 'policy', 'http_request_denied', refusalText(host)),
-      );
-    entry.allowed = true;
-
-    // TODO(vault): credential injection for HTTPS. A CONNECT tunnel carries end-to-end TLS, so
-    // `credentialHook` cannot add an Authorization header here without TLS interception (a
-    // per-session CA trusted inside the sandbox, terminating TLS for hosts that have a
-    // credential). Not implemented: tunnels pass through untouched, the hook is not consulted.
-
-    void (async () => {
-      const to = () =>
-        new ProxyError(
-          504,
-          'connect_timeout',
-          'connection_timeout',
-          'timed out connecting to the destination',
-        );
-      const dest = await withTimeout(resolve(host, port), limits.connectTimeoutMs, to);
-      if (client.destroyed) return;
-      const up = net.connect({ host: dest.address, port, family: dest.family });
-      upstream = up;
-      await new Promise<void>((resolveConnect, reject) => {
-        const timer = setTimeout(() => reject(to()), limits.connectTimeoutMs);
-        up.once('connect', () => {
-          clearTimeout(timer);
-          resolveConnect();
-        });
-        up.once('error', (err) => {
-          clearTimeout(timer);
-          reject(err);
-        });
-      });
-      if (client.destroyed) {
-        up.destroy();
-        return;
-      }
-      entry.status = 200;
-      up.on('error', () => client.destroy());
-      up.setTimeout(limits.idleTimeoutMs, () => {
-        up.destroy();
-        client.destroy();
-      });
-      up.on('close', () => client.destroy());
-      client.write('HTTP/1.1 200 Connection Established\r\n\r\n');
-      if (head.length) {
-        entry.bytes_out += head.length;
-        up.write(head);
-      }
-      up.on('data', (c: Buffer) => {
-        entry.bytes_in += c.length;
-      });
-      client.on('data', (c: Buffer) => {
-        entry.bytes_out += c.length;
-      });
-      up.pipe(client);
-      client.pipe(up);
-    })().catch((err) => {
-      upstream?.destroy();
-      upstream = null;
-      if (!client.destroyed) reply(upstreamError(err));
-    });
+  const core: ProxyCore = {
+    tenantId,
+    sessionId,
+    limits,
+    agent,
+    sockets,
+    emit,
+    decide,
+    resolve,
+    credentials,
   };
 
   // --- server --------------------------------------------------------------------------------
@@ -472,8 +154,8 @@ export async function createOutboundProxy(opts: OutboundProxyOptions): Promise<O
     sockets.add(s);
     s.once('close', () => sockets.delete(s));
   });
-  server.on('request', handleRequest);
-  server.on('connect', handleConnect);
+  server.on('request', forwardRequests(core));
+  server.on('connect', tunnelConnects(core));
   server.on('upgrade', (_req: http.IncomingMessage, s: Duplex) => {
     s.end('HTTP/1.1 501 Not Implemented\r\ncontent-length: 0\r\nconnection: close\r\n\r\n');
   });

@@ -1,11 +1,19 @@
 /**
  * The outbound proxy's (./proxy.ts) types and small pieces: options, limits and their
  * defaults, the log entry, its error type and the answers it maps upstream failures to, the
- * hop-by-hop header set, the loggable path (query names only), and how to reach a proxy
- * address.
+ * hop-by-hop header set, the loggable path (query names only), how to reach a proxy
+ * address, and the per-proxy core its request forwarding (proxyForward.ts) and CONNECT
+ * tunnelling (proxyTunnel.ts) share.
  */
-import { normalizeHost, type EgressLookup, type EgressPolicy } from '../egress/policy.js';
-import type { ProxyPolicy, ProxyRequestContext } from './proxyPolicy.js';
+import type http from 'node:http';
+import type { Duplex } from 'node:stream';
+import {
+  normalizeHost,
+  type EgressLookup,
+  type EgressPolicy,
+  type ResolvedAddress,
+} from '../egress/policy.js';
+import type { PolicyDecision, ProxyPolicy, ProxyRequestContext } from './proxyPolicy.js';
 
 /**
  * Per-host credential lookup. Returns headers to set on the forwarded request (replacing any
@@ -69,6 +77,25 @@ export interface OutboundProxy {
   /** `http://127.0.0.1:<port>` or `unix:<socket path>` (see `proxyRequestTarget`). */
   address: string;
   close(): Promise<void>;
+}
+
+/** What one proxy's request forwarding and CONNECT tunnelling share (built in proxy.ts). */
+export interface ProxyCore {
+  tenantId: string;
+  sessionId: string;
+  limits: Required<ProxyLimits>;
+  /** Keep-alive agent for forwarded requests. */
+  agent: http.Agent;
+  /** Open client sockets, destroyed on close. */
+  sockets: Set<Duplex>;
+  /** Logs one entry; a failing logger never breaks the request. */
+  emit: (entry: ProxyLogEntry) => void;
+  /** The session's network policy; a throwing policy refuses. */
+  decide: (ctx: ProxyRequestContext) => PolicyDecision;
+  /** Resolves once and checks every address (egress policy): the address to connect to. */
+  resolve: (host: string, port: number) => Promise<ResolvedAddress>;
+  /** Headers the credential hook adds for this request, or null. */
+  credentials: (ctx: ProxyRequestContext) => Promise<Record<string, string> | null>;
 }
 
 export const DEFAULTS: Required<ProxyLimits> = {

@@ -5,7 +5,7 @@
  * this decision, whatever the lists say. So allow-listing `127.0.0.1` or `localhost` does not
  * open loopback; only the operator's EGRESS_ALLOW_PRIVATE_HOSTS does.
  *
- * Tested in core/test/proxy.test.ts ("hostPolicy").
+ * Tested in core/test/proxy.policy.test.ts ("hostPolicy").
  */
 import { normalizeHost } from '../egress/policy.js';
 
