@@ -10,6 +10,7 @@ export * from './ports/coordination.js';
 export * from './ports/modelProvider.js';
 export * from './domain/collections.js';
 export * from './domain/pagination.js';
+export * from './domain/modelInfo.js';
 export { AgentService, normalizeModel, normalizeTools, renderSpec } from './domain/agents.js';
 export { render as renderAgent } from './domain/agents.js';
 export { render as renderEnvironment } from './domain/environments.js';

@@ -81,12 +81,57 @@ export const TenantCreated = Obj({
   key_id: Type.String(),
 });
 
-/** The official model resource (one per active model card of the tenant). */
+const Support = Obj({ supported: Type.Boolean() });
+/** The SDK's BetaModelCapabilities (projected conservatively: core/src/domain/modelInfo.ts). */
+export const ModelCapabilities = Obj({
+  batch: Support,
+  citations: Support,
+  code_execution: Support,
+  compaction: Nullable(Obj({ supported: Type.Boolean(), summarize: Support })),
+  context_management: Obj({
+    supported: Type.Boolean(),
+    clear_thinking_20251015: Nullable(Support),
+    clear_tool_uses_20250919: Nullable(Support),
+    compact_20260112: Nullable(Support),
+  }),
+  effort: Obj({
+    supported: Type.Boolean(),
+    low: Support,
+    medium: Support,
+    high: Support,
+    max: Support,
+    xhigh: Nullable(Support),
+  }),
+  image_input: Support,
+  pdf_input: Support,
+  server_tools: Obj({ supported: Type.Boolean(), code_execution: Support, web_search: Support }),
+  structured_outputs: Support,
+  thinking: Obj({
+    supported: Type.Boolean(),
+    types: Obj({ adaptive: Support, between_tools: Support, disabled: Support, enabled: Support }),
+  }),
+});
+
+/** The official model resource (BetaModelInfo): the tenant's cards and the vendor fallback's. */
 export const ModelObject = Obj({
   type: Type.Literal('model'),
   id: Type.String(),
   display_name: Type.String(),
   created_at: Timestamp,
+  lifecycle: Type.Union([
+    Type.Literal('active'),
+    Type.Literal('deprecated'),
+    Type.Literal('retired'),
+  ]),
+  deprecated_at: Nullable(Timestamp),
+  retires_at: Nullable(Timestamp),
+  line: Nullable(
+    Type.Union(['haiku', 'sonnet', 'opus', 'fable', 'mythos'].map((l) => Type.Literal(l))),
+  ),
+  max_input_tokens: Nullable(Type.Integer({ minimum: 1 })),
+  max_tokens: Nullable(Type.Integer({ minimum: 1 })),
+  allowed_fallback_models: Nullable(Type.Array(Type.String())),
+  capabilities: Nullable(ModelCapabilities),
 });
 export const ModelList = Obj({
   data: Type.Array(ModelObject),

@@ -99,6 +99,11 @@ export class ModelResolver {
     private readonly tenantFetch: HttpFetch = egressFetch(egress),
   ) {}
 
+  /** True when the deployment's fallback vendor key (ANTHROPIC_API_KEY) serves uncarded models. */
+  get hasVendorFallback(): boolean {
+    return this.vendor !== null;
+  }
+
   /** The operator's tenant configures the deployment; its cards are not under the egress policy. */
   private restricted(tenant: string): boolean {
     return tenant !== DEFAULT_TENANT;

@@ -1,7 +1,13 @@
 import type { FastifyInstance } from 'fastify';
 import { Type } from '@sinclair/typebox';
 import { ApiKeyCreate, ModelCardCreate, TenantCreate } from '@agentfleet/schemas';
-import { ApiError, type Platform } from '@agentfleet/core';
+import {
+  ApiError,
+  modelInfos,
+  pageModels,
+  type ModelPageQuery,
+  type Platform,
+} from '@agentfleet/core';
 import { bodyOf, tenantOf } from '../http.js';
 
 const cardCreate = bodyOf(ModelCardCreate);
@@ -54,30 +60,18 @@ export function adminRoutes(app: FastifyInstance, p: Platform) {
     p.auth.createTenant(tenantCreate(req).name),
   );
 
-  /** Official model resources for the tenant's active cards (credentials never appear). */
-  app.get('/v1/models', async (req) => {
-    const cards = await p.models.list(tenantOf(req));
-    const data = cards.map((c) => ({
-      type: 'model',
-      id: c.model_id,
-      display_name: c.model_id,
-      created_at: c.created_at,
-    }));
-    return {
-      data,
-      has_more: false,
-      first_id: data[0]?.id ?? null,
-      last_id: data[data.length - 1]?.id ?? null,
-    };
-  });
+  /**
+   * Official model resources (BetaModelInfo) for the tenant's cards and the vendor fallback's
+   * models (core/src/domain/modelInfo.ts); credentials never appear.
+   */
+  const infos = async (tenant: string) =>
+    modelInfos(await p.models.list(tenant), p.models.hasVendorFallback);
+  app.get('/v1/models', async (req) =>
+    pageModels(await infos(tenantOf(req)), req.query as ModelPageQuery),
+  );
   app.get<{ Params: { id: string } }>('/v1/models/:id', async (req) => {
-    const card = (await p.models.list(tenantOf(req))).find((c) => c.model_id === req.params.id);
-    if (!card) throw new ApiError('not_found', `model ${req.params.id} not found`);
-    return {
-      type: 'model',
-      id: card.model_id,
-      display_name: card.model_id,
-      created_at: card.created_at,
-    };
+    const model = (await infos(tenantOf(req))).find((m) => m.id === req.params.id);
+    if (!model) throw new ApiError('not_found', `model ${req.params.id} not found`);
+    return model;
   });
 }
