@@ -152,6 +152,10 @@ export interface SessionAgentSnapshot extends AgentSpec {
   id: string;
   version: number;
 }
+export type SessionEnvironmentSnapshot = Pick<
+  EnvironmentDoc,
+  'kind' | 'base_image' | 'packages' | 'network' | 'env'
+> & { updated_at: string };
 export interface SessionDoc {
   _id: string;
   tenant_id: string;
@@ -159,6 +163,12 @@ export interface SessionDoc {
   agent_version: number;
   agent: SessionAgentSnapshot;
   environment_id: string;
+  /**
+   * The environment as it was when the session was created: the sandbox's network policy, env
+   * vars and packages come from here, never from the live environment (which may change or be
+   * deleted). Absent on sessions stored before snapshots existed.
+   */
+  environment?: SessionEnvironmentSnapshot;
   title: string | null;
   metadata: Record<string, string>;
   resources: unknown[];

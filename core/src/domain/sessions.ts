@@ -10,8 +10,10 @@ import type {
   Collections,
   EventDoc,
   RunDoc,
+  EnvironmentDoc,
   SessionAgentSnapshot,
   SessionDoc,
+  SessionEnvironmentSnapshot,
 } from './collections.js';
 import { controlChannel, type EventLog } from './eventLog.js';
 import type { ModelResolver } from './models.js';
@@ -137,6 +139,7 @@ export class SessionService {
       agent_version: version,
       agent: snapshot,
       environment_id: body.environment_id,
+      environment: snapshotOf(env),
       title: body.title ?? null,
       metadata: body.metadata ?? {},
       resources,
@@ -367,6 +370,30 @@ export class SessionService {
     await this.c.events.deleteMany(tenant, { session_id: id });
     return { id, type: 'session_deleted' };
   }
+}
+
+/** What a session keeps of its environment at create time (deep copy). */
+export function snapshotOf(env: EnvironmentDoc): SessionEnvironmentSnapshot {
+  const { kind, base_image, packages, network, env: vars, updated_at } = structuredClone(env);
+  return { kind, base_image, packages, network, env: vars, updated_at };
+}
+
+/**
+ * The environment a session runs with: the snapshot taken at create time; for sessions stored
+ * before snapshots existed, the live environment. `null` when neither can be read (the session
+ * is gone, or an old session's environment was deleted): callers fail closed (no egress, no
+ * sandbox), never open. Proved by test/environment-lifecycle.test.ts.
+ */
+export async function environmentSnapshot(
+  c: Pick<Collections, 'sessions' | 'environments'>,
+  tenant: string,
+  sessionId: string,
+): Promise<SessionEnvironmentSnapshot | null> {
+  const s = await c.sessions.get(tenant, sessionId);
+  if (!s || s.deleted_at) return null;
+  if (s.environment) return s.environment;
+  const live = await c.environments.get(tenant, s.environment_id);
+  return live ? snapshotOf(live) : null;
 }
 
 export function renderSession(s: SessionDoc, hasRun: boolean) {

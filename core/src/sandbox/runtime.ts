@@ -9,6 +9,7 @@ import {
   type SandboxSpec,
   type SessionRef,
 } from '../ports/sandbox.js';
+import { environmentSnapshot } from '../domain/sessions.js';
 import { createOutboundProxy, hostPolicy, type OutboundProxy } from './proxy.js';
 import { createEgressPolicy } from '../egress/policy.js';
 import { createSandboxManager, type SandboxManagerService } from './manager.js';
@@ -79,9 +80,10 @@ class ProxyRegistry {
     };
   }
 
+  /** The session's environment snapshot; unreadable → no host allowed (fail closed). */
   private async policyFor(ref: SessionRef) {
-    const env = await this.p.collections.environments.get(ref.tenantId, ref.environmentId);
-    const n = env?.network ?? { allowlist: [], denylist: [], unrestricted: true };
+    const env = await environmentSnapshot(this.p.collections, ref.tenantId, ref.sessionId);
+    const n = env?.network ?? { allowlist: [], denylist: [], unrestricted: false };
     return hostPolicy({
       allowlist: n.allowlist,
       denylist: n.denylist,
@@ -149,8 +151,9 @@ export async function createSandboxRuntime(
       return p.files.forSession(s.tenantId, s.sessionId, attached);
     },
     specFor: async (s) => {
-      const env = await p.collections.environments.get(s.tenantId, s.environmentId);
-      return { ...s, size: 'small', env: env?.env ?? {}, proxyUrl: null };
+      const env = await environmentSnapshot(p.collections, s.tenantId, s.sessionId);
+      if (!env) throw new Error(`session ${s.sessionId}: its environment snapshot is unreadable`);
+      return { ...s, size: 'small', env: env.env, proxyUrl: null };
     },
     log: log.child({ component: 'sandbox-manager' }),
     onEvent: (e) => log.debug('sandbox event', { ...e }),
