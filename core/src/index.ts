@@ -51,12 +51,16 @@ export {
   checkBubblewrap,
   BWRAP_MISSING_MESSAGE,
   type LocalLimitsOptions,
-} from './sandbox/local.js';
-export { describeMissing, noLimitsMessage, probeSandboxLimits } from './sandbox/limits/index.js';
+} from './adapters/bubblewrap/driver.js';
+export {
+  describeMissing,
+  noLimitsMessage,
+  probeSandboxLimits,
+} from './adapters/bubblewrap/limits.js';
 export { createSandboxManager, type SandboxManagerService } from './sandbox/manager.js';
 export { createDirectoryObjectStore } from './adapters/embedded/objectStore.js';
 export { createOutboundProxy, hostPolicy } from './sandbox/proxy.js';
-export { createNomadDriver } from './sandbox/nomad.js';
-export { nomadAgentCommand } from './sandbox/nomadCommand.js';
+export { createNomadDriver } from './adapters/nomad/driver.js';
+export { nomadAgentCommand } from './adapters/nomad/command.js';
 export { sandboxProgram } from '@agentfleet/sandbox-agent';
 export * from './egress/index.js';

@@ -13,13 +13,13 @@ import {
   createLocalDriver,
   type LocalDriver,
   type LocalSandboxHandle,
-} from '../src/sandbox/local.js';
+} from '../src/adapters/bubblewrap/driver.js';
 import { isMountPoint } from '@agentfleet/sandbox-agent';
 import {
   probeSandboxLimits,
   sandboxResources,
   type SandboxLimitsProbe,
-} from '../src/sandbox/limits/index.js';
+} from '../src/adapters/bubblewrap/limits.js';
 import { archiveBytes, testSpec } from './sandbox.contract.js';
 
 const SECRETS = {

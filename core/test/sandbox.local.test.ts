@@ -14,7 +14,7 @@ import {
   createLocalDriver,
   type LocalDriver,
   type LocalDriverOptions,
-} from '../src/sandbox/local.js';
+} from '../src/adapters/bubblewrap/driver.js';
 import {
   createAgentClient,
   createTarGz,

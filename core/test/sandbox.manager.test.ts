@@ -17,7 +17,7 @@ import {
   createLocalDriver,
   type LocalDriver,
   type LocalSandboxHandle,
-} from '../src/sandbox/local.js';
+} from '../src/adapters/bubblewrap/driver.js';
 import {
   BACKUP_TTL_MS,
   WARM_MARKER,

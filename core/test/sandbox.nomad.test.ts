@@ -22,9 +22,9 @@ import {
   createNomadDriver,
   type NomadDriver,
   type NomadDriverOptions,
-} from '../src/sandbox/nomad.js';
+} from '../src/adapters/nomad/driver.js';
 import { sandboxProgram } from '@agentfleet/sandbox-agent';
-import { nomadAgentCommand } from '../src/sandbox/nomadCommand.js';
+import { nomadAgentCommand } from '../src/adapters/nomad/command.js';
 import { processList, sandboxDriverContract, testSpec } from './sandbox.contract.js';
 
 const repoRoot = resolve(dirname(fileURLToPath(import.meta.url)), '../..');

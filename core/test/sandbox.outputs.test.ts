@@ -30,7 +30,7 @@ import {
   type ArchiveReadOptions,
   type ArchiveSkipReason,
 } from '../src/sandbox/archive.js';
-import { createLocalDriver, type LocalDriver } from '../src/sandbox/local.js';
+import { createLocalDriver, type LocalDriver } from '../src/adapters/bubblewrap/driver.js';
 import { createSandboxManager, type SandboxManagerService } from '../src/sandbox/manager.js';
 import { createTar } from '../src/sandbox/protocol.js';
 

@@ -3,7 +3,7 @@ import { ApiError, invalid, notFound } from '../errors.js';
 import { newId } from '../ids.js';
 import { ObjectTooLargeError, type ObjectStore } from '../ports/objectStore.js';
 import { nowIso } from '../util.js';
-import { SANDBOX_PATHS } from '../sandbox/localLayout.js';
+import { SANDBOX_PATHS } from '../ports/sandboxHelpers.js';
 import type { Collections, FileDoc } from './collections.js';
 import { pageById, type Page } from './pagination.js';
 

@@ -2,6 +2,16 @@
  * Sandbox ports. A sandbox is one isolated container per session (sessions never share
  * sandbox state). Inside it runs the sandbox agent, which executes what the turn runner asks
  * over one protocol whatever the driver (local bubblewrap or a Nomad job).
+ *
+ * Implementations (SandboxDriver), each run through the driver contract suite
+ * core/test/sandbox.contract.ts:
+ *   - bubblewrap, name 'local' (core/src/adapters/bubblewrap/driver.ts): one bwrap sandbox per
+ *     session on this host — core/test/sandbox.local.test.ts, sandbox.limits.test.ts;
+ *   - Nomad (core/src/adapters/nomad/driver.ts): one Nomad job per session, the protocol over
+ *     TCP — core/test/sandbox.nomad.test.ts (against the Nomad fake, test/nomad/).
+ * The driver is chosen by the composition root (server/). What drivers share (sandbox paths,
+ * env, spec checks, instance resources) is in ./sandboxHelpers.ts. The SandboxManager over
+ * any driver: core/src/sandbox/manager.ts (core/test/sandbox.manager.test.ts).
  */
 import type { Readable } from 'node:stream';
 

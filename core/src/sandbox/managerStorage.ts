@@ -18,7 +18,7 @@ import type {
   SessionRef,
 } from '../ports/sandbox.js';
 import { syncSessionOutputs } from './outputs.js';
-import { SANDBOX_PATHS } from './localLayout.js';
+import { SANDBOX_PATHS } from '../ports/sandboxHelpers.js';
 import { objectKeySegment as keySegment, outputsPrefix } from '../domain/files.js';
 import {
   errMessage,

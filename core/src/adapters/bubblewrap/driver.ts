@@ -1,5 +1,5 @@
 /**
- * Local sandbox driver: one bubblewrap sandbox per session, running the sandbox agent
+ * Bubblewrap sandbox driver (port: core/src/ports/sandbox.ts; name 'local'): one bubblewrap sandbox per session, running the sandbox agent
  * (@agentfleet/sandbox-agent) with the host's node binary, speaking the protocol over the bwrap process's stdin/stdout.
  *
  * Per sandbox a fresh host directory `<rootDir>/<sessionId>/{workspace,tmp,home,outputs}`,
@@ -9,7 +9,7 @@
  * host once the sandbox runs: its files are then visible only inside the sandbox. Read-only: /usr (and the /bin, /lib… links or dirs), an allowlist of /etc (no shadow,
  * ssh keys, sudoers, machine-id, environment…), generated passwd/group/hosts, the node binary
  * (/opt/agentfleet/bin/node) and the agent script (/opt/agentfleet/agent.mjs). Nothing else of
- * the host: not the repo, not the data dir, not the other sandboxes' directories (localLayout.ts).
+ * the host: not the repo, not the data dir, not the other sandboxes' directories (layout.ts).
  *
  * Namespaces: all of them (user, PID, IPC, network, UTS, cgroup); uid/gid 1000 inside; no
  * capabilities; no nested user namespaces; --die-with-parent; --new-session. The network
@@ -22,7 +22,8 @@
  * only; its options (host paths, the sandbox's env) go through a pipe. The sandbox's processes
  * get exactly sandboxEnv(): PATH, HOME, the spec's env, the proxy variables.
  *
- * Limits (instance size, lowered by operator caps; limits/): processes, memory and CPU with one
+ * Limits (instance size, lowered by operator caps; limits.ts, the cgroup and disk code in
+ * @agentfleet/sandbox-agent): processes, memory and CPU with one
  * cgroup per controller (v1 or v2) joined before bwrap runs, disk with a size-capped filesystem
  * holding workspace, tmp, home and outputs together. What the host cannot enforce is logged by
  * name at the first start (the worker refuses to start when it can enforce none: runtime.ts).
@@ -37,9 +38,14 @@ import { existsSync } from 'node:fs';
 import * as fsp from 'node:fs/promises';
 import { join, resolve } from 'node:path';
 import type { Writable } from 'node:stream';
-import type { Logger } from '../log.js';
-import type { SandboxDriver, SandboxHandle, SandboxSpec } from '../ports/sandbox.js';
-import { createAgentClient, nodeStreamTransport, type AgentClient } from './protocol.js';
+import type { Logger } from '../../log.js';
+import type { SandboxDriver, SandboxHandle, SandboxSpec } from '../../ports/sandbox.js';
+import { checkSandboxSpec, sandboxResources } from '../../ports/sandboxHelpers.js';
+import {
+  createAgentClient,
+  nodeStreamTransport,
+  type AgentClient,
+} from '../../sandbox/protocol.js';
 import {
   CGROUP_PREFIX,
   diskQuotaTools,
@@ -55,11 +61,10 @@ import {
 import {
   describeMissing,
   probeSandboxLimits,
-  sandboxResources,
   type SandboxLimitCaps,
   type SandboxLimitName,
   type SandboxLimitsProbe,
-} from './limits/index.js';
+} from './limits.js';
 import {
   BWRAP_MISSING_MESSAGE,
   extraBindArgs,
@@ -71,7 +76,7 @@ import {
   systemBindArgs,
   which,
   writeSystemFiles,
-} from './localLayout.js';
+} from './layout.js';
 
 export {
   BWRAP_MISSING_MESSAGE,
@@ -86,7 +91,7 @@ export {
   systemBindArgs,
   writeSystemFiles,
   type BwrapCheck,
-} from './localLayout.js';
+} from './layout.js';
 
 /** The environment bwrap itself is started with: nothing of the host's (it shows as PID 1's environ inside). */
 const BWRAP_ENV: Record<string, string> = {};
@@ -157,9 +162,6 @@ export interface LocalDriver extends SandboxDriver {
   start(spec: SandboxSpec): Promise<LocalSandboxHandle>;
 }
 
-const RESERVED_ENV =
-  /^(AGENTFLEET_.*|HTTP_PROXY|HTTPS_PROXY|http_proxy|https_proxy|NO_PROXY|no_proxy)$/;
-
 async function removeTree(p: string): Promise<void> {
   try {
     await fsp.rm(p, { recursive: true, force: true, maxRetries: 2 });
@@ -169,9 +171,6 @@ async function removeTree(p: string): Promise<void> {
     await fsp.rm(p, { recursive: true, force: true }).catch(() => {});
   }
 }
-
-const SESSION_ID = /^[A-Za-z0-9_-]{1,128}$/;
-const ENV_NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
 
 export function createLocalDriver(opts: LocalDriverOptions): LocalDriver {
   const rootDir = resolve(opts.rootDir);
@@ -223,15 +222,8 @@ export function createLocalDriver(opts: LocalDriverOptions): LocalDriver {
 
   async function start(spec: SandboxSpec): Promise<LocalSandboxHandle> {
     if (closed) throw new Error('local sandbox driver is closed');
-    if (!SESSION_ID.test(spec.sessionId))
-      throw new Error(`sandbox spec: sessionId '${spec.sessionId}' must match ${SESSION_ID}`);
+    checkSandboxSpec(spec);
     const resources = sandboxResources(spec.size, opts.limits ? opts.limits.caps : undefined);
-    for (const k of Object.keys(spec.env)) {
-      if (!ENV_NAME.test(k))
-        throw new Error(`sandbox spec: env name '${k}' is not a valid variable name`);
-      if (RESERVED_ENV.test(k))
-        throw new Error(`sandbox spec: env ${k} is reserved (set by the platform)`);
-    }
     if (running.has(spec.sessionId))
       throw new Error(`a sandbox for session ${spec.sessionId} is already running`);
     const { bwrap, agent, probe, enforce, disk } = await prepare();

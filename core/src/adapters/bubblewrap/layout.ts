@@ -1,7 +1,7 @@
 /**
- * The sandbox's filesystem layout and namespace flags, shared by the local driver, the Nomad
- * task command (nomadCommand.ts) and the bench: sandbox paths, the environment every sandbox
- * process starts with, the read-only system binds (an allowlist of /etc, generated passwd/group/
+ * The bubblewrap filesystem layout and namespace flags, shared by the bubblewrap driver, the
+ * Nomad task command (adapters/nomad/command.ts: Nomad tasks confine with bwrap too) and the
+ * bench: the read-only system binds (an allowlist of /etc, generated passwd/group/
  * hosts), paths hidden inside bound trees, and the bubblewrap start-up check.
  *
  * Tested through the driver contract (core/test/sandbox.contract.ts: hidden host paths, env)
@@ -14,46 +14,14 @@ import * as fsp from 'node:fs/promises';
 import { delimiter, dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
-export const SANDBOX_PATHS = {
-  workspace: '/workspace',
-  tmp: '/tmp',
-  home: '/home/user',
-  outputs: '/mnt/session/outputs',
-  node: '/opt/agentfleet/bin/node',
-  agent: '/opt/agentfleet/agent.mjs',
-  proxySocket: '/run/agentfleet/proxy.sock',
-} as const;
+import { SANDBOX_UID } from '../../ports/sandboxHelpers.js';
 
-/** Where HTTP(S)_PROXY points inside the sandbox when a proxy socket is bound. */
-export const SANDBOX_PROXY_LISTEN = '127.0.0.1:3128';
-export const SANDBOX_UID = 1000;
-
-/** The environment every sandbox process starts with, whatever the driver. */
-export function sandboxEnv(
-  specEnv: Record<string, string>,
-  proxyUrl: string | null,
-): Record<string, string> {
-  return {
-    PATH: `/usr/local/bin:/usr/bin:/bin:/usr/local/sbin:/usr/sbin:/sbin:${dirname(SANDBOX_PATHS.node)}`,
-    HOME: SANDBOX_PATHS.home,
-    USER: 'user',
-    LOGNAME: 'user',
-    SHELL: '/bin/sh',
-    LANG: 'C.UTF-8',
-    TMPDIR: '/tmp',
-    ...specEnv,
-    ...(proxyUrl
-      ? {
-          HTTP_PROXY: proxyUrl,
-          HTTPS_PROXY: proxyUrl,
-          http_proxy: proxyUrl,
-          https_proxy: proxyUrl,
-          NO_PROXY: 'localhost,127.0.0.1,::1',
-          no_proxy: 'localhost,127.0.0.1,::1',
-        }
-      : {}),
-  };
-}
+export {
+  SANDBOX_PATHS,
+  SANDBOX_PROXY_LISTEN,
+  SANDBOX_UID,
+  sandboxEnv,
+} from '../../ports/sandboxHelpers.js';
 
 const ETC_ALLOW = [
   'alternatives',
@@ -144,7 +112,7 @@ export function which(cmd: string): string | null {
 }
 
 /** The repository (or installed package tree) this module runs from: never visible in a sandbox. */
-export const HOST_CODE_ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '../../..');
+export const HOST_CODE_ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '../../../..');
 
 const under = (p: string, root: string) =>
   p === root || p.startsWith(root.endsWith('/') ? root : `${root}/`);

@@ -7,9 +7,8 @@
  *
  * The start-up check (`probeSandboxLimits`) tries each for real; the worker refuses to start
  * when none can be enforced (unless the operator turns limits off) and logs, by name, any that
- * cannot (core/src/sandbox/runtime.ts; tested in test/startup.test.ts).
+ * cannot (tested in test/startup.test.ts and core/test/sandbox.limits.test.ts).
  */
-import { INSTANCE_SIZES, type InstanceResources } from '@agentfleet/schemas';
 import {
   detectCgroups,
   probeDiskQuota,
@@ -20,13 +19,7 @@ import {
 export type { SandboxLimitName };
 export const SANDBOX_LIMIT_NAMES: SandboxLimitName[] = ['processes', 'memory', 'cpu', 'disk'];
 
-/** Upper bounds the operator puts on every sandbox, whatever its size (tests use small ones). */
-export interface SandboxLimitCaps {
-  processes?: number;
-  memoryMb?: number;
-  diskMb?: number;
-  cpus?: number;
-}
+export { sandboxResources, type SandboxLimitCaps } from '../../ports/sandboxHelpers.js';
 
 export interface SandboxLimitsProbe {
   /** Limits this host enforces. */
@@ -55,19 +48,6 @@ export async function probeSandboxLimits(workDir: string): Promise<SandboxLimits
 
 export function describeMissing(probe: SandboxLimitsProbe): string {
   return probe.missing.map((m) => `${m.limit}: ${m.reason}`).join('; ');
-}
-
-/** The resources a sandbox of `size` gets under `caps`. */
-export function sandboxResources(size: string, caps: SandboxLimitCaps = {}): InstanceResources {
-  const base = (INSTANCE_SIZES as Record<string, InstanceResources>)[size];
-  if (!base) throw new Error(`sandbox spec: unknown size '${size}'`);
-  const min = (a: number, b: number | undefined) => (b === undefined ? a : Math.min(a, b));
-  return {
-    cpus: min(base.cpus, caps.cpus),
-    memoryMb: min(base.memoryMb, caps.memoryMb),
-    diskMb: min(base.diskMb, caps.diskMb),
-    processes: min(base.processes, caps.processes),
-  };
 }
 
 /** Why the worker refuses to start when a host can enforce no limit at all. */

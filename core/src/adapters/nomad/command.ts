@@ -10,18 +10,21 @@
  * image as the workers.
  */
 import { dirname } from 'node:path';
-import type { SandboxSpec } from '../ports/sandbox.js';
-import { sandboxResources, type SandboxLimitCaps } from './limits/index.js';
+import type { SandboxSpec } from '../../ports/sandbox.js';
+import {
+  SANDBOX_PATHS,
+  SANDBOX_PROXY_LISTEN,
+  SANDBOX_UID,
+  sandboxEnv,
+  sandboxResources,
+  type SandboxLimitCaps,
+} from '../../ports/sandboxHelpers.js';
 import {
   extraBindArgs,
   HOST_CODE_ROOT,
   NAMESPACE_ARGS,
-  SANDBOX_PATHS,
-  SANDBOX_PROXY_LISTEN,
-  SANDBOX_UID,
   systemBindArgs,
-  sandboxEnv,
-} from './local.js';
+} from '../bubblewrap/layout.js';
 
 export interface NomadAgentCommandOptions {
   /** node on the Nomad client. */

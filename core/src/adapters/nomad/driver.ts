@@ -1,7 +1,7 @@
 /**
- * Nomad sandbox driver: one Nomad job per session (nomad/src/jobTemplate.ts), the sandbox
+ * Nomad sandbox driver (port: core/src/ports/sandbox.ts): one Nomad job per session (nomad/src/jobTemplate.ts), the sandbox
  * protocol over TCP to the task's dynamic port `agent` (the task runs the launcher of @agentfleet/sandbox-agent, which
- * relays to the sandbox agent; see nomadCommand.ts for the command).
+ * relays to the sandbox agent; see command.ts for the command; transport.ts for the TCP connection).
  *
  * start: register the job → wait (blocking queries) for its evaluation (placement failures are
  * reported with Nomad's reasons) and for the allocation it placed to run (a task that fails to
@@ -28,16 +28,25 @@ import {
   type JobTemplateOptions,
   type NomadClientOptions,
 } from '@agentfleet/nomad';
-import type { Logger } from '../log.js';
+import type { Logger } from '../../log.js';
 import {
   INSTANCE_SIZES,
   type SandboxDriver,
   type SandboxHandle,
   type SandboxSpec,
-} from '../ports/sandbox.js';
-import { createAgentClient, type AgentClient, type AgentClientOptions } from './protocol.js';
-import { tcpTransport } from './nomadTransport.js';
-import { sandboxResources, type SandboxLimitCaps } from './limits/index.js';
+} from '../../ports/sandbox.js';
+import {
+  checkSandboxSpec,
+  sandboxResources,
+  type SandboxLimitCaps,
+} from '../../ports/sandboxHelpers.js';
+import { sleep } from '../../util.js';
+import {
+  createAgentClient,
+  type AgentClient,
+  type AgentClientOptions,
+} from '../../sandbox/protocol.js';
+import { tcpTransport } from './transport.js';
 
 export interface NomadDriverOptions {
   client: NomadClient | NomadClientOptions;
@@ -77,14 +86,9 @@ export interface NomadDriver extends SandboxDriver {
   start(spec: SandboxSpec): Promise<NomadSandboxHandle>;
 }
 
-const SESSION_ID = /^[A-Za-z0-9_-]{1,128}$/;
-const ENV_NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
-const RESERVED_ENV =
-  /^(AGENTFLEET_.*|NOMAD_.*|HTTP_PROXY|HTTPS_PROXY|http_proxy|https_proxy|NO_PROXY|no_proxy)$/;
 const SIGNAL_NAMES = Object.fromEntries(
   Object.entries(osConstants.signals).map(([k, v]) => [v, k]),
 ) as Record<number, string>;
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 /** The exit of a terminal allocation, from its task's last `Terminated` event. */
 export function allocationExit(
@@ -320,15 +324,8 @@ export function createNomadDriver(opts: NomadDriverOptions): NomadDriver {
 
   async function start(spec: SandboxSpec): Promise<NomadSandboxHandle> {
     if (closed) throw new Error('nomad sandbox driver is closed');
-    if (!SESSION_ID.test(spec.sessionId))
-      throw new Error(`sandbox spec: sessionId '${spec.sessionId}' must match ${SESSION_ID}`);
+    checkSandboxSpec(spec);
     if (!INSTANCE_SIZES[spec.size]) throw new Error(`sandbox spec: unknown size '${spec.size}'`);
-    for (const k of Object.keys(spec.env)) {
-      if (!ENV_NAME.test(k))
-        throw new Error(`sandbox spec: env name '${k}' is not a valid variable name`);
-      if (RESERVED_ENV.test(k))
-        throw new Error(`sandbox spec: env ${k} is reserved (set by the platform)`);
-    }
     if (running.has(spec.sessionId) || starting.has(spec.sessionId))
       throw new Error(`a sandbox for session ${spec.sessionId} is already running`);
     starting.add(spec.sessionId);

@@ -9,7 +9,7 @@
  */
 import * as net from 'node:net';
 import { lineSplitter } from '@agentfleet/sandbox-agent';
-import type { AgentTransport } from './protocol.js';
+import type { AgentTransport } from '../../sandbox/protocol.js';
 
 export interface TcpTransportOptions {
   host: string;
