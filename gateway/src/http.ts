@@ -1,6 +1,6 @@
 import type { FastifyRequest } from 'fastify';
 import { BETA_VERSION, compileBody, compileQuery, type ErrorBody } from '@agentfleet/schemas';
-import { ApiError, type Principal } from '@agentfleet/core';
+import { ApiError, impliedErrorCode, type Principal } from '@agentfleet/core';
 import type { TSchema, Static } from '@sinclair/typebox';
 
 declare module 'fastify' {
@@ -25,9 +25,12 @@ export function errorBody(
   requestId: string,
   details?: Record<string, unknown>,
 ): ErrorBody {
+  // The SDK's typed errors: a code implied by the details (core/src/errors.ts) is added.
+  const implied = details?.error_code === undefined ? impliedErrorCode(type, details) : undefined;
+  const all = implied ? { ...details, error_code: implied } : details;
   return {
     type: 'error',
-    error: { type, message, ...(details ? { details } : {}) },
+    error: { type, message, ...(all ? { details: all } : {}) },
     request_id: requestId,
   };
 }

@@ -4,7 +4,7 @@ import {
   type EnvironmentCreate,
   type EnvironmentUpdate,
 } from '@agentfleet/schemas';
-import { conflict, invalid, notFound } from '../errors.js';
+import { conflict, invalid, notFound, withErrorCode } from '../errors.js';
 import { newId, PREFIX } from '../ids.js';
 import type { Collections, EnvironmentDoc } from './collections.js';
 import { pageById, type Page } from './pagination.js';
@@ -26,7 +26,10 @@ export class EnvironmentService {
   private apply(doc: Omit<EnvironmentDoc, 'tenant_id'>, b: Body, isCreate: boolean): void {
     if (b.config) {
       if (!isCreate && b.config.type !== doc.kind)
-        throw invalid('config.type', `cannot change from ${doc.kind} to ${b.config.type}`);
+        throw withErrorCode(
+          invalid('config.type', `cannot change from ${doc.kind} to ${b.config.type}`),
+          'invalid_config_type_change',
+        );
       doc.kind = b.config.type;
       if (b.config.type === 'cloud') {
         const n = b.config.networking;
@@ -132,7 +135,8 @@ export class EnvironmentService {
 
   async update(tenant: string, id: string, body: EnvironmentUpdate): Promise<Environment> {
     const doc = await this.getDoc(tenant, id);
-    if (doc.archived_at) throw invalid('id', `environment ${id} is archived`);
+    if (doc.archived_at)
+      throw withErrorCode(invalid('id', `environment ${id} is archived`), 'environment_archived');
     const { tenant_id: _t, ...rest } = doc;
     const next = structuredClone(rest);
     this.apply(next, body, false);

@@ -293,7 +293,8 @@ export class FileService {
   /** Metadata and bytes; an expired file's bytes are gone (404). */
   async content(tenant: string, id: string): Promise<{ file: FileMetadata; data: Uint8Array }> {
     const d = await this.getDoc(tenant, id);
-    if (expired(d)) throw new ApiError('not_found', `file ${id} has expired`);
+    if (expired(d))
+      throw new ApiError('not_found', `file ${id} has expired`, { error_code: 'file_expired' });
     const data = await this.objects.get(d.object_key);
     if (!data) throw notFound('file content', id);
     return { file: renderFile(d), data };
@@ -305,7 +306,8 @@ export class FileService {
     id: string,
   ): Promise<{ file: FileMetadata; stream: Readable }> {
     const d = await this.getDoc(tenant, id);
-    if (expired(d)) throw new ApiError('not_found', `file ${id} has expired`);
+    if (expired(d))
+      throw new ApiError('not_found', `file ${id} has expired`, { error_code: 'file_expired' });
     const stream = await this.objects.getStream(d.object_key);
     if (!stream) throw notFound('file content', id);
     return { file: renderFile(d), stream };
