@@ -1,20 +1,19 @@
+/**
+ * The turn loop: composes the session lease, the run record, model requests
+ * (./modelRequest.ts, streamed by ./modelStream.ts), tool dispatch (./tools.ts), stop reasons
+ * and error events (./turnEvents.ts) and crash recovery (./turnRecovery.ts).
+ */
 import {
-  ApiError,
   controlChannel,
-  ModelError,
   newId,
   PREFIX,
   StaleLeaseError,
-  UnsupportedModelFeatureError,
-  backoffDelay,
   sleep,
   nowIso,
   type EventDoc,
   type EventDraft,
   type Lease,
   type Logger,
-  type ModelStreamEvent,
-  type ModelUsage,
   type Platform,
   type SessionDoc,
   type ConsumerHandle,
@@ -22,17 +21,11 @@ import {
 } from '@agentfleet/core';
 import type { CommandEnvelope } from '@agentfleet/schemas';
 import { buildHistory } from './history.js';
-import { classify, toolSpecs, ToolExecutor } from './tools.js';
-
-type TurnEnd = { stop_reason: Record<string, unknown>; interrupted?: boolean };
-
-class TurnAborted extends Error {
-  constructor(readonly reason: 'interrupt' | 'terminated' | 'lease_lost') {
-    super(reason);
-  }
-}
-
-const MODEL_ATTEMPTS = 3;
+import { clientCallsAnswered } from './turnInput.js';
+import { modelRequest, type AppendFenced } from './modelRequest.js';
+import { classify, ToolExecutor } from './tools.js';
+import { sessionError, TurnAborted, type TurnEnd } from './turnEvents.js';
+import { lastResponseFinished, reconciliationDrafts, recoveryScan } from './turnRecovery.js';
 
 /**
  * Runs session turns. Guarantees: one turn per session at a time (session lease, fenced
@@ -40,6 +33,8 @@ const MODEL_ATTEMPTS = 3;
  * turn ends with exactly one session.status_idle; a redelivered command appends nothing when its
  * input was already processed; a turn orphaned by a crashed worker is resumed by the next one
  * (after more than 5 recoveries the session is forced idle).
+ * Proven by test/sdk-flow.test.ts, test/sessions-events.test.ts, test/sandbox-tools.test.ts and
+ * test/crash-recovery.test.ts.
  */
 export class TurnRunner {
   private consumer: ConsumerHandle | null = null;
@@ -197,7 +192,7 @@ export class TurnRunner {
       },
       { limit: 1 },
     );
-    if (!live.length || !(await this.answered(tenant, s, inputTo))) {
+    if (!live.length || !(await clientCallsAnswered(this.p, tenant, s, inputTo))) {
       await this.markProcessed(tenant, s._id, inputTo);
       return;
     }
@@ -220,32 +215,6 @@ export class TurnRunner {
     await this.append(tenant, s._id, lease, [{ type: 'session.status_running', payload: {} }]);
     this.p.metrics.turnsStarted.inc();
     await this.loop(tenant, s, lease, inputTo, interruptSeq);
-  }
-
-  /**
-   * After an idle with requires_action, the turn resumes once every client-executed call has
-   * its user.custom_tool_result (or a new user.message arrives, which answers the rest with
-   * error results).
-   */
-  private async answered(tenant: string, s: SessionDoc, inputTo: number): Promise<boolean> {
-    const [idle] = await this.p.collections.events.find(
-      tenant,
-      { session_id: s._id, type: 'session.status_idle' },
-      { sort: { seq: -1 }, limit: 1 },
-    );
-    const wanted: string[] =
-      (idle?.payload as any)?.stop_reason?.type === 'requires_action'
-        ? ((idle!.payload as any).stop_reason.event_ids ?? [])
-        : [];
-    if (!wanted.length) return true;
-    const after = await this.p.collections.events.find(tenant, {
-      session_id: s._id,
-      seq: { $gt: idle!.seq, $lte: inputTo },
-      type: { $in: ['user.message', 'user.custom_tool_result'] },
-    });
-    if (after.some((e) => e.type === 'user.message')) return true;
-    const got = new Set(after.map((e) => (e.payload as any).custom_tool_use_id));
-    return wanted.every((id) => got.has(id));
   }
 
   /** The agent loop; ends the turn with one session.status_idle. */
@@ -378,6 +347,10 @@ export class TurnRunner {
     return this.p.events.append(tenant, sid, drafts, { fence: lease.token, sessionUpdate: update });
   }
 
+  private fenced(tenant: string, sid: string, lease: Lease): AppendFenced {
+    return (drafts, extra) => this.append(tenant, sid, lease, drafts, extra);
+  }
+
   private async modelLoop(
     tenant: string,
     s: SessionDoc,
@@ -388,7 +361,14 @@ export class TurnRunner {
     for (let i = 0; i < this.p.config.turn.maxModelRequests; i++) {
       if (signal.aborted) throw signal.reason;
       const history = buildHistory(await this.p.events.all(tenant, sid));
-      const outcome = await this.modelRequest(tenant, s, lease, history, signal);
+      const outcome = await modelRequest(
+        this.p,
+        tenant,
+        s,
+        this.fenced(tenant, sid, lease),
+        history,
+        signal,
+      );
       if (outcome.kind === 'error')
         return { stop_reason: { type: outcome.exhausted ? 'retries_exhausted' : 'end_turn' } };
       if (outcome.stop !== 'tool_use' || !outcome.toolUses.length) {
@@ -416,178 +396,6 @@ export class TurnRunner {
         return { stop_reason: { type: 'requires_action', event_ids: clientCalls } };
     }
     return { stop_reason: { type: 'end_turn' }, interrupted: false };
-  }
-
-  /** One model call with streaming, retried on retryable errors; appends the canonical events. */
-  private async modelRequest(
-    tenant: string,
-    s: SessionDoc,
-    lease: Lease,
-    history: ReturnType<typeof buildHistory>,
-    signal: AbortSignal,
-  ): Promise<
-    | {
-        kind: 'ok';
-        stop: string;
-        toolUses: Array<{ id: string; name: string; input: Record<string, any> }>;
-      }
-    | { kind: 'error'; exhausted: boolean }
-  > {
-    const sid = s._id;
-    for (let attempt = 1; ; attempt++) {
-      const [start] = await this.append(tenant, sid, lease, [
-        { type: 'span.model_request_start', payload: {} },
-      ]);
-      try {
-        const resolved = await this.p.models.resolve(tenant, s.agent.model);
-        const stream = resolved.provider.stream({
-          model: resolved.wireModel,
-          system: s.agent.system ?? undefined,
-          messages: history,
-          tools: ((specs) => (specs.length ? specs : undefined))(toolSpecs(s.agent.tools as any[])),
-          maxTokens: this.p.config.turn.maxTokens,
-          effort: s.agent.model.effort?.type,
-          speed: s.agent.model.speed,
-          signal,
-        });
-        const t0 = performance.now();
-        const r = await this.consume(sid, stream, signal, s.agent.tools as any[]);
-        this.p.metrics.modelDuration.observe((performance.now() - t0) / 1000, {
-          protocol: resolved.protocol,
-        });
-        this.p.metrics.modelRequests.inc({ protocol: resolved.protocol, outcome: 'ok' });
-        await this.append(
-          tenant,
-          sid,
-          lease,
-          [...r.drafts, spanEnd(start!._id, false, r.usage, r.stop, s.agent.model.speed)],
-          {
-            $inc: {
-              'usage.input_tokens': r.usage.input_tokens,
-              'usage.output_tokens': r.usage.output_tokens,
-              'usage.cache_read_input_tokens': r.usage.cache_read_input_tokens,
-              'usage.cache_creation_input_tokens': r.usage.cache_creation_input_tokens,
-            },
-          },
-        );
-        return { kind: 'ok', stop: r.stop, toolUses: r.toolUses };
-      } catch (err) {
-        if (signal.aborted) {
-          await this.append(tenant, sid, lease, [
-            spanEnd(start!._id, true, zeroUsage(), 'aborted'),
-          ]).catch(() => {});
-          throw signal.reason;
-        }
-        const me = toModelError(err);
-        this.p.metrics.modelRequests.inc({ protocol: 'any', outcome: me.kind });
-        const retry = me.retryable && attempt < MODEL_ATTEMPTS;
-        await this.append(tenant, sid, lease, [
-          spanEnd(start!._id, true, zeroUsage(), 'error'),
-          sessionError(
-            me.kind,
-            me.message,
-            retry ? 'retrying' : me.retryable ? 'exhausted' : 'terminal',
-          ),
-        ]);
-        if (!retry) return { kind: 'error', exhausted: me.retryable };
-        await sleep(backoffDelay(attempt, 250, 4_000), signal);
-      }
-    }
-  }
-
-  /** Streams chunks live and collects the canonical events of one model response. */
-  private async consume(
-    sid: string,
-    stream: AsyncIterable<ModelStreamEvent>,
-    signal: AbortSignal,
-    tools: any[],
-  ) {
-    const drafts: EventDraft[] = [];
-    const toolUses: Array<{ id: string; name: string; input: Record<string, any> }> = [];
-    const toolIds = new Map<string, string>();
-    let textId = '',
-      thinkingId = '',
-      text: Array<{ type: 'text'; text: string }> = [];
-    let stop = 'end_turn';
-    let usage: ModelUsage = zeroUsage();
-    let first = true;
-    const live = (type: string, payload: Record<string, unknown>) =>
-      this.p.events.publishLive(sid, { type, ...payload });
-    for await (const ev of stream) {
-      if (signal.aborted) throw signal.reason;
-      if (first) {
-        first = false;
-        await live('span.model_first_token', {});
-      }
-      switch (ev.type) {
-        case 'text_start':
-          textId ||= newId(PREFIX.event);
-          await live('agent.message_stream_start', { message_id: textId });
-          break;
-        case 'text_delta':
-          await live('agent.message_chunk', { message_id: textId, delta: ev.text });
-          break;
-        case 'text_end':
-          text.push({ type: 'text', text: ev.text });
-          await live('agent.message_stream_end', { message_id: textId });
-          break;
-        case 'thinking_start':
-          thinkingId = newId(PREFIX.event);
-          await live('agent.thinking_stream_start', { thinking_id: thinkingId });
-          break;
-        case 'thinking_delta':
-          await live('agent.thinking_chunk', { thinking_id: thinkingId, delta: ev.thinking });
-          break;
-        case 'thinking_end':
-          await live('agent.thinking_stream_end', { thinking_id: thinkingId });
-          drafts.push({
-            id: thinkingId,
-            type: 'agent.thinking',
-            payload: {
-              thinking: ev.thinking,
-              ...(ev.signature ? { signature: ev.signature } : {}),
-            },
-          });
-          break;
-        case 'tool_use_start': {
-          const id = newId(PREFIX.event);
-          toolIds.set(ev.id, id);
-          await live('agent.tool_use_input_stream_start', { tool_use_id: id, name: ev.name });
-          break;
-        }
-        case 'tool_use_delta':
-          await live('agent.tool_use_input_chunk', {
-            tool_use_id: toolIds.get(ev.id),
-            delta: ev.partial_json,
-          });
-          break;
-        case 'tool_use_end': {
-          const id = toolIds.get(ev.id) ?? newId(PREFIX.event);
-          await live('agent.tool_use_input_stream_end', { tool_use_id: id });
-          if (text.length) {
-            drafts.push({ id: textId, type: 'agent.message', payload: { content: text } });
-            text = [];
-            textId = '';
-          }
-          const clientSide = classify(tools, ev.name).kind === 'custom_client';
-          drafts.push({
-            id,
-            type: clientSide ? 'agent.custom_tool_use' : 'agent.tool_use',
-            payload: { name: ev.name, input: ev.input },
-          });
-          toolUses.push({ id, name: ev.name, input: ev.input });
-          break;
-        }
-        case 'message_end':
-          stop = ev.stop_reason;
-          usage = ev.usage;
-          break;
-        default:
-          break;
-      }
-    }
-    if (text.length) drafts.push({ id: textId, type: 'agent.message', payload: { content: text } });
-    return { drafts, toolUses, stop, usage };
   }
 
   /**
@@ -623,55 +431,8 @@ export class TurnRunner {
       { _id: sid },
       { $set: { owner: this.owner, token: lease.token } },
     );
-    const drafts: EventDraft[] = [{ type: 'session.status_rescheduled', payload: {} }];
-    const ended = new Set(
-      turn
-        .filter((e) => e.type === 'span.model_request_end')
-        .map((e) => e.payload.model_request_start_id),
-    );
-    for (const st of turn.filter(
-      (e) => e.type === 'span.model_request_start' && !ended.has(e._id),
-    )) {
-      drafts.push(spanEnd(st._id, true, zeroUsage(), 'interrupted'));
-      drafts.push({
-        type: 'session.warning',
-        payload: {
-          warning: 'interrupted_stream',
-          message: 'a model response was interrupted by a worker restart and is retried',
-          model_request_start_id: st._id,
-        },
-      });
-    }
-    const results = new Set(
-      turn.filter((e) => e.type === 'agent.tool_result').map((e) => e.payload.tool_use_id),
-    );
-    for (const tu of turn.filter((e) => e.type === 'agent.tool_use' && !results.has(e._id))) {
-      drafts.push({
-        type: 'agent.tool_result',
-        payload: {
-          tool_use_id: tu._id,
-          content: [
-            {
-              type: 'text',
-              text: 'the tool call was interrupted by a restart and was not completed',
-            },
-          ],
-          is_error: true,
-        },
-      });
-      drafts.push({
-        type: 'session.warning',
-        payload: {
-          warning: 'orphan_tool_use',
-          message: 'a tool call was interrupted by a worker restart',
-          tool_use_id: tu._id,
-        },
-      });
-    }
-    drafts.push({ type: 'session.status_running', payload: {} });
-    await this.append(tenant, sid, lease, drafts);
-    const lastEnd = [...turn].reverse().find((e) => e.type === 'span.model_request_end');
-    const done = lastEnd && !lastEnd.payload.is_error && lastEnd.payload.stop_reason !== 'tool_use';
+    await this.append(tenant, sid, lease, reconciliationDrafts(turn));
+    const done = lastResponseFinished(turn);
     if (done) {
       await this.finish(tenant, sid, lease, inputTo, { stop_reason: { type: 'end_turn' } });
       return;
@@ -687,64 +448,6 @@ export class TurnRunner {
 
   /** Re-drives orphaned runs (lease expired) and unprocessed input (e.g. a command lost in a crash). */
   async recoveryScan(): Promise<void> {
-    const { runs, sessions } = this.p.collections;
-    const candidates = new Map<string, string>();
-    for (const r of await runs.scanAll({}, { limit: 1000 })) candidates.set(r._id, r.tenant_id);
-    for (const s of await sessions.scanAll({ pending: true }, { limit: 1000 }))
-      candidates.set(s._id, s.tenant_id);
-    for (const [sid, tenant] of candidates) {
-      if (this.active.has(sid) || this.draining.has(sid)) continue;
-      if (await this.p.coordination.leases.holder(`session:${sid}`)) continue;
-      await this.p.bus.publish('session.turn.requested', {
-        tenant_id: tenant,
-        session_id: sid,
-        seq: 0,
-        reason: 'recovery',
-      });
-    }
+    await recoveryScan(this.p, (sid) => this.active.has(sid) || this.draining.has(sid));
   }
-}
-
-const zeroUsage = (): ModelUsage => ({
-  input_tokens: 0,
-  output_tokens: 0,
-  cache_creation_input_tokens: 0,
-  cache_read_input_tokens: 0,
-});
-
-function spanEnd(
-  startId: string,
-  isError: boolean,
-  usage: ModelUsage,
-  stopReason: string,
-  speed?: string,
-): EventDraft {
-  return {
-    type: 'span.model_request_end',
-    payload: {
-      model_request_start_id: startId,
-      is_error: isError,
-      model_usage: { ...usage, ...(speed ? { speed } : {}) },
-      stop_reason: stopReason,
-    },
-  };
-}
-
-function sessionError(
-  type: string,
-  message: string,
-  retry: 'retrying' | 'exhausted' | 'terminal',
-): EventDraft {
-  return {
-    type: 'session.error',
-    payload: { error: { type, message, retry_status: { type: retry } } },
-  };
-}
-
-function toModelError(err: unknown): ModelError {
-  if (err instanceof ModelError) return err;
-  if (err instanceof UnsupportedModelFeatureError)
-    return new ModelError('model_request_failed_error', `unsupported: ${err.message}`);
-  if (err instanceof ApiError) return new ModelError('model_request_failed_error', err.message);
-  return new ModelError('unknown_error', (err as Error)?.message ?? String(err));
 }

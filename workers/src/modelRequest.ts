@@ -1,0 +1,98 @@
+/**
+ * One model request of a turn: builds the request from the session's agent and history, streams
+ * the response into events, and retries retryable failures. Guarantees: every attempt is one
+ * span (span.model_request_start ... span.model_request_end) and its events and usage are
+ * appended together, fenced by the session lease; a failure appends session.error (retrying,
+ * exhausted or terminal) and at most MODEL_ATTEMPTS attempts are made, with backoff; an abort
+ * closes the open span and rethrows the abort reason.
+ * Proven by test/sdk-flow.test.ts and test/sessions-events.test.ts (scripted model errors).
+ */
+import {
+  backoffDelay,
+  sleep,
+  type EventDoc,
+  type EventDraft,
+  type Platform,
+  type SessionDoc,
+} from '@agentfleet/core';
+import type { buildHistory } from './history.js';
+import { consumeModelStream, type ToolCall } from './modelStream.js';
+import { toolSpecs } from './tools.js';
+import { sessionError, spanEnd, toModelError, zeroUsage } from './turnEvents.js';
+
+export const MODEL_ATTEMPTS = 3;
+
+/** Appends drafts to this session's log, fenced by the turn's lease, with an optional session update. */
+export type AppendFenced = (
+  drafts: EventDraft[],
+  extra?: Record<string, any> | ((lastSeq: number) => Record<string, any>),
+) => Promise<EventDoc[]>;
+
+export type ModelOutcome =
+  { kind: 'ok'; stop: string; toolUses: ToolCall[] } | { kind: 'error'; exhausted: boolean };
+
+/** One model call with streaming, retried on retryable errors; appends the canonical events. */
+export async function modelRequest(
+  p: Platform,
+  tenant: string,
+  s: SessionDoc,
+  append: AppendFenced,
+  history: ReturnType<typeof buildHistory>,
+  signal: AbortSignal,
+): Promise<ModelOutcome> {
+  const sid = s._id;
+  for (let attempt = 1; ; attempt++) {
+    const [start] = await append([{ type: 'span.model_request_start', payload: {} }]);
+    try {
+      const resolved = await p.models.resolve(tenant, s.agent.model);
+      const stream = resolved.provider.stream({
+        model: resolved.wireModel,
+        system: s.agent.system ?? undefined,
+        messages: history,
+        tools: ((specs) => (specs.length ? specs : undefined))(toolSpecs(s.agent.tools as any[])),
+        maxTokens: p.config.turn.maxTokens,
+        effort: s.agent.model.effort?.type,
+        speed: s.agent.model.speed,
+        signal,
+      });
+      const t0 = performance.now();
+      const r = await consumeModelStream(stream, signal, s.agent.tools as any[], (type, payload) =>
+        p.events.publishLive(sid, { type, ...payload }),
+      );
+      p.metrics.modelDuration.observe((performance.now() - t0) / 1000, {
+        protocol: resolved.protocol,
+      });
+      p.metrics.modelRequests.inc({ protocol: resolved.protocol, outcome: 'ok' });
+      await append(
+        [...r.drafts, spanEnd(start!._id, false, r.usage, r.stop, s.agent.model.speed)],
+        {
+          $inc: {
+            'usage.input_tokens': r.usage.input_tokens,
+            'usage.output_tokens': r.usage.output_tokens,
+            'usage.cache_read_input_tokens': r.usage.cache_read_input_tokens,
+            'usage.cache_creation_input_tokens': r.usage.cache_creation_input_tokens,
+          },
+        },
+      );
+      return { kind: 'ok', stop: r.stop, toolUses: r.toolUses };
+    } catch (err) {
+      if (signal.aborted) {
+        await append([spanEnd(start!._id, true, zeroUsage(), 'aborted')]).catch(() => {});
+        throw signal.reason;
+      }
+      const me = toModelError(err);
+      p.metrics.modelRequests.inc({ protocol: 'any', outcome: me.kind });
+      const retry = me.retryable && attempt < MODEL_ATTEMPTS;
+      await append([
+        spanEnd(start!._id, true, zeroUsage(), 'error'),
+        sessionError(
+          me.kind,
+          me.message,
+          retry ? 'retrying' : me.retryable ? 'exhausted' : 'terminal',
+        ),
+      ]);
+      if (!retry) return { kind: 'error', exhausted: me.retryable };
+      await sleep(backoffDelay(attempt, 250, 4_000), signal);
+    }
+  }
+}

@@ -1,0 +1,85 @@
+/**
+ * What a worker does about turns another worker left behind. Guarantees: the recovery scan
+ * re-publishes a turn command for every session with a run record or pending input that no
+ * worker holds (lease) or is draining, so input is never stranded by a lost command or a crash;
+ * reconciliation closes every model span the dead worker left open (session.warning
+ * interrupted_stream) and answers every tool call it left without a result with an error
+ * result (session.warning orphan_tool_use), between session.status_rescheduled and
+ * session.status_running. Proven by test/crash-recovery.test.ts.
+ */
+import type { EventDoc, EventDraft, Platform } from '@agentfleet/core';
+import { spanEnd, zeroUsage } from './turnEvents.js';
+
+/** The events that reconcile an orphaned turn's log before the loop continues. */
+export function reconciliationDrafts(turn: EventDoc[]): EventDraft[] {
+  const drafts: EventDraft[] = [{ type: 'session.status_rescheduled', payload: {} }];
+  const ended = new Set(
+    turn
+      .filter((e) => e.type === 'span.model_request_end')
+      .map((e) => e.payload.model_request_start_id),
+  );
+  for (const st of turn.filter((e) => e.type === 'span.model_request_start' && !ended.has(e._id))) {
+    drafts.push(spanEnd(st._id, true, zeroUsage(), 'interrupted'));
+    drafts.push({
+      type: 'session.warning',
+      payload: {
+        warning: 'interrupted_stream',
+        message: 'a model response was interrupted by a worker restart and is retried',
+        model_request_start_id: st._id,
+      },
+    });
+  }
+  const results = new Set(
+    turn.filter((e) => e.type === 'agent.tool_result').map((e) => e.payload.tool_use_id),
+  );
+  for (const tu of turn.filter((e) => e.type === 'agent.tool_use' && !results.has(e._id))) {
+    drafts.push({
+      type: 'agent.tool_result',
+      payload: {
+        tool_use_id: tu._id,
+        content: [
+          {
+            type: 'text',
+            text: 'the tool call was interrupted by a restart and was not completed',
+          },
+        ],
+        is_error: true,
+      },
+    });
+    drafts.push({
+      type: 'session.warning',
+      payload: {
+        warning: 'orphan_tool_use',
+        message: 'a tool call was interrupted by a worker restart',
+        tool_use_id: tu._id,
+      },
+    });
+  }
+  drafts.push({ type: 'session.status_running', payload: {} });
+  return drafts;
+}
+
+/** True when the orphaned turn's last model response completed without asking for tools. */
+export function lastResponseFinished(turn: EventDoc[]): boolean {
+  const lastEnd = [...turn].reverse().find((e) => e.type === 'span.model_request_end');
+  return !!lastEnd && !lastEnd.payload.is_error && lastEnd.payload.stop_reason !== 'tool_use';
+}
+
+/** Re-drives orphaned runs (lease expired) and unprocessed input (e.g. a command lost in a crash). */
+export async function recoveryScan(p: Platform, busyHere: (sid: string) => boolean): Promise<void> {
+  const { runs, sessions } = p.collections;
+  const candidates = new Map<string, string>();
+  for (const r of await runs.scanAll({}, { limit: 1000 })) candidates.set(r._id, r.tenant_id);
+  for (const s of await sessions.scanAll({ pending: true }, { limit: 1000 }))
+    candidates.set(s._id, s.tenant_id);
+  for (const [sid, tenant] of candidates) {
+    if (busyHere(sid)) continue;
+    if (await p.coordination.leases.holder(`session:${sid}`)) continue;
+    await p.bus.publish('session.turn.requested', {
+      tenant_id: tenant,
+      session_id: sid,
+      seq: 0,
+      reason: 'recovery',
+    });
+  }
+}
