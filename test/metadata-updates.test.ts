@@ -2,6 +2,8 @@
  * Update semantics through the official TypeScript SDK: metadata patches follow the SDK docs on
  * agents, sessions and environments ("" or null deletes a key, other keys are kept), and an
  * environment update keeps every field it omits (core/src/domain/metadata.ts, environments.ts).
+ * A session update that changes something appends `session.updated` (SDK shape: only the changed
+ * keys), served by events list and the live stream; a no-op update appends nothing.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startPlatform, type TestPlatform } from './harness.js';
@@ -113,5 +115,43 @@ describe('environment update keeps omitted fields', () => {
       },
       packages: { pip: ['httpx'], npm: ['left-pad'] },
     });
+  });
+});
+
+describe('session.updated', () => {
+  it('is appended with only the changed keys, listed and streamed; a no-op appends nothing', async () => {
+    const c = t.client;
+    const env = await c.beta.environments.create({ name: 'u' });
+    const a = await c.beta.agents.create({ name: 'u', model: 'claude-sonnet-4-5' });
+    const s = await c.beta.sessions.create({
+      agent: a.id,
+      environment_id: env.id,
+      title: 'one',
+      metadata: { k: 'v' },
+    });
+    const stream = await c.beta.sessions.events.stream(s.id);
+    await c.beta.sessions.update(s.id, { title: 'two' });
+    await c.beta.sessions.update(s.id, { title: 'two' }); // no change: no event
+    await c.beta.sessions.update(s.id, { metadata: { k: '', n: '1' } });
+    await c.beta.sessions.update(s.id, { metadata: { n: null } }); // cleared to empty
+    const streamed: any[] = [];
+    for await (const e of stream) {
+      if (e.type !== 'session.updated') continue;
+      streamed.push(e);
+      if (streamed.length === 3) break;
+    }
+    const listed = (await c.beta.sessions.events.list(s.id)).data.filter(
+      (e) => e.type === 'session.updated',
+    ) as any[];
+    expect(listed.length).toBe(3);
+    expect(listed.map((e) => e.id)).toEqual(streamed.map((e) => e.id));
+    expect(listed[0]).toMatchObject({ type: 'session.updated', title: 'two' });
+    expect(listed[0].metadata).toBeUndefined();
+    expect(listed[1]).toMatchObject({ metadata: { n: '1' } });
+    expect(listed[1].title).toBeUndefined();
+    // Cleared to empty: metadata absent (SDK), nothing else changed.
+    expect(listed[2].metadata).toBeUndefined();
+    expect(listed[2].title).toBeUndefined();
+    expect(typeof listed[2].processed_at).toBe('string');
   });
 });

@@ -18,6 +18,7 @@ export const CANONICAL_EVENT_TYPES = [
   'session.error',
   'session.warning',
   'session.deleted',
+  'session.updated',
   'agent.thinking',
   'agent.message',
   'agent.tool_use',
@@ -128,6 +129,14 @@ export const EVENT_PAYLOADS = {
     error: Obj({ type: SessionErrorType, message: Type.String(), retry_status: RetryStatus }),
   },
   'session.deleted': {},
+  /** SDK BetaManagedAgentsSessionUpdatedEvent: each key present only when the update changed it. */
+  'session.updated': {
+    title: Type.Optional(Nullable(Type.String())),
+    metadata: Type.Optional(Type.Record(Type.String(), Type.String())),
+    // The session's budget and agent as served on the session resource (schemas there).
+    budget: Type.Optional(Nullable(Type.Any())),
+    agent: Type.Optional(Type.Any()),
+  },
   'agent.message': { content: Type.Array(TextOut, { minItems: 1 }) },
   /** Extension: the thinking text and signature ride along (the SDK's event carries neither). */
   'agent.thinking': { thinking: Type.String(), signature: Type.Optional(Type.String()) },
@@ -214,6 +223,7 @@ export const SessionWarningEvent = Type.Union([
   }),
 ]);
 export const SessionDeletedEvent = eventOf('session.deleted', P['session.deleted']);
+export const SessionUpdatedEvent = eventOf('session.updated', P['session.updated']);
 export const AgentMessageEvent = eventOf('agent.message', P['agent.message']);
 export const AgentThinkingEvent = eventOf('agent.thinking', P['agent.thinking']);
 export const AgentToolUseEvent = eventOf('agent.tool_use', P['agent.tool_use']);
@@ -244,6 +254,7 @@ export const SESSION_EVENT_SCHEMAS = {
   'session.error': SessionErrorEvent,
   'session.warning': SessionWarningEvent,
   'session.deleted': SessionDeletedEvent,
+  'session.updated': SessionUpdatedEvent,
   'agent.message': AgentMessageEvent,
   'agent.thinking': AgentThinkingEvent,
   'agent.tool_use': AgentToolUseEvent,

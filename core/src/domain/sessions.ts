@@ -1,5 +1,5 @@
 import type { InputEvent, RuntimeStatus, SessionCreate, SessionUpdate } from '@agentfleet/schemas';
-import { ApiError, invalid, notFound } from '../errors.js';
+import { ApiError, invalid, notFound, withErrorCode } from '../errors.js';
 import { newId, PREFIX } from '../ids.js';
 import type { CommandBus } from '../ports/bus.js';
 import type { PubSub } from '../ports/coordination.js';
@@ -101,8 +101,16 @@ export class SessionService {
       });
     }
     const env = await this.c.environments.get(tenant, body.environment_id);
-    if (!env || env.archived_at)
-      throw invalid('environment_id', `environment ${body.environment_id} not found`);
+    if (!env)
+      throw withErrorCode(
+        invalid('environment_id', `environment ${body.environment_id} not found`),
+        'environment_not_found',
+      );
+    if (env.archived_at)
+      throw withErrorCode(
+        invalid('environment_id', `environment ${body.environment_id} is archived`),
+        'environment_archived',
+      );
     // Declared resources must be materializable before anything is allocated (spec Work rule 1).
     const now = nowIso();
     const resources: SessionFileResource[] = [];
@@ -235,7 +243,13 @@ export class SessionService {
         'agent.mcp_servers',
       );
     await this.c.sessions.updateOne(tenant, { _id: id }, { $set: set });
-    return this.get(tenant, id);
+    const after = await this.get(tenant, id);
+    const changed = sessionChanges(renderSession(s, false), after);
+    if (changed)
+      await this.log.append(tenant, id, [{ type: 'session.updated', payload: changed }], {
+        allowTerminated: true,
+      });
+    return after;
   }
 
   async archive(tenant: string, id: string) {
@@ -370,6 +384,31 @@ export class SessionService {
     await this.c.events.deleteMany(tenant, { session_id: id });
     return { id, type: 'session_deleted' };
   }
+}
+
+type RenderedSession = ReturnType<typeof renderSession>;
+const same = (a: unknown, b: unknown) => JSON.stringify(a) === JSON.stringify(b);
+
+/**
+ * The `session.updated` payload (SDK BetaManagedAgentsSessionUpdatedEvent): title, budget and
+ * agent only when changed; metadata (the whole bag) when changed and not empty; null when
+ * nothing changed (no event). Proved by
+ * test/metadata-updates.test.ts.
+ */
+export function sessionChanges(
+  before: RenderedSession,
+  after: RenderedSession,
+): Record<string, unknown> | null {
+  const out: Record<string, unknown> = {};
+  let changed = false;
+  if (before.title !== after.title) ((out.title = after.title), (changed = true));
+  if (!same(before.budget, after.budget)) ((out.budget = after.budget), (changed = true));
+  if (!same(before.metadata, after.metadata)) {
+    changed = true;
+    if (Object.keys(after.metadata).length) out.metadata = after.metadata;
+  }
+  if (!same(before.agent, after.agent)) ((out.agent = after.agent), (changed = true));
+  return changed ? out : null;
 }
 
 /** What a session keeps of its environment at create time (deep copy). */
