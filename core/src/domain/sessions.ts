@@ -21,6 +21,7 @@ import { createdAtBounds, pageById, type Page } from './pagination.js';
 import { applyMetadataPatch } from './metadata.js';
 import { refuseVaultIds } from './unsupported.js';
 export { refuseUnbuiltEvents } from './unsupported.js';
+export { cascadeSessionDelete } from './sessionCascade.js';
 import { MAX_STORED_JSON_DEPTH, nowIso, valueDepth } from '../util.js';
 
 /** Derived, never stored: terminated if a terminated timestamp is set; running if a run record exists; else idle. */

@@ -14,6 +14,7 @@ import {
   createdAtBounds,
   decodeCursor,
   encodeCursor,
+  cascadeSessionDelete,
   followSession,
   refuseUnbuiltEvents,
   renderEvent,
@@ -45,9 +46,20 @@ export function sessionRoutes(app: FastifyInstance, p: Platform) {
   app.patch<{ Params: { id: string } }>('/v1/sessions/:id', async (req) =>
     p.sessions.update(tenantOf(req), req.params.id, updateBody(req)),
   );
-  app.delete<{ Params: { id: string } }>('/v1/sessions/:id', async (req) =>
-    p.sessions.remove(tenantOf(req), req.params.id),
-  );
+  // Spec retention table: stop the runtime, then cascade session files and the output prefix;
+  // a failed blob delete is logged for reconciliation, never a 5xx (test/session-delete.test.ts).
+  app.delete<{ Params: { id: string } }>('/v1/sessions/:id', async (req) => {
+    const tenant = tenantOf(req);
+    const id = req.params.id;
+    const deleted = await p.sessions.remove(tenant, id);
+    const { failedKeys } = await cascadeSessionDelete(p.collections, p.objects, tenant, id);
+    for (const key of failedKeys)
+      req.log.warn(
+        { session_id: id, object_key: key },
+        'session delete: blob delete failed; left for reconciliation',
+      );
+    return deleted;
+  });
   app.post<{ Params: { id: string } }>('/v1/sessions/:id/archive', async (req) =>
     p.sessions.archive(tenantOf(req), req.params.id),
   );

@@ -1,0 +1,32 @@
+/**
+ * Session delete cascade (spec retention table: "session files and blobs" and "session output
+ * prefix"): after DELETE /v1/sessions/:id stopped the runtime, every file scoped to the session
+ * goes (metadata first: no longer listed or downloadable, then its bytes) and every object under
+ * the session's output prefix. Best effort and idempotent: a failed blob delete is returned for
+ * the caller to log for reconciliation, never thrown. Sandbox snapshots are not deleted here:
+ * the retention table gives backup objects a 7-day TTL, and the runtime's destroy takes its
+ * eager snapshot after this call. Proved by test/session-delete.test.ts.
+ */
+import type { ObjectStore } from '../ports/objectStore.js';
+import type { Collections } from './collections.js';
+import { outputsPrefix } from './files.js';
+
+export async function cascadeSessionDelete(
+  c: Pick<Collections, 'files'>,
+  objects: ObjectStore,
+  tenant: string,
+  sessionId: string,
+): Promise<{ failedKeys: string[] }> {
+  const failedKeys: string[] = [];
+  const drop = (key: string) => objects.delete(key).catch(() => void failedKeys.push(key));
+  const files = await c.files.find(tenant, { scope_id: sessionId });
+  await c.files.deleteMany(tenant, { scope_id: sessionId });
+  for (const f of files) await drop(f.object_key);
+  const prefix = outputsPrefix(tenant, sessionId);
+  const outputs = await objects.list(prefix).catch(() => {
+    failedKeys.push(`${prefix}*`);
+    return [];
+  });
+  for (const o of outputs) await drop(o.key);
+  return { failedKeys };
+}
