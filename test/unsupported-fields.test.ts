@@ -2,11 +2,13 @@
  * Settings the SDK can send but this deployment has not built are refused with a 400 naming the
  * field and saying "not supported yet", and nothing is stored (core/src/domain/unsupported.ts):
  * agent `multiagent`, session `vault_ids`, input events `user.define_outcome` and
- * `system.message`. Through the official TypeScript SDK and plain HTTP.
+ * `system.message`. Through the official TypeScript SDK and plain HTTP. A model card for a custom
+ * provider (protocol from `pi_config.api`) is created without a probe and says so:
+ * `{ok: null, reason: 'unsupported_provider'}` (spec, model cards rule 1).
  */
 import Anthropic from '@anthropic-ai/sdk';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startPlatform, type TestPlatform } from './harness.js';
+import { BETA, startPlatform, type TestPlatform } from './harness.js';
 
 let t: TestPlatform;
 beforeAll(async () => {
@@ -99,5 +101,29 @@ describe('unbuilt settings are refused, never stored', () => {
     expect(body.error.message).toContain('events[1].type');
     expect(body.error.message).toContain('system.message');
     expect((await c.beta.sessions.events.list(s.id)).data).toEqual([]);
+  });
+});
+
+describe('model-card probe', () => {
+  it('a custom provider is not probed: {ok: null, reason: unsupported_provider}; a known one is', async () => {
+    const create = async (body: Record<string, unknown>) => {
+      const r = await t.http('/v1/svc/model_cards', {
+        method: 'POST',
+        headers: BETA,
+        json: { base_url: t.model.url, api_key: 'sk-probe', ...body },
+      });
+      expect(r.status).toBe(200);
+      return (await r.json()) as any;
+    };
+    const custom = await create({
+      model_id: 'probe-custom',
+      provider: 'custom-llm',
+      model: 'probe-custom',
+      pi_config: { api: 'openai-completions' },
+    });
+    expect(custom.probe).toEqual({ ok: null, reason: 'unsupported_provider' });
+    const known = await create({ model_id: 'probe-known', provider: 'anthropic', model: 'x' });
+    expect(known.probe.ok).not.toBeNull();
+    expect(known.probe.reason).not.toBe('unsupported_provider');
   });
 });

@@ -207,13 +207,11 @@ export class ModelResolver {
       );
     }
     await this.checkBaseUrl(tenant, body.base_url, false);
-    const probe = await this.probe(
-      tenant,
-      proto.protocol,
-      body.api_key,
-      body.base_url,
-      body.custom_headers,
-    );
+    // The probe covers the known (legacy) providers; a custom provider whose protocol comes from
+    // pi_config.api is not probed (spec: `{ok: null, reason: 'unsupported_provider'}` = skipped).
+    const probe = providerProtocol(body.provider)
+      ? await this.probe(tenant, proto.protocol, body.api_key, body.base_url, body.custom_headers)
+      : { ok: null, reason: 'unsupported_provider' };
     if (probe.ok === false && (probe.status === 401 || probe.status === 403)) {
       throw invalid('api_key', `rejected by the provider (HTTP ${probe.status})`);
     }
