@@ -1,0 +1,162 @@
+/**
+ * OpenAPI entries of the platform routes: health, readiness, metrics and the document itself;
+ * the tenant's models; the operator's tenant creation; model cards and API keys (served under
+ * /v1/svc and un-prefixed under /v1). test/openapi.test.ts fails when a route lacks an entry or
+ * an entry names no route.
+ */
+import { Type } from '@sinclair/typebox';
+import {
+  ApiKeyCreate,
+  ApiKeyCreated,
+  ApiKeyObject,
+  Deleted,
+  FullList,
+  Health,
+  ModelCardCreate,
+  ModelCardCreated,
+  ModelCardOut,
+  ModelList,
+  ModelObject,
+  Readiness,
+  TenantCreate,
+  TenantCreated,
+} from '@agentfleet/schemas';
+import { json, CardId, KeyId, type OperationDoc } from './operationHelpers.js';
+
+export const META_OPERATIONS: Record<string, OperationDoc> = {
+  // ---- ops and meta
+  'GET /healthz': {
+    operationId: 'health',
+    summary: 'Liveness',
+    tag: 'ops',
+    ok: { description: 'The process is up.', content: json(Health) },
+  },
+  'GET /readyz': {
+    operationId: 'readiness',
+    summary: 'Readiness: store, bus and coordination reachable',
+    tag: 'ops',
+    ok: { description: 'Every dependency answers.', content: json(Readiness) },
+    more: { 503: { description: 'A dependency does not answer.', content: json(Readiness) } },
+  },
+  'GET /metrics': {
+    operationId: 'metrics',
+    summary: 'Prometheus metrics',
+    tag: 'ops',
+    ok: {
+      description: 'Prometheus text exposition format.',
+      content: { 'text/plain': Type.String() },
+    },
+  },
+  'GET /v1/openapi.json': {
+    operationId: 'openapi',
+    summary: 'This OpenAPI 3.1 document',
+    tag: 'meta',
+    ok: {
+      description: 'The document.',
+      content: json(Type.Object({ openapi: Type.String() }, { additionalProperties: true })),
+    },
+  },
+};
+
+export const MODEL_AND_OPERATOR_OPERATIONS: Record<string, OperationDoc> = {
+  // ---- the tenant's models
+  'GET /v1/models': {
+    operationId: 'listModels',
+    summary: "The tenant's models (one per active model card)",
+    tag: 'models',
+    ok: { description: 'Every model.', content: json(ModelList) },
+  },
+  'GET /v1/models/:id': {
+    operationId: 'getModel',
+    summary: 'One model by its model card handle',
+    tag: 'models',
+    params: { id: Type.String({ minLength: 1 }) },
+    ok: { description: 'The model.', content: json(ModelObject) },
+  },
+
+  // ---- operator
+  'POST /v1/svc/tenants': {
+    operationId: 'createTenant',
+    summary: 'Create a tenant and its first API key (operator key only)',
+    tag: 'tenants',
+    body: { schema: TenantCreate, required: true, example: { name: 'acme' } },
+    ok: {
+      description: 'The tenant id and its first key (shown once).',
+      content: json(TenantCreated),
+    },
+  },
+};
+
+// Model cards and API keys are served under /v1/svc and un-prefixed under /v1.
+for (const [base, suffix] of [
+  ['/v1/svc', 'Svc'],
+  ['/v1', ''],
+] as const) {
+  Object.assign(MODEL_AND_OPERATOR_OPERATIONS, {
+    [`GET ${base}/model_cards`]: {
+      operationId: `listModelCards${suffix}`,
+      summary: "List the tenant's model cards",
+      tag: 'model_cards',
+      ok: { description: 'Every card (keys never served).', content: json(FullList(ModelCardOut)) },
+    },
+    [`POST ${base}/model_cards`]: {
+      operationId: `createModelCard${suffix}`,
+      summary: 'Create a model card (probes the provider with the key)',
+      tag: 'model_cards',
+      body: {
+        schema: ModelCardCreate,
+        required: true,
+        example: {
+          model_id: 'my-model',
+          provider: 'anthropic',
+          model: 'claude-sonnet-4-5',
+          api_key: 'sk-example',
+        },
+      },
+      ok: { description: 'The card and the probe outcome.', content: json(ModelCardCreated) },
+      conflict: true,
+    },
+    [`POST ${base}/model_cards/:id`]: {
+      operationId: `rotateModelCard${suffix}`,
+      summary: 'Update a model card (rotate its key)',
+      tag: 'model_cards',
+      params: { id: CardId },
+      body: {
+        schema: Type.Partial(ModelCardCreate, { additionalProperties: false }),
+        required: true,
+        example: { api_key: 'sk-rotated' },
+      },
+      ok: { description: 'The card.', content: json(ModelCardOut) },
+    },
+    [`DELETE ${base}/model_cards/:id`]: {
+      operationId: `deleteModelCard${suffix}`,
+      summary: 'Delete a model card',
+      tag: 'model_cards',
+      params: { id: CardId },
+      ok: { description: 'Deleted.', content: json(Deleted('model_card_deleted')) },
+    },
+    [`GET ${base}/api_keys`]: {
+      operationId: `listApiKeys${suffix}`,
+      summary: "List the tenant's API keys",
+      tag: 'api_keys',
+      ok: {
+        description: 'Every active key (values never served).',
+        content: json(FullList(ApiKeyObject)),
+      },
+    },
+    [`POST ${base}/api_keys`]: {
+      operationId: `createApiKey${suffix}`,
+      summary: 'Create an API key (optionally an environment service key)',
+      tag: 'api_keys',
+      body: { schema: ApiKeyCreate, required: true, example: { name: 'ci' } },
+      ok: { description: 'The key, its value shown once.', content: json(ApiKeyCreated) },
+    },
+    [`DELETE ${base}/api_keys/:id`]: {
+      operationId: `revokeApiKey${suffix}`,
+      summary: 'Revoke an API key (refused at once)',
+      tag: 'api_keys',
+      params: { id: KeyId },
+      ok: { description: 'Revoked.', content: json(Deleted('api_key_deleted')) },
+    },
+  } satisfies Record<string, OperationDoc>);
+}
