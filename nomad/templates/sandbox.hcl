@@ -43,7 +43,7 @@ variable "cpu_mhz_per_core" {
 }
 variable "driver" {
   # "raw_exec" (enabled on the clients): the agent command isolates itself (bubblewrap, see
-  # core/src/sandbox/nomadCommand.ts). "exec" (chroot + cgroups) needs the sandbox layout
+  # core/src/adapters/nomad/command.ts). "exec" (chroot + cgroups) needs the sandbox layout
   # (/workspace, /mnt/session/outputs, ...) inside the chroot.
   type    = string
   default = "raw_exec"
