@@ -133,6 +133,17 @@ export const ModelObject = Obj({
   allowed_fallback_models: Nullable(Type.Array(Type.String())),
   capabilities: Nullable(ModelCapabilities),
 });
+/** The SDK's ModelListParams (paged in core/src/domain/modelInfo.ts pageModels). */
+export const ModelListQuery = Obj({
+  limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 1000 })),
+  after_id: Type.Optional(Type.String({ minLength: 1 })),
+  before_id: Type.Optional(Type.String({ minLength: 1 })),
+  lifecycle: Type.Optional(
+    Type.Array(
+      Type.Union([Type.Literal('active'), Type.Literal('deprecated'), Type.Literal('retired')]),
+    ),
+  ),
+});
 export const ModelList = Obj({
   data: Type.Array(ModelObject),
   has_more: Type.Boolean(),

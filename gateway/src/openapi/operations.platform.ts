@@ -6,6 +6,7 @@
  */
 import { Type } from '@sinclair/typebox';
 import {
+  ModelListQuery,
   ApiKeyCreate,
   ApiKeyCreated,
   ApiKeyObject,
@@ -62,9 +63,10 @@ export const MODEL_AND_OPERATOR_OPERATIONS: Record<string, OperationDoc> = {
   // ---- the tenant's models
   'GET /v1/models': {
     operationId: 'listModels',
-    summary: "The tenant's models (one per active model card)",
+    summary: "The tenant's models: its model cards, then the fallback vendor key's models",
     tag: 'models',
-    ok: { description: 'Every model.', content: json(ModelList) },
+    query: ModelListQuery,
+    ok: { description: 'One page of models.', content: json(ModelList) },
   },
   'GET /v1/models/:id': {
     operationId: 'getModel',
