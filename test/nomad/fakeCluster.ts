@@ -19,17 +19,10 @@
 import { randomUUID } from 'node:crypto';
 import { EventEmitter } from 'node:events';
 import { mkdirSync, rmSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { cpus, tmpdir, totalmem } from 'node:os';
 import { join } from 'node:path';
-import {
-  FakeError,
-  FakeTaskRunner,
-  nowNs,
-  taskEvent,
-  type AllocRecord,
-  type Json,
-} from './fakeTasks.js';
+import { FakeError, FakeTaskRunner, nowNs, type AllocRecord, type Json } from './fakeTasks.js';
+import { allocNetworks, buildAlloc, globMatch } from './fakePlacement.js';
 
 export { FakeError };
 
@@ -43,27 +36,6 @@ export interface FakeNodeOptions {
 
 const TERMINAL = new Set(['complete', 'failed', 'lost']);
 const RUNNABLE_DRIVERS = new Set(['raw_exec', 'exec']);
-
-async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const s = createServer();
-    s.listen(0, '127.0.0.1', () => {
-      const port = (s.address() as { port: number }).port;
-      s.close(() => resolve(port));
-    });
-    s.on('error', reject);
-  });
-}
-
-function globMatch(pattern: string, value: string): boolean {
-  const re = new RegExp(
-    `^${pattern
-      .split('*')
-      .map((p) => p.replace(/[.+?^${}()|[\]\\]/g, '\\$&'))
-      .join('.*')}$`,
-  );
-  return re.test(value);
-}
 
 export class FakeCluster extends EventEmitter {
   index = 1;
@@ -371,93 +343,9 @@ export class FakeCluster extends EventEmitter {
     need: AllocRecord['usage'],
   ): Promise<void> {
     const id = randomUUID();
-    const ports: Json[] = [];
-    const networks: Json[] = [];
-    for (const net of (tg.Networks ?? []) as Json[]) {
-      const dyn = [];
-      for (const p of net.DynamicPorts ?? []) {
-        const value = await freePort();
-        dyn.push({ Label: p.Label, Value: value, To: p.To ?? 0, HostNetwork: 'default' });
-        ports.push({ Label: p.Label, Value: value, To: p.To ?? 0, HostIP: '127.0.0.1' });
-      }
-      const reserved = (net.ReservedPorts ?? []).map((p: Json) => ({
-        Label: p.Label,
-        Value: p.Value,
-        To: p.To ?? 0,
-        HostNetwork: 'default',
-      }));
-      for (const p of reserved)
-        ports.push({ Label: p.Label, Value: p.Value, To: p.To, HostIP: '127.0.0.1' });
-      networks.push({
-        Mode: net.Mode || 'host',
-        Device: 'lo',
-        IP: '127.0.0.1',
-        CIDR: '',
-        MBits: 0,
-        DNS: null,
-        ReservedPorts: reserved.length ? reserved : null,
-        DynamicPorts: dyn.length ? dyn : null,
-      });
-    }
+    const network = await allocNetworks(tg);
     const index = this.bump('allocs');
-    const taskStates: Json = {};
-    const taskRes: Json = {};
-    for (const t of tg.Tasks as Json[]) {
-      taskStates[t.Name] = {
-        State: 'pending',
-        Failed: false,
-        Restarts: 0,
-        LastRestart: null,
-        StartedAt: null,
-        FinishedAt: null,
-        Events: [taskEvent('Received', 'Task received by client')],
-      };
-      taskRes[t.Name] = {
-        Cpu: {
-          CpuShares: t.Resources?.CPU ?? 100,
-          ReservedCores: t.Resources?.Cores ? [...Array(t.Resources.Cores).keys()] : null,
-        },
-        Memory: {
-          MemoryMB: t.Resources?.MemoryMB ?? 300,
-          MemoryMaxMB: t.Resources?.MemoryMaxMB ?? 0,
-        },
-        Networks: null,
-        Devices: null,
-      };
-    }
-    const alloc: Json = {
-      ID: id,
-      EvalID: ev.ID,
-      Name: `${job.ID}.${tg.Name}[${i}]`,
-      Namespace: job.Namespace,
-      NodeID: this.nodeId,
-      NodeName: this.nodeName,
-      JobID: job.ID,
-      Job: structuredClone(job),
-      JobType: job.Type,
-      JobVersion: job.Version,
-      TaskGroup: tg.Name,
-      AllocatedResources: {
-        Tasks: taskRes,
-        Shared: { DiskMB: tg.EphemeralDisk?.SizeMB ?? 300, Networks: networks, Ports: ports },
-      },
-      NetworkStatus: null,
-      DesiredStatus: 'run',
-      DesiredDescription: '',
-      ClientStatus: 'pending',
-      ClientDescription: 'No tasks have started',
-      TaskStates: taskStates,
-      DeploymentStatus: null,
-      FollowupEvalID: '',
-      PreemptedAllocations: null,
-      PreemptedByAllocation: '',
-      RescheduleTracker: null,
-      CreateIndex: index,
-      ModifyIndex: index,
-      AllocModifyIndex: index,
-      CreateTime: nowNs(),
-      ModifyTime: nowNs(),
-    };
+    const alloc = buildAlloc({ id, job, tg, i, ev, index, node: this, network });
     const dir = join(this.root, id);
     const rec: AllocRecord = { alloc, dir, runs: new Map(), usage: need };
     this.allocs.set(id, rec);
