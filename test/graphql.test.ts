@@ -1,129 +1,28 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createClient, type Client, type ExecutionResult } from 'graphql-sse';
-import { startPlatform, waitFor, type TestPlatform } from './harness.js';
+import { beforeAll, describe, expect, it } from 'vitest';
+import type { TestPlatform } from './harness.js';
+import {
+  expectGapFree,
+  gql,
+  MODEL,
+  newAgent,
+  newSession,
+  ok,
+  say,
+  sseClient,
+  SUBSCRIBE,
+  subscribe,
+  TURN,
+  untilIdle,
+  useGraphqlPlatform,
+  allEvents,
+} from './graphqlHelpers.js';
 
+const platform = useGraphqlPlatform();
 let t: TestPlatform;
 let envId: string;
-beforeAll(async () => {
-  t = await startPlatform();
-  const env = await gql(
-    `mutation($input: JSON!) { createEnvironment(input: $input) { id name config } }`,
-    { input: { name: 'gql-env', config: { type: 'cloud', networking: { type: 'unrestricted' } } } },
-  );
-  envId = env.body.data.createEnvironment.id;
+beforeAll(() => {
+  ({ t, envId } = platform());
 });
-afterAll(async () => {
-  await t?.close();
-});
-
-const MODEL = 'claude-sonnet-4-5';
-const EVENT = 'id seq type sessionId createdAt data';
-const TURN = [
-  'user.message',
-  'session.status_running',
-  'span.model_request_start',
-  'agent.message',
-  'span.model_request_end',
-  'session.status_idle',
-];
-
-async function gql(
-  query: string,
-  variables?: Record<string, unknown>,
-  key: string | null = t.apiKey,
-) {
-  const res = await t.http('/graphql', { method: 'POST', key, json: { query, variables } });
-  return { status: res.status, body: (await res.json()) as any };
-}
-/** The data of a query that must succeed. */
-async function ok(query: string, variables?: Record<string, unknown>, key?: string) {
-  const r = await gql(query, variables, key);
-  expect(r.body.errors, JSON.stringify(r.body.errors)).toBeUndefined();
-  return r.body.data;
-}
-
-async function newAgent(key?: string, system = 'v1') {
-  return (
-    await ok(
-      `mutation($input: JSON!) { createAgent(input: $input) { id version system } }`,
-      { input: { name: 'gql-agent', model: MODEL, system } },
-      key,
-    )
-  ).createAgent;
-}
-async function newSession(agentId: string, key?: string) {
-  return (
-    await ok(
-      `mutation($input: JSON!) { createSession(input: $input) { id status agentVersion } }`,
-      { input: { agent: agentId, environment_id: envId } },
-      key,
-    )
-  ).createSession;
-}
-const say = (sessionId: string, text: string, key?: string) =>
-  ok(
-    `mutation($s: ID!, $t: String) { sendMessage(sessionId: $s, text: $t) { ${EVENT} } }`,
-    { s: sessionId, t: text },
-    key,
-  );
-async function allEvents(sessionId: string) {
-  return (
-    await ok(
-      `query($s: ID!) { sessionEvents(sessionId: $s, limit: 1000) { nodes { ${EVENT} } } }`,
-      { s: sessionId },
-    )
-  ).sessionEvents.nodes as any[];
-}
-/** Waits for the count-th session.status_idle in the log. */
-const untilIdle = (sessionId: string, count = 1) =>
-  waitFor(async () => {
-    const evs = await allEvents(sessionId);
-    return evs.filter((e) => e.type === 'session.status_idle').length >= count ? evs : null;
-  });
-
-function sseClient(key = t.apiKey, path = '/graphql/stream'): Client {
-  return createClient({ url: `${t.url}${path}`, headers: { 'x-api-key': key }, retryAttempts: 0 });
-}
-const SUBSCRIBE = `subscription($s: ID!, $after: Int) { sessionEvents(sessionId: $s, afterSeq: $after) { ${EVENT} } }`;
-
-/** Subscribes; resolves `connected` once the server accepted the operation; collects until `until`. */
-function subscribe(
-  client: Client,
-  variables: Record<string, unknown>,
-  until: (ev: any, all: any[]) => boolean,
-  timeoutMs = 15_000,
-) {
-  let onConnected!: () => void;
-  const connected = new Promise<void>((r) => {
-    onConnected = r;
-  });
-  const it = client.iterate<{ sessionEvents: any }>(
-    { query: SUBSCRIBE, variables },
-    { connected: () => onConnected() },
-  );
-  const events = (async () => {
-    const seen: any[] = [];
-    const timer = setTimeout(() => void it.return?.(), timeoutMs);
-    try {
-      for await (const result of it as AsyncIterable<ExecutionResult<{ sessionEvents: any }>>) {
-        if (result.errors) return { seen, errors: result.errors as any[] };
-        seen.push(result.data!.sessionEvents);
-        if (until(result.data!.sessionEvents, seen)) break;
-      }
-    } finally {
-      clearTimeout(timer);
-      await it.return?.();
-    }
-    return { seen, errors: undefined };
-  })();
-  return { connected, events };
-}
-const idleCount = (n: number) => (_: any, all: any[]) =>
-  all.filter((e) => e.type === 'session.status_idle').length >= n;
-
-function expectGapFree(evs: any[], from: number) {
-  expect(evs.map((e) => e.seq)).toEqual(evs.map((_, i) => from + i));
-}
 
 describe('GraphQL over HTTP', () => {
   it('requires an API key (401 before GraphQL runs), accepts GET queries and Bearer keys', async () => {
@@ -455,102 +354,5 @@ describe('GraphQL over HTTP', () => {
     expect(
       (await allEvents(s.id)).filter((e) => e.type.startsWith('user.')).map((e) => e.type),
     ).toEqual(['user.message']);
-  });
-});
-
-describe('GraphQL subscriptions over graphql-sse', () => {
-  it('delivers a turn live, in seq order, ending with session.status_idle', async () => {
-    const a = await newAgent();
-    const s = await newSession(a.id);
-    t.model.script(MODEL, {
-      steps: [
-        { thinking: 'hmm', signature: 'sig' },
-        { text: 'Live over SSE', chunks: 4 },
-      ],
-    });
-    const client = sseClient();
-    try {
-      const sub = subscribe(client, { s: s.id }, (ev) => ev.type === 'session.status_idle');
-      await sub.connected;
-      await say(s.id, 'stream this');
-      const { seen, errors } = await sub.events;
-      expect(errors).toBeUndefined();
-      expect(seen.map((e) => e.type)).toEqual([
-        'user.message',
-        'session.status_running',
-        'span.model_request_start',
-        'agent.thinking',
-        'agent.message',
-        'span.model_request_end',
-        'session.status_idle',
-      ]);
-      expectGapFree(seen, 1);
-      expect(seen.every((e) => e.sessionId === s.id)).toBe(true);
-      expect(seen.find((e) => e.type === 'agent.message').data.content).toEqual([
-        { type: 'text', text: 'Live over SSE' },
-      ]);
-      // The same events the log holds.
-      expect(seen).toEqual(await allEvents(s.id));
-    } finally {
-      client.dispose();
-    }
-  });
-
-  it('replays seq > afterSeq first, then the live events, with no duplicates or gaps', async () => {
-    const a = await newAgent();
-    const s = await newSession(a.id);
-    await say(s.id, 'first');
-    const history = await untilIdle(s.id);
-    expect(history).toHaveLength(6);
-    const client = sseClient();
-    try {
-      const sub = subscribe(client, { s: s.id, after: 2 }, idleCount(2));
-      await sub.connected;
-      t.model.script(MODEL, { steps: [{ delay_ms: 200 }, { text: 'second answer' }] });
-      await say(s.id, 'second');
-      const { seen, errors } = await sub.events;
-      expect(errors).toBeUndefined();
-      expectGapFree(seen, 3);
-      expect(seen.slice(0, 4)).toEqual(history.slice(2));
-      expect(seen.slice(4).map((e) => e.type)).toEqual(TURN);
-      expect(seen).toEqual((await allEvents(s.id)).slice(2));
-    } finally {
-      client.dispose();
-    }
-  });
-
-  it('serves subscriptions on /graphql with Accept: text/event-stream, and in single-connection mode', async () => {
-    const a = await newAgent();
-    const s = await newSession(a.id);
-    await say(s.id, 'before');
-    const history = await untilIdle(s.id);
-    const distinct = sseClient(t.apiKey, '/graphql');
-    const single = createClient({
-      url: `${t.url}/graphql/stream`,
-      headers: { 'x-api-key': t.apiKey },
-      retryAttempts: 0,
-      singleConnection: true,
-    });
-    try {
-      const viaGraphql = await subscribe(
-        distinct,
-        { s: s.id, after: 0 },
-        (_, all) => all.length === history.length,
-      ).events;
-      expect(viaGraphql.seen).toEqual(history);
-      const replayed: any[] = [];
-      for await (const r of single.iterate<{ sessionEvents: any }>({
-        query: SUBSCRIBE,
-        variables: { s: s.id, after: 3 },
-      })) {
-        expect(r.errors).toBeUndefined();
-        replayed.push(r.data!.sessionEvents);
-        if (replayed.length === history.length - 3) break;
-      }
-      expect(replayed).toEqual(history.slice(3));
-    } finally {
-      distinct.dispose();
-      single.dispose();
-    }
   });
 });
