@@ -61,13 +61,11 @@ import {
 } from './limits.js';
 import {
   BWRAP_MISSING_MESSAGE,
-  extraBindArgs,
   HOST_CODE_ROOT,
-  NAMESPACE_ARGS,
   SANDBOX_PATHS,
   SANDBOX_PROXY_LISTEN,
+  sandboxBwrapOptions,
   sandboxEnv,
-  systemBindArgs,
   which,
   writeSystemFiles,
 } from './layout.js';
@@ -81,6 +79,7 @@ export {
   SANDBOX_PATHS,
   SANDBOX_PROXY_LISTEN,
   SANDBOX_UID,
+  sandboxBwrapOptions,
   sandboxEnv,
   systemBindArgs,
   writeSystemFiles,
@@ -244,34 +243,16 @@ export function createLocalDriver(opts: LocalDriverOptions): LocalDriver {
       }
     }
 
-    const args = [
-      ...NAMESPACE_ARGS,
-      ...systemBindArgs(systemDir),
-      '--bind',
-      dirs.workspace,
-      SANDBOX_PATHS.workspace,
-      '--bind',
-      dirs.tmp,
-      SANDBOX_PATHS.tmp,
-      '--bind',
-      dirs.home,
-      SANDBOX_PATHS.home,
-      '--bind',
-      dirs.outputs,
-      SANDBOX_PATHS.outputs,
-      '--ro-bind',
-      nodeBin,
-      SANDBOX_PATHS.node,
-      '--ro-bind',
+    const args = sandboxBwrapOptions({
+      systemDir,
+      dirs,
+      node: nodeBin,
       agent,
-      SANDBOX_PATHS.agent,
-      ...(proxySocket ? ['--ro-bind', proxySocket, SANDBOX_PATHS.proxySocket] : []),
-      ...extraBindArgs(opts.readOnlyBinds, [HOST_CODE_ROOT, rootDir, ...(opts.hidePaths ?? [])]),
-      '--chdir',
-      SANDBOX_PATHS.workspace,
-      '--clearenv',
-      ...Object.entries(env).flatMap(([k, v]) => ['--setenv', k, v]),
-    ];
+      proxySocket: proxySocket ?? null,
+      readOnlyBinds: opts.readOnlyBinds,
+      hide: [HOST_CODE_ROOT, rootDir, ...(opts.hidePaths ?? [])],
+      env,
+    });
     const command = [
       SANDBOX_PATHS.node,
       SANDBOX_PATHS.agent,

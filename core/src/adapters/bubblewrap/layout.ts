@@ -14,7 +14,7 @@ import * as fsp from 'node:fs/promises';
 import { delimiter, dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
-import { SANDBOX_UID } from '../../ports/sandboxHelpers.js';
+import { SANDBOX_PATHS, SANDBOX_UID } from '../../ports/sandboxHelpers.js';
 
 export {
   SANDBOX_PATHS,
@@ -201,3 +201,43 @@ export const NAMESPACE_ARGS = [
   '--die-with-parent',
   '--new-session',
 ];
+
+/**
+ * The bwrap options of one sandbox, the same for every driver that runs bwrap (the local
+ * driver, and the Nomad launcher which gets them through a pipe): the namespaces, the system
+ * read-only, the sandbox's own directories, node and the agent read-only, the proxy socket,
+ * extra read-only binds with `hide` covered, the workspace as working directory and an empty
+ * environment plus `env`.
+ */
+export function sandboxBwrapOptions(o: {
+  systemDir: string;
+  dirs: { workspace: string; tmp: string; home: string; outputs: string };
+  node: string;
+  agent: string;
+  proxySocket: string | null;
+  readOnlyBinds?: string[];
+  hide: string[];
+  env: Record<string, string>;
+}): string[] {
+  return [
+    ...NAMESPACE_ARGS,
+    ...systemBindArgs(o.systemDir),
+    ...(['workspace', 'tmp', 'home', 'outputs'] as const).flatMap((d) => [
+      '--bind',
+      o.dirs[d],
+      SANDBOX_PATHS[d],
+    ]),
+    '--ro-bind',
+    o.node,
+    SANDBOX_PATHS.node,
+    '--ro-bind',
+    o.agent,
+    SANDBOX_PATHS.agent,
+    ...(o.proxySocket ? ['--ro-bind', o.proxySocket, SANDBOX_PATHS.proxySocket] : []),
+    ...extraBindArgs(o.readOnlyBinds, o.hide),
+    '--chdir',
+    SANDBOX_PATHS.workspace,
+    '--clearenv',
+    ...Object.entries(o.env).flatMap(([k, v]) => ['--setenv', k, v]),
+  ];
+}

@@ -19,12 +19,7 @@ import {
   sandboxResources,
   type SandboxLimitCaps,
 } from '../../ports/sandboxHelpers.js';
-import {
-  extraBindArgs,
-  HOST_CODE_ROOT,
-  NAMESPACE_ARGS,
-  systemBindArgs,
-} from '../bubblewrap/layout.js';
+import { HOST_CODE_ROOT, sandboxBwrapOptions } from '../bubblewrap/layout.js';
 
 export interface NomadAgentCommandOptions {
   /** node on the Nomad client. */
@@ -108,39 +103,16 @@ export function nomadAgentCommand(spec: SandboxSpec, o: NomadAgentCommandOptions
   if (proxy) launcherArgs.push('--proxy-forward', `${proxySocket}=${proxy.target}`);
   const env = sandboxEnv(spec.env, proxy ? proxy.url : null);
   // the same bwrap options as the local driver's, handed to bwrap through a pipe by the launcher
-  const bwrapOptions = [
-    ...NAMESPACE_ARGS,
-    ...systemBindArgs(systemDir),
-    '--bind',
-    dirs.workspace,
-    SANDBOX_PATHS.workspace,
-    '--bind',
-    dirs.tmp,
-    SANDBOX_PATHS.tmp,
-    '--bind',
-    dirs.home,
-    SANDBOX_PATHS.home,
-    '--bind',
-    dirs.outputs,
-    SANDBOX_PATHS.outputs,
-    '--ro-bind',
-    o.node,
-    SANDBOX_PATHS.node,
-    '--ro-bind',
-    o.agent,
-    SANDBOX_PATHS.agent,
-    ...(proxy ? ['--ro-bind', proxySocket, SANDBOX_PATHS.proxySocket] : []),
-    ...extraBindArgs(o.readOnlyBinds, [
-      HOST_CODE_ROOT,
-      dirname(o.launcher),
-      dirname(o.agent),
-      ...(o.hidePaths ?? []),
-    ]),
-    '--chdir',
-    SANDBOX_PATHS.workspace,
-    '--clearenv',
-    ...Object.entries(env).flatMap(([k, v]) => ['--setenv', k, v]),
-  ];
+  const bwrapOptions = sandboxBwrapOptions({
+    systemDir,
+    dirs,
+    node: o.node,
+    agent: o.agent,
+    proxySocket: proxy ? proxySocket : null,
+    readOnlyBinds: o.readOnlyBinds,
+    hide: [HOST_CODE_ROOT, dirname(o.launcher), dirname(o.agent), ...(o.hidePaths ?? [])],
+    env,
+  });
   return [
     o.node,
     o.launcher,
