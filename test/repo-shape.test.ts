@@ -1,0 +1,71 @@
+/**
+ * The shape of the code base, checked (issue 8): packages depend on each other only in the
+ * documented direction (README "How it is built"): server → gateway, workers → core →
+ * sandbox-agent, schemas, nomad; gateway and workers never import each other; core wires
+ * nothing and imports no deployable; the in-sandbox programs have no runtime dependency.
+ * Files do one job: no TypeScript source or test file is over 500 lines (Prettier, width 100).
+ */
+import { execFileSync } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+
+const ROOT = join(import.meta.dirname, '..');
+const tracked = execFileSync('git', ['ls-files', '-co', '--exclude-standard', '*.ts'], {
+  cwd: ROOT,
+  encoding: 'utf8',
+})
+  .split('\n')
+  .filter((f) => f && !f.includes('/dist/') && !f.endsWith('.d.ts'));
+const pkg = (dir: string) =>
+  JSON.parse(readFileSync(join(ROOT, dir, 'package.json'), 'utf8')) as {
+    dependencies?: Record<string, string>;
+  };
+const importsOf = (file: string) =>
+  [...readFileSync(join(ROOT, file), 'utf8').matchAll(/\bfrom\s+'(@agentfleet\/[a-z-]+)/g)].map(
+    (m) => m[1],
+  );
+
+describe('repository shape', () => {
+  it('no TypeScript file is over 500 lines', () => {
+    const long = tracked
+      .map((f) => ({ f, lines: readFileSync(join(ROOT, f), 'utf8').split('\n').length - 1 }))
+      .filter((x) => x.lines > 500);
+    expect(long).toEqual([]);
+  });
+
+  it('package dependencies point one way: gateway and workers never depend on each other, core on no deployable', () => {
+    const deps = (dir: string) => Object.keys(pkg(dir).dependencies ?? {});
+    expect(deps('gateway')).not.toContain('@agentfleet/workers');
+    expect(deps('workers')).not.toContain('@agentfleet/gateway');
+    for (const d of ['@agentfleet/gateway', '@agentfleet/workers', '@agentfleet/server'])
+      expect(deps('core')).not.toContain(d);
+    expect(deps('server')).toEqual(
+      expect.arrayContaining(['@agentfleet/core', '@agentfleet/gateway', '@agentfleet/workers']),
+    );
+    // The in-sandbox programs are bundled into one file each: no runtime dependency at all.
+    expect(deps('sandbox-agent')).toEqual([]);
+  });
+
+  it('source imports follow the package arrows', () => {
+    const bad: string[] = [];
+    const rule: Record<string, string[]> = {
+      'gateway/src/': ['@agentfleet/workers', '@agentfleet/server'],
+      'workers/src/': ['@agentfleet/gateway', '@agentfleet/server'],
+      'core/src/': ['@agentfleet/gateway', '@agentfleet/workers', '@agentfleet/server'],
+      'sandbox-agent/src/': [
+        '@agentfleet/core',
+        '@agentfleet/gateway',
+        '@agentfleet/workers',
+        '@agentfleet/server',
+        '@agentfleet/schemas',
+        '@agentfleet/nomad',
+      ],
+    };
+    for (const f of tracked)
+      for (const [prefix, banned] of Object.entries(rule))
+        if (f.startsWith(prefix))
+          for (const i of importsOf(f)) if (banned.includes(i)) bad.push(`${f} imports ${i}`);
+    expect(bad).toEqual([]);
+  });
+});
