@@ -13,7 +13,8 @@ import {
   HOP_BY_HOP,
   loggablePath,
   ProxyError,
-  refusalText,
+  connectTimeoutError,
+  deniedError,
   upstreamError,
   withTimeout,
   type ProxyCore,
@@ -113,20 +114,12 @@ export const forwardRequests =
     reason = decision.reason;
     if (!decision.allow) {
       req.resume();
-      return fail(
-        new ProxyError(403, decision.reason ?? 'policy', 'http_request_denied', refusalText(host)),
-      );
+      return fail(deniedError(decision.reason, host));
     }
     entry.allowed = true;
 
     void (async () => {
-      const to = () =>
-        new ProxyError(
-          504,
-          'connect_timeout',
-          'connection_timeout',
-          'timed out connecting to the destination',
-        );
+      const to = connectTimeoutError;
       const [dest, extra] = await withTimeout(
         Promise.all([resolve(host, port), credentials(ctx)]),
         limits.connectTimeoutMs,

@@ -171,13 +171,7 @@ export function upstreamError(err: unknown): ProxyError {
       'connection_refused',
       'the destination refused the connection',
     );
-  if (code === 'ETIMEDOUT')
-    return new ProxyError(
-      504,
-      'connect_timeout',
-      'connection_timeout',
-      'timed out connecting to the destination',
-    );
+  if (code === 'ETIMEDOUT') return connectTimeoutError();
   if (code === 'HPE_HEADER_OVERFLOW')
     return new ProxyError(
       502,
@@ -209,3 +203,16 @@ export function proxyRequestTarget(
   if (u.protocol !== 'http:') throw new Error(`unsupported proxy address ${address}`);
   return { host: normalizeHost(u.hostname), port: Number(u.port || 80) };
 }
+
+/** The answer when the destination did not connect in time (resolve, connect, or ETIMEDOUT). */
+export const connectTimeoutError = () =>
+  new ProxyError(
+    504,
+    'connect_timeout',
+    'connection_timeout',
+    'timed out connecting to the destination',
+  );
+
+/** The answer when the session's policy refuses the host (forwarded requests and CONNECT alike). */
+export const deniedError = (reason: string | undefined, host: string) =>
+  new ProxyError(403, reason ?? 'policy', 'http_request_denied', refusalText(host));

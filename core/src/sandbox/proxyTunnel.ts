@@ -12,7 +12,8 @@ import { normalizeHost } from '../egress/policy.js';
 import type { ProxyRequestContext } from './proxyPolicy.js';
 import {
   ProxyError,
-  refusalText,
+  connectTimeoutError,
+  deniedError,
   upstreamError,
   withTimeout,
   type ProxyCore,
@@ -90,10 +91,7 @@ export const tunnelConnects =
     };
     const decision = decide(ctx);
     if (decision.reason) entry.reason = decision.reason;
-    if (!decision.allow)
-      return reply(
-        new ProxyError(403, decision.reason ?? 'policy', 'http_request_denied', refusalText(host)),
-      );
+    if (!decision.allow) return reply(deniedError(decision.reason, host));
     entry.allowed = true;
 
     // TODO(vault): credential injection for HTTPS. A CONNECT tunnel carries end-to-end TLS, so
@@ -102,13 +100,7 @@ export const tunnelConnects =
     // credential). Not implemented: tunnels pass through untouched, the hook is not consulted.
 
     void (async () => {
-      const to = () =>
-        new ProxyError(
-          504,
-          'connect_timeout',
-          'connection_timeout',
-          'timed out connecting to the destination',
-        );
+      const to = connectTimeoutError;
       const dest = await withTimeout(resolve(host, port), limits.connectTimeoutMs, to);
       if (client.destroyed) return;
       const up = net.connect({ host: dest.address, port, family: dest.family });
