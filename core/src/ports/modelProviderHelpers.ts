@@ -14,7 +14,14 @@
  * ignored. At end of stream a pending event whose lines were all complete is dispatched; a
  * trailing unterminated line is discarded (it may be truncated).
  */
-import { ModelError, type ModelErrorKind } from './modelProvider.js';
+import {
+  ModelError,
+  UnsupportedModelFeatureError,
+  type ModelErrorKind,
+  type ModelRequest,
+  type ModelStreamEvent,
+  type ProviderConfig,
+} from './modelProvider.js';
 import { egressRefusalIn } from '../egress/policy.js';
 
 export interface SSEEvent {
@@ -316,4 +323,29 @@ export function parseToolInput(name: string, json: string): Record<string, unkno
     undefined,
     true,
   );
+}
+
+/**
+ * A provider's stream with its credentials (the API key and every custom header value) redacted
+ * from any error it throws; speed 'fast' refused before any network call where the endpoint
+ * does not support it. Both adapters run their requests through this.
+ */
+export function providerStream(
+  options: Pick<ProviderConfig, 'apiKey' | 'customHeaders'>,
+  supportsFast: boolean,
+  request: ModelRequest,
+  run: (request: ModelRequest) => AsyncGenerator<ModelStreamEvent>,
+): AsyncIterable<ModelStreamEvent> {
+  async function* guarded(): AsyncGenerator<ModelStreamEvent> {
+    if (request.speed === 'fast' && !supportsFast) {
+      throw new UnsupportedModelFeatureError(
+        `model ${request.model}: this provider does not support speed 'fast'`,
+      );
+    }
+    yield* run(request);
+  }
+  return withCredentialsRedacted(guarded(), [
+    options.apiKey,
+    ...Object.values(options.customHeaders ?? {}),
+  ]);
 }

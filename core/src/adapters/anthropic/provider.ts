@@ -14,7 +14,6 @@
  * core/test/model-providers.anthropic.test.ts.
  */
 import {
-  UnsupportedModelFeatureError,
   type ModelProvider,
   type ModelRequest,
   type ModelStreamEvent,
@@ -23,7 +22,7 @@ import {
 import {
   postForEventStream,
   transportError,
-  withCredentialsRedacted,
+  providerStream,
 } from '../../ports/modelProviderHelpers.js';
 import {
   ANTHROPIC_DEFAULT_BASE_URL,
@@ -48,18 +47,10 @@ export class AnthropicMessagesProvider implements ModelProvider {
   }
 
   stream(request: ModelRequest): AsyncIterable<ModelStreamEvent> {
-    return withCredentialsRedacted(this.run(request), [
-      this.options.apiKey,
-      ...Object.values(this.options.customHeaders ?? {}),
-    ]);
+    return providerStream(this.options, this.supportsFast, request, (r) => this.run(r));
   }
 
   private async *run(req: ModelRequest): AsyncGenerator<ModelStreamEvent> {
-    if (req.speed === 'fast' && !this.supportsFast) {
-      throw new UnsupportedModelFeatureError(
-        `model ${req.model}: this provider does not support speed 'fast'`,
-      );
-    }
     const { apiKey } = this.options;
     const base = (this.options.baseUrl ?? ANTHROPIC_DEFAULT_BASE_URL).replace(/\/+$/, '');
     const headers = new Headers({ 'x-api-key': apiKey, 'anthropic-version': ANTHROPIC_VERSION });

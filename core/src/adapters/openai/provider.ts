@@ -14,7 +14,6 @@
  * core/test/model-providers.openai.test.ts.
  */
 import {
-  UnsupportedModelFeatureError,
   type ModelProvider,
   type ModelRequest,
   type ModelStreamEvent,
@@ -23,7 +22,7 @@ import {
 import {
   postForEventStream,
   transportError,
-  withCredentialsRedacted,
+  providerStream,
 } from '../../ports/modelProviderHelpers.js';
 import { OPENAI_DEFAULT_BASE_URL, toOpenAIBody } from './requestBody.js';
 import { decodeChatCompletionsStream } from './streamDecoder.js';
@@ -43,18 +42,10 @@ export class OpenAIChatProvider implements ModelProvider {
   }
 
   stream(request: ModelRequest): AsyncIterable<ModelStreamEvent> {
-    return withCredentialsRedacted(this.run(request), [
-      this.options.apiKey,
-      ...Object.values(this.options.customHeaders ?? {}),
-    ]);
+    return providerStream(this.options, this.supportsFast, request, (r) => this.run(r));
   }
 
   private async *run(req: ModelRequest): AsyncGenerator<ModelStreamEvent> {
-    if (req.speed === 'fast' && !this.supportsFast) {
-      throw new UnsupportedModelFeatureError(
-        `model ${req.model}: this provider does not support speed 'fast'`,
-      );
-    }
     const { apiKey } = this.options;
     const base = (this.options.baseUrl ?? OPENAI_DEFAULT_BASE_URL).replace(/\/+$/, '');
     const headers = new Headers({ authorization: `Bearer ${apiKey}` });
