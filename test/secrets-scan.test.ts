@@ -111,7 +111,6 @@ describe.each(['local', 'nomad'] as const)('secrets scan (%s driver)', (driver) 
 
   /** The lifecycle (secretsScanLifecycle.ts) reads and writes this state by reference. */
   const state: ScanState = {
-    driver,
     get tenantKey() {
       return tenantKey;
     },
@@ -127,25 +126,15 @@ describe.each(['local', 'nomad'] as const)('secrets scan (%s driver)', (driver) 
     get model() {
       return model;
     },
-    get nomad() {
-      return nomad;
-    },
     searchAuth,
     get dataDir() {
       return dataDir;
-    },
-    get child() {
-      return child;
-    },
-    get logs() {
-      return logs;
     },
     get baseUrl() {
       return baseUrl;
     },
     rec,
     events,
-    nomadJobs,
     keepNomadJobs,
     client: (apiKey) => client(apiKey),
     http: (path, init) => http(path, init),

@@ -6,12 +6,10 @@
  */
 import { randomBytes } from 'node:crypto';
 import { join } from 'node:path';
-import type { ChildProcess } from 'node:child_process';
 import Anthropic, { toFile } from '@anthropic-ai/sdk';
 import { expect } from 'vitest';
 import type { ScriptedModelServer } from './fixtures/scriptedModel.js';
 import { BETA, readSse, waitFor } from './harness.js';
-import type { NomadFake } from './nomad/fake.js';
 import { boundFileScan, DUMP_AGAIN, dumpCommand } from './secretsScanSandbox.js';
 import { readTree, recordingFetch, type Secret } from './secretsScan.js';
 
@@ -42,19 +40,14 @@ export const GITHUB_TOKEN = `scan-github-token-${rand()}`;
 
 /** What the lifecycle reads and writes: the test file's state, shared by reference. */
 export interface ScanState {
-  driver: 'local' | 'nomad';
   tenantKey: string;
   secrets: Secret[];
   model: ScriptedModelServer;
-  nomad: NomadFake | null;
   searchAuth: string[];
   dataDir: string;
-  child: ChildProcess;
-  logs: () => string;
   baseUrl: string;
   rec: ReturnType<typeof recordingFetch>;
   events: Array<{ where: string; event: any }>;
-  nomadJobs: Array<{ where: string; job: unknown }>;
   keepNomadJobs: (when: string) => void;
   client: (apiKey: string) => Anthropic;
   http: (path: string, init?: RequestInit & { key?: string; json?: unknown }) => Promise<Response>;
