@@ -11,6 +11,8 @@ export const CANONICAL_EVENT_TYPES = [
   'user.message',
   'user.interrupt',
   'user.custom_tool_result',
+  'user.tool_confirmation',
+  'system.message',
   'session.status_running',
   'session.status_idle',
   'session.status_rescheduled',
@@ -89,6 +91,24 @@ export const SPAN_STOP_REASONS = [
   'interrupted',
 ] as const;
 
+/** SDK BetaManagedAgentsAgentEvaluatedPermission and BetaManagedAgentsAgentToolEvaluation. */
+const EvaluatedPermission = Type.Union([
+  Type.Literal('allow'),
+  Type.Literal('ask'),
+  Type.Literal('deny'),
+]);
+const ToolEvaluation = Type.Union([
+  Obj({ type: Type.Literal('always_allow') }),
+  Obj({ type: Type.Literal('always_ask') }),
+  Obj({
+    type: Type.Literal('auto'),
+    evaluated_permission: Obj({
+      type: EvaluatedPermission,
+      reason_code: Type.Optional(Type.String()),
+    }),
+  }),
+]);
+
 const TextOut = Obj({ type: Type.Literal('text'), text: Type.String() });
 const TokenCount = Type.Integer({ minimum: 0 });
 export const SpanModelUsage = Obj({
@@ -116,6 +136,14 @@ export const EVENT_PAYLOADS = {
     content: Type.Optional(Type.Array(Type.Union([TextBlock, ImageBlock, DocumentBlock]))),
     is_error: Type.Optional(Nullable(Type.Boolean())),
   },
+  /** SDK BetaManagedAgentsUserToolConfirmationEvent: the client's answer to an always_ask call. */
+  'user.tool_confirmation': {
+    tool_use_id: Id('sevt_'),
+    result: Type.Union([Type.Literal('allow'), Type.Literal('deny')]),
+    deny_message: Type.Optional(Nullable(Type.String())),
+  },
+  /** SDK BetaManagedAgentsSystemMessageEvent: text-only system content, verbatim. */
+  'system.message': { content: Type.Array(TextBlock, { minItems: 1 }) },
   'session.status_running': {},
   'session.status_idle': {
     stop_reason: StopReason,
@@ -140,7 +168,13 @@ export const EVENT_PAYLOADS = {
   'agent.message': { content: Type.Array(TextOut, { minItems: 1 }) },
   /** Extension: the thinking text and signature ride along (the SDK's event carries neither). */
   'agent.thinking': { thinking: Type.String(), signature: Type.Optional(Type.String()) },
-  'agent.tool_use': { name: Type.String(), input: Type.Record(Type.String(), Type.Unknown()) },
+  /** evaluated_permission/evaluation: the resolved permission_policy (workers/src/permissions.ts). */
+  'agent.tool_use': {
+    name: Type.String(),
+    input: Type.Record(Type.String(), Type.Unknown()),
+    evaluated_permission: Type.Optional(EvaluatedPermission),
+    evaluation: Type.Optional(ToolEvaluation),
+  },
   /** A call to a client-executed custom tool: the turn ends with requires_action. */
   'agent.custom_tool_use': {
     name: Type.String(),
@@ -181,6 +215,11 @@ export const UserCustomToolResultEvent = eventOf(
   'user.custom_tool_result',
   P['user.custom_tool_result'],
 );
+export const UserToolConfirmationEvent = eventOf(
+  'user.tool_confirmation',
+  P['user.tool_confirmation'],
+);
+export const SystemMessageEvent = eventOf('system.message', P['system.message']);
 export const SessionStatusRunningEvent = eventOf(
   'session.status_running',
   P['session.status_running'],
@@ -247,6 +286,8 @@ export const SESSION_EVENT_SCHEMAS = {
   'user.message': UserMessageEvent,
   'user.interrupt': UserInterruptEvent,
   'user.custom_tool_result': UserCustomToolResultEvent,
+  'user.tool_confirmation': UserToolConfirmationEvent,
+  'system.message': SystemMessageEvent,
   'session.status_running': SessionStatusRunningEvent,
   'session.status_idle': SessionStatusIdleEvent,
   'session.status_rescheduled': SessionStatusRescheduledEvent,
@@ -280,14 +321,23 @@ const chunkOf = <T extends string, P extends TProperties>(type: T, payload: P) =
 
 /** Chunk events correlate with the canonical event that follows them by its pre-allocated id. */
 const MessageId = { message_id: Id('sevt_') };
+/** A message chunk's block position in the agent.message's content array (SDK content_delta). */
+const BlockIndex = { index: Type.Optional(Type.Integer({ minimum: 0 })) };
 const ThinkingId = { thinking_id: Id('sevt_') };
 const ToolUseId = { tool_use_id: Id('sevt_') };
-export const AgentMessageStreamStartEvent = chunkOf('agent.message_stream_start', MessageId);
+export const AgentMessageStreamStartEvent = chunkOf('agent.message_stream_start', {
+  ...MessageId,
+  ...BlockIndex,
+});
 export const AgentMessageChunkEvent = chunkOf('agent.message_chunk', {
   ...MessageId,
+  ...BlockIndex,
   delta: Type.String(),
 });
-export const AgentMessageStreamEndEvent = chunkOf('agent.message_stream_end', MessageId);
+export const AgentMessageStreamEndEvent = chunkOf('agent.message_stream_end', {
+  ...MessageId,
+  ...BlockIndex,
+});
 export const AgentThinkingStreamStartEvent = chunkOf('agent.thinking_stream_start', ThinkingId);
 export const AgentThinkingChunkEvent = chunkOf('agent.thinking_chunk', {
   ...ThinkingId,

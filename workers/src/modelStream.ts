@@ -4,7 +4,9 @@
  * streams, each opened and closed); text before a tool call becomes its own agent.message, so
  * the stored order matches the model's; a call to a client-executed custom tool is stored as
  * agent.custom_tool_use, every other call as agent.tool_use; an aborted signal stops reading.
- * Proven by test/sessions-events.test.ts, test/sdk-flow.test.ts and test/sandbox-tools.test.ts.
+ * Message chunks carry `index`, the position of their block in the agent.message's content.
+ * Proven by test/sessions-events.test.ts, test/sdk-flow.test.ts, test/sandbox-tools.test.ts and
+ * test/event-deltas.test.ts.
  */
 import {
   newId,
@@ -53,14 +55,19 @@ export async function consumeModelStream(
     switch (ev.type) {
       case 'text_start':
         textId ||= newId(PREFIX.event);
-        await live('agent.message_stream_start', { message_id: textId });
+        // index: the block's position in the agent.message's content array (SDK content_delta).
+        await live('agent.message_stream_start', { message_id: textId, index: text.length });
         break;
       case 'text_delta':
-        await live('agent.message_chunk', { message_id: textId, delta: ev.text });
+        await live('agent.message_chunk', {
+          message_id: textId,
+          delta: ev.text,
+          index: text.length,
+        });
         break;
       case 'text_end':
+        await live('agent.message_stream_end', { message_id: textId, index: text.length });
         text.push({ type: 'text', text: ev.text });
-        await live('agent.message_stream_end', { message_id: textId });
         break;
       case 'thinking_start':
         thinkingId = newId(PREFIX.event);

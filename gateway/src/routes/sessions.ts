@@ -18,6 +18,7 @@ import {
   followSession,
   refuseUnbuiltEvents,
   renderEvent,
+  type Logger,
   type Platform,
   type StreamItem,
 } from '@agentfleet/core';
@@ -34,7 +35,7 @@ const messagesBody = bodyOf(MessagesBody);
 
 type IdReq = FastifyRequest<{ Params: { id: string } }>;
 
-export function sessionRoutes(app: FastifyInstance, p: Platform) {
+export function sessionRoutes(app: FastifyInstance, p: Platform, log: Logger) {
   app.post('/v1/sessions', async (req) => p.sessions.create(tenantOf(req), createBody(req)));
   app.get('/v1/sessions', async (req) => p.sessions.list(tenantOf(req), listQuery(req)));
   app.get<{ Params: { id: string } }>('/v1/sessions/:id', async (req) =>
@@ -54,10 +55,11 @@ export function sessionRoutes(app: FastifyInstance, p: Platform) {
     const deleted = await p.sessions.remove(tenant, id);
     const { failedKeys } = await cascadeSessionDelete(p.collections, p.objects, tenant, id);
     for (const key of failedKeys)
-      req.log.warn(
-        { session_id: id, object_key: key },
-        'session delete: blob delete failed; left for reconciliation',
-      );
+      log.warn('session delete: blob delete failed; left for reconciliation', {
+        tenant_id: tenant,
+        session_id: id,
+        object_key: key,
+      });
     return deleted;
   });
   app.post<{ Params: { id: string } }>('/v1/sessions/:id/archive', async (req) =>
@@ -229,20 +231,24 @@ function write(sse: SseWriter, item: StreamItem, mode: StreamMode): void {
   sse.frame(ev.type, ev, ev.seq);
 }
 
+/**
+ * The SDK's preview frames (BetaManagedAgentsStartEvent / DeltaEvent): an agent.message preview
+ * opens once (its first block) and streams `content_delta` fragments whose `index` is the block's
+ * position in the message's content; an agent.thinking preview is start-only: no delta follows,
+ * the buffered agent.thinking concludes it. Proven by test/event-deltas.test.ts.
+ */
 function toSdkDelta(ev: Record<string, any>, deltas: Set<string>): Record<string, unknown> | null {
-  const kind = ev.type.startsWith('agent.message')
-    ? 'agent.message'
-    : ev.type.startsWith('agent.thinking')
-      ? 'agent.thinking'
-      : null;
-  if (!kind || !deltas.has(kind)) return null;
-  const id = ev.message_id ?? ev.thinking_id;
-  if (ev.type.endsWith('_stream_start')) return { type: 'event_start', event: { id, type: kind } };
-  if (ev.type.endsWith('_chunk'))
+  if (ev.type === 'agent.thinking_stream_start' && deltas.has('agent.thinking'))
+    return { type: 'event_start', event: { id: ev.thinking_id, type: 'agent.thinking' } };
+  if (!ev.type.startsWith('agent.message') || !deltas.has('agent.message')) return null;
+  const index = typeof ev.index === 'number' ? ev.index : 0;
+  if (ev.type === 'agent.message_stream_start' && index === 0)
+    return { type: 'event_start', event: { id: ev.message_id, type: 'agent.message' } };
+  if (ev.type === 'agent.message_chunk')
     return {
       type: 'event_delta',
-      event_id: id,
-      delta: { type: 'content_delta', content: { type: 'text', text: ev.delta }, index: 0 },
+      event_id: ev.message_id,
+      delta: { type: 'content_delta', content: { type: 'text', text: ev.delta }, index },
     };
   return null;
 }
