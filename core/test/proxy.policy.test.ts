@@ -6,6 +6,17 @@
 import net from 'node:net';
 import { describe, expect, it } from 'vitest';
 import { hostMatches, hostPolicy, isNonPublicAddress } from '../src/sandbox/proxy.js';
+import { mcpServerHosts, sessionHostPolicy } from '../src/sandbox/proxyPolicy.js';
+import { PACKAGE_REGISTRY_HOSTS } from '../src/egress/registries.js';
+
+const at = (host: string) => ({
+  tenantId: 't',
+  sessionId: 's',
+  method: 'CONNECT',
+  host,
+  port: 443,
+  kind: 'connect' as const,
+});
 
 describe('hostPolicy', () => {
   it('denylist wins, allowlist restricts, *.suffix matches subdomains only', () => {
@@ -64,5 +75,64 @@ describe('hostPolicy', () => {
     }
     for (const a of ['93.184.216.34', '1.1.1.1', '2606:4700:4700::1111', '::ffff:8.8.8.8'])
       expect(isNonPublicAddress(a), a).toBe(false);
+  });
+
+  it('sessionHostPolicy: limited opens allowed_hosts, package registries and MCP hosts only when set', () => {
+    const limited = {
+      allowlist: ['api.example.com'],
+      denylist: [],
+      unrestricted: false,
+      allow_package_managers: false,
+      allow_mcp_servers: false,
+    };
+    const mcp = [
+      { type: 'url', name: 'tools', url: 'https://mcp.tools.example:8443/sse' },
+      { type: 'stdio', name: 'local', command: 'x' },
+      { type: 'url', name: 'bad', url: 'not a url' },
+    ];
+    expect(mcpServerHosts(mcp)).toEqual(['mcp.tools.example']);
+
+    const closed = sessionHostPolicy(limited, mcp);
+    expect(closed(at('api.example.com'))).toEqual({ allow: true, reason: 'allowlist' });
+    expect(closed(at('pypi.org'))).toEqual({ allow: false, reason: 'not_in_allowlist' });
+    expect(closed(at('mcp.tools.example'))).toEqual({ allow: false, reason: 'not_in_allowlist' });
+
+    const open = sessionHostPolicy(
+      { ...limited, allow_package_managers: true, allow_mcp_servers: true },
+      mcp,
+    );
+    for (const hosts of Object.values(PACKAGE_REGISTRY_HOSTS))
+      for (const h of hosts)
+        expect(open(at(h)), h).toEqual({ allow: true, reason: 'package_registry' });
+    for (const h of [
+      'pypi.org',
+      'files.pythonhosted.org',
+      'registry.npmjs.org',
+      'deb.debian.org',
+      'crates.io',
+      'proxy.golang.org',
+      'rubygems.org',
+    ])
+      expect(open(at(h)).allow, h).toBe(true);
+    expect(open(at('mcp.tools.example'))).toEqual({ allow: true, reason: 'mcp_server' });
+    // exact names: no subdomain, no look-alike, nothing else
+    expect(open(at('evil.pypi.org')).allow).toBe(false);
+    expect(open(at('pypi.org.evil.net')).allow).toBe(false);
+    expect(open(at('x.mcp.tools.example')).allow).toBe(false);
+    expect(open(at('example.net')).allow).toBe(false);
+
+    // the denylist (spec network.denylist) wins over registries and MCP hosts too
+    const denied = sessionHostPolicy(
+      { ...limited, denylist: ['pypi.org'], allow_package_managers: true },
+      mcp,
+    );
+    expect(denied(at('pypi.org'))).toEqual({ allow: false, reason: 'denylist' });
+    expect(denied(at('registry.npmjs.org')).allow).toBe(true);
+
+    // unreadable environment: nothing goes out
+    expect(sessionHostPolicy(null, mcp)(at('api.example.com')).allow).toBe(false);
+    // unrestricted: every name (addresses are the egress policy's call)
+    const unrestricted = sessionHostPolicy({ allowlist: [], denylist: [], unrestricted: true }, []);
+    expect(unrestricted(at('anything.io'))).toEqual({ allow: true, reason: 'unrestricted' });
   });
 });

@@ -10,7 +10,8 @@ import {
   type SessionRef,
 } from '../ports/sandbox.js';
 import { environmentSnapshot } from '../domain/sessions.js';
-import { createOutboundProxy, hostPolicy, type OutboundProxy } from './proxy.js';
+import { createOutboundProxy, type OutboundProxy } from './proxy.js';
+import { sessionHostPolicy } from './proxyPolicy.js';
 import { createEgressPolicy } from '../egress/policy.js';
 import { createSandboxManager, type SandboxManagerService } from './manager.js';
 import { webFetch, webSearch, type WebSearchBackend } from '../tools/web.js';
@@ -80,15 +81,14 @@ class ProxyRegistry {
     };
   }
 
-  /** The session's environment snapshot; unreadable → no host allowed (fail closed). */
+  /**
+   * The session's environment snapshot and its agent's MCP servers (./proxyPolicy.ts
+   * sessionHostPolicy); unreadable → no host allowed (fail closed).
+   */
   private async policyFor(ref: SessionRef) {
     const env = await environmentSnapshot(this.p.collections, ref.tenantId, ref.sessionId);
-    const n = env?.network ?? { allowlist: [], denylist: [], unrestricted: false };
-    return hostPolicy({
-      allowlist: n.allowlist,
-      denylist: n.denylist,
-      unrestricted: n.unrestricted,
-    });
+    const session = env ? await this.p.collections.sessions.get(ref.tenantId, ref.sessionId) : null;
+    return sessionHostPolicy(env?.network ?? null, session?.agent?.mcp_servers as any[]);
   }
 
   async close(): Promise<void> {
@@ -162,7 +162,10 @@ export async function createSandboxRuntime(
     if (m?.type !== 'destroy' || !m.tenantId || !m.sessionId) return;
     if (manager.state(m.sessionId) === 'cold') return;
     manager
-      .destroy({ tenantId: m.tenantId, sessionId: m.sessionId, environmentId: m.environmentId })
+      .destroy(
+        { tenantId: m.tenantId, sessionId: m.sessionId, environmentId: m.environmentId },
+        { discard: m.discard === true },
+      )
       .catch((err) =>
         log.error('sandbox destroy failed', { session_id: m.sessionId, err: String(err) }),
       );
