@@ -58,9 +58,10 @@ const AgentRef = Type.Union([
     id: Type.String({ minLength: 1 }),
     version: Type.Optional(Type.Integer({ minimum: 1 })),
     model: Type.Optional(ModelParam),
-    system: Type.Optional(Nullable(Type.String())),
-    tools: Type.Optional(Type.Array(ToolDefinition)),
-    skills: Type.Optional(Type.Array(SkillRef)),
+    // The same limits as agent create (schemas/src/agents.ts AgentFields).
+    system: Type.Optional(Nullable(Type.String({ maxLength: 200_000 }))),
+    tools: Type.Optional(Type.Array(ToolDefinition, { maxItems: 128 })),
+    skills: Type.Optional(Type.Array(SkillRef, { maxItems: 64 })),
     mcp_servers: Type.Optional(Type.Array(McpServerConfig, { maxItems: 20 })),
   }),
 ]);

@@ -63,7 +63,9 @@ function checkToolNames(tools: any[]): void {
 
 /** Skills bind only in object form; a bare string array is accepted and does not bind (spec). */
 type SkillObject = { skill_id: string; type: string; version?: string | null };
-const normalizeSkills = (skills: readonly unknown[] | null | undefined): AgentSpec['skills'] =>
+export const normalizeSkills = (
+  skills: readonly unknown[] | null | undefined,
+): AgentSpec['skills'] =>
   (skills ?? [])
     .filter((s): s is SkillObject => typeof s === 'object' && s !== null)
     .map(
@@ -117,7 +119,8 @@ export class AgentService {
     });
   }
 
-  private async validateSpec(tenant: string, spec: AgentSpec): Promise<void> {
+  /** The checks an agent version passes (also run on a session's agent with overrides). */
+  async validateSpec(tenant: string, spec: AgentSpec): Promise<void> {
     await this.models.validateForAgent(tenant, spec.model);
     checkToolNames(spec.tools as any[]);
     if (spec.environment_id) {

@@ -5,13 +5,12 @@ import type { CommandBus } from '../ports/bus.js';
 import type { PubSub } from '../ports/coordination.js';
 import { SANDBOX_CONTROL_CHANNEL } from '../ports/sandbox.js';
 import type { AgentService } from './agents.js';
-import { normalizeModel, normalizeTools, renderSpec } from './agents.js';
+import { normalizeTools, renderSpec } from './agents.js';
 import type {
   Collections,
   EventDoc,
   RunDoc,
   EnvironmentDoc,
-  SessionAgentSnapshot,
   SessionDoc,
   SessionEnvironmentSnapshot,
 } from './collections.js';
@@ -20,6 +19,7 @@ import type { ModelResolver } from './models.js';
 import { createdAtBounds, pageById, type Page } from './pagination.js';
 import { applyMetadataPatch } from './metadata.js';
 import { refuseVaultIds } from './unsupported.js';
+import { sessionAgentSnapshot } from './sessionAgent.js';
 export { refuseUnbuiltEvents } from './unsupported.js';
 export { cascadeSessionDelete } from './sessionCascade.js';
 import { MAX_STORED_JSON_DEPTH, nowIso, valueDepth } from '../util.js';
@@ -85,22 +85,7 @@ export class SessionService {
         'agent',
         `agent ${ref.id} version ${version} nests JSON deeper than ${MAX_STORED_JSON_DEPTH} levels (stored before that limit); update its tools or create a new agent`,
       );
-    const snapshot: SessionAgentSnapshot = { ...structuredClone(pinned), id: ref.id, version };
-    if (typeof body.agent === 'object' && body.agent.type === 'agent_with_overrides') {
-      const o = body.agent;
-      if (o.model !== undefined) snapshot.model = normalizeModel(o.model);
-      if (o.system !== undefined) snapshot.system = o.system;
-      if (o.tools !== undefined) snapshot.tools = normalizeTools(o.tools);
-      if (o.mcp_servers !== undefined)
-        snapshot.mcp_servers = this.agents.sealMcp(
-          o.mcp_servers,
-          pinned.mcp_servers,
-          'agent.mcp_servers',
-        );
-      await this.models.validateForAgent(tenant, snapshot.model).catch((e) => {
-        throw invalid('agent.model', e.message);
-      });
-    }
+    const snapshot = await sessionAgentSnapshot(this.agents, tenant, body.agent, pinned, version);
     const env = await this.c.environments.get(tenant, body.environment_id);
     if (!env)
       throw withErrorCode(
