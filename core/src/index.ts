@@ -18,6 +18,7 @@ export { EnvironmentService } from './domain/environments.js';
 export * from './domain/models.js';
 export * from './domain/eventLog.js';
 export * from './domain/liveEvents.js';
+export { eventSpillPrefix, SPILL_THRESHOLD_BYTES } from './domain/eventSpill.js';
 export * from './domain/sessions.js';
 export * from './domain/auth.js';
 export * from './domain/files.js';

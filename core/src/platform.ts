@@ -90,7 +90,7 @@ export async function createPlatform(config: Config, adapters: Adapters): Promis
       ];
     },
   );
-  const events = new EventLog(collections, coordination.pubsub, metrics);
+  const events = new EventLog(collections, coordination.pubsub, metrics, objects);
   const agents = new AgentService(collections, models, secrets);
   // Snapshots, outputs and files: GridFS in fleet mode (every machine), else a directory
   // (the processes of one machine); chosen by the composition root from OBJECT_STORE.

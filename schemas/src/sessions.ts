@@ -27,10 +27,19 @@ export const UserCustomToolResultParams = Obj({
   content: Type.Optional(Type.Array(Type.Union([TextBlock, ImageBlock, DocumentBlock]))),
   is_error: Type.Optional(Nullable(Type.Boolean())),
 });
+/**
+ * SDK BetaManagedAgentsSystemMessageEventParams: text-only system content, at most one per
+ * request, last, right after the user event it accompanies (core/src/domain/inputEvents.ts).
+ */
+export const SystemMessageParams = Obj({
+  type: Type.Literal('system.message'),
+  content: Type.Array(TextBlock, { minItems: 1, maxItems: 100 }),
+});
 export const InputEvent = Type.Union([
   UserMessageParams,
   UserInterruptParams,
   UserCustomToolResultParams,
+  SystemMessageParams,
 ]);
 export type InputEvent = Static<typeof InputEvent>;
 

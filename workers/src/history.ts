@@ -3,13 +3,16 @@ import type { ChatMessage, ContentBlock, EventDoc } from '@agentfleet/core';
 /**
  * Rebuilds the model conversation from canonical events. User input enters the conversation
  * at the turn that consumed it (the next session.status_running), not where it was appended:
- * messages sent during a turn belong after that turn's reply. Tool calls use the
- * agent.tool_use event id as the tool id, so a tool_use and its tool_result pair up across
- * restarts.
+ * messages sent during a turn belong after that turn's reply. A `system.message` enters right
+ * after the user input it accompanied, as a `system` message (each adapter maps it for its
+ * protocol; see ChatMessage). Tool calls use the agent.tool_use event id as the tool id, so a
+ * tool_use and its tool_result pair up across restarts. File-sourced image and document blocks
+ * are left as they are: workers/src/fileBlocks.ts resolves them before the request.
+ * Proved by test/system-message.test.ts and the turn tests (test/sdk-flow.test.ts).
  */
 export function buildHistory(events: EventDoc[]): ChatMessage[] {
   const out: ChatMessage[] = [];
-  const push = (role: 'user' | 'assistant', blocks: ContentBlock[]) => {
+  const push = (role: ChatMessage['role'], blocks: ContentBlock[]) => {
     if (!blocks.length) return;
     const last = out[out.length - 1];
     if (last && last.role === role) last.content.push(...blocks);
@@ -17,6 +20,7 @@ export function buildHistory(events: EventDoc[]): ChatMessage[] {
   };
   let waiting: ContentBlock[] = [];
   let waitingResults: ContentBlock[] = [];
+  let waitingSystem: ContentBlock[] = [];
   for (const e of events) {
     const p = e.payload as any;
     switch (e.type) {
@@ -28,8 +32,17 @@ export function buildHistory(events: EventDoc[]): ChatMessage[] {
       case 'session.status_running':
         // Tool results first: the protocols require them at the head of the user turn.
         push('user', [...waitingResults, ...waiting]);
+        push('system', waitingSystem);
         waiting = [];
         waitingResults = [];
+        waitingSystem = [];
+        break;
+      case 'system.message':
+        waitingSystem.push(
+          ...(p.content as any[])
+            .filter((b) => b.type === 'text')
+            .map((b) => ({ type: 'text' as const, text: String(b.text) })),
+        );
         break;
       case 'agent.thinking':
         if (p.signature)

@@ -21,6 +21,7 @@ import {
 } from '@agentfleet/core';
 import type { CommandEnvelope } from '@agentfleet/schemas';
 import { buildHistory } from './history.js';
+import { resolveFileBlocks } from './fileBlocks.js';
 import { clientCallsAnswered } from './turnInput.js';
 import { modelRequest, type AppendFenced } from './modelRequest.js';
 import { classify, ToolExecutor } from './tools.js';
@@ -360,7 +361,11 @@ export class TurnRunner {
     const sid = s._id;
     for (let i = 0; i < this.p.config.turn.maxModelRequests; i++) {
       if (signal.aborted) throw signal.reason;
-      const history = buildHistory(await this.p.events.all(tenant, sid));
+      const history = await resolveFileBlocks(
+        this.p.files,
+        tenant,
+        buildHistory(await this.p.events.all(tenant, sid)),
+      );
       const outcome = await modelRequest(
         this.p,
         tenant,

@@ -6,6 +6,8 @@ import { DuplicateKeyError, type Update } from '../ports/store.js';
 import type { Collections, EventDoc } from './collections.js';
 import { nowIso } from '../util.js';
 import type { PlatformMetrics } from '../metrics.js';
+import type { ObjectStore } from '../ports/objectStore.js';
+import { hydrateEvents, spillPayload } from './eventSpill.js';
 
 export interface EventDraft {
   /** Pre-allocated id (chunk events correlate with it); generated when absent. */
@@ -33,14 +35,22 @@ export const controlChannel = (sessionId: string) => `session-control:${sessionI
  * the session's log head and claimed by inserting under the unique (session_id, seq) index;
  * a lost race or a crash between the insert and the head update is repaired from the events
  * themselves. Appends carrying a fencing token older than the session's are refused.
- * Every appended event is published live after it is durable.
+ * Every appended event is published live after it is durable. A payload over 500 KB is stored
+ * as an `_spilled` reference to a blob written before the append (./eventSpill.ts); every read
+ * here, and `hydrate` for callers that query the collection themselves, serves it whole.
  */
 export class EventLog {
   constructor(
     private readonly c: Collections,
     private readonly pubsub: PubSub,
     private readonly metrics?: PlatformMetrics,
+    private readonly objects?: ObjectStore,
   ) {}
+
+  /** Spilled payloads read back whole: callers that query the events collection directly. */
+  hydrate(docs: EventDoc[]): Promise<EventDoc[]> {
+    return this.objects ? hydrateEvents(this.objects, docs) : Promise.resolve(docs);
+  }
 
   async append(
     tenant: string,
@@ -48,8 +58,42 @@ export class EventLog {
     drafts: EventDraft[],
     opts: AppendOptions = {},
   ): Promise<EventDoc[]> {
+    const ided = drafts.map((d) => ({ ...d, id: d.id ?? newId(PREFIX.event) }));
+    // Blobs first, so a stored `_spilled` reference never dangles.
+    const stored = new Map<string, Record<string, unknown>>();
+    const blobs = new Map<string, string>();
+    if (this.objects)
+      for (const d of ided) {
+        const r = await spillPayload(this.objects, tenant, sessionId, d.id, d.payload);
+        stored.set(d.id, r.stored);
+        if (r.key) blobs.set(d.id, r.key);
+      }
     const written: EventDoc[] = [];
-    let pending = drafts.map((d) => ({ ...d, id: d.id ?? newId(PREFIX.event) }));
+    try {
+      await this.appendDocs(tenant, sessionId, ided, stored, opts, written);
+    } catch (err) {
+      // The blobs of events not appended (refused, failed, or already stored under the same
+      // id by an earlier attempt) go; a crash here leaves them under the session's spill
+      // prefix, removed with the session (sessionCascade.ts).
+      const kept = new Set(written.map((e) => e._id));
+      for (const [id, key] of blobs)
+        if (!kept.has(id)) await this.objects!.delete(key).catch(() => {});
+      throw err;
+    }
+    this.metrics?.eventsAppended.inc({}, written.length);
+    for (const e of written) await this.pubsub.publish(sessionChannel(sessionId), renderEvent(e));
+    return written;
+  }
+
+  private async appendDocs(
+    tenant: string,
+    sessionId: string,
+    ided: Array<EventDraft & { id: string }>,
+    stored: Map<string, Record<string, unknown>>,
+    opts: AppendOptions,
+    written: EventDoc[],
+  ): Promise<void> {
+    let pending = ided;
     while (pending.length) {
       const s = await this.c.sessions.get(tenant, sessionId);
       if (!s || s.deleted_at) throw notFound('session', sessionId);
@@ -75,7 +119,10 @@ export class EventLog {
       }));
       let batch = docs;
       try {
-        await this.c.events.insertMany(tenant, docs);
+        await this.c.events.insertMany(
+          tenant,
+          docs.map((d) => ({ ...d, payload: stored.get(d._id) ?? d.payload })),
+        );
       } catch (err) {
         if (!(err instanceof DuplicateKeyError) || err.index === '_id_') throw err;
         // Lost the race for a seq (or the head is behind after a crash): repair and go again.
@@ -90,9 +137,6 @@ export class EventLog {
       written.push(...batch);
       pending = [];
     }
-    this.metrics?.eventsAppended.inc({}, written.length);
-    for (const e of written) await this.pubsub.publish(sessionChannel(sessionId), renderEvent(e));
-    return written;
   }
 
   private async advanceHead(
@@ -139,7 +183,7 @@ export class EventLog {
   }
 
   /** Events with seq in (afterSeq, upTo], ascending. */
-  range(
+  async range(
     tenant: string,
     sessionId: string,
     afterSeq: number,
@@ -148,11 +192,15 @@ export class EventLog {
   ): Promise<EventDoc[]> {
     const seq: Record<string, number> = { $gt: afterSeq };
     if (upTo !== undefined) seq.$lte = upTo;
-    return this.c.events.find(tenant, { session_id: sessionId, seq }, { sort: { seq: 1 }, limit });
+    return this.hydrate(
+      await this.c.events.find(tenant, { session_id: sessionId, seq }, { sort: { seq: 1 }, limit }),
+    );
   }
 
-  all(tenant: string, sessionId: string): Promise<EventDoc[]> {
-    return this.c.events.find(tenant, { session_id: sessionId }, { sort: { seq: 1 } });
+  async all(tenant: string, sessionId: string): Promise<EventDoc[]> {
+    return this.hydrate(
+      await this.c.events.find(tenant, { session_id: sessionId }, { sort: { seq: 1 } }),
+    );
   }
 }
 

@@ -10,6 +10,7 @@
 import type { ObjectStore } from '../ports/objectStore.js';
 import type { Collections } from './collections.js';
 import { outputsPrefix } from './files.js';
+import { eventSpillPrefix } from './eventSpill.js';
 
 export async function cascadeSessionDelete(
   c: Pick<Collections, 'files'>,
@@ -28,5 +29,12 @@ export async function cascadeSessionDelete(
     return [];
   });
   for (const o of outputs) await drop(o.key);
+  // Spilled event payloads (> 500 KB, ./eventSpill.ts), including any left by a crashed append.
+  const spilled = eventSpillPrefix(tenant, sessionId);
+  for (const o of await objects.list(spilled).catch(() => {
+    failedKeys.push(`${spilled}*`);
+    return [];
+  }))
+    await drop(o.key);
   return { failedKeys };
 }

@@ -19,6 +19,7 @@ import type { ModelResolver } from './models.js';
 import { createdAtBounds, pageById, type Page } from './pagination.js';
 import { applyMetadataPatch } from './metadata.js';
 import { refuseVaultIds } from './unsupported.js';
+import { checkInputEvents } from './inputEvents.js';
 import { sessionAgentSnapshot } from './sessionAgent.js';
 export { refuseUnbuiltEvents } from './unsupported.js';
 export { cascadeSessionDelete } from './sessionCascade.js';
@@ -259,6 +260,7 @@ export class SessionService {
     if (s.terminated_at)
       throw invalid('session', `session ${id} is terminated and accepts no events`);
     if (s.archived_at) throw invalid('session', `session ${id} is archived and accepts no events`);
+    await checkInputEvents(this.c, tenant, events);
     for (const [i, e] of events.entries()) {
       if (e.type === 'user.custom_tool_result') {
         const use = await this.c.events.findOne(tenant, {

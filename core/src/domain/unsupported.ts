@@ -11,7 +11,6 @@ export const notSupportedYet = (field: string, what: string) =>
 /** Input event types the SDK defines that the turn runner does not handle yet. */
 const UNBUILT_EVENT_TYPES: Record<string, string> = {
   'user.define_outcome': 'outcomes (user.define_outcome)',
-  'system.message': 'system.message input events',
 };
 
 /** Checked on the raw body before schema validation, so the answer names the unbuilt feature. */

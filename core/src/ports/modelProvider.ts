@@ -35,8 +35,14 @@ export type ContentBlock =
       is_error?: boolean;
     };
 
+/**
+ * `system`: a mid-conversation system instruction (a session's `system.message` event; text
+ * blocks only), privileged context for that turn and every later one. OpenAI-compatible
+ * adapters send it in place as a `system` message; the Anthropic Messages API has no
+ * mid-conversation system role, so its adapter appends the text to the top-level `system`.
+ */
 export interface ChatMessage {
-  role: 'user' | 'assistant';
+  role: 'user' | 'assistant' | 'system';
   content: ContentBlock[];
 }
 

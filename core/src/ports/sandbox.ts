@@ -99,6 +99,11 @@ export interface SandboxSpec {
   env: Record<string, string>;
   /** Outbound HTTP(S) proxy URL the sandbox must use; the sandbox has no other network. */
   proxyUrl: string | null;
+  /**
+   * The environment's `base_image`; null or absent: the host image. Only the Nomad driver runs
+   * another image (docker task driver); the local driver refuses one (core/src/domain/baseImage.ts).
+   */
+  baseImage?: string | null;
 }
 
 export interface SandboxHandle {

@@ -153,7 +153,7 @@ export async function createSandboxRuntime(
     specFor: async (s) => {
       const env = await environmentSnapshot(p.collections, s.tenantId, s.sessionId);
       if (!env) throw new Error(`session ${s.sessionId}: its environment snapshot is unreadable`);
-      return { ...s, size: 'small', env: env.env, proxyUrl: null };
+      return { ...s, size: 'small', env: env.env, proxyUrl: null, baseImage: env.base_image };
     },
     log: log.child({ component: 'sandbox-manager' }),
     onEvent: (e) => log.debug('sandbox event', { ...e }),

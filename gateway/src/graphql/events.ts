@@ -60,7 +60,8 @@ export async function listEvents(p: Platform, tenant: string, args: Record<strin
     (r) => r._id,
     { hadCursor: !!cur, backwards },
   );
-  return { ...page, data: page.data.map(renderEvent) };
+  // Spilled payloads (> 500 KB) are served whole (core/src/domain/eventSpill.ts).
+  return { ...page, data: (await p.events.hydrate(page.data)).map(renderEvent) };
 }
 
 /**

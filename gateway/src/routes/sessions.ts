@@ -152,7 +152,8 @@ async function listEvents(p: Platform, req: IdReq) {
     limit: limit + 1,
   });
   const has_more = rows.length > limit;
-  const data = rows.slice(0, limit).map(renderEvent);
+  // Spilled payloads (> 500 KB) are served whole (core/src/domain/eventSpill.ts).
+  const data = (await p.events.hydrate(rows.slice(0, limit))).map(renderEvent);
   const last = data[data.length - 1];
   return {
     data,

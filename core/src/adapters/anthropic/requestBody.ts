@@ -1,7 +1,8 @@
 /**
  * Anthropic Messages request mapping: the port's ModelRequest as a `POST /v1/messages` body.
  * Guarantees: the output cap the caller asked for survives extended thinking (see
- * toAnthropicBody); thinking blocks without a signature are never replayed. Proved by
+ * toAnthropicBody); thinking blocks without a signature are never replayed; mid-conversation
+ * system messages join the top-level `system` (systemTexts). Proved by
  * core/test/model-providers.anthropic.test.ts ("request mapping") and the shared contract
  * (core/test/modelProvider.contract.ts, fast mode).
  */
@@ -32,8 +33,19 @@ export function toAnthropicBody(req: ModelRequest): Record<string, unknown> {
     max_tokens: req.maxTokens,
     stream: true,
   };
-  if (req.system) body.system = req.system;
-  body.messages = req.messages.map(toWireMessage).filter((m) => m.content.length > 0);
+  const midSystem = systemTexts(req.messages);
+  if (midSystem.length)
+    body.system = [...(req.system ? [req.system] : []), ...midSystem].map((text) => ({
+      type: 'text',
+      text,
+    }));
+  else if (req.system) body.system = req.system;
+  body.messages = mergeSameRole(
+    req.messages
+      .filter((m) => m.role !== 'system')
+      .map(toWireMessage)
+      .filter((m) => m.content.length > 0),
+  );
   if (req.tools && req.tools.length > 0) {
     body.tools = req.tools.map((t) => ({
       name: t.name,
@@ -48,6 +60,29 @@ export function toAnthropicBody(req: ModelRequest): Record<string, unknown> {
   }
   if (req.speed === 'fast') body.speed = 'fast';
   return body;
+}
+
+/**
+ * Mid-conversation system messages (session `system.message`): the Messages API has no such
+ * role, so their text joins the top-level `system`, in order, after the agent's prompt.
+ */
+function systemTexts(messages: ChatMessage[]): string[] {
+  return messages
+    .filter((m) => m.role === 'system')
+    .flatMap((m) => m.content.flatMap((b) => (b.type === 'text' && b.text ? [b.text] : [])));
+}
+
+/** Lifting system messages out can leave two user turns side by side: they become one. */
+function mergeSameRole(
+  messages: Array<{ role: string; content: ContentBlock[] }>,
+): Array<{ role: string; content: ContentBlock[] }> {
+  const out: Array<{ role: string; content: ContentBlock[] }> = [];
+  for (const m of messages) {
+    const last = out[out.length - 1];
+    if (last && last.role === m.role) last.content = [...last.content, ...m.content];
+    else out.push(m);
+  }
+  return out;
 }
 
 function toWireMessage(m: ChatMessage): { role: string; content: ContentBlock[] } {

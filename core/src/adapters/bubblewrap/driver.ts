@@ -40,6 +40,7 @@ import { join, resolve } from 'node:path';
 import type { Writable } from 'node:stream';
 import type { SandboxSpec } from '../../ports/sandbox.js';
 import { checkSandboxSpec, sandboxResources } from '../../ports/sandboxHelpers.js';
+import { baseImageProblem } from '../../domain/baseImage.js';
 import { createAgentClient, nodeStreamTransport } from '../../sandbox/protocol.js';
 import {
   CGROUP_PREFIX,
@@ -164,6 +165,9 @@ export function createLocalDriver(opts: LocalDriverOptions): LocalDriver {
   async function start(spec: SandboxSpec): Promise<LocalSandboxHandle> {
     if (closed) throw new Error('local sandbox driver is closed');
     checkSandboxSpec(spec);
+    // Only the host image here: another base_image needs the Nomad driver (docker).
+    const imageProblem = baseImageProblem('local', spec.baseImage);
+    if (imageProblem) throw new Error(imageProblem);
     const resources = sandboxResources(spec.size, opts.limits ? opts.limits.caps : undefined);
     if (running.has(spec.sessionId))
       throw new Error(`a sandbox for session ${spec.sessionId} is already running`);

@@ -1,7 +1,8 @@
 /**
  * OpenAI chat-completions request mapping: the port's ModelRequest as a
  * `POST /chat/completions` body (also for OpenAI-compatible servers). Guarantees: the system
- * prompt comes first; tool results become `tool` messages placed before the rest of their user
+ * prompt comes first; a mid-conversation system message is a `system` message in place; tool
+ * results become `tool` messages placed before the rest of their user
  * turn; tool calls keep their ids; thinking blocks are never sent; the output cap is
  * `max_completion_tokens`. Proved by core/test/model-providers.openai.test.ts ("request
  * mapping") and the shared contract (core/test/modelProvider.contract.ts, fast mode).
@@ -50,6 +51,12 @@ export function toOpenAIMessages(
   const out: Array<Record<string, unknown>> = [];
   if (system) out.push({ role: 'system', content: system });
   for (const m of messages) {
+    // A mid-conversation system message (session system.message) stays in place.
+    if (m.role === 'system') {
+      const text = m.content.flatMap((b) => (b.type === 'text' ? [b.text] : [])).join('\n');
+      if (text) out.push({ role: 'system', content: text });
+      continue;
+    }
     if (m.role === 'assistant') {
       const text = m.content.flatMap((b) => (b.type === 'text' ? [b.text] : [])).join('\n');
       const calls = m.content.flatMap((b) =>
