@@ -10,6 +10,7 @@ import type { Collections, EnvironmentDoc } from './collections.js';
 import { pageById, type Page } from './pagination.js';
 import { nowIso } from '../util.js';
 import { applyMetadataPatch } from './metadata.js';
+import { refuseUnservableBaseImage, type SandboxDriverName } from './baseImage.js';
 
 const PKG_KINDS = ['pip', 'npm', 'apt', 'cargo', 'gem', 'go'] as const;
 const emptyPackages = () => Object.fromEntries(PKG_KINDS.map((k) => [k, [] as string[]]));
@@ -21,7 +22,11 @@ type Body = EnvironmentCreate | EnvironmentUpdate;
  * the SDK's `config` (cloud: networking + packages; self_hosted). Both views are served.
  */
 export class EnvironmentService {
-  constructor(private readonly c: Collections) {}
+  constructor(
+    private readonly c: Collections,
+    /** The deployment's sandbox driver: which base_image values can be served (./baseImage.ts). */
+    private readonly opts: { sandboxDriver?: SandboxDriverName } = {},
+  ) {}
 
   private apply(doc: Omit<EnvironmentDoc, 'tenant_id'>, b: Body, isCreate: boolean): void {
     if (b.config) {
@@ -56,7 +61,10 @@ export class EnvironmentService {
     if (b.name != null) doc.name = b.name;
     if (b.description !== undefined) doc.description = b.description;
     if (b.scope != null) doc.scope = b.scope;
-    if (b.base_image !== undefined) doc.base_image = b.base_image;
+    if (b.base_image !== undefined) {
+      refuseUnservableBaseImage(this.opts.sandboxDriver, b.base_image);
+      doc.base_image = b.base_image;
+    }
     if (b.packages)
       for (const k of PKG_KINDS) doc.packages[k] = b.packages[k] ?? doc.packages[k] ?? [];
     if (b.network) {
