@@ -35,10 +35,22 @@ export const SystemMessageParams = Obj({
   type: Type.Literal('system.message'),
   content: Type.Array(TextBlock, { minItems: 1, maxItems: 100 }),
 });
+/**
+ * SDK BetaManagedAgentsUserToolConfirmationEventParams: answers an agent.tool_use (or
+ * agent.mcp_tool_use) held by an always_ask (or undecided auto) permission policy. It must name
+ * a call of this session still awaiting confirmation (core/src/domain/toolConfirmation.ts).
+ */
+export const UserToolConfirmationParams = Obj({
+  type: Type.Literal('user.tool_confirmation'),
+  tool_use_id: Type.String({ minLength: 1, maxLength: 128 }),
+  result: Type.Union([Type.Literal('allow'), Type.Literal('deny')]),
+  deny_message: Type.Optional(Nullable(Type.String({ maxLength: 10_000 }))),
+});
 export const InputEvent = Type.Union([
   UserMessageParams,
   UserInterruptParams,
   UserCustomToolResultParams,
+  UserToolConfirmationParams,
   SystemMessageParams,
 ]);
 export type InputEvent = Static<typeof InputEvent>;

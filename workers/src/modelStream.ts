@@ -3,7 +3,8 @@
  * Guarantees: every chunk is published live as it arrives (message, thinking and tool-input
  * streams, each opened and closed); text before a tool call becomes its own agent.message, so
  * the stored order matches the model's; a call to a client-executed custom tool is stored as
- * agent.custom_tool_use, every other call as agent.tool_use; an aborted signal stops reading.
+ * agent.custom_tool_use, every other call as agent.tool_use with its evaluated permission
+ * (./permissions.ts); an aborted signal stops reading.
  * Message chunks carry `index`, the position of their block in the agent.message's content.
  * Proven by test/sessions-events.test.ts, test/sdk-flow.test.ts, test/sandbox-tools.test.ts and
  * test/event-deltas.test.ts.
@@ -16,6 +17,7 @@ import {
   type ModelUsage,
 } from '@agentfleet/core';
 import { classify } from './tools.js';
+import { permissionFields } from './permissions.js';
 import { zeroUsage } from './turnEvents.js';
 
 export type ToolCall = { id: string; name: string; input: Record<string, any> };
@@ -111,7 +113,11 @@ export async function consumeModelStream(
         drafts.push({
           id,
           type: clientSide ? 'agent.custom_tool_use' : 'agent.tool_use',
-          payload: { name: ev.name, input: ev.input },
+          payload: {
+            name: ev.name,
+            input: ev.input,
+            ...(clientSide ? {} : permissionFields(tools, ev.name)),
+          },
         });
         toolUses.push({ id, name: ev.name, input: ev.input });
         break;

@@ -1,15 +1,40 @@
 /**
- * When pending input may start a turn. Guarantee: a turn that ended with requires_action is
- * resumed only once every client-executed call it named has its user.custom_tool_result, or
- * a new user.message arrives (which answers the rest with error results).
- * Proven by test/sdk-flow.test.ts (custom tools).
+ * When pending input may start a turn. Guarantees: a turn starts only for new input that is not
+ * cancelled by a later interrupt (a user.message, a user.custom_tool_result or a
+ * user.tool_confirmation); a turn that ended with requires_action is resumed only once every
+ * call it named is answered (a client-executed call by its user.custom_tool_result, a call held
+ * by a permission policy by its user.tool_confirmation), or a new user.message arrives (which
+ * answers the rest with error results: workers/src/permissions.ts, workers/src/history.ts).
+ * Proven by test/sdk-flow.test.ts (custom tools) and test/permission-policy.test.ts.
  */
 import type { Platform, SessionDoc } from '@agentfleet/core';
 
+/** Input event types that start (or resume) a turn. */
+const TURN_INPUT_TYPES = ['user.message', 'user.custom_tool_result', 'user.tool_confirmation'];
+
+/** True when input in (processed_seq or the last interrupt, inputTo] may start a turn now. */
+export async function turnInputReady(
+  p: Platform,
+  tenant: string,
+  s: SessionDoc,
+  inputTo: number,
+  interruptSeq: number,
+): Promise<boolean> {
+  const live = await p.collections.events.find(
+    tenant,
+    {
+      session_id: s._id,
+      type: { $in: TURN_INPUT_TYPES },
+      seq: { $gt: Math.max(s.processed_seq, interruptSeq), $lte: inputTo },
+    },
+    { limit: 1 },
+  );
+  return live.length > 0 && (await clientCallsAnswered(p, tenant, s, inputTo));
+}
+
 /**
- * After an idle with requires_action, the turn resumes once every client-executed call has
- * its user.custom_tool_result (or a new user.message arrives, which answers the rest with
- * error results).
+ * After an idle with requires_action, the turn resumes once every call it named is answered
+ * (or a new user.message arrives).
  */
 export async function clientCallsAnswered(
   p: Platform,
@@ -30,9 +55,15 @@ export async function clientCallsAnswered(
   const after = await p.collections.events.find(tenant, {
     session_id: s._id,
     seq: { $gt: idle!.seq, $lte: inputTo },
-    type: { $in: ['user.message', 'user.custom_tool_result'] },
+    type: { $in: TURN_INPUT_TYPES },
   });
   if (after.some((e) => e.type === 'user.message')) return true;
-  const got = new Set(after.map((e) => (e.payload as any).custom_tool_use_id));
+  const got = new Set(
+    after.map((e) =>
+      e.type === 'user.tool_confirmation'
+        ? (e.payload as any).tool_use_id
+        : (e.payload as any).custom_tool_use_id,
+    ),
+  );
   return wanted.every((id) => got.has(id));
 }

@@ -32,7 +32,11 @@ export function reconciliationDrafts(turn: EventDoc[]): EventDraft[] {
   const results = new Set(
     turn.filter((e) => e.type === 'agent.tool_result').map((e) => e.payload.tool_use_id),
   );
-  for (const tu of turn.filter((e) => e.type === 'agent.tool_use' && !results.has(e._id))) {
+  // A call held for confirmation (evaluated_permission 'ask') never ran: it stays open for the
+  // client (workers/src/permissions.ts), it is not an orphan.
+  const orphan = (e: EventDoc) =>
+    e.type === 'agent.tool_use' && !results.has(e._id) && e.payload.evaluated_permission !== 'ask';
+  for (const tu of turn.filter(orphan)) {
     drafts.push({
       type: 'agent.tool_result',
       payload: {

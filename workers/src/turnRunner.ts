@@ -1,6 +1,7 @@
 /**
  * The turn loop: composes the session lease, the run record, model requests
- * (./modelRequest.ts, streamed by ./modelStream.ts), tool dispatch (./tools.ts), stop reasons
+ * (./modelRequest.ts, streamed by ./modelStream.ts), tool dispatch under permission policies
+ * (./permissions.ts, executed by ./tools.ts), stop reasons
  * and error events (./turnEvents.ts) and crash recovery (./turnRecovery.ts).
  */
 import {
@@ -22,9 +23,10 @@ import {
 import type { CommandEnvelope } from '@agentfleet/schemas';
 import { buildHistory } from './history.js';
 import { resolveFileBlocks } from './fileBlocks.js';
-import { clientCallsAnswered } from './turnInput.js';
+import { turnInputReady } from './turnInput.js';
+import { ToolCallDispatcher } from './permissions.js';
 import { modelRequest, type AppendFenced } from './modelRequest.js';
-import { classify, ToolExecutor } from './tools.js';
+import { ToolExecutor } from './tools.js';
 import { sessionError, TurnAborted, type TurnEnd } from './turnEvents.js';
 import { lastResponseFinished, reconciliationDrafts, recoveryScan } from './turnRecovery.js';
 
@@ -184,16 +186,7 @@ export class TurnRunner {
     const inputTo = s.input_seq;
     // Input older than the newest interrupt was cancelled by it.
     const interruptSeq = s.interrupt_seq ?? 0;
-    const live = await this.p.collections.events.find(
-      tenant,
-      {
-        session_id: s._id,
-        type: { $in: ['user.message', 'user.custom_tool_result'] },
-        seq: { $gt: Math.max(s.processed_seq, interruptSeq), $lte: inputTo },
-      },
-      { limit: 1 },
-    );
-    if (!live.length || !(await clientCallsAnswered(this.p, tenant, s, inputTo))) {
+    if (!(await turnInputReady(this.p, tenant, s, inputTo, interruptSeq))) {
       await this.markProcessed(tenant, s._id, inputTo);
       return;
     }
@@ -359,6 +352,16 @@ export class TurnRunner {
     signal: AbortSignal,
   ): Promise<TurnEnd> {
     const sid = s._id;
+    const session = { tenantId: tenant, sessionId: sid, environmentId: s.environment_id };
+    const calls = new ToolCallDispatcher(
+      s.agent.tools as any[],
+      this.tools,
+      { session, signal },
+      this.fenced(tenant, sid, lease),
+    );
+    // Calls held for confirmation by an earlier turn are settled before the model sees them.
+    const held = await calls.settleHeld(await this.p.events.all(tenant, sid));
+    if (held.length) return { stop_reason: { type: 'requires_action', event_ids: held } };
     for (let i = 0; i < this.p.config.turn.maxModelRequests; i++) {
       if (signal.aborted) throw signal.reason;
       const history = await resolveFileBlocks(
@@ -379,26 +382,9 @@ export class TurnRunner {
       if (outcome.stop !== 'tool_use' || !outcome.toolUses.length) {
         return { stop_reason: { type: outcome.stop === 'refusal' ? 'refusal' : 'end_turn' } };
       }
-      // Server-side tools run now; client-executed custom tools end the turn with requires_action.
-      const session = { tenantId: tenant, sessionId: sid, environmentId: s.environment_id };
-      const clientCalls: string[] = [];
-      for (const call of outcome.toolUses) {
-        const kind = classify(s.agent.tools as any[], call.name);
-        if (kind.kind === 'custom_client') {
-          clientCalls.push(call.id);
-          continue;
-        }
-        if (signal.aborted) throw signal.reason;
-        const result = await this.tools.execute(kind, call.input, { session, signal });
-        await this.append(tenant, sid, lease, [
-          {
-            type: 'agent.tool_result',
-            payload: { tool_use_id: call.id, content: result.content, is_error: result.is_error },
-          },
-        ]);
-      }
-      if (clientCalls.length)
-        return { stop_reason: { type: 'requires_action', event_ids: clientCalls } };
+      // Calls allowed by policy run now; held and client-executed ones end with requires_action.
+      const waiting = await calls.dispatch(outcome.toolUses);
+      if (waiting.length) return { stop_reason: { type: 'requires_action', event_ids: waiting } };
     }
     return { stop_reason: { type: 'end_turn' }, interrupted: false };
   }

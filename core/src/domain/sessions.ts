@@ -21,6 +21,7 @@ import { applyMetadataPatch } from './metadata.js';
 import { refuseVaultIds } from './unsupported.js';
 import { checkInputEvents } from './inputEvents.js';
 import { sessionAgentSnapshot } from './sessionAgent.js';
+import { checkToolAnswers } from './toolConfirmation.js';
 export { refuseUnbuiltEvents } from './unsupported.js';
 export { cascadeSessionDelete } from './sessionCascade.js';
 import { MAX_STORED_JSON_DEPTH, nowIso, valueDepth } from '../util.js';
@@ -261,20 +262,7 @@ export class SessionService {
       throw invalid('session', `session ${id} is terminated and accepts no events`);
     if (s.archived_at) throw invalid('session', `session ${id} is archived and accepts no events`);
     await checkInputEvents(this.c, tenant, events);
-    for (const [i, e] of events.entries()) {
-      if (e.type === 'user.custom_tool_result') {
-        const use = await this.c.events.findOne(tenant, {
-          session_id: id,
-          _id: e.custom_tool_use_id,
-          type: 'agent.custom_tool_use',
-        });
-        if (!use)
-          throw invalid(
-            `events[${i}].custom_tool_use_id`,
-            `no agent.custom_tool_use ${e.custom_tool_use_id} in this session`,
-          );
-      }
-    }
+    await checkToolAnswers(this.c.events, tenant, id, events);
     const drafts = events.map(({ type, ...payload }) => ({
       type,
       payload: payload as Record<string, unknown>,

@@ -1,0 +1,178 @@
+/**
+ * Permission policies of the agent's tools, and the tool calls a turn dispatches under them.
+ * Guarantees:
+ * - a call's policy is its tool's own `permission_policy` (a toolset `configs[]` entry, already
+ *   resolved against the toolset's `default_config` when the agent was stored), else the
+ *   toolset's `default_config.permission_policy`, else `always_allow`; this covers the built-in
+ *   agent toolset and `mcp_toolset` (per server and tool name); custom tools have no policy in
+ *   the SDK and run as `always_allow` (client-executed ones are answered by the client anyway);
+ * - every agent.tool_use records the SDK's `evaluated_permission` and `evaluation`: always_allow
+ *   → allow, always_ask → ask, auto → ask with `reason_code: 'indeterminate'` (this deployment
+ *   has no per-call judge, so it holds the call rather than guess), a tool that is not enabled
+ *   → deny without an evaluation (refused before any policy applied);
+ * - an `ask` call is never run before the client allows it: the turn ends idle with
+ *   `requires_action` naming it, together with the calls of client-executed custom tools; calls
+ *   allowed by policy in the same model response run at once;
+ * - the next turn first settles the held calls from the event log alone (so a worker crash or a
+ *   redelivered command loses nothing): `allow` runs the tool and appends its agent.tool_result,
+ *   `deny` appends an is_error agent.tool_result carrying the deny message (or a default text),
+ *   a call the client never confirmed before sending a new user.message gets an is_error result,
+ *   and only then is the model called again. A call whose result is already in the log is never
+ *   run again; a confirmed call whose worker died before its result was appended runs again on
+ *   recovery (at least once, as the client allowed it).
+ * Proven by test/permission-policy.test.ts and test/python/sdk_suite/test_permissions.py.
+ */
+import { TOOLSET_TYPE } from '@agentfleet/schemas';
+import type { EventDoc, SessionRef } from '@agentfleet/core';
+import type { AppendFenced } from './modelRequest.js';
+import type { ToolCall } from './modelStream.js';
+import { classify, type ToolExecutor, type ToolKind } from './tools.js';
+
+export type PolicyType = 'always_allow' | 'always_ask' | 'auto';
+
+/** The SDK's evaluated_permission and evaluation, as recorded on agent.tool_use. */
+export type PermissionFields = {
+  evaluated_permission: 'allow' | 'ask' | 'deny';
+  evaluation?:
+    | { type: 'always_allow' }
+    | { type: 'always_ask' }
+    | { type: 'auto'; evaluated_permission: { type: 'ask'; reason_code: string } };
+};
+
+const policyType = (p: unknown): PolicyType | undefined => {
+  const t = (p as { type?: unknown } | null | undefined)?.type;
+  return t === 'always_allow' || t === 'always_ask' || t === 'auto' ? t : undefined;
+};
+
+/** The permission policy that governs a call to `name` (of MCP server `mcpServer`, if given). */
+export function resolvePolicy(tools: readonly any[], name: string, mcpServer?: string): PolicyType {
+  for (const t of tools ?? []) {
+    const isToolset = mcpServer
+      ? t.type === 'mcp_toolset' && t.mcp_server_name === mcpServer
+      : t.type === TOOLSET_TYPE;
+    if (!isToolset) continue;
+    const own = (t.configs ?? []).find((c: any) => c.name === name);
+    return (
+      policyType(own?.permission_policy) ??
+      policyType(t.default_config?.permission_policy) ??
+      'always_allow'
+    );
+  }
+  return 'always_allow';
+}
+
+/** What agent.tool_use records for a call to `name`. */
+export function permissionFields(tools: readonly any[], name: string): PermissionFields {
+  const kind = classify(tools, name);
+  if (kind.kind === 'unknown') return { evaluated_permission: 'deny' };
+  if (kind.kind !== 'builtin')
+    return { evaluated_permission: 'allow', evaluation: { type: 'always_allow' } };
+  switch (resolvePolicy(tools, name)) {
+    case 'always_ask':
+      return { evaluated_permission: 'ask', evaluation: { type: 'always_ask' } };
+    case 'auto':
+      return {
+        evaluated_permission: 'ask',
+        evaluation: {
+          type: 'auto',
+          evaluated_permission: { type: 'ask', reason_code: 'indeterminate' },
+        },
+      };
+    default:
+      return { evaluated_permission: 'allow', evaluation: { type: 'always_allow' } };
+  }
+}
+
+const DEFAULT_DENY_TEXT = 'the user denied permission to run this tool call';
+const UNCONFIRMED_TEXT =
+  'this tool call was not run: it was not confirmed before the next user message';
+
+const errorResult = (toolUseId: string, text: string) => ({
+  type: 'agent.tool_result',
+  payload: { tool_use_id: toolUseId, content: [{ type: 'text', text }], is_error: true },
+});
+
+/** Dispatches one turn's tool calls under the agent's permission policies. */
+export class ToolCallDispatcher {
+  constructor(
+    private readonly tools: readonly any[],
+    private readonly executor: ToolExecutor,
+    private readonly ctx: { session: SessionRef; signal: AbortSignal },
+    private readonly append: AppendFenced,
+  ) {}
+
+  /**
+   * Runs the calls of one model response that may run now, in order. Returns the ids the turn
+   * waits for (held by a policy, or client-executed), in call order: the requires_action list.
+   */
+  async dispatch(calls: readonly ToolCall[]): Promise<string[]> {
+    const waiting: string[] = [];
+    for (const call of calls) {
+      const kind = classify(this.tools, call.name);
+      if (kind.kind === 'custom_client') waiting.push(call.id);
+      else if (permissionFields(this.tools, call.name).evaluated_permission === 'ask')
+        waiting.push(call.id);
+      else await this.run(call, kind);
+    }
+    return waiting;
+  }
+
+  /**
+   * Settles the calls earlier turns held, from the session's log: allowed ones run, denied and
+   * abandoned ones get an error result. Returns the ids still waiting for the client (held calls
+   * without a confirmation, client-executed calls without a result), in log order; when any
+   * remain the turn must end again with requires_action and not call the model.
+   */
+  async settleHeld(log: readonly EventDoc[]): Promise<string[]> {
+    const answered = new Set<string>();
+    const confirmations = new Map<string, EventDoc>();
+    for (const e of log) {
+      if (e.type === 'agent.tool_result') answered.add(String(e.payload.tool_use_id));
+      if (e.type === 'user.custom_tool_result') answered.add(String(e.payload.custom_tool_use_id));
+      if (e.type === 'user.tool_confirmation' && !confirmations.has(String(e.payload.tool_use_id)))
+        confirmations.set(String(e.payload.tool_use_id), e);
+    }
+    const waiting: string[] = [];
+    for (const [i, use] of log.entries()) {
+      const held = use.type === 'agent.tool_use' && use.payload.evaluated_permission === 'ask';
+      if ((!held && use.type !== 'agent.custom_tool_use') || answered.has(use._id)) continue;
+      const conf = held ? confirmations.get(use._id) : undefined;
+      if (conf?.payload.result === 'allow') {
+        const name = String(use.payload.name);
+        const call = { id: use._id, name, input: (use.payload.input ?? {}) as ToolCall['input'] };
+        await this.run(call, classify(this.tools, name));
+      } else if (conf) {
+        const text = String(conf.payload.deny_message ?? '') || DEFAULT_DENY_TEXT;
+        await this.append([errorResult(use._id, text)]);
+      } else if (!abandoned(log, i)) waiting.push(use._id);
+      else if (held) await this.append([errorResult(use._id, UNCONFIRMED_TEXT)]);
+      // An abandoned client-executed call is answered in the history (history.ts).
+    }
+    return waiting;
+  }
+
+  private async run(call: ToolCall, kind: ToolKind): Promise<void> {
+    if (this.ctx.signal.aborted) throw this.ctx.signal.reason;
+    const result = await this.executor.execute(kind, call.input, this.ctx);
+    await this.append([
+      {
+        type: 'agent.tool_result',
+        payload: { tool_use_id: call.id, content: result.content, is_error: result.is_error },
+      },
+    ]);
+  }
+}
+
+/**
+ * A call is abandoned once the turn that made it has ended (its session.status_idle) and the
+ * client sent a user.message after that instead of answering it.
+ */
+function abandoned(log: readonly EventDoc[], useIndex: number): boolean {
+  let idleSeen = false;
+  for (let j = useIndex + 1; j < log.length; j++) {
+    const e = log[j]!;
+    if (e.type === 'session.status_idle') idleSeen = true;
+    else if (idleSeen && e.type === 'user.message') return true;
+  }
+  return false;
+}
