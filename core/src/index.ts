@@ -65,3 +65,4 @@ export { createNomadDriver } from './adapters/nomad/driver.js';
 export { nomadAgentCommand } from './adapters/nomad/command.js';
 export { sandboxProgram } from '@agentfleet/sandbox-agent';
 export * from './egress/index.js';
+export { snapshotPrefix } from './domain/snapshotKeys.js';

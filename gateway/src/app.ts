@@ -103,7 +103,7 @@ export async function buildApp(p: Platform, opts: AppOptions): Promise<FastifyIn
 
   agentRoutes(app, p);
   environmentRoutes(app, p);
-  sessionRoutes(app, p);
+  sessionRoutes(app, p, opts.log);
   adminRoutes(app, p);
   const files = opts.files ?? fileServicesOf(p);
   if (files) fileRoutes(app, p, files);

@@ -3,17 +3,21 @@
  * prefix"): after DELETE /v1/sessions/:id stopped the runtime, every file scoped to the session
  * goes (metadata first: no longer listed or downloadable, then its bytes) and every object under
  * the session's output prefix. Best effort and idempotent: a failed blob delete is returned for
- * the caller to log for reconciliation, never thrown. Sandbox snapshots are not deleted here:
- * the retention table gives backup objects a 7-day TTL, and the runtime's destroy takes its
- * eager snapshot after this call. Proved by test/session-delete.test.ts.
+ * the caller to log for reconciliation, never thrown. The session's sandbox snapshots go too
+ * (a deleted session is never resumed, so keeping them to the 7-day backup TTL would only keep
+ * tenant data longer): this removes those already stored, and the worker holding a live
+ * sandbox destroys it without a snapshot or output sync and removes any written meanwhile
+ * (SandboxManager.destroy with `discard`). Spilled event blobs under the session's spill prefix go
+ * as well (test/event-spill.test.ts). Proved by test/session-delete.test.ts.
  */
 import type { ObjectStore } from '../ports/objectStore.js';
 import type { Collections } from './collections.js';
 import { outputsPrefix } from './files.js';
 import { eventSpillPrefix } from './eventSpill.js';
+import { snapshotPrefix } from './snapshotKeys.js';
 
 export async function cascadeSessionDelete(
-  c: Pick<Collections, 'files'>,
+  c: Pick<Collections, 'files' | 'sessions'>,
   objects: ObjectStore,
   tenant: string,
   sessionId: string,
@@ -36,5 +40,18 @@ export async function cascadeSessionDelete(
     return [];
   }))
     await drop(o.key);
+  const s = await c.sessions.get(tenant, sessionId);
+  if (s?.environment_id) {
+    const snapshots = snapshotPrefix({
+      tenantId: tenant,
+      sessionId,
+      environmentId: s.environment_id,
+    });
+    const stored = await objects.list(snapshots).catch(() => {
+      failedKeys.push(`${snapshots}*`);
+      return [];
+    });
+    for (const o of stored) await drop(o.key);
+  }
   return { failedKeys };
 }

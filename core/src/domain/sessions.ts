@@ -344,7 +344,8 @@ export class SessionService {
         reason: 'terminated',
       } satisfies InterruptSignal);
     }
-    // Whichever worker holds the sandbox takes an eager snapshot, then destroys it.
+    // Whichever worker holds the sandbox destroys it without a snapshot or output sync (the
+    // session is being deleted) and removes its snapshots; the cascade removes the rest.
     await this.pubsub.publish(SANDBOX_CONTROL_CHANNEL, {
       type: 'destroy',
       tenantId: tenant,
@@ -359,6 +360,7 @@ export class SessionService {
     await this.c.runs.deleteMany(tenant, { _id: id });
     await this.c.events.deleteMany(tenant, { session_id: id });
     return { id, type: 'session_deleted' };
+      discard: true,
   }
 }
 

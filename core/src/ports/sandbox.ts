@@ -163,7 +163,10 @@ export interface SandboxManager {
    * once in `skipped` (the turn runner reports them as `session.warning` events).
    */
   syncOutputs(session: SessionRef): Promise<OutputSyncReport>;
-  /** Eager snapshot, then destroy. */
-  destroy(session: SessionRef): Promise<void>;
+  /**
+   * Eager snapshot, then destroy. `discard` (the session was deleted): no snapshot and no output
+   * sync, and the session's existing snapshots are deleted (test/session-delete.test.ts).
+   */
+  destroy(session: SessionRef, opts?: { discard?: boolean }): Promise<void>;
   close(): Promise<void>;
 }

@@ -45,7 +45,13 @@ import {
   newOutputSyncMemory,
   type OutputQuotas,
 } from './outputs.js';
-import { latestSnapshot, sweepBackups, syncOutputsWith, writeSnapshot } from './managerStorage.js';
+import {
+  deleteSnapshots,
+  latestSnapshot,
+  sweepBackups,
+  syncOutputsWith,
+  writeSnapshot,
+} from './managerStorage.js';
 import { readMarker, warmup } from './managerWarmup.js';
 import {
   BACKUP_TTL_MS,
@@ -240,14 +246,18 @@ export function createSandboxManager(deps: SandboxManagerDeps): SandboxManagerSe
   }
 
   /** Snapshot, sync outputs, stop (or destroy). On an idle stop whose snapshot fails, the sandbox stays up. */
-  async function stopSandbox(e: Entry, reason: 'idle' | 'destroy' | 'shutdown'): Promise<void> {
+  async function stopSandbox(
+    e: Entry,
+    reason: 'idle' | 'destroy' | 'shutdown',
+    discard = false,
+  ): Promise<void> {
     const h = e.handle;
     if (!h || e.stopping) return;
     clearIdle(e);
     setState(e, 'stopping');
     let kept = false;
     const stopping = (async () => {
-      if (e.backup && !deadHandles.has(h)) {
+      if (e.backup && !deadHandles.has(h) && !discard) {
         try {
           await writeSnapshot(ctx, e, h, reason);
         } catch (err) {
@@ -372,12 +382,14 @@ export function createSandboxManager(deps: SandboxManagerDeps): SandboxManagerSe
       }
     },
 
-    async destroy(session) {
+    async destroy(session, opts = {}) {
       const e = entries.get(session.sessionId);
       if (!e) return;
       if (e.warm) await e.warm.catch(() => {});
       while (e.stopping) await e.stopping.catch(() => {});
-      if (e.handle) await stopSandbox(e, 'destroy');
+      if (e.handle) await stopSandbox(e, 'destroy', opts.discard === true);
+      // A deleted session: any snapshot (an idle stop that finished meanwhile, older backups) goes too.
+      if (opts.discard) await deleteSnapshots(ctx, e.ref);
       e.tasks.clear();
       clearIdle(e);
       emit('destroyed', e.ref.sessionId);

@@ -8,7 +8,6 @@
  * MAX_SNAPSHOT_BYTES stores nothing.
  * Tested in core/test/sandbox.manager.test.ts, sandbox.outputs.test.ts, outputKeys.test.ts.
  */
-import { randomBytes } from 'node:crypto';
 import { Transform, type Readable } from 'node:stream';
 import type { ObjectStore } from '../ports/objectStore.js';
 import type {
@@ -19,7 +18,13 @@ import type {
 } from '../ports/sandbox.js';
 import { syncSessionOutputs } from './outputs.js';
 import { SANDBOX_PATHS } from '../ports/sandboxHelpers.js';
-import { objectKeySegment as keySegment, outputsPrefix } from '../domain/files.js';
+import { outputsPrefix } from '../domain/files.js';
+import {
+  latestPointerKey,
+  snapshotKey,
+  snapshotPrefix,
+  snapshotTime,
+} from '../domain/snapshotKeys.js';
 import {
   errMessage,
   MAX_SNAPSHOT_BYTES,
@@ -31,24 +36,7 @@ import {
 
 const WORKSPACE_DIR = SANDBOX_PATHS.workspace;
 
-export const snapshotPrefix = (s: SessionRef) =>
-  `snapshots/${keySegment(s.tenantId, 'tenant id')}/${keySegment(s.environmentId, 'environment id')}/${keySegment(s.sessionId, 'session id')}/`;
-export const latestPointerKey = (s: SessionRef) => `${snapshotPrefix(s)}latest`;
-
-const stamp = (at: number) => new Date(at).toISOString().replace(/[-:]/g, '');
-export const snapshotKey = (s: SessionRef, at: number) =>
-  `${snapshotPrefix(s)}${stamp(at)}-${randomBytes(3).toString('hex')}.tar.gz`;
-
-/** The time in a snapshot key, or null. */
-export function snapshotTime(key: string): number | null {
-  const m = /\/(\d{8})T(\d{6})\.(\d{3})Z-[0-9a-f]+\.tar\.gz$/.exec(key);
-  if (!m) return null;
-  const [d, t, ms] = [m[1]!, m[2]!, m[3]!];
-  const v = Date.parse(
-    `${d.slice(0, 4)}-${d.slice(4, 6)}-${d.slice(6, 8)}T${t.slice(0, 2)}:${t.slice(2, 4)}:${t.slice(4, 6)}.${ms}Z`,
-  );
-  return Number.isNaN(v) ? null : v;
-}
+export { latestPointerKey, snapshotKey, snapshotPrefix, snapshotTime };
 
 export async function latestSnapshot(
   objects: ObjectStore,
@@ -161,6 +149,22 @@ export async function restoreSnapshot(
 }
 
 /** Deletes snapshots older than `cutoff` and pointers left pointing at nothing. */
+/** A deleted session's snapshots and pointer; a failed delete is logged for reconciliation. */
+export async function deleteSnapshots(
+  ctx: Pick<ManagerContext, 'objects' | 'log'>,
+  ref: SessionRef,
+): Promise<void> {
+  const objects = await ctx.objects.list(snapshotPrefix(ref)).catch(() => []);
+  for (const o of objects)
+    await ctx.objects.delete(o.key).catch((err) =>
+      ctx.log.warn('deleting a snapshot of a deleted session failed; left for reconciliation', {
+        sessionId: ref.sessionId,
+        key: o.key,
+        error: errMessage(err),
+      }),
+    );
+}
+
 export async function sweepBackups(
   ctx: Pick<ManagerContext, 'objects' | 'log'>,
   cutoff: number,
