@@ -96,7 +96,9 @@ export async function createPlatform(config: Config, adapters: Adapters): Promis
   // (the processes of one machine); chosen by the composition root from OBJECT_STORE.
   const files = new FileService(collections, objects, { maxBytes: config.maxFileBytes });
   const outputs = new OutputService(collections, objects);
-  const environments = new EnvironmentService(collections);
+  const environments = new EnvironmentService(collections, {
+    sandboxDriver: config.sandbox.driver,
+  });
   const sessions = new SessionService(
     collections,
     agents,
@@ -104,6 +106,7 @@ export async function createPlatform(config: Config, adapters: Adapters): Promis
     events,
     bus,
     coordination.pubsub,
+    { sandboxDriver: config.sandbox.driver },
   );
   const auth = new AuthService(collections, config.operatorKeyHash);
   await auth.bootstrap();

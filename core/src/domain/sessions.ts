@@ -19,6 +19,7 @@ import type { ModelResolver } from './models.js';
 import { createdAtBounds, pageById, type Page } from './pagination.js';
 import { applyMetadataPatch } from './metadata.js';
 import { refuseVaultIds } from './unsupported.js';
+import { refuseUnservableBaseImage, type SandboxDriverName } from './baseImage.js';
 import { checkInputEvents } from './inputEvents.js';
 import { sessionAgentSnapshot } from './sessionAgent.js';
 import { checkToolAnswers } from './toolConfirmation.js';
@@ -66,6 +67,8 @@ export class SessionService {
     private readonly log: EventLog,
     private readonly bus: CommandBus,
     private readonly pubsub: PubSub,
+    /** The deployment's sandbox driver: which environments' base_image it can serve. */
+    private readonly opts: { sandboxDriver?: SandboxDriverName } = {},
   ) {}
 
   async create(tenant: string, body: SessionCreate) {
@@ -99,6 +102,7 @@ export class SessionService {
         invalid('environment_id', `environment ${body.environment_id} is archived`),
         'environment_archived',
       );
+    refuseUnservableBaseImage(this.opts.sandboxDriver, env.base_image, 'environment_id');
     // Declared resources must be materializable before anything is allocated (spec Work rule 1).
     const now = nowIso();
     const resources: SessionFileResource[] = [];
