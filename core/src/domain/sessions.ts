@@ -355,6 +355,7 @@ export class SessionService {
       tenantId: tenant,
       sessionId: id,
       environmentId: s.environment_id,
+      discard: true,
     });
     await this.c.sessions.updateOne(
       tenant,
@@ -364,7 +365,6 @@ export class SessionService {
     await this.c.runs.deleteMany(tenant, { _id: id });
     await this.c.events.deleteMany(tenant, { session_id: id });
     return { id, type: 'session_deleted' };
-      discard: true,
   }
 }
 
