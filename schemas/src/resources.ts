@@ -219,6 +219,12 @@ export const SessionUsage = Obj({
   output_tokens: TokenCount,
   cache_read_input_tokens: TokenCount,
   cache_creation_input_tokens: TokenCount,
+  /** Tracked list cost in cents (core/src/domain/budget.ts); null once usage had no list price. */
+  list_cost: Type.Optional(
+    Nullable(
+      Obj({ amount: Type.String({ pattern: '^(0|[1-9][0-9]*)$' }), currency: Type.Literal('USD') }),
+    ),
+  ),
 });
 
 /** Nothing is served here yet: create refuses every declared resource, and outcomes do not exist. */

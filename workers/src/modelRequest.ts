@@ -17,6 +17,7 @@ import {
 } from '@agentfleet/core';
 import type { buildHistory } from './history.js';
 import { consumeModelStream, type ToolCall } from './modelStream.js';
+import { costUpdate } from './budget.js';
 import { toolSpecs } from './tools.js';
 import { sessionError, spanEnd, toModelError, zeroUsage } from './turnEvents.js';
 
@@ -63,6 +64,8 @@ export async function modelRequest(
         protocol: resolved.protocol,
       });
       p.metrics.modelRequests.inc({ protocol: resolved.protocol, outcome: 'ok' });
+      // The list cost moves with the token usage, in the update that appends these events.
+      const cost = await costUpdate(p, tenant, s.agent.model.id, r.usage);
       await append(
         [...r.drafts, spanEnd(start!._id, false, r.usage, r.stop, s.agent.model.speed)],
         {
@@ -71,7 +74,9 @@ export async function modelRequest(
             'usage.output_tokens': r.usage.output_tokens,
             'usage.cache_read_input_tokens': r.usage.cache_read_input_tokens,
             'usage.cache_creation_input_tokens': r.usage.cache_creation_input_tokens,
+            ...cost.inc,
           },
+          $set: cost.set,
         },
       );
       return { kind: 'ok', stop: r.stop, toolUses: r.toolUses };

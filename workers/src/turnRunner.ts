@@ -26,6 +26,7 @@ import { resolveFileBlocks } from './fileBlocks.js';
 import { turnInputReady } from './turnInput.js';
 import { ToolCallDispatcher } from './permissions.js';
 import { modelRequest, type AppendFenced } from './modelRequest.js';
+import { budgetStop } from './budget.js';
 import { ToolExecutor } from './tools.js';
 import { sessionError, TurnAborted, type TurnEnd } from './turnEvents.js';
 import { lastResponseFinished, reconciliationDrafts, recoveryScan } from './turnRecovery.js';
@@ -364,6 +365,8 @@ export class TurnRunner {
     if (held.length) return { stop_reason: { type: 'requires_action', event_ids: held } };
     for (let i = 0; i < this.p.config.turn.maxModelRequests; i++) {
       if (signal.aborted) throw signal.reason;
+      const overBudget = await budgetStop(this.p, tenant, sid);
+      if (overBudget) return overBudget;
       const history = await resolveFileBlocks(
         this.p.files,
         tenant,

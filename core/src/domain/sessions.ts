@@ -18,6 +18,7 @@ import { controlChannel, type EventLog } from './eventLog.js';
 import type { ModelResolver } from './models.js';
 import { createdAtBounds, pageById, type Page } from './pagination.js';
 import { applyMetadataPatch } from './metadata.js';
+import { budgetUpdateFields, checkCreateBudget, renderUsage } from './budget.js';
 import { refuseVaultIds } from './unsupported.js';
 import { refuseUnservableBaseImage, type SandboxDriverName } from './baseImage.js';
 import { checkInputEvents } from './inputEvents.js';
@@ -133,6 +134,8 @@ export class SessionService {
         `no materializer for ${r.type} resources in this deployment`,
       );
     }
+    const hasVendor = this.models.hasVendorFallback;
+    await checkCreateBudget(this.c, tenant, body.budget, snapshot.model.id, hasVendor);
     const doc: Omit<SessionDoc, 'tenant_id'> = {
       _id: newId(PREFIX.session),
       agent_id: ref.id,
@@ -225,7 +228,8 @@ export class SessionService {
     const set: Record<string, unknown> = { updated_at: nowIso() };
     if (b.title !== undefined) set.title = b.title;
     if (b.vault_ids !== undefined) set.vault_ids = b.vault_ids;
-    if (b.budget !== undefined) set.budget = b.budget;
+    const hasVendor = this.models.hasVendorFallback;
+    Object.assign(set, await budgetUpdateFields(this.c, tenant, s, b.budget, hasVendor));
     if (b.metadata !== undefined) set.metadata = applyMetadataPatch(s.metadata, b.metadata);
     if (b.agent?.tools !== undefined) set['agent.tools'] = normalizeTools(b.agent.tools);
     if (b.agent?.mcp_servers !== undefined)
@@ -438,7 +442,7 @@ export function renderSession(s: SessionDoc, hasRun: boolean) {
     budget: s.budget,
     status: deriveStatus(s, hasRun),
     stats: {},
-    usage: s.usage,
+    usage: renderUsage(s),
     outcome_evaluations: [],
     archived_at: s.archived_at,
     terminated_at: s.terminated_at,
