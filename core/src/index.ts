@@ -50,6 +50,12 @@ export {
   type SandboxDriverWiring,
 } from './sandbox/runtime.js';
 export {
+  urlSourceRefusal,
+  type UrlSources,
+  type ConversationEvent,
+} from './tools/webUrlSources.js';
+export type { WebFetchPolicy, WebSearchPolicy } from './sandbox/runtime.js';
+export {
   createLocalDriver,
   checkBubblewrap,
   BWRAP_MISSING_MESSAGE,

@@ -24,6 +24,7 @@ export async function startWorker(opts: {
   const tools = new ToolExecutor({
     sandbox: sandboxes?.manager ?? null,
     web: sandboxes?.web ?? null,
+    history: (s) => platform.events.all(s.tenantId, s.sessionId),
   });
   const runner = new TurnRunner(
     platform,

@@ -1,9 +1,18 @@
 import { TOOLSET_TYPE } from '@agentfleet/schemas';
-import type { SandboxAgentApi, SandboxManager, SessionRef, ToolSpec } from '@agentfleet/core';
+import { urlSourceRefusal } from '@agentfleet/core';
+import type {
+  ConversationEvent,
+  SandboxAgentApi,
+  SandboxManager,
+  SessionRef,
+  ToolSpec,
+  WebFetchPolicy,
+  WebSearchPolicy,
+} from '@agentfleet/core';
 
 /** How a tool call is executed. */
 export type ToolKind =
-  | { kind: 'builtin'; name: BuiltinTool }
+  | { kind: 'builtin'; name: BuiltinTool; settings?: Record<string, any> }
   | { kind: 'custom_client'; name: string }
   | { kind: 'custom_sandbox'; name: string; command: string }
   | { kind: 'custom_http'; name: string; endpoint: string; method: string }
@@ -153,8 +162,13 @@ export function classify(tools: readonly any[], name: string): ToolKind {
   if (
     (BUILTIN_TOOLS as readonly string[]).includes(name) &&
     toolSpecs(tools).some((s) => s.name === name)
-  )
-    return { kind: 'builtin', name: name as BuiltinTool };
+  ) {
+    // The tool's own config in the toolset: its settings (domain filters, …) apply to the call.
+    const settings = (tools ?? [])
+      .find((t) => t.type === TOOLSET_TYPE)
+      ?.configs?.find((c: any) => c.name === name);
+    return { kind: 'builtin', name: name as BuiltinTool, ...(settings ? { settings } : {}) };
+  }
   return { kind: 'unknown', name };
 }
 
@@ -169,9 +183,16 @@ export interface ToolContext {
 }
 
 export interface WebTools {
-  fetch(input: { url: string }, session: SessionRef): Promise<ToolResult>;
-  search(input: { query: string }, session: SessionRef): Promise<ToolResult>;
+  fetch(input: { url: string }, session: SessionRef, policy?: WebFetchPolicy): Promise<ToolResult>;
+  search(
+    input: { query: string },
+    session: SessionRef,
+    policy?: WebSearchPolicy,
+  ): Promise<ToolResult>;
 }
+
+/** The session's event log so far (web_fetch's url_sources reads it). */
+export type SessionHistory = (session: SessionRef) => Promise<readonly ConversationEvent[]>;
 
 const text = (t: string, isError = false): ToolResult => ({
   content: [{ type: 'text', text: t }],
@@ -183,7 +204,13 @@ const text = (t: string, isError = false): ToolResult => ({
  * something the model can react to, never a dead turn.
  */
 export class ToolExecutor {
-  constructor(private readonly deps: { sandbox: SandboxManager | null; web: WebTools | null }) {}
+  constructor(
+    private readonly deps: {
+      sandbox: SandboxManager | null;
+      web: WebTools | null;
+      history?: SessionHistory;
+    },
+  ) {}
 
   async execute(kind: ToolKind, input: Record<string, any>, ctx: ToolContext): Promise<ToolResult> {
     try {
@@ -192,9 +219,7 @@ export class ToolExecutor {
           if (kind.name === 'web_fetch' || kind.name === 'web_search') {
             if (!this.deps.web)
               return text(`${kind.name} is not available in this deployment`, true);
-            return kind.name === 'web_fetch'
-              ? await this.deps.web.fetch(input as { url: string }, ctx.session)
-              : await this.deps.web.search(input as { query: string }, ctx.session);
+            return await this.web(this.deps.web, kind.name, kind.settings ?? {}, input, ctx);
           }
           return await this.inSandbox(ctx, (api) => builtin(api, kind.name, input));
         case 'custom_sandbox':
@@ -217,6 +242,35 @@ export class ToolExecutor {
     } catch (err) {
       return text(`tool ${kind.name} failed: ${(err as Error)?.message ?? String(err)}`, true);
     }
+  }
+
+  /**
+   * web_fetch and web_search with their tool config's settings applied (validated at agent
+   * create: core/src/tools/webToolConfig.ts); url_sources is checked here, against the log.
+   */
+  private async web(
+    web: WebTools,
+    name: 'web_fetch' | 'web_search',
+    c: Record<string, any>,
+    input: Record<string, any>,
+    ctx: ToolContext,
+  ): Promise<ToolResult> {
+    const domains = { allowedDomains: c.allowed_domains, blockedDomains: c.blocked_domains };
+    if (name === 'web_search')
+      return web.search(input as { query: string }, ctx.session, {
+        ...domains,
+        userLocation: c.user_location ?? null,
+      });
+    if (c.url_sources && typeof input.url === 'string') {
+      if (!this.deps.history)
+        return text('web_fetch: url_sources cannot be checked in this deployment', true);
+      const why = urlSourceRefusal(input.url, c.url_sources, await this.deps.history(ctx.session));
+      if (why) return text(`web_fetch refused: ${why}`, true);
+    }
+    return web.fetch(input as { url: string }, ctx.session, {
+      ...domains,
+      maxContentTokens: c.max_content_tokens ?? null,
+    });
   }
 
   private async inSandbox(

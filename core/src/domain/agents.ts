@@ -9,6 +9,7 @@ import { createdAtBounds, decodeCursor, makePage, pageById, type Page } from './
 import type { ModelResolver } from './models.js';
 import { applyMetadataPatch } from './metadata.js';
 import { refuseMultiagent } from './unsupported.js';
+import { normalizeBuiltinToolSettings } from '../tools/webToolConfig.js';
 import { MAX_STORED_JSON_DEPTH, nowIso, valueDepth } from '../util.js';
 
 type ModelInput = AgentCreate['model'];
@@ -25,17 +26,29 @@ export function normalizeModel(m: ModelInput): ModelConfig {
 
 const policy = (p: unknown) => (p && typeof p === 'object' ? p : { type: 'always_allow' });
 
-export function normalizeTools(tools: readonly any[] | null | undefined): AgentSpec['tools'] {
-  return (tools ?? []).map((t) => {
+/**
+ * The stored form of an agent's tools. Built-in tool settings are validated (a 400 naming the
+ * field under `field`, e.g. `tools[0].configs[1].allowed_domains`) by
+ * normalizeBuiltinToolSettings (core/src/tools/webToolConfig.ts).
+ */
+export function normalizeTools(
+  tools: readonly any[] | null | undefined,
+  field = 'tools',
+): AgentSpec['tools'] {
+  const customTools = new Set<string>(
+    (tools ?? []).filter((t) => t?.type === 'custom').map((t) => t.name),
+  );
+  return (tools ?? []).map((t, i) => {
     if (t.type === TOOLSET_TYPE || t.type === 'mcp_toolset') {
       const dc = {
         enabled: t.default_config?.enabled ?? true,
         permission_policy: policy(t.default_config?.permission_policy),
       };
-      const configs = (t.configs ?? []).map((c: any) => ({
-        ...c,
+      const configs = (t.configs ?? []).map((c: any, j: number) => ({
+        ...(t.type === TOOLSET_TYPE
+          ? normalizeBuiltinToolSettings(c, `${field}[${i}].configs[${j}]`, customTools)
+          : c),
         ...(t.type === TOOLSET_TYPE ? { type: c.name } : {}),
-        ...(c.name === 'web_fetch' ? { url_sources: c.url_sources ?? null } : {}),
         enabled: c.enabled ?? dc.enabled,
         permission_policy: policy(c.permission_policy ?? dc.permission_policy),
       }));

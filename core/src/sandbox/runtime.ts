@@ -14,7 +14,23 @@ import { createOutboundProxy, type OutboundProxy } from './proxy.js';
 import { sessionHostPolicy } from './proxyPolicy.js';
 import { createEgressPolicy } from '../egress/policy.js';
 import { createSandboxManager, type SandboxManagerService } from './manager.js';
-import { webFetch, webSearch, type WebSearchBackend } from '../tools/web.js';
+import {
+  webFetch,
+  webSearch,
+  type WebFetchOptions,
+  type WebSearchBackend,
+  type WebSearchOptions,
+} from '../tools/web.js';
+
+/** The web tools' settings from the agent's tool config (webToolConfig.ts validates them). */
+export type WebFetchPolicy = Pick<
+  WebFetchOptions,
+  'allowedDomains' | 'blockedDomains' | 'maxContentTokens'
+>;
+export type WebSearchPolicy = Pick<
+  WebSearchOptions,
+  'allowedDomains' | 'blockedDomains' | 'userLocation'
+>;
 
 /** One outbound proxy per session, on a unix socket, alive while something holds it. */
 class ProxyRegistry {
@@ -104,8 +120,16 @@ export interface SandboxRuntime {
   manager: SandboxManagerService;
   driver: SandboxDriver;
   web: {
-    fetch(input: { url: string }, session: SessionRef): ReturnType<typeof webFetch>;
-    search(input: { query: string }, session: SessionRef): ReturnType<typeof webSearch>;
+    fetch(
+      input: { url: string },
+      session: SessionRef,
+      policy?: WebFetchPolicy,
+    ): ReturnType<typeof webFetch>;
+    search(
+      input: { query: string },
+      session: SessionRef,
+      policy?: WebSearchPolicy,
+    ): ReturnType<typeof webSearch>;
   };
   close(): Promise<void>;
 }
@@ -175,18 +199,21 @@ export async function createSandboxRuntime(
     manager,
     driver,
     web: {
-      async fetch(input, session) {
+      async fetch(input, session, policy) {
         const h = await proxies.acquire(session);
         try {
-          return await webFetch(input as Parameters<typeof webFetch>[0], { proxy: h.address });
+          return await webFetch(input as Parameters<typeof webFetch>[0], {
+            ...policy,
+            proxy: h.address,
+          });
         } finally {
           h.release();
         }
       },
-      async search(input, session) {
+      async search(input, session, policy) {
         const h = await proxies.acquire(session);
         try {
-          return await webSearch(input, { backend, proxy: h.address });
+          return await webSearch(input, { ...policy, backend, proxy: h.address });
         } finally {
           h.release();
         }

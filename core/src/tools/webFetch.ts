@@ -1,15 +1,20 @@
 /**
  * The `web_fetch` tool (also the transport of HTTP-executed custom tools): fetches one URL
  * through the session's outbound proxy, following redirects through it, and returns the body as
- * text (HTML converted to readable text) capped at max_bytes. Guarantee: always resolves to a
- * tool result; failures are `is_error` results with a short explanation, never exceptions.
- * Tested in core/test/tools.web.test.ts.
+ * text (HTML converted to readable text) capped at max_bytes. Guarantees: always resolves to a
+ * tool result; failures are `is_error` results with a short explanation, never exceptions; a URL
+ * outside the config's allowed_domains or inside its blocked_domains (the first URL or any
+ * redirect target) is never requested, and the result names its domain; max_content_tokens cuts
+ * the text at CHARS_PER_TOKEN characters a token. Tested in core/test/tools.web.test.ts and
+ * test/web-tool-options.test.ts.
  */
 import { capUtf8, contentKind, decodeText, htmlToText } from './webText.js';
+import { domainRefusal } from './webDomains.js';
 import {
   DIRECT_EGRESS,
   FetchError,
   fetchFollowing,
+  RefusedUrlError,
   result,
   timeoutSignal,
   USER_AGENT,
@@ -38,6 +43,23 @@ export interface WebFetchOptions {
   maxRedirects?: number;
   /** Extra trusted CA certificates (PEM) for https destinations, e.g. a private CA. */
   ca?: TrustedCa;
+  /** The tool config's domain filter, checked on the URL and on every redirect target. */
+  allowedDomains?: readonly string[];
+  blockedDomains?: readonly string[];
+  /** The tool config's max_content_tokens: text cut at CHARS_PER_TOKEN characters a token. */
+  maxContentTokens?: number | null;
+}
+
+/** The token estimate max_content_tokens uses: 4 characters of text a token. */
+export const CHARS_PER_TOKEN = 4;
+
+/** Cuts `s` to at most `max` UTF-16 code units without splitting a surrogate pair. */
+function capChars(s: string, max: number): { text: string; cut: boolean } {
+  if (s.length <= max) return { text: s, cut: false };
+  let end = max;
+  const c = s.charCodeAt(end - 1);
+  if (c >= 0xd800 && c <= 0xdbff) end--;
+  return { text: s.slice(0, end), cut: true };
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -95,8 +117,15 @@ export async function webFetch(
         { proxy: opts.proxy, ca: opts.ca, signal },
         maxRaw,
         opts.maxRedirects ?? 5,
+        (u) =>
+          domainRefusal(u, {
+            allowedDomains: opts.allowedDomains,
+            blockedDomains: opts.blockedDomains,
+          }),
       );
     } catch (err) {
+      if (err instanceof RefusedUrlError)
+        return result(`web_fetch ${url.href} ${err.message}; nothing was fetched`, true);
       const msg =
         signal.aborted && !opts.signal?.aborted
           ? `timed out after ${timeoutMs} ms`
@@ -132,8 +161,15 @@ export async function webFetch(
       text = decodeText(res.body, contentType, kind);
     }
     const capped = capUtf8(text, maxText);
-    lines.push('', capped.text);
-    if (capped.cut || res.truncated)
+    const tokens = opts.maxContentTokens;
+    const byTokens = tokens ? capChars(capped.text, tokens * CHARS_PER_TOKEN) : null;
+    lines.push('', byTokens ? byTokens.text : capped.text);
+    if (byTokens?.cut)
+      lines.push(
+        '',
+        `[truncated: content exceeded max_content_tokens (${tokens} tokens, estimated at ${CHARS_PER_TOKEN} characters a token)]`,
+      );
+    else if (capped.cut || res.truncated)
       lines.push(
         '',
         `[truncated: content exceeded ${capped.cut ? `${maxText} bytes of text` : `${maxRaw} bytes`}]`,

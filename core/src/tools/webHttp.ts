@@ -54,6 +54,9 @@ export interface FetchedResponse {
 
 export class FetchError extends Error {}
 
+/** A URL (the first or a redirect's) refused by the caller's check before any request to it. */
+export class RefusedUrlError extends FetchError {}
+
 export interface Transport {
   proxy?: string;
   /** For direct requests (no proxy). */
@@ -276,17 +279,26 @@ export async function requestOnce(
   }
 }
 
-/** Follows redirects (each hop through the proxy, so each hop is checked by the policy). */
+/**
+ * Follows redirects (each hop through the proxy, so each hop is checked by the policy).
+ * `refuse`, when given, is asked about every URL before it is requested (the first one and
+ * each redirect target); a reason it returns ends the fetch with a RefusedUrlError, nothing
+ * sent to that URL.
+ */
 export async function fetchFollowing(
   start: URL,
   init: { method: string; headers: Record<string, string>; body?: Buffer },
   t: Transport,
   maxBytes: number,
   maxRedirects: number,
+  refuse?: (url: URL) => string | null,
 ): Promise<{ url: URL; res: FetchedResponse }> {
   let url = start;
   let req = init;
   for (let hop = 0; ; hop++) {
+    const why = refuse?.(url);
+    if (why)
+      throw new RefusedUrlError(`${hop ? `redirect to ${url.href} refused` : 'refused'}: ${why}`);
     const res = await requestOnce(url, req, t, maxBytes);
     const loc = res.headers.location;
     if (res.fromProxy || ![301, 302, 303, 307, 308].includes(res.status) || !loc)

@@ -1,13 +1,16 @@
 /**
  * The `web_search` tool: queries the configured JSON search backend (Brave or a generic API)
  * through the session proxy when given one, else directly under the egress policy, and returns
- * the hits as text. Guarantees: without a configured backend it answers
+ * the hits as text. Guarantees: hits outside the tool config's allowed_domains or inside its
+ * blocked_domains are dropped (webDomains.ts); user_location reaches the backend as described
+ * on WebSearchBackend; without a configured backend it answers
  * WEB_SEARCH_NOT_CONFIGURED as an error result; the API key travels only in the backend
  * request's auth header; always resolves to a tool result, never throws.
  * Tested in core/test/tools.web.test.ts.
  */
 import type { EgressPolicy } from '../egress/policy.js';
 import { htmlToText } from './webText.js';
+import { urlPassesFilter } from './webDomains.js';
 import {
   DIRECT_EGRESS,
   FetchError,
@@ -25,8 +28,13 @@ import {
  *
  * - `brave` (the default when the URL's host is `api.search.brave.com`): Brave Search API.
  *   Request `GET <url>?q=<query>&count=<n>` with `X-Subscription-Token: <apiKey>`; results are
- *   read from `web.results[]` (`title`, `url`, `description`).
+ *   read from `web.results[]` (`title`, `url`, `description`). user_location: `country` query
+ *   parameter and Brave's location headers `X-Loc-Country`, `X-Loc-State-Name`, `X-Loc-City`,
+ *   `X-Loc-Timezone` (a value outside Latin-1 is left out; how far Brave localises depends on
+ *   the plan).
  * - `generic`: request `GET <url>?q=<query>&count=<n>` with `Authorization: Bearer <apiKey>`;
+ *   user_location as the query parameters `country`, `region`, `city`, `timezone` (honoured
+ *   only if that backend reads them);
  *   results are read from the first array among `results`, `web.results`, `items`,
  *   `organic_results`, `data`, each item giving `title`|`name`, `url`|`link`|`href` and
  *   `snippet`|`description`|`content`|`text`.
@@ -49,6 +57,47 @@ export interface WebSearchOptions {
   timeoutMs?: number;
   signal?: AbortSignal;
   ca?: TrustedCa;
+  /** The tool config's domain filter: hits outside it are dropped before the model sees them. */
+  allowedDomains?: readonly string[];
+  blockedDomains?: readonly string[];
+  /** The tool config's user_location, passed to the backend (see WebSearchBackend). */
+  userLocation?: UserLocation | null;
+}
+
+/** The SDK's BetaManagedAgentsUserLocation (validated at agent create). */
+export interface UserLocation {
+  type: 'approximate';
+  city?: string | null;
+  country?: string | null;
+  region?: string | null;
+  timezone?: string | null;
+}
+
+/** Header values must be Latin-1; a value outside it is left out rather than mangled. */
+const headerSafe = (v: string | null | undefined): v is string =>
+  typeof v === 'string' && /^[\x20-\x7e\u00a0-\u00ff]+$/.test(v);
+
+/** Puts user_location on the backend request, the way each flavour reads it. */
+function applyUserLocation(
+  url: URL,
+  headers: Record<string, string>,
+  flavor: 'brave' | 'generic',
+  loc: UserLocation | null | undefined,
+): void {
+  if (!loc) return;
+  if (flavor === 'generic') {
+    for (const k of ['country', 'region', 'city', 'timezone'] as const)
+      if (loc[k]) url.searchParams.set(k, loc[k]!);
+    return;
+  }
+  if (loc.country) url.searchParams.set('country', loc.country);
+  const h: Array<[string, string | null | undefined]> = [
+    ['x-loc-country', loc.country],
+    ['x-loc-state-name', loc.region],
+    ['x-loc-city', loc.city],
+    ['x-loc-timezone', loc.timezone],
+  ];
+  for (const [name, v] of h) if (headerSafe(v)) headers[name] = v;
 }
 
 export const WEB_SEARCH_NOT_CONFIGURED =
@@ -115,11 +164,15 @@ export async function webSearch(
     const flavor =
       backend.flavor ?? (url.hostname === 'api.search.brave.com' ? 'brave' : 'generic');
     const count = Math.min(Math.max(Math.floor(opts.maxResults ?? 5), 1), 20);
+    const filter = { allowedDomains: opts.allowedDomains, blockedDomains: opts.blockedDomains };
+    const filtered = !!(filter.allowedDomains?.length || filter.blockedDomains?.length);
     url.searchParams.set('q', query);
-    url.searchParams.set('count', String(count));
+    // With a domain filter, ask for the most results, so filtering still leaves `count`.
+    url.searchParams.set('count', String(filtered ? 20 : count));
     const headers: Record<string, string> = { accept: 'application/json' };
     if (flavor === 'brave') headers['x-subscription-token'] = backend.apiKey;
     else headers.authorization = `Bearer ${backend.apiKey}`;
+    applyUserLocation(url, headers, flavor, opts.userLocation);
 
     const timeoutMs = opts.timeoutMs ?? 20_000;
     const signal = timeoutSignal(timeoutMs, opts.signal);
@@ -164,13 +217,19 @@ export async function webSearch(
     } catch {
       return result('web_search failed: the search backend did not return JSON', true);
     }
-    const hits = extractHits(json, flavor);
+    const all = extractHits(json, flavor);
+    const hits = all && all.filter((h) => urlPassesFilter(h.url, filter));
     if (!hits)
       return result(
         'web_search failed: unrecognised response from the search backend (no results array)',
         true,
       );
-    if (hits.length === 0) return result(`No results for "${query}".`);
+    if (hits.length === 0)
+      return result(
+        all!.length
+          ? `No results for "${query}" within this tool's ${filter.allowedDomains?.length ? 'allowed_domains' : 'blocked_domains'} filter.`
+          : `No results for "${query}".`,
+      );
     const lines = [`Search results for "${query}":`, ''];
     hits.slice(0, count).forEach((h, i) => {
       lines.push(`${i + 1}. ${h.title}`, `   ${h.url}`);
