@@ -23,6 +23,8 @@ const available = existsSync(PYTHON);
 const SUITE = join(dirname(fileURLToPath(import.meta.url)), 'python/sdk_suite');
 const TEXT_MODEL = 'claude-sonnet-4-5';
 const TOOL_MODEL = 'py-tool-model';
+/** Priced by its card at $1 per token (test_budget.py): each request crosses a small budget. */
+const BUDGET_MODEL = 'py-budget-model';
 
 let t: TestPlatform;
 
@@ -62,6 +64,19 @@ describe.skipIf(!available)(
         },
       });
       expect(card.status, await card.clone().text()).toBe(200);
+      const priced = await t.http('/v1/svc/model_cards', {
+        method: 'POST',
+        headers: BETA,
+        json: {
+          model_id: BUDGET_MODEL,
+          provider: 'anthropic',
+          model: BUDGET_MODEL,
+          base_url: t.model.url,
+          api_key: 'sk-py',
+          pi_config: { cost: { input: 1_000_000, output: 1_000_000 } },
+        },
+      });
+      expect(priced.status, await priced.clone().text()).toBe(200);
       t.model.script(
         TOOL_MODEL,
         { steps: [{ tool_use: { name: 'lookup', input: { q: 'x' } } }] },
@@ -81,6 +96,7 @@ describe.skipIf(!available)(
           AGENTFLEET_API_KEY: t.apiKey,
           AGENTFLEET_TEXT_MODEL: TEXT_MODEL,
           AGENTFLEET_TOOL_MODEL: TOOL_MODEL,
+          AGENTFLEET_BUDGET_MODEL: BUDGET_MODEL,
         });
         expect(code, `pytest exit ${code}:\n${out.slice(-40_000)}`).toBe(0);
         for (const name of [
@@ -93,6 +109,8 @@ describe.skipIf(!available)(
           'test_custom_tool_round_trip',
           'test_files_round_trip',
           'test_models_list_paginates_and_retrieves',
+          'test_budget_reached_and_served',
+          'test_budget_create_only',
         ])
           expect(out, out).toMatch(new RegExp(`::${name} PASSED`));
       },
