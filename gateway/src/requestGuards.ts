@@ -14,6 +14,10 @@ import { queryProblem } from './http.js';
  * - every authenticated request takes one token of its tenant's rate limit and reports it in
  *   X-RateLimit-* headers (SSE responses included); GraphQL operations take more by cost
  *   (chargeTenant, see graphql/limits.ts).
+ * - the SDK's `workspace_id` (header `anthropic-workspace-id`, or `vendor-workspace-id`): a key
+ *   belongs to one tenant, which is its workspace, so a value naming another workspace is
+ *   refused with 403 and every authenticated response names the workspace in that header
+ *   (test/workspace-header.test.ts).
  */
 
 export const RATE_WINDOW_MS = 60_000;
@@ -103,6 +107,22 @@ export async function authenticateRequest(
   return principal;
 }
 
+const WORKSPACE_HEADERS = ['anthropic-workspace-id', 'vendor-workspace-id'] as const;
+
+/** The SDK's workspace_id must name the key's own tenant (its workspace); the answer names it. */
+function checkWorkspace(req: FastifyRequest, reply: FastifyReply, tenantId: string): void {
+  for (const h of WORKSPACE_HEADERS) {
+    const v = req.headers[h];
+    if (v === undefined) continue;
+    if (v !== tenantId)
+      throw new ApiError(
+        'forbidden',
+        `${h}: this API key belongs to workspace ${tenantId} and cannot act on another workspace`,
+      );
+  }
+  reply.header('anthropic-workspace-id', tenantId);
+}
+
 /** Registers the guards and the auth/rate-limit hook on the gateway app. */
 export function registerRequestGuards(app: FastifyInstance, p: Platform): AuthFailureLimiter {
   const failures = new AuthFailureLimiter(
@@ -123,6 +143,7 @@ export function registerRequestGuards(app: FastifyInstance, p: Platform): AuthFa
     }
     if (cfg.operator && !principal.operator)
       throw new ApiError('forbidden', 'this endpoint requires the operator API key');
+    checkWorkspace(req, reply, principal.tenantId);
     req.principal = principal;
     await chargeTenant(p, reply, principal.tenantId);
     checkRequestShape(req);

@@ -10,6 +10,7 @@ import type { Collections, EnvironmentDoc } from './collections.js';
 import { pageById, type Page } from './pagination.js';
 import { nowIso } from '../util.js';
 import { applyMetadataPatch } from './metadata.js';
+import { refuseAccountScope } from './unsupported.js';
 import { refuseUnservableBaseImage, type SandboxDriverName } from './baseImage.js';
 
 const PKG_KINDS = ['pip', 'npm', 'apt', 'cargo', 'gem', 'go'] as const;
@@ -60,6 +61,7 @@ export class EnvironmentService {
     }
     if (b.name != null) doc.name = b.name;
     if (b.description !== undefined) doc.description = b.description;
+    refuseAccountScope(b.scope);
     if (b.scope != null) doc.scope = b.scope;
     if (b.base_image !== undefined) {
       refuseUnservableBaseImage(this.opts.sandboxDriver, b.base_image);

@@ -35,3 +35,24 @@ export function refuseVaultIds(value: unknown): void {
   if (Array.isArray(value) && value.length > 0)
     throw notSupportedYet('vault_ids', 'vaults (vault_ids)');
 }
+
+/**
+ * `execution_identity` (agent create/update): runs carry no customer-named principal here, so
+ * `service_account` (the default) is the only identity; `aws_role` would need cloud credential
+ * federation this deployment does not have.
+ */
+export function refuseExecutionIdentity(value: unknown): void {
+  const type = (value as { type?: unknown } | null | undefined)?.type;
+  if (type !== undefined && type !== 'service_account')
+    throw notSupportedYet('execution_identity.type', `execution identity '${String(type)}'`);
+}
+
+/**
+ * Environment `scope`: a tenant is one organization with no per-account visibility, so only
+ * `organization` is served (the SDK: "API organizations support only 'organization'; 'account'
+ * is rejected").
+ */
+export function refuseAccountScope(value: unknown): void {
+  if (value === 'account')
+    throw notSupportedYet('scope', "account-scoped environments (scope 'account')");
+}
