@@ -130,7 +130,6 @@ describe('served shapes match their schemas', () => {
     });
     await call(Environment, 'POST', '/v1/environments', {
       name: 'spec-view',
-      base_image: 'python:3.12',
       packages: { npm: ['left-pad'] },
       network: { allowlist: ['a.example'] },
       env: { A: '1' },
