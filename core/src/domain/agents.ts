@@ -8,7 +8,11 @@ import type { AgentDoc, Collections } from './collections.js';
 import { createdAtBounds, decodeCursor, makePage, pageById, type Page } from './pagination.js';
 import type { ModelResolver } from './models.js';
 import { applyMetadataPatch } from './metadata.js';
-import { refuseExecutionIdentity, refuseMultiagent } from './unsupported.js';
+import {
+  refuseExecutionIdentity,
+  refuseMultiagent,
+  refuseUnbuiltAgentFields,
+} from './unsupported.js';
 import { normalizeBuiltinToolSettings } from '../tools/webToolConfig.js';
 import { MAX_STORED_JSON_DEPTH, nowIso, valueDepth } from '../util.js';
 
@@ -152,6 +156,7 @@ export class AgentService {
   async create(tenant: string, body: AgentCreate): Promise<Agent> {
     refuseMultiagent(body.multiagent);
     refuseExecutionIdentity(body.execution_identity);
+    refuseUnbuiltAgentFields(body);
     const now = nowIso();
     const spec: AgentSpec = {
       name: body.name,
@@ -270,6 +275,7 @@ export class AgentService {
   async update(tenant: string, id: string, body: AgentUpdate): Promise<Agent> {
     refuseMultiagent(body.multiagent);
     refuseExecutionIdentity(body.execution_identity);
+    refuseUnbuiltAgentFields(body);
     for (let attempt = 0; attempt < 5; attempt++) {
       const doc = await this.getDoc(tenant, id);
       if (doc.archived_at)

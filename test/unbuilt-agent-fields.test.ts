@@ -1,0 +1,55 @@
+/**
+ * The spec's agent fields for features not built yet are refused with a 400 naming the field
+ * and saying "not supported yet", on create and update, and nothing is stored
+ * (core/src/domain/unsupported.ts refuseUnbuiltAgentFields): `memory_store_id` (memory stores,
+ * issue 13) and a `harness` other than `default` (`pi` = harness-owned compaction). `null` and
+ * `default` are accepted. Plain HTTP: the SDK has neither field.
+ */
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startPlatform, type TestPlatform } from './harness.js';
+
+let t: TestPlatform;
+beforeAll(async () => {
+  t = await startPlatform({ env: { SANDBOX_DRIVER: 'none' } });
+});
+afterAll(async () => {
+  await t?.close();
+});
+
+async function expectRefused(res: Response, field: string) {
+  expect(res.status).toBe(400);
+  const body = (await res.json()) as { error: { type: string; message: string } };
+  expect(body.error.type).toBe('invalid_request');
+  expect(body.error.message).toContain(field);
+  expect(body.error.message).toContain('not supported yet');
+}
+
+describe('unbuilt agent fields', () => {
+  it('memory_store_id and harness pi are refused on create and update; null/default accepted', async () => {
+    const { apiKey } = await t.newTenant('unbuilt-agent');
+    const post = (path: string, json: unknown) =>
+      t.http(path, { method: 'POST', key: apiKey, json });
+    const base = { name: 'a', model: 'claude-sonnet-4-5' };
+    await expectRefused(
+      await post('/v1/agents', { ...base, memory_store_id: 'memstore_1' }),
+      'memory_store_id',
+    );
+    await expectRefused(await post('/v1/agents', { ...base, harness: 'pi' }), 'harness');
+    const list = await t.http('/v1/agents', { key: apiKey });
+    expect(((await list.json()) as { data: unknown[] }).data).toEqual([]);
+
+    const ok = await post('/v1/agents', { ...base, memory_store_id: null, harness: 'default' });
+    expect(ok.status).toBe(200);
+    const agent = (await ok.json()) as { id: string; version: number };
+    await expectRefused(
+      await post(`/v1/agents/${agent.id}`, { version: agent.version, harness: 'pi' }),
+      'harness',
+    );
+    await expectRefused(
+      await post(`/v1/agents/${agent.id}`, { version: agent.version, memory_store_id: 'm' }),
+      'memory_store_id',
+    );
+    const after = await t.http(`/v1/agents/${agent.id}`, { key: apiKey });
+    expect(((await after.json()) as { version: number }).version).toBe(agent.version);
+  });
+});
