@@ -18,7 +18,7 @@ import {
 import type { buildHistory } from './history.js';
 import { consumeModelStream, type ToolCall } from './modelStream.js';
 import { costUpdate } from './budget.js';
-import { toolSpecs } from './tools.js';
+import { providerRequest } from './modelSettings.js';
 import { sessionError, spanEnd, toModelError, zeroUsage } from './turnEvents.js';
 
 export const MODEL_ATTEMPTS = 3;
@@ -46,16 +46,10 @@ export async function modelRequest(
     const [start] = await append([{ type: 'span.model_request_start', payload: {} }]);
     try {
       const resolved = await p.models.resolve(tenant, s.agent.model);
-      const stream = resolved.provider.stream({
-        model: resolved.wireModel,
-        system: s.agent.system ?? undefined,
-        messages: history,
-        tools: ((specs) => (specs.length ? specs : undefined))(toolSpecs(s.agent.tools as any[])),
-        maxTokens: p.config.turn.maxTokens,
-        effort: s.agent.model.effort?.type,
-        speed: s.agent.model.speed,
-        signal,
-      });
+      // Effort normalised and pi_config applied (max tokens, headers, context window).
+      const stream = resolved.provider.stream(
+        providerRequest(resolved, s.agent, history, p.config.turn.maxTokens, signal),
+      );
       const t0 = performance.now();
       const r = await consumeModelStream(stream, signal, s.agent.tools as any[], (type, payload) =>
         p.events.publishLive(sid, { type, ...payload }),

@@ -51,6 +51,8 @@ export interface ResolvedModel {
   protocol: 'anthropic' | 'openai';
   supportsFast: boolean;
   source: 'model_card' | 'vendor_fallback';
+  /** The card's pi_config (read by workers/src/modelSettings.ts); null for the vendor fallback. */
+  piConfig: Record<string, unknown> | null;
 }
 
 const PI_API: Record<string, 'anthropic' | 'openai'> = {
@@ -355,6 +357,7 @@ export class ModelResolver {
         protocol: r.protocol,
         supportsFast: r.supportsFast,
         source: 'model_card',
+        piConfig: r.card.pi_config ?? null,
       };
     }
     return {
@@ -368,6 +371,7 @@ export class ModelResolver {
       protocol: 'anthropic',
       supportsFast: true,
       source: 'vendor_fallback',
+      piConfig: null,
     };
   }
 

@@ -63,6 +63,21 @@ export interface ModelRequest {
   maxTokens: number;
   /** When set, ask for extended thinking / reasoning at this level. */
   effort?: Effort;
+  /**
+   * The provider's own value for `effort` (a model card's `pi_config.thinkingLevelMap` entry):
+   * OpenAI sends it as `reasoning_effort`; Anthropic reads a numeric value as the thinking budget.
+   */
+  effortValue?: string | number;
+  /**
+   * Ceiling of the wire output cap, thinking included (the card's `pi_config.maxTokens`, and
+   * what the context window leaves after the input). Absent: no ceiling beyond `maxTokens`.
+   */
+  maxTokensLimit?: number;
+  /**
+   * Extra request headers (a card's `pi_config.headers`). They never replace the credential or
+   * protocol headers, and the card's sealed `custom_headers` win over them.
+   */
+  headers?: Record<string, string>;
   speed?: 'standard' | 'fast';
   signal?: AbortSignal;
 }

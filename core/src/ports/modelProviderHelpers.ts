@@ -326,6 +326,54 @@ export function parseToolInput(name: string, json: string): Record<string, unkno
 }
 
 /**
+ * Names a request's extra headers (a card's pi_config.headers) never set: the credentials, the
+ * protocol's own headers and the ones the HTTP client owns.
+ */
+const PROTECTED_HEADERS = new Set([
+  'authorization',
+  'x-api-key',
+  'api-key',
+  'anthropic-version',
+  'content-type',
+  'accept',
+  'cookie',
+  'host',
+  'connection',
+  'content-length',
+  'transfer-encoding',
+  'keep-alive',
+  'upgrade',
+  'te',
+  'trailer',
+  'expect',
+  'proxy-authorization',
+  'proxy-connection',
+]);
+
+/**
+ * A provider request's headers: the request's extra headers first (never a protected name, an
+ * invalid one skipped), then the credentials, then the card's custom headers (as before).
+ */
+export function providerHeaders(
+  credentials: Record<string, string>,
+  customHeaders: Record<string, string> | undefined,
+  extra: Record<string, string> | undefined,
+): Headers {
+  const headers = new Headers();
+  for (const [name, value] of Object.entries(extra ?? {})) {
+    if (PROTECTED_HEADERS.has(name.toLowerCase())) continue;
+    try {
+      headers.set(name, value);
+    } catch {
+      // not a valid header name or value: not sent
+    }
+  }
+  for (const [name, value] of Object.entries(credentials)) headers.set(name, value);
+  for (const [name, value] of Object.entries(customHeaders ?? {})) headers.set(name, value);
+  return headers;
+}
+
+/**
  * A provider's stream with its credentials (the API key and every custom header value) redacted
  * from any error it throws; speed 'fast' refused before any network call where the endpoint
  * does not support it. Both adapters run their requests through this.

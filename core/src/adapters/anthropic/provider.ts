@@ -5,6 +5,8 @@
  * - `speed: 'fast'` on a provider built with `supportsFast: false` throws
  *   UnsupportedModelFeatureError before any network call; otherwise it adds the fast-mode beta
  *   to any `anthropic-beta` custom header;
+ * - a request's extra headers (pi_config.headers) are sent, never replacing `x-api-key`,
+ *   `anthropic-version` or the card's custom headers (modelProviderHelpers providerHeaders);
  * - the emitted events follow the port's contract (message_start, strictly sequential blocks,
  *   exactly one message_end), or the iteration throws a ModelError / AbortError naming none of
  *   its credentials;
@@ -21,6 +23,7 @@ import {
 } from '../../ports/modelProvider.js';
 import {
   postForEventStream,
+  providerHeaders,
   transportError,
   providerStream,
 } from '../../ports/modelProviderHelpers.js';
@@ -53,8 +56,11 @@ export class AnthropicMessagesProvider implements ModelProvider {
   private async *run(req: ModelRequest): AsyncGenerator<ModelStreamEvent> {
     const { apiKey } = this.options;
     const base = (this.options.baseUrl ?? ANTHROPIC_DEFAULT_BASE_URL).replace(/\/+$/, '');
-    const headers = new Headers({ 'x-api-key': apiKey, 'anthropic-version': ANTHROPIC_VERSION });
-    for (const [k, v] of Object.entries(this.options.customHeaders ?? {})) headers.set(k, v);
+    const headers = providerHeaders(
+      { 'x-api-key': apiKey, 'anthropic-version': ANTHROPIC_VERSION },
+      this.options.customHeaders,
+      req.headers,
+    );
     if (req.speed === 'fast') {
       const beta = headers.get('anthropic-beta');
       headers.set(

@@ -1,8 +1,9 @@
 /**
  * Anthropic Messages request mapping: the port's ModelRequest as a `POST /v1/messages` body.
  * Guarantees: the output cap the caller asked for survives extended thinking (see
- * toAnthropicBody); thinking blocks without a signature are never replayed; mid-conversation
- * system messages join the top-level `system` (systemTexts). Proved by
+ * toAnthropicBody) within the model card's ceiling (outputCap: `maxTokensLimit`; a numeric
+ * thinkingLevelMap value is the budget); thinking blocks without a signature are never
+ * replayed; mid-conversation system messages join the top-level `system` (systemTexts). Proved by
  * core/test/model-providers.anthropic.test.ts ("request mapping") and the shared contract
  * (core/test/modelProvider.contract.ts, fast mode).
  */
@@ -24,8 +25,9 @@ export const ANTHROPIC_THINKING_BUDGETS: Readonly<Record<Effort, number>> = {
 /**
  * Builds the Messages request body. With effort set, `max_tokens` becomes
  * `budget + maxTokens` whenever `maxTokens` does not exceed the thinking budget, so the
- * answer keeps the room the caller asked for. Thinking blocks without a signature (e.g. from
- * another protocol) cannot be replayed to Anthropic and are dropped.
+ * answer keeps the room the caller asked for, within `maxTokensLimit` (outputCap). Thinking
+ * blocks without a signature (e.g. from another protocol) cannot be replayed to Anthropic and
+ * are dropped.
  */
 export function toAnthropicBody(req: ModelRequest): Record<string, unknown> {
   const body: Record<string, unknown> = {
@@ -53,11 +55,7 @@ export function toAnthropicBody(req: ModelRequest): Record<string, unknown> {
       input_schema: t.input_schema,
     }));
   }
-  if (req.effort) {
-    const budget = ANTHROPIC_THINKING_BUDGETS[req.effort];
-    body.thinking = { type: 'enabled', budget_tokens: budget };
-    if (req.maxTokens <= budget) body.max_tokens = budget + req.maxTokens;
-  }
+  Object.assign(body, outputCap(req));
   if (req.speed === 'fast') body.speed = 'fast';
   return body;
 }
@@ -83,6 +81,35 @@ function mergeSameRole(
     else out.push(m);
   }
   return out;
+}
+
+/** The smallest thinking budget the Messages API accepts. */
+export const ANTHROPIC_MIN_THINKING_BUDGET = 1024;
+
+/** A thinkingLevelMap value read as a thinking budget: a positive integer (or its digits). */
+function budgetValue(v: string | number | undefined): number | undefined {
+  const n = typeof v === 'number' ? v : typeof v === 'string' && /^\d+$/.test(v) ? Number(v) : NaN;
+  return Number.isInteger(n) && n > 0 ? n : undefined;
+}
+
+/**
+ * `max_tokens` and `thinking`. The budget is the level's (ANTHROPIC_THINKING_BUDGETS) or the
+ * card's numeric thinkingLevelMap value. Without a ceiling, max_tokens becomes `budget +
+ * maxTokens` when maxTokens does not exceed the budget. With `maxTokensLimit`, max_tokens never
+ * exceeds it: thinking then gets at most half of it, and none below the API's minimum budget.
+ */
+function outputCap(req: ModelRequest): Record<string, unknown> {
+  const limit = req.maxTokensLimit;
+  const capped = limit === undefined ? req.maxTokens : Math.min(req.maxTokens, limit);
+  if (!req.effort) return { max_tokens: capped };
+  let budget = budgetValue(req.effortValue) ?? ANTHROPIC_THINKING_BUDGETS[req.effort];
+  let total = req.maxTokens <= budget ? budget + req.maxTokens : req.maxTokens;
+  if (limit !== undefined && total > limit) {
+    total = limit;
+    budget = Math.min(budget, Math.floor(limit / 2));
+  }
+  if (budget < ANTHROPIC_MIN_THINKING_BUDGET) return { max_tokens: capped };
+  return { max_tokens: total, thinking: { type: 'enabled', budget_tokens: budget } };
 }
 
 function toWireMessage(m: ChatMessage): { role: string; content: ContentBlock[] } {

@@ -6,6 +6,8 @@
  * - `speed: 'fast'` on a provider built with `supportsFast: false` throws
  *   UnsupportedModelFeatureError before any network call (otherwise it asks for
  *   `service_tier: 'priority'`);
+ * - a request's extra headers (pi_config.headers) are sent, never replacing `authorization` or
+ *   the card's custom headers (modelProviderHelpers providerHeaders);
  * - the emitted events follow the port's contract, or the iteration throws a ModelError /
  *   AbortError naming none of its credentials.
  * Request mapping is in requestBody.ts, stream decoding (sequential blocks from interleaved
@@ -21,6 +23,7 @@ import {
 } from '../../ports/modelProvider.js';
 import {
   postForEventStream,
+  providerHeaders,
   transportError,
   providerStream,
 } from '../../ports/modelProviderHelpers.js';
@@ -48,8 +51,11 @@ export class OpenAIChatProvider implements ModelProvider {
   private async *run(req: ModelRequest): AsyncGenerator<ModelStreamEvent> {
     const { apiKey } = this.options;
     const base = (this.options.baseUrl ?? OPENAI_DEFAULT_BASE_URL).replace(/\/+$/, '');
-    const headers = new Headers({ authorization: `Bearer ${apiKey}` });
-    for (const [k, v] of Object.entries(this.options.customHeaders ?? {})) headers.set(k, v);
+    const headers = providerHeaders(
+      { authorization: `Bearer ${apiKey}` },
+      this.options.customHeaders,
+      req.headers,
+    );
     const body = await postForEventStream({
       url: `${base}/chat/completions`,
       headers,

@@ -4,7 +4,8 @@
  * prompt comes first; a mid-conversation system message is a `system` message in place; tool
  * results become `tool` messages placed before the rest of their user
  * turn; tool calls keep their ids; thinking blocks are never sent; the output cap is
- * `max_completion_tokens`. Proved by core/test/model-providers.openai.test.ts ("request
+ * `max_completion_tokens` (within `maxTokensLimit`); reasoning_effort is the card's own value
+ * for the level when it maps one. Proved by core/test/model-providers.openai.test.ts ("request
  * mapping") and the shared contract (core/test/modelProvider.contract.ts, fast mode).
  */
 import type { ChatMessage, ContentBlock, Effort, ModelRequest } from '../../ports/modelProvider.js';
@@ -19,12 +20,19 @@ export const OPENAI_REASONING_EFFORT: Readonly<Record<Effort, 'low' | 'medium' |
   max: 'high',
 };
 
-/** Builds the chat-completions body. The output cap is sent as `max_completion_tokens`. */
+/**
+ * Builds the chat-completions body. The output cap is sent as `max_completion_tokens`, never
+ * above `maxTokensLimit`; `reasoning_effort` is the card's thinkingLevelMap value for the level
+ * when it has one.
+ */
 export function toOpenAIBody(req: ModelRequest): Record<string, unknown> {
   const body: Record<string, unknown> = {
     model: req.model,
     messages: toOpenAIMessages(req.system, req.messages),
-    max_completion_tokens: req.maxTokens,
+    max_completion_tokens:
+      req.maxTokensLimit === undefined
+        ? req.maxTokens
+        : Math.min(req.maxTokens, req.maxTokensLimit),
     stream: true,
     stream_options: { include_usage: true },
   };
@@ -34,7 +42,12 @@ export function toOpenAIBody(req: ModelRequest): Record<string, unknown> {
       function: { name: t.name, description: t.description, parameters: t.input_schema },
     }));
   }
-  if (req.effort) body.reasoning_effort = OPENAI_REASONING_EFFORT[req.effort];
+  // The card's thinkingLevelMap value is the server's own name for the level.
+  if (req.effort)
+    body.reasoning_effort =
+      typeof req.effortValue === 'string' && req.effortValue
+        ? req.effortValue
+        : OPENAI_REASONING_EFFORT[req.effort];
   if (req.speed === 'fast') body.service_tier = 'priority';
   return body;
 }
