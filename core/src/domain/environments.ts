@@ -10,6 +10,7 @@ import type { Collections, EnvironmentDoc } from './collections.js';
 import { pageById, type Page } from './pagination.js';
 import { nowIso } from '../util.js';
 import { applyMetadataPatch } from './metadata.js';
+import { validatePackageLists } from '../sandbox/packages/spec.js';
 import { refuseAccountScope } from './unsupported.js';
 import { refuseUnservableBaseImage, type SandboxDriverName } from './baseImage.js';
 
@@ -30,6 +31,9 @@ export class EnvironmentService {
   ) {}
 
   private apply(doc: Omit<EnvironmentDoc, 'tenant_id'>, b: Body, isCreate: boolean): void {
+    // Package names become command arguments in the layer build: refused here, naming the field.
+    if (b.config?.type === 'cloud') validatePackageLists(b.config.packages, 'config.packages');
+    validatePackageLists(b.packages, 'packages');
     if (b.config) {
       if (!isCreate && b.config.type !== doc.kind)
         throw withErrorCode(

@@ -104,6 +104,12 @@ export interface SandboxSpec {
    * another image (docker task driver); the local driver refuses one (core/src/domain/baseImage.ts).
    */
   baseImage?: string | null;
+  /**
+   * The environment's package layer (core/src/sandbox/packages/): a host directory mounted
+   * read-only at /opt/agentfleet/packages, its paths on PATH, PYTHONPATH, NODE_PATH…;
+   * `writable` only for the confined build that fills it. Absent or null: no packages.
+   */
+  packages?: { hostDir: string; writable?: boolean } | null;
 }
 
 export interface SandboxHandle {

@@ -31,6 +31,8 @@ export type WebSearchPolicy = Pick<
   WebSearchOptions,
   'allowedDomains' | 'blockedDomains' | 'userLocation'
 >;
+import { createPackageLayerService } from './packages/wiring.js';
+import { sessionLayerResolver } from './packages/sessionLayer.js';
 
 /** One outbound proxy per session, on a unix socket, alive while something holds it. */
 class ProxyRegistry {
@@ -162,6 +164,15 @@ export async function createSandboxRuntime(
       return { path: h.socketPath, release: h.release };
     },
   });
+  // Environment `packages`: layers built in confined sandboxes, cached by content (./packages/).
+  const packageLayers = createPackageLayerService({
+    rootDir: cfg.rootDir,
+    limits: cfg.unsafeNoLimits ? false : { caps: cfg.limitCaps },
+    hidePaths: [p.config.dataDir],
+    egress: createEgressPolicy({ allowPrivateHosts: p.config.egress.allowPrivateHosts }),
+    log: log.child({ component: 'package-layers' }),
+  });
+  const layerFor = sessionLayerResolver(packageLayers, p.events, log);
   const manager = createSandboxManager({
     driver,
     objects: p.objects,
@@ -177,7 +188,15 @@ export async function createSandboxRuntime(
     specFor: async (s) => {
       const env = await environmentSnapshot(p.collections, s.tenantId, s.sessionId);
       if (!env) throw new Error(`session ${s.sessionId}: its environment snapshot is unreadable`);
-      return { ...s, size: 'small', env: env.env, proxyUrl: null, baseImage: env.base_image };
+      const packages = await layerFor(s, env.packages);
+      return {
+        ...s,
+        size: 'small',
+        env: env.env,
+        proxyUrl: null,
+        packages,
+        baseImage: env.base_image,
+      };
     },
     log: log.child({ component: 'sandbox-manager' }),
     onEvent: (e) => log.debug('sandbox event', { ...e }),
@@ -224,6 +243,7 @@ export async function createSandboxRuntime(
       await manager.close();
       await driver.close();
       await proxies.close();
+      await packageLayers.close();
     },
   };
 }

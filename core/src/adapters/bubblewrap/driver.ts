@@ -42,6 +42,7 @@ import type { SandboxSpec } from '../../ports/sandbox.js';
 import { checkSandboxSpec, sandboxResources } from '../../ports/sandboxHelpers.js';
 import { baseImageProblem } from '../../domain/baseImage.js';
 import { createAgentClient, nodeStreamTransport } from '../../sandbox/protocol.js';
+import { withPackageLayerEnv } from '../../sandbox/packages/layerEnv.js';
 import {
   CGROUP_PREFIX,
   diskQuotaTools,
@@ -235,7 +236,8 @@ export function createLocalDriver(opts: LocalDriverOptions): LocalDriver {
       log?.warn('sandbox has a proxyUrl but no proxy socket: it has no way out', {
         sessionId: spec.sessionId,
       });
-    const env = sandboxEnv(spec.env, proxyUrl);
+    const base = sandboxEnv(spec.env, proxyUrl);
+    const env = spec.packages ? withPackageLayerEnv(base) : base;
     let listen = SANDBOX_PROXY_LISTEN;
     if (proxyUrl) {
       try {
@@ -256,6 +258,7 @@ export function createLocalDriver(opts: LocalDriverOptions): LocalDriver {
       readOnlyBinds: opts.readOnlyBinds,
       hide: [HOST_CODE_ROOT, rootDir, ...(opts.hidePaths ?? [])],
       env,
+      packages: spec.packages,
     });
     const command = [
       SANDBOX_PATHS.node,

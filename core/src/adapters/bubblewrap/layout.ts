@@ -15,6 +15,7 @@ import { delimiter, dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 import { SANDBOX_PATHS, SANDBOX_UID } from '../../ports/sandboxHelpers.js';
+import { packageLayerBindArgs } from '../../sandbox/packages/layerEnv.js';
 
 export {
   SANDBOX_PATHS,
@@ -218,6 +219,8 @@ export function sandboxBwrapOptions(o: {
   readOnlyBinds?: string[];
   hide: string[];
   env: Record<string, string>;
+  /** The environment's package layer (mounted at /opt/agentfleet/packages; see SandboxSpec). */
+  packages?: { hostDir: string; writable?: boolean } | null;
 }): string[] {
   return [
     ...NAMESPACE_ARGS,
@@ -234,6 +237,7 @@ export function sandboxBwrapOptions(o: {
     o.agent,
     SANDBOX_PATHS.agent,
     ...(o.proxySocket ? ['--ro-bind', o.proxySocket, SANDBOX_PATHS.proxySocket] : []),
+    ...(o.packages ? packageLayerBindArgs(o.packages) : []),
     ...extraBindArgs(o.readOnlyBinds, o.hide),
     '--chdir',
     SANDBOX_PATHS.workspace,
