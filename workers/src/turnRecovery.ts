@@ -2,17 +2,26 @@
  * What a worker does about turns another worker left behind. Guarantees: the recovery scan
  * re-publishes a turn command for every session with a run record or pending input that no
  * worker holds (lease) or is draining, so input is never stranded by a lost command or a crash;
- * reconciliation closes every model span the dead worker left open (session.warning
- * interrupted_stream) and answers every tool call it left without a result with an error
- * result (session.warning orphan_tool_use), between session.status_rescheduled and
- * session.status_running. Proven by test/crash-recovery.test.ts.
+ * a live run record that no worker holds is announced once, under the session lease, with
+ * session.status_rescheduled and marked `rescheduled_at` (the session's status is
+ * `rescheduling` until a worker resumes it); reconciliation closes every model span the dead
+ * worker left open (session.warning interrupted_stream) and answers every tool call it left
+ * without a result with an error result (session.warning orphan_tool_use), between
+ * session.status_rescheduled (appended here unless the scan already did) and
+ * session.status_running. Proven by test/crash-recovery.test.ts and test/rescheduling.test.ts.
  */
-import type { EventDoc, EventDraft, Platform } from '@agentfleet/core';
+import { nowIso, runIsLive, type EventDoc, type EventDraft, type Platform } from '@agentfleet/core';
 import { spanEnd, zeroUsage } from './turnEvents.js';
 
 /** The events that reconcile an orphaned turn's log before the loop continues. */
 export function reconciliationDrafts(turn: EventDoc[]): EventDraft[] {
-  const drafts: EventDraft[] = [{ type: 'session.status_rescheduled', payload: {} }];
+  const lastStatus = [...turn]
+    .reverse()
+    .find((e) => e.type === 'session.status_rescheduled' || e.type === 'session.status_running');
+  const announced = lastStatus?.type === 'session.status_rescheduled';
+  const drafts: EventDraft[] = announced
+    ? []
+    : [{ type: 'session.status_rescheduled', payload: {} }];
   const ended = new Set(
     turn
       .filter((e) => e.type === 'span.model_request_end')
@@ -70,20 +79,57 @@ export function lastResponseFinished(turn: EventDoc[]): boolean {
 }
 
 /** Re-drives orphaned runs (lease expired) and unprocessed input (e.g. a command lost in a crash). */
-export async function recoveryScan(p: Platform, busyHere: (sid: string) => boolean): Promise<void> {
+export async function recoveryScan(
+  p: Platform,
+  busyHere: (sid: string) => boolean,
+  owner = 'recovery-scan',
+): Promise<void> {
   const { runs, sessions } = p.collections;
   const candidates = new Map<string, string>();
-  for (const r of await runs.scanAll({}, { limit: 1000 })) candidates.set(r._id, r.tenant_id);
+  const orphans = new Set<string>();
+  for (const r of await runs.scanAll({}, { limit: 1000 })) {
+    candidates.set(r._id, r.tenant_id);
+    if (!r.rescheduled_at) orphans.add(r._id);
+  }
   for (const s of await sessions.scanAll({ pending: true }, { limit: 1000 }))
     candidates.set(s._id, s.tenant_id);
   for (const [sid, tenant] of candidates) {
     if (busyHere(sid)) continue;
     if (await p.coordination.leases.holder(`session:${sid}`)) continue;
+    if (orphans.has(sid)) await announceRescheduled(p, tenant, sid, owner);
     await p.bus.publish('session.turn.requested', {
       tenant_id: tenant,
       session_id: sid,
       seq: 0,
       reason: 'recovery',
     });
+  }
+}
+
+/**
+ * Under the session lease (so no worker resumes the turn meanwhile, and the dead worker's
+ * late writes are fenced off): appends session.status_rescheduled for a live orphaned run, then
+ * marks the run record. The lease is released before the turn command is published.
+ */
+async function announceRescheduled(p: Platform, tenant: string, sid: string, owner: string) {
+  const key = `session:${sid}`;
+  const lease = await p.coordination.leases.acquire(key, owner, p.config.turn.leaseTtlMs);
+  if (!lease) return;
+  try {
+    const { runs, sessions } = p.collections;
+    const [s, run] = await Promise.all([sessions.get(tenant, sid), runs.get(tenant, sid)]);
+    if (!s || s.deleted_at || s.terminated_at || !run || run.rescheduled_at) return;
+    if (runIsLive(s, run) !== true) return;
+    await sessions.updateOne(tenant, { _id: sid }, { $max: { fence: lease.token } });
+    await p.events.append(tenant, sid, [{ type: 'session.status_rescheduled', payload: {} }], {
+      fence: lease.token,
+    });
+    await runs.updateOne(
+      tenant,
+      { _id: sid, run_id: run.run_id },
+      { $set: { rescheduled_at: nowIso() } },
+    );
+  } finally {
+    await p.coordination.leases.release(lease);
   }
 }

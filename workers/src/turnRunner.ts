@@ -423,7 +423,7 @@ export class TurnRunner {
     await this.p.collections.runs.updateOne(
       tenant,
       { _id: sid },
-      { $set: { owner: this.owner, token: lease.token } },
+      { $set: { owner: this.owner, token: lease.token, rescheduled_at: null } },
     );
     await this.append(tenant, sid, lease, reconciliationDrafts(turn));
     const done = lastResponseFinished(turn);
@@ -442,6 +442,10 @@ export class TurnRunner {
 
   /** Re-drives orphaned runs (lease expired) and unprocessed input (e.g. a command lost in a crash). */
   async recoveryScan(): Promise<void> {
-    await recoveryScan(this.p, (sid) => this.active.has(sid) || this.draining.has(sid));
+    await recoveryScan(
+      this.p,
+      (sid) => this.active.has(sid) || this.draining.has(sid),
+      `${this.owner}:scan`,
+    );
   }
 }

@@ -220,6 +220,11 @@ export interface RunDoc {
   start_seq: number;
   input_to: number;
   started_at: string;
+  /**
+   * Set by the recovery scan when it found the run orphaned (no lease holder) and appended
+   * session.status_rescheduled; cleared by the worker that resumes it. Status: rescheduling.
+   */
+  rescheduled_at?: string | null;
 }
 export interface ModelCardDoc {
   _id: string;

@@ -28,9 +28,17 @@ export { refuseUnbuiltEvents } from './unsupported.js';
 export { cascadeSessionDelete } from './sessionCascade.js';
 import { MAX_STORED_JSON_DEPTH, nowIso, valueDepth } from '../util.js';
 
-/** Derived, never stored: terminated if a terminated timestamp is set; running if a run record exists; else idle. */
-export function deriveStatus(s: Pick<SessionDoc, 'terminated_at'>, hasRun: boolean): RuntimeStatus {
+/**
+ * Derived, never stored: terminated if a terminated timestamp is set; rescheduling if the run
+ * record was orphaned (its worker died) and waits to be resumed; running if a run record exists;
+ * else idle. Rescheduling is proved by test/rescheduling.test.ts.
+ */
+export function deriveStatus(
+  s: Pick<SessionDoc, 'terminated_at'>,
+  hasRun: boolean | 'rescheduling',
+): RuntimeStatus {
   if (s.terminated_at) return 'terminated';
+  if (hasRun === 'rescheduling') return 'rescheduling';
   return hasRun ? 'running' : 'idle';
 }
 
@@ -41,8 +49,9 @@ export function deriveStatus(s: Pick<SessionDoc, 'terminated_at'>, hasRun: boole
  */
 export const runIsLive = (
   s: Pick<SessionDoc, 'idle_seq'>,
-  run: Pick<RunDoc, 'start_seq'> | null | undefined,
-) => !!run && run.start_seq > (s.idle_seq ?? 0);
+  run: Pick<RunDoc, 'start_seq' | 'rescheduled_at'> | null | undefined,
+): boolean | 'rescheduling' =>
+  !!run && run.start_seq > (s.idle_seq ?? 0) && (run.rescheduled_at ? 'rescheduling' : true);
 
 /** A file attached to a session: mounted read-only data in its sandbox at every warmup. */
 export interface SessionFileResource {
@@ -203,13 +212,16 @@ export class SessionService {
           d,
         ]),
       );
-      const running = runs
-        .filter((r) => docs.has(r._id) && runIsLive(docs.get(r._id)!, r))
-        .map((r) => r._id);
+      const live = runs.map((r) => [r._id, docs.has(r._id) && runIsLive(docs.get(r._id)!, r)]);
+      const running = live.filter(([, l]) => l === true).map(([id]) => id);
+      const rescheduling = live.filter(([, l]) => l === 'rescheduling').map(([id]) => id);
+      const busy = [...running, ...rescheduling];
       const ors: Record<string, unknown>[] = [];
       if (statuses.includes('terminated')) ors.push({ terminated_at: { $ne: null } });
       if (statuses.includes('running')) ors.push({ terminated_at: null, _id: { $in: running } });
-      if (statuses.includes('idle')) ors.push({ terminated_at: null, _id: { $nin: running } });
+      if (statuses.includes('rescheduling'))
+        ors.push({ terminated_at: null, _id: { $in: rescheduling } });
+      if (statuses.includes('idle')) ors.push({ terminated_at: null, _id: { $nin: busy } });
       filter.$or = ors.length ? ors : [{ _id: { $in: [] } }];
     }
     const page = await pageById(this.c.sessions, tenant, filter, q, q.order ?? 'desc');
@@ -421,7 +433,7 @@ export async function environmentSnapshot(
   return live ? snapshotOf(live) : null;
 }
 
-export function renderSession(s: SessionDoc, hasRun: boolean) {
+export function renderSession(s: SessionDoc, hasRun: boolean | 'rescheduling') {
   const { id: _aid, version: _v, ...spec } = s.agent;
   return {
     id: s._id,
