@@ -1,8 +1,8 @@
 /**
  * Settings the SDK can send but this deployment has not built are refused with a 400 naming the
  * field and saying "not supported yet", and nothing is stored (core/src/domain/unsupported.ts):
- * agent `multiagent`, session `vault_ids`, input events `user.define_outcome` and
- * `system.message`. Through the official TypeScript SDK and plain HTTP. A model card for a custom
+ * agent `multiagent`, session `vault_ids`, input events `user.define_outcome` (`system.message`
+ * is built: test/system-message.test.ts). Through the official TypeScript SDK and plain HTTP. A model card for a custom
  * provider (protocol from `pi_config.api`) is created without a probe and says so:
  * `{ok: null, reason: 'unsupported_provider'}` (spec, model cards rule 1).
  */
@@ -69,7 +69,7 @@ describe('unbuilt settings are refused, never stored', () => {
     expect((await c.beta.sessions.retrieve(s.id)).vault_ids).toEqual([]);
   });
 
-  it('user.define_outcome and system.message events: 400 naming events[i].type, nothing appended', async () => {
+  it('user.define_outcome events: 400 naming events[i].type, nothing appended; system.message is accepted', async () => {
     const c = t.client;
     const env = await c.beta.environments.create({ name: 'o' });
     const a = await c.beta.agents.create({ name: 'o', model: 'claude-sonnet-4-5' });
@@ -91,7 +91,11 @@ describe('unbuilt settings are refused, never stored', () => {
       json: {
         events: [
           { type: 'user.message', content: [{ type: 'text', text: 'hi' }] },
-          { type: 'system.message', content: [{ type: 'text', text: 'be brief' }] },
+          {
+            type: 'user.define_outcome',
+            description: 'done',
+            rubric: { type: 'text', content: 'x' },
+          },
         ],
       },
     });
@@ -99,8 +103,23 @@ describe('unbuilt settings are refused, never stored', () => {
     const body = (await r.json()) as any;
     expect(body.type).toBe('error');
     expect(body.error.message).toContain('events[1].type');
-    expect(body.error.message).toContain('system.message');
+    expect(body.error.message).toContain('not supported yet');
     expect((await c.beta.sessions.events.list(s.id)).data).toEqual([]);
+    // system.message is built now: accepted after the user.message it accompanies.
+    const ok = await t.http(`/v1/sessions/${s.id}/events`, {
+      method: 'POST',
+      json: {
+        events: [
+          { type: 'user.message', content: [{ type: 'text', text: 'hi' }] },
+          { type: 'system.message', content: [{ type: 'text', text: 'be brief' }] },
+        ],
+      },
+    });
+    expect(ok.status).toBe(202);
+    expect(((await ok.json()) as any).data.map((e: any) => e.type)).toEqual([
+      'user.message',
+      'system.message',
+    ]);
   });
 });
 
