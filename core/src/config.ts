@@ -55,6 +55,12 @@ export interface Config {
     } | null;
     /** SANDBOX_UNSAFE_NO_LIMITS=true: sandboxes run without process/memory/CPU/disk limits (and the worker starts on a host that can enforce none). */
     unsafeNoLimits: boolean;
+    /**
+     * SANDBOX_NOMAD_BASE_IMAGES=true: an environment's base_image runs on Nomad with the docker
+     * task driver. Off by default (base_image refused): those containers have Docker's bridge
+     * network, not only the session proxy, so the operator firewalls the clients' bridge first.
+     */
+    nomadBaseImages: boolean;
     /** SANDBOX_MAX_PROCESSES / SANDBOX_MAX_MEMORY_MB / SANDBOX_MAX_DISK_MB: caps on every sandbox, below its instance size's. */
     limitCaps: { processes?: number; memoryMb?: number; diskMb?: number };
   };
@@ -365,6 +371,7 @@ export function loadConfig(role: Role, env: Env = process.env): ParsedConfig {
           }
         : null,
       unsafeNoLimits: env.SANDBOX_UNSAFE_NO_LIMITS === 'true',
+      nomadBaseImages: env.SANDBOX_NOMAD_BASE_IMAGES === 'true',
       limitCaps: Object.fromEntries(
         Object.entries(sandboxLimitCaps).filter(([, v]) => v !== undefined),
       ),

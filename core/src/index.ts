@@ -70,7 +70,7 @@ export { createSandboxManager, type SandboxManagerService } from './sandbox/mana
 export { createDirectoryObjectStore } from './adapters/embedded/objectStore.js';
 export { createOutboundProxy, hostPolicy } from './sandbox/proxy.js';
 export { createNomadDriver } from './adapters/nomad/driver.js';
-export { nomadAgentCommand } from './adapters/nomad/command.js';
+export { nomadAgentCommand, nomadDockerMounts } from './adapters/nomad/command.js';
 export { sandboxProgram } from '@agentfleet/sandbox-agent';
 export * from './egress/index.js';
 export { snapshotPrefix } from './domain/snapshotKeys.js';

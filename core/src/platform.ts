@@ -96,9 +96,12 @@ export async function createPlatform(config: Config, adapters: Adapters): Promis
   // (the processes of one machine); chosen by the composition root from OBJECT_STORE.
   const files = new FileService(collections, objects, { maxBytes: config.maxFileBytes });
   const outputs = new OutputService(collections, objects);
-  const environments = new EnvironmentService(collections, {
+  // Which base_image values this deployment can run (core/src/domain/baseImage.ts).
+  const baseImages = {
     sandboxDriver: config.sandbox.driver,
-  });
+    nomadBaseImages: config.sandbox.nomadBaseImages,
+  };
+  const environments = new EnvironmentService(collections, baseImages);
   const sessions = new SessionService(
     collections,
     agents,
@@ -106,7 +109,7 @@ export async function createPlatform(config: Config, adapters: Adapters): Promis
     events,
     bus,
     coordination.pubsub,
-    { sandboxDriver: config.sandbox.driver },
+    baseImages,
   );
   const auth = new AuthService(collections, config.operatorKeyHash);
   await auth.bootstrap();

@@ -27,7 +27,18 @@
  * (the spec's env, the proxy) are NOT task variables: the agent command hands them to bubblewrap
  * (`--setenv` through a pipe) or to the launcher (`--env`), and the launcher starts the sandbox
  * with exactly those, never with the task's environment (raw_exec may pass the client's on).
- * Tested: nomad/test/client.test.ts ("sandbox job template"), core/test/sandbox.nomad.test.ts.
+ * base_image (the environment's, on the spec): the task runs that image with the `docker` task
+ * driver instead: `image` = base_image; the node binary, the launcher and the agent are host files
+ * on the client bound read-only into the container (`dockerMounts`, Nomad's docker `mount` of
+ * type bind: the client's docker plugin needs `volumes { enabled = true }`); the agent port is
+ * published (`ports = ["agent"]`) and the launcher listens on 0.0.0.0 inside the container;
+ * `pids_limit` is the size's process cap (Docker has one), `cap_drop = ["ALL"]` and
+ * `no-new-privileges`. What this does NOT do: confine the container's network to the proxy (it
+ * has Docker's bridge network; HTTP(S)_PROXY points at the session proxy, but only the operator's
+ * firewall on the clients' docker bridge stops a direct connection), nor a disk quota.
+ * Tested: nomad/test/client.test.ts ("sandbox job template"), core/test/sandbox.nomad.test.ts,
+ * test/base-image.test.ts (the submitted docker job, against the Nomad fake: it has no docker
+ * driver, so the job is refused at placement as a client without docker would refuse it).
  */
 import { INSTANCE_SIZES, type InstanceSize } from '@agentfleet/schemas';
 import type { Job, Task } from './types.js';
@@ -36,6 +47,8 @@ export interface SandboxResources {
   cpus: number;
   memoryMb: number;
   diskMb: number;
+  /** Process cap: Docker's `pids_limit` (raw_exec/exec have none; the launcher enforces it there). */
+  processes?: number;
 }
 
 /** The instance sizes of the spec's limits, defined once in the contracts package. */
@@ -49,6 +62,14 @@ export interface SandboxJobSpec {
   size: string;
   env: Record<string, string>;
   proxyUrl: string | null;
+  /** The environment's image: run with the docker task driver. Null or absent: the host's. */
+  baseImage?: string | null;
+}
+
+/** A host file or directory on the Nomad client, bound read-only into a docker task. */
+export interface DockerMount {
+  source: string;
+  target: string;
 }
 
 export interface JobTemplateOptions {
@@ -60,8 +81,10 @@ export interface JobTemplateOptions {
   /** Default ["*"] (every datacenter). */
   datacenters?: string[];
   nodePool?: string;
-  /** Default "raw_exec". */
+  /** Default "raw_exec"; a spec with a base_image always runs with "docker". */
   driver?: 'exec' | 'raw_exec';
+  /** For a base_image: host files bound read-only into the container (node, launcher, agent). */
+  dockerMounts?: DockerMount[];
   /** Unix user the task runs as (exec/raw_exec `user`). */
   user?: string;
   /** Default "mhz" (CPU = cpus × cpuMhzPerCore); "cores" reserves whole cores. */
@@ -103,10 +126,36 @@ export function sandboxResources(
   return r;
 }
 
+/** The docker task driver's config for a base_image (see the file header for what it confines). */
+function dockerConfig(
+  image: string,
+  command: string,
+  args: string[],
+  res: SandboxResources,
+  mounts: DockerMount[],
+): Record<string, unknown> {
+  return {
+    image,
+    command,
+    args,
+    ports: [AGENT_PORT_LABEL],
+    mount: mounts.map((m) => ({
+      type: 'bind',
+      source: m.source,
+      target: m.target,
+      readonly: true,
+    })),
+    ...(res.processes ? { pids_limit: res.processes } : {}),
+    cap_drop: ['ALL'],
+    security_opt: ['no-new-privileges'],
+  };
+}
+
 export function jobTemplate(spec: SandboxJobSpec, opts: JobTemplateOptions): Job {
   if (opts.agentCommand.length === 0) throw new Error('agentCommand is empty');
   const res = sandboxResources(spec.size, opts.sizes);
-  const driver = opts.driver ?? 'raw_exec';
+  const image = spec.baseImage ?? null;
+  const driver = image ? 'docker' : (opts.driver ?? 'raw_exec');
   const cpuMode = opts.cpuMode ?? 'mhz';
   const meta: Record<string, string> = {
     ...opts.meta,
@@ -114,10 +163,12 @@ export function jobTemplate(spec: SandboxJobSpec, opts: JobTemplateOptions): Job
     session_id: spec.sessionId,
     environment_id: spec.environmentId,
     instance_size: spec.size,
+    ...(image ? { base_image: image } : {}),
   };
   const env: Record<string, string> = {
     ...opts.env,
-    AGENTFLEET_AGENT_LISTEN: `\${NOMAD_IP_${AGENT_PORT_LABEL}}:\${NOMAD_PORT_${AGENT_PORT_LABEL}}`,
+    // In a container the host's address is not bound: listen on every interface of its own.
+    AGENTFLEET_AGENT_LISTEN: `${image ? '0.0.0.0' : `\${NOMAD_IP_${AGENT_PORT_LABEL}}`}:\${NOMAD_PORT_${AGENT_PORT_LABEL}}`,
     AGENTFLEET_SESSION_ID: spec.sessionId,
   };
   if (opts.agentToken) env.AGENTFLEET_AGENT_TOKEN = opts.agentToken;
@@ -125,7 +176,9 @@ export function jobTemplate(spec: SandboxJobSpec, opts: JobTemplateOptions): Job
   const task: Task = {
     Name: SANDBOX_TASK,
     Driver: driver,
-    Config: { command, args },
+    Config: image
+      ? dockerConfig(image, command, args, res, opts.dockerMounts ?? [])
+      : { command, args },
     Env: env,
     Resources: {
       ...(cpuMode === 'cores'

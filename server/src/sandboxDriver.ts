@@ -16,6 +16,7 @@ import {
   describeMissing,
   noLimitsMessage,
   nomadAgentCommand,
+  nomadDockerMounts,
   probeSandboxLimits,
   sandboxProgram,
   type LocalLimitsOptions,
@@ -106,6 +107,10 @@ export async function nomadDriver(p: Platform, log: Logger): Promise<SandboxDriv
         agent: scripts.agent,
         limits: cfg.unsafeNoLimits ? false : { caps: cfg.limitCaps },
       }),
+    // SANDBOX_NOMAD_BASE_IMAGES: a base_image runs with the docker task driver, these files bound into it
+    job: cfg.nomadBaseImages
+      ? { dockerMounts: nomadDockerMounts({ node: process.execPath, ...scripts }) }
+      : undefined,
     limitCaps: cfg.limitCaps,
     log: log.child({ component: 'sandbox-nomad' }),
   });

@@ -12,7 +12,7 @@ import { nowIso } from '../util.js';
 import { applyMetadataPatch } from './metadata.js';
 import { validatePackageLists } from '../sandbox/packages/spec.js';
 import { refuseAccountScope } from './unsupported.js';
-import { refuseUnservableBaseImage, type SandboxDriverName } from './baseImage.js';
+import { refuseUnservableBaseImage, type BaseImageSupport } from './baseImage.js';
 
 const PKG_KINDS = ['pip', 'npm', 'apt', 'cargo', 'gem', 'go'] as const;
 const emptyPackages = () => Object.fromEntries(PKG_KINDS.map((k) => [k, [] as string[]]));
@@ -27,7 +27,7 @@ export class EnvironmentService {
   constructor(
     private readonly c: Collections,
     /** The deployment's sandbox driver: which base_image values can be served (./baseImage.ts). */
-    private readonly opts: { sandboxDriver?: SandboxDriverName } = {},
+    private readonly opts: BaseImageSupport = {},
   ) {}
 
   private apply(doc: Omit<EnvironmentDoc, 'tenant_id'>, b: Body, isCreate: boolean): void {
@@ -68,7 +68,7 @@ export class EnvironmentService {
     refuseAccountScope(b.scope);
     if (b.scope != null) doc.scope = b.scope;
     if (b.base_image !== undefined) {
-      refuseUnservableBaseImage(this.opts.sandboxDriver, b.base_image);
+      refuseUnservableBaseImage(this.opts, b.base_image);
       doc.base_image = b.base_image;
     }
     if (b.packages)

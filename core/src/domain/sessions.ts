@@ -20,7 +20,7 @@ import { createdAtBounds, pageById, type Page } from './pagination.js';
 import { applyMetadataPatch } from './metadata.js';
 import { budgetUpdateFields, checkCreateBudget, renderUsage } from './budget.js';
 import { refuseVaultIds } from './unsupported.js';
-import { refuseUnservableBaseImage, type SandboxDriverName } from './baseImage.js';
+import { refuseUnservableBaseImage, type BaseImageSupport } from './baseImage.js';
 import { checkInputEvents } from './inputEvents.js';
 import { sessionAgentSnapshot } from './sessionAgent.js';
 import { checkToolAnswers } from './toolConfirmation.js';
@@ -78,7 +78,7 @@ export class SessionService {
     private readonly bus: CommandBus,
     private readonly pubsub: PubSub,
     /** The deployment's sandbox driver: which environments' base_image it can serve. */
-    private readonly opts: { sandboxDriver?: SandboxDriverName } = {},
+    private readonly opts: BaseImageSupport = {},
   ) {}
 
   async create(tenant: string, body: SessionCreate) {
@@ -112,7 +112,7 @@ export class SessionService {
         invalid('environment_id', `environment ${body.environment_id} is archived`),
         'environment_archived',
       );
-    refuseUnservableBaseImage(this.opts.sandboxDriver, env.base_image, 'environment_id');
+    refuseUnservableBaseImage(this.opts, env.base_image, 'environment_id');
     // Declared resources must be materializable before anything is allocated (spec Work rule 1).
     const now = nowIso();
     const resources: SessionFileResource[] = [];

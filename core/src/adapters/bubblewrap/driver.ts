@@ -167,7 +167,7 @@ export function createLocalDriver(opts: LocalDriverOptions): LocalDriver {
     if (closed) throw new Error('local sandbox driver is closed');
     checkSandboxSpec(spec);
     // Only the host image here: another base_image needs the Nomad driver (docker).
-    const imageProblem = baseImageProblem('local', spec.baseImage);
+    const imageProblem = baseImageProblem({ sandboxDriver: 'local' }, spec.baseImage);
     if (imageProblem) throw new Error(imageProblem);
     const resources = sandboxResources(spec.size, opts.limits ? opts.limits.caps : undefined);
     if (running.has(spec.sessionId))

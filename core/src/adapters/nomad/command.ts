@@ -8,6 +8,13 @@
  * is interpolated by Nomad in the task's arguments. The read-only system binds are computed
  * here (on the worker) from this machine's layout: the clients are assumed to have the same OS
  * image as the workers.
+ *
+ * A spec with a base_image runs in that image with Nomad's docker task driver
+ * (nomad/src/jobTemplate.ts): the launcher runs the agent unwrapped inside the container (the
+ * container is the sandbox; Docker and Nomad enforce memory, CPU and processes), with the node
+ * binary, launcher and agent bound read-only from the client at the sandbox's usual paths
+ * (`nomadDockerMounts`, passed to the driver's `job.dockerMounts`). Tested in
+ * test/base-image.test.ts.
  */
 import { dirname } from 'node:path';
 import type { SandboxSpec } from '../../ports/sandbox.js';
@@ -63,7 +70,33 @@ function insideProxyUrl(proxyUrl: string): { url: string; target: string } {
   return { url: u.toString().replace(/\/$/, ''), target };
 }
 
+/** Where the launcher is inside a base_image container (node and the agent: SANDBOX_PATHS). */
+export const DOCKER_LAUNCHER_PATH = '/opt/agentfleet/launcher.mjs';
+
+/** The client files a base_image container gets, read-only, at the sandbox's usual paths. */
+export function nomadDockerMounts(
+  o: Pick<NomadAgentCommandOptions, 'node' | 'launcher' | 'agent'>,
+): Array<{ source: string; target: string }> {
+  return [
+    { source: o.node, target: SANDBOX_PATHS.node },
+    { source: o.launcher, target: DOCKER_LAUNCHER_PATH },
+    { source: o.agent, target: SANDBOX_PATHS.agent },
+  ];
+}
+
 export function nomadAgentCommand(spec: SandboxSpec, o: NomadAgentCommandOptions): string[] {
+  if (spec.baseImage) {
+    // inside the container: the launcher gives the agent exactly the sandbox's environment
+    const env = sandboxEnv(spec.env, spec.proxyUrl);
+    return [
+      SANDBOX_PATHS.node,
+      DOCKER_LAUNCHER_PATH,
+      ...Object.entries(env).flatMap(([k, v]) => ['--env', `${k}=${v}`]),
+      '--',
+      SANDBOX_PATHS.node,
+      SANDBOX_PATHS.agent,
+    ];
+  }
   const bwrap = o.bwrap === undefined ? 'bwrap' : o.bwrap;
   const limits = o.limits === false ? null : sandboxResources(spec.size, o.limits?.caps);
   const limitArgs = limits

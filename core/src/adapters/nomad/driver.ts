@@ -12,6 +12,9 @@
  * `Terminated` event's ExitCode (137 when Nomad reports an OOM kill), the signal its Signal.
  * stop: deregister the job (Nomad sends the kill signal, SIGKILL after kill_timeout) and wait for
  * the allocation to end; destroy: the same with purge (the job is removed from Nomad).
+ * base_image: the job runs that image with the docker task driver (`job.dockerMounts` bound into
+ * it; without them a spec with a base_image is refused before anything is registered);
+ * test/base-image.test.ts.
  */
 import { randomBytes } from 'node:crypto';
 import {
@@ -277,6 +280,11 @@ export function createNomadDriver(opts: NomadDriverOptions): NomadDriver {
   }
 
   async function startJob(spec: SandboxSpec): Promise<NomadSandboxHandle> {
+    // A base_image runs with the docker task driver, which needs the files to bind into it.
+    if (spec.baseImage && !opts.job?.dockerMounts?.length)
+      throw new Error(
+        `base_image ${JSON.stringify(spec.baseImage)}: this Nomad driver runs no base images (SANDBOX_NOMAD_BASE_IMAGES is not set)`,
+      );
     const deadline = Date.now() + startTimeoutMs;
     const token = randomBytes(24).toString('hex');
     const agentCommand =
