@@ -109,6 +109,8 @@ describe.skipIf(!available)(
           'test_custom_tool_round_trip',
           'test_files_round_trip',
           'test_models_list_paginates_and_retrieves',
+          'test_file_blocks_and_system_message',
+          'test_file_blocks_refused_at_send',
           'test_budget_reached_and_served',
           'test_budget_create_only',
           'test_workspace_id_other_workspace_is_refused',
