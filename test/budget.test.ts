@@ -233,7 +233,7 @@ describe('session budget', () => {
     }
   });
 
-  it('a model with no list price cannot be budgeted; unpriced usage stops a budgeted session until the budget is removed', async () => {
+  it('a model with no list price cannot be budgeted; unpriced usage stops a budgeted session until the budget is removed, or raised once priced again', async () => {
     const c = t.client;
     const unpriced = await agentOn(UNPRICED);
     const refused = await failure(
@@ -255,18 +255,28 @@ describe('session budget', () => {
     expect((await turn(free.id, 'go')).idle.stop_reason).toEqual({ type: 'end_turn' });
     expect((await c.beta.sessions.retrieve(free.id)).usage.list_cost).toBeNull();
 
-    // The card loses its price mid-session: the next turn stops; raising is refused; removing works.
+    // The card loses its price mid-session: the next turn stops; raising is refused; removing
+    // the budget, or raising it once the card is priced again, lets the session continue.
+    const volatile = await agentOn(VOLATILE);
     const s = await c.beta.sessions.create({
-      agent: await agentOn(VOLATILE),
+      agent: volatile,
       environment_id: envId,
       budget: cents('5000'),
     });
-    const upd = await t.http(`/v1/svc/model_cards/${cardIds[VOLATILE]}`, {
-      method: 'POST',
-      headers: BETA,
-      json: { pi_config: {} },
+    const s2 = await c.beta.sessions.create({
+      agent: volatile,
+      environment_id: envId,
+      budget: cents('5000'),
     });
-    expect(upd.status, await upd.clone().text()).toBe(200);
+    const price = async (piConfig: Record<string, unknown>) => {
+      const upd = await t.http(`/v1/svc/model_cards/${cardIds[VOLATILE]}`, {
+        method: 'POST',
+        headers: BETA,
+        json: { pi_config: piConfig },
+      });
+      expect(upd.status, await upd.clone().text()).toBe(200);
+    };
+    await price({});
     t.model.script(
       VOLATILE,
       { steps: [{ text: 'unmeasured' }], usage: USAGE },
@@ -281,5 +291,12 @@ describe('session budget', () => {
     await c.beta.sessions.update(s.id, { budget: null });
     expect((await turn(s.id, 'three')).idle.stop_reason).toEqual({ type: 'end_turn' });
     expect(requestsFor(VOLATILE)).toBe(before + 1);
+
+    await turn(s2.id, 'one');
+    expect((await turn(s2.id, 'two')).idle.stop_reason).toEqual({ type: 'budget_reached' });
+    await price({ cost: COST });
+    const raised = await c.beta.sessions.update(s2.id, { budget: cents('9000') });
+    expect(raised.budget).toEqual(cents('9000'));
+    expect((await turn(s2.id, 'three')).idle.stop_reason).toEqual({ type: 'end_turn' });
   });
 });

@@ -12,7 +12,7 @@
  *   adding a budget to a session created without one or whose budget was removed
  *   (`budget_create_only`); a new `max_list_cost` at or below the consumed list cost
  *   (`budget_not_raised`); a model with no list price (`model_not_budgetable`); a terminated
- *   session.
+ *   session. A raise accepted after unpriced usage (the model has a price again) lifts the stop.
  * - The consumed cost is kept in nano-dollars on the session (`list_cost_nanos`, moved by the
  *   same update that appends the model request's events: workers/src/budget.ts) and served as
  *   `usage.list_cost` in cents, rounded up; `null` once any usage had no list price.
@@ -115,7 +115,8 @@ export async function budgetUpdateFields(
       `max_list_cost must be above the consumed list cost (${renderCents(st.list_cost_nanos ?? 0)} cents)`,
     );
   await assertBudgetable(c, tenant, s.agent.model.id, hasVendorFallback);
-  return { budget };
+  // Accepted only when the model has a list price again: earlier unpriced usage stops blocking.
+  return st.unpriced_usage ? { budget, unpriced_usage: false } : { budget };
 }
 
 /** True when a budgeted session may issue no further model request. */
