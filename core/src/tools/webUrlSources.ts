@@ -16,9 +16,9 @@
 type Filter = { type: 'all' | 'none' | 'only' | 'except'; tools?: Array<{ name: string }> };
 
 export interface UrlSources {
-  client_tool_results: Filter | null;
-  server_tool_results: Filter | null;
-  user_input: Filter | null;
+  client_tool_results: Filter | 'all' | 'none' | null;
+  server_tool_results: Filter | 'all' | 'none' | null;
+  user_input: Filter | 'all' | 'none' | null;
 }
 
 /** The events this needs: the stored log (`_id`, `type`, `payload`). */
@@ -55,7 +55,9 @@ function urlsIn(content: unknown, into: Set<string>): void {
   }
 }
 
-const admits = (f: Filter | null, tool?: string): boolean => {
+const admits = (raw: Filter | 'all' | 'none' | null, tool?: string): boolean => {
+  // Agents stored before url_sources was normalised may hold the string shorthands.
+  const f = typeof raw === 'string' ? { type: raw } : raw;
   if (!f || f.type === 'all') return true;
   if (f.type === 'none') return false;
   const listed = (f.tools ?? []).some((t) => t.name === tool);
