@@ -136,6 +136,9 @@ export function typeChecks(): void {
   expectAssignable<E.BetaManagedAgentsUserCustomToolResultEvent>(
     value<Ev<'user.custom_tool_result'>>(),
   );
+  expectAssignable<E.BetaManagedAgentsUserToolConfirmationEvent>(
+    value<Ev<'user.tool_confirmation'>>(),
+  );
 
   // The union: every conforming event type is a member of the SDK's event unions
   // (session.warning is an extension with no SDK type).

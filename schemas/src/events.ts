@@ -102,10 +102,11 @@ const ToolEvaluation = Type.Union([
   Obj({ type: Type.Literal('always_ask') }),
   Obj({
     type: Type.Literal('auto'),
-    evaluated_permission: Obj({
-      type: EvaluatedPermission,
-      reason_code: Type.Optional(Type.String()),
-    }),
+    evaluated_permission: Type.Union([
+      Obj({ type: Type.Literal('allow') }),
+      Obj({ type: Type.Literal('ask'), reason_code: Type.String() }),
+      Obj({ type: Type.Literal('deny'), reason_code: Type.String() }),
+    ]),
   }),
 ]);
 

@@ -1,0 +1,278 @@
+/**
+ * permission_policy through the official TypeScript SDK against an in-process platform with the
+ * local (bubblewrap) sandbox driver: always_ask holds a call (requires_action naming it, with
+ * the client-executed calls of the same response), user.tool_confirmation allow runs it in the
+ * sandbox, deny returns the message as an is_error tool result; per-tool overrides of the
+ * toolset default; auto holds as ask (indeterminate); a user.message abandons held calls;
+ * confirmations that name no held call of this session are a 400 naming the field, without
+ * telling another session's or tenant's ids apart from made-up ones; held calls survive a
+ * restart and an interrupt (state is read from the event log). Proves workers/src/permissions.ts,
+ * workers/src/turnInput.ts and core/src/domain/toolConfirmation.ts.
+ */
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { validateSessionEvent } from '@agentfleet/schemas';
+import { BETA, startPlatform, type TestPlatform } from './harness.js';
+
+const MODEL = 'permission-model';
+const TOOLSET = 'agent_toolset_20260401' as const;
+const ask = { type: 'always_ask' as const };
+const allow = { type: 'always_allow' as const };
+
+let t: TestPlatform;
+let envId: string;
+beforeAll(async () => {
+  t = await startPlatform({ env: { SANDBOX_DRIVER: 'local', SANDBOX_SLEEP_AFTER_MS: '1500' } });
+  await t.http('/v1/svc/model_cards', {
+    method: 'POST',
+    headers: BETA,
+    json: {
+      model_id: MODEL,
+      provider: 'anthropic',
+      model: MODEL,
+      base_url: t.model.url,
+      api_key: 'k',
+    },
+  });
+  envId = (await t.client.beta.environments.create({ name: 'permissions' })).id;
+}, 60_000);
+afterAll(async () => {
+  await t?.close();
+});
+
+/** Sends events and collects the session's stream up to the next session.status_idle. */
+async function untilIdle(sid: string, events: any[]): Promise<any[]> {
+  const stream = await t.client.beta.sessions.events.stream(sid);
+  await t.client.beta.sessions.events.send(sid, { events });
+  const seen: any[] = [];
+  for await (const ev of stream) {
+    seen.push(ev);
+    if (ev.type === 'session.status_idle') break;
+  }
+  return seen;
+}
+const message = (text: string) => ({ type: 'user.message', content: [{ type: 'text', text }] });
+const confirm = (tool_use_id: string, result: 'allow' | 'deny', deny_message?: string) => ({
+  type: 'user.tool_confirmation' as const,
+  tool_use_id,
+  result,
+  ...(deny_message !== undefined ? { deny_message } : {}),
+});
+const modelCalls = () => t.model.requests.filter((r) => r.model === MODEL);
+const resultText = (e: any) => e.content.map((b: any) => b.text).join('');
+
+async function sessionFor(tools: any[]): Promise<string> {
+  const agent = await t.client.beta.agents.create({ name: 'perm', model: MODEL, tools });
+  return (await t.client.beta.sessions.create({ agent: agent.id, environment_id: envId })).id;
+}
+
+describe('permission_policy (TS SDK, local sandbox)', () => {
+  it('always_ask holds the call with requires_action beside client calls; per-tool always_allow runs at once; allow runs the held call in the sandbox', async () => {
+    const sid = await sessionFor([
+      {
+        type: TOOLSET,
+        default_config: { permission_policy: ask },
+        configs: [{ name: 'write', permission_policy: allow }],
+      },
+      { type: 'custom', name: 'lookup', description: 'looks up', input_schema: { type: 'object' } },
+    ]);
+    t.model.script(
+      MODEL,
+      {
+        steps: [
+          {
+            tool_use: {
+              name: 'write',
+              input: { file_path: '/workspace/w.txt', content: 'written-first' },
+            },
+          },
+          {
+            tool_use: {
+              name: 'bash',
+              input: { command: 'cat /workspace/w.txt && echo " ran-after-allow"' },
+            },
+          },
+          { tool_use: { name: 'lookup', input: { q: 'x' } } },
+        ],
+      },
+      { steps: [{ text: 'all three answered' }] },
+    );
+    const before = modelCalls().length;
+    const first = await untilIdle(sid, [message('go')]);
+    const uses = first.filter((e) => e.type === 'agent.tool_use');
+    const [write, bash] = uses;
+    const lookup = first.find((e) => e.type === 'agent.custom_tool_use');
+    expect(uses.map((u) => [u.name, u.evaluated_permission, u.evaluation])).toEqual([
+      ['write', 'allow', { type: 'always_allow' }],
+      ['bash', 'ask', { type: 'always_ask' }],
+    ]);
+    // The allowed call ran at once; the held one did not run.
+    expect(first.filter((e) => e.type === 'agent.tool_result').map((e) => e.tool_use_id)).toEqual([
+      write.id,
+    ]);
+    expect(first.at(-1).stop_reason).toEqual({
+      type: 'requires_action',
+      event_ids: [bash.id, lookup.id],
+    });
+    expect((await t.client.beta.sessions.retrieve(sid)).status).toBe('idle');
+
+    // Confirmations naming no held call of this session are refused, naming the field.
+    const refused = async (events: any[], field: string) =>
+      expect(t.client.beta.sessions.events.send(sid, { events })).rejects.toMatchObject({
+        status: 400,
+        message: expect.stringContaining(field),
+      });
+    await refused([confirm('sevt_nope', 'allow')], 'events[0].tool_use_id');
+    await refused([confirm(write.id, 'allow')], 'events[0].tool_use_id'); // allowed by policy
+    await refused([confirm(lookup.id, 'allow')], 'events[0].tool_use_id'); // client-executed
+    await refused([confirm(bash.id, 'allow', 'why')], 'events[0].deny_message');
+    await refused([confirm(bash.id, 'allow'), confirm(bash.id, 'deny')], 'events[1].tool_use_id');
+    expect(modelCalls().length).toBe(before + 1);
+
+    // Another session of this tenant and another tenant get the same answer as a made-up id.
+    const other = await sessionFor([{ type: TOOLSET }]);
+    const otherErr = await t.client.beta.sessions.events
+      .send(other, { events: [confirm(bash.id, 'allow')] })
+      .catch((e) => e);
+    expect(otherErr.status).toBe(400);
+    expect(otherErr.message).toContain(`no tool use ${bash.id} awaiting confirmation`);
+    const tenant = await t.newTenant('perm-other');
+    const env2 = await tenant.client.beta.environments.create({ name: 'e2' });
+    const agent2 = await tenant.client.beta.agents.create({
+      name: 'a2',
+      model: 'claude-sonnet-4-5',
+    });
+    const s2 = await tenant.client.beta.sessions.create({
+      agent: agent2.id,
+      environment_id: env2.id,
+    });
+    const tenantErr = await tenant.client.beta.sessions.events
+      .send(s2.id, { events: [confirm(bash.id, 'allow')] })
+      .catch((e) => e);
+    expect(tenantErr.status).toBe(400);
+    expect(tenantErr.error.error).toEqual(otherErr.error.error); // same body but the request id
+    await expect(
+      tenant.client.beta.sessions.events.send(sid, { events: [confirm(bash.id, 'allow')] }),
+    ).rejects.toMatchObject({ status: 404 });
+
+    // Allow + the custom result in one request: the held call runs in the sandbox, then the model.
+    const second = await untilIdle(sid, [
+      confirm(bash.id, 'allow'),
+      {
+        type: 'user.custom_tool_result',
+        custom_tool_use_id: lookup.id,
+        content: [{ type: 'text', text: '42' }],
+      },
+    ]);
+    const ran = second.find((e) => e.type === 'agent.tool_result');
+    expect(ran.tool_use_id).toBe(bash.id);
+    expect(ran.is_error).toBe(false);
+    expect(resultText(ran)).toContain('written-first ran-after-allow');
+    expect(second.at(-1).stop_reason).toEqual({ type: 'end_turn' });
+    const results = modelCalls().at(-1)!.body.messages.at(-1).content;
+    expect(results.map((b: any) => [b.tool_use_id, b.is_error])).toEqual([
+      [write.id, false],
+      [lookup.id, false],
+      [bash.id, false],
+    ]);
+    // The confirmation is in the log in the SDK's shape; a second one for the same call is refused.
+    const listed = (await t.client.beta.sessions.events.list(sid)).data as any[];
+    expect(listed.find((e) => e.type === 'user.tool_confirmation')).toMatchObject({
+      tool_use_id: bash.id,
+      result: 'allow',
+    });
+    await refused([confirm(bash.id, 'deny')], 'events[0].tool_use_id');
+    // Every stored event of the flow has its schema's shape (the SDK types are checked in sdk-types.ts).
+    for (const e of listed) expect(validateSessionEvent(e)).toEqual(e);
+  });
+
+  it('deny returns the message (or a default text) as an is_error result and the denied call never runs; an allowed one in the same batch does', async () => {
+    const sid = await sessionFor([{ type: TOOLSET, default_config: { permission_policy: ask } }]);
+    t.model.script(
+      MODEL,
+      {
+        steps: [
+          { tool_use: { name: 'bash', input: { command: 'echo x > /workspace/denied.txt' } } },
+          { tool_use: { name: 'write', input: { file_path: '/workspace/d2.txt', content: 'no' } } },
+          {
+            tool_use: {
+              name: 'bash',
+              input: { command: 'test -e /workspace/denied.txt && echo exists || echo absent' },
+            },
+          },
+        ],
+      },
+      { steps: [{ text: 'understood' }] },
+    );
+    const first = await untilIdle(sid, [message('try')]);
+    const ids = first.filter((e) => e.type === 'agent.tool_use').map((e) => e.id);
+    expect(first.at(-1).stop_reason).toEqual({ type: 'requires_action', event_ids: ids });
+    const second = await untilIdle(sid, [
+      confirm(ids[0], 'deny', 'not on my watch'),
+      confirm(ids[1], 'deny'),
+      confirm(ids[2], 'allow'),
+    ]);
+    const results = second.filter((e) => e.type === 'agent.tool_result');
+    expect(results.map((r) => [r.tool_use_id, r.is_error])).toEqual([
+      [ids[0], true],
+      [ids[1], true],
+      [ids[2], false],
+    ]);
+    expect(resultText(results[0])).toBe('not on my watch');
+    expect(resultText(results[1])).toMatch(/denied/);
+    expect(resultText(results[2])).toMatch(/^absent/);
+    expect(second.at(-1).stop_reason).toEqual({ type: 'end_turn' });
+    const sent = modelCalls().at(-1)!.body.messages.at(-1).content;
+    expect(sent[0]).toMatchObject({
+      type: 'tool_result',
+      tool_use_id: ids[0],
+      is_error: true,
+      content: [{ type: 'text', text: 'not on my watch' }],
+    });
+  });
+
+  it('auto holds the call (no judge: ask, indeterminate); a held call survives a restart and an interrupt; a user.message instead abandons held calls', async () => {
+    const sid = await sessionFor([
+      { type: TOOLSET, configs: [{ name: 'bash', permission_policy: { type: 'auto' } }] },
+    ]);
+    t.model.script(
+      MODEL,
+      { steps: [{ tool_use: { name: 'bash', input: { command: 'echo survived' } } }] },
+      { steps: [{ text: 'ok' }] },
+      { steps: [{ tool_use: { name: 'bash', input: { command: 'echo never' } } }] },
+      { steps: [{ text: 'fine, skipping it' }] },
+    );
+    const first = await untilIdle(sid, [message('run it')]);
+    const use = first.find((e) => e.type === 'agent.tool_use');
+    expect(use.evaluated_permission).toBe('ask');
+    expect(use.evaluation).toEqual({
+      type: 'auto',
+      evaluated_permission: { type: 'ask', reason_code: 'indeterminate' },
+    });
+    expect(first.at(-1).stop_reason).toEqual({ type: 'requires_action', event_ids: [use.id] });
+    await t.restart();
+    await t.client.beta.sessions.events.send(sid, { events: [{ type: 'user.interrupt' }] });
+    const second = await untilIdle(sid, [confirm(use.id, 'allow')]);
+    const ran = second.find((e) => e.type === 'agent.tool_result');
+    expect([ran.tool_use_id, ran.is_error, resultText(ran)]).toEqual([
+      use.id,
+      false,
+      expect.stringMatching(/^survived/),
+    ]);
+    expect(second.at(-1).stop_reason).toEqual({ type: 'end_turn' });
+
+    const third = await untilIdle(sid, [message('again')]);
+    const held = third.find((e) => e.type === 'agent.tool_use');
+    expect(third.at(-1).stop_reason).toEqual({ type: 'requires_action', event_ids: [held.id] });
+    const fourth = await untilIdle(sid, [message('never mind')]);
+    const closed = fourth.find((e) => e.type === 'agent.tool_result');
+    expect([closed.tool_use_id, closed.is_error]).toEqual([held.id, true]);
+    expect(resultText(closed)).toMatch(/not confirmed/);
+    expect(fourth.at(-1).stop_reason).toEqual({ type: 'end_turn' });
+    await expect(
+      t.client.beta.sessions.events.send(sid, { events: [confirm(held.id, 'allow')] }),
+    ).rejects.toMatchObject({
+      status: 400,
+      message: expect.stringContaining('events[0].tool_use_id'),
+    });
+  });
+});
