@@ -243,7 +243,8 @@ export class SessionService {
     const hasVendor = this.models.hasVendorFallback;
     Object.assign(set, await budgetUpdateFields(this.c, tenant, s, b.budget, hasVendor));
     if (b.metadata !== undefined) set.metadata = applyMetadataPatch(s.metadata, b.metadata);
-    if (b.agent?.tools !== undefined) set['agent.tools'] = normalizeTools(b.agent.tools, 'agent.tools');
+    if (b.agent?.tools !== undefined)
+      set['agent.tools'] = normalizeTools(b.agent.tools, 'agent.tools');
     if (b.agent?.mcp_servers !== undefined)
       set['agent.mcp_servers'] = this.agents.sealMcp(
         b.agent.mcp_servers,
