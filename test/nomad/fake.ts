@@ -41,6 +41,8 @@ export interface NomadFake {
   close(): Promise<void>;
   /** Current jobs (copies), every namespace. */
   jobs(): Json[];
+  /** Every job body registered, as submitted (kept after a purge), for assertions on the spec. */
+  submittedJobs: Json[];
   /** Current allocations (copies), every namespace. */
   allocations(): Json[];
   evaluations(): Json[];
@@ -130,6 +132,7 @@ export async function startNomadFake(opts: NomadFakeOptions = {}): Promise<Nomad
   const region = opts.region ?? 'global';
   const cluster = new FakeCluster(region, new Set(opts.namespaces ?? ['default']), opts.node);
   const requests: NomadFake['requests'] = [];
+  const submittedJobs: Json[] = [];
 
   /** Answers `compute()` once its index passes `?index=` or `?wait=` expires. */
   async function blocking(req: IncomingMessage, url: URL, compute: () => Answer): Promise<Answer> {
@@ -177,6 +180,7 @@ export async function startNomadFake(opts: NomadFakeOptions = {}): Promise<Nomad
           );
         }
       }
+      submittedJobs.push(structuredClone(body.Job));
       const out = cluster.register(body.Job, jobNs);
       return { index: out.Index, body: out };
     }
@@ -353,6 +357,7 @@ export async function startNomadFake(opts: NomadFakeOptions = {}): Promise<Nomad
   return {
     address: `http://127.0.0.1:${port}`,
     requests,
+    submittedJobs,
     jobs: () => [...cluster.jobs.values()].map((j) => structuredClone(j)),
     allocations: () => [...cluster.allocs.values()].map((r) => structuredClone(r.alloc)),
     evaluations: () => [...cluster.evals.values()].map((e) => structuredClone(e)),
