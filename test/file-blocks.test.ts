@@ -2,7 +2,8 @@
  * File-sourced image and document blocks (`source: {type: 'file', file_id}`) reach the model as
  * content, never as our file id, on both protocols (workers/src/fileBlocks.ts): Anthropic gets
  * base64 image/PDF sources and a text source for a text file; OpenAI gets an image_url data URL,
- * a `file` part with the PDF as a data URL and a text part. The event log keeps the file
+ * a `file` part with the PDF as a data URL and a text part; inside a user.custom_tool_result
+ * they are resolved within the tool_result. The event log keeps the file
  * reference, not the bytes. At send time a missing file, another tenant's file, a deleted or an
  * expired one (details.error_code `file_expired`) and a file of the wrong kind are refused with a
  * 400 naming `events[i].content[j].source.file_id`, and nothing is appended
@@ -55,11 +56,11 @@ async function sessionOn(model: string, c: Anthropic = t.client, environmentId =
   return (await c.beta.sessions.create({ agent: agent.id, environment_id: environmentId })).id;
 }
 
-/** Sends one user.message and waits for the turn it starts to end; answers the model request. */
-async function turn(model: string, sessionId: string, content: any[]) {
+/** Sends one user.message (or `events`) and waits for the turn it starts to end; answers the model request. */
+async function turn(model: string, sessionId: string, content: any[], events?: any[]) {
   const before = t.model.requests.length;
   const sent = await t.client.beta.sessions.events.send(sessionId, {
-    events: [{ type: 'user.message', content }],
+    events: events ?? [{ type: 'user.message', content }],
   });
   const seq = (sent as any).data[0].seq as number;
   await waitFor(async () => {
@@ -157,6 +158,52 @@ describe('file-sourced blocks reach the model as content', () => {
     const wire = JSON.stringify(body);
     expect(wire).not.toContain('undefined');
     for (const id of [img.id, pdf.id, txt.id]) expect(wire).not.toContain(id);
+  });
+
+  it('a custom tool result carrying a file-sourced image: resolved inside the tool_result', async () => {
+    const c = t.client;
+    const img = await upload(c, PNG, 'chart.png', 'image/png');
+    const agent = await c.beta.agents.create({
+      name: 'fb-tools',
+      model: 'claude-sonnet-4-5',
+      tools: [
+        {
+          type: 'custom',
+          name: 'chart',
+          description: 'draws a chart',
+          input_schema: { type: 'object', properties: {} },
+        },
+      ],
+    });
+    const sid = (await c.beta.sessions.create({ agent: agent.id, environment_id: envId })).id;
+    t.model.script('claude-sonnet-4-5', { steps: [{ tool_use: { name: 'chart', input: {} } }] });
+    await turn('claude-sonnet-4-5', sid, [{ type: 'text', text: 'draw' }]);
+    const use = (await c.beta.sessions.events.list(sid)).data.find(
+      (e) => e.type === 'agent.custom_tool_use',
+    )!;
+    const body = await turn(
+      'claude-sonnet-4-5',
+      sid,
+      [],
+      [
+        {
+          type: 'user.custom_tool_result',
+          custom_tool_use_id: use.id,
+          content: [{ type: 'image', source: { type: 'file', file_id: img.id } }],
+        },
+      ],
+    );
+    expect(body.messages.at(-1).content[0]).toEqual({
+      type: 'tool_result',
+      tool_use_id: use.id,
+      content: [
+        {
+          type: 'image',
+          source: { type: 'base64', media_type: 'image/png', data: PNG.toString('base64') },
+        },
+      ],
+      is_error: false,
+    });
   });
 
   it('a file deleted after it was sent becomes a text note in later requests', async () => {
