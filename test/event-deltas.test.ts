@@ -6,10 +6,12 @@
  *   index and appends to a known one rebuilds that content exactly;
  * - an agent.thinking preview is start-only: an `event_start` with the thinking event's id, never
  *   an `event_delta`;
- * - only the requested previews are sent.
+ * - only the requested previews are sent;
+ * - the extension chunk frames (`include=chunks`) carry the same `index` and match their schema.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { BETA, startPlatform, type TestPlatform } from './harness.js';
+import { validateStreamFrame } from '@agentfleet/schemas';
+import { BETA, readSse, startPlatform, type TestPlatform } from './harness.js';
 
 let t: TestPlatform;
 let envId: string;
@@ -108,5 +110,28 @@ describe('event_deltas previews', () => {
       'agent.thinking',
     ]);
     expect(thinkingOnly.some((e) => e.type === 'event_delta')).toBe(false);
+  });
+
+  it('include=chunks: message chunk frames carry the block index and match their schema', async () => {
+    const { model, sid } = await scriptedSession();
+    const res = await t.http(
+      `/v1/sessions/${sid}/events/stream?include=chunks&event_deltas[]=agent.message&event_deltas[]=agent.thinking`,
+    );
+    t.model.script(model, multiBlock);
+    await t.client.beta.sessions.events.send(sid, {
+      events: [{ type: 'user.message', content: [{ type: 'text', text: 'go' }] }],
+    });
+    const frames = await readSse(res, (f) => f.event === 'session.status_idle');
+    for (const f of frames) validateStreamFrame(f.data);
+    const chunks = frames.filter((f) => f.event === 'agent.message_chunk').map((f) => f.data);
+    const byIndex = (i: number) =>
+      chunks
+        .filter((c) => c.index === i)
+        .map((c) => c.delta)
+        .join('');
+    expect([byIndex(0), byIndex(1)]).toEqual(['first block', 'second block']);
+    expect(
+      frames.filter((f) => f.event === 'agent.message_stream_start').map((f) => f.data.index),
+    ).toEqual([0, 1]);
   });
 });
