@@ -7,7 +7,10 @@
  * Paths are paths ON THE NOMAD CLIENT (node, launcher, agent, bwrap), and `${NOMAD_TASK_DIR}`
  * is interpolated by Nomad in the task's arguments. The read-only system binds are computed
  * here (on the worker) from this machine's layout: the clients are assumed to have the same OS
- * image as the workers.
+ * image as the workers. An environment's package layer (sandbox/packages/) is bound read-only
+ * from the same path on the client, so it reaches a client that shares the worker's sandbox root
+ * (as the Nomad fake's local tasks do: test/env-packages-nomad.test.ts); with base_image or an
+ * unwrapped task, packages are refused with an error.
  *
  * A spec with a base_image runs in that image with Nomad's docker task driver
  * (nomad/src/jobTemplate.ts): the launcher runs the agent unwrapped inside the container (the
@@ -27,6 +30,7 @@ import {
   type SandboxLimitCaps,
 } from '../../ports/sandboxHelpers.js';
 import { HOST_CODE_ROOT, sandboxBwrapOptions } from '../bubblewrap/layout.js';
+import { withPackageLayerEnv } from '../../sandbox/packages/layerEnv.js';
 
 export interface NomadAgentCommandOptions {
   /** node on the Nomad client. */
@@ -85,6 +89,12 @@ export function nomadDockerMounts(
 }
 
 export function nomadAgentCommand(spec: SandboxSpec, o: NomadAgentCommandOptions): string[] {
+  // The package layer is built on the worker against the host image and bound from the same
+  // path on the client (sandbox/packages/wiring.ts): only the bwrap task can mount it.
+  if (spec.packages && (spec.baseImage || o.bwrap === false))
+    throw new Error(
+      `environment packages need the bwrap sandbox task on Nomad: they cannot be combined with ${spec.baseImage ? 'base_image' : 'an unwrapped (bwrap: false) task'}`,
+    );
   if (spec.baseImage) {
     // inside the container: the launcher gives the agent exactly the sandbox's environment
     const env = sandboxEnv(spec.env, spec.proxyUrl);
@@ -134,7 +144,8 @@ export function nomadAgentCommand(spec: SandboxSpec, o: NomadAgentCommandOptions
   for (const [name, content] of Object.entries(systemFiles()))
     launcherArgs.push('--file', `${systemDir}/${name}=${Buffer.from(content).toString('base64')}`);
   if (proxy) launcherArgs.push('--proxy-forward', `${proxySocket}=${proxy.target}`);
-  const env = sandboxEnv(spec.env, proxy ? proxy.url : null);
+  const baseEnv = sandboxEnv(spec.env, proxy ? proxy.url : null);
+  const env = spec.packages ? withPackageLayerEnv(baseEnv) : baseEnv;
   // the same bwrap options as the local driver's, handed to bwrap through a pipe by the launcher
   const bwrapOptions = sandboxBwrapOptions({
     systemDir,
@@ -145,6 +156,7 @@ export function nomadAgentCommand(spec: SandboxSpec, o: NomadAgentCommandOptions
     readOnlyBinds: o.readOnlyBinds,
     hide: [HOST_CODE_ROOT, dirname(o.launcher), dirname(o.agent), ...(o.hidePaths ?? [])],
     env,
+    packages: spec.packages ? { hostDir: spec.packages.hostDir } : null,
   });
   return [
     o.node,
