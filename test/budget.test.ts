@@ -212,6 +212,23 @@ describe('session budget', () => {
     expect(readd.errorCode).toBe('budget_create_only');
     // Omitted preserves; the title update leaves no budget behind.
     expect((await c.beta.sessions.update(capped.id, { title: 'x' })).budget).toBeNull();
+    // Omitted preserves a budget; lowering it (still above the consumed cost) is allowed; a
+    // replacement amount is checked like a created one.
+    const kept = await c.beta.sessions.create({
+      agent,
+      environment_id: envId,
+      budget: cents('700'),
+    });
+    expect((await c.beta.sessions.update(kept.id, { title: 'y' })).budget).toEqual(cents('700'));
+    expect((await c.beta.sessions.update(kept.id, { budget: cents('50') })).budget).toEqual(
+      cents('50'),
+    );
+    const bad = await failure(
+      c.beta.sessions.update(kept.id, {
+        budget: { type: 'limit', max_list_cost: { amount: '1.5', currency: 'USD' } },
+      }),
+    );
+    expect((bad.error as any).error.details.field).toBe('budget.max_list_cost.amount');
 
     for (const [amount, currency, field] of [
       ['12.50', 'USD', 'budget.max_list_cost.amount'],
