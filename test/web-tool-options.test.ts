@@ -271,6 +271,11 @@ describe('web_fetch', () => {
     expect(results[2]!.text).toContain('127.0.0.1');
     // The redirecting page was requested; neither refused URL was.
     expect(siteHits).toEqual(['/allowed', '/redirect-to-ip']);
+    // The model was told the limit in the tool's description.
+    const offered = (t.model.requests.at(-1)!.body as any).tools.find(
+      (x: any) => x.name === 'web_fetch',
+    );
+    expect(offered.description).toContain('Only these domains and their subdomains: localhost.');
   });
 
   it('blocked_domains: the domain and its subdomains are refused (also after a redirect), other hosts are not', async () => {

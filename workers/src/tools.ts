@@ -127,6 +127,22 @@ const BUILTIN_SPECS: Record<BuiltinTool, ToolSpec> = {
   },
 };
 
+/**
+ * A web tool's description with the limits its config sets (domain filters, url_sources), so
+ * the model does not spend calls on URLs that will be refused.
+ */
+function withLimits(spec: ToolSpec, c: Record<string, any> | undefined): ToolSpec {
+  if (spec.name !== 'web_fetch' && spec.name !== 'web_search') return spec;
+  const notes: string[] = [];
+  if (c?.allowed_domains?.length)
+    notes.push(`Only these domains and their subdomains: ${c.allowed_domains.join(', ')}.`);
+  if (c?.blocked_domains?.length)
+    notes.push(`Never these domains or their subdomains: ${c.blocked_domains.join(', ')}.`);
+  if (spec.name === 'web_fetch' && c?.url_sources)
+    notes.push('Only URLs that already appeared in the conversation can be fetched.');
+  return notes.length ? { ...spec, description: `${spec.description} ${notes.join(' ')}` } : spec;
+}
+
 /** The tools offered to the model, honouring each toolset config's `enabled`. */
 export function toolSpecs(tools: readonly any[]): ToolSpec[] {
   const out: ToolSpec[] = [];
@@ -137,7 +153,13 @@ export function toolSpecs(tools: readonly any[]): ToolSpec[] {
       );
       const byDefault = t.default_config?.enabled !== false;
       for (const name of BUILTIN_TOOLS)
-        if (enabled.get(name) ?? byDefault) out.push(BUILTIN_SPECS[name]);
+        if (enabled.get(name) ?? byDefault)
+          out.push(
+            withLimits(
+              BUILTIN_SPECS[name],
+              (t.configs ?? []).find((c: any) => c.name === name),
+            ),
+          );
     } else if (t.type === 'custom') {
       out.push({ name: t.name, description: t.description, input_schema: t.input_schema });
     }
