@@ -122,3 +122,6 @@ describe.skipIf(!available)(
     );
   },
 );
+          'test_agent_with_overrides_applies_every_field',
+          'test_agent_with_overrides_keeps_omitted_and_clears',
+          'test_agent_with_overrides_validated_like_agent_create',
