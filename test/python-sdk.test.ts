@@ -115,6 +115,9 @@ describe.skipIf(!available)(
           'test_budget_create_only',
           'test_workspace_id_other_workspace_is_refused',
           'test_execution_identity_aws_role_and_account_scope_are_refused',
+          'test_agent_with_overrides_applies_every_field',
+          'test_agent_with_overrides_keeps_omitted_and_clears',
+          'test_agent_with_overrides_validated_like_agent_create',
         ])
           expect(out, out).toMatch(new RegExp(`::${name} PASSED`));
       },
@@ -122,6 +125,3 @@ describe.skipIf(!available)(
     );
   },
 );
-          'test_agent_with_overrides_applies_every_field',
-          'test_agent_with_overrides_keeps_omitted_and_clears',
-          'test_agent_with_overrides_validated_like_agent_create',
