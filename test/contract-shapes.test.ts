@@ -192,8 +192,13 @@ describe('served shapes match their schemas', () => {
       ],
       environment_id: env.id,
       metadata: { team: 'a' },
-      execution_identity: { type: 'aws_role', role_arn: 'arn:aws:iam::123456789012:role/runner' },
+      execution_identity: { type: 'service_account' },
     };
+    // aws_role is refused (test/workspace-identity.test.ts), never stored.
+    await expectError(400, 'POST', '/v1/agents', {
+      ...agentBody,
+      execution_identity: { type: 'aws_role', role_arn: 'arn:aws:iam::123456789012:role/runner' },
+    });
     const agent = await call(Agent, 'POST', '/v1/agents', agentBody);
     expect(agent.mcp_servers[0]).toEqual({
       type: 'url',
