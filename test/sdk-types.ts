@@ -29,6 +29,7 @@ import type {
   BetaManagedAgentsSession,
   BetaManagedAgentsSessionAgent,
   BetaManagedAgentsStartEvent,
+  BetaManagedAgentsSystemMessageEvent,
 } from '@anthropic-ai/sdk/resources/beta/sessions/sessions';
 import type * as E from '@anthropic-ai/sdk/resources/beta/sessions/events';
 import type { BetaErrorObject, BetaErrorResponse } from '@anthropic-ai/sdk/resources/beta/beta';
@@ -139,6 +140,8 @@ export function typeChecks(): void {
   expectAssignable<E.BetaManagedAgentsUserToolConfirmationEvent>(
     value<Ev<'user.tool_confirmation'>>(),
   );
+  // system.message echoes the request's text blocks.
+  expectAssignable<BetaManagedAgentsSystemMessageEvent>(value<Ev<'system.message'>>());
 
   // The union: every conforming event type is a member of the SDK's event unions
   // (session.warning is an extension with no SDK type).

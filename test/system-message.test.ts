@@ -11,6 +11,7 @@
  * Through the official TypeScript SDK against an in-process platform and the scripted model.
  */
 import Anthropic from '@anthropic-ai/sdk';
+import { validateSessionEvent } from '@agentfleet/schemas';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { BETA, startPlatform, waitFor, type TestPlatform } from './harness.js';
 
@@ -88,6 +89,8 @@ describe('system.message input events', () => {
       content: [{ type: 'text', text: 'Answer in French.' }],
     });
     expect(typeof logged.processed_at).toBe('string');
+    // The served event matches its schema (and so the SDK's type: test/sdk-types.ts).
+    expect(() => validateSessionEvent(logged)).not.toThrow();
   });
 
   it('Anthropic protocol: appended to the top-level system, for this turn and the next', async () => {
