@@ -218,7 +218,12 @@ describe('environments', () => {
       name: 'sdk-env',
       config: {
         type: 'cloud',
-        networking: { type: 'limited', allowed_hosts: ['x.example.com'] },
+        // SDK: packages under limited networking need allow_package_managers
+        networking: {
+          type: 'limited',
+          allowed_hosts: ['x.example.com'],
+          allow_package_managers: true,
+        },
         packages: { npm: ['left-pad'] },
       },
     });

@@ -8,6 +8,7 @@
  * - `allow_package_managers: true` opens the package registries (a real HTTPS request to pypi.org
  *   through the proxy); without it pypi.org is refused.
  * - the spec's top-level `network`: `allowlist` restricts, `denylist` wins over it.
+ * - `packages` under `limited` networking need `allow_package_managers: true` (SDK rule): 400.
  * Test hosts: loopback servers on 127.0.0.1 (named `localhost`), 127.0.0.2 (the MCP server) and
  * 127.0.0.3 (never allowed). The operator opens exactly those ports (EGRESS_ALLOW_PRIVATE_HOSTS),
  * so what is refused is refused by the environment's policy, not by the private-address rule.
@@ -200,4 +201,39 @@ describe('environment networking through the session proxy (local driver)', () =
     expect(out).toContain(`http://127.0.0.2:${mcp.port}/ 403 connect=000`);
     expect(other.hits).toBe(0);
   }, 60_000);
+
+  it('packages under limited networking need allow_package_managers (SDK rule), naming the field', async () => {
+    const err = await t.client.beta.environments
+      .create({
+        name: 'pkgs-shut',
+        config: {
+          type: 'cloud',
+          networking: { type: 'limited', allowed_hosts: [] },
+          packages: { pip: ['requests'] },
+        },
+      })
+      .then(
+        () => null,
+        (e: any) => e,
+      );
+    expect(err?.status).toBe(400);
+    expect(err.error.error.details.field).toBe('config.networking.allow_package_managers');
+    const ok = await t.client.beta.environments.create({
+      name: 'pkgs-open',
+      config: {
+        type: 'cloud',
+        networking: { type: 'limited', allowed_hosts: [], allow_package_managers: true },
+        packages: { pip: ['requests'] },
+      },
+    });
+    // turning it off later while packages remain is refused too
+    const off = await t.http(`/v1/environments/${ok.id}`, {
+      method: 'POST',
+      headers: BETA,
+      json: {
+        config: { type: 'cloud', networking: { type: 'limited', allow_package_managers: false } },
+      },
+    });
+    expect(off.status).toBe(400);
+  });
 });

@@ -95,14 +95,20 @@ describe('environment update keeps omitted fields', () => {
       name: 'partial',
       config: {
         type: 'cloud',
-        networking: { type: 'limited', allowed_hosts: ['a.example'], allow_mcp_servers: true },
+        // packages under limited networking need allow_package_managers (SDK rule)
+        networking: {
+          type: 'limited',
+          allowed_hosts: ['a.example'],
+          allow_mcp_servers: true,
+          allow_package_managers: true,
+        },
         packages: { pip: ['requests'], npm: ['left-pad'] },
       },
     });
     const u = await c.beta.environments.update(e.id, {
       config: {
         type: 'cloud',
-        networking: { type: 'limited', allow_package_managers: true },
+        networking: { type: 'limited', allow_mcp_servers: false },
         packages: { pip: ['httpx'] },
       },
     });
@@ -110,7 +116,7 @@ describe('environment update keeps omitted fields', () => {
       networking: {
         type: 'limited',
         allowed_hosts: ['a.example'],
-        allow_mcp_servers: true,
+        allow_mcp_servers: false,
         allow_package_managers: true,
       },
       packages: { pip: ['httpx'], npm: ['left-pad'] },

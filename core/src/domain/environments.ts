@@ -61,6 +61,14 @@ export class EnvironmentService {
         if (b.config.packages)
           for (const k of PKG_KINDS)
             doc.packages[k] = b.config.packages[k] ?? (isCreate ? [] : (doc.packages[k] ?? []));
+        // SDK: under limited networking, packages need allow_package_managers (they are fetched
+        // from the registries that setting opens; core/src/egress/registries.ts).
+        const hasPackages = PKG_KINDS.some((k) => (doc.packages[k] ?? []).length > 0);
+        if (!doc.network.unrestricted && hasPackages && !doc.network.allow_package_managers)
+          throw invalid(
+            'config.networking.allow_package_managers',
+            'must be true when packages are specified under limited networking',
+          );
       }
     }
     if (b.name != null) doc.name = b.name;
