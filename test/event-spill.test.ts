@@ -131,5 +131,14 @@ describe('events over 500 KB spill to the object store', () => {
     });
     expect(listed.map((e) => e.id)).toEqual([ok!._id]);
     expect(listed[0].content).toEqual(bigMessage);
+
+    // Its blob lost out of band: the list still answers, the event marked, never a 5xx.
+    for (const o of await objects.list(eventSpillPrefix(tenantId, s.id)))
+      await objects.delete(o.key);
+    const after: any[] = [];
+    for await (const e of c.beta.sessions.events.list(s.id)) after.push(e);
+    expect(after.map((e) => [e.id, e.type, e.payload_unavailable])).toEqual([
+      [ok!._id, 'agent.message', true],
+    ]);
   }, 60_000);
 });

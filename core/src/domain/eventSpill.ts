@@ -10,7 +10,9 @@
  * and live delivery, GraphQL, the turn runner's history) serves the payload whole and never
  * shows `_spilled`; blobs of an append that failed are deleted by the append, and a blob left
  * by a crash between the put and the insert lies under the session's spill prefix, which the
- * session delete cascade removes (./sessionCascade.ts). Proved by test/event-spill.test.ts.
+ * session delete cascade removes (./sessionCascade.ts). A blob that cannot be read back serves
+ * the event with its inline fields and `payload_unavailable: true`, never an error. Proved by
+ * test/event-spill.test.ts.
  */
 import { randomBytes } from 'node:crypto';
 import type { ObjectStore } from '../ports/objectStore.js';
@@ -71,9 +73,13 @@ export async function hydrateEvents(objects: ObjectStore, docs: EventDoc[]): Pro
     docs.map(async (d) => {
       const ref = spilledRef(d.payload);
       if (!ref) return d;
-      const data = await objects.get(ref.key);
-      if (!data)
-        throw new Error(`event ${d._id}: spilled payload ${ref.key} is missing from the store`);
+      const data = await objects.get(ref.key).catch(() => null);
+      if (!data) {
+        // The blob is gone (lost or deleted out of band): the event is still served, with the
+        // fields kept inline and a marker, so one lost blob never breaks a session's reads.
+        const { _spilled, ...kept } = d.payload;
+        return { ...d, payload: { ...kept, payload_unavailable: true } };
+      }
       return { ...d, payload: JSON.parse(Buffer.from(data).toString('utf8')) };
     }),
   );
