@@ -4,11 +4,12 @@
  * supports"). Guarantees:
  * - effort: a card without pi_config (or the vendor fallback) gets the agent's level as is; a
  *   card whose pi_config does not say `reasoning: true` gets no thinking at all; otherwise the
- *   level is the nearest one the card supports (ties go to the lower level). The supported
- *   levels are the ones /v1/models reports (core/src/domain/modelInfo.ts capabilitiesOf): the
- *   low/medium/high/xhigh entries of `thinkingLevelMap` that are not null (`max` is never
- *   claimed, so it normalises down); with no map, low/medium/high. The map's value for the
- *   level goes to the provider (`effortValue`); none supported → no thinking;
+ *   level is the nearest one the card supports (ties go to the lower level). With a
+ *   `thinkingLevelMap`, the supported levels are the ones /v1/models reports
+ *   (core/src/domain/modelInfo.ts capabilitiesOf): its low/medium/high/xhigh entries that are
+ *   not null (`max` is never claimed, so it normalises down); with no map, low/medium/high (the
+ *   runtime library's defaults; /v1/models, conservative, claims none). The map's value for
+ *   the level goes to the provider (`effortValue`); no level supported → no thinking;
  * - `pi_config.maxTokens` caps the request's output (`min(TURN_MAX_TOKENS, maxTokens)`), thinking
  *   included (`maxTokensLimit`);
  * - `pi_config.headers`: string values under valid header names are sent (the adapters never let
