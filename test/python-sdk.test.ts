@@ -25,6 +25,8 @@ const TEXT_MODEL = 'claude-sonnet-4-5';
 const TOOL_MODEL = 'py-tool-model';
 /** Priced by its card at $1 per token (test_budget.py): each request crosses a small budget. */
 const BUDGET_MODEL = 'py-budget-model';
+/** Calls the built-in bash tool (held by always_ask in test_permissions.py), then answers. */
+const PERMISSION_MODEL = 'py-permission-model';
 
 let t: TestPlatform;
 
@@ -83,6 +85,23 @@ describe.skipIf(!available)(
         { steps: [{ text: 'the answer is 42' }] },
       );
       t.model.script(TEXT_MODEL, { steps: [{ text: 'Hello from the model', chunks: 4 }] });
+      const permissionCard = await t.http('/v1/svc/model_cards', {
+        method: 'POST',
+        headers: BETA,
+        json: {
+          model_id: PERMISSION_MODEL,
+          provider: 'anthropic',
+          model: PERMISSION_MODEL,
+          base_url: t.model.url,
+          api_key: 'sk-py',
+        },
+      });
+      expect(permissionCard.status, await permissionCard.clone().text()).toBe(200);
+      t.model.script(
+        PERMISSION_MODEL,
+        { steps: [{ tool_use: { name: 'bash', input: { command: 'echo held' } } }] },
+        { steps: [{ text: 'understood, not running it' }] },
+      );
     });
     afterAll(async () => {
       await t?.close();
@@ -97,6 +116,7 @@ describe.skipIf(!available)(
           AGENTFLEET_TEXT_MODEL: TEXT_MODEL,
           AGENTFLEET_TOOL_MODEL: TOOL_MODEL,
           AGENTFLEET_BUDGET_MODEL: BUDGET_MODEL,
+          AGENTFLEET_PERMISSION_MODEL: PERMISSION_MODEL,
         });
         expect(code, `pytest exit ${code}:\n${out.slice(-40_000)}`).toBe(0);
         for (const name of [
@@ -113,6 +133,7 @@ describe.skipIf(!available)(
           'test_file_blocks_refused_at_send',
           'test_budget_reached_and_served',
           'test_budget_create_only',
+          'test_always_ask_requires_action_then_deny',
           'test_workspace_id_other_workspace_is_refused',
           'test_execution_identity_aws_role_and_account_scope_are_refused',
           'test_agent_with_overrides_applies_every_field',
