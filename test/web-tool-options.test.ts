@@ -205,6 +205,13 @@ describe('validation at agent create', () => {
       client_tool_results: { type: 'only', tools: [{ type: 'tool_reference', name: 'lookup' }] },
       server_tool_results: null,
     });
+    // The served tools sent back unchanged are accepted as they are (no new version).
+    const same = await t.client.beta.agents.update(agent.id, {
+      version: agent.version,
+      tools: agent.tools as any,
+    });
+    expect(same.version).toBe(agent.version);
+    expect(same.tools).toEqual(agent.tools);
     const all = await agentWith(f('web_fetch', {}));
     expect((all.tools[0] as any).configs[0].url_sources).toBeNull();
     const src = (url_sources: unknown) => agentWith(f('web_fetch', { url_sources }), [lookup]);
