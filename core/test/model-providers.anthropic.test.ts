@@ -2,7 +2,7 @@
  * The Anthropic Messages adapter (core/src/adapters/anthropic) beyond the port's contract (the
  * shared semantics are in modelProvider.contract.ts, run by modelProvider.test.ts): request
  * mapping (system, messages, tools, unsigned thinking dropped, effort → thinking budget with the
- * output cap kept), wire edge cases (empty tool input, a stream without message_stop), and the
+ * output cap kept; the card's ceiling, numeric budgets and extra headers), wire edge cases (empty tool input, a stream without message_stop), and the
  * official Anthropic SDK against the scripted server speaking this protocol.
  */
 import Anthropic from '@anthropic-ai/sdk';
@@ -72,6 +72,53 @@ describe('request mapping', () => {
       expect(lastRequest(model).body.max_tokens).toBe(64000);
     },
   );
+});
+
+describe('model card settings (pi_config, via workers/src/modelSettings.ts)', () => {
+  it('anthropic: maxTokensLimit caps max_tokens, thinking gets at most half, none below 1024', async () => {
+    const model = freshModel();
+    const p = make('anthropic');
+    await collect(p, req(model, { effort: 'high', maxTokens: 8192, maxTokensLimit: 6000 }));
+    expect(lastRequest(model).body).toMatchObject({
+      max_tokens: 6000,
+      thinking: { type: 'enabled', budget_tokens: 3000 },
+    });
+    await collect(p, req(model, { effort: 'high', maxTokens: 8192, maxTokensLimit: 2000 }));
+    expect(lastRequest(model).body.max_tokens).toBe(2000);
+    expect(lastRequest(model).body.thinking).toBeUndefined();
+    await collect(p, req(model, { maxTokens: 8192, maxTokensLimit: 700 }));
+    expect(lastRequest(model).body.max_tokens).toBe(700);
+  });
+
+  it('anthropic: a numeric effortValue is the thinking budget; a name is not', async () => {
+    const model = freshModel();
+    const p = make('anthropic');
+    await collect(p, req(model, { effort: 'low', effortValue: '5000', maxTokens: 64000 }));
+    expect(lastRequest(model).body.thinking).toEqual({ type: 'enabled', budget_tokens: 5000 });
+    await collect(p, req(model, { effort: 'low', effortValue: 'low', maxTokens: 64000 }));
+    expect(lastRequest(model).body.thinking).toEqual({ type: 'enabled', budget_tokens: 1024 });
+  });
+
+  it("anthropic: request headers are sent; credentials and the card's custom headers win", async () => {
+    const model = freshModel();
+    const p = make('anthropic', { customHeaders: { 'x-team': 'card' } });
+    await collect(
+      p,
+      req(model, {
+        headers: {
+          'x-extra': 'pi',
+          'x-team': 'pi',
+          'x-api-key': 'sk-evil',
+          'anthropic-version': '1999-01-01',
+        },
+      }),
+    );
+    const h = lastRequest(model).headers;
+    expect(h['x-extra']).toBe('pi');
+    expect(h['x-team']).toBe('card');
+    expect(h['x-api-key']).toBe(KEY);
+    expect(h['anthropic-version']).toBe('2023-06-01');
+  });
 });
 
 describe('wire edge cases', () => {

@@ -10,6 +10,7 @@ import { collect, failure, of, req } from './modelProvider.contract.js';
 import {
   conversation,
   freshModel,
+  KEY,
   lastRequest,
   make,
   oaiChunk,
@@ -70,6 +71,27 @@ describe('request mapping', () => {
     const model = freshModel();
     await collect(make('openai'), req(model, { effort }));
     expect(lastRequest(model).body.reasoning_effort).toBe(expected);
+  });
+});
+
+describe('model card settings (pi_config, via workers/src/modelSettings.ts)', () => {
+  it('openai: effortValue is the reasoning_effort, maxTokensLimit caps the output, headers never replace the key', async () => {
+    const model = freshModel();
+    await collect(
+      make('openai'),
+      req(model, {
+        effort: 'low',
+        effortValue: 'minimal',
+        maxTokens: 2048,
+        maxTokensLimit: 100,
+        headers: { 'x-extra': 'pi', authorization: 'Bearer sk-evil' },
+      }),
+    );
+    const r = lastRequest(model);
+    expect(r.body.reasoning_effort).toBe('minimal');
+    expect(r.body.max_completion_tokens).toBe(100);
+    expect(r.headers['x-extra']).toBe('pi');
+    expect(r.headers.authorization).toBe(`Bearer ${KEY}`);
   });
 });
 
