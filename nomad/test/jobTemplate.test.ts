@@ -58,6 +58,39 @@ describe('sandbox job template', () => {
     });
   });
 
+  it('runs a base_image with the docker task driver: image, read-only binds, published port, process cap', () => {
+    const mounts = [{ source: '/usr/bin/node', target: '/opt/agentfleet/bin/node' }];
+    const job = jobTemplate(
+      { ...spec, baseImage: 'python:3.12-slim' },
+      { agentCommand: ['/opt/agentfleet/bin/node', 'launcher.mjs'], dockerMounts: mounts },
+    );
+    expect(job.Meta).toMatchObject({ base_image: 'python:3.12-slim' });
+    const task = job.TaskGroups[0].Tasks[0];
+    expect(task.Driver).toBe('docker');
+    expect(task.Config).toEqual({
+      image: 'python:3.12-slim',
+      command: '/opt/agentfleet/bin/node',
+      args: ['launcher.mjs'],
+      ports: [AGENT_PORT_LABEL],
+      mount: [
+        {
+          type: 'bind',
+          source: '/usr/bin/node',
+          target: '/opt/agentfleet/bin/node',
+          readonly: true,
+        },
+      ],
+      pids_limit: SANDBOX_SIZES.small.processes,
+      cap_drop: ['ALL'],
+      security_opt: ['no-new-privileges'],
+    });
+    expect(task.Env!.AGENTFLEET_AGENT_LISTEN).toBe('0.0.0.0:${NOMAD_PORT_agent}');
+    // without a base_image nothing changes: the configured driver, the host's address
+    const plain = jobTemplate({ ...spec, baseImage: null }, { agentCommand: ['a'] });
+    expect(plain.TaskGroups[0].Tasks[0].Driver).toBe('raw_exec');
+    expect(plain.Meta).not.toHaveProperty('base_image');
+  });
+
   it('maps instance sizes to MHz (vCPUs × MHz per core) or whole cores, and memory', () => {
     for (const [size, r] of Object.entries(SANDBOX_SIZES)) {
       const mhz = jobTemplate({ ...spec, size }, { agentCommand: ['a'], cpuMhzPerCore: 2500 })
