@@ -9,8 +9,9 @@
  * - no network but an outbound proxy that lets through ONLY the package registries of the
  *   managers being built (core/src/egress/registries.ts), after the platform's egress policy
  *   (private and metadata addresses refused);
- * - read-only: the host's apt lists and dpkg status (apt dependency resolution), and the Rust
- *   toolchain directory when cargo is used. Never the host's home, credentials or data dir.
+ * - read-only: the host's apt sources, keys, lists and dpkg status (apt dependency resolution;
+ *   never /etc/apt/auth.conf or apt.conf.d), and the Rust toolchain directory when cargo is
+ *   used. Never the host's home, credentials or data dir.
  * Each manager runs with a timeout (default 10 min) and its output cut at 64 KiB; the layer is
  * refused past a size cap (default 2 GiB). A failure is a PackageBuildError naming the manager
  * and its packages, with the tail of the tool's output.
@@ -52,7 +53,17 @@ export class PackageBuildError extends Error {
 
 /** The host paths a build sandbox sees read-only beyond a session's (those that exist here). */
 export function buildReadOnlyBinds(tools: BuildTools): string[] {
-  const paths = ['/etc/apt', '/var/lib/apt/lists', '/var/lib/dpkg'];
+  // apt's sources and keys only: never /etc/apt/auth.conf(.d) or apt.conf.d (credentials, proxies)
+  const apt = [
+    'sources.list',
+    'sources.list.d',
+    'trusted.gpg',
+    'trusted.gpg.d',
+    'keyrings',
+    'preferences',
+    'preferences.d',
+  ];
+  const paths = [...apt.map((f) => `/etc/apt/${f}`), '/var/lib/apt/lists', '/var/lib/dpkg'];
   if (tools.rustToolchain) paths.push(tools.rustToolchain);
   return paths.filter((p) => existsSync(p));
 }
