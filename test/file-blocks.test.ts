@@ -3,12 +3,13 @@
  * content, never as our file id, on both protocols (workers/src/fileBlocks.ts): Anthropic gets
  * base64 image/PDF sources and a text source for a text file; OpenAI gets an image_url data URL,
  * a `file` part with the PDF as a data URL and a text part; inside a user.custom_tool_result
- * they are resolved within the tool_result. The event log keeps the file
- * reference, not the bytes. At send time a missing file, another tenant's file, a deleted or an
- * expired one (details.error_code `file_expired`) and a file of the wrong kind are refused with a
- * 400 naming `events[i].content[j].source.file_id`, and nothing is appended
+ * they are resolved within the tool_result. The event log keeps the file reference, not the
+ * bytes. At send time a missing file, another tenant's file, a deleted or an expired one
+ * (details.error_code `file_expired`) and a file of the wrong kind are refused with a 400 naming
+ * `events[i].content[j].source.file_id`, and nothing is appended
  * (core/src/domain/inputEvents.ts). A file deleted after it was sent becomes a text note in
- * later requests. url and base64 sources pass through unchanged.
+ * later requests; the files of one request are bounded by the upload cap (newest kept). url and
+ * base64 sources pass through unchanged.
  * Through the official TypeScript SDK against an in-process platform and the scripted model.
  */
 import Anthropic, { toFile } from '@anthropic-ai/sdk';
@@ -27,9 +28,17 @@ const PNG = Buffer.from(
 );
 const PDF = Buffer.from('%PDF-1.4\n1 0 obj<<>>endobj\ntrailer<<>>\n%%EOF\n');
 const TEXT = 'quarterly numbers: 1, 2, 3\n';
+/** The upload cap, and so the bytes of files one model request carries in all. */
+const MAX_FILE_BYTES = 64 * 1024;
 
 beforeAll(async () => {
-  t = await startPlatform({ env: { SANDBOX_DRIVER: 'none', RATE_LIMIT_PER_MINUTE: '100000' } });
+  t = await startPlatform({
+    env: {
+      SANDBOX_DRIVER: 'none',
+      RATE_LIMIT_PER_MINUTE: '100000',
+      MAX_FILE_BYTES: String(MAX_FILE_BYTES),
+    },
+  });
   const card = await t.http('/v1/svc/model_cards', {
     method: 'POST',
     headers: BETA,
@@ -204,6 +213,27 @@ describe('file-sourced blocks reach the model as content', () => {
       ],
       is_error: false,
     });
+  });
+
+  it("one request carries at most the upload cap's bytes of files: newest first, older ones noted", async () => {
+    const c = t.client;
+    const older = await upload(c, Buffer.alloc(40_000, 'a'), 'older.txt', 'text/plain');
+    const newer = await upload(c, Buffer.alloc(40_000, 'b'), 'newer.txt', 'text/plain');
+    const sid = await sessionOn('claude-sonnet-4-5');
+    const body = await turn('claude-sonnet-4-5', sid, [
+      { type: 'document', source: { type: 'file', file_id: older.id } },
+      { type: 'document', source: { type: 'file', file_id: newer.id } },
+    ]);
+    expect(body.messages[0].content).toEqual([
+      {
+        type: 'text',
+        text: `[file ${older.id} (older.txt) left out: the files of one request are limited to ${MAX_FILE_BYTES} bytes]`,
+      },
+      {
+        type: 'document',
+        source: { type: 'text', media_type: 'text/plain', data: 'b'.repeat(40_000) },
+      },
+    ]);
   });
 
   it('a file deleted after it was sent becomes a text note in later requests', async () => {

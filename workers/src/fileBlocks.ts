@@ -8,11 +8,12 @@
  *   `application/pdf` source; a text document (text/*, JSON, XML, YAML) a `text/plain` text
  *   source; each adapter maps those for its protocol (OpenAI: image_url data URL, file input,
  *   text part);
- * - bounded: a file is read only if it is at most FileService.maxBytes (the upload cap,
- *   MAX_FILE_BYTES); each file is read once per request however often it appears;
- * - a file that was checked at send time (core/src/domain/inputEvents.ts) but is gone, expired,
- *   too large or of another kind by the time of a later request becomes a text block saying
- *   so, so the session keeps working and the model is told what is missing.
+ * - bounded: the files of one request are read up to FileService.maxBytes in all (the upload
+ *   cap, MAX_FILE_BYTES, default 32 MiB), newest first, each once however often it appears;
+ *   an older file past that budget becomes a text note saying it was left out;
+ * - a file that was checked at send time (core/src/domain/inputEvents.ts) but is gone or
+ *   expired by the time of a later request becomes a text block saying so, so the session
+ *   keeps working and the model is told what is missing.
  * url and base64 sources pass through unchanged.
  * Proved by test/file-blocks.test.ts (both protocols) and test/python/sdk_suite/test_file_blocks.py.
  */
@@ -26,57 +27,72 @@ import {
 /** The file's bytes and bare media type, or why it cannot be sent. */
 type Resolved = { mime: string; data: Uint8Array } | string;
 
-/** A copy of `messages` with every file-sourced block replaced by its content. */
+/**
+ * A copy of `messages` with every file-sourced block replaced by its content. The bytes read
+ * for one request are at most `files.maxBytes` in all (the upload cap, so any one file fits):
+ * the newest files are kept first, and an older file past that budget becomes a text note.
+ */
 export async function resolveFileBlocks(
   files: FileService,
   tenant: string,
   messages: ChatMessage[],
 ): Promise<ChatMessage[]> {
-  if (!messages.some((m) => m.content.some(hasFileSource))) return messages;
-  const cache = new Map<string, Promise<Resolved>>();
-  const read = (id: string) => {
-    let r = cache.get(id);
-    if (!r) cache.set(id, (r = readFile(files, tenant, id)));
-    return r;
+  const ids: string[] = [];
+  const collect = (b: any) => {
+    if (b?.type === 'tool_result' && Array.isArray(b.content)) b.content.forEach(collect);
+    else if (isFileSourced(b)) ids.push(String(b.source.file_id));
   };
-  const resolveBlock = async (b: any): Promise<any> => {
+  for (const m of messages) if (m.role !== 'assistant') m.content.forEach(collect);
+  if (!ids.length) return messages;
+  const resolved = await readWithinBudget(files, tenant, [...new Set(ids)]);
+  const resolveBlock = (b: any): any => {
     if (b?.type === 'tool_result' && Array.isArray(b.content))
-      return { ...b, content: await Promise.all(b.content.map(resolveBlock)) };
-    if (!isFileSourced(b)) return b;
-    return toBlock(b, await read(String(b.source.file_id)));
+      return { ...b, content: b.content.map(resolveBlock) };
+    return isFileSourced(b) ? toBlock(b, resolved.get(String(b.source.file_id))!) : b;
   };
-  return Promise.all(
-    messages.map(async (m) =>
-      m.role === 'assistant'
-        ? m
-        : { ...m, content: (await Promise.all(m.content.map(resolveBlock))) as ContentBlock[] },
-    ),
+  return messages.map((m) =>
+    m.role === 'assistant' ? m : { ...m, content: m.content.map(resolveBlock) as ContentBlock[] },
   );
 }
 
 const isFileSourced = (b: any): boolean =>
   (b?.type === 'image' || b?.type === 'document') && b.source?.type === 'file';
 
-const hasFileSource = (b: any): boolean =>
-  isFileSourced(b) ||
-  (b?.type === 'tool_result' && Array.isArray(b.content) && b.content.some(isFileSourced));
-
-async function readFile(files: FileService, tenant: string, id: string): Promise<Resolved> {
-  let meta;
-  try {
-    meta = await files.get(tenant, id);
-  } catch {
-    return `file ${id} is no longer available (deleted)`;
+/** Each file once, newest first against the byte budget; what cannot be sent says why. */
+async function readWithinBudget(
+  files: FileService,
+  tenant: string,
+  ids: string[],
+): Promise<Map<string, Resolved>> {
+  const metas = await Promise.all(ids.map((id) => files.get(tenant, id).catch(() => null)));
+  const out = new Map<string, Resolved>();
+  let left = files.maxBytes;
+  for (let i = ids.length - 1; i >= 0; i--) {
+    const id = ids[i]!;
+    const meta = metas[i];
+    if (!meta) out.set(id, `file ${id} is no longer available (deleted)`);
+    else if (!meta.downloadable)
+      out.set(id, `file ${id} (${meta.filename}) is no longer available (expired)`);
+    else if (meta.size_bytes > left)
+      out.set(
+        id,
+        `file ${id} (${meta.filename}) left out: the files of one request are limited to ${files.maxBytes} bytes`,
+      );
+    else left -= meta.size_bytes;
   }
-  if (!meta.downloadable) return `file ${id} (${meta.filename}) is no longer available (expired)`;
-  if (meta.size_bytes > files.maxBytes)
-    return `file ${id} (${meta.filename}) is larger than the ${files.maxBytes}-byte limit`;
-  try {
-    const { data } = await files.content(tenant, id);
-    return { mime: meta.mime_type.split(';')[0]!.trim().toLowerCase(), data };
-  } catch {
-    return `file ${id} (${meta.filename}) is no longer available`;
-  }
+  await Promise.all(
+    ids
+      .filter((id) => !out.has(id))
+      .map(async (id) => {
+        try {
+          const { file, data } = await files.content(tenant, id);
+          out.set(id, { mime: file.mime_type.split(';')[0]!.trim().toLowerCase(), data });
+        } catch {
+          out.set(id, `file ${id} is no longer available`);
+        }
+      }),
+  );
+  return out;
 }
 
 /** The block the model gets for one file-sourced block. */
