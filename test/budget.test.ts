@@ -27,14 +27,19 @@ const cents = (amount: string) => ({
 });
 const cardIds: Record<string, string> = {};
 
-async function card(modelId: string, provider: string, piConfig?: Record<string, unknown>) {
+async function card(
+  modelId: string,
+  provider: string,
+  piConfig?: Record<string, unknown>,
+  wireModel = modelId,
+) {
   const res = await t.http('/v1/svc/model_cards', {
     method: 'POST',
     headers: BETA,
     json: {
       model_id: modelId,
       provider,
-      model: modelId,
+      model: wireModel,
       base_url: provider === 'openai' ? `${t.model.url}/v1` : t.model.url,
       api_key: 'sk-budget',
       ...(piConfig ? { pi_config: piConfig } : {}),
@@ -189,6 +194,30 @@ describe('session budget', () => {
     const got = await c.beta.sessions.retrieve(oai.id);
     expect(got.usage.list_cost?.amount).toBe('210');
     expect(got.usage.cache_read_input_tokens).toBe(1000);
+
+    // A card without pi_config.cost: the vendor's list for its wire model, only when the
+    // provider is the vendor itself (an `ant-compatible` endpoint has no list price).
+    await card('budget-vendor-card', 'anthropic', undefined, 'claude-haiku-4-5');
+    await card(
+      'budget-compat-card',
+      'ant-compatible',
+      { api: 'anthropic-messages' },
+      'claude-haiku-4-5',
+    );
+    const listed = await c.beta.sessions.create({
+      agent: await agentOn('budget-vendor-card'),
+      environment_id: envId,
+      budget: cents('100'),
+    });
+    expect(listed.budget).toEqual(cents('100'));
+    const compat = await failure(
+      c.beta.sessions.create({
+        agent: await agentOn('budget-compat-card'),
+        environment_id: envId,
+        budget: cents('100'),
+      }),
+    );
+    expect(compat.errorCode).toBe('model_not_budgetable');
   });
 
   it('update rules: create-only, removal is final, amounts in USD cents', async () => {

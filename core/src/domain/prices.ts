@@ -5,16 +5,16 @@
  *
  * Guarantees (proved by test/budget.test.ts):
  * - A model card's `pi_config.cost` (pi's model metadata: USD per million tokens for `input`,
- *   `output`, `cacheRead`, `cacheWrite`) is its price. A card without one, of a known vendor
- *   provider, takes the platform list below for its wire model; the fallback vendor key
- *   (ANTHROPIC_API_KEY) prices the models it serves from the same list.
+ *   `output`, `cacheRead`, `cacheWrite`) is its price. A card without one whose provider is the
+ *   vendor itself (`anthropic`/`ant`, `openai`/`oai`; not a `*-compatible` endpoint) takes that
+ *   vendor's list below for its wire model; the fallback vendor key (ANTHROPIC_API_KEY) prices
+ *   the models it serves from the Anthropic list.
  * - A model with no price (a custom provider without `pi_config.cost`, an unlisted model) is
  *   `null`: never priced as free. Missing cache rates are filled conservatively (a cache read
  *   at the input rate, a cache write at 1.25 × input).
  * - Costs round up per request, so the tracked cost is never below the list charge.
  */
 import type { ModelUsage } from '../ports/modelProvider.js';
-import { providerProtocol } from '../adapters/modelProviders.js';
 import type { Collections } from './collections.js';
 
 /** USD per million tokens. */
@@ -47,32 +47,50 @@ const openai = (input: number, output: number, cached: number): TokenPrices => (
  * without a date suffix. Only prices published by the vendor are listed; any other model needs
  * `pi_config.cost` on its card to be budgeted.
  */
-export const VENDOR_LIST_PRICES: Readonly<Record<string, TokenPrices>> = {
-  'claude-opus-4-5': anthropic(5, 25),
-  'claude-opus-4-1': anthropic(15, 75),
-  'claude-opus-4-0': anthropic(15, 75),
-  'claude-opus-4': anthropic(15, 75),
-  'claude-sonnet-4-5': anthropic(3, 15),
-  'claude-sonnet-4-0': anthropic(3, 15),
-  'claude-sonnet-4': anthropic(3, 15),
-  'claude-3-7-sonnet': anthropic(3, 15),
-  'claude-haiku-4-5': anthropic(1, 5),
-  'claude-3-5-haiku': anthropic(0.8, 4),
-  'claude-3-haiku': anthropic(0.25, 1.25),
-  'gpt-5': openai(1.25, 10, 0.125),
-  'gpt-5-mini': openai(0.25, 2, 0.025),
-  'gpt-5-nano': openai(0.05, 0.4, 0.005),
-  'gpt-4.1': openai(2, 8, 0.5),
-  'gpt-4.1-mini': openai(0.4, 1.6, 0.1),
-  'gpt-4.1-nano': openai(0.1, 0.4, 0.025),
-  'gpt-4o': openai(2.5, 10, 1.25),
-  'gpt-4o-mini': openai(0.15, 0.6, 0.075),
+export const VENDOR_LIST_PRICES: Readonly<
+  Record<'anthropic' | 'openai', Readonly<Record<string, TokenPrices>>>
+> = {
+  anthropic: {
+    'claude-opus-4-5': anthropic(5, 25),
+    'claude-opus-4-1': anthropic(15, 75),
+    'claude-opus-4-0': anthropic(15, 75),
+    'claude-opus-4': anthropic(15, 75),
+    'claude-sonnet-4-5': anthropic(3, 15),
+    'claude-sonnet-4-0': anthropic(3, 15),
+    'claude-sonnet-4': anthropic(3, 15),
+    'claude-3-7-sonnet': anthropic(3, 15),
+    'claude-haiku-4-5': anthropic(1, 5),
+    'claude-3-5-haiku': anthropic(0.8, 4),
+    'claude-3-haiku': anthropic(0.25, 1.25),
+  },
+  openai: {
+    'gpt-5': openai(1.25, 10, 0.125),
+    'gpt-5-mini': openai(0.25, 2, 0.025),
+    'gpt-5-nano': openai(0.05, 0.4, 0.005),
+    'gpt-4.1': openai(2, 8, 0.5),
+    'gpt-4.1-mini': openai(0.4, 1.6, 0.1),
+    'gpt-4.1-nano': openai(0.1, 0.4, 0.025),
+    'gpt-4o': openai(2.5, 10, 1.25),
+    'gpt-4o-mini': openai(0.15, 0.6, 0.075),
+  },
 };
 
-/** The list price of a vendor model id (`-20250929`, `-2024-08-06` and `-latest` suffixes ignored). */
-export function vendorListPrice(modelId: string): TokenPrices | null {
+/** Card providers that are the vendor itself (not a `*-compatible` endpoint): the list applies. */
+const VENDOR_PROVIDERS: Readonly<Record<string, 'anthropic' | 'openai'>> = {
+  anthropic: 'anthropic',
+  ant: 'anthropic',
+  openai: 'openai',
+  oai: 'openai',
+};
+
+/** The list price of a vendor's model id (`-20250929`, `-2024-08-06` and `-latest` suffixes ignored). */
+export function vendorListPrice(
+  protocol: 'anthropic' | 'openai',
+  modelId: string,
+): TokenPrices | null {
+  const list = VENDOR_LIST_PRICES[protocol];
   const base = modelId.replace(/-(\d{8}|\d{4}-\d{2}-\d{2}|latest)$/, '');
-  return Object.hasOwn(VENDOR_LIST_PRICES, base) ? VENDOR_LIST_PRICES[base]! : null;
+  return Object.hasOwn(list, base) ? list[base]! : null;
 }
 
 const rate = (v: unknown) => (typeof v === 'number' && Number.isFinite(v) && v >= 0 ? v : null);
@@ -107,9 +125,13 @@ export async function modelListPrice(
   if (card) {
     const own = cardListPrice(card.pi_config);
     if (own) return own;
-    return providerProtocol(card.provider) ? vendorListPrice(card.model) : null;
+    const vendor = Object.hasOwn(VENDOR_PROVIDERS, card.provider)
+      ? VENDOR_PROVIDERS[card.provider]!
+      : null;
+    return vendor ? vendorListPrice(vendor, card.model) : null;
   }
-  return hasVendorFallback ? vendorListPrice(modelId) : null;
+  // The fallback key is an Anthropic key: it serves (and is priced for) Anthropic models only.
+  return hasVendorFallback ? vendorListPrice('anthropic', modelId) : null;
 }
 
 /** One request's list cost in nano-dollars, rounded up. */
