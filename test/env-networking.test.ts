@@ -9,6 +9,7 @@
  *   through the proxy); without it pypi.org is refused.
  * - the spec's top-level `network`: `allowlist` restricts, `denylist` wins over it.
  * - `packages` under `limited` networking need `allow_package_managers: true` (SDK rule): 400.
+ * - a spec `network` update naming only a denylist keeps a limited environment limited.
  * Test hosts: loopback servers on 127.0.0.1 (named `localhost`), 127.0.0.2 (the MCP server) and
  * 127.0.0.3 (never allowed). The operator opens exactly those ports (EGRESS_ALLOW_PRIVATE_HOSTS),
  * so what is refused is refused by the environment's policy, not by the private-address rule.
@@ -235,5 +236,21 @@ describe('environment networking through the session proxy (local driver)', () =
       },
     });
     expect(off.status).toBe(400);
+  });
+
+  it('a spec network update naming only a denylist keeps a limited environment limited', async () => {
+    const env = await t.client.beta.environments.create({
+      name: 'stay-limited',
+      config: { type: 'cloud', networking: { type: 'limited', allowed_hosts: [] } },
+    });
+    const r = await t.http(`/v1/environments/${env.id}`, {
+      method: 'POST',
+      headers: BETA,
+      json: { network: { denylist: ['tracker.example'] } },
+    });
+    expect(r.status).toBe(200);
+    const body = (await r.json()) as any;
+    expect(body.config.networking).toMatchObject({ type: 'limited', allowed_hosts: [] });
+    expect(body.network).toEqual({ allowlist: [], denylist: ['tracker.example'] });
   });
 });

@@ -87,7 +87,9 @@ export class EnvironmentService {
         ...doc.network,
         allowlist: allow,
         denylist: b.network.denylist ?? doc.network.denylist,
-        unrestricted: allow.length === 0,
+        // Only an allowlist decides: a denylist-only update never opens a limited environment.
+        unrestricted:
+          b.network.allowlist !== undefined ? allow.length === 0 : doc.network.unrestricted,
       };
     }
     if (b.env) doc.env = b.env;
