@@ -10,7 +10,7 @@
  *   spec only: the Nomad fake (test/nomad/) runs no docker tasks, so it refuses the job at
  *   placement (missing drivers) as a Nomad client without docker would, and the session reports
  *   that failure.
- * - Nomad driver without that setting: refused (fail closed).
+ * - Nomad driver without that setting: refused (fail closed), by the API and by the driver.
  */
 import Anthropic from '@anthropic-ai/sdk';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -208,6 +208,20 @@ describe('base_image on the Nomad driver without SANDBOX_NOMAD_BASE_IMAGES', () 
     );
     expect(err.error.error.details.field).toBe('base_image');
     expect(err.error.error.message).toContain('SANDBOX_NOMAD_BASE_IMAGES=true');
+    // the driver refuses one too, before registering anything
+    const driver = t.server.sandboxes!.driver;
+    expect(driver.name).toBe('nomad');
+    await expect(
+      driver.start({
+        tenantId: 'ten_x',
+        sessionId: 'sesn_nomad_image_refused',
+        environmentId: 'env_x',
+        size: 'small',
+        env: {},
+        proxyUrl: null,
+        baseImage: IMAGE,
+      }),
+    ).rejects.toThrow(/SANDBOX_NOMAD_BASE_IMAGES is not set/);
     expect(fake.submittedJobs).toEqual([]);
   });
 });
