@@ -3,11 +3,13 @@
  * local (bubblewrap) sandbox driver: always_ask holds a call (requires_action naming it, with
  * the client-executed calls of the same response), user.tool_confirmation allow runs it in the
  * sandbox, deny returns the message as an is_error tool result; per-tool overrides of the
- * toolset default; auto holds as ask (indeterminate); a user.message abandons held calls;
- * confirmations that name no held call of this session are a 400 naming the field, without
- * telling another session's or tenant's ids apart from made-up ones; held calls survive a
- * restart and an interrupt (state is read from the event log). Proves workers/src/permissions.ts,
- * workers/src/turnInput.ts and core/src/domain/toolConfirmation.ts.
+ * toolset default; a server-executed custom tool's policy (extension) is honoured and a
+ * client-executed one accepts only always_allow; auto holds as ask (indeterminate); a
+ * user.message abandons held calls; confirmations that name no held call of this session are a
+ * 400 naming the field, without telling another session's or tenant's ids apart from made-up
+ * ones; held calls survive a restart and an interrupt (state is read from the event log).
+ * Proves workers/src/permissions.ts, workers/src/turnInput.ts,
+ * core/src/domain/toolConfirmation.ts and core/src/domain/toolPolicy.ts.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { validateSessionEvent } from '@agentfleet/schemas';
@@ -274,5 +276,65 @@ describe('permission_policy (TS SDK, local sandbox)', () => {
       status: 400,
       message: expect.stringContaining('events[0].tool_use_id'),
     });
+  });
+  it('custom tools: a server-executed one honours its permission_policy (held, then run in the sandbox); a client-executed one accepts only always_allow', async () => {
+    const lookup = {
+      type: 'custom',
+      name: 'lookup',
+      description: 'd',
+      input_schema: { type: 'object' },
+    };
+    await expect(
+      t.client.beta.agents.create({
+        name: 'bad',
+        model: MODEL,
+        tools: [{ ...lookup, permission_policy: ask }] as any,
+      }),
+    ).rejects.toMatchObject({
+      status: 400,
+      message: expect.stringContaining('tools[0].permission_policy'),
+    });
+    await t.client.beta.agents.create({
+      name: 'fine',
+      model: MODEL,
+      tools: [{ ...lookup, permission_policy: allow }] as any,
+    });
+    const sid = await sessionFor([
+      { type: TOOLSET },
+      {
+        type: 'custom',
+        name: 'shout',
+        description: 'upper-cases its input',
+        input_schema: { type: 'object', properties: { word: { type: 'string' } } },
+        execution: { type: 'sandbox', command: 'tr a-z A-Z' },
+        permission_policy: ask,
+      },
+    ]);
+    t.model.script(
+      MODEL,
+      {
+        steps: [
+          { tool_use: { name: 'shout', input: { word: 'quiet' } } },
+          { tool_use: { name: 'bash', input: { command: 'echo ran-at-once' } } },
+        ],
+      },
+      { steps: [{ text: 'shouted' }] },
+    );
+    const first = await untilIdle(sid, [message('shout')]);
+    const [shout, bash] = first.filter((e) => e.type === 'agent.tool_use');
+    expect([shout.evaluated_permission, bash.evaluated_permission]).toEqual(['ask', 'allow']);
+    const early = first.filter((e) => e.type === 'agent.tool_result');
+    expect(early.map((e) => [e.tool_use_id, resultText(e)])).toEqual([
+      [bash.id, expect.stringMatching(/^ran-at-once/)],
+    ]);
+    expect(first.at(-1).stop_reason).toEqual({ type: 'requires_action', event_ids: [shout.id] });
+    const second = await untilIdle(sid, [confirm(shout.id, 'allow')]);
+    const ran = second.find((e) => e.type === 'agent.tool_result');
+    expect([ran.tool_use_id, ran.is_error, resultText(ran)]).toEqual([
+      shout.id,
+      false,
+      expect.stringContaining('"WORD":"QUIET"'),
+    ]);
+    expect(second.at(-1).stop_reason).toEqual({ type: 'end_turn' });
   });
 });

@@ -83,6 +83,12 @@ export const CustomToolParams = Obj({
   input_schema: Type.Object({ type: Type.Literal('object') }, { additionalProperties: true }),
   /** Extension: absent means client-executed (agent.custom_tool_use → requires_action). */
   execution: Type.Optional(ToolExecution),
+  /**
+   * Extension (the SDK's custom tools have none): the permission policy of a server-executed
+   * custom tool (`execution` set); a client-executed one only accepts always_allow, as the
+   * client answers its calls anyway (core/src/domain/toolPolicy.ts).
+   */
+  permission_policy: Type.Optional(Nullable(Policy)),
 });
 export const ToolDefinition = Type.Union([ToolsetParams, McpToolsetParams, CustomToolParams]);
 export type ToolDefinition = Static<typeof ToolDefinition>;

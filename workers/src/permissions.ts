@@ -4,8 +4,9 @@
  * - a call's policy is its tool's own `permission_policy` (a toolset `configs[]` entry, already
  *   resolved against the toolset's `default_config` when the agent was stored), else the
  *   toolset's `default_config.permission_policy`, else `always_allow`; this covers the built-in
- *   agent toolset and `mcp_toolset` (per server and tool name); custom tools have no policy in
- *   the SDK and run as `always_allow` (client-executed ones are answered by the client anyway);
+ *   agent toolset and `mcp_toolset` (per server and tool name); a custom tool's policy is its
+ *   own `permission_policy` (an extension: the SDK's custom tools have none; on client-executed
+ *   ones only always_allow is accepted, core/src/domain/toolPolicy.ts), else always_allow;
  * - every agent.tool_use records the SDK's `evaluated_permission` and `evaluation`: always_allow
  *   → allow, always_ask → ask, auto → ask with `reason_code: 'indeterminate'` (this deployment
  *   has no per-call judge, so it holds the call rather than guess), a tool that is not enabled
@@ -46,6 +47,8 @@ const policyType = (p: unknown): PolicyType | undefined => {
 
 /** The permission policy that governs a call to `name` (of MCP server `mcpServer`, if given). */
 export function resolvePolicy(tools: readonly any[], name: string, mcpServer?: string): PolicyType {
+  const custom = mcpServer ? undefined : tools?.find((t) => t.type === 'custom' && t.name === name);
+  if (custom) return policyType(custom.permission_policy) ?? 'always_allow';
   for (const t of tools ?? []) {
     const isToolset = mcpServer
       ? t.type === 'mcp_toolset' && t.mcp_server_name === mcpServer
@@ -65,7 +68,7 @@ export function resolvePolicy(tools: readonly any[], name: string, mcpServer?: s
 export function permissionFields(tools: readonly any[], name: string): PermissionFields {
   const kind = classify(tools, name);
   if (kind.kind === 'unknown') return { evaluated_permission: 'deny' };
-  if (kind.kind !== 'builtin')
+  if (kind.kind === 'custom_client')
     return { evaluated_permission: 'allow', evaluation: { type: 'always_allow' } };
   switch (resolvePolicy(tools, name)) {
     case 'always_ask':

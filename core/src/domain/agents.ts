@@ -8,6 +8,7 @@ import type { AgentDoc, Collections } from './collections.js';
 import { createdAtBounds, decodeCursor, makePage, pageById, type Page } from './pagination.js';
 import type { ModelResolver } from './models.js';
 import { applyMetadataPatch } from './metadata.js';
+import { checkToolPolicies } from './toolPolicy.js';
 import {
   refuseExecutionIdentity,
   refuseMultiagent,
@@ -140,6 +141,7 @@ export class AgentService {
   async validateSpec(tenant: string, spec: AgentSpec): Promise<void> {
     await this.models.validateForAgent(tenant, spec.model);
     checkToolNames(spec.tools as any[]);
+    checkToolPolicies(spec.tools as any[]);
     if (spec.environment_id) {
       const env = await this.c.environments.get(tenant, spec.environment_id);
       if (!env || env.archived_at)

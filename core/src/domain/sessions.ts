@@ -24,6 +24,7 @@ import { refuseUnservableBaseImage, type BaseImageSupport } from './baseImage.js
 import { checkInputEvents } from './inputEvents.js';
 import { sessionAgentSnapshot } from './sessionAgent.js';
 import { checkToolAnswers } from './toolConfirmation.js';
+import { checkToolPolicies } from './toolPolicy.js';
 export { refuseUnbuiltEvents } from './unsupported.js';
 export { cascadeSessionDelete } from './sessionCascade.js';
 import { MAX_STORED_JSON_DEPTH, nowIso, valueDepth } from '../util.js';
@@ -243,6 +244,7 @@ export class SessionService {
     const hasVendor = this.models.hasVendorFallback;
     Object.assign(set, await budgetUpdateFields(this.c, tenant, s, b.budget, hasVendor));
     if (b.metadata !== undefined) set.metadata = applyMetadataPatch(s.metadata, b.metadata);
+    if (b.agent?.tools !== undefined) checkToolPolicies(b.agent.tools, 'agent.tools');
     if (b.agent?.tools !== undefined)
       set['agent.tools'] = normalizeTools(b.agent.tools, 'agent.tools');
     if (b.agent?.mcp_servers !== undefined)
