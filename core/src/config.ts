@@ -196,6 +196,8 @@ export function loadConfig(role: Role, env: Env = process.env): ParsedConfig {
   const sleepAfterMs = int(env, 'SANDBOX_SLEEP_AFTER_MS', 5 * 60_000, problems, 100, 24 * 3600_000);
   if (env.SANDBOX_UNSAFE_NO_LIMITS && !['true', 'false'].includes(env.SANDBOX_UNSAFE_NO_LIMITS))
     problems.push("SANDBOX_UNSAFE_NO_LIMITS must be 'true' or 'false'");
+  if (env.SANDBOX_NOMAD_BASE_IMAGES && !['true', 'false'].includes(env.SANDBOX_NOMAD_BASE_IMAGES))
+    problems.push("SANDBOX_NOMAD_BASE_IMAGES must be 'true' or 'false'");
   const limitCap = (name: string, min: number, max: number) =>
     env[name] ? int(env, name, 0, problems, min, max) : undefined;
   const sandboxLimitCaps = {
