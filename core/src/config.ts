@@ -63,6 +63,8 @@ export interface Config {
     nomadBaseImages: boolean;
     /** SANDBOX_MAX_PROCESSES / SANDBOX_MAX_MEMORY_MB / SANDBOX_MAX_DISK_MB: caps on every sandbox, below its instance size's. */
     limitCaps: { processes?: number; memoryMb?: number; diskMb?: number };
+    /** Environment packages (sandbox/packages/): SANDBOX_PACKAGES_BUILD_TIMEOUT_MS per package manager (default 10 min), SANDBOX_PACKAGES_MAX_MB per layer (default 2048). */
+    packages: { buildTimeoutMs: number; maxLayerMb: number };
   };
   /**
    * OBJECT_STORE: where snapshots, outputs and files live. 'gridfs': GridFS on the MongoDB of
@@ -194,6 +196,15 @@ export function loadConfig(role: Role, env: Env = process.env): ParsedConfig {
   if (sandboxDriver === 'nomad' && !infra.nomadAddr)
     problems.push('SANDBOX_DRIVER=nomad needs NOMAD_ADDR');
   const sleepAfterMs = int(env, 'SANDBOX_SLEEP_AFTER_MS', 5 * 60_000, problems, 100, 24 * 3600_000);
+  const packageBuildTimeoutMs = int(
+    env,
+    'SANDBOX_PACKAGES_BUILD_TIMEOUT_MS',
+    10 * 60_000,
+    problems,
+    1000,
+    6 * 3600_000,
+  );
+  const packageLayerMaxMb = int(env, 'SANDBOX_PACKAGES_MAX_MB', 2048, problems, 1, 1024 * 1024);
   if (env.SANDBOX_UNSAFE_NO_LIMITS && !['true', 'false'].includes(env.SANDBOX_UNSAFE_NO_LIMITS))
     problems.push("SANDBOX_UNSAFE_NO_LIMITS must be 'true' or 'false'");
   if (env.SANDBOX_NOMAD_BASE_IMAGES && !['true', 'false'].includes(env.SANDBOX_NOMAD_BASE_IMAGES))
@@ -374,6 +385,7 @@ export function loadConfig(role: Role, env: Env = process.env): ParsedConfig {
         : null,
       unsafeNoLimits: env.SANDBOX_UNSAFE_NO_LIMITS === 'true',
       nomadBaseImages: env.SANDBOX_NOMAD_BASE_IMAGES === 'true',
+      packages: { buildTimeoutMs: packageBuildTimeoutMs, maxLayerMb: packageLayerMaxMb },
       limitCaps: Object.fromEntries(
         Object.entries(sandboxLimitCaps).filter(([, v]) => v !== undefined),
       ),

@@ -171,6 +171,8 @@ export async function createSandboxRuntime(
     hidePaths: [p.config.dataDir],
     egress: createEgressPolicy({ allowPrivateHosts: p.config.egress.allowPrivateHosts }),
     log: log.child({ component: 'package-layers' }),
+    timeoutMs: cfg.packages.buildTimeoutMs,
+    maxLayerMb: cfg.packages.maxLayerMb,
   });
   const layerFor = sessionLayerResolver(packageLayers, p.events, log);
   const manager = createSandboxManager({

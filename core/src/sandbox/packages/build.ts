@@ -169,11 +169,12 @@ export async function buildLayer(
     }
     const maxMb = o.maxLayerMb ?? DEFAULT_MAX_LAYER_MB;
     const du = await handle.api.exec({
-      command: `du -sm ${SANDBOX_PACKAGES_DIR}`,
+      command: `du -sk ${SANDBOX_PACKAGES_DIR}`,
       timeoutMs: 60_000,
     });
-    const mb = Number.parseInt(du.stdout, 10);
-    if (Number.isFinite(mb) && mb > maxMb)
+    const kb = Number.parseInt(du.stdout, 10);
+    const mb = Math.ceil(kb / 1024);
+    if (Number.isFinite(kb) && kb > maxMb * 1024)
       throw new PackageBuildError(
         'layer',
         managers.flatMap((m) => lists[m]!),
