@@ -159,6 +159,43 @@ describe('session budget', () => {
     expect((await c.beta.sessions.retrieve(s.id)).usage.list_cost?.amount).toBe('600');
   });
 
+  it('usage in the log but not in the session counts (a crash between the two writes) is added once, before the next request', async () => {
+    const c = t.client;
+    const s = await c.beta.sessions.create({
+      agent: await agentOn(PRICED),
+      environment_id: envId,
+      budget: cents('300'),
+    });
+    // Fault injection: a finished request's span end appended without its session update, as a
+    // worker killed between the event insert and the usage update leaves it.
+    await t.server.platform.events.append('tnt_default', s.id, [
+      {
+        type: 'span.model_request_end',
+        payload: {
+          model_request_start_id: 'sevt_lost',
+          is_error: false,
+          model_usage: {
+            input_tokens: 1000,
+            output_tokens: 1000,
+            cache_read_input_tokens: 0,
+            cache_creation_input_tokens: 0,
+          },
+          stop_reason: 'end_turn',
+        },
+      },
+    ]);
+    expect((await c.beta.sessions.retrieve(s.id)).usage.list_cost?.amount).toBe('0');
+    const before = requestsFor(PRICED);
+    // $1 + $2 = 300 cents: the budget is reached before any request is made.
+    expect((await turn(s.id, 'go')).idle.stop_reason).toEqual({ type: 'budget_reached' });
+    expect(requestsFor(PRICED)).toBe(before);
+    expect((await turn(s.id, 'again')).idle.stop_reason).toEqual({ type: 'budget_reached' });
+    const got = await c.beta.sessions.retrieve(s.id);
+    expect(got.usage.input_tokens).toBe(1000);
+    expect(got.usage.output_tokens).toBe(1000);
+    expect(got.usage.list_cost?.amount).toBe('300');
+  });
+
   it('prices all four token kinds from the platform list (vendor key) and from pi_config over OpenAI', async () => {
     const c = t.client;
     const vendor = await c.beta.sessions.create({

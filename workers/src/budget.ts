@@ -11,6 +11,10 @@
  *   session's cost reached its ceiling (or its usage is unpriced) the turn ends with the SDK's
  *   `budget_reached` stop reason and no model request is made, until the budget is raised or
  *   removed. A turn started by a new user message then ends at once the same way.
+ * - A crash between a request's event insert and its session update (two documents) would lose
+ *   that request's usage: before that check, a budgeted session's token counts are compared
+ *   with its span.model_request_end events, and usage the session lacks is added, priced now
+ *   (compare-and-set on the counts, so it is added once).
  */
 import {
   budgetReached,
@@ -18,6 +22,7 @@ import {
   usageCostNanos,
   type ModelUsage,
   type Platform,
+  type SessionDoc,
 } from '@agentfleet/core';
 import type { TurnEnd } from './turnEvents.js';
 
@@ -39,6 +44,41 @@ export async function budgetStop(
   tenant: string,
   sessionId: string,
 ): Promise<TurnEnd | null> {
-  const s = await p.collections.sessions.get(tenant, sessionId);
+  let s = await p.collections.sessions.get(tenant, sessionId);
+  if (s?.budget) s = await reconcileUsage(p, tenant, s);
   return s && budgetReached(s) ? { stop_reason: { type: 'budget_reached' } } : null;
+}
+
+const USAGE_KEYS = [
+  'input_tokens',
+  'output_tokens',
+  'cache_read_input_tokens',
+  'cache_creation_input_tokens',
+] as const;
+
+/** Adds usage present in the session's span.model_request_end events but not in its counts. */
+async function reconcileUsage(p: Platform, tenant: string, s: SessionDoc): Promise<SessionDoc> {
+  const ends = await p.collections.events.find(tenant, {
+    session_id: s._id,
+    type: 'span.model_request_end',
+  });
+  const missing = {} as ModelUsage;
+  for (const k of USAGE_KEYS) {
+    const logged = ends.reduce(
+      (n, e) => n + (Number((e.payload as any)?.model_usage?.[k]) || 0),
+      0,
+    );
+    missing[k] = Math.max(0, logged - (s.usage[k] ?? 0));
+  }
+  if (USAGE_KEYS.every((k) => missing[k] === 0)) return s;
+  const cost = await costUpdate(p, tenant, s.agent.model.id, missing);
+  const inc: Record<string, number> = { ...cost.inc };
+  for (const k of USAGE_KEYS) inc[`usage.${k}`] = missing[k];
+  const seen = Object.fromEntries(USAGE_KEYS.map((k) => [`usage.${k}`, s.usage[k]]));
+  await p.collections.sessions.updateOne(
+    tenant,
+    { _id: s._id, ...seen },
+    { $inc: inc, ...(Object.keys(cost.set).length ? { $set: cost.set } : {}) },
+  );
+  return (await p.collections.sessions.get(tenant, s._id)) ?? s;
 }
