@@ -8,7 +8,8 @@
  * do). With the disk limit, that directory is the sandbox's own filesystem, detached from the
  * host once the sandbox runs: its files are then visible only inside the sandbox. Read-only: /usr (and the /bin, /lib… links or dirs), an allowlist of /etc (no shadow,
  * ssh keys, sudoers, machine-id, environment…), generated passwd/group/hosts, the node binary
- * (/opt/agentfleet/bin/node) and the agent script (/opt/agentfleet/agent.mjs). Nothing else of
+ * (/opt/agentfleet/bin/node), the agent script (/opt/agentfleet/agent.mjs) and the environment's
+ * package layer at /opt/agentfleet/packages (sandbox/packages/; test/env-packages.test.ts). Nothing else of
  * the host: not the repo, not the data dir, not the other sandboxes' directories (layout.ts).
  *
  * Namespaces: all of them (user, PID, IPC, network, UTS, cgroup); uid/gid 1000 inside; no

@@ -83,8 +83,8 @@ export function findRustToolchain(which: (cmd: string) => string | null): string
 }
 
 export interface LayerBuilderOptions {
-  /** A bubblewrap driver whose readOnlyBinds include buildReadOnlyBinds() and whose proxy
-   *  socket is the one `proxySocketFor` gives (see createLayerBuildDriver in runtime wiring). */
+  /** The bubblewrap driver builds run in (./wiring.ts): readOnlyBinds from buildReadOnlyBinds(),
+   *  its proxy socket the one this build registers in `proxies`. */
   driver: SandboxDriver;
   /** Directory for the builds' proxy sockets. */
   socketDir: string;
