@@ -12,6 +12,7 @@
  * core/src/domain/toolConfirmation.ts and core/src/domain/toolPolicy.ts.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createServer } from 'node:http';
 import { validateSessionEvent } from '@agentfleet/schemas';
 import { BETA, startPlatform, type TestPlatform } from './harness.js';
 
@@ -22,8 +23,26 @@ const allow = { type: 'always_allow' as const };
 
 let t: TestPlatform;
 let envId: string;
+/** A loopback service a custom http tool calls: it answers only once the test opens the gate. */
+let gateHit: () => void;
+const gateReached = new Promise<void>((r) => (gateHit = r));
+let openGate: () => void;
+const gateOpened = new Promise<void>((r) => (openGate = r));
+const gate = createServer((_req, res) => {
+  gateHit();
+  void gateOpened.then(() => res.end('gate passed'));
+});
+let gatePort = 0;
 beforeAll(async () => {
-  t = await startPlatform({ env: { SANDBOX_DRIVER: 'local', SANDBOX_SLEEP_AFTER_MS: '1500' } });
+  await new Promise<void>((r) => gate.listen(0, '127.0.0.1', () => r()));
+  gatePort = (gate.address() as { port: number }).port;
+  t = await startPlatform({
+    env: {
+      SANDBOX_DRIVER: 'local',
+      SANDBOX_SLEEP_AFTER_MS: '1500',
+      EGRESS_ALLOW_PRIVATE_HOSTS: `127.0.0.1:${gatePort}`,
+    },
+  });
   await t.http('/v1/svc/model_cards', {
     method: 'POST',
     headers: BETA,
@@ -39,6 +58,8 @@ beforeAll(async () => {
 }, 60_000);
 afterAll(async () => {
   await t?.close();
+  gate.closeAllConnections();
+  await new Promise<void>((r) => gate.close(() => r()));
 });
 
 /** Sends events and collects the session's stream up to the next session.status_idle. */
@@ -52,7 +73,10 @@ async function untilIdle(sid: string, events: any[]): Promise<any[]> {
   }
   return seen;
 }
-const message = (text: string) => ({ type: 'user.message', content: [{ type: 'text', text }] });
+const message = (text: string) => ({
+  type: 'user.message' as const,
+  content: [{ type: 'text' as const, text }],
+});
 const confirm = (tool_use_id: string, result: 'allow' | 'deny', deny_message?: string) => ({
   type: 'user.tool_confirmation' as const,
   tool_use_id,
@@ -336,5 +360,64 @@ describe('permission_policy (TS SDK, local sandbox)', () => {
       expect.stringContaining('"WORD":"QUIET"'),
     ]);
     expect(second.at(-1).stop_reason).toEqual({ type: 'end_turn' });
+  });
+  it('a confirmation sent before the session.status_idle that lists the call still resumes the turn', async () => {
+    const env = await t.client.beta.environments.create({
+      name: 'gate',
+      config: { type: 'cloud', networking: { type: 'limited', allowed_hosts: ['127.0.0.1'] } },
+    });
+    const agent = await t.client.beta.agents.create({
+      name: 'early',
+      model: MODEL,
+      tools: [
+        { type: TOOLSET, default_config: { permission_policy: ask } },
+        {
+          type: 'custom',
+          name: 'gate',
+          description: 'waits at the gate',
+          input_schema: { type: 'object' },
+          execution: {
+            type: 'http',
+            endpoint: `http://127.0.0.1:${gatePort}/gate`,
+            method: 'POST',
+          },
+        },
+      ] as any,
+    });
+    const sid = (await t.client.beta.sessions.create({ agent: agent.id, environment_id: env.id }))
+      .id;
+    t.model.script(
+      MODEL,
+      {
+        steps: [
+          { tool_use: { name: 'bash', input: { command: 'echo early-confirmed' } } },
+          { tool_use: { name: 'gate', input: {} } },
+        ],
+      },
+      { steps: [{ text: 'both done' }] },
+    );
+    const stream = await t.client.beta.sessions.events.stream(sid);
+    await t.client.beta.sessions.events.send(sid, { events: [message('go')] });
+    const seen: any[] = [];
+    let idles = 0;
+    for await (const ev of stream) {
+      seen.push(ev);
+      if (ev.type === 'agent.tool_use' && ev.name === 'bash') {
+        // The allowed gate call is running (the turn has not ended): confirm the held one now.
+        await gateReached;
+        await t.client.beta.sessions.events.send(sid, { events: [confirm(ev.id, 'allow')] });
+        openGate();
+      }
+      if (ev.type === 'session.status_idle' && ++idles === 2) break;
+    }
+    const bash = seen.find((e) => e.type === 'agent.tool_use' && e.name === 'bash');
+    const idle = seen.filter((e) => e.type === 'session.status_idle');
+    expect(idle[0].stop_reason).toEqual({ type: 'requires_action', event_ids: [bash.id] });
+    const results = seen.filter((e) => e.type === 'agent.tool_result');
+    expect(results.map((e) => resultText(e))).toEqual([
+      'gate passed',
+      expect.stringMatching(/^early-confirmed/),
+    ]);
+    expect(idle[1].stop_reason).toEqual({ type: 'end_turn' });
   });
 });

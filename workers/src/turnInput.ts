@@ -5,6 +5,7 @@
  * call it named is answered (a client-executed call by its user.custom_tool_result, a call held
  * by a permission policy by its user.tool_confirmation), or a new user.message arrives (which
  * answers the rest with error results: workers/src/permissions.ts, workers/src/history.ts).
+ * An answer sent before that idle (as soon as the call's event arrived) counts.
  * Proven by test/sdk-flow.test.ts (custom tools) and test/permission-policy.test.ts.
  */
 import type { Platform, SessionDoc } from '@agentfleet/core';
@@ -52,18 +53,26 @@ export async function clientCallsAnswered(
       ? ((idle!.payload as any).stop_reason.event_ids ?? [])
       : [];
   if (!wanted.length) return true;
-  const after = await p.collections.events.find(tenant, {
-    session_id: s._id,
-    seq: { $gt: idle!.seq, $lte: inputTo },
-    type: { $in: TURN_INPUT_TYPES },
-  });
-  if (after.some((e) => e.type === 'user.message')) return true;
-  const got = new Set(
-    after.map((e) =>
-      e.type === 'user.tool_confirmation'
-        ? (e.payload as any).tool_use_id
-        : (e.payload as any).custom_tool_use_id,
-    ),
+  const [message] = await p.collections.events.find(
+    tenant,
+    { session_id: s._id, seq: { $gt: idle!.seq, $lte: inputTo }, type: 'user.message' },
+    { limit: 1 },
   );
+  if (message) return true;
+  // An answer counts wherever it is in the log: the SDK lets a client answer a call as soon as
+  // its event arrives, before the session.status_idle that lists it.
+  const answers = (field: string, type: string) =>
+    p.collections.events.find(tenant, {
+      session_id: s._id,
+      seq: { $lte: inputTo },
+      type,
+      [`payload.${field}`]: { $in: wanted },
+    });
+  const got = new Set([
+    ...(await answers('custom_tool_use_id', 'user.custom_tool_result')).map(
+      (e) => e.payload.custom_tool_use_id,
+    ),
+    ...(await answers('tool_use_id', 'user.tool_confirmation')).map((e) => e.payload.tool_use_id),
+  ]);
   return wanted.every((id) => got.has(id));
 }
