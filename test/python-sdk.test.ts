@@ -139,6 +139,8 @@ describe.skipIf(!available)(
           'test_agent_with_overrides_applies_every_field',
           'test_agent_with_overrides_keeps_omitted_and_clears',
           'test_agent_with_overrides_validated_like_agent_create',
+          'test_package_lists_round_trip',
+          'test_bad_package_name_on_update_leaves_the_environment_unchanged',
         ])
           expect(out, out).toMatch(new RegExp(`::${name} PASSED`));
       },
