@@ -324,7 +324,7 @@ describe('permission_policy (TS SDK, local sandbox)', () => {
       tools: [{ ...lookup, permission_policy: allow }] as any,
     });
     const sid = await sessionFor([
-      { type: TOOLSET },
+      { type: TOOLSET, configs: [{ name: 'glob', enabled: false, permission_policy: ask }] },
       {
         type: 'custom',
         name: 'shout',
@@ -340,16 +340,22 @@ describe('permission_policy (TS SDK, local sandbox)', () => {
         steps: [
           { tool_use: { name: 'shout', input: { word: 'quiet' } } },
           { tool_use: { name: 'bash', input: { command: 'echo ran-at-once' } } },
+          { tool_use: { name: 'glob', input: { pattern: '*' } } },
         ],
       },
       { steps: [{ text: 'shouted' }] },
     );
     const first = await untilIdle(sid, [message('shout')]);
-    const [shout, bash] = first.filter((e) => e.type === 'agent.tool_use');
-    expect([shout.evaluated_permission, bash.evaluated_permission]).toEqual(['ask', 'allow']);
+    const [shout, bash, glob] = first.filter((e) => e.type === 'agent.tool_use');
+    expect([shout, bash, glob].map((u) => [u.evaluated_permission, u.evaluation])).toEqual([
+      ['ask', { type: 'always_ask' }],
+      ['allow', { type: 'always_allow' }],
+      ['deny', undefined], // a disabled tool is refused before any policy applies (SDK)
+    ]);
     const early = first.filter((e) => e.type === 'agent.tool_result');
-    expect(early.map((e) => [e.tool_use_id, resultText(e)])).toEqual([
-      [bash.id, expect.stringMatching(/^ran-at-once/)],
+    expect(early.map((e) => [e.tool_use_id, e.is_error, resultText(e)])).toEqual([
+      [bash.id, false, expect.stringMatching(/^ran-at-once/)],
+      [glob.id, true, expect.stringContaining("unknown tool 'glob'")],
     ]);
     expect(first.at(-1).stop_reason).toEqual({ type: 'requires_action', event_ids: [shout.id] });
     const second = await untilIdle(sid, [confirm(shout.id, 'allow')]);
