@@ -173,6 +173,7 @@ export async function createSandboxRuntime(
     log: log.child({ component: 'package-layers' }),
     timeoutMs: cfg.packages.buildTimeoutMs,
     maxLayerMb: cfg.packages.maxLayerMb,
+    leases: p.coordination.leases,
   });
   const layerFor = sessionLayerResolver(packageLayers, p.events, log);
   const manager = createSandboxManager({

@@ -8,6 +8,10 @@
  *   (single-flight); a build fills a private staging directory that is renamed into place
  *   atomically only when complete, so a layer in the cache is never half-written, and workers
  *   racing on a shared cache keep whichever rename landed first.
+ * - Across workers (processes or hosts) with `leases` (the coordination port): one build per
+ *   hash at a time, under the lease `package-layer:<hash>` (renewed while the build runs; a dead
+ *   builder's lease expires and another worker takes over); a worker that finds the lease held
+ *   waits, then uses the layer if it landed in its cache, or builds it (a host of its own).
  * - A failed build leaves nothing in the cache; its error is remembered for `failureTtlMs`
  *   (default 60 s) so each tool call of a session does not rebuild a layer that cannot build.
  * - `builds` counts the builds this process started, and each build appends one line to
@@ -21,6 +25,8 @@ import { existsSync } from 'node:fs';
 import * as fsp from 'node:fs/promises';
 import { join } from 'node:path';
 import type { Logger } from '../../log.js';
+import type { LeaseStore } from '../../ports/coordination.js';
+import { sleep } from '../../util.js';
 import { hasPackages, normalizePackageLists, packagesHash, type PackageLists } from './spec.js';
 
 export interface PackageLayers {
@@ -36,6 +42,37 @@ export interface PackageLayersOptions {
   build: (lists: PackageLists, stagingDir: string) => Promise<{ log: string }>;
   log: Logger;
   failureTtlMs?: number;
+  /** Cross-worker single build (the coordination port's leases) and this worker's owner id. */
+  leases?: { store: LeaseStore; owner: string };
+}
+
+const LEASE_TTL_MS = 60_000;
+
+/** Runs `fn` holding the lease `key` (renewed while it runs); waits while another worker holds it. */
+async function withBuildLease<T>(
+  leases: PackageLayersOptions['leases'],
+  key: string,
+  done: () => boolean,
+  fn: () => Promise<T>,
+  onDone: () => T,
+): Promise<T> {
+  if (!leases) return fn();
+  let lease = await leases.store.acquire(key, leases.owner, LEASE_TTL_MS);
+  for (let wait = 250; !lease; wait = Math.min(wait * 2, 2000)) {
+    if (done()) return onDone();
+    await sleep(wait);
+    lease = await leases.store.acquire(key, leases.owner, LEASE_TTL_MS);
+  }
+  const held = lease;
+  const renew = setInterval(() => {
+    void leases.store.renew(held, LEASE_TTL_MS).catch(() => false);
+  }, LEASE_TTL_MS / 3);
+  try {
+    return done() ? onDone() : await fn();
+  } finally {
+    clearInterval(renew);
+    await leases.store.release(held).catch(() => {});
+  }
 }
 
 const MANIFEST = '.agentfleet-layer.json';
@@ -53,7 +90,17 @@ export function createPackageLayers(o: PackageLayersOptions): PackageLayers {
 
   async function buildInto(hash: string, lists: PackageLists): Promise<string> {
     const dir = join(o.cacheDir, hash);
-    if (existsSync(join(dir, MANIFEST))) return dir;
+    const built = () => existsSync(join(dir, MANIFEST));
+    return withBuildLease(
+      o.leases,
+      `package-layer:${hash}`,
+      built,
+      () => buildUnderLease(hash, lists, dir),
+      () => dir,
+    );
+  }
+
+  async function buildUnderLease(hash: string, lists: PackageLists, dir: string): Promise<string> {
     const stagingRoot = join(o.cacheDir, '.staging');
     await fsp.mkdir(stagingRoot, { recursive: true, mode: 0o700 });
     const staging = join(stagingRoot, `${hash}-${randomBytes(4).toString('hex')}`);

@@ -9,7 +9,9 @@
  * that shares the worker's paths (as node and the sandbox scripts already must; README).
  * Tested: test/env-packages.test.ts.
  */
+import { randomBytes } from 'node:crypto';
 import { join } from 'node:path';
+import type { LeaseStore } from '../../ports/coordination.js';
 import type { Logger } from '../../log.js';
 import type { SandboxLimitCaps } from '../../ports/sandboxHelpers.js';
 import type { EgressPolicy } from '../../egress/policy.js';
@@ -35,6 +37,8 @@ export interface PackageLayerWiring {
   log: Logger;
   timeoutMs?: number;
   maxLayerMb?: number;
+  /** The coordination port's leases: one build per layer across workers (./layers.ts). */
+  leases?: LeaseStore;
 }
 
 export function createPackageLayerService(w: PackageLayerWiring): PackageLayers & {
@@ -66,6 +70,9 @@ export function createPackageLayerService(w: PackageLayerWiring): PackageLayers 
     cacheDir: join(w.rootDir, 'packages'),
     build: (lists, staging) => buildLayer(builder, proxies, lists, staging),
     log: w.log,
+    leases: w.leases
+      ? { store: w.leases, owner: `packages-${process.pid}-${randomBytes(4).toString('hex')}` }
+      : undefined,
   });
   return {
     layerFor: (lists) => layers.layerFor(lists),
