@@ -21,7 +21,8 @@
  *   and only then is the model called again. A call whose result is already in the log is never
  *   run again; a confirmed call whose worker died before its result was appended runs again on
  *   recovery (at least once, as the client allowed it).
- * Proven by test/permission-policy.test.ts and test/python/sdk_suite/test_permissions.py.
+ * Proven by test/permission-policy.test.ts, test/permission-crash.test.ts (kill -9 mid-turn)
+ * and test/python/sdk_suite/test_permissions.py.
  */
 import { TOOLSET_TYPE } from '@agentfleet/schemas';
 import type { EventDoc, SessionRef } from '@agentfleet/core';

@@ -6,7 +6,8 @@
  * session.status_rescheduled and marked `rescheduled_at` (the session's status is
  * `rescheduling` until a worker resumes it); reconciliation closes every model span the dead
  * worker left open (session.warning interrupted_stream) and answers every tool call it left
- * without a result with an error result (session.warning orphan_tool_use), between
+ * without a result with an error result (session.warning orphan_tool_use; a call held for
+ * confirmation by always_ask never ran and stays open: test/permission-crash.test.ts), between
  * session.status_rescheduled (appended here unless the scan already did) and
  * session.status_running. Proven by test/crash-recovery.test.ts and test/rescheduling.test.ts.
  */
