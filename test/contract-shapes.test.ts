@@ -257,7 +257,6 @@ describe('served shapes match their schemas', () => {
         id: agent.id,
         model: { id: MODEL, speed: 'standard' },
         system: 'override',
-        tools: [],
       },
       environment_id: env.id,
       budget: { type: 'limit', max_list_cost: { amount: '2500', currency: 'USD' } },
@@ -305,6 +304,20 @@ describe('served shapes match their schemas', () => {
     );
     let mark = stream.frames.length;
     await send(userMessage('go'));
+    // web_search is always_ask: held, then denied by the client (user.tool_confirmation).
+    const held = await idleAfter(mark);
+    expect(held.data.stop_reason.type).toBe('requires_action');
+    mark = stream.frames.length;
+    await send({
+      events: [
+        {
+          type: 'user.tool_confirmation',
+          tool_use_id: held.data.stop_reason.event_ids[0],
+          result: 'deny',
+          deny_message: 'not now',
+        },
+      ],
+    });
     const waiting = await idleAfter(mark);
     expect(waiting.data.stop_reason.type).toBe('requires_action');
     mark = stream.frames.length;
@@ -424,6 +437,7 @@ describe('served shapes match their schemas', () => {
       'agent.tool_result',
       'agent.custom_tool_use',
       'user.custom_tool_result',
+      'user.tool_confirmation',
       'span.model_request_start',
       'span.model_request_end',
       'session.status_terminated',

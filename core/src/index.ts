@@ -68,10 +68,10 @@ export {
   probeSandboxLimits,
 } from './adapters/bubblewrap/limits.js';
 export { createSandboxManager, type SandboxManagerService } from './sandbox/manager.js';
+export { snapshotPrefix } from './domain/snapshotKeys.js';
 export { createDirectoryObjectStore } from './adapters/embedded/objectStore.js';
 export { createOutboundProxy, hostPolicy } from './sandbox/proxy.js';
 export { createNomadDriver } from './adapters/nomad/driver.js';
 export { nomadAgentCommand, nomadDockerMounts } from './adapters/nomad/command.js';
 export { sandboxProgram } from '@agentfleet/sandbox-agent';
 export * from './egress/index.js';
-export { snapshotPrefix } from './domain/snapshotKeys.js';
