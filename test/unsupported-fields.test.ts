@@ -69,7 +69,7 @@ describe('unbuilt settings are refused, never stored', () => {
     expect((await c.beta.sessions.retrieve(s.id)).vault_ids).toEqual([]);
   });
 
-  it('user.define_outcome events: 400 naming events[i].type, nothing appended; system.message is accepted', async () => {
+  it('user.define_outcome and user.tool_result events: 400 naming events[i].type, nothing appended; system.message is accepted', async () => {
     const c = t.client;
     const env = await c.beta.environments.create({ name: 'o' });
     const a = await c.beta.agents.create({ name: 'o', model: 'claude-sonnet-4-5' });
@@ -104,6 +104,20 @@ describe('unbuilt settings are refused, never stored', () => {
     expect(body.type).toBe('error');
     expect(body.error.message).toContain('events[1].type');
     expect(body.error.message).toContain('not supported yet');
+    expect((await c.beta.sessions.events.list(s.id)).data).toEqual([]);
+    // user.tool_result answers client-executed toolset calls of self_hosted environments.
+    await refused(
+      c.beta.sessions.events.send(s.id, {
+        events: [
+          {
+            type: 'user.tool_result',
+            tool_use_id: 'sevt_x',
+            content: [{ type: 'text', text: 'r' }],
+          },
+        ],
+      }),
+      'events[0].type',
+    );
     expect((await c.beta.sessions.events.list(s.id)).data).toEqual([]);
     // system.message is built now: accepted after the user.message it accompanies.
     const ok = await t.http(`/v1/sessions/${s.id}/events`, {

@@ -26,7 +26,7 @@ export function buildHistory(events: EventDoc[]): ChatMessage[] {
     switch (e.type) {
       case 'user.message':
         waiting.push(
-          ...((p.content as any[]).filter((b) => b.type !== 'redacted') as ContentBlock[]),
+          ...(((p.content ?? []) as any[]).filter((b) => b.type !== 'redacted') as ContentBlock[]),
         );
         break;
       case 'session.status_running':
@@ -39,7 +39,7 @@ export function buildHistory(events: EventDoc[]): ChatMessage[] {
         break;
       case 'system.message':
         waitingSystem.push(
-          ...(p.content as any[])
+          ...((p.content ?? []) as any[])
             .filter((b) => b.type === 'text')
             .map((b) => ({ type: 'text' as const, text: String(b.text) })),
         );
@@ -51,7 +51,10 @@ export function buildHistory(events: EventDoc[]): ChatMessage[] {
           ]);
         break;
       case 'agent.message':
-        push('assistant', (p.content as any[]).filter((b) => b.type === 'text') as ContentBlock[]);
+        push(
+          'assistant',
+          ((p.content ?? []) as any[]).filter((b) => b.type === 'text') as ContentBlock[],
+        );
         break;
       case 'agent.tool_use':
       case 'agent.custom_tool_use':

@@ -12,6 +12,7 @@ import { checkToolPolicies } from './toolPolicy.js';
 import {
   refuseExecutionIdentity,
   refuseMultiagent,
+  refuseSkills,
   refuseUnbuiltAgentFields,
 } from './unsupported.js';
 import { normalizeBuiltinToolSettings } from '../tools/webToolConfig.js';
@@ -159,6 +160,7 @@ export class AgentService {
     refuseMultiagent(body.multiagent);
     refuseExecutionIdentity(body.execution_identity);
     refuseUnbuiltAgentFields(body);
+    refuseSkills(body.skills);
     const now = nowIso();
     const spec: AgentSpec = {
       name: body.name,
@@ -278,6 +280,7 @@ export class AgentService {
     refuseMultiagent(body.multiagent);
     refuseExecutionIdentity(body.execution_identity);
     refuseUnbuiltAgentFields(body);
+    refuseSkills(body.skills);
     for (let attempt = 0; attempt < 5; attempt++) {
       const doc = await this.getDoc(tenant, id);
       if (doc.archived_at)

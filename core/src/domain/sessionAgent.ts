@@ -17,6 +17,7 @@ import type { AgentSpec, SessionCreate } from '@agentfleet/schemas';
 import { ApiError } from '../errors.js';
 import type { AgentService } from './agents.js';
 import { normalizeModel, normalizeSkills, normalizeTools } from './agents.js';
+import { refuseSkills } from './unsupported.js';
 import type { SessionAgentSnapshot } from './collections.js';
 
 type AgentRef = SessionCreate['agent'];
@@ -49,6 +50,7 @@ export async function sessionAgentSnapshot(
   if (ref.model !== undefined) snapshot.model = normalizeModel(ref.model);
   if (ref.system !== undefined) snapshot.system = ref.system;
   if (ref.tools !== undefined) snapshot.tools = normalizeTools(ref.tools, 'agent.tools');
+  refuseSkills(ref.skills, 'agent.skills');
   if (ref.skills !== undefined) snapshot.skills = normalizeSkills(ref.skills);
   if (ref.mcp_servers !== undefined)
     snapshot.mcp_servers = agents.sealMcp(ref.mcp_servers, pinned.mcp_servers, 'agent.mcp_servers');

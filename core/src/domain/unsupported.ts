@@ -11,6 +11,9 @@ export const notSupportedYet = (field: string, what: string) =>
 /** Input event types the SDK defines that the turn runner does not handle yet. */
 const UNBUILT_EVENT_TYPES: Record<string, string> = {
   'user.define_outcome': 'outcomes (user.define_outcome)',
+  // Client-executed agent-toolset results belong to self_hosted environments (the Work API).
+  'user.tool_result':
+    'client-executed toolset results (user.tool_result, self_hosted environments)',
 };
 
 /** Checked on the raw body before schema validation, so the answer names the unbuilt feature. */
@@ -70,4 +73,14 @@ export function refuseUnbuiltAgentFields(body: { memory_store_id?: unknown; harn
       'harness',
       `harness '${String(body.harness)}' (harness-owned context compaction)`,
     );
+}
+
+/**
+ * `skills` (agent create/update, session `agent_with_overrides`): skills are not built yet
+ * (issue 12), so a non-empty list would be stored without binding anything; an empty list (or
+ * null) is accepted.
+ */
+export function refuseSkills(value: unknown, field = 'skills'): void {
+  if (Array.isArray(value) && value.length > 0)
+    throw notSupportedYet(field, 'skills (attaching skills to an agent)');
 }

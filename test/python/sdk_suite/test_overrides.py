@@ -21,7 +21,6 @@ def _base_agent(client, text_model):
         model=text_model,
         system="the agent prompt",
         tools=[_tool("agent_tool")],
-        skills=[{"type": "custom", "skill_id": "skill_agent"}],
         mcp_servers=[{"type": "url", "name": "agent-mcp", "url": "https://mcp.example.com/sse"}],
     )
 
@@ -35,7 +34,7 @@ def test_agent_with_overrides_applies_every_field(client, env, text_model):
             "model": {"id": text_model, "effort": "low"},
             "system": "the override prompt",
             "tools": [_tool("override_tool")],
-            "skills": [{"type": "anthropic", "skill_id": "xlsx"}],
+            "skills": [],
             "mcp_servers": [
                 {"type": "url", "name": "override-mcp", "url": "https://other.example.com/mcp"}
             ],
@@ -46,7 +45,7 @@ def test_agent_with_overrides_applies_every_field(client, env, text_model):
     assert s.agent.model.id == text_model and s.agent.model.effort.type == "low"
     assert s.agent.system == "the override prompt"
     assert [t.name for t in s.agent.tools] == ["override_tool"]
-    assert [(k.type, k.skill_id) for k in s.agent.skills] == [("anthropic", "xlsx")]
+    assert s.agent.skills == []
     assert [m.name for m in s.agent.mcp_servers] == ["override-mcp"]
 
     stream = client.beta.sessions.events.stream(s.id)
@@ -64,7 +63,7 @@ def test_agent_with_overrides_applies_every_field(client, env, text_model):
     unchanged = client.beta.agents.retrieve(agent.id)
     assert unchanged.system == "the agent prompt"
     assert [t.name for t in unchanged.tools] == ["agent_tool"]
-    assert [k.skill_id for k in unchanged.skills] == ["skill_agent"]
+    assert unchanged.skills == []
     assert [m.name for m in unchanged.mcp_servers] == ["agent-mcp"]
 
 
@@ -76,7 +75,7 @@ def test_agent_with_overrides_keeps_omitted_and_clears(client, env, text_model):
     )
     assert kept.agent.system == "only the prompt"
     assert [t.name for t in kept.agent.tools] == ["agent_tool"]
-    assert [k.skill_id for k in kept.agent.skills] == ["skill_agent"]
+    assert kept.agent.skills == []
     cleared = client.beta.sessions.create(
         agent={
             "type": "agent_with_overrides",
@@ -118,3 +117,26 @@ def test_agent_with_overrides_validated_like_agent_create(client, env, text_mode
             environment_id=env.id,
         )
     assert bad.value.body["error"]["details"]["field"] == "agent.mcp_servers[1].name"
+
+
+def test_skills_are_refused_until_built(client, env, text_model):
+    """Skills are not built yet (issue 12): a non-empty list is refused, never stored."""
+    import anthropic
+    import pytest
+
+    with pytest.raises(anthropic.BadRequestError) as e:
+        client.beta.agents.create(
+            name="py-skills", model=text_model, skills=[{"type": "anthropic", "skill_id": "xlsx"}]
+        )
+    assert "skills" in str(e.value) and "not supported yet" in str(e.value)
+    agent = _base_agent(client, text_model)
+    with pytest.raises(anthropic.BadRequestError) as e:
+        client.beta.sessions.create(
+            agent={
+                "type": "agent_with_overrides",
+                "id": agent.id,
+                "skills": [{"type": "anthropic", "skill_id": "xlsx"}],
+            },
+            environment_id=env.id,
+        )
+    assert "agent.skills" in str(e.value)
