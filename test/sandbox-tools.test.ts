@@ -3,6 +3,7 @@ import { toFile } from '@anthropic-ai/sdk';
 import { createServer } from 'node:http';
 import { BETA, startPlatform, waitFor, type TestPlatform } from './harness.js';
 import { startNomadFake } from './nomad/fake.js';
+import { snapshotPrefix } from '@agentfleet/core';
 
 const MODEL = 'sandbox-model';
 
@@ -348,7 +349,9 @@ describe.each(['local', 'nomad'] as const)(
         expect(results[1]!.text).not.toContain('c.txt');
       });
 
-      it('deleting the session takes an eager snapshot, then destroys its sandbox', async () => {
+      // The spec's runtime destroy takes an eager snapshot; a deleted session is never resumed,
+      // so its destroy skips it and its stored snapshots are removed (README, lifecycle).
+      it('deleting the session destroys its sandbox without a snapshot and removes its snapshots', async () => {
         const manager = t.server.sandboxes!.manager;
         t.model.script(
           MODEL,
@@ -364,7 +367,13 @@ describe.each(['local', 'nomad'] as const)(
           sessionId: sid,
           environmentId: envId,
         });
-        expect(snapshot?.reason).toBe('destroy');
+        expect(snapshot).toBeNull();
+        const objects = t.server.platform.objects;
+        expect(
+          await objects.list(
+            snapshotPrefix({ tenantId: 'tnt_default', sessionId: sid, environmentId: envId }),
+          ),
+        ).toEqual([]);
       });
 
       it('outputs stream with caps: a sparse 1 GiB file and a name with a backslash are skipped with a session.warning naming each; the normal file is stored; the session goes on', async () => {

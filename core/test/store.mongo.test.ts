@@ -157,6 +157,26 @@ describe.skipIf(!url)('mongo store', () => {
     }
   });
 
+  it('$inc past 2^31 does not wrap (counters are 64-bit), and reads back plain numbers', async () => {
+    const store = await openMongoStore({ url: url!, dbName });
+    try {
+      const c = store.collection<Item>({ name: `inc_${runId}` });
+      await c.updateOne({ _id: 'big' }, { $inc: { n: 1 } }, { upsert: true });
+      for (let i = 0; i < 3; i++) await c.updateOne({ _id: 'big' }, { $inc: { n: 2_000_000_000 } });
+      const doc = await c.findOneAndUpdate(
+        { _id: 'big' },
+        { $inc: { n: -1 } },
+        { returnDocument: 'after' },
+      );
+      expect(doc?.n).toBe(6_000_000_000);
+      expect(await c.count({ n: 6_000_000_000 })).toBe(1);
+      await c.updateOne({ _id: 'big' }, { $inc: { n: 0.5 } });
+      expect((await c.findOne({ _id: 'big' }))?.n).toBe(6_000_000_000.5);
+    } finally {
+      await store.close();
+    }
+  });
+
   it('opens other databases on the same connection, isolated from each other', async () => {
     const base = await openMongoStore({ url: url!, dbName });
     const tenantA = `${dbName}_ta`,

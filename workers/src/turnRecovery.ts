@@ -121,6 +121,8 @@ async function announceRescheduled(p: Platform, tenant: string, sid: string, own
     const [s, run] = await Promise.all([sessions.get(tenant, sid), runs.get(tenant, sid)]);
     if (!s || s.deleted_at || s.terminated_at || !run || run.rescheduled_at) return;
     if (runIsLive(s, run) !== true) return;
+    // Past the recovery limit the next worker forces the session idle: nothing is rescheduled.
+    if (s.recoveries >= p.config.turn.maxRecoveries) return;
     await sessions.updateOne(tenant, { _id: sid }, { $max: { fence: lease.token } });
     await p.events.append(tenant, sid, [{ type: 'session.status_rescheduled', payload: {} }], {
       fence: lease.token,

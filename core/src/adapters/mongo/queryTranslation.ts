@@ -10,7 +10,7 @@
  * dropped, generated upsert ids are strings").
  */
 import { randomBytes } from 'node:crypto';
-import type mongoose from 'mongoose';
+import mongoose from 'mongoose';
 import type { Filter, FindOptions, Update } from '../../ports/store.js';
 import { applyUpdate, compileFilter, upsertSeed, validateUpdate } from '../embedded/query.js';
 import { escapeKeys } from './keyEscaping.js';
@@ -36,6 +36,15 @@ export function checkFilter(filter: Filter): MongoDoc {
   return structuredClone(filter) as MongoDoc;
 }
 
+/**
+ * `$inc` by an integer is sent as a 64-bit integer: a counter created by a small increment would
+ * otherwise be stored as a 32-bit integer, and FerretDB v1 wraps it on overflow where MongoDB
+ * promotes it (e.g. a session's list cost in nano-dollars passes 2^31 at $2.15). Reads get plain
+ * numbers back (the driver promotes longs that fit). Tested in core/test/store.mongo.test.ts.
+ */
+const int64 = (v: unknown) =>
+  typeof v === 'number' && Number.isSafeInteger(v) ? mongoose.mongo.Long.fromNumber(v) : v;
+
 /** Validates the update; an upsert without an `_id` equality in the filter gets a string `_id`. */
 export function prepareUpdate(filter: MongoDoc, update: Update, upsert: boolean): MongoDoc {
   validateUpdate(update);
@@ -44,7 +53,10 @@ export function prepareUpdate(filter: MongoDoc, update: Update, upsert: boolean)
     Object.entries(update).map(([op, fields]) => [
       op,
       Object.fromEntries(
-        Object.entries(fields as Record<string, unknown>).map(([path, v]) => [path, escapeKeys(v)]),
+        Object.entries(fields as Record<string, unknown>).map(([path, v]) => [
+          path,
+          op === '$inc' ? int64(v) : escapeKeys(v),
+        ]),
       ),
     ]),
   ) as Record<string, Record<string, unknown>>;
