@@ -29,6 +29,7 @@ import { newId, PREFIX } from '../ids.js';
 import { DuplicateKeyError } from '../ports/store.js';
 import { createProvider, providerProtocol } from '../adapters/modelProviders.js';
 import type { ModelProvider } from '../ports/modelProvider.js';
+import { CONNECTION_HEADERS } from '../ports/modelProviderHelpers.js';
 import type { Collections, ModelCardDoc } from './collections.js';
 import { nowIso } from '../util.js';
 import { DEFAULT_TENANT } from './auth.js';
@@ -76,20 +77,6 @@ function protocolOf(
 const PROBE_TIMEOUT_MS = 6_000;
 const HEADERS_PURPOSE = 'model-card-headers';
 const PRIVATE_REFUSAL = `private addresses are not allowed unless the operator opens them (${ALLOW_PRIVATE_SETTING})`;
-/** Headers that describe the connection or the body: the HTTP client owns them. */
-const RESERVED_HEADERS = new Set([
-  'host',
-  'connection',
-  'content-length',
-  'transfer-encoding',
-  'keep-alive',
-  'upgrade',
-  'te',
-  'trailer',
-  'expect',
-  'proxy-authorization',
-  'proxy-connection',
-]);
 
 export class ModelResolver {
   constructor(
@@ -141,7 +128,7 @@ export class ModelResolver {
   /** Header names the HTTP client owns are refused (a 400 naming the header). */
   private checkHeaders(headers: Record<string, string> | undefined): void {
     for (const name of Object.keys(headers ?? {})) {
-      if (RESERVED_HEADERS.has(name.toLowerCase()))
+      if (CONNECTION_HEADERS.has(name.toLowerCase()))
         throw invalid(
           `custom_headers.${name}`,
           'this header is set by the platform and cannot be overridden',

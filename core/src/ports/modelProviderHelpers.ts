@@ -326,17 +326,10 @@ export function parseToolInput(name: string, json: string): Record<string, unkno
 }
 
 /**
- * Names a request's extra headers (a card's pi_config.headers) never set: the credentials, the
- * protocol's own headers and the ones the HTTP client owns.
+ * Headers that describe the connection or the body: the HTTP client owns them (a card's
+ * custom_headers are refused with these names: core/src/domain/models.ts).
  */
-const PROTECTED_HEADERS = new Set([
-  'authorization',
-  'x-api-key',
-  'api-key',
-  'anthropic-version',
-  'content-type',
-  'accept',
-  'cookie',
+export const CONNECTION_HEADERS: ReadonlySet<string> = new Set([
   'host',
   'connection',
   'content-length',
@@ -348,6 +341,20 @@ const PROTECTED_HEADERS = new Set([
   'expect',
   'proxy-authorization',
   'proxy-connection',
+]);
+/**
+ * Names a request's extra headers (a card's pi_config.headers) never set: the credentials, the
+ * protocol's own headers and the ones the HTTP client owns.
+ */
+const PROTECTED_HEADERS = new Set([
+  'authorization',
+  'x-api-key',
+  'api-key',
+  'anthropic-version',
+  'content-type',
+  'accept',
+  'cookie',
+  ...CONNECTION_HEADERS,
 ]);
 
 /**
