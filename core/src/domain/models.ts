@@ -30,6 +30,7 @@ import { DuplicateKeyError } from '../ports/store.js';
 import { createProvider, providerProtocol } from '../adapters/modelProviders.js';
 import type { ModelProvider } from '../ports/modelProvider.js';
 import { CONNECTION_HEADERS } from '../ports/modelProviderHelpers.js';
+import { checkPiConfig } from './piConfig.js';
 import type { Collections, ModelCardDoc } from './collections.js';
 import { nowIso } from '../util.js';
 import { DEFAULT_TENANT } from './auth.js';
@@ -189,6 +190,7 @@ export class ModelResolver {
         `custom provider '${body.provider}' must set pi_config.api (anthropic-messages or openai-completions)`,
       );
     this.checkHeaders(body.custom_headers);
+    checkPiConfig(body.pi_config);
     if (Object.values(body.custom_headers ?? {}).includes(CUSTOM_HEADER_MASK)) {
       throw invalid(
         'custom_headers',
@@ -264,7 +266,10 @@ export class ModelResolver {
       unset = { custom_headers: '' };
     }
     if (body.model !== undefined) set.model = body.model;
-    if (body.pi_config !== undefined) set.pi_config = body.pi_config;
+    if (body.pi_config !== undefined) {
+      checkPiConfig(body.pi_config);
+      set.pi_config = body.pi_config;
+    }
     const after = await this.c.modelCards.findOneAndUpdate(
       tenant,
       { _id: id },

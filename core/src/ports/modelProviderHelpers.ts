@@ -357,6 +357,9 @@ const PROTECTED_HEADERS = new Set([
   ...CONNECTION_HEADERS,
 ]);
 
+/** Whether a header name is one a card's pi_config.headers may not set. */
+export const isProtectedHeader = (name: string) => PROTECTED_HEADERS.has(name.toLowerCase());
+
 /**
  * A provider request's headers: the request's extra headers first (never a protected name, an
  * invalid one skipped), then the credentials, then the card's custom headers (as before).
