@@ -7,7 +7,8 @@
  * naming `agent.<field>`.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { BETA, startPlatform, waitFor, type TestPlatform } from './harness.js';
+import { startPlatform, waitFor, type TestPlatform } from './harness.js';
+import { addModelCard } from './turnHelpers.js';
 
 let t: TestPlatform;
 let envId: string;
@@ -23,18 +24,7 @@ afterAll(async () => {
 let n = 0;
 async function card() {
   const wire = `override-${++n}`;
-  const res = await t.http('/v1/svc/model_cards', {
-    method: 'POST',
-    headers: BETA,
-    json: {
-      model_id: wire,
-      provider: 'anthropic',
-      model: wire,
-      base_url: t.model.url,
-      api_key: 'k',
-    },
-  });
-  expect(res.status).toBe(200);
+  await addModelCard(t, wire);
   return wire;
 }
 

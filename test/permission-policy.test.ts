@@ -14,7 +14,8 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createServer } from 'node:http';
 import { validateSessionEvent } from '@agentfleet/schemas';
-import { BETA, startPlatform, type TestPlatform } from './harness.js';
+import { startPlatform, type TestPlatform } from './harness.js';
+import { addModelCard } from './turnHelpers.js';
 
 const MODEL = 'permission-model';
 const TOOLSET = 'agent_toolset_20260401' as const;
@@ -43,17 +44,7 @@ beforeAll(async () => {
       EGRESS_ALLOW_PRIVATE_HOSTS: `127.0.0.1:${gatePort}`,
     },
   });
-  await t.http('/v1/svc/model_cards', {
-    method: 'POST',
-    headers: BETA,
-    json: {
-      model_id: MODEL,
-      provider: 'anthropic',
-      model: MODEL,
-      base_url: t.model.url,
-      api_key: 'k',
-    },
-  });
+  await addModelCard(t, MODEL);
   envId = (await t.client.beta.environments.create({ name: 'permissions' })).id;
 }, 60_000);
 afterAll(async () => {
