@@ -17,12 +17,9 @@
 import { createServer, type Server } from 'node:http';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { BETA, startPlatform, type TestPlatform } from './harness.js';
+import { addModelCard, call, runTurn, say } from './turnHelpers.js';
 
 const MODEL = 'net-model';
-const call = (name: string, input: Record<string, unknown>) => ({
-  steps: [{ tool_use: { name, input } }],
-});
-const say = (text: string) => ({ steps: [{ text }] });
 
 /** A loopback HTTP server on `host` that counts its requests. */
 async function origin(host: string, body: string) {
@@ -58,17 +55,7 @@ beforeAll(async () => {
       ].join(','),
     },
   });
-  await t.http('/v1/svc/model_cards', {
-    method: 'POST',
-    headers: BETA,
-    json: {
-      model_id: MODEL,
-      provider: 'anthropic',
-      model: MODEL,
-      base_url: t.model.url,
-      api_key: 'k',
-    },
-  });
+  await addModelCard(t, MODEL);
 }, 60_000);
 afterAll(async () => {
   await t?.close();
@@ -101,15 +88,8 @@ async function sessionWith(
 /** Runs `command` with the bash tool in the session's sandbox; its tool result text. */
 async function bash(sid: string, command: string): Promise<string> {
   t.model.script(MODEL, call('bash', { command }), say('done'));
-  const stream = await t.client.beta.sessions.events.stream(sid);
-  await t.client.beta.sessions.events.send(sid, {
-    events: [{ type: 'user.message', content: [{ type: 'text', text: 'run it' }] }],
-  });
-  const results: string[] = [];
-  for await (const ev of stream as AsyncIterable<any>) {
-    if (ev.type === 'agent.tool_result') results.push(ev.content[0].text);
-    if (ev.type === 'session.status_idle') break;
-  }
+  const { toolResults } = await runTurn(t.client, sid, 'run it');
+  const results: string[] = toolResults.map((ev) => ev.content[0].text);
   expect(results).toHaveLength(1);
   return results[0]!;
 }

@@ -7,15 +7,11 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createServer, type Server } from 'node:http';
-import { BETA, startPlatform, type TestPlatform } from './harness.js';
+import { startPlatform, type TestPlatform } from './harness.js';
+import { addModelCard, call, say, untilIdle, userMessage } from './turnHelpers.js';
 
 const MODEL = 'web-options-model';
 const TOOLSET = 'agent_toolset_20260401';
-
-const call = (name: string, input: Record<string, unknown>) => ({
-  steps: [{ tool_use: { name, input } }],
-});
-const say = (text: string) => ({ steps: [{ text }] });
 
 const listen = (s: Server) =>
   new Promise<number>((r) => s.listen(0, '127.0.0.1', () => r((s.address() as any).port)));
@@ -67,17 +63,7 @@ beforeAll(async () => {
       WEB_SEARCH_FLAVOR: 'generic',
     },
   });
-  await t.http('/v1/svc/model_cards', {
-    method: 'POST',
-    headers: BETA,
-    json: {
-      model_id: MODEL,
-      provider: 'anthropic',
-      model: MODEL,
-      base_url: t.model.url,
-      api_key: 'k',
-    },
-  });
+  await addModelCard(t, MODEL);
   envId = (await t.client.beta.environments.create({ name: 'web' })).id;
 }, 60_000);
 afterAll(async () => {
@@ -95,15 +81,7 @@ const agentWith = (configs: unknown[], extra: unknown[] = []) =>
 
 /** Runs one turn (a user message, or the given events) and returns the tool results in order. */
 async function turn(sid: string, events?: any[]) {
-  const stream = await t.client.beta.sessions.events.stream(sid);
-  await t.client.beta.sessions.events.send(sid, {
-    events: events ?? [{ type: 'user.message', content: [{ type: 'text', text: 'go' }] }],
-  });
-  const seen: any[] = [];
-  for await (const ev of stream) {
-    seen.push(ev);
-    if (ev.type === 'session.status_idle') break;
-  }
+  const seen = await untilIdle(t.client, sid, events ?? [userMessage('go')]);
   const results = seen
     .filter((e) => e.type === 'agent.tool_result')
     .map((e) => ({ text: e.content[0].text as string, is_error: e.is_error as boolean }));
