@@ -173,12 +173,27 @@ describe('pi_config limits and headers', () => {
       authorization: 'Bearer sk-stolen',
       'anthropic-version': '1999-01-01',
     };
-    const ant = await requestFor('anthropic', { headers });
+    // Refused at card create (test/pi-config-validation.test.ts) …
+    await expect(sessionOn('anthropic', { headers })).rejects.toThrow();
+    // … and a card stored before that check (written here directly) still cannot replace them.
+    const legacy = async (protocol: 'anthropic' | 'openai') => {
+      const s = await sessionOn(protocol, { headers: { 'x-pi-header': 'before' } });
+      const cards = t.server.platform.collections.modelCards;
+      const [doc] = await cards.scanAll({ model_id: s.wire } as never, { limit: 1 });
+      await cards.updateOne(
+        doc!.tenant_id,
+        { _id: doc!._id },
+        { $set: { pi_config: { headers } } },
+      );
+      await turn(s.sid, 'hi');
+      return { ...lastRequest(s.wire), key: s.key };
+    };
+    const ant = await legacy('anthropic');
     expect(ant.headers['x-pi-header']).toBe('from-pi');
     expect(ant.headers['x-api-key']).toBe(ant.key);
     expect(ant.headers['anthropic-version']).toBe('2023-06-01');
     expect(ant.headers.authorization).toBeUndefined();
-    const oai = await requestFor('openai', { headers });
+    const oai = await legacy('openai');
     expect(oai.headers['x-pi-header']).toBe('from-pi');
     expect(oai.headers.authorization).toBe(`Bearer ${oai.key}`);
     expect(oai.headers['x-api-key']).toBeUndefined();
