@@ -15,6 +15,7 @@
 import Anthropic from '@anthropic-ai/sdk';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { BETA, startPlatform, type TestPlatform } from './harness.js';
+import { addModelCard } from './turnHelpers.js';
 import { startNomadFake, type NomadFake } from './nomad/fake.js';
 
 const MODEL = 'image-model';
@@ -30,17 +31,7 @@ async function badRequest(p: Promise<unknown>) {
 }
 
 async function addModel(t: TestPlatform) {
-  await t.http('/v1/svc/model_cards', {
-    method: 'POST',
-    headers: BETA,
-    json: {
-      model_id: MODEL,
-      provider: 'anthropic',
-      model: MODEL,
-      base_url: t.model.url,
-      api_key: 'k',
-    },
-  });
+  await addModelCard(t, MODEL);
 }
 
 describe('base_image on the local (bubblewrap) driver', () => {

@@ -10,7 +10,8 @@
  * the test opens exactly those names (EGRESS_ALLOW_PRIVATE_HOSTS).
  */
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import { BETA, startPlatform, type TestPlatform } from './harness.js';
+import { startPlatform, type TestPlatform } from './harness.js';
+import { addModelCard, runTurn } from './turnHelpers.js';
 import { startNomadFake } from './nomad/fake.js';
 
 const MODEL = 'pkg-nomad-model';
@@ -28,18 +29,7 @@ beforeAll(async () => {
       EGRESS_ALLOW_PRIVATE_HOSTS: 'pypi.org,files.pythonhosted.org',
     },
   });
-  const res = await t.http('/v1/svc/model_cards', {
-    method: 'POST',
-    headers: BETA,
-    json: {
-      model_id: MODEL,
-      provider: 'anthropic',
-      model: MODEL,
-      base_url: t.model.url,
-      api_key: 'k',
-    },
-  });
-  expect(res.status).toBe(200);
+  await addModelCard(t, MODEL);
 }, 60_000);
 afterAll(async () => {
   await t?.close();
@@ -62,15 +52,7 @@ it('a pip package of the environment is importable from bash in the Nomad task; 
     'touch /opt/agentfleet/packages/planted 2>/dev/null && echo WRITABLE || echo read-only-ok',
   ].join('; ');
   t.model.script(MODEL, { steps: [{ tool_use: { name: 'bash', input: { command } } }] });
-  const stream = await t.client.beta.sessions.events.stream(sid);
-  await t.client.beta.sessions.events.send(sid, {
-    events: [{ type: 'user.message', content: [{ type: 'text', text: 'go' }] }],
-  });
-  const seen: any[] = [];
-  for await (const ev of stream) {
-    seen.push(ev);
-    if (ev.type === 'session.status_idle') break;
-  }
+  const seen = (await runTurn(t.client, sid, 'go')).events;
   const result = seen.find((e) => e.type === 'agent.tool_result');
   const text = result?.content?.[0]?.text ?? '';
   expect(result?.is_error, text).toBe(false);

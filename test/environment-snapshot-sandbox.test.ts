@@ -10,13 +10,10 @@
 import type Anthropic from '@anthropic-ai/sdk';
 import { createServer } from 'node:http';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { BETA, startPlatform, type TestPlatform } from './harness.js';
+import { startPlatform, type TestPlatform } from './harness.js';
+import { addModelCard, call, runTurn, say } from './turnHelpers.js';
 
 const MODEL = 'env-snapshot-model';
-const call = (name: string, input: Record<string, unknown>) => ({
-  steps: [{ tool_use: { name, input } }],
-});
-const say = (text: string) => ({ steps: [{ text }] });
 
 let t: TestPlatform;
 let port = 0;
@@ -43,17 +40,11 @@ afterAll(async () => {
 });
 
 async function turn(client: Anthropic, sid: string) {
-  const stream = await client.beta.sessions.events.stream(sid);
-  await client.beta.sessions.events.send(sid, {
-    events: [{ type: 'user.message', content: [{ type: 'text', text: 'go' }] }],
-  });
-  const results: Array<{ text: string; is_error: boolean }> = [];
-  for await (const ev of stream as AsyncIterable<any>) {
-    if (ev.type === 'agent.tool_result')
-      results.push({ text: ev.content?.[0]?.text ?? '', is_error: !!ev.is_error });
-    if (ev.type === 'session.status_idle') break;
-  }
-  return results;
+  const { toolResults } = await runTurn(client, sid, 'go');
+  return toolResults.map((ev) => ({
+    text: (ev.content?.[0]?.text ?? '') as string,
+    is_error: !!ev.is_error,
+  }));
 }
 
 /** Through the session's outbound proxy explicitly (NO_PROXY covers loopback names). */
@@ -62,19 +53,7 @@ const probe = (host: string) =>
 
 async function tenantWithModel(name: string) {
   const tenant = await t.newTenant(name);
-  const res = await t.http('/v1/svc/model_cards', {
-    method: 'POST',
-    key: tenant.apiKey,
-    headers: BETA,
-    json: {
-      model_id: MODEL,
-      provider: 'anthropic',
-      model: MODEL,
-      base_url: t.model.url,
-      api_key: 'k',
-    },
-  });
-  expect(res.status).toBe(200);
+  await addModelCard(t, MODEL, { key: tenant.apiKey });
   const agent = await tenant.client.beta.agents.create({
     name,
     model: MODEL,

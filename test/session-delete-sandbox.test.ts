@@ -14,40 +14,17 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
-import { BETA, startPlatform, waitFor, type TestPlatform } from './harness.js';
+import { startPlatform, waitFor, type TestPlatform } from './harness.js';
+import { addModelCard, call, runTurn, say } from './turnHelpers.js';
 
 const MODEL = 'delete-sandbox-model';
-const call = (name: string, input: Record<string, unknown>) => ({
-  steps: [{ tool_use: { name, input } }],
-});
-const say = (text: string) => ({ steps: [{ text }] });
 
 async function addCard(t: TestPlatform, key: string) {
-  const res = await t.http('/v1/svc/model_cards', {
-    method: 'POST',
-    key,
-    headers: BETA,
-    json: {
-      model_id: MODEL,
-      provider: 'anthropic',
-      model: MODEL,
-      base_url: t.model.url,
-      api_key: 'k',
-    },
-  });
-  expect(res.status).toBe(200);
+  await addModelCard(t, MODEL, { key });
 }
 
 async function turn(client: Anthropic, sid: string, text: string) {
-  const stream = await client.beta.sessions.events.stream(sid);
-  await client.beta.sessions.events.send(sid, {
-    events: [{ type: 'user.message', content: [{ type: 'text', text }] }],
-  });
-  const seen: any[] = [];
-  for await (const ev of stream) {
-    seen.push(ev);
-    if (ev.type === 'session.status_idle') break;
-  }
+  const seen = (await runTurn(client, sid, text)).events;
   return seen;
 }
 
