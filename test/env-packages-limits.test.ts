@@ -8,7 +8,8 @@
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { readdirSync } from 'node:fs';
 import { join } from 'node:path';
-import { BETA, startPlatform, type TestPlatform } from './harness.js';
+import { startPlatform, type TestPlatform } from './harness.js';
+import { addModelCard, runTurn } from './turnHelpers.js';
 
 let t: TestPlatform;
 
@@ -26,18 +27,7 @@ afterAll(async () => {
 });
 
 async function bashTurn(pip: string[], modelId: string, command: string) {
-  const res = await t.http('/v1/svc/model_cards', {
-    method: 'POST',
-    headers: BETA,
-    json: {
-      model_id: modelId,
-      provider: 'anthropic',
-      model: modelId,
-      base_url: t.model.url,
-      api_key: 'k',
-    },
-  });
-  expect(res.status).toBe(200);
+  await addModelCard(t, modelId);
   const env = await t.client.beta.environments.create({
     name: `cap-${modelId}`,
     config: { type: 'cloud', packages: { type: 'packages', pip } },
@@ -49,15 +39,7 @@ async function bashTurn(pip: string[], modelId: string, command: string) {
   });
   const sid = (await t.client.beta.sessions.create({ agent: agent.id, environment_id: env.id })).id;
   t.model.script(modelId, { steps: [{ tool_use: { name: 'bash', input: { command } } }] });
-  const stream = await t.client.beta.sessions.events.stream(sid);
-  await t.client.beta.sessions.events.send(sid, {
-    events: [{ type: 'user.message', content: [{ type: 'text', text: 'go' }] }],
-  });
-  const seen: any[] = [];
-  for await (const ev of stream) {
-    seen.push(ev);
-    if (ev.type === 'session.status_idle') break;
-  }
+  const seen = (await runTurn(t.client, sid, 'go')).events;
   const result = seen.find((e) => e.type === 'agent.tool_result');
   return { seen, text: result?.content?.[0]?.text ?? '', isError: result?.is_error };
 }

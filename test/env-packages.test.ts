@@ -19,6 +19,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { BETA, startPlatform, type TestPlatform } from './harness.js';
+import { addModelCard, runTurn } from './turnHelpers.js';
 
 const REGISTRIES = [
   'pypi.org',
@@ -32,18 +33,7 @@ let t: TestPlatform;
 let cacheDir: string;
 
 async function modelCard(modelId: string) {
-  const res = await t.http('/v1/svc/model_cards', {
-    method: 'POST',
-    headers: BETA,
-    json: {
-      model_id: modelId,
-      provider: 'anthropic',
-      model: modelId,
-      base_url: t.model.url,
-      api_key: 'k',
-    },
-  });
-  expect(res.status).toBe(200);
+  await addModelCard(t, modelId);
 }
 
 /** A session on `envId` whose one turn runs `command` with bash (a model of its own: FIFO per model). */
@@ -56,15 +46,7 @@ async function bashTurn(envId: string, modelId: string, command: string) {
   });
   const sid = (await t.client.beta.sessions.create({ agent: agent.id, environment_id: envId })).id;
   t.model.script(modelId, { steps: [{ tool_use: { name: 'bash', input: { command } } }] });
-  const stream = await t.client.beta.sessions.events.stream(sid);
-  await t.client.beta.sessions.events.send(sid, {
-    events: [{ type: 'user.message', content: [{ type: 'text', text: 'go' }] }],
-  });
-  const seen: any[] = [];
-  for await (const ev of stream) {
-    seen.push(ev);
-    if (ev.type === 'session.status_idle') break;
-  }
+  const seen = (await runTurn(t.client, sid, 'go')).events;
   const result = seen.find((e) => e.type === 'agent.tool_result');
   return {
     sid,
