@@ -169,7 +169,8 @@ describe('SDK: replay, cancel, tool calls', () => {
       event_ids: uses.map((u) => u.id),
     });
     expect((await c.beta.sessions.retrieve(s.id)).status).toBe('idle');
-    // One result alone does not resume the turn; the second does.
+    // One result alone does not resume the turn: the idle is re-emitted with the remainder
+    // (SDK: "resolving fewer than all re-emits session.status_idle"); the second resumes it.
     const resumed = await c.beta.sessions.events.stream(s.id);
     await c.beta.sessions.events.send(s.id, {
       events: [
@@ -180,8 +181,24 @@ describe('SDK: replay, cancel, tool calls', () => {
         },
       ],
     });
-    await new Promise((r) => setTimeout(r, 300));
+    const frames = resumed[Symbol.asyncIterator]();
+    const untilIdle = async () => {
+      const got: any[] = [];
+      for (;;) {
+        const { value, done } = await frames.next();
+        if (done) return got;
+        got.push(value);
+        if (value.type === 'session.status_idle') return got;
+      }
+    };
+    const partial = await untilIdle();
+    expect(partial.map((e) => e.type)).toEqual(['user.custom_tool_result', 'session.status_idle']);
+    expect(partial.at(-1).stop_reason).toEqual({
+      type: 'requires_action',
+      event_ids: [uses[1].id],
+    });
     expect(t.model.requests.filter((r) => r.model === 'tool-model')).toHaveLength(1);
+    expect((await c.beta.sessions.retrieve(s.id)).status).toBe('idle');
     await c.beta.sessions.events.send(s.id, {
       events: [
         {
@@ -191,11 +208,8 @@ describe('SDK: replay, cancel, tool calls', () => {
         },
       ],
     });
-    const after: any[] = [];
-    for await (const ev of resumed) {
-      after.push(ev);
-      if (ev.type === 'session.status_idle') break;
-    }
+    const after = await untilIdle();
+    await frames.return?.();
     expect(after.filter((e) => e.type === 'agent.message').at(-1).content[0].text).toBe(
       'the answers were 42 and 43',
     );

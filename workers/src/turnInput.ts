@@ -5,22 +5,33 @@
  * call it named is answered (a client-executed call by its user.custom_tool_result, a call held
  * by a permission policy by its user.tool_confirmation), or a new user.message arrives (which
  * answers the rest with error results: workers/src/permissions.ts, workers/src/history.ts).
- * An answer sent before that idle (as soon as the call's event arrived) counts.
+ * An answer sent before that idle (as soon as the call's event arrived) counts. Answers to some
+ * but not all of the calls re-emit the idle with the remainder (requiresAction).
  * Proven by test/sdk-flow.test.ts (custom tools) and test/permission-policy.test.ts.
  */
-import type { Platform, SessionDoc } from '@agentfleet/core';
+import type { EventDraft, Platform, SessionDoc } from '@agentfleet/core';
+
+/** The idle that asks the client for the calls still unanswered. */
+export const requiresAction = (eventIds: string[]): EventDraft => ({
+  type: 'session.status_idle',
+  payload: { stop_reason: { type: 'requires_action', event_ids: eventIds }, stop_details: null },
+});
 
 /** Input event types that start (or resume) a turn. */
 const TURN_INPUT_TYPES = ['user.message', 'user.custom_tool_result', 'user.tool_confirmation'];
 
-/** True when input in (processed_seq or the last interrupt, inputTo] may start a turn now. */
+/**
+ * Whether input in (processed_seq or the last interrupt, inputTo] may start a turn now. When it
+ * answers some but not all of the calls a requires_action idle named, `remaining` lists the rest
+ * (the SDK: "resolving fewer than all re-emits session.status_idle with the remainder").
+ */
 export async function turnInputReady(
   p: Platform,
   tenant: string,
   s: SessionDoc,
   inputTo: number,
   interruptSeq: number,
-): Promise<boolean> {
+): Promise<{ ready: boolean; remaining: string[] }> {
   const live = await p.collections.events.find(
     tenant,
     {
@@ -30,19 +41,21 @@ export async function turnInputReady(
     },
     { limit: 1 },
   );
-  return live.length > 0 && (await clientCallsAnswered(p, tenant, s, inputTo));
+  if (!live.length) return { ready: false, remaining: [] };
+  const remaining = await unansweredCalls(p, tenant, s, inputTo);
+  return { ready: remaining.length === 0, remaining };
 }
 
 /**
- * After an idle with requires_action, the turn resumes once every call it named is answered
- * (or a new user.message arrives).
+ * The calls the last requires_action idle named that are still unanswered: the turn resumes
+ * once there are none (or a new user.message arrives, which answers them all).
  */
-export async function clientCallsAnswered(
+async function unansweredCalls(
   p: Platform,
   tenant: string,
   s: SessionDoc,
   inputTo: number,
-): Promise<boolean> {
+): Promise<string[]> {
   const [idle] = await p.collections.events.find(
     tenant,
     { session_id: s._id, type: 'session.status_idle' },
@@ -52,13 +65,13 @@ export async function clientCallsAnswered(
     (idle?.payload as any)?.stop_reason?.type === 'requires_action'
       ? ((idle!.payload as any).stop_reason.event_ids ?? [])
       : [];
-  if (!wanted.length) return true;
+  if (!wanted.length) return [];
   const [message] = await p.collections.events.find(
     tenant,
     { session_id: s._id, seq: { $gt: idle!.seq, $lte: inputTo }, type: 'user.message' },
     { limit: 1 },
   );
-  if (message) return true;
+  if (message) return [];
   // An answer counts wherever it is in the log: the SDK lets a client answer a call as soon as
   // its event arrives, before the session.status_idle that lists it.
   const answers = (field: string, type: string) =>
@@ -74,5 +87,5 @@ export async function clientCallsAnswered(
     ),
     ...(await answers('tool_use_id', 'user.tool_confirmation')).map((e) => e.payload.tool_use_id),
   ]);
-  return wanted.every((id) => got.has(id));
+  return wanted.filter((id) => !got.has(id));
 }

@@ -23,7 +23,7 @@ import {
 import type { CommandEnvelope } from '@agentfleet/schemas';
 import { buildHistory } from './history.js';
 import { resolveFileBlocks } from './fileBlocks.js';
-import { turnInputReady } from './turnInput.js';
+import { requiresAction, turnInputReady } from './turnInput.js';
 import { ToolCallDispatcher } from './permissions.js';
 import { modelRequest, type AppendFenced } from './modelRequest.js';
 import { budgetStop } from './budget.js';
@@ -187,7 +187,13 @@ export class TurnRunner {
     const inputTo = s.input_seq;
     // Input older than the newest interrupt was cancelled by it.
     const interruptSeq = s.interrupt_seq ?? 0;
-    if (!(await turnInputReady(this.p, tenant, s, inputTo, interruptSeq))) {
+    const input = await turnInputReady(this.p, tenant, s, inputTo, interruptSeq);
+    if (!input.ready) {
+      // Some calls answered, not all: the idle is re-emitted with the remainder (SDK).
+      if (input.remaining.length)
+        await this.append(tenant, s._id, lease, [requiresAction(input.remaining)], (idleSeq) => ({
+          $max: { processed_seq: inputTo, idle_seq: idleSeq },
+        }));
       await this.markProcessed(tenant, s._id, inputTo);
       return;
     }
