@@ -4,24 +4,12 @@
  * events, the interrupted request added nothing, and the recovered turn adds only the request
  * it makes itself. The list cost stays consistent with the token counts.
  */
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startScriptedModelServer, type ScriptedModelServer } from './fixtures/scriptedModel.js';
+import { describe, expect, it } from 'vitest';
 import { freePort, kill9, startProcess } from './process.js';
+import { apiCaller, crashEnv, useCrashFixture } from './crashPlatform.js';
 import { realAdapterEnv, waitFor } from './harness.js';
 
-let model: ScriptedModelServer;
-let dataDir: string;
-beforeAll(async () => {
-  model = await startScriptedModelServer();
-  dataDir = mkdtempSync(join(tmpdir(), 'agentfleet-budget-crash-'));
-});
-afterAll(async () => {
-  await model?.close();
-  rmSync(dataDir, { recursive: true, force: true });
-});
+const fx = useCrashFixture('agentfleet-budget-crash-');
 
 const MODEL = 'budget-crash-model';
 // 1000 input + 500 output tokens at $1000 / $2000 per Mtok: $2.00 (200 cents) per request.
@@ -32,37 +20,24 @@ describe('budget across a crash', () => {
     const port = await freePort();
     const key = 'op-budget-crash';
     const env = {
-      PORT: String(port),
-      DATA_DIR: dataDir,
-      API_KEY: key,
-      PLATFORM_ROOT_SECRET: 'budget-crash-secret-0123456789abcdef0123',
-      LOG_LEVEL: 'error',
-      RECOVERY_SCAN_MS: '200',
-      SESSION_LEASE_TTL_MS: '3000',
+      ...crashEnv({
+        port,
+        dataDir: fx.dataDir,
+        key,
+        secret: 'budget-crash-secret-0123456789abcdef0123',
+      }),
       SANDBOX_DRIVER: 'none',
-      EGRESS_ALLOW_PRIVATE_HOSTS: new URL(model.url).host,
+      EGRESS_ALLOW_PRIVATE_HOSTS: new URL(fx.model.url).host,
       ...realAdapterEnv(),
     };
-    const base = `http://127.0.0.1:${port}`;
-    const call = async (path: string, body?: unknown) => {
-      const r = await fetch(`${base}${path}`, {
-        method: body ? 'POST' : 'GET',
-        headers: {
-          'x-api-key': key,
-          'content-type': 'application/json',
-          'anthropic-beta': 'managed-agents-2026-04-01',
-        },
-        body: body ? JSON.stringify(body) : undefined,
-      });
-      return { status: r.status, body: (await r.json()) as any };
-    };
+    const call = apiCaller(port, key, { 'anthropic-beta': 'managed-agents-2026-04-01' });
     let proc = await startProcess('all', env);
     try {
       const card = await call('/v1/svc/model_cards', {
         model_id: MODEL,
         provider: 'anthropic',
         model: MODEL,
-        base_url: model.url,
+        base_url: fx.model.url,
         api_key: 'sk-crash',
         pi_config: { cost: { input: 1000, output: 2000 } },
       });
@@ -82,7 +57,7 @@ describe('budget across a crash', () => {
       });
       expect(created.status, JSON.stringify(created.body)).toBe(200);
       const sid = created.body.id;
-      model.script(
+      fx.model.script(
         MODEL,
         { steps: [{ tool_use: { name: 'bash', input: { command: 'true' } } }], usage: USAGE },
         { steps: [{ text: 'partial' }, { delay_ms: 60_000 }], usage: USAGE },
@@ -93,7 +68,7 @@ describe('budget across a crash', () => {
       });
       expect(sent.status).toBe(202);
       // The first request (a tool call) is stored with its cost; the second is mid-stream.
-      await waitFor(async () => model.requests.filter((r) => r.model === MODEL).length >= 2);
+      await waitFor(async () => fx.model.requests.filter((r) => r.model === MODEL).length >= 2);
       expect((await call(`/v1/sessions/${sid}`)).body.usage.list_cost).toEqual({
         amount: '200',
         currency: 'USD',
@@ -108,7 +83,7 @@ describe('budget across a crash', () => {
       expect(events.filter((e) => e.type === 'agent.message').at(-1).content[0].text).toBe(
         'finished after recovery',
       );
-      expect(model.requests.filter((r) => r.model === MODEL)).toHaveLength(3);
+      expect(fx.model.requests.filter((r) => r.model === MODEL)).toHaveLength(3);
       const after = (await call(`/v1/sessions/${sid}`)).body;
       // Two finished requests: the first and the recovered one; the interrupted one added nothing.
       expect(after.usage.input_tokens).toBe(2000);

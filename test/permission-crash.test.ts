@@ -5,51 +5,30 @@
  * allow then runs it. Proves the held-call rule of workers/src/turnRecovery.ts and
  * workers/src/permissions.ts (state read from the event log, never from memory).
  */
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startScriptedModelServer, type ScriptedModelServer } from './fixtures/scriptedModel.js';
+import { describe, expect, it } from 'vitest';
 import { freePort, kill9, startProcess } from './process.js';
+import { apiCaller, crashEnv, useCrashFixture } from './crashPlatform.js';
 import { realAdapterEnv, waitFor } from './harness.js';
 
-let model: ScriptedModelServer;
-let dataDir: string;
-beforeAll(async () => {
-  model = await startScriptedModelServer({ defaultText: 'done after the crash' });
-  dataDir = mkdtempSync(join(tmpdir(), 'agentfleet-permission-crash-'));
-});
-afterAll(async () => {
-  await model?.close();
-  rmSync(dataDir, { recursive: true, force: true });
-});
+const fx = useCrashFixture('agentfleet-permission-crash-', { defaultText: 'done after the crash' });
 
 describe('kill -9 while a held call waits beside a running allowed one', () => {
   it('the held call stays open through recovery and runs once allowed', async () => {
     const port = await freePort();
     const key = 'op-permission-crash';
     const env = {
-      PORT: String(port),
-      DATA_DIR: dataDir,
-      API_KEY: key,
-      PLATFORM_ROOT_SECRET: 'permission-crash-secret-0123456789abcdef',
+      ...crashEnv({
+        port,
+        dataDir: fx.dataDir,
+        key,
+        secret: 'permission-crash-secret-0123456789abcdef',
+      }),
       ANTHROPIC_API_KEY: 'sk-x',
-      ANTHROPIC_BASE_URL: model.url,
-      LOG_LEVEL: 'error',
-      RECOVERY_SCAN_MS: '200',
-      SESSION_LEASE_TTL_MS: '3000',
+      ANTHROPIC_BASE_URL: fx.model.url,
       SANDBOX_DRIVER: 'local',
       ...realAdapterEnv(),
     };
-    const base = `http://127.0.0.1:${port}`;
-    const call = async (path: string, body?: unknown) => {
-      const r = await fetch(`${base}${path}`, {
-        method: body ? 'POST' : 'GET',
-        headers: { 'x-api-key': key, 'content-type': 'application/json' },
-        body: body ? JSON.stringify(body) : undefined,
-      });
-      return { status: r.status, body: (await r.json()) as any };
-    };
+    const call = apiCaller(port, key);
     const events = async (sid: string) =>
       (await call(`/v1/sessions/${sid}/events?limit=1000`)).body.data as any[];
     let proc = await startProcess('all', env);
@@ -69,7 +48,7 @@ describe('kill -9 while a held call waits beside a running allowed one', () => {
       expect(agent.status, JSON.stringify(agent.body)).toBe(200);
       const sid = (await call('/v1/sessions', { agent: agent.body.id, environment_id: envId })).body
         .id;
-      model.script('held-model', {
+      fx.model.script('held-model', {
         steps: [
           {
             tool_use: { name: 'write', input: { file_path: '/workspace/held.txt', content: 'x' } },
@@ -105,7 +84,7 @@ describe('kill -9 while a held call waits beside a running allowed one', () => {
           .tool_use_id,
       ).toBe(bash.id);
       // The model was not called again while the held call waits.
-      expect(model.requests.filter((r) => r.model === 'held-model')).toHaveLength(1);
+      expect(fx.model.requests.filter((r) => r.model === 'held-model')).toHaveLength(1);
 
       const sent = await call(`/v1/sessions/${sid}/events`, {
         events: [{ type: 'user.tool_confirmation', tool_use_id: write.id, result: 'allow' }],

@@ -10,25 +10,13 @@
  *   by session.status_running, and the turn ends idle.
  * The waiting is made by the slot limit, not by timing (workers/src/turnRecovery.ts).
  */
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import Anthropic from '@anthropic-ai/sdk';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startScriptedModelServer, type ScriptedModelServer } from './fixtures/scriptedModel.js';
+import { describe, expect, it } from 'vitest';
 import { freePort, kill9, startProcess } from './process.js';
+import { crashEnv, useCrashFixture } from './crashPlatform.js';
 import { waitFor } from './harness.js';
 
-let model: ScriptedModelServer;
-let dataDir: string;
-beforeAll(async () => {
-  model = await startScriptedModelServer({ defaultText: 'done' });
-  dataDir = mkdtempSync(join(tmpdir(), 'agentfleet-resched-'));
-});
-afterAll(async () => {
-  await model?.close();
-  rmSync(dataDir, { recursive: true, force: true });
-});
+const fx = useCrashFixture('agentfleet-resched-', { defaultText: 'done' });
 
 const slow = { steps: [{ text: 'partial' }, { delay_ms: 60_000 }] };
 
@@ -37,15 +25,14 @@ describe('rescheduling: an orphaned turn waiting for a worker', () => {
     const port = await freePort();
     const key = 'op-resched-test';
     const env = {
-      PORT: String(port),
-      DATA_DIR: dataDir,
-      API_KEY: key,
-      PLATFORM_ROOT_SECRET: 'resched-test-secret-0123456789abcdef0123',
+      ...crashEnv({
+        port,
+        dataDir: fx.dataDir,
+        key,
+        secret: 'resched-test-secret-0123456789abcdef0123',
+      }),
       ANTHROPIC_API_KEY: 'sk-x',
-      ANTHROPIC_BASE_URL: model.url,
-      LOG_LEVEL: 'error',
-      RECOVERY_SCAN_MS: '200',
-      SESSION_LEASE_TTL_MS: '3000',
+      ANTHROPIC_BASE_URL: fx.model.url,
     };
     const client = new Anthropic({
       apiKey: key,
@@ -69,13 +56,13 @@ describe('rescheduling: an orphaned turn waiting for a worker', () => {
           (await client.beta.sessions.create({ agent: agent.id, environment_id: envId })).id,
         );
         // First request: cut by the kill. Second (the resumed turn): slow until interrupted.
-        model.script(m, slow, slow);
+        fx.model.script(m, slow, slow);
       }
       for (const sid of sids)
         await client.beta.sessions.events.send(sid, {
           events: [{ type: 'user.message', content: [{ type: 'text', text: 'go' }] }],
         });
-      const requestsOf = (m: string) => model.requests.filter((r) => r.model === m).length;
+      const requestsOf = (m: string) => fx.model.requests.filter((r) => r.model === m).length;
       await waitFor(async () => requestsOf('resched-a') === 1 && requestsOf('resched-b') === 1);
       expect(await Promise.all(sids.map(statusOf))).toEqual(['running', 'running']);
       await kill9(proc.child);
