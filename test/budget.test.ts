@@ -10,6 +10,7 @@
 import Anthropic from '@anthropic-ai/sdk';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { BETA, startPlatform, waitFor, type TestPlatform } from './harness.js';
+import { addModelCard } from './turnHelpers.js';
 
 let t: TestPlatform;
 let envId: string;
@@ -33,20 +34,12 @@ async function card(
   piConfig?: Record<string, unknown>,
   wireModel = modelId,
 ) {
-  const res = await t.http('/v1/svc/model_cards', {
-    method: 'POST',
-    headers: BETA,
-    json: {
-      model_id: modelId,
-      provider,
-      model: wireModel,
-      base_url: provider === 'openai' ? `${t.model.url}/v1` : t.model.url,
-      api_key: 'sk-budget',
-      ...(piConfig ? { pi_config: piConfig } : {}),
-    },
+  cardIds[modelId] = await addModelCard(t, modelId, {
+    provider: provider as 'anthropic' | 'openai',
+    model: wireModel,
+    apiKey: 'sk-budget',
+    piConfig,
   });
-  expect(res.status, await res.clone().text()).toBe(200);
-  cardIds[modelId] = ((await res.json()) as { id: string }).id;
 }
 
 beforeAll(async () => {

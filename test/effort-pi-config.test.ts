@@ -12,6 +12,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { BETA, startPlatform, waitFor, type TestPlatform } from './harness.js';
+import { addModelCard } from './turnHelpers.js';
 
 let t: TestPlatform;
 let envId: string;
@@ -31,19 +32,7 @@ async function sessionOn(
   effort?: 'low' | 'medium' | 'high' | 'xhigh' | 'max',
 ) {
   const wire = `pi-${protocol}-${++n}`;
-  const res = await t.http('/v1/svc/model_cards', {
-    method: 'POST',
-    headers: BETA,
-    json: {
-      model_id: wire,
-      provider: protocol,
-      model: wire,
-      base_url: protocol === 'openai' ? `${t.model.url}/v1` : t.model.url,
-      api_key: `sk-card-${n}`,
-      ...(pi ? { pi_config: pi } : {}),
-    },
-  });
-  expect(res.status).toBe(200);
+  await addModelCard(t, wire, { provider: protocol, apiKey: `sk-card-${n}`, piConfig: pi });
   const agent = await t.client.beta.agents.create({
     name: `effort-${n}`,
     model: effort ? { id: wire, effort } : wire,
