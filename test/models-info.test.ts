@@ -96,6 +96,40 @@ describe('BetaModelInfo', () => {
     expect(before.has_more).toBe(false);
   });
 
+  it('a reasoning card without a thinkingLevelMap reports the levels its requests use (low/medium/high)', async () => {
+    const { apiKey, client } = await t.newTenant('mi-nomap');
+    const res = await t.http('/v1/svc/model_cards', {
+      method: 'POST',
+      key: apiKey,
+      headers: BETA,
+      json: {
+        model_id: 'mi-nomap',
+        provider: 'anthropic',
+        model: 'mi-nomap',
+        base_url: t.model.url,
+        api_key: 'sk-mi',
+        pi_config: { reasoning: true },
+      },
+    });
+    expect(res.status).toBe(200);
+    const { effort } = (await client.beta.models.retrieve('mi-nomap')).capabilities!;
+    expect([
+      effort.supported,
+      effort.low,
+      effort.medium,
+      effort.high,
+      effort.xhigh,
+      effort.max,
+    ]).toEqual([
+      true,
+      { supported: true },
+      { supported: true },
+      { supported: true },
+      { supported: false },
+      { supported: false },
+    ]);
+  });
+
   it('an unknown model is a 404, a bad cursor or limit a 400 naming it', async () => {
     await expect(t.client.beta.models.retrieve('no-such-model')).rejects.toBeInstanceOf(
       Anthropic.NotFoundError,

@@ -8,7 +8,7 @@
  *   `thinkingLevelMap`, the supported levels are the ones /v1/models reports
  *   (core/src/domain/modelInfo.ts capabilitiesOf): its low/medium/high/xhigh entries that are
  *   not null (`max` is never claimed, so it normalises down); with no map, low/medium/high (the
- *   runtime library's defaults; /v1/models, conservative, claims none). The map's value for
+ *   runtime library's defaults; one rule with /v1/models: core effortLevels). The map's value for
  *   the level goes to the provider (`effortValue`); no level supported → no thinking;
  * - `pi_config.maxTokens` caps the request's output (`min(TURN_MAX_TOKENS, maxTokens)`), thinking
  *   included (`maxTokensLimit`);
@@ -21,6 +21,7 @@
  * Proved by test/effort-pi-config.test.ts (both protocols, through the scripted model).
  */
 import {
+  effortLevels,
   ModelError,
   type ChatMessage,
   type ContentBlock,
@@ -33,9 +34,6 @@ import {
 import { toolSpecs } from './tools.js';
 
 const LEVELS: readonly Effort[] = ['low', 'medium', 'high', 'xhigh', 'max'];
-/** The levels a thinkingLevelMap can claim (as in /v1/models' effort capability). */
-const CLAIMABLE: readonly Effort[] = ['low', 'medium', 'high', 'xhigh'];
-const DEFAULT_LEVELS: readonly Effort[] = ['low', 'medium', 'high'];
 
 type PiConfig = Record<string, unknown>;
 
@@ -57,13 +55,7 @@ const levelMap = (pi: PiConfig): Record<string, unknown> | null =>
     : null;
 
 /** The effort levels a card supports: null when unknown (no pi_config). */
-export function supportedEfforts(pi: PiConfig | null): Effort[] | null {
-  if (!pi) return null;
-  if (pi.reasoning !== true) return [];
-  const map = levelMap(pi);
-  if (!map) return [...DEFAULT_LEVELS];
-  return CLAIMABLE.filter((l) => map[l] !== undefined && map[l] !== null);
-}
+export const supportedEfforts = (pi: PiConfig | null): Effort[] | null => effortLevels(pi);
 
 /** The supported level nearest to `wanted`; on a tie the lower one. */
 export function nearestEffort(wanted: Effort, supported: readonly Effort[]): Effort | undefined {

@@ -23,6 +23,29 @@
  */
 import type { ModelCardOut } from '@agentfleet/schemas';
 import { invalid } from '../errors.js';
+import type { Effort } from '../ports/modelProvider.js';
+
+/** The levels a thinkingLevelMap can claim (`max` never: it normalises down). */
+const CLAIMABLE: readonly Effort[] = ['low', 'medium', 'high', 'xhigh'];
+/** A reasoning card without a map: the runtime library's default levels. */
+const DEFAULT_LEVELS: readonly Effort[] = ['low', 'medium', 'high'];
+
+/**
+ * The effort levels a card serves, one rule for /v1/models and the turn runner
+ * (workers/src/modelSettings.ts): null without pi_config (unknown: the agent's level is sent as
+ * asked); none unless `reasoning: true`; the non-null low/medium/high/xhigh entries of
+ * `thinkingLevelMap`, or low/medium/high without a map.
+ */
+export function effortLevels(pi: Record<string, unknown> | null): Effort[] | null {
+  if (!pi) return null;
+  if (pi.reasoning !== true) return [];
+  const map =
+    pi.thinkingLevelMap && typeof pi.thinkingLevelMap === 'object'
+      ? (pi.thinkingLevelMap as Record<string, unknown>)
+      : null;
+  if (!map) return [...DEFAULT_LEVELS];
+  return CLAIMABLE.filter((l) => map[l] !== undefined && map[l] !== null);
+}
 
 const NO = { supported: false } as const;
 const yes = (b: boolean) => ({ supported: b });
@@ -75,12 +98,9 @@ function lineOf(id: string): ModelInfo['line'] {
 function capabilitiesOf(pi: Record<string, unknown>): Record<string, unknown> {
   const input = Array.isArray(pi.input) ? pi.input : [];
   const reasoning = pi.reasoning === true;
-  const map =
-    pi.thinkingLevelMap && typeof pi.thinkingLevelMap === 'object'
-      ? (pi.thinkingLevelMap as Record<string, unknown>)
-      : null;
-  const level = (name: string) => yes(reasoning && map !== null && map[name] != null);
-  const effortLevels = { low: level('low'), medium: level('medium'), high: level('high') };
+  const levels = effortLevels(pi) ?? [];
+  const level = (name: Effort) => yes(levels.includes(name));
+  const byLevel = { low: level('low'), medium: level('medium'), high: level('high') };
   const compat = (pi.compat && typeof pi.compat === 'object' ? pi.compat : {}) as Record<
     string,
     unknown
@@ -97,8 +117,8 @@ function capabilitiesOf(pi: Record<string, unknown>): Record<string, unknown> {
       compact_20260112: null,
     },
     effort: {
-      supported: Object.values(effortLevels).some((l) => l.supported),
-      ...effortLevels,
+      supported: levels.length > 0,
+      ...byLevel,
       max: NO,
       xhigh: level('xhigh'),
     },
