@@ -11,7 +11,8 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { validateStreamFrame } from '@agentfleet/schemas';
-import { BETA, readSse, startPlatform, type TestPlatform } from './harness.js';
+import { readSse, startPlatform, type TestPlatform } from './harness.js';
+import { addModelCard } from './turnHelpers.js';
 
 let t: TestPlatform;
 let envId: string;
@@ -26,12 +27,7 @@ afterAll(async () => {
 let n = 0;
 async function scriptedSession() {
   const model = `deltas-${++n}`;
-  const card = await t.http('/v1/svc/model_cards', {
-    method: 'POST',
-    headers: BETA,
-    json: { model_id: model, provider: 'anthropic', model, base_url: t.model.url, api_key: 'sk-c' },
-  });
-  expect(card.status).toBe(200);
+  await addModelCard(t, model, { apiKey: 'sk-c' });
   const agent = await t.client.beta.agents.create({ name: `a-${n}`, model });
   const s = await t.client.beta.sessions.create({ agent: agent.id, environment_id: envId });
   return { model, sid: s.id };

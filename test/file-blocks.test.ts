@@ -14,7 +14,8 @@
  */
 import Anthropic, { toFile } from '@anthropic-ai/sdk';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { BETA, startPlatform, waitFor, type TestPlatform } from './harness.js';
+import { startPlatform, waitFor, type TestPlatform } from './harness.js';
+import { addModelCard } from './turnHelpers.js';
 
 let t: TestPlatform;
 let envId: string;
@@ -39,18 +40,7 @@ beforeAll(async () => {
       MAX_FILE_BYTES: String(MAX_FILE_BYTES),
     },
   });
-  const card = await t.http('/v1/svc/model_cards', {
-    method: 'POST',
-    headers: BETA,
-    json: {
-      model_id: OAI_CARD,
-      provider: 'openai',
-      model: OAI_WIRE,
-      base_url: `${t.model.url}/v1`,
-      api_key: 'sk-openai',
-    },
-  });
-  expect(card.status, await card.clone().text()).toBe(200);
+  await addModelCard(t, OAI_CARD, { provider: 'openai', model: OAI_WIRE, apiKey: 'sk-openai' });
   envId = (await t.client.beta.environments.create({ name: 'file-blocks' })).id;
 });
 afterAll(async () => {

@@ -13,7 +13,8 @@
 import Anthropic from '@anthropic-ai/sdk';
 import { validateSessionEvent } from '@agentfleet/schemas';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { BETA, startPlatform, waitFor, type TestPlatform } from './harness.js';
+import { startPlatform, waitFor, type TestPlatform } from './harness.js';
+import { addModelCard } from './turnHelpers.js';
 
 let t: TestPlatform;
 let envId: string;
@@ -22,18 +23,7 @@ const OAI_WIRE = 'system-message-oai-wire';
 
 beforeAll(async () => {
   t = await startPlatform({ env: { SANDBOX_DRIVER: 'none', RATE_LIMIT_PER_MINUTE: '100000' } });
-  const card = await t.http('/v1/svc/model_cards', {
-    method: 'POST',
-    headers: BETA,
-    json: {
-      model_id: OAI_CARD,
-      provider: 'openai',
-      model: OAI_WIRE,
-      base_url: `${t.model.url}/v1`,
-      api_key: 'sk-openai',
-    },
-  });
-  expect(card.status, await card.clone().text()).toBe(200);
+  await addModelCard(t, OAI_CARD, { provider: 'openai', model: OAI_WIRE, apiKey: 'sk-openai' });
   envId = (await t.client.beta.environments.create({ name: 'system-message' })).id;
 });
 afterAll(async () => {
