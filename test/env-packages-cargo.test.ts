@@ -7,7 +7,8 @@
  * crates.io names the way an operator would (EGRESS_ALLOW_PRIVATE_HOSTS).
  */
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import { BETA, startPlatform, type TestPlatform } from './harness.js';
+import { startPlatform, type TestPlatform } from './harness.js';
+import { addModelCard, runTurn } from './turnHelpers.js';
 
 const MODEL = 'pkg-cargo-model';
 let t: TestPlatform;
@@ -19,18 +20,7 @@ beforeAll(async () => {
       EGRESS_ALLOW_PRIVATE_HOSTS: 'index.crates.io,static.crates.io,crates.io',
     },
   });
-  const res = await t.http('/v1/svc/model_cards', {
-    method: 'POST',
-    headers: BETA,
-    json: {
-      model_id: MODEL,
-      provider: 'anthropic',
-      model: MODEL,
-      base_url: t.model.url,
-      api_key: 'k',
-    },
-  });
-  expect(res.status).toBe(200);
+  await addModelCard(t, MODEL);
 }, 60_000);
 afterAll(async () => {
   await t?.close();
@@ -55,15 +45,7 @@ it('a cargo package of the environment (a crate with a binary and no dependencie
       { tool_use: { name: 'bash', input: { command: 'command -v hello_cargo; hello_cargo' } } },
     ],
   });
-  const stream = await t.client.beta.sessions.events.stream(sid);
-  await t.client.beta.sessions.events.send(sid, {
-    events: [{ type: 'user.message', content: [{ type: 'text', text: 'go' }] }],
-  });
-  const seen: any[] = [];
-  for await (const ev of stream) {
-    seen.push(ev);
-    if (ev.type === 'session.status_idle') break;
-  }
+  const seen = (await runTurn(t.client, sid, 'go')).events;
   const result = seen.find((e) => e.type === 'agent.tool_result');
   const text = result?.content?.[0]?.text ?? '';
   expect(result?.is_error, text).toBe(false);

@@ -7,7 +7,8 @@
  * proxy's name the way an operator would (EGRESS_ALLOW_PRIVATE_HOSTS).
  */
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import { BETA, startPlatform, type TestPlatform } from './harness.js';
+import { startPlatform, type TestPlatform } from './harness.js';
+import { addModelCard, runTurn } from './turnHelpers.js';
 
 const MODEL = 'pkg-go-model';
 let t: TestPlatform;
@@ -16,18 +17,7 @@ beforeAll(async () => {
   t = await startPlatform({
     env: { SANDBOX_DRIVER: 'local', EGRESS_ALLOW_PRIVATE_HOSTS: 'proxy.golang.org' },
   });
-  const res = await t.http('/v1/svc/model_cards', {
-    method: 'POST',
-    headers: BETA,
-    json: {
-      model_id: MODEL,
-      provider: 'anthropic',
-      model: MODEL,
-      base_url: t.model.url,
-      api_key: 'k',
-    },
-  });
-  expect(res.status).toBe(200);
+  await addModelCard(t, MODEL);
 }, 60_000);
 afterAll(async () => {
   await t?.close();
@@ -50,15 +40,7 @@ it('a go package of the environment is installed and runs from bash in the sessi
   t.model.script(MODEL, {
     steps: [{ tool_use: { name: 'bash', input: { command: 'command -v hello; hello' } } }],
   });
-  const stream = await t.client.beta.sessions.events.stream(sid);
-  await t.client.beta.sessions.events.send(sid, {
-    events: [{ type: 'user.message', content: [{ type: 'text', text: 'go' }] }],
-  });
-  const seen: any[] = [];
-  for await (const ev of stream) {
-    seen.push(ev);
-    if (ev.type === 'session.status_idle') break;
-  }
+  const seen = (await runTurn(t.client, sid, 'go')).events;
   const result = seen.find((e) => e.type === 'agent.tool_result');
   const text = result?.content?.[0]?.text ?? '';
   expect(result?.is_error, text).toBe(false);
