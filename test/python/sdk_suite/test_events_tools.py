@@ -1,24 +1,12 @@
 """Session events through the SDK: send, stream (with event deltas), list; a custom tool round
 trip (agent.custom_tool_use → requires_action → user.custom_tool_result)."""
 
-
-def _until_idle(stream):
-    seen = []
-    for ev in stream:
-        seen.append(ev)
-        if ev.type == "session.status_idle":
-            break
-    return seen
+from turns import message_turn, until_idle
 
 
 def test_send_stream_list_with_deltas(client, env, agent):
     s = client.beta.sessions.create(agent=agent.id, environment_id=env.id)
-    stream = client.beta.sessions.events.stream(s.id, event_deltas=["agent.message"])
-    client.beta.sessions.events.send(
-        s.id, events=[{"type": "user.message", "content": [{"type": "text", "text": "hi"}]}]
-    )
-    with stream:
-        seen = _until_idle(stream)
+    seen = message_turn(client, s.id, "hi", event_deltas=["agent.message"])
     types = [e.type for e in seen]
     assert "agent.message" in types and "session.status_running" in types
     assert "event_start" in types and "event_delta" in types
@@ -44,12 +32,7 @@ def test_custom_tool_round_trip(client, env, tool_model):
         ],
     )
     s = client.beta.sessions.create(agent=agent.id, environment_id=env.id)
-    stream = client.beta.sessions.events.stream(s.id)
-    client.beta.sessions.events.send(
-        s.id, events=[{"type": "user.message", "content": [{"type": "text", "text": "go"}]}]
-    )
-    with stream:
-        seen = _until_idle(stream)
+    seen = message_turn(client, s.id, "go")
     use = next(e for e in seen if e.type == "agent.custom_tool_use")
     assert use.name == "lookup" and use.input == {"q": "x"}
     assert seen[-1].stop_reason.type == "requires_action"
@@ -66,7 +49,7 @@ def test_custom_tool_round_trip(client, env, tool_model):
         ],
     )
     with resumed:
-        after = _until_idle(resumed)
+        after = until_idle(resumed)
     final = [e for e in after if e.type == "agent.message"][-1]
     assert final.content[0].text == "the answer is 42"
     assert after[-1].stop_reason.type == "end_turn"

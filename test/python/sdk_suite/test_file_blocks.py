@@ -10,18 +10,11 @@ import base64
 import anthropic
 import pytest
 
+from turns import until_idle
+
 PNG = base64.b64decode(
     "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNkYPhfDwAChwGA60e6kgAAAABJRU5ErkJggg=="
 )
-
-
-def _until_idle(stream):
-    seen = []
-    for ev in stream:
-        seen.append(ev)
-        if ev.type == "session.status_idle":
-            break
-    return seen
 
 
 def test_file_blocks_and_system_message(client, env, agent):
@@ -43,7 +36,7 @@ def test_file_blocks_and_system_message(client, env, agent):
     )
     assert [e.type for e in sent.data] == ["user.message", "system.message"]
     with stream:
-        seen = _until_idle(stream)
+        seen = until_idle(stream)
     types = [e.type for e in seen]
     assert "session.error" not in types and "agent.message" in types
     assert seen[-1].stop_reason.type == "end_turn"

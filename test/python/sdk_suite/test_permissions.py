@@ -8,14 +8,7 @@ import os
 import anthropic
 import pytest
 
-
-def _until_idle(stream):
-    seen = []
-    for ev in stream:
-        seen.append(ev)
-        if ev.type == "session.status_idle":
-            break
-    return seen
+from turns import message_turn, until_idle
 
 
 def test_always_ask_requires_action_then_deny(client, env):
@@ -31,12 +24,7 @@ def test_always_ask_requires_action_then_deny(client, env):
     )
     assert agent.tools[0].default_config.permission_policy.type == "always_ask"
     s = client.beta.sessions.create(agent=agent.id, environment_id=env.id)
-    stream = client.beta.sessions.events.stream(s.id)
-    client.beta.sessions.events.send(
-        s.id, events=[{"type": "user.message", "content": [{"type": "text", "text": "go"}]}]
-    )
-    with stream:
-        seen = _until_idle(stream)
+    seen = message_turn(client, s.id, "go")
     use = next(e for e in seen if e.type == "agent.tool_use")
     assert use.name == "bash" and use.evaluated_permission == "ask"
     assert use.evaluation.type == "always_ask"
@@ -64,7 +52,7 @@ def test_always_ask_requires_action_then_deny(client, env):
         ],
     )
     with resumed:
-        after = _until_idle(resumed)
+        after = until_idle(resumed)
     result = next(e for e in after if e.type == "agent.tool_result")
     assert result.tool_use_id == use.id and result.is_error is True
     assert result.content[0].text == "not this time"
