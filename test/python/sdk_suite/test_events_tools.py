@@ -1,7 +1,7 @@
 """Session events through the SDK: send, stream (with event deltas), list; a custom tool round
 trip (agent.custom_tool_use → requires_action → user.custom_tool_result)."""
 
-from turns import message_turn, until_idle
+from turns import message_turn, send_until_idle
 
 
 def test_send_stream_list_with_deltas(client, env, agent):
@@ -37,10 +37,10 @@ def test_custom_tool_round_trip(client, env, tool_model):
     assert use.name == "lookup" and use.input == {"q": "x"}
     assert seen[-1].stop_reason.type == "requires_action"
     assert seen[-1].stop_reason.event_ids == [use.id]
-    resumed = client.beta.sessions.events.stream(s.id)
-    client.beta.sessions.events.send(
+    after = send_until_idle(
+        client,
         s.id,
-        events=[
+        [
             {
                 "type": "user.custom_tool_result",
                 "custom_tool_use_id": use.id,
@@ -48,8 +48,6 @@ def test_custom_tool_round_trip(client, env, tool_model):
             }
         ],
     )
-    with resumed:
-        after = until_idle(resumed)
     final = [e for e in after if e.type == "agent.message"][-1]
     assert final.content[0].text == "the answer is 42"
     assert after[-1].stop_reason.type == "end_turn"

@@ -8,7 +8,7 @@ import os
 import anthropic
 import pytest
 
-from turns import message_turn, until_idle
+from turns import message_turn, send_until_idle
 
 
 def test_always_ask_requires_action_then_deny(client, env):
@@ -39,10 +39,10 @@ def test_always_ask_requires_action_then_deny(client, env):
         )
     assert "events[0].tool_use_id" in str(bad.value)
 
-    resumed = client.beta.sessions.events.stream(s.id)
-    client.beta.sessions.events.send(
+    after = send_until_idle(
+        client,
         s.id,
-        events=[
+        [
             {
                 "type": "user.tool_confirmation",
                 "tool_use_id": use.id,
@@ -51,8 +51,6 @@ def test_always_ask_requires_action_then_deny(client, env):
             }
         ],
     )
-    with resumed:
-        after = until_idle(resumed)
     result = next(e for e in after if e.type == "agent.tool_result")
     assert result.tool_use_id == use.id and result.is_error is True
     assert result.content[0].text == "not this time"

@@ -13,11 +13,15 @@ def until_idle(stream):
     return seen
 
 
-def message_turn(client, session_id, text, **stream_kwargs):
-    """Opens the stream, sends one user.message with `text`, returns the events up to idle."""
+def send_until_idle(client, session_id, events, **stream_kwargs):
+    """Opens the stream, sends `events`, returns the session's events up to the next idle."""
     stream = client.beta.sessions.events.stream(session_id, **stream_kwargs)
-    client.beta.sessions.events.send(
-        session_id, events=[{"type": "user.message", "content": [{"type": "text", "text": text}]}]
-    )
+    client.beta.sessions.events.send(session_id, events=events)
     with stream:
         return until_idle(stream)
+
+
+def message_turn(client, session_id, text, **stream_kwargs):
+    """One user.message turn with `text`: the session's events up to the next idle."""
+    message = {"type": "user.message", "content": [{"type": "text", "text": text}]}
+    return send_until_idle(client, session_id, [message], **stream_kwargs)
