@@ -15,7 +15,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createServer } from 'node:http';
 import { validateSessionEvent } from '@agentfleet/schemas';
 import { startPlatform, type TestPlatform } from './harness.js';
-import { addModelCard } from './turnHelpers.js';
+import { addModelCard, untilIdle as collectUntilIdle, userMessage } from './turnHelpers.js';
 
 const MODEL = 'permission-model';
 const TOOLSET = 'agent_toolset_20260401' as const;
@@ -54,20 +54,8 @@ afterAll(async () => {
 });
 
 /** Sends events and collects the session's stream up to the next session.status_idle. */
-async function untilIdle(sid: string, events: any[]): Promise<any[]> {
-  const stream = await t.client.beta.sessions.events.stream(sid);
-  await t.client.beta.sessions.events.send(sid, { events });
-  const seen: any[] = [];
-  for await (const ev of stream) {
-    seen.push(ev);
-    if (ev.type === 'session.status_idle') break;
-  }
-  return seen;
-}
-const message = (text: string) => ({
-  type: 'user.message' as const,
-  content: [{ type: 'text' as const, text }],
-});
+const untilIdle = (sid: string, events: any[]) => collectUntilIdle(t.client, sid, events);
+const message = userMessage;
 const confirm = (tool_use_id: string, result: 'allow' | 'deny', deny_message?: string) => ({
   type: 'user.tool_confirmation' as const,
   tool_use_id,

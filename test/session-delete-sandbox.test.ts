@@ -8,7 +8,6 @@
  * Real bubblewrap sandbox through the official TypeScript SDK; the failing delete comes from a
  * real directory object store wrapped to refuse one session's output keys.
  */
-import type Anthropic from '@anthropic-ai/sdk';
 import { createDirectoryObjectStore, outputsPrefix, snapshotPrefix } from '@agentfleet/core';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -21,11 +20,6 @@ const MODEL = 'delete-sandbox-model';
 
 async function addCard(t: TestPlatform, key: string) {
   await addModelCard(t, MODEL, { key });
-}
-
-async function turn(client: Anthropic, sid: string, text: string) {
-  const seen = (await runTurn(client, sid, text)).events;
-  return seen;
 }
 
 describe('session delete removes the sandbox snapshots (local driver)', () => {
@@ -56,7 +50,7 @@ describe('session delete removes the sandbox snapshots (local driver)', () => {
       }),
       say('first'),
     );
-    await turn(client, sid, 'write');
+    await runTurn(client, sid, 'write');
     // A restart stops the sandbox with a shutdown snapshot: the session now has a stored backup.
     await t.restart();
     const objects = () => t.server.platform.objects;
@@ -73,7 +67,7 @@ describe('session delete removes the sandbox snapshots (local driver)', () => {
       }),
       say('second'),
     );
-    const seen = await turn(t.clientFor(apiKey), sid, 'again');
+    const seen = (await runTurn(t.clientFor(apiKey), sid, 'again')).events;
     const result = seen.find((e) => e.type === 'agent.tool_result');
     expect(result?.content?.[0]?.text).toContain('kept');
     const manager = t.server.sandboxes!.manager;
