@@ -4,7 +4,10 @@
  * Plumbing only: every helper either returns what it saw or asserts the platform accepted the
  * set-up (addModelCard expects 200), so the tests' own assertions stay where they were.
  * Used by test/env-packages*.test.ts, test/permission-policy.test.ts, test/base-image.test.ts,
- * test/env-networking.test.ts, test/web-tool-options.test.ts and the other issue-9 tests.
+ * test/env-networking.test.ts, test/web-tool-options.test.ts, test/budget.test.ts,
+ * test/effort-pi-config.test.ts, test/event-deltas.test.ts, test/file-blocks.test.ts,
+ * test/system-message.test.ts, test/agent-overrides.test.ts, test/session-delete-sandbox.test.ts
+ * and test/environment-snapshot-sandbox.test.ts (each run proves the helpers it uses).
  */
 import type Anthropic from '@anthropic-ai/sdk';
 import { expect } from 'vitest';
@@ -87,7 +90,3 @@ export async function runTurn(client: Anthropic, sid: string, text: string): Pro
     idle: events.find((e) => e.type === 'session.status_idle'),
   };
 }
-
-/** The text of a tool result's content blocks, joined. */
-export const toolResultText = (e: any): string =>
-  (e?.content ?? []).map((b: any) => b.text ?? '').join('');
