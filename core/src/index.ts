@@ -16,6 +16,8 @@ export { render as renderAgent } from './domain/agents.js';
 export { render as renderEnvironment } from './domain/environments.js';
 export { EnvironmentService } from './domain/environments.js';
 export * from './domain/models.js';
+export * from './domain/cardKeys.js';
+export { catalogFor, type CatalogModel } from './domain/modelCatalog.js';
 export * from './domain/prices.js';
 export * from './domain/budget.js';
 export * from './domain/eventLog.js';

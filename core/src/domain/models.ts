@@ -16,12 +16,19 @@
  *   answers at that address or not. Only EGRESS_ALLOW_PRIVATE_HOSTS opens a private host.
  * - The operator's own cards and the vendor fallback (ANTHROPIC_BASE_URL) are operator
  *   configuration and are not restricted.
+ * - Rotation (`rotate`) changes api_key, base_url (egress policy as on create), custom_headers,
+ *   model or pi_config; the credential is read on every resolve, so a rotated key is used from
+ *   the next model request on, and a request already under way keeps the key it resolved
+ *   (spec rule 2). A create body without `model` is the older body: provider restricted to
+ *   LEGACY_PROVIDERS (rule 3). Proved by test/model-cards-full.test.ts.
  */
 import {
   CUSTOM_HEADER_MASK,
   type ModelCardCreate,
   type ModelCardOut,
   type ModelConfig,
+  type ModelsListRequest,
+  LEGACY_PROVIDERS,
 } from '@agentfleet/schemas';
 import { ApiError, conflict, invalid, notFound } from '../errors.js';
 import { last4, type SecretBox } from '../crypto.js';
@@ -41,6 +48,7 @@ import {
   type EgressPolicy,
 } from '../egress/policy.js';
 import { egressFetch, type HttpFetch } from '../egress/dispatcher.js';
+import { catalogFor, discoverModels, probeListing, type CatalogModel } from './modelCatalog.js';
 
 export interface VendorFallback {
   apiKey: string;
@@ -75,7 +83,6 @@ function protocolOf(
   return api ? { protocol: api, supportsFast: false } : null;
 }
 
-const PROBE_TIMEOUT_MS = 6_000;
 const HEADERS_PURPOSE = 'model-card-headers';
 const PRIVATE_REFUSAL = `private addresses are not allowed unless the operator opens them (${ALLOW_PRIVATE_SETTING})`;
 
@@ -183,6 +190,15 @@ export class ModelResolver {
     tenant: string,
     body: ModelCardCreate,
   ): Promise<{ card: ModelCardOut; probe: Record<string, unknown> }> {
+    if (
+      body.model === undefined &&
+      !(LEGACY_PROVIDERS as readonly string[]).includes(body.provider)
+    )
+      throw invalid(
+        'provider',
+        `the older create body (no 'model') accepts only ${LEGACY_PROVIDERS.join(', ')}; send 'model' for other providers`,
+      );
+    const model = body.model ?? body.model_id;
     const proto = protocolOf(body.provider, body.pi_config ?? null);
     if (!proto)
       throw invalid(
@@ -211,7 +227,7 @@ export class ModelResolver {
       _id: newId(PREFIX.modelCard),
       model_id: body.model_id,
       provider: body.provider,
-      model: body.model,
+      model,
       base_url: body.base_url ?? null,
       ...this.sealHeaders(body.custom_headers ?? {}),
       api_key_sealed: this.secrets.seal(body.api_key, 'model-card-key'),
@@ -268,6 +284,8 @@ export class ModelResolver {
     if (body.model !== undefined) set.model = body.model;
     if (body.pi_config !== undefined) {
       checkPiConfig(body.pi_config);
+      if (!protocolOf(cur.provider, body.pi_config))
+        throw invalid('pi_config.api', `custom provider '${cur.provider}' must keep pi_config.api`);
       set.pi_config = body.pi_config;
     }
     const after = await this.c.modelCards.findOneAndUpdate(
@@ -278,6 +296,36 @@ export class ModelResolver {
     );
     if (!after) throw notFound('model card', id);
     return renderCard(await this.sealLegacy(after));
+  }
+
+  /**
+   * `POST /v1/svc/models/list` (core/src/domain/modelCatalog.ts): the static catalog, or with
+   * `api_key` (deprecated) live discovery for the legacy protocols, under the egress policy.
+   */
+  async listModels(tenant: string, body: ModelsListRequest): Promise<CatalogModel[]> {
+    if (body.api_key === undefined) {
+      if (body.base_url !== undefined)
+        throw invalid('base_url', 'applies only to live discovery (with api_key)');
+      return catalogFor(body.provider);
+    }
+    const proto = providerProtocol(body.provider);
+    if (!proto)
+      throw invalid('provider', 'live discovery covers only the legacy protocols (ant, oai)');
+    await this.checkBaseUrl(tenant, body.base_url, false);
+    const http = this.restricted(tenant) && body.base_url ? this.tenantFetch : fetch;
+    try {
+      return await discoverModels(
+        body.provider,
+        proto.protocol,
+        body.api_key,
+        body.base_url,
+        http,
+        egressRefusalIn,
+      );
+    } catch (err) {
+      if (egressRefusalIn(err)) throw invalid('base_url', PRIVATE_REFUSAL);
+      throw err;
+    }
   }
 
   async list(tenant: string): Promise<ModelCardOut[]> {
@@ -378,33 +426,12 @@ export class ModelResolver {
     baseUrl?: string,
     headers: Record<string, string> = {},
   ): Promise<{ ok: boolean | null; status?: number; reason?: string }> {
-    const url =
-      protocol === 'anthropic'
-        ? `${baseUrl ?? 'https://api.anthropic.com'}/v1/models`
-        : `${baseUrl ?? 'https://api.openai.com/v1'}/models`;
-    const auth: Record<string, string> =
-      protocol === 'anthropic'
-        ? { 'x-api-key': apiKey, 'anthropic-version': '2023-06-01' }
-        : { authorization: `Bearer ${apiKey}` };
     const http: HttpFetch = this.restricted(tenant) && baseUrl ? this.tenantFetch : fetch;
     try {
-      const res = await http(url, {
-        headers: { ...headers, ...auth },
-        signal: AbortSignal.timeout(PROBE_TIMEOUT_MS),
-      });
-      await res.body?.cancel();
-      return res.ok
-        ? { ok: true, status: res.status }
-        : { ok: false, status: res.status, reason: `HTTP ${res.status}` };
+      return await probeListing(protocol, apiKey, baseUrl, headers, http, egressRefusalIn);
     } catch (err) {
       if (egressRefusalIn(err)) throw invalid('base_url', PRIVATE_REFUSAL);
-      return {
-        ok: false,
-        reason:
-          (err as Error).name === 'TimeoutError'
-            ? 'probe timed out after 6s'
-            : 'unreachable: the provider could not be reached',
-      };
+      throw err;
     }
   }
 }

@@ -6,12 +6,30 @@
  * `headers` (string values, valid names, never a credential or connection header), `cost`
  * (non-negative numbers per token kind). Other keys are descriptive (pi's model metadata) and
  * kept as sent. Proved by test/pi-config-validation.test.ts.
+ *
+ * pi_config cannot override the card's identity, provider, wire model, endpoint or credential
+ * (spec "Model card"): the keys in CARD_OWNED_KEYS are a 400 naming `pi_config.<key>` that
+ * points at the card field to set instead. Proved by test/model-cards-full.test.ts
+ * ("pi_config cannot override the card").
  */
 import { invalid } from '../errors.js';
 import { isProtectedHeader } from '../ports/modelProviderHelpers.js';
 
 const LEVELS = ['off', 'minimal', 'low', 'medium', 'high', 'xhigh', 'max'];
 const COST_KINDS = ['input', 'output', 'cacheRead', 'cacheWrite'];
+
+/** pi's own names and the card's names for what the card alone decides → the card field. */
+const CARD_OWNED_KEYS: Readonly<Record<string, string>> = {
+  id: 'model_id',
+  model_id: 'model_id',
+  provider: 'provider',
+  model: 'model',
+  baseUrl: 'base_url',
+  base_url: 'base_url',
+  endpoint: 'base_url',
+  apiKey: 'api_key',
+  api_key: 'api_key',
+};
 
 const isObject = (v: unknown): v is Record<string, unknown> =>
   !!v && typeof v === 'object' && !Array.isArray(v);
@@ -20,6 +38,12 @@ const positiveInt = (v: unknown) => typeof v === 'number' && Number.isSafeIntege
 export function checkPiConfig(pi: unknown): void {
   if (pi === undefined || pi === null) return;
   if (!isObject(pi)) throw invalid('pi_config', 'must be an object');
+  for (const key of Object.keys(pi))
+    if (Object.hasOwn(CARD_OWNED_KEYS, key))
+      throw invalid(
+        `pi_config.${key}`,
+        `pi_config cannot override the card's ${CARD_OWNED_KEYS[key]}; set the card field instead`,
+      );
   if (pi.reasoning !== undefined && typeof pi.reasoning !== 'boolean')
     throw invalid('pi_config.reasoning', 'must be a boolean');
   for (const k of ['contextWindow', 'maxTokens'])

@@ -1,6 +1,7 @@
 /**
  * OpenAPI entries of the platform routes: health, readiness, metrics and the document itself;
- * the tenant's models; the operator's tenant creation; model cards and API keys (served under
+ * the tenant's models and a provider's catalog; the operator's tenant creation; model cards
+ * (with the workers' internal key route) and API keys (served under
  * /v1/svc and un-prefixed under /v1). test/openapi.test.ts fails when a route lacks an entry or
  * an entry names no route.
  */
@@ -15,8 +16,12 @@ import {
   Health,
   ModelCardCreate,
   ModelCardCreated,
+  ModelCardKey,
   ModelCardOut,
   ModelList,
+  ModelsListRequest,
+  CatalogModelOut,
+  ErrorBody,
   ModelObject,
   Readiness,
   TenantCreate,
@@ -76,6 +81,14 @@ export const MODEL_AND_OPERATOR_OPERATIONS: Record<string, OperationDoc> = {
     ok: { description: 'The model.', content: json(ModelObject) },
   },
 
+  'POST /v1/svc/models/list': {
+    operationId: 'listProviderModels',
+    summary: "A provider's runtime catalog (api_key: deprecated live discovery)",
+    tag: 'models',
+    body: { schema: ModelsListRequest, required: true, example: { provider: 'anthropic' } },
+    ok: { description: 'The catalog.', content: json(FullList(CatalogModelOut)) },
+  },
+
   // ---- operator
   'POST /v1/svc/tenants': {
     operationId: 'createTenant',
@@ -129,6 +142,16 @@ for (const [base, suffix] of [
         example: { api_key: 'sk-rotated' },
       },
       ok: { description: 'The card.', content: json(ModelCardOut) },
+    },
+    [`GET ${base}/model_cards/:id/key`]: {
+      operationId: `getModelCardKey${suffix}`,
+      summary: "A card's cleartext key: internal, agent workers only",
+      description:
+        'Not an API-key route: the caller presents the internal worker credential (derived from PLATFORM_ROOT_SECRET, core/src/domain/cardKeys.ts) as Bearer or x-api-key; every other caller, tenants and the operator included, gets 403.',
+      tag: 'model_cards',
+      params: { id: CardId },
+      ok: { description: 'The key.', content: json(ModelCardKey) },
+      more: { 403: { description: 'Not the worker credential.', content: json(ErrorBody) } },
     },
     [`DELETE ${base}/model_cards/:id`]: {
       operationId: `deleteModelCard${suffix}`,

@@ -1,22 +1,49 @@
-import type { FastifyInstance } from 'fastify';
+import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { Type } from '@sinclair/typebox';
-import { ApiKeyCreate, ModelCardCreate, TenantCreate } from '@agentfleet/schemas';
+import {
+  ApiKeyCreate,
+  ModelCardCreate,
+  ModelsListRequest,
+  TenantCreate,
+} from '@agentfleet/schemas';
 import {
   ApiError,
+  checkWorkerCaller,
   modelInfos,
   pageModels,
   type ModelPageQuery,
   type Platform,
+  readCardKey,
 } from '@agentfleet/core';
 import { bodyOf, tenantOf } from '../http.js';
 
 const cardCreate = bodyOf(ModelCardCreate);
 const cardRotate = bodyOf(Type.Partial(ModelCardCreate, { additionalProperties: false }));
+const modelsList = bodyOf(ModelsListRequest);
 const keyCreate = bodyOf(ApiKeyCreate);
 const tenantCreate = bodyOf(TenantCreate);
 
-/** `svc` extension endpoints, served under /v1/svc/... and un-prefixed where the spec says so. */
+/** The credential a request presents: a Bearer token or x-api-key. */
+function presented(req: FastifyRequest): string | undefined {
+  const auth = req.headers.authorization;
+  if (typeof auth === 'string' && /^Bearer /i.test(auth)) return auth.slice(7).trim();
+  const key = req.headers['x-api-key'];
+  return typeof key === 'string' && key ? key : undefined;
+}
+
+/**
+ * `svc` extension endpoints, served under /v1/svc/... and un-prefixed where the spec says so.
+ * Model cards in full (rotation, the internal key route, models/list) are proved by
+ * test/model-cards-full.test.ts.
+ */
 export function adminRoutes(app: FastifyInstance, p: Platform) {
+  // The runtime catalog; api_key is the deprecated live-discovery path (core/src/domain/modelCatalog.ts).
+  app.post('/v1/svc/models/list', { config: { beta: true } }, async (req, reply) => {
+    const body = modelsList(req);
+    const data = await p.models.listModels(tenantOf(req), body);
+    if (body.api_key !== undefined) reply.header('deprecation', 'true');
+    return { data, has_more: false };
+  });
   for (const base of ['/v1/svc', '/v1']) {
     app.get(`${base}/model_cards`, { config: { beta: true } }, async (req) => ({
       data: await p.models.list(tenantOf(req)),
@@ -30,6 +57,15 @@ export function adminRoutes(app: FastifyInstance, p: Platform) {
       `${base}/model_cards/:id`,
       { config: { beta: true } },
       async (req) => p.models.rotate(tenantOf(req), req.params.id, cardRotate(req)),
+    );
+    // Internal, agent workers only: its own caller check (core/src/domain/cardKeys.ts), no API key.
+    app.get<{ Params: { id: string } }>(
+      `${base}/model_cards/:id/key`,
+      { config: { public: true } },
+      async (req) => {
+        checkWorkerCaller(presented(req), p.config.rootSecret);
+        return readCardKey(p.collections, p.secrets, req.params.id);
+      },
     );
     app.delete<{ Params: { id: string } }>(
       `${base}/model_cards/:id`,
