@@ -82,6 +82,11 @@ export interface Config {
   egress: {
     /** EGRESS_ALLOW_PRIVATE_HOSTS: private destinations the operator opens (`host` or `host:port`). */
     allowPrivateHosts: PrivateHostRule[];
+    /**
+     * EGRESS_CA_CERTS: a file of PEM certificates the session proxy's upstream TLS trusts besides
+     * the system store (private upstreams; tests). Read by the sandbox runtime at start.
+     */
+    caCertsFile: string | null;
   };
   infra: {
     kafkaBrokers: string | null;
@@ -357,7 +362,10 @@ export function loadConfig(role: Role, env: Env = process.env): ParsedConfig {
     graphqlLimits,
     metricsListen,
     shutdownGraceMs,
-    egress: { allowPrivateHosts: allowPrivate.rules },
+    egress: {
+      allowPrivateHosts: allowPrivate.rules,
+      caCertsFile: env.EGRESS_CA_CERTS ? resolve(env.EGRESS_CA_CERTS) : null,
+    },
     turn,
     logLevel,
     infra,

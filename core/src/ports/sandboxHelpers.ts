@@ -1,11 +1,13 @@
 /**
  * What the sandbox drivers (ports/sandbox.ts) share: the paths inside every sandbox (one
  * definition of /workspace, /mnt/session/outputs, …), where the outbound proxy listens inside,
- * the sandbox user, the environment every sandbox process starts with, the spec checks
+ * the sandbox user, the environment every sandbox process starts with (with the egress CA's
+ * trust variables when it is mounted), the spec checks
  * (session id, env names, names the platform reserves) and the resources of an instance size
  * under the operator's caps.
  * Tested through the driver contract (core/test/sandbox.contract.ts) run by
- * core/test/sandbox.local.test.ts and sandbox.nomad.test.ts, and core/test/sandbox.limits.test.ts.
+ * core/test/sandbox.local.test.ts and sandbox.nomad.test.ts, and core/test/sandbox.limits.test.ts;
+ * the trust store in test/sandbox-ca.test.ts.
  */
 import { dirname } from 'node:path';
 import { INSTANCE_SIZES, type InstanceResources } from '@agentfleet/schemas';
@@ -19,16 +21,40 @@ export const SANDBOX_PATHS = {
   node: '/opt/agentfleet/bin/node',
   agent: '/opt/agentfleet/agent.mjs',
   proxySocket: '/run/agentfleet/proxy.sock',
+  /** The deployment's egress CA certificate (core/src/egress/ca.ts), when the proxy intercepts. */
+  caCert: '/opt/agentfleet/egress-ca.pem',
+  /** The system bundle plus that CA; also bound over the system bundle path. */
+  caBundle: '/opt/agentfleet/ca-bundle.pem',
 } as const;
+
+/**
+ * The sandbox's trust store additions (host paths of core/src/egress/ca.ts writeSandboxTrust):
+ * mounted read-only at SANDBOX_PATHS.caCert / caBundle, and the bundle over the system bundle.
+ */
+export interface SandboxTrust {
+  caCert: string;
+  bundle: string;
+}
+
+/** The variables that point TLS clients at the trust files (Node, OpenSSL, Python requests). */
+export const SANDBOX_TRUST_ENV: Record<string, string> = {
+  NODE_EXTRA_CA_CERTS: SANDBOX_PATHS.caCert,
+  SSL_CERT_FILE: SANDBOX_PATHS.caBundle,
+  REQUESTS_CA_BUNDLE: SANDBOX_PATHS.caBundle,
+};
 
 /** Where HTTP(S)_PROXY points inside the sandbox when a proxy socket is bound. */
 export const SANDBOX_PROXY_LISTEN = '127.0.0.1:3128';
 export const SANDBOX_UID = 1000;
 
-/** The environment every sandbox process starts with, whatever the driver. */
+/**
+ * The environment every sandbox process starts with, whatever the driver. With `trust` (the
+ * egress CA is mounted), SANDBOX_TRUST_ENV is set over whatever the spec's env says.
+ */
 export function sandboxEnv(
   specEnv: Record<string, string>,
   proxyUrl: string | null,
+  trust = false,
 ): Record<string, string> {
   return {
     PATH: `/usr/local/bin:/usr/bin:/bin:/usr/local/sbin:/usr/sbin:/sbin:${dirname(SANDBOX_PATHS.node)}`,
@@ -49,6 +75,7 @@ export function sandboxEnv(
           no_proxy: 'localhost,127.0.0.1,::1',
         }
       : {}),
+    ...(trust ? SANDBOX_TRUST_ENV : {}),
   };
 }
 

@@ -6,8 +6,10 @@
  * - Absolute-URI `http://` requests are forwarded (hop-by-hop headers removed). The
  *   `credentialHook` is asked for headers to add per host: this is where outbound credentials
  *   (vault) are injected.
- * - `CONNECT host:port` opens a byte-for-byte tunnel (HTTPS). Credentials cannot be injected
- *   into a tunnel without TLS interception, which is not done (see the TODO in `handleConnect`).
+ * - `CONNECT host:port` opens a byte-for-byte tunnel (HTTPS), except, with `intercept`
+ *   configured, for a host the `credentialHook` has headers for (object stores excepted): TLS
+ *   is then terminated with a leaf of the deployment CA and the credential injected
+ *   (./proxyIntercept.ts).
  * - Every request, allowed or refused, is checked first against the session's network policy
  *   (`hostPolicy`, ./proxyPolicy.ts: the environment's allowlist/denylist of names), then
  *   against the platform's egress policy (core/src/egress): the destination is resolved once,
@@ -23,7 +25,7 @@
  * share; request forwarding in proxyForward.ts, CONNECT tunnelling in proxyTunnel.ts, policy in
  * proxyPolicy.ts, types and helpers in proxyHelpers.ts.
  *
- * Tested in core/test/proxy.*.test.ts and core/test/tools.web.test.ts; custom http tools and
+ * Tested in core/test/proxy.*.test.ts (interception: proxy.intercept.test.ts) and core/test/tools.web.test.ts; custom http tools and
  * web_fetch through it end to end in test/sandbox-tools.test.ts.
  */
 import { promises as fsp } from 'node:fs';
@@ -52,9 +54,12 @@ export {
   type ProxyRequestContext,
 } from './proxyPolicy.js';
 export { isNonPublicAddress } from '../egress/addresses.js';
+export { isObjectStoreHost, type ProxyInterception } from './proxyIntercept.js';
 export {
   proxyRequestTarget,
+  credentialHookFrom,
   type CredentialHook,
+  type CredentialLookup,
   type OutboundProxy,
   type OutboundProxyOptions,
   type ProxyLimits,
@@ -134,6 +139,7 @@ export async function createOutboundProxy(opts: OutboundProxyOptions): Promise<O
     decide,
     resolve,
     credentials,
+    intercept: opts.intercept ?? null,
   };
 
   // --- server --------------------------------------------------------------------------------

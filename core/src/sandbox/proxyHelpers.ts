@@ -14,6 +14,7 @@ import {
   type ResolvedAddress,
 } from '../egress/policy.js';
 import type { PolicyDecision, ProxyPolicy, ProxyRequestContext } from './proxyPolicy.js';
+import type { ProxyInterception } from './proxyIntercept.js';
 
 /**
  * Per-host credential lookup. Returns headers to set on the forwarded request (replacing any
@@ -23,6 +24,20 @@ export type CredentialHook = (
   host: string,
   ctx: ProxyRequestContext,
 ) => Promise<Record<string, string> | null>;
+
+/** One credential for a host: the header to set and its value (e.g. the vault's lookup). */
+export type CredentialLookup = (
+  host: string,
+  ctx: ProxyRequestContext,
+) => Promise<{ header: string; value: string } | null>;
+
+/** A CredentialHook from a one-header CredentialLookup. */
+export const credentialHookFrom =
+  (lookup: CredentialLookup): CredentialHook =>
+  async (host, ctx) => {
+    const c = await lookup(host, ctx);
+    return c ? { [c.header.toLowerCase()]: c.value } : null;
+  };
 
 export interface ProxyLogEntry {
   op: 'outbound.request';
@@ -71,6 +86,11 @@ export interface OutboundProxyOptions {
   egress?: EgressPolicy;
   /** Name resolution for the default egress policy; tests inject their own. Ignored with `egress`. */
   lookup?: EgressLookup;
+  /**
+   * TLS interception of CONNECT tunnels to hosts the credential hook has headers for
+   * (./proxyIntercept.ts). Absent: every tunnel is byte-for-byte and the hook is not asked.
+   */
+  intercept?: ProxyInterception;
 }
 
 export interface OutboundProxy {
@@ -96,6 +116,8 @@ export interface ProxyCore {
   resolve: (host: string, port: number) => Promise<ResolvedAddress>;
   /** Headers the credential hook adds for this request, or null. */
   credentials: (ctx: ProxyRequestContext) => Promise<Record<string, string> | null>;
+  /** TLS interception for tunnels (null: none). */
+  intercept: ProxyInterception | null;
 }
 
 export const DEFAULTS: Required<ProxyLimits> = {

@@ -3,7 +3,9 @@
  * request (session policy, then egress policy on every resolved address), then bytes flow
  * untouched both ways to the checked address; refusals answer with a status line and
  * `proxy-status`, and the tunnel is logged as one `outbound.request` entry with its sizes.
- * Tested in core/test/proxy.connect.test.ts and proxy.egress.test.ts.
+ * A host with a credential to inject (interception configured, not an object store) is
+ * intercepted instead (./proxyIntercept.ts), after the same checks.
+ * Tested in core/test/proxy.connect.test.ts, proxy.egress.test.ts and proxy.intercept.test.ts.
  */
 import http from 'node:http';
 import net from 'node:net';
@@ -19,8 +21,9 @@ import {
   type ProxyCore,
   type ProxyLogEntry,
 } from './proxyHelpers.js';
+import { interceptionFor, serveIntercepted } from './proxyIntercept.js';
 
-/** The `connect` handler of the proxy's server: a byte-for-byte tunnel, nothing injected. */
+/** The `connect` handler of the proxy's server: a byte-for-byte tunnel, or an intercepted one. */
 export const tunnelConnects =
   (core: ProxyCore) => (req: http.IncomingMessage, client: Duplex, head: Buffer) => {
     const { tenantId, sessionId, limits, sockets, emit, decide, resolve } = core;
@@ -94,15 +97,22 @@ export const tunnelConnects =
     if (!decision.allow) return reply(deniedError(decision.reason, host));
     entry.allowed = true;
 
-    // TODO(vault): credential injection for HTTPS. A CONNECT tunnel carries end-to-end TLS, so
-    // `credentialHook` cannot add an Authorization header here without TLS interception (a
-    // per-session CA trusted inside the sandbox, terminating TLS for hosts that have a
-    // credential). Not implemented: tunnels pass through untouched, the hook is not consulted.
+    // With interception configured and a credential for this host (not an object store), TLS
+    // is terminated here and the credential injected (./proxyIntercept.ts); otherwise the
+    // tunnel stays byte-for-byte and the proxy never sees its plaintext.
 
     void (async () => {
       const to = connectTimeoutError;
       const dest = await withTimeout(resolve(host, port), limits.connectTimeoutMs, to);
       if (client.destroyed) return;
+      const inject = await withTimeout(interceptionFor(core, ctx), limits.connectTimeoutMs, to);
+      if (client.destroyed) return;
+      if (inject) {
+        entry.reason = 'intercepted';
+        await serveIntercepted(core, client, head, ctx, dest);
+        entry.status = 200;
+        return;
+      }
       const up = net.connect({ host: dest.address, port, family: dest.family });
       upstream = up;
       await new Promise<void>((resolveConnect, reject) => {

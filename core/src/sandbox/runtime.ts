@@ -10,7 +10,15 @@ import {
   type SessionRef,
 } from '../ports/sandbox.js';
 import { environmentSnapshot } from '../domain/sessions.js';
-import { createOutboundProxy, type OutboundProxy } from './proxy.js';
+import {
+  createOutboundProxy,
+  credentialHookFrom,
+  type CredentialLookup,
+  type OutboundProxy,
+  type ProxyInterception,
+} from './proxy.js';
+import { loadDeploymentCa, upstreamTrust, writeSandboxTrust } from '../egress/ca.js';
+import type { SandboxTrust } from '../ports/sandboxHelpers.js';
 import { sessionHostPolicy } from './proxyPolicy.js';
 import { createEgressPolicy } from '../egress/policy.js';
 import { createSandboxManager, type SandboxManagerService } from './manager.js';
@@ -41,10 +49,14 @@ class ProxyRegistry {
     { proxy: Promise<OutboundProxy>; socketPath: string; refs: number; idle: NodeJS.Timeout | null }
   >();
   private readonly egress;
+  /** Who says which host gets which credential (setCredentialLookup); none: every tunnel raw. */
+  lookup: CredentialLookup = async () => null;
   constructor(
     private readonly dir: string,
     private readonly p: Platform,
     private readonly log: Logger,
+    private readonly intercept: ProxyInterception,
+    readonly trust: SandboxTrust,
   ) {
     this.egress = createEgressPolicy({ allowPrivateHosts: p.config.egress.allowPrivateHosts });
     mkdirSync(dir, { recursive: true, mode: 0o700 });
@@ -52,7 +64,7 @@ class ProxyRegistry {
 
   async acquire(
     ref: SessionRef,
-  ): Promise<{ address: string; socketPath: string; release: () => void }> {
+  ): Promise<{ address: string; socketPath: string; release: () => void; trust: SandboxTrust }> {
     let entry = this.proxies.get(ref.sessionId);
     if (!entry) {
       // Unix socket paths are limited to 108 bytes: a short hash names the socket.
@@ -67,7 +79,9 @@ class ProxyRegistry {
           policy,
           // Private addresses only where the operator opened them (EGRESS_ALLOW_PRIVATE_HOSTS).
           egress: this.egress,
-          // The per-host credential hook goes here with the vault work (spec: inject Authorization by host).
+          // Credentials by host, asked per request (live); HTTPS to such a host is intercepted.
+          credentialHook: credentialHookFrom((host, ctx) => this.lookup(host, ctx)),
+          intercept: this.intercept,
           log: (entry) => this.log.info('outbound request', { ...entry }),
         }),
       );
@@ -85,6 +99,7 @@ class ProxyRegistry {
     return {
       address: proxy.address,
       socketPath: e.socketPath,
+      trust: this.trust,
       release: () => {
         if (released) return;
         released = true;
@@ -133,12 +148,22 @@ export interface SandboxRuntime {
       policy?: WebSearchPolicy,
     ): ReturnType<typeof webSearch>;
   };
+  /**
+   * Sets who supplies outbound credentials by host (the vault's lookup); null: none. Takes
+   * effect on the next request of every session's proxy.
+   */
+  setCredentialLookup(lookup: CredentialLookup | null): void;
   close(): Promise<void>;
 }
 
-/** What the runtime gives the driver it is built on: the session's outbound proxy socket. */
+/**
+ * What the runtime gives the driver it is built on: the session's outbound proxy socket, with
+ * the egress CA trust files to install into the sandbox.
+ */
 export interface SandboxDriverWiring {
-  proxySocket(spec: SandboxSpec): Promise<{ path: string; release: () => void }>;
+  proxySocket(
+    spec: SandboxSpec,
+  ): Promise<{ path: string; release: () => void; trust?: SandboxTrust | null }>;
 }
 
 /**
@@ -153,15 +178,24 @@ export async function createSandboxRuntime(
   makeDriver: (wiring: SandboxDriverWiring) => Promise<SandboxDriver>,
 ): Promise<SandboxRuntime> {
   const cfg = p.config.sandbox;
+  // The deployment's egress CA (one per fleet, in the store) and what upstream TLS trusts.
+  const ca = await loadDeploymentCa(p.store, p.secrets);
+  const intercept: ProxyInterception = {
+    ca,
+    upstream: await upstreamTrust(p.config.egress.caCertsFile),
+  };
+  const trust = await writeSandboxTrust(join(cfg.rootDir, 'ca'), ca.certPem);
   const proxies = new ProxyRegistry(
     join(cfg.rootDir, 'px'),
     p,
     log.child({ component: 'outbound-proxy' }),
+    intercept,
+    trust,
   );
   const driver = await makeDriver({
     proxySocket: async (spec: SandboxSpec) => {
       const h = await proxies.acquire(spec);
-      return { path: h.socketPath, release: h.release };
+      return { path: h.socketPath, release: h.release, trust: h.trust };
     },
   });
   // Environment `packages`: layers built in confined sandboxes, cached by content (./packages/).
@@ -240,6 +274,9 @@ export async function createSandboxRuntime(
           h.release();
         }
       },
+    },
+    setCredentialLookup(lookup) {
+      proxies.lookup = lookup ?? (async () => null);
     },
     async close() {
       await unsubscribe();

@@ -21,7 +21,8 @@
  * No host value inside: bwrap (whose forked copy is PID 1 in the sandbox, with bwrap's environ
  * and argv readable there) is started with an EMPTY environment and an argv of sandbox paths
  * only; its options (host paths, the sandbox's env) go through a pipe. The sandbox's processes
- * get exactly sandboxEnv(): PATH, HOME, the spec's env, the proxy variables.
+ * get exactly sandboxEnv(): PATH, HOME, the spec's env, the proxy variables (and, with a proxy
+ * socket that carries `trust`, the egress CA in the trust store and its variables).
  *
  * Limits (instance size, lowered by operator caps; limits.ts, the cgroup and disk code in
  * @agentfleet/sandbox-agent): processes, memory and CPU with one
@@ -31,7 +32,8 @@
  *
  * Tested: core/test/sandbox.local.test.ts (driver contract, binds, crash, proxy socket),
  * core/test/sandbox.limits.test.ts (no host secret in /proc, fork bomb, memory hog, disk filler,
- * CPU quota, cleanup), test/sandbox-isolation.test.ts (the same through the SDK).
+ * CPU quota, cleanup), test/sandbox-isolation.test.ts (the same through the SDK),
+ * test/sandbox-ca.test.ts (the egress CA trusted by curl and pointed at by the variables).
  */
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
@@ -237,7 +239,9 @@ export function createLocalDriver(opts: LocalDriverOptions): LocalDriver {
       log?.warn('sandbox has a proxyUrl but no proxy socket: it has no way out', {
         sessionId: spec.sessionId,
       });
-    const base = sandboxEnv(spec.env, proxyUrl);
+    // The egress CA comes with the proxy socket: trusted only where that proxy intercepts.
+    const trust = proxySocket ? (proxy?.trust ?? null) : null;
+    const base = sandboxEnv(spec.env, proxyUrl, trust !== null);
     const env = spec.packages ? withPackageLayerEnv(base) : base;
     let listen = SANDBOX_PROXY_LISTEN;
     if (proxyUrl) {
@@ -260,6 +264,7 @@ export function createLocalDriver(opts: LocalDriverOptions): LocalDriver {
       hide: [HOST_CODE_ROOT, rootDir, ...(opts.hidePaths ?? [])],
       env,
       packages: spec.packages,
+      trust,
     });
     const command = [
       SANDBOX_PATHS.node,

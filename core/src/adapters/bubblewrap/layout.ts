@@ -14,7 +14,8 @@ import * as fsp from 'node:fs/promises';
 import { delimiter, dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
-import { SANDBOX_PATHS, SANDBOX_UID } from '../../ports/sandboxHelpers.js';
+import { SYSTEM_CA_BUNDLES } from '../../egress/ca.js';
+import { SANDBOX_PATHS, SANDBOX_UID, type SandboxTrust } from '../../ports/sandboxHelpers.js';
 import { packageLayerBindArgs } from '../../sandbox/packages/layerEnv.js';
 
 export {
@@ -207,7 +208,7 @@ export const NAMESPACE_ARGS = [
  * The bwrap options of one sandbox, the same for every driver that runs bwrap (the local
  * driver, and the Nomad launcher which gets them through a pipe): the namespaces, the system
  * read-only, the sandbox's own directories, node and the agent read-only, the proxy socket,
- * extra read-only binds with `hide` covered, the workspace as working directory and an empty
+ * the egress CA trust files, extra read-only binds with `hide` covered, the workspace as working directory and an empty
  * environment plus `env`.
  */
 export function sandboxBwrapOptions(o: {
@@ -221,6 +222,8 @@ export function sandboxBwrapOptions(o: {
   env: Record<string, string>;
   /** The environment's package layer (mounted at /opt/agentfleet/packages; see SandboxSpec). */
   packages?: { hostDir: string; writable?: boolean } | null;
+  /** The egress CA trust files (trustBindArgs). */
+  trust?: SandboxTrust | null;
 }): string[] {
   return [
     ...NAMESPACE_ARGS,
@@ -238,10 +241,39 @@ export function sandboxBwrapOptions(o: {
     SANDBOX_PATHS.agent,
     ...(o.proxySocket ? ['--ro-bind', o.proxySocket, SANDBOX_PATHS.proxySocket] : []),
     ...(o.packages ? packageLayerBindArgs(o.packages) : []),
+    ...(o.trust ? trustBindArgs(o.trust) : []),
     ...extraBindArgs(o.readOnlyBinds, o.hide),
     '--chdir',
     SANDBOX_PATHS.workspace,
     '--clearenv',
     ...Object.entries(o.env).flatMap(([k, v]) => ['--setenv', k, v]),
   ];
+}
+
+/**
+ * The egress CA in the sandbox's trust store (the spec's certificate push, done at start): the
+ * CA and the combined bundle read-only at SANDBOX_PATHS.caCert / caBundle, and the bundle over
+ * every system bundle path the sandbox sees (bound from the host's /etc), so curl, OpenSSL and
+ * anything using the system store trust it without a variable.
+ */
+export function trustBindArgs(trust: SandboxTrust): string[] {
+  const args = [
+    '--ro-bind',
+    trust.caCert,
+    SANDBOX_PATHS.caCert,
+    '--ro-bind',
+    trust.bundle,
+    SANDBOX_PATHS.caBundle,
+  ];
+  // Regular files only: a symlinked path shows its (covered) target anyway.
+  for (const p of SYSTEM_CA_BUNDLES) {
+    let regular = false;
+    try {
+      regular = lstatSync(p).isFile();
+    } catch {
+      /* absent */
+    }
+    if (regular) args.push('--ro-bind', trust.bundle, p);
+  }
+  return args;
 }

@@ -7,7 +7,7 @@
 import type { SandboxConfinement } from '@agentfleet/sandbox-agent';
 import type { Logger } from '../../log.js';
 import type { SandboxDriver, SandboxHandle, SandboxSpec } from '../../ports/sandbox.js';
-import type { SandboxLimitCaps } from '../../ports/sandboxHelpers.js';
+import type { SandboxLimitCaps, SandboxTrust } from '../../ports/sandboxHelpers.js';
 import type { AgentClient } from '../../sandbox/protocol.js';
 import type { SandboxLimitsProbe } from './limits.js';
 
@@ -59,6 +59,8 @@ export interface LocalDriverOptions {
 export interface ProxySocket {
   path: string;
   release?: () => Promise<void> | void;
+  /** The egress CA trust files of that proxy, installed into the sandbox's trust store. */
+  trust?: SandboxTrust | null;
 }
 
 export interface LocalSandboxHandle extends SandboxHandle {
