@@ -127,6 +127,11 @@ describe('tenant isolation over the route table', () => {
     const fileRes = await t.http('/v1/files', { method: 'POST', key: a.apiKey, body: form });
     expect(fileRes.status).toBe(200);
     const file = (await fileRes.json()) as { id: string };
+    const vault = await a.client.beta.vaults.create({ display_name: `${SECRET}-vault` });
+    const cred = await a.client.beta.vaults.credentials.create(vault.id, {
+      display_name: `${SECRET}-cred`,
+      auth: { type: 'static_bearer', token: 'alpha-token', mcp_server_url: 'https://a.test/mcp' },
+    });
     const keys = (await (
       await t.http('/v1/svc/api_keys', { key: a.apiKey, headers: BETA })
     ).json()) as { data: Array<{ id: string }> };
@@ -137,6 +142,8 @@ describe('tenant isolation over the route table', () => {
       mc_: card.id,
       key_: keys.data[0]!.id,
       file_: file.id,
+      vlt_: vault.id,
+      vcrd_: cred.id,
       model_id: card.model_id,
     };
     const aValues = [SECRET, ...Object.values(fixtures)];
@@ -251,6 +258,11 @@ describe('tenant isolation over the route table', () => {
       ).data,
     ).toEqual([]);
     expect((await t.http(`/v1/files/${file.id}/content`, { key: a.apiKey })).status).toBe(200);
+    expect((await a.client.beta.vaults.retrieve(vault.id)).archived_at).toBeNull();
+    const credNow = await a.client.beta.vaults.credentials.retrieve(cred.id, {
+      vault_id: vault.id,
+    });
+    expect([credNow.archived_at, credNow.display_name]).toEqual([null, `${SECRET}-cred`]);
     const cards = (await (
       await t.http('/v1/svc/model_cards', { key: a.apiKey, headers: BETA })
     ).json()) as { data: Array<{ id: string; api_key_preview: string }> };

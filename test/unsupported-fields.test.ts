@@ -1,7 +1,7 @@
 /**
  * Settings the SDK can send but this deployment has not built are refused with a 400 naming the
  * field and saying "not supported yet", and nothing is stored (core/src/domain/unsupported.ts):
- * agent `multiagent`, session `vault_ids`, input events `user.define_outcome` (`system.message`
+ * agent `multiagent`, input events `user.define_outcome` (`system.message`
  * is built: test/system-message.test.ts). Through the official TypeScript SDK and plain HTTP. A model card for a custom
  * provider (protocol from `pi_config.api`) is created without a probe and says so:
  * `{ok: null, reason: 'unsupported_provider'}` (spec, model cards rule 1).
@@ -55,18 +55,24 @@ describe('unbuilt settings are refused, never stored', () => {
     expect((after as any).multiagent ?? null).toBeNull();
   });
 
-  it('session vault_ids: refused on create and update; an empty list is accepted', async () => {
+  // Vaults are built: session vault_ids are validated, not refused (test/vaults.test.ts).
+  it('session vault_ids: an unknown vault is a 400 naming vault_ids[0]; a real one is accepted', async () => {
     const c = t.client;
     const env = await c.beta.environments.create({ name: 'v' });
     const a = await c.beta.agents.create({ name: 'v', model: 'claude-sonnet-4-5' });
-    await refused(
-      c.beta.sessions.create({ agent: a.id, environment_id: env.id, vault_ids: ['vlt_nope'] }),
-      'vault_ids',
-    );
+    const err = await c.beta.sessions
+      .create({ agent: a.id, environment_id: env.id, vault_ids: ['vlt_nope'] })
+      .then(
+        () => null,
+        (e: unknown) => e,
+      );
+    expect(err).toBeInstanceOf(Anthropic.BadRequestError);
+    expect((err as any).error.error.message).toContain('vault_ids[0]');
     expect((await c.beta.sessions.list()).data.filter((s) => s.agent.id === a.id)).toEqual([]);
+    const vault = await c.beta.vaults.create({ display_name: 'v' });
     const s = await c.beta.sessions.create({ agent: a.id, environment_id: env.id, vault_ids: [] });
-    await refused(c.beta.sessions.update(s.id, { vault_ids: ['vlt_x'] }), 'vault_ids');
-    expect((await c.beta.sessions.retrieve(s.id)).vault_ids).toEqual([]);
+    await c.beta.sessions.update(s.id, { vault_ids: [vault.id] });
+    expect((await c.beta.sessions.retrieve(s.id)).vault_ids).toEqual([vault.id]);
   });
 
   it('user.define_outcome and user.tool_result events: 400 naming events[i].type, nothing appended; system.message is accepted', async () => {

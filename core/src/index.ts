@@ -15,6 +15,7 @@ export { AgentService, normalizeModel, normalizeTools, renderSpec } from './doma
 export { render as renderAgent } from './domain/agents.js';
 export { render as renderEnvironment } from './domain/environments.js';
 export { EnvironmentService } from './domain/environments.js';
+export * from './domain/vaults.js';
 export * from './domain/models.js';
 export * from './domain/cardKeys.js';
 export { catalogFor, type CatalogModel } from './domain/modelCatalog.js';

@@ -8,6 +8,7 @@ import { openCollections, type Collections } from './domain/collections.js';
 import { AgentService } from './domain/agents.js';
 import { AuthService } from './domain/auth.js';
 import { EnvironmentService } from './domain/environments.js';
+import { VaultService } from './domain/vaults.js';
 import { EventLog } from './domain/eventLog.js';
 import { ModelResolver } from './domain/models.js';
 import { createEgressPolicy, type EgressPolicy } from './egress/policy.js';
@@ -45,6 +46,8 @@ export interface Platform {
   auth: AuthService;
   agents: AgentService;
   environments: EnvironmentService;
+  /** Vaults and credentials; `credentialForHost` is the proxies' live lookup. */
+  vaults: VaultService;
   sessions: SessionService;
   models: ModelResolver;
   /**
@@ -123,6 +126,7 @@ export async function createPlatform(config: Config, adapters: Adapters): Promis
     auth,
     agents,
     environments,
+    vaults: new VaultService(collections, secrets),
     sessions,
     models,
     events,

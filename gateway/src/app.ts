@@ -8,6 +8,7 @@ import { metricsRoute, operatorOnlyMetrics } from './metricsRoute.js';
 import { openStreams } from './sse.js';
 import { agentRoutes } from './routes/agents.js';
 import { environmentRoutes } from './routes/environments.js';
+import { vaultRoutes } from './routes/vaults.js';
 import { sessionRoutes } from './routes/sessions.js';
 import { adminRoutes } from './routes/admin.js';
 import { fileRoutes, fileServicesOf, type FileServices } from './routes/files.js';
@@ -103,6 +104,7 @@ export async function buildApp(p: Platform, opts: AppOptions): Promise<FastifyIn
 
   agentRoutes(app, p);
   environmentRoutes(app, p);
+  vaultRoutes(app, p);
   sessionRoutes(app, p, opts.log);
   adminRoutes(app, p);
   const files = opts.files ?? fileServicesOf(p);

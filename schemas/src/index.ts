@@ -2,6 +2,7 @@ export * from './common.js';
 export * from './errors.js';
 export * from './agents.js';
 export * from './environments.js';
+export * from './vaults.js';
 export * from './sessions.js';
 export * from './events.js';
 export * from './modelCards.js';

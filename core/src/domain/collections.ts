@@ -260,6 +260,34 @@ export interface FileDoc {
   created_at: string;
 }
 
+export interface VaultDoc {
+  _id: string;
+  tenant_id: string;
+  display_name: string;
+  /** Credentials held (archived ones too); reserved with a conditional $inc, at most 20. */
+  credential_count: number;
+  metadata: Record<string, string>;
+  archived_at: string | null;
+  created_at: string;
+  updated_at: string;
+}
+export interface VaultCredentialDoc {
+  _id: string;
+  tenant_id: string;
+  vault_id: string;
+  display_name: string | null;
+  /** The public part of `auth` (no secret field); see schemas/src/vaults.ts CredentialAuth. */
+  auth: Record<string, unknown> & { type: string };
+  /** Lower-cased hostname the credential binds to (mcp_server_url's), or null. */
+  host: string | null;
+  /** JSON object of the secret fields, sealed (SecretBox, purpose `vault-credential`). */
+  secrets_sealed: string;
+  metadata: Record<string, string>;
+  archived_at: string | null;
+  created_at: string;
+  updated_at: string;
+}
+
 export const COLLECTIONS = {
   tenants: { name: 'tenants' },
   apiKeys: {
@@ -290,6 +318,11 @@ export const COLLECTIONS = {
     name: 'files',
     indexes: [{ fields: { tenant_id: 1, _id: 1 } }, { fields: { tenant_id: 1, scope_id: 1 } }],
   },
+  vaults: { name: 'vaults', indexes: [{ fields: { tenant_id: 1, _id: 1 } }] },
+  vaultCredentials: {
+    name: 'vault_credentials',
+    indexes: [{ fields: { tenant_id: 1, vault_id: 1, _id: 1 } }],
+  },
 } as const satisfies Record<string, CollectionSpec>;
 
 export function openCollections(router: StoreRouter) {
@@ -306,6 +339,8 @@ export function openCollections(router: StoreRouter) {
     runs: t<RunDoc>(COLLECTIONS.runs),
     modelCards: t<ModelCardDoc>(COLLECTIONS.modelCards),
     files: t<FileDoc>(COLLECTIONS.files),
+    vaults: t<VaultDoc>(COLLECTIONS.vaults),
+    vaultCredentials: t<VaultCredentialDoc>(COLLECTIONS.vaultCredentials),
   };
 }
 export type Collections = ReturnType<typeof openCollections>;

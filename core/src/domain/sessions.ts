@@ -19,7 +19,7 @@ import type { ModelResolver } from './models.js';
 import { createdAtBounds, pageById, type Page } from './pagination.js';
 import { applyMetadataPatch } from './metadata.js';
 import { budgetUpdateFields, checkCreateBudget, renderUsage } from './budget.js';
-import { refuseVaultIds } from './unsupported.js';
+import { checkVaultIds } from './vaults.js';
 import { refuseUnservableBaseImage, type BaseImageSupport } from './baseImage.js';
 import { checkInputEvents } from './inputEvents.js';
 import { sessionAgentSnapshot } from './sessionAgent.js';
@@ -83,7 +83,7 @@ export class SessionService {
   ) {}
 
   async create(tenant: string, body: SessionCreate) {
-    refuseVaultIds(body.vault_ids);
+    await checkVaultIds(this.c, tenant, body.vault_ids);
     const ref = typeof body.agent === 'string' ? { id: body.agent } : body.agent;
     const agentDoc = await this.c.agents.get(tenant, ref.id);
     if (!agentDoc) throw invalid('agent', `agent ${ref.id} not found`);
@@ -236,8 +236,8 @@ export class SessionService {
   }
 
   async update(tenant: string, id: string, b: SessionUpdate) {
-    refuseVaultIds(b.vault_ids);
     const s = await this.getDoc(tenant, id);
+    await checkVaultIds(this.c, tenant, b.vault_ids);
     const set: Record<string, unknown> = { updated_at: nowIso() };
     if (b.title !== undefined) set.title = b.title;
     if (b.vault_ids !== undefined) set.vault_ids = b.vault_ids;

@@ -33,12 +33,6 @@ export function refuseMultiagent(value: unknown): void {
     throw notSupportedYet('multiagent', 'multiagent orchestration');
 }
 
-/** `vault_ids` (session create/update): vaults do not exist yet; an empty list is accepted. */
-export function refuseVaultIds(value: unknown): void {
-  if (Array.isArray(value) && value.length > 0)
-    throw notSupportedYet('vault_ids', 'vaults (vault_ids)');
-}
-
 /**
  * `execution_identity` (agent create/update): runs carry no customer-named principal here, so
  * `service_account` (the default) is the only identity; `aws_role` would need cloud credential

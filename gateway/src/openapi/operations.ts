@@ -9,6 +9,7 @@ import { AGENT_AND_ENVIRONMENT_OPERATIONS } from './operations.agents.js';
 import { GRAPHQL_OPERATIONS } from './operations.graphql.js';
 import { META_OPERATIONS, MODEL_AND_OPERATOR_OPERATIONS } from './operations.platform.js';
 import { SESSION_AND_FILE_OPERATIONS } from './operations.sessions.js';
+import { VAULT_OPERATIONS } from './operations.vaults.js';
 
 export type { OperationDoc } from './operationHelpers.js';
 
@@ -18,5 +19,6 @@ export const OPERATIONS: Readonly<Record<string, OperationDoc>> = {
   ...SESSION_AND_FILE_OPERATIONS,
   ...MODEL_AND_OPERATOR_OPERATIONS,
   ...GRAPHQL_OPERATIONS,
+  ...VAULT_OPERATIONS,
 };
 export const operationKey = (method: string, url: string) => `${method} ${url}`;
