@@ -8,6 +8,7 @@
  *   (an HTTPS server of ours on 127.0.0.1 whose self-signed certificate the proxy trusts only
  *   through EGRESS_CA_CERTS) receives the injected Authorization; the secret is nowhere in the
  *   sandbox's environment or the tool result;
+ * - web_fetch, which runs on the worker through the same proxy, trusts that CA too;
  * - without a credential the tunnel is raw: curl sees the upstream's own certificate (which
  *   the sandbox does not trust) and the upstream receives nothing.
  */
@@ -127,6 +128,23 @@ describe('egress CA in the sandbox trust store (local driver)', () => {
     // The secret never reached the sandbox: not in its environment (grep counted 0), nor in the result.
     expect(out).toContain('env_hits=0');
     expect(out).not.toContain(SECRET);
+  }, 60_000);
+
+  it('web_fetch (on the worker, through the same proxy) trusts the CA and gets the credential injected', async () => {
+    t.server.sandboxes!.setCredentialLookup(async (host) =>
+      host === '127.0.0.1' ? { header: 'Authorization', value: `Bearer ${SECRET}` } : null,
+    );
+    seen.length = 0;
+    t.model.script(
+      MODEL,
+      call('web_fetch', { url: `https://127.0.0.1:${port}/fetched` }),
+      say('done'),
+    );
+    const { events } = await runTurn(t.client, sid, 'fetch it');
+    const result = JSON.stringify(events.filter((e) => /tool_result/.test(e.type)));
+    expect(result).toContain('upstream saw /fetched');
+    expect(result).not.toContain(SECRET);
+    expect(seen).toEqual([{ url: '/fetched', authorization: `Bearer ${SECRET}` }]);
   }, 60_000);
 
   it('without a credential the tunnel is raw: the upstream certificate, untrusted by the sandbox', async () => {

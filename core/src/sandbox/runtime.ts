@@ -1,6 +1,7 @@
 import { createHash } from 'node:crypto';
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
+import tls from 'node:tls';
 import type { Logger } from '../log.js';
 import type { Platform } from '../platform.js';
 import {
@@ -185,6 +186,8 @@ export async function createSandboxRuntime(
     upstream: await upstreamTrust(p.config.egress.caCertsFile),
   };
   const trust = await writeSandboxTrust(join(cfg.rootDir, 'ca'), ca.certPem);
+  // web_fetch goes through the same proxy: it trusts Node's roots plus the CA that proxy mints with.
+  const webTrust = [...tls.rootCertificates, ca.certPem];
   const proxies = new ProxyRegistry(
     join(cfg.rootDir, 'px'),
     p,
@@ -261,6 +264,7 @@ export async function createSandboxRuntime(
           return await webFetch(input as Parameters<typeof webFetch>[0], {
             ...policy,
             proxy: h.address,
+            ca: webTrust,
           });
         } finally {
           h.release();
