@@ -4,7 +4,8 @@
  * secret, the vendor fallback key, a model card key and custom header values, an MCP server
  * authorization_token, a github_repository resource token (refused: no materializer), the
  * web_search backend key, the Nomad ACL token (Nomad run), the API keys the platform hands out,
- * and an invalid key a client presents. The test drives a whole lifecycle: tenant; API keys
+ * the secrets of a vault credential of every type (test/secretsScanVaults.ts; the session runs
+ * with that vault), and an invalid key a client presents. The test drives a whole lifecycle: tenant; API keys
  * (created, used, revoked, a wrong key refused); model card (create, rotate, list); agents
  * (create, update, session override and update, GraphQL mutation, refused REST and GraphQL
  * bodies carrying the token); environment; file upload; a session whose sandbox (bubblewrap)

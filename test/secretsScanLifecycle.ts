@@ -12,6 +12,7 @@ import type { ScriptedModelServer } from './fixtures/scriptedModel.js';
 import { BETA, readSse, waitFor } from './harness.js';
 import { boundFileScan, DUMP_AGAIN, dumpCommand } from './secretsScanSandbox.js';
 import { readTree, recordingFetch, type Secret } from './secretsScan.js';
+import { VAULT_SECRETS, vaultLifecycle } from './secretsScanVaults.js';
 
 export const rand = () => randomBytes(12).toString('hex');
 export const OPERATOR_KEY = `scan-operator-key-${rand()}`;
@@ -86,6 +87,7 @@ export async function lifecycle(s: ScanState): Promise<void> {
       value: s.tenantKey,
       allowedIn: (where) => where.startsWith(`response ${TENANT_CREATE} `),
     },
+    ...VAULT_SECRETS,
   ];
   const sdk = client(s.tenantKey);
 
@@ -166,10 +168,13 @@ export async function lifecycle(s: ScanState): Promise<void> {
     model: VENDOR_MODEL,
   });
 
+  // A vault with a credential of every type (test/secretsScanVaults.ts), in the session's vaults.
+  const vaultId = await vaultLifecycle(http, json);
   // A file, a session (with an MCP override carrying the token), and an API key listing.
   const session = await sdk.beta.sessions.create({
     agent: { type: 'agent_with_overrides', id: agent.id, mcp_servers: mcp },
     environment_id: env.id,
+    vault_ids: [vaultId],
   } as any);
   const sid = session.id;
   // A resource this deployment cannot materialize is refused; its token is not echoed.
