@@ -3,7 +3,8 @@
  * deployment CA (core/src/egress/ca.ts), against an HTTPS upstream of ours on 127.0.0.1 whose
  * certificate comes from a test CA the proxy trusts only through an EGRESS_CA_CERTS file:
  * - a host with a credential: the client sees a leaf chaining to the deployment CA, the
- *   upstream receives the injected Authorization (replacing the sandbox's), looked up live;
+ *   upstream receives the injected Authorization (replacing the sandbox's), looked up live
+ *   per request (a rotation applies inside an open connection);
  * - no credential, or an object-store host: a raw tunnel (the upstream's own certificate, no
  *   header added);
  * - a private address the operator did not open stays refused, credential or not;
@@ -198,6 +199,30 @@ describe('outbound proxy: TLS interception', () => {
       reason: 'intercepted',
     });
     expect(JSON.stringify(logs)).not.toContain(SECRET);
+  });
+
+  it('asks for the credential per request: a rotation applies inside an open connection', async () => {
+    let value = 'Bearer first';
+    const { proxy } = await startProxy({ hook: async () => ({ authorization: value }) });
+    const { socket } = await connectVia(proxy, `api.example.test:${upPort}`);
+    const t = tls.connect({ socket, servername: 'api.example.test', ca: [deployment.certPem] });
+    await new Promise<void>((resolve, reject) => {
+      t.once('secureConnect', () => resolve());
+      t.once('error', reject);
+    });
+    let text = '';
+    t.on('data', (c: Buffer) => (text += c.toString('utf8')));
+    const closed = new Promise<void>((r) => t.once('close', () => r()));
+    t.write(`GET /one HTTP/1.1\r\nHost: api.example.test\r\n\r\n`);
+    await waitFor(() => text.includes('upstream saw /one'));
+    value = 'Bearer second';
+    t.write(`GET /two HTTP/1.1\r\nHost: api.example.test\r\nConnection: close\r\n\r\n`);
+    await closed;
+    expect(text).toContain('upstream saw /two');
+    expect(received.map((r) => [r.url, r.authorization])).toEqual([
+      ['/one', 'Bearer first'],
+      ['/two', 'Bearer second'],
+    ]);
   });
 
   it('keeps a raw tunnel for a host without a credential: the upstream cert, no header added', async () => {

@@ -205,7 +205,11 @@ export function deploymentCa(ca: CertificateAuthority, maxHosts = 1000): Deploym
       const key = host.toLowerCase();
       let ctx = contexts.get(key);
       if (!ctx) {
-        leafKey ??= rsaKeyPem();
+        if (!leafKey) {
+          const k = rsaKeyPem();
+          k.catch(() => (leafKey = leafKey === k ? null : leafKey)); // a failure is not kept
+          leafKey = k;
+        }
         ctx = leafKey.then((keyPem) =>
           tls.createSecureContext({
             key: keyPem,
