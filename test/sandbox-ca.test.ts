@@ -9,6 +9,7 @@
  *   through EGRESS_CA_CERTS) receives the injected Authorization; the secret is nowhere in the
  *   sandbox's environment or the tool result;
  * - web_fetch, which runs on the worker through the same proxy, trusts that CA too;
+ * - an unreadable EGRESS_CA_CERTS stops the worker from starting;
  * - without a credential the tunnel is raw: curl sees the upstream's own certificate (which
  *   the sandbox does not trust) and the upstream receives nothing.
  */
@@ -145,6 +146,15 @@ describe('egress CA in the sandbox trust store (local driver)', () => {
     expect(result).toContain('upstream saw /fetched');
     expect(result).not.toContain(SECRET);
     expect(seen).toEqual([{ url: '/fetched', authorization: `Bearer ${SECRET}` }]);
+  }, 60_000);
+
+  it('a worker does not start with an unreadable EGRESS_CA_CERTS', async () => {
+    await expect(
+      startPlatform({
+        model: t.model,
+        env: { SANDBOX_DRIVER: 'local', EGRESS_CA_CERTS: join(dir, 'missing.pem') },
+      }),
+    ).rejects.toThrow(/EGRESS_CA_CERTS: cannot read/);
   }, 60_000);
 
   it('without a credential the tunnel is raw: the upstream certificate, untrusted by the sandbox', async () => {
