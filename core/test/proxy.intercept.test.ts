@@ -313,6 +313,16 @@ describe('deployment CA', () => {
     await store.close();
   });
 
+  it('two processes creating it at once end up with one CA (the insert race is lost cleanly)', async () => {
+    const store = await openEmbeddedStore({ dir: join(dir, 'race-store') });
+    const box = new SecretBox(ROOT_SECRET);
+    const [a, b] = await Promise.all([loadDeploymentCa(store, box), loadDeploymentCa(store, box)]);
+    expect(a.certPem).toBe(b.certPem);
+    const docs = await store.collection<EgressCaDoc>({ name: EGRESS_CA_COLLECTION }).find({});
+    expect(docs.map((d) => d.cert_pem)).toEqual([a.certPem]);
+    await store.close();
+  });
+
   it('mints a leaf per host (DNS or IP) that chains to the CA', async () => {
     for (const host of ['api.example.test', '127.0.0.1']) {
       const ctx = await deployment.contextFor(host);
