@@ -110,7 +110,14 @@ describe.skipIf(!available)(
             base_url: t.model.url,
             api_key: 'sk-st',
           });
+        // A vault with one credential (its routes take both ids, from the same map).
+        const vault = async (name: string) => {
+          const id = await post('/v1/vaults', { display_name: `st-${name}` });
+          const auth = { type: 'static_bearer', token: 'st', mcp_server_url: 'https://st.test/' };
+          return { vlt_: id, vcrd_: await post(`/v1/vaults/${id}/credentials`, { auth }) };
+        };
         const keep: Record<string, string> = {
+          ...(await vault('keep')),
           env_: env,
           agent_: agent,
           sess_: await post('/v1/sessions', { agent, environment_id: env }),
@@ -119,6 +126,7 @@ describe.skipIf(!available)(
           key_: await post('/v1/svc/api_keys', { name: 'st-keep' }),
         };
         const doomed: Record<string, string> = {
+          ...(await vault('doomed')),
           env_: await post('/v1/environments', { name: 'st-doomed' }),
           agent_: await post('/v1/agents', { name: 'st-doomed', model: 'claude-sonnet-4-5' }),
           sess_: await post('/v1/sessions', { agent, environment_id: env }),
