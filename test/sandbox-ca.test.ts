@@ -10,6 +10,9 @@
  *   sandbox's environment or the tool result;
  * - web_fetch, which runs on the worker through the same proxy, trusts that CA too;
  * - an unreadable EGRESS_CA_CERTS stops the worker from starting;
+ * - with no test seam, a session's vault (vault_ids) supplies the credential: a static_bearer
+ *   whose mcp_server_url host matches is injected, rotated live, and gone once the vault is
+ *   archived; a session without the vault never gets it;
  * - without a credential the tunnel is raw: curl sees the upstream's own certificate (which
  *   the sandbox does not trust) and the upstream receives nothing.
  */
@@ -156,6 +159,72 @@ describe('egress CA in the sandbox trust store (local driver)', () => {
       }),
     ).rejects.toThrow(/EGRESS_CA_CERTS: cannot read/);
   }, 60_000);
+
+  it("a session's vault credential is injected: static_bearer by its mcp_server_url host, rotated live, gone when archived", async () => {
+    t.server.sandboxes!.setCredentialLookup(null); // the default: the session's vaults
+    const vault = await t.client.beta.vaults.create({ display_name: 'ca-vault' });
+    const cred = await t.client.beta.vaults.credentials.create(vault.id, {
+      auth: {
+        type: 'static_bearer',
+        token: SECRET,
+        mcp_server_url: `https://127.0.0.1:${port}/mcp`,
+      },
+    });
+    const env = await t.client.beta.environments.create({ name: 'ca-vault' });
+    const agent = await t.client.beta.agents.create({
+      name: 'ca-vault',
+      model: MODEL,
+      tools: [{ type: 'agent_toolset_20260401' }],
+    });
+    const vsid = (
+      await t.client.beta.sessions.create({
+        agent: agent.id,
+        environment_id: env.id,
+        vault_ids: [vault.id],
+      })
+    ).id;
+    const run = async (path: string) => {
+      t.model.script(
+        MODEL,
+        call('bash', { command: `${curl(path)}; env | grep -c sk- || true` }),
+        say('done'),
+      );
+      const { toolResults } = await runTurn(t.client, vsid, 'run it');
+      return toolResults[0].content[0].text as string;
+    };
+    seen.length = 0;
+    const first = await run('/vault');
+    expect(first).toContain('exit=0');
+    expect(first).not.toContain(SECRET);
+    expect(seen).toEqual([{ url: '/vault', authorization: `Bearer ${SECRET}` }]);
+    // Rotation takes effect on the next request; an archived vault injects nothing.
+    await t.client.beta.vaults.credentials.update(cred.id, {
+      vault_id: vault.id,
+      auth: { type: 'static_bearer', token: `${SECRET}-rotated` },
+    });
+    seen.length = 0;
+    await run('/rotated');
+    expect(seen).toEqual([{ url: '/rotated', authorization: `Bearer ${SECRET}-rotated` }]);
+    await t.client.beta.vaults.archive(vault.id);
+    seen.length = 0;
+    const raw = await run('/archived');
+    expect(raw).toContain('exit=60');
+    expect(seen).toEqual([]);
+    // The session without vault_ids never gets it.
+    await t.client.beta.vaults.credentials.create(
+      (await t.client.beta.vaults.create({ display_name: 'unattached' })).id,
+      {
+        auth: {
+          type: 'static_bearer',
+          token: SECRET,
+          mcp_server_url: `https://127.0.0.1:${port}/`,
+        },
+      },
+    );
+    seen.length = 0;
+    expect(await bash(curl('/unattached'))).toContain('exit=60');
+    expect(seen).toEqual([]);
+  }, 120_000);
 
   it('without a credential the tunnel is raw: the upstream certificate, untrusted by the sandbox', async () => {
     t.server.sandboxes!.setCredentialLookup(null);

@@ -42,6 +42,7 @@ export type WebSearchPolicy = Pick<
 >;
 import { createPackageLayerService } from './packages/wiring.js';
 import { sessionLayerResolver } from './packages/sessionLayer.js';
+import { vaultCredentialLookup } from './vaultInjection.js';
 
 /** One outbound proxy per session, on a unix socket, alive while something holds it. */
 class ProxyRegistry {
@@ -50,8 +51,8 @@ class ProxyRegistry {
     { proxy: Promise<OutboundProxy>; socketPath: string; refs: number; idle: NodeJS.Timeout | null }
   >();
   private readonly egress;
-  /** Who says which host gets which credential (setCredentialLookup); none: every tunnel raw. */
-  lookup: CredentialLookup = async () => null;
+  /** Who says which host gets which credential: the session's vaults (setCredentialLookup replaces it). */
+  lookup: CredentialLookup;
   constructor(
     private readonly dir: string,
     private readonly p: Platform,
@@ -60,6 +61,7 @@ class ProxyRegistry {
     readonly trust: SandboxTrust,
   ) {
     this.egress = createEgressPolicy({ allowPrivateHosts: p.config.egress.allowPrivateHosts });
+    this.lookup = vaultCredentialLookup(p);
     mkdirSync(dir, { recursive: true, mode: 0o700 });
   }
 
@@ -150,8 +152,8 @@ export interface SandboxRuntime {
     ): ReturnType<typeof webSearch>;
   };
   /**
-   * Sets who supplies outbound credentials by host (the vault's lookup); null: none. Takes
-   * effect on the next request of every session's proxy.
+   * Replaces who supplies outbound credentials by host (default and null: the session's vaults,
+   * ./vaultInjection.ts). Takes effect on the next request of every session's proxy.
    */
   setCredentialLookup(lookup: CredentialLookup | null): void;
   close(): Promise<void>;
@@ -280,7 +282,7 @@ export async function createSandboxRuntime(
       },
     },
     setCredentialLookup(lookup) {
-      proxies.lookup = lookup ?? (async () => null);
+      proxies.lookup = lookup ?? vaultCredentialLookup(p);
     },
     async close() {
       await unsubscribe();
