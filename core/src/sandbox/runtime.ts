@@ -44,6 +44,12 @@ import { createPackageLayerService } from './packages/wiring.js';
 import { sessionLayerResolver } from './packages/sessionLayer.js';
 import { vaultCredentialLookup } from './vaultInjection.js';
 
+interface EgressCaState {
+  intercept: ProxyInterception;
+  trust: SandboxTrust;
+  webTrust: string[];
+}
+
 /** One outbound proxy per session, on a unix socket, alive while something holds it. */
 class ProxyRegistry {
   private readonly proxies = new Map<
@@ -57,8 +63,8 @@ class ProxyRegistry {
     private readonly dir: string,
     private readonly p: Platform,
     private readonly log: Logger,
-    private readonly intercept: ProxyInterception,
-    readonly trust: SandboxTrust,
+    /** The egress CA, loaded on first need (./runtime.ts createSandboxRuntime). */
+    private readonly egressCa: () => Promise<EgressCaState>,
   ) {
     this.egress = createEgressPolicy({ allowPrivateHosts: p.config.egress.allowPrivateHosts });
     this.lookup = vaultCredentialLookup(p);
@@ -75,7 +81,7 @@ class ProxyRegistry {
         this.dir,
         `${createHash('sha256').update(ref.sessionId).digest('hex').slice(0, 16)}.sock`,
       );
-      const proxy = this.policyFor(ref).then((policy) =>
+      const proxy = Promise.all([this.policyFor(ref), this.egressCa()]).then(([policy, ca]) =>
         createOutboundProxy({
           listen: { socketPath },
           context: { tenantId: ref.tenantId, sessionId: ref.sessionId },
@@ -84,7 +90,7 @@ class ProxyRegistry {
           egress: this.egress,
           // Credentials by host, asked per request (live); HTTPS to such a host is intercepted.
           credentialHook: credentialHookFrom((host, ctx) => this.lookup(host, ctx)),
-          intercept: this.intercept,
+          intercept: ca.intercept,
           log: (entry) => this.log.info('outbound request', { ...entry }),
         }),
       );
@@ -92,6 +98,7 @@ class ProxyRegistry {
       this.proxies.set(ref.sessionId, entry);
     }
     const e = entry;
+    const { trust } = await this.egressCa();
     if (e.idle) {
       clearTimeout(e.idle);
       e.idle = null;
@@ -102,7 +109,7 @@ class ProxyRegistry {
     return {
       address: proxy.address,
       socketPath: e.socketPath,
-      trust: this.trust,
+      trust,
       release: () => {
         if (released) return;
         released = true;
@@ -181,21 +188,28 @@ export async function createSandboxRuntime(
   makeDriver: (wiring: SandboxDriverWiring) => Promise<SandboxDriver>,
 ): Promise<SandboxRuntime> {
   const cfg = p.config.sandbox;
-  // The deployment's egress CA (one per fleet, in the store) and what upstream TLS trusts.
-  const ca = await loadDeploymentCa(p.store, p.secrets);
-  const intercept: ProxyInterception = {
-    ca,
-    upstream: await upstreamTrust(p.config.egress.caCertsFile),
-  };
-  const trust = await writeSandboxTrust(join(cfg.rootDir, 'ca'), ca.certPem);
-  // web_fetch goes through the same proxy: it trusts Node's roots plus the CA that proxy mints with.
-  const webTrust = [...tls.rootCertificates, ca.certPem];
+  // What upstream TLS trusts is read now: an unreadable EGRESS_CA_CERTS stops the worker.
+  const upstream = await upstreamTrust(p.config.egress.caCertsFile);
+  // The deployment's egress CA (one per fleet, in the store, key sealed under the root secret)
+  // is loaded or created on first need, never during start-up: a start that fails before the
+  // data dir's generated secrets are stored must not seal a CA with a secret that is then lost.
+  let caState: Promise<EgressCaState> | null = null;
+  const egressCa = () =>
+    (caState ??= (async () => {
+      const ca = await loadDeploymentCa(p.store, p.secrets);
+      const intercept: ProxyInterception = { ca, upstream };
+      const trust = await writeSandboxTrust(join(cfg.rootDir, 'ca'), ca.certPem);
+      // web_fetch goes through the same proxy: Node's roots plus the CA that proxy mints with.
+      return { intercept, trust, webTrust: [...tls.rootCertificates, ca.certPem] };
+    })().catch((err) => {
+      caState = null;
+      throw err;
+    }));
   const proxies = new ProxyRegistry(
     join(cfg.rootDir, 'px'),
     p,
     log.child({ component: 'outbound-proxy' }),
-    intercept,
-    trust,
+    egressCa,
   );
   const driver = await makeDriver({
     proxySocket: async (spec: SandboxSpec) => {
@@ -266,7 +280,7 @@ export async function createSandboxRuntime(
           return await webFetch(input as Parameters<typeof webFetch>[0], {
             ...policy,
             proxy: h.address,
-            ca: webTrust,
+            ca: (await egressCa()).webTrust,
           });
         } finally {
           h.release();
