@@ -10,7 +10,9 @@ import type net from 'node:net';
 import { normalizeHost } from '../egress/policy.js';
 import type { ProxyRequestContext } from './proxyPolicy.js';
 import {
-  HOP_BY_HOP,
+  downstreamResponseHeaders,
+  idleTimeoutError,
+  upstreamRequestHeaders,
   loggablePath,
   ProxyError,
   connectTimeoutError,
@@ -127,20 +129,8 @@ export const forwardRequests =
       );
       if (res.destroyed) return;
 
-      const headers: Record<string, string | string[]> = {};
-      const listed = new Set(
-        String(req.headers.connection ?? '')
-          .split(',')
-          .map((s) => s.trim().toLowerCase())
-          .filter(Boolean),
-      );
-      for (const [k, v] of Object.entries(req.headers)) {
-        if (v === undefined || HOP_BY_HOP.has(k) || listed.has(k) || k === 'host') continue;
-        headers[k] = v;
-      }
-      headers.host = target.host;
       // Injected credentials replace whatever the sandbox sent under the same name.
-      for (const [k, v] of Object.entries(extra ?? {})) headers[k.toLowerCase()] = v;
+      const headers = upstreamRequestHeaders(req, target.host, extra);
 
       const up = http.request({
         host: dest.address,
@@ -161,33 +151,13 @@ export const forwardRequests =
           s.once('connect', () => clearTimeout(connectTimer));
         }
       });
-      up.setTimeout(limits.idleTimeoutMs, () =>
-        up.destroy(
-          new ProxyError(
-            504,
-            'idle_timeout',
-            'http_response_timeout',
-            'the destination stopped responding',
-          ),
-        ),
-      );
+      up.setTimeout(limits.idleTimeoutMs, () => up.destroy(idleTimeoutError()));
       up.on('error', (err) => {
         clearTimeout(connectTimer);
         fail(upstreamError(err));
       });
       up.on('response', (ur) => {
-        const out: string[] = [];
-        const listedBack = new Set(
-          String(ur.headers.connection ?? '')
-            .split(',')
-            .map((s) => s.trim().toLowerCase())
-            .filter(Boolean),
-        );
-        for (let i = 0; i + 1 < ur.rawHeaders.length; i += 2) {
-          const k = ur.rawHeaders[i].toLowerCase();
-          if (HOP_BY_HOP.has(k) || listedBack.has(k)) continue;
-          out.push(ur.rawHeaders[i], ur.rawHeaders[i + 1]);
-        }
+        const out = downstreamResponseHeaders(ur);
         res.writeHead(ur.statusCode ?? 502, ur.statusMessage, out);
         ur.on('data', (c: Buffer) => {
           entry.bytes_in += c.length;

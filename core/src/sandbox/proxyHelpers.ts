@@ -142,6 +142,48 @@ export const HOP_BY_HOP = new Set([
   'expect',
 ]);
 
+/** Header names a message's `Connection` header lists: hop-by-hop for that message too. */
+const connectionListed = (headers: http.IncomingHttpHeaders) =>
+  new Set(
+    String(headers.connection ?? '')
+      .split(',')
+      .map((s) => s.trim().toLowerCase())
+      .filter(Boolean),
+  );
+
+/**
+ * The headers forwarded upstream for a sandbox's request (plain HTTP and intercepted HTTPS):
+ * without hop-by-hop ones, with `host` set, and the injected credentials replacing whatever
+ * the sandbox sent under the same names.
+ */
+export function upstreamRequestHeaders(
+  req: http.IncomingMessage,
+  host: string,
+  extra: Record<string, string> | null | undefined,
+): Record<string, string | string[]> {
+  const listed = connectionListed(req.headers);
+  const headers: Record<string, string | string[]> = {};
+  for (const [k, v] of Object.entries(req.headers)) {
+    if (v === undefined || HOP_BY_HOP.has(k) || listed.has(k) || k === 'host') continue;
+    headers[k] = v;
+  }
+  headers.host = host;
+  for (const [k, v] of Object.entries(extra ?? {})) headers[k.toLowerCase()] = v;
+  return headers;
+}
+
+/** The upstream response's raw headers passed back to the sandbox, without hop-by-hop ones. */
+export function downstreamResponseHeaders(ur: http.IncomingMessage): string[] {
+  const listed = connectionListed(ur.headers);
+  const out: string[] = [];
+  for (let i = 0; i + 1 < ur.rawHeaders.length; i += 2) {
+    const k = ur.rawHeaders[i]!.toLowerCase();
+    if (HOP_BY_HOP.has(k) || listed.has(k)) continue;
+    out.push(ur.rawHeaders[i]!, ur.rawHeaders[i + 1]!);
+  }
+  return out;
+}
+
 export class ProxyError extends Error {
   constructor(
     readonly status: number,
@@ -227,6 +269,15 @@ export function proxyRequestTarget(
 }
 
 /** The answer when the destination did not connect in time (resolve, connect, or ETIMEDOUT). */
+/** The destination stopped sending during a forwarded exchange. */
+export const idleTimeoutError = () =>
+  new ProxyError(
+    504,
+    'idle_timeout',
+    'http_response_timeout',
+    'the destination stopped responding',
+  );
+
 export const connectTimeoutError = () =>
   new ProxyError(
     504,

@@ -34,7 +34,9 @@ import type { DeploymentCa } from '../egress/ca.js';
 import type { ResolvedAddress } from '../egress/policy.js';
 import type { ProxyRequestContext } from './proxyPolicy.js';
 import {
-  HOP_BY_HOP,
+  downstreamResponseHeaders,
+  idleTimeoutError,
+  upstreamRequestHeaders,
   ProxyError,
   loggablePath,
   upstreamError,
@@ -169,19 +171,8 @@ export async function serveIntercepted(
       // Live per request: a credential rotated since the CONNECT is used from now on.
       const extra = await core.credentials({ ...ctx, method: entry.method });
       if (res.destroyed) return;
-      const listed = new Set(
-        String(req.headers.connection ?? '')
-          .split(',')
-          .map((s) => s.trim().toLowerCase())
-          .filter(Boolean),
-      );
-      const headers: Record<string, string | string[]> = {};
-      for (const [k, v] of Object.entries(req.headers)) {
-        if (v === undefined || HOP_BY_HOP.has(k) || listed.has(k) || k === 'host') continue;
-        headers[k] = v;
-      }
-      headers.host = hostHeader;
-      for (const [k, v] of Object.entries(extra ?? {})) headers[k.toLowerCase()] = v;
+      // Injected credentials replace whatever the sandbox sent under the same name.
+      const headers = upstreamRequestHeaders(req, hostHeader, extra);
 
       // The CONNECT name is what the certificate must match (an IP host: that IP).
       const upOptions: https.RequestOptions & { secureContext: tls.SecureContext } = {
@@ -198,30 +189,10 @@ export async function serveIntercepted(
         maxHeaderSize: limits.maxHeaderBytes,
       };
       const up = https.request(upOptions);
-      up.setTimeout(limits.idleTimeoutMs, () =>
-        up.destroy(
-          new ProxyError(
-            504,
-            'idle_timeout',
-            'http_response_timeout',
-            'the destination stopped responding',
-          ),
-        ),
-      );
+      up.setTimeout(limits.idleTimeoutMs, () => up.destroy(idleTimeoutError()));
       up.on('error', (err) => fail(tlsError(err)));
       up.on('response', (ur) => {
-        const listedBack = new Set(
-          String(ur.headers.connection ?? '')
-            .split(',')
-            .map((s) => s.trim().toLowerCase())
-            .filter(Boolean),
-        );
-        const out: string[] = [];
-        for (let n = 0; n + 1 < ur.rawHeaders.length; n += 2) {
-          const k = ur.rawHeaders[n].toLowerCase();
-          if (HOP_BY_HOP.has(k) || listedBack.has(k)) continue;
-          out.push(ur.rawHeaders[n], ur.rawHeaders[n + 1]);
-        }
+        const out = downstreamResponseHeaders(ur);
         entry.status = ur.statusCode ?? 502;
         res.writeHead(entry.status, ur.statusMessage, out);
         ur.on('data', (c: Buffer) => {
