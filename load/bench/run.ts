@@ -13,6 +13,7 @@
  */
 import os from 'node:os';
 import { startBenchPlatform, type BenchPlatform } from './context.js';
+import { egressSection } from './egress.js';
 import { eventsSection } from './events.js';
 import { httpSection } from './http.js';
 import {
@@ -57,6 +58,7 @@ const SECTIONS: Section[] = [
   },
   { name: 'store', platform: null, real: false, run: (_p, s) => storeSection(s) },
   { name: 'sandbox', platform: null, real: false, run: () => sandboxSection() },
+  { name: 'egress', platform: null, real: false, run: () => egressSection() },
   {
     name: 'real-turns',
     platform: 'real',
