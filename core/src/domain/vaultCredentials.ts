@@ -4,10 +4,18 @@
  *   only into the sealed JSON (SecretBox, AES-256-GCM, purpose `vault-credential`); the public
  *   part has no secret field, so no response or list can carry one;
  * - an update keeps the stored type (a different `auth.type` is a 400) and replaces only the
- *   fields it names; the next `credentialForHost` sees the rotation (nothing is cached).
- * Proved by test/vaults.test.ts.
+ *   fields it names; the next `credentialForHost` sees the rotation (nothing is cached);
+ * - a `cap_cli` credential names a CLI of the capability registry
+ *   (core/src/egress/cliRegistry.ts); any other cli_id is a 400 on `auth.cli_id` listing the
+ *   known ids, so an accepted credential always has an egress effect;
+ * - an `environment_variable` credential gets, at create, a random placeholder
+ *   (`afv_ph_<32 hex>`, sealed with its secrets, kept across updates, never derived from the
+ *   secret): the only value the sandbox ever sees for it (core/src/sandbox/placeholders.ts).
+ * Proved by test/vaults.test.ts and test/sandbox-credentials.test.ts.
  */
+import { randomBytes } from 'node:crypto';
 import type { CredentialAuthCreate, CredentialAuthUpdate } from '@agentfleet/schemas';
+import { CLI_REGISTRY, knownCliIds } from '../egress/cliRegistry.js';
 import { invalid } from '../errors.js';
 
 /** Opened secret material of one credential, by field. */
@@ -17,7 +25,12 @@ export interface CredentialSecrets {
   refresh_token?: string;
   client_secret?: string;
   secret_value?: string;
+  /** environment_variable: what the sandbox sees instead of secret_value (not a secret). */
+  placeholder?: string;
 }
+
+/** A new environment_variable placeholder: random, unrelated to the secret. */
+export const newPlaceholder = () => `afv_ph_${randomBytes(16).toString('hex')}`;
 export type PublicAuth = Record<string, unknown> & { type: string };
 
 function httpUrl(value: string, field: string): URL {
@@ -102,9 +115,14 @@ export function splitCreate(a: CredentialAuthCreate): {
             'auth.injection_location',
           ),
         },
-        secrets: { secret_value: a.secret_value },
+        secrets: { secret_value: a.secret_value, placeholder: newPlaceholder() },
       };
     case 'cap_cli':
+      if (!Object.hasOwn(CLI_REGISTRY, a.cli_id))
+        throw invalid(
+          'auth.cli_id',
+          `unknown CLI '${a.cli_id}'; known cli_id values: ${knownCliIds().join(', ')}`,
+        );
       return { auth: { type: a.type, cli_id: a.cli_id }, secrets: { token: a.token } };
     case 'command_secret':
       return {

@@ -4,10 +4,11 @@
  * into the sandbox, or on 127.0.0.1).
  *
  * - Absolute-URI `http://` requests are forwarded (hop-by-hop headers removed). The
- *   `credentialHook` is asked for headers to add per host: this is where outbound credentials
- *   (vault) are injected.
+ *   `credentialHook` (or `egressCredentials`) is asked per request for headers to add and
+ *   placeholders to replace (./placeholders.ts): this is where outbound credentials (vault)
+ *   are injected.
  * - `CONNECT host:port` opens a byte-for-byte tunnel (HTTPS), except, with `intercept`
- *   configured, for a host the `credentialHook` has headers for (object stores excepted): TLS
+ *   configured, for a host the hook has headers or substitutions for (object stores excepted): TLS
  *   is then terminated with a leaf of the deployment CA and the credential injected
  *   (./proxyIntercept.ts).
  * - Every request, allowed or refused, is checked first against the session's network policy
@@ -38,6 +39,7 @@ import {
   DEFAULTS,
   ProxyError,
   refusalText,
+  type EgressInjection,
   type OutboundProxy,
   type OutboundProxyOptions,
   type ProxyCore,
@@ -59,6 +61,8 @@ export {
   proxyRequestTarget,
   credentialHookFrom,
   type CredentialHook,
+  type EgressCredentials,
+  type EgressInjection,
   type CredentialLookup,
   type OutboundProxy,
   type OutboundProxyOptions,
@@ -115,10 +119,12 @@ export async function createOutboundProxy(opts: OutboundProxyOptions): Promise<O
     }
   };
 
-  const credentials = async (ctx: ProxyRequestContext): Promise<Record<string, string> | null> => {
-    if (!opts.credentialHook) return null;
+  const credentials = async (ctx: ProxyRequestContext): Promise<EgressInjection | null> => {
     try {
-      return await opts.credentialHook(ctx.host, ctx);
+      if (opts.egressCredentials) return await opts.egressCredentials(ctx.host, ctx);
+      if (!opts.credentialHook) return null;
+      const headers = await opts.credentialHook(ctx.host, ctx);
+      return headers ? { headers, substitutions: [] } : null;
     } catch {
       throw new ProxyError(
         502,

@@ -1,8 +1,8 @@
 /**
  * Request forwarding of the outbound proxy (proxy.ts): an absolute-URI `http://` request is
  * checked (session policy, then egress policy on every resolved address), sent to the checked
- * address with hop-by-hop headers removed and the credential hook's headers replacing the
- * sandbox's, and logged as one `outbound.request` entry (no header values, no query values).
+ * address with hop-by-hop headers removed, the credential hook's headers replacing the
+ * sandbox's and its placeholders substituted (./placeholders.ts), and logged as one `outbound.request` entry (no header values, no query values).
  * Tested in core/test/proxy.forward.test.ts and proxy.egress.test.ts.
  */
 import http from 'node:http';
@@ -22,6 +22,7 @@ import {
   type ProxyCore,
   type ProxyLogEntry,
 } from './proxyHelpers.js';
+import { bodyHeaders, prepareBody, sendBody, substituteHeaders } from './placeholders.js';
 
 /** The request handler of the proxy's server for absolute-URI `http://` requests. */
 export const forwardRequests =
@@ -129,8 +130,14 @@ export const forwardRequests =
       );
       if (res.destroyed) return;
 
-      // Injected credentials replace whatever the sandbox sent under the same name.
-      const headers = upstreamRequestHeaders(req, target.host, extra);
+      // Injected credentials replace whatever the sandbox sent under the same name; the
+      // placeholders of the hosts' environment_variable credentials become their secrets.
+      const headers = upstreamRequestHeaders(req, target.host, extra?.headers);
+      const subs = extra?.substitutions ?? [];
+      substituteHeaders(headers, subs);
+      const body = await prepareBody(req, subs);
+      bodyHeaders(headers, body);
+      if (res.destroyed) return;
 
       const up = http.request({
         host: dest.address,
@@ -169,10 +176,9 @@ export const forwardRequests =
         ur.on('error', () => res.destroy());
         ur.pipe(res);
       });
-      req.on('data', (c: Buffer) => {
-        entry.bytes_out += c.length;
-      });
       req.on('error', () => up.destroy());
-      req.pipe(up);
+      sendBody(req, up, body, (n) => {
+        entry.bytes_out += n;
+      });
     })().catch((err) => fail(upstreamError(err)));
   };

@@ -15,6 +15,7 @@ import {
 } from '../egress/policy.js';
 import type { PolicyDecision, ProxyPolicy, ProxyRequestContext } from './proxyPolicy.js';
 import type { ProxyInterception } from './proxyIntercept.js';
+import type { PlaceholderSubstitution } from './placeholders.js';
 
 /**
  * Per-host credential lookup. Returns headers to set on the forwarded request (replacing any
@@ -38,6 +39,25 @@ export const credentialHookFrom =
     const c = await lookup(host, ctx);
     return c ? { [c.header.toLowerCase()]: c.value } : null;
   };
+
+/**
+ * What the proxy changes in one outbound request: headers it sets (replacing the sandbox's
+ * under the same names) and placeholders it replaces by their secrets (./placeholders.ts).
+ */
+export interface EgressInjection {
+  headers: Record<string, string>;
+  substitutions: PlaceholderSubstitution[];
+}
+
+/** Per-request credential lookup with placeholder substitution (the session's vaults). */
+export type EgressCredentials = (
+  host: string,
+  ctx: ProxyRequestContext,
+) => Promise<EgressInjection | null>;
+
+/** Whether an injection changes anything. */
+export const injects = (i: EgressInjection | null | undefined): i is EgressInjection =>
+  !!i && (Object.keys(i.headers).length > 0 || i.substitutions.length > 0);
 
 export interface ProxyLogEntry {
   op: 'outbound.request';
@@ -76,6 +96,11 @@ export interface OutboundProxyOptions {
   listen: { socketPath: string } | { host: '127.0.0.1'; port: number };
   policy: ProxyPolicy;
   credentialHook?: CredentialHook;
+  /**
+   * Headers and placeholder substitutions per request (the session's vaults,
+   * ./vaultInjection.ts); when given, used instead of `credentialHook`.
+   */
+  egressCredentials?: EgressCredentials;
   log: (entry: ProxyLogEntry) => void;
   context: { tenantId: string; sessionId: string };
   limits?: ProxyLimits;
@@ -87,7 +112,7 @@ export interface OutboundProxyOptions {
   /** Name resolution for the default egress policy; tests inject their own. Ignored with `egress`. */
   lookup?: EgressLookup;
   /**
-   * TLS interception of CONNECT tunnels to hosts the credential hook has headers for
+   * TLS interception of CONNECT tunnels to hosts the credential hook has something for
    * (./proxyIntercept.ts). Absent: every tunnel is byte-for-byte and the hook is not asked.
    */
   intercept?: ProxyInterception;
@@ -114,8 +139,8 @@ export interface ProxyCore {
   decide: (ctx: ProxyRequestContext) => PolicyDecision;
   /** Resolves once and checks every address (egress policy): the address to connect to. */
   resolve: (host: string, port: number) => Promise<ResolvedAddress>;
-  /** Headers the credential hook adds for this request, or null. */
-  credentials: (ctx: ProxyRequestContext) => Promise<Record<string, string> | null>;
+  /** What the credential hook injects into this request, or null. */
+  credentials: (ctx: ProxyRequestContext) => Promise<EgressInjection | null>;
   /** TLS interception for tunnels (null: none). */
   intercept: ProxyInterception | null;
 }

@@ -1,12 +1,12 @@
 /**
  * TLS interception for the outbound proxy's CONNECT tunnels (proxyTunnel.ts), used only for
- * hosts that have a credential to inject. This is how a vault credential reaches an HTTPS
+ * hosts that have a credential to inject or a placeholder to substitute. This is how a vault credential reaches an HTTPS
  * upstream without the sandbox ever holding it.
  *
  * Guarantees:
  * - A tunnel is intercepted only when interception is configured, the host is not an
  *   object-store host (those always pass through raw, spec "Outbound HTTPS"), and the
- *   credential hook returns headers for it. Every other tunnel stays today's byte-for-byte
+ *   credential hook returns headers or placeholder substitutions for it (./placeholders.ts). Every other tunnel stays today's byte-for-byte
  *   tunnel: the proxy never sees its plaintext.
  * - The egress policy has already run on the CONNECT (proxyTunnel.ts): the upstream connection
  *   goes to the checked address, so a credential never opens a private address.
@@ -15,7 +15,8 @@
  * - Each request inside is sent to the CONNECT host (its Host header is set to it, whatever
  *   the sandbox wrote), with hop-by-hop headers removed and the credential hook asked again
  *   (live: a rotated credential takes effect on the next request); its headers replace any the
- *   sandbox sent under the same names.
+ *   sandbox sent under the same names and its placeholders are substituted in header values
+ *   and bodies as each credential's injection_location says.
  * - The upstream TLS is verified against the proxy's upstream trust (Node's roots, the system
  *   bundle, EGRESS_CA_CERTS) and the CONNECT host name; a failure answers 502 with
  *   `proxy-status: agentfleet; error=tls_certificate_error`, never an unverified request.
@@ -40,9 +41,12 @@ import {
   ProxyError,
   loggablePath,
   upstreamError,
+  injects,
+  type EgressInjection,
   type ProxyCore,
   type ProxyLogEntry,
 } from './proxyHelpers.js';
+import { bodyHeaders, prepareBody, sendBody, substituteHeaders } from './placeholders.js';
 
 /** How the proxy intercepts: the CA that mints leaves and what upstream TLS trusts. */
 export interface ProxyInterception {
@@ -82,15 +86,15 @@ const tlsError = (err: unknown) =>
       )
     : upstreamError(err);
 
-/** Whether this tunnel is intercepted: the headers to inject, or null for a raw tunnel. */
+/** Whether this tunnel is intercepted: what to inject, or null for a raw tunnel. */
 export async function interceptionFor(
   core: ProxyCore,
   ctx: ProxyRequestContext,
-): Promise<Record<string, string> | null> {
+): Promise<EgressInjection | null> {
   const i = core.intercept;
   if (!i || (i.rawHost ?? isObjectStoreHost)(ctx.host)) return null;
-  const headers = await core.credentials(ctx);
-  return headers && Object.keys(headers).length ? headers : null;
+  const injection = await core.credentials(ctx);
+  return injects(injection) ? injection : null;
 }
 
 /**
@@ -171,8 +175,14 @@ export async function serveIntercepted(
       // Live per request: a credential rotated since the CONNECT is used from now on.
       const extra = await core.credentials({ ...ctx, method: entry.method });
       if (res.destroyed) return;
-      // Injected credentials replace whatever the sandbox sent under the same name.
-      const headers = upstreamRequestHeaders(req, hostHeader, extra);
+      // Injected credentials replace whatever the sandbox sent under the same name; the
+      // placeholders of the host's environment_variable credentials become their secrets.
+      const headers = upstreamRequestHeaders(req, hostHeader, extra?.headers);
+      const subs = extra?.substitutions ?? [];
+      substituteHeaders(headers, subs);
+      const body = await prepareBody(req, subs);
+      bodyHeaders(headers, body);
+      if (res.destroyed) return;
 
       // The CONNECT name is what the certificate must match (an IP host: that IP).
       const upOptions: https.RequestOptions & { secureContext: tls.SecureContext } = {
@@ -202,11 +212,10 @@ export async function serveIntercepted(
         ur.on('error', () => res.destroy());
         ur.pipe(res);
       });
-      req.on('data', (c: Buffer) => {
-        entry.bytes_out += c.length;
-      });
       req.on('error', () => up.destroy());
-      req.pipe(up);
+      sendBody(req, up, body, (n) => {
+        entry.bytes_out += n;
+      });
     })().catch((err) => fail(upstreamError(err)));
   });
   server.emit('connection', tlsSocket);

@@ -13,8 +13,8 @@ import {
 import { environmentSnapshot } from '../domain/sessions.js';
 import {
   createOutboundProxy,
-  credentialHookFrom,
   type CredentialLookup,
+  type EgressCredentials,
   type OutboundProxy,
   type ProxyInterception,
 } from './proxy.js';
@@ -42,7 +42,9 @@ export type WebSearchPolicy = Pick<
 >;
 import { createPackageLayerService } from './packages/wiring.js';
 import { sessionLayerResolver } from './packages/sessionLayer.js';
-import { vaultCredentialLookup } from './vaultInjection.js';
+import { sessionCredentials, vaultEgressCredentials } from './vaultInjection.js';
+import { managerWithCredentialEnv } from './commandSecrets.js';
+import { CLI_REGISTRY, type CliRegistry } from '../egress/cliRegistry.js';
 
 interface EgressCaState {
   intercept: ProxyInterception;
@@ -57,8 +59,10 @@ class ProxyRegistry {
     { proxy: Promise<OutboundProxy>; socketPath: string; refs: number; idle: NodeJS.Timeout | null }
   >();
   private readonly egress;
-  /** Who says which host gets which credential: the session's vaults (setCredentialLookup replaces it). */
-  lookup: CredentialLookup;
+  /** Which hosts each cap_cli CLI talks to (setCliRegistry replaces it). */
+  cliRegistry: CliRegistry = CLI_REGISTRY;
+  /** Who says which request gets which credential: the session's vaults (setCredentialLookup replaces it). */
+  lookup: EgressCredentials;
   constructor(
     private readonly dir: string,
     private readonly p: Platform,
@@ -67,7 +71,7 @@ class ProxyRegistry {
     private readonly egressCa: () => Promise<EgressCaState>,
   ) {
     this.egress = createEgressPolicy({ allowPrivateHosts: p.config.egress.allowPrivateHosts });
-    this.lookup = vaultCredentialLookup(p);
+    this.lookup = this.vaultLookup();
     mkdirSync(dir, { recursive: true, mode: 0o700 });
   }
 
@@ -89,7 +93,7 @@ class ProxyRegistry {
           // Private addresses only where the operator opened them (EGRESS_ALLOW_PRIVATE_HOSTS).
           egress: this.egress,
           // Credentials by host, asked per request (live); HTTPS to such a host is intercepted.
-          credentialHook: credentialHookFrom((host, ctx) => this.lookup(host, ctx)),
+          egressCredentials: (host, ctx) => this.lookup(host, ctx),
           intercept: ca.intercept,
           log: (entry) => this.log.info('outbound request', { ...entry }),
         }),
@@ -134,6 +138,11 @@ class ProxyRegistry {
     return sessionHostPolicy(env?.network ?? null, session?.agent?.mcp_servers as any[]);
   }
 
+  /** The default lookup: the session's vaults, with the current CLI registry. */
+  vaultLookup(): EgressCredentials {
+    return vaultEgressCredentials(this.p, () => this.cliRegistry);
+  }
+
   async close(): Promise<void> {
     for (const e of this.proxies.values()) {
       if (e.idle) clearTimeout(e.idle);
@@ -163,6 +172,13 @@ export interface SandboxRuntime {
    * ./vaultInjection.ts). Takes effect on the next request of every session's proxy.
    */
   setCredentialLookup(lookup: CredentialLookup | null): void;
+  /**
+   * Replaces the hosts each cap_cli CLI's token goes to (default and null: CLI_REGISTRY,
+   * core/src/egress/cliRegistry.ts), for the next request of every session's proxy. Not
+   * configuration: a seam for tests, whose upstreams live on 127.0.0.1 rather than at a
+   * CLI's real host.
+   */
+  setCliRegistry(registry: CliRegistry | null): void;
   close(): Promise<void>;
 }
 
@@ -229,7 +245,7 @@ export async function createSandboxRuntime(
     leases: p.coordination.leases,
   });
   const layerFor = sessionLayerResolver(packageLayers, p.events, log);
-  const manager = createSandboxManager({
+  const bareManager = createSandboxManager({
     driver,
     objects: p.objects,
     sleepAfterMs: cfg.sleepAfterMs,
@@ -257,6 +273,11 @@ export async function createSandboxRuntime(
     log: log.child({ component: 'sandbox-manager' }),
     onEvent: (e) => log.debug('sandbox event', { ...e }),
   });
+  // Every exec gets the session's environment_variable placeholders and, for one simple
+  // command of a listed program, its command_secret values, read live (./commandSecrets.ts).
+  const manager = managerWithCredentialEnv(bareManager, (s) =>
+    sessionCredentials(p, s.tenantId, s.sessionId),
+  );
   const unsubscribe = await p.coordination.pubsub.subscribe(SANDBOX_CONTROL_CHANNEL, (m: any) => {
     if (m?.type !== 'destroy' || !m.tenantId || !m.sessionId) return;
     if (manager.state(m.sessionId) === 'cold') return;
@@ -296,7 +317,15 @@ export async function createSandboxRuntime(
       },
     },
     setCredentialLookup(lookup) {
-      proxies.lookup = lookup ?? vaultCredentialLookup(p);
+      proxies.lookup = lookup
+        ? async (host, ctx) => {
+            const c = await lookup(host, ctx);
+            return c ? { headers: { [c.header.toLowerCase()]: c.value }, substitutions: [] } : null;
+          }
+        : proxies.vaultLookup();
+    },
+    setCliRegistry(registry) {
+      proxies.cliRegistry = registry ?? CLI_REGISTRY;
     },
     async close() {
       await unsubscribe();
