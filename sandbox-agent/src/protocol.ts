@@ -4,7 +4,8 @@
  * JSON-RPC error codes and the agent's error type. No imports: safe in any bundle.
  */
 
-export const PROTOCOL_VERSION = 1;
+/** 2: long-lived processes (procOpen, procWaitPort) and loopback HTTP (httpLocal). */
+export const PROTOCOL_VERSION = 2;
 /** Largest message line either side accepts (V8 strings top out near 512 MiB). */
 export const MAX_LINE_BYTES = 400 * 1024 * 1024;
 /** The built-in tar's extract (no tar CLI) holds a whole archive in memory: over this, refused. */
@@ -62,8 +63,12 @@ export class AgentError extends Error {
   }
 }
 
-/**
- * Splits a byte stream into lines without quadratic concatenation (archives travel as one long
-
 /** Largest chunk of a streamed archive in one message (streamRead/streamWrite). */
 export const STREAM_CHUNK_BYTES = 1024 * 1024;
+
+/** Long-lived processes (procOpen: stdio MCP servers) one sandbox runs at once: 20 servers + slack. */
+export const MAX_PROCESSES = 24;
+/** Longest a process stream's streamRead waits for output before answering empty. */
+export const PROC_READ_WAIT_MS = 25_000;
+/** Largest request or response body of httpLocal (HTTP to a port on the sandbox's loopback). */
+export const MAX_HTTP_LOCAL_BODY_BYTES = 16 * 1024 * 1024;

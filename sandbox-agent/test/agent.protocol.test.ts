@@ -72,7 +72,7 @@ async function startAgent(args: string[] = []): Promise<Agent> {
 describe('sandbox agent protocol (bundled agent as a child process)', () => {
   it('announces ready with the protocol version, answers ping', async () => {
     const a = await startAgent();
-    expect(a.messages[0]).toMatchObject({ method: 'ready', params: { protocol: 1 } });
+    expect(a.messages[0]).toMatchObject({ method: 'ready', params: { protocol: 2 } });
     expect(await a.call('ping')).toEqual({ jsonrpc: '2.0', id: 1, result: null });
   });
 

@@ -55,7 +55,7 @@ describe('in-sandbox program bundles', () => {
     child.stdin.write('{"jsonrpc":"2.0","id":1,"method":"ping"}\n');
     await answered;
     child.stdin.end();
-    expect(lines[0]).toMatchObject({ method: 'ready', params: { protocol: 1 } });
+    expect(lines[0]).toMatchObject({ method: 'ready', params: { protocol: 2 } });
     expect(lines.find((l) => l.id === 1)).toEqual({ jsonrpc: '2.0', id: 1, result: null });
   });
 });

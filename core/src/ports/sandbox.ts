@@ -85,6 +85,62 @@ export interface SandboxAgentApi {
   extractStream(dir: string, archive: AsyncIterable<Uint8Array>): Promise<void>;
   /** Files under a directory (non-recursive listing with sizes), for outputs. */
   list(dir: string): Promise<Array<{ name: string; size: number; isDirectory: boolean }>>;
+  /**
+   * A long-lived process in the sandbox (stdio MCP servers), in its own process group, with the
+   * sandbox's environment plus `env`. A missing executable rejects with a SandboxAgentError of
+   * kind `not_found` naming the command. The process dies with `close()`, with the sandbox
+   * agent's connection, or after 2 minutes without any call on it.
+   */
+  startProcess(spec: SandboxProcessSpec): Promise<SandboxProcess>;
+  /** One HTTP request to 127.0.0.1:port INSIDE the sandbox, answered whole (bodies ≤ 16 MiB). */
+  httpLocal(req: LocalHttpRequest): Promise<LocalHttpResponse>;
+}
+
+export interface SandboxProcessSpec {
+  /** Spawned directly (no shell), found on the sandbox's PATH. */
+  command: string;
+  args?: string[];
+  env?: Record<string, string>;
+  /** Default /workspace. */
+  cwd?: string;
+}
+
+export interface SandboxProcessChunk {
+  /** Bytes of stdout (empty when nothing came within the read's wait). */
+  data: Uint8Array;
+  /** stdout ended; `exit` then tells how the process ended (stderr: its last 8 KiB). */
+  eof: boolean;
+  exit?: { code: number | null; signal: string | null; stderr: string };
+}
+
+export interface SandboxProcess {
+  readonly id: string;
+  readonly pid: number | null;
+  /** Waits for stdout (up to about 25 s, then answers empty): call it in a loop while open. */
+  read(): Promise<SandboxProcessChunk>;
+  /** To stdin, with backpressure; rejects once the process is gone. */
+  write(data: Uint8Array | string): Promise<void>;
+  /** Resolves once 127.0.0.1:port in the sandbox accepts; rejects if the process exits first. */
+  waitForPort(port: number, timeoutMs: number): Promise<void>;
+  /** Kills the process group; idempotent. */
+  close(): Promise<void>;
+}
+
+export interface LocalHttpRequest {
+  port: number;
+  method: string;
+  /** Path and query, starting with '/'. */
+  path: string;
+  headers?: Record<string, string>;
+  body?: Uint8Array;
+  /** The whole exchange; default 120 s. */
+  timeoutMs?: number;
+}
+
+export interface LocalHttpResponse {
+  status: number;
+  headers: Record<string, string>;
+  body: Uint8Array;
 }
 
 import type { InstanceSize } from '@agentfleet/schemas';

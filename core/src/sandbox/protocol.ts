@@ -20,6 +20,13 @@
  *   streamEnd   { stream }                                         → null (extract finished)
  *   streamClose { stream }                                         → null (abandoned)
  *              archiveStream/extractStream are built on these: no whole archive in one message
+ *   procOpen    { command, args?, env?, cwd? }                     → { stream, pid }
+ *              a long-lived process (startProcess); the stream methods above read its stdout
+ *              (streamRead { stream, waitMs? } → { base64, eof, exit? }: waits for output),
+ *              write its stdin, close it (kills its process group)
+ *   procWaitPort { stream, port, timeoutMs }                       → null (127.0.0.1:port accepts)
+ *   httpLocal   { port, method, path, headers?, bodyBase64?, timeoutMs? }
+ *                                                   → { status, headers, bodyBase64 } (loopback)
  *
  * Relative paths resolve against /workspace. The agent announces itself with the notification
  * `{"jsonrpc":"2.0","method":"ready","params":{...}}`. Errors are JSON-RPC error objects:
@@ -33,10 +40,14 @@ import type {
   ExecRequest,
   ExecResult,
   GrepMatch,
+  LocalHttpResponse,
   SandboxAgentApi,
+  SandboxProcess,
+  SandboxProcessChunk,
 } from '../ports/sandbox.js';
 import {
   ERROR_CODES,
+  PROC_READ_WAIT_MS,
   STREAM_CHUNK_BYTES,
   lineSplitter,
   type AgentErrorKind,
@@ -69,6 +80,9 @@ export const AGENT_METHODS = [
   'streamWrite',
   'streamEnd',
   'streamClose',
+  'procOpen',
+  'procWaitPort',
+  'httpLocal',
 ] as const;
 export type AgentMethod = (typeof AGENT_METHODS)[number];
 
@@ -335,6 +349,60 @@ export function createAgentClient(
       } finally {
         if (!ended && !closedWith) call('streamClose', { stream }).catch(() => {});
       }
+    },
+    async startProcess(spec): Promise<SandboxProcess> {
+      const { stream, pid } = await call<{ stream: string; pid: number | null }>('procOpen', {
+        ...spec,
+      });
+      let closed = false;
+      return {
+        id: stream,
+        pid,
+        async read(): Promise<SandboxProcessChunk> {
+          const r = await call<{
+            base64: string;
+            eof: boolean;
+            exit?: SandboxProcessChunk['exit'];
+          }>('streamRead', { stream, waitMs: PROC_READ_WAIT_MS }, PROC_READ_WAIT_MS + timeoutMs);
+          return {
+            data: fromB64(r.base64 ?? ''),
+            eof: r.eof === true,
+            ...(r.exit ? { exit: r.exit } : {}),
+          };
+        },
+        async write(data) {
+          const bytes = typeof data === 'string' ? new TextEncoder().encode(data) : data;
+          for (let off = 0; off < bytes.length; off += STREAM_CHUNK_BYTES)
+            await call('streamWrite', {
+              stream,
+              base64: b64(bytes.subarray(off, off + STREAM_CHUNK_BYTES)),
+            });
+        },
+        async waitForPort(port, ms) {
+          await call('procWaitPort', { stream, port, timeoutMs: ms }, ms + timeoutMs);
+        },
+        async close() {
+          if (closed || closedWith) return;
+          closed = true;
+          await call('streamClose', { stream });
+        },
+      };
+    },
+    async httpLocal(req): Promise<LocalHttpResponse> {
+      const ms = req.timeoutMs ?? 120_000;
+      const r = await call<{ status: number; headers: Record<string, string>; bodyBase64: string }>(
+        'httpLocal',
+        {
+          port: req.port,
+          method: req.method,
+          path: req.path,
+          headers: req.headers ?? {},
+          ...(req.body && req.body.length ? { bodyBase64: b64(req.body) } : {}),
+          timeoutMs: ms,
+        },
+        ms + timeoutMs,
+      );
+      return { status: r.status, headers: r.headers ?? {}, body: fromB64(r.bodyBase64 ?? '') };
     },
     onNotification: (l) => void notificationListeners.push(l),
     close(reason) {

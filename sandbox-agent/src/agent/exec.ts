@@ -14,7 +14,7 @@ import {
   DEFAULT_MAX_OUTPUT_BYTES,
   MAX_OUTPUT_BYTES_LIMIT,
 } from '../protocol.js';
-import { absPath, fsError, num, str, type Params } from './params.js';
+import { absPath, envParam, fsError, num, str, type Params } from './params.js';
 
 export function capture(stream: Readable, max: number) {
   const chunks: Buffer[] = [];
@@ -65,20 +65,7 @@ export async function execCommand(p: Params) {
   const timeoutMs = num(p, 'timeoutMs', 'exec', DEFAULT_EXEC_TIMEOUT_MS, 1, 24 * 3600_000);
   const max = num(p, 'maxOutputBytes', 'exec', DEFAULT_MAX_OUTPUT_BYTES, 0, MAX_OUTPUT_BYTES_LIMIT);
   const stdin = str(p, 'stdin', 'exec', true);
-  const env: Record<string, string> = {};
-  if (p.env !== undefined && p.env !== null) {
-    if (typeof p.env !== 'object' || Array.isArray(p.env))
-      throw new AgentError('invalid_params', "exec: 'env' must be an object of strings", {
-        argument: 'env',
-      });
-    for (const [k, v] of Object.entries(p.env as Params)) {
-      if (typeof v !== 'string' || !k || k.includes('=') || k.includes('\0'))
-        throw new AgentError('invalid_params', `exec: env.${k} must be a string`, {
-          argument: `env.${k}`,
-        });
-      env[k] = v;
-    }
-  }
+  const env = envParam(p, 'env', 'exec');
   let st: Stats;
   try {
     st = await fsp.stat(cwd);

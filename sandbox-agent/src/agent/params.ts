@@ -73,3 +73,22 @@ export function absPath(p: Params, key: string, method: string, def?: string): s
     });
   return path.posix.resolve(DEFAULT_CWD, v);
 }
+
+/** An optional object of environment variables: string values, names without '=' or NUL. */
+export function envParam(p: Params, key: string, method: string): Record<string, string> {
+  const env: Record<string, string> = {};
+  const v = p[key];
+  if (v === undefined || v === null) return env;
+  if (typeof v !== 'object' || Array.isArray(v))
+    throw new AgentError('invalid_params', `${method}: '${key}' must be an object of strings`, {
+      argument: key,
+    });
+  for (const [k, val] of Object.entries(v as Params)) {
+    if (typeof val !== 'string' || !k || k.includes('=') || k.includes('\0') || val.includes('\0'))
+      throw new AgentError('invalid_params', `${method}: ${key}.${k} must be a string`, {
+        argument: `${key}.${k}`,
+      });
+    env[k] = val;
+  }
+  return env;
+}

@@ -1,6 +1,7 @@
 /**
  * The protocol server: reads JSON-RPC lines, dispatches each request to its method's handler and
- * answers with its result or error (toRpcError); createHandlers names every method.
+ * answers with its result or error (toRpcError); createHandlers names every method (the host's
+ * list: AGENT_METHODS in core/src/sandbox/protocol.ts).
  */
 import type { Readable, Writable } from 'node:stream';
 import { lineSplitter } from '../lineSplitter.js';
@@ -9,7 +10,17 @@ import { archiveOpenOp } from './archiveStream.js';
 import { execCommand } from './exec.js';
 import { extractOpenOp } from './extractStream.js';
 import { editOp, globOp, grepOp, listOp, readFileOp, writeFileOp } from './files.js';
+import { httpLocalOp } from './httpLocal.js';
 import type { Params } from './params.js';
+import {
+  isProcStream,
+  procCloseOp,
+  procEndOp,
+  procOpenOp,
+  procReadOp,
+  procWaitPortOp,
+  procWriteOp,
+} from './procStream.js';
 import { streamCloseOp, streamEndOp, streamReadOp, streamWriteOp } from './streams.js';
 
 export type Handler = (params: Params) => Promise<unknown>;
@@ -26,10 +37,14 @@ export function createHandlers(): Record<string, Handler> {
     list: listOp,
     archiveOpen: archiveOpenOp,
     extractOpen: extractOpenOp,
-    streamRead: streamReadOp,
-    streamWrite: streamWriteOp,
-    streamEnd: streamEndOp,
-    streamClose: streamCloseOp,
+    procOpen: procOpenOp,
+    procWaitPort: procWaitPortOp,
+    httpLocal: httpLocalOp,
+    // the stream methods serve archive/extract streams (streams.ts) and processes (procStream.ts)
+    streamRead: (p) => (isProcStream(p) ? procReadOp(p) : streamReadOp(p)),
+    streamWrite: (p) => (isProcStream(p) ? procWriteOp(p) : streamWriteOp(p)),
+    streamEnd: (p) => (isProcStream(p) ? procEndOp(p) : streamEndOp(p)),
+    streamClose: (p) => (isProcStream(p) ? procCloseOp(p) : streamCloseOp(p)),
   };
 }
 
