@@ -74,6 +74,8 @@ export { createSandboxManager, type SandboxManagerService } from './sandbox/mana
 export { snapshotPrefix } from './domain/snapshotKeys.js';
 export { createDirectoryObjectStore } from './adapters/embedded/objectStore.js';
 export { createOutboundProxy, hostPolicy } from './sandbox/proxy.js';
+export { simpleCommandProgram } from './sandbox/commandSecrets.js';
+export { CLI_REGISTRY, knownCliIds, type CliRegistry, type CliSpec } from './egress/cliRegistry.js';
 export { createNomadDriver } from './adapters/nomad/driver.js';
 export { nomadAgentCommand, nomadDockerMounts } from './adapters/nomad/command.js';
 export { sandboxProgram } from '@agentfleet/sandbox-agent';
