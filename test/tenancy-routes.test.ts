@@ -49,6 +49,8 @@ const PARAM_VALUES: Record<string, (a: Fixtures) => string> = {
   version: () => '1',
   filename: () => 'out.txt',
   nested_path: () => 'nested/out.txt',
+  // The MCP proxy's server name (operator route: only the 401/403 answers are tried).
+  server: () => 'mcp',
 };
 
 function pathFor(r: RouteEntry, a: Fixtures, problems: string[]): string | null {

@@ -10,7 +10,8 @@
  * - at most 20 credentials per vault (the 21st is a 400 naming vault_id);
  * - another tenant's vault or credential is a 404; session vault_ids are validated (unknown,
  *   archived, foreign → 400 naming vault_ids[i]) and served;
- * - mcp_oauth_validate is refused with 400 "not supported yet".
+ * - mcp_oauth_validate of a static_bearer credential is a 400 naming credential_id (the probe
+ *   itself: test/mcp-proxy-validate.test.ts).
  */
 import { readdirSync, readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
@@ -389,7 +390,7 @@ describe('vaults', () => {
     });
   });
 
-  it("another tenant's vaults and credentials are 404; mcp_oauth_validate is refused", async () => {
+  it("another tenant's vaults and credentials are 404; mcp_oauth_validate refuses a static_bearer", async () => {
     const a = await t.newTenant('va');
     const b = await t.newTenant('vb');
     const v = await a.client.beta.vaults.create({ display_name: 'a-vault' });
@@ -420,12 +421,12 @@ describe('vaults', () => {
     // A's credential is untouched.
     const still = await a.client.beta.vaults.credentials.retrieve(cred.id, q);
     expect([still.archived_at, still.updated_at]).toEqual([null, cred.updated_at]);
-    // The owner gets the clear refusal.
+    // The owner gets the clear refusal: only mcp_oauth credentials are validated.
     const message = await badRequest(
       a.client.beta.vaults.credentials.mcpOAuthValidate(cred.id, q),
       'credential_id',
     );
-    expect(message).toContain('not supported yet');
+    expect(message).toContain('mcp_oauth credentials only');
   });
 
   it("session vault_ids: validated against the tenant's live vaults, stored and served", async () => {

@@ -88,6 +88,8 @@ export interface Config {
      */
     caCertsFile: string | null;
   };
+  /** MCP proxy (core/src/mcp/proxy.ts): MCP_PROXY_MAX_BODY_BYTES caps a forwarded request body (default 4 MiB). */
+  mcpProxy: { maxBodyBytes: number };
   infra: {
     kafkaBrokers: string | null;
     mongodbUrl: string | null;
@@ -335,6 +337,9 @@ export function loadConfig(role: Role, env: Env = process.env): ParsedConfig {
     else metricsListen = { host: m[1]!.replace(/^\[|\]$/g, ''), port: Number(m[2]) };
   }
   const shutdownGraceMs = int(env, 'SHUTDOWN_GRACE_MS', 10_000, problems, 0, 600_000);
+  const mcpProxy = {
+    maxBodyBytes: int(env, 'MCP_PROXY_MAX_BODY_BYTES', 4 * 1024 ** 2, problems, 1, 32 * 1024 ** 2),
+  };
   const allowPrivate = parsePrivateHostRules(env.EGRESS_ALLOW_PRIVATE_HOSTS ?? '');
   problems.push(...allowPrivate.problems);
   const turn = {
@@ -366,6 +371,7 @@ export function loadConfig(role: Role, env: Env = process.env): ParsedConfig {
       allowPrivateHosts: allowPrivate.rules,
       caCertsFile: env.EGRESS_CA_CERTS ? resolve(env.EGRESS_CA_CERTS) : null,
     },
+    mcpProxy,
     turn,
     logLevel,
     infra,

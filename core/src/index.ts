@@ -80,3 +80,11 @@ export { createNomadDriver } from './adapters/nomad/driver.js';
 export { nomadAgentCommand, nomadDockerMounts } from './adapters/nomad/command.js';
 export { sandboxProgram } from '@agentfleet/sandbox-agent';
 export * from './egress/index.js';
+export {
+  McpProxy,
+  type McpCaller,
+  type McpForwardRequest,
+  type McpProxyDeps,
+} from './mcp/proxy.js';
+export { OAuthRefresher, type RenewResult } from './mcp/oauthRefresh.js';
+export type * from './mcp/oauthTypes.js';

@@ -17,6 +17,9 @@ import { SessionService } from './domain/sessions.js';
 import { platformMetrics, type PlatformMetrics } from './metrics.js';
 import { FileService, OutputService } from './domain/files.js';
 import type { ObjectStore } from './ports/objectStore.js';
+import { createLogger } from './log.js';
+import { McpProxy } from './mcp/proxy.js';
+import { validateOAuthCredential } from './mcp/validate.js';
 
 /**
  * The adapters a platform runs on, chosen by the composition root (server/src/components.ts):
@@ -62,6 +65,11 @@ export interface Platform {
   objects: ObjectStore;
   files: FileService;
   outputs: OutputService;
+  /**
+   * The MCP proxy (core/src/mcp/proxy.ts): a session's url MCP server with the bearer injected
+   * here (inline token, or the session vaults' credential read live), the OAuth refresh flow.
+   */
+  mcpProxy: McpProxy;
   close(): Promise<void>;
 }
 
@@ -116,6 +124,24 @@ export async function createPlatform(config: Config, adapters: Adapters): Promis
   );
   const auth = new AuthService(collections, config.operatorKeyHash);
   await auth.bootstrap();
+  const vaults = new VaultService(collections, secrets);
+  const mcpProxy = new McpProxy({
+    collections,
+    secrets,
+    vaults,
+    leases: coordination.leases,
+    policy: egressPolicy,
+    caCertsFile: config.egress.caCertsFile,
+    maxBodyBytes: config.mcpProxy.maxBodyBytes,
+    log: createLogger(config.logLevel),
+  });
+  vaults.useValidator((tenant, cred) =>
+    validateOAuthCredential(
+      { fetch: () => mcpProxy.upstreamFetch(), refresher: mcpProxy.refresher },
+      tenant,
+      cred,
+    ),
+  );
   return {
     config,
     store,
@@ -126,7 +152,7 @@ export async function createPlatform(config: Config, adapters: Adapters): Promis
     auth,
     agents,
     environments,
-    vaults: new VaultService(collections, secrets),
+    vaults,
     sessions,
     models,
     events,
@@ -135,8 +161,10 @@ export async function createPlatform(config: Config, adapters: Adapters): Promis
     files,
     outputs,
     egress: { policy: egressPolicy, fetch: tenantFetch },
+    mcpProxy,
     async close() {
       await tenantFetch.close().catch(() => {});
+      await mcpProxy.close();
       await adapters.close();
     },
   };

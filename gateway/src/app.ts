@@ -11,6 +11,7 @@ import { environmentRoutes } from './routes/environments.js';
 import { vaultRoutes } from './routes/vaults.js';
 import { sessionRoutes } from './routes/sessions.js';
 import { adminRoutes } from './routes/admin.js';
+import { mcpProxyRoutes } from './routes/mcpProxy.js';
 import { fileRoutes, fileServicesOf, type FileServices } from './routes/files.js';
 import { openApiRoute, recordRoutes } from './openapi/index.js';
 import { frameworkErrors, MAX_PARAM_LENGTH } from './frameworkErrors.js';
@@ -107,6 +108,7 @@ export async function buildApp(p: Platform, opts: AppOptions): Promise<FastifyIn
   vaultRoutes(app, p);
   sessionRoutes(app, p, opts.log);
   adminRoutes(app, p);
+  await mcpProxyRoutes(app, p);
   const files = opts.files ?? fileServicesOf(p);
   if (files) fileRoutes(app, p, files);
   for (const plugin of opts.plugins ?? []) await plugin(app, p);

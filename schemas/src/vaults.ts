@@ -220,3 +220,32 @@ export const Credential = Obj({
   updated_at: Str,
 });
 export type Credential = Static<typeof Credential>;
+
+// ---- mcp_oauth_validate: the SDK's BetaManagedAgentsCredentialValidation
+const CapturedHttpResponse = Obj({
+  body: Str,
+  body_truncated: Type.Boolean(),
+  content_type: Str,
+  status_code: Type.Integer(),
+});
+export const CredentialValidation = Obj({
+  type: Type.Literal('vault_credential_validation'),
+  credential_id: Str,
+  vault_id: Str,
+  has_refresh_token: Type.Boolean(),
+  status: Type.Union([Type.Literal('valid'), Type.Literal('invalid'), Type.Literal('unknown')]),
+  mcp_probe: Nullable(Obj({ method: Str, http_response: Nullable(CapturedHttpResponse) })),
+  refresh: Nullable(
+    Obj({
+      status: Type.Union([
+        Type.Literal('succeeded'),
+        Type.Literal('failed'),
+        Type.Literal('connect_error'),
+        Type.Literal('no_refresh_token'),
+      ]),
+      http_response: Nullable(CapturedHttpResponse),
+    }),
+  ),
+  validated_at: Str,
+});
+export type CredentialValidation = Static<typeof CredentialValidation>;

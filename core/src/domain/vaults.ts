@@ -9,8 +9,12 @@
  * - `credentialForHost` reads the store on every call (no cache), so a rotation through update
  *   applies to the next upstream request; archived vaults and credentials never match;
  * - session `vault_ids` must name the tenant's live vaults (`checkVaultIds`).
- * `mcp_oauth_validate` is refused (400) until the MCP/OAuth client exists.
- * Proved by test/vaults.test.ts and test/python/sdk_suite/test_vaults.py.
+ * - the MCP proxy's refresh flow re-reads (`credentialLive`), persists rotated tokens sealed
+ *   (`storeRefreshedTokens`) and records each refresh outcome (`recordRefreshOutcome`);
+ * - `mcp_oauth_validate` runs the wired MCP probe (core/src/mcp/validate.ts) on mcp_oauth
+ *   credentials only (another type: 400 naming credential_id).
+ * Proved by test/vaults.test.ts, test/mcp-proxy*.test.ts and test/python/sdk_suite/test_vaults.py,
+ * test_mcp_oauth.py.
  */
 import type {
   Credential,
@@ -27,6 +31,11 @@ import { newId } from '../ids.js';
 import { nowIso } from '../util.js';
 import type { Collections, VaultCredentialDoc, VaultDoc } from './collections.js';
 import { applyMetadataPatch } from './metadata.js';
+import type {
+  CredentialValidation,
+  CredentialValidator,
+  RefreshRecord,
+} from '../mcp/oauthTypes.js';
 import { pageById, type Page } from './pagination.js';
 import { notSupportedYet } from './unsupported.js';
 import {
@@ -275,10 +284,88 @@ export class VaultService {
     return this.getCredential(tenant, vaultId, id);
   }
 
-  /** Refused until the MCP/OAuth client is built (after the credential is found: 404 first). */
-  async validateCredential(tenant: string, vaultId: string, id: string): Promise<never> {
-    await this.credDoc(tenant, vaultId, id);
-    throw notSupportedYet('credential_id', 'validating MCP OAuth credentials (mcp_oauth_validate)');
+  /**
+   * `mcp_oauth_validate`: probes the credential's MCP server (the validator the platform wires,
+   * core/src/mcp/validate.ts). 404 first; a credential of another type is a 400 naming it.
+   */
+  async validateCredential(
+    tenant: string,
+    vaultId: string,
+    id: string,
+  ): Promise<CredentialValidation> {
+    const d = await this.credDoc(tenant, vaultId, id);
+    if (d.auth.type !== 'mcp_oauth')
+      throw invalid(
+        'credential_id',
+        `credential ${id} is of type ${d.auth.type}; mcp_oauth_validate validates mcp_oauth credentials only`,
+      );
+    if (d.archived_at) throw invalid('credential_id', `credential ${id} is archived`);
+    if (!this.validator)
+      throw notSupportedYet('credential_id', 'validating MCP OAuth credentials (no MCP client)');
+    return this.validator(tenant, this.resolved(d));
+  }
+
+  private validator: CredentialValidator | null = null;
+  /** Wired by the platform (core/src/platform.ts): the MCP probe behind validateCredential. */
+  useValidator(v: CredentialValidator): void {
+    this.validator = v;
+  }
+
+  // ---- the MCP proxy's OAuth refresh flow (core/src/mcp/oauthRefresh.ts)
+  /** The credential `id` as stored now (no cache), or null when it is gone or archived. */
+  async credentialLive(tenant: string, id: string): Promise<ResolvedCredential | null> {
+    const d = await this.c.vaultCredentials.findOne(tenant, { _id: id, archived_at: null });
+    return d ? this.resolved(d) : null;
+  }
+
+  /**
+   * Persists a refresh's rotated tokens, sealed: the new access_token, the new refresh_token
+   * when the token endpoint returned one (else the stored one stays), and expires_at.
+   */
+  async storeRefreshedTokens(
+    tenant: string,
+    id: string,
+    t: { access_token: string; refresh_token?: string; expires_at: string | null },
+  ): Promise<void> {
+    const d = await this.c.vaultCredentials.findOne(tenant, { _id: id });
+    if (!d) throw notFound('credential', id);
+    const secrets = this.open(d);
+    secrets.access_token = t.access_token;
+    if (t.refresh_token) secrets.refresh_token = t.refresh_token;
+    const now = nowIso();
+    await this.c.vaultCredentials.updateOne(
+      tenant,
+      { _id: id },
+      {
+        $set: {
+          secrets_sealed: this.box.seal(JSON.stringify(secrets), PURPOSE),
+          auth: { ...d.auth, expires_at: t.expires_at },
+          updated_at: now,
+        },
+      },
+    );
+  }
+
+  /**
+   * Records the outcome of the newest refresh attempt on the credential document (never
+   * served; the SDK's BetaManagedAgentsRefreshObject shape, the excerpt already scrubbed).
+   */
+  async recordRefreshOutcome(tenant: string, id: string, outcome: RefreshRecord): Promise<void> {
+    await this.c.vaultCredentials.updateOne(
+      tenant,
+      { _id: id },
+      { $set: { last_refresh: { ...outcome, at: nowIso() } } },
+    );
+  }
+
+  /** The newest recorded refresh outcome of credential `id` (tests, operators), or null. */
+  async lastRefreshOutcome(
+    tenant: string,
+    id: string,
+  ): Promise<(RefreshRecord & { at: string }) | null> {
+    const d = (await this.c.vaultCredentials.findOne(tenant, { _id: id })) as
+      (VaultCredentialDoc & { last_refresh?: RefreshRecord & { at: string } }) | null;
+    return d?.last_refresh ?? null;
   }
 
   // ---- live lookups for the egress and MCP proxies

@@ -12,6 +12,7 @@
  * Tested in core/test/egress.test.ts ("egressFetch") and test/model-cards-egress.test.ts.
  */
 import net from 'node:net';
+import type tls from 'node:tls';
 import { Agent, buildConnector, fetch as undiciFetch, type Dispatcher } from 'undici';
 import type { EgressPolicy } from './policy.js';
 
@@ -23,6 +24,8 @@ export interface EgressDispatcherOptions {
   connectTimeoutMs?: number;
   /** Extra trusted CA certificates (PEM), e.g. a private CA for an opened private host. */
   ca?: string | Buffer | Array<string | Buffer>;
+  /** What upstream TLS trusts, as a whole (e.g. `upstreamTrust(EGRESS_CA_CERTS)` of ./ca.ts). */
+  secureContext?: tls.SecureContext;
 }
 
 /** An undici dispatcher that only ever connects to addresses the policy checked. */
@@ -33,6 +36,7 @@ export function egressDispatcher(
   const base = buildConnector({
     timeout: opts.connectTimeoutMs ?? 10_000,
     ...(opts.ca ? { ca: opts.ca } : {}),
+    ...(opts.secureContext ? { secureContext: opts.secureContext } : {}),
   });
   const connect: buildConnector.connector = (o, callback) => {
     const port = Number(o.port) || (o.protocol === 'https:' ? 443 : 80);

@@ -10,6 +10,7 @@ import { GRAPHQL_OPERATIONS } from './operations.graphql.js';
 import { META_OPERATIONS, MODEL_AND_OPERATOR_OPERATIONS } from './operations.platform.js';
 import { SESSION_AND_FILE_OPERATIONS } from './operations.sessions.js';
 import { VAULT_OPERATIONS } from './operations.vaults.js';
+import { MCP_PROXY_OPERATIONS } from './operations.mcpProxy.js';
 
 export type { OperationDoc } from './operationHelpers.js';
 
@@ -20,5 +21,6 @@ export const OPERATIONS: Readonly<Record<string, OperationDoc>> = {
   ...MODEL_AND_OPERATOR_OPERATIONS,
   ...GRAPHQL_OPERATIONS,
   ...VAULT_OPERATIONS,
+  ...MCP_PROXY_OPERATIONS,
 };
 export const operationKey = (method: string, url: string) => `${method} ${url}`;

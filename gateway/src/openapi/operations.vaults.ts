@@ -7,6 +7,7 @@ import {
   CredentialCreate,
   CredentialListQuery,
   CredentialUpdate,
+  CredentialValidation,
   Deleted,
   Id,
   ListPage,
@@ -135,9 +136,13 @@ export const VAULT_OPERATIONS: Record<string, OperationDoc> = {
   },
   'POST /v1/vaults/:id/credentials/:credential_id/mcp_oauth_validate': {
     operationId: 'validateCredential',
-    summary: 'Validate an MCP OAuth credential (not supported yet: 400)',
+    summary: 'Validate an mcp_oauth credential against its MCP server (refreshing on 401/403)',
     tag,
     params: credParams,
-    ok: { description: 'Not served yet: always a 400.', content: json(Credential) },
+    ok: {
+      description:
+        'The verdict (valid, invalid, unknown), the failing probe step and the refresh outcome; no token.',
+      content: json(CredentialValidation),
+    },
   },
 };

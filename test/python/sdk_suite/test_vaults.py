@@ -62,9 +62,10 @@ def test_vaults_and_credentials_round_trip_without_secrets(client):
     assert cr.delete(bearer.id, vault_id=v.id).type == "vault_credential_deleted"
     with pytest.raises(anthropic.NotFoundError):
         cr.retrieve(bearer.id, vault_id=v.id)
-    with pytest.raises(anthropic.BadRequestError) as err:
-        cr.mcp_oauth_validate(oauth.id, vault_id=v.id)
-    assert "not supported yet" in str(err.value)
+    # Its MCP server does not exist: the probe cannot tell (test_mcp_oauth.py has live servers).
+    checked = cr.mcp_oauth_validate(oauth.id, vault_id=v.id)
+    assert checked.type == "vault_credential_validation" and checked.status == "unknown"
+    assert SECRET not in checked.model_dump_json()
 
     assert client.beta.vaults.archive(v.id).archived_at is not None
     assert client.beta.vaults.delete(v.id).type == "vault_deleted"

@@ -1,0 +1,35 @@
+/**
+ * OpenAPI entries of the MCP proxy route (gateway/src/routes/mcpProxy.ts), one per method.
+ * test/openapi.test.ts fails when a route lacks an entry or an entry names no route.
+ */
+import { Type } from '@sinclair/typebox';
+import { Id } from '@agentfleet/schemas';
+import { BYTES, type OperationDoc } from './operationHelpers.js';
+
+const params = {
+  sid: Id('sess_'),
+  server: Type.String({ minLength: 1, maxLength: 64, pattern: '^[A-Za-z0-9_-]+$' }),
+};
+const ok = {
+  description:
+    "The MCP server's answer as it came (JSON or text/event-stream), with the bearer injected upstream and never echoed.",
+  content: BYTES,
+};
+const example = { jsonrpc: '2.0', id: 1, method: 'tools/list', params: {} };
+const path = '/v1/svc/mcp-proxy/:sid/:server';
+
+export const MCP_PROXY_OPERATIONS: Record<string, OperationDoc> = Object.fromEntries(
+  ['GET', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS'].map((method) => [
+    `${method} ${path}`,
+    {
+      operationId: `mcpProxy${method[0]}${method.slice(1).toLowerCase()}`,
+      summary: `MCP proxy (${method}): forward to the session's url MCP server (operator key)`,
+      tag: 'mcp_proxy',
+      params,
+      ...(['POST', 'PUT', 'PATCH'].includes(method)
+        ? { body: { schema: Type.Unknown(), example } }
+        : {}),
+      ok,
+    } satisfies OperationDoc,
+  ]),
+);

@@ -1,0 +1,117 @@
+/**
+ * `/v1/svc/mcp-proxy/:sid/:server` (GET, POST, PUT, PATCH, DELETE, OPTIONS; HEAD with GET):
+ * the MCP proxy over HTTP, a thin adapter over `platform.mcpProxy.forward` (caller `http`).
+ * Guarantees:
+ * - only the operator key (`Authorization: Bearer <API_KEY>`, the spec's local-runtime child;
+ *   compared in constant time by AuthService) is accepted: none or an unknown key → 401, a
+ *   tenant key → 403 (the request guards, route config `operator`). The key is deployment-wide,
+ *   so the session is found across tenants (`McpProxy.sessionTenant`); an unknown id → 404;
+ * - the claimed-session bearer of the Work API (issue 11) plugs in at `claimedSessionCaller`;
+ * - the body is raw text whatever its content-type (never JSON-parsed here), at most
+ *   MCP_PROXY_MAX_BODY_BYTES (413 in the error shape, naming `body`);
+ * - the upstream answer streams back (SSE included); the caller going away aborts it.
+ * Proved by test/mcp-proxy.test.ts.
+ */
+import { Readable } from 'node:stream';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import type { Platform } from '@agentfleet/core';
+import { errorBody } from '../http.js';
+
+type ProxyReq = FastifyRequest<{ Params: { sid: string; server: string } }>;
+
+export const MCP_PROXY_PATH = '/v1/svc/mcp-proxy/:sid/:server';
+const METHODS = ['GET', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS'];
+
+/**
+ * Issue 11 hook: the session a claimed-session bearer (Work API `sessions_token`) may reach,
+ * or null. Until the Work API exists no such bearer is issued, so it answers null; the route
+ * then needs the operator key, as the request guards already enforced.
+ */
+export async function claimedSessionCaller(
+  _p: Platform,
+  _req: FastifyRequest,
+): Promise<{ tenantId: string; sessionId: string } | null> {
+  return null;
+}
+
+/**
+ * Reads the raw request body as text, at most `max` bytes; over that, the rest is discarded
+ * (not kept, so the 413 reaches a client that is still sending) and 'too_large' is answered.
+ */
+function rawBody(req: FastifyRequest, max: number): Promise<string | null | 'too_large'> {
+  const stream = req.body as Readable | undefined;
+  if (!stream || typeof stream.on !== 'function') return Promise.resolve(null);
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    let size = 0;
+    stream.on('data', (c: Buffer) => {
+      size += c.length;
+      if (size > max) {
+        chunks.length = 0;
+        resolve('too_large');
+      } else chunks.push(c);
+    });
+    stream.on('end', () => resolve(size ? Buffer.concat(chunks).toString('utf8') : null));
+    stream.on('error', reject);
+  });
+}
+
+function callerHeaders(req: FastifyRequest): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const [k, v] of Object.entries(req.headers))
+    if (v !== undefined) out[k] = Array.isArray(v) ? v.join(', ') : String(v);
+  return out;
+}
+
+export async function mcpProxyRoutes(app: FastifyInstance, p: Platform): Promise<void> {
+  await app.register(async (scope) => {
+    // Raw text for every content-type (MCP JSON-RPC included): the handler reads the stream.
+    scope.removeAllContentTypeParsers();
+    scope.addContentTypeParser('*', (_req, payload, done) => done(null, payload));
+    scope.route({
+      method: METHODS,
+      url: MCP_PROXY_PATH,
+      config: { operator: true },
+      handler: async (req: ProxyReq, reply: FastifyReply) => {
+        const id = String(req.id);
+        const { sid, server } = req.params;
+        const claimed = await claimedSessionCaller(p, req);
+        const tenantId =
+          claimed?.sessionId === sid ? claimed.tenantId : await p.mcpProxy.sessionTenant(sid);
+        if (!tenantId)
+          return reply.code(404).send(errorBody('not_found', `session ${sid} not found`, id));
+        const max = p.config.mcpProxy.maxBodyBytes;
+        const body = await rawBody(req, max);
+        if (body === 'too_large')
+          return reply.code(413).send(
+            errorBody(
+              'invalid_request',
+              `body: exceeds the MCP proxy's limit of ${max} bytes`,
+              id,
+              {
+                field: 'body',
+                limit: max,
+              },
+            ),
+          );
+        const abort = new AbortController();
+        reply.raw.on('close', () => abort.abort());
+        const res = await p.mcpProxy.forward({
+          tenantId,
+          sessionId: sid,
+          server,
+          method: req.method,
+          headers: callerHeaders(req),
+          body,
+          caller: 'http',
+          signal: abort.signal,
+          requestId: id,
+        });
+        reply.code(res.status);
+        res.headers.forEach((value, key) => void reply.header(key, value));
+        if (!res.body) return reply.send();
+        return reply.send(Readable.fromWeb(res.body as import('node:stream/web').ReadableStream));
+      },
+    });
+  });
+}
