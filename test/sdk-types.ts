@@ -125,6 +125,10 @@ export function typeChecks(): void {
   expectAssignable<E.BetaManagedAgentsAgentThinkingEvent>(value<Ev<'agent.thinking'>>());
   expectAssignable<E.BetaManagedAgentsAgentToolUseEvent>(value<Ev<'agent.tool_use'>>());
   expectAssignable<E.BetaManagedAgentsAgentToolResultEvent>(value<Ev<'agent.tool_result'>>());
+  expectAssignable<E.BetaManagedAgentsAgentMCPToolUseEvent>(value<Ev<'agent.mcp_tool_use'>>());
+  expectAssignable<E.BetaManagedAgentsAgentMCPToolResultEvent>(
+    value<Ev<'agent.mcp_tool_result'>>(),
+  );
   expectAssignable<E.BetaManagedAgentsSpanModelRequestStartEvent>(
     value<Ev<'span.model_request_start'>>(),
   );

@@ -40,6 +40,8 @@ export interface Config {
     recoveryScanMs: number;
     maxRecoveries: number;
     maxConcurrent: number;
+    /** MCP_DISCOVERY_TIMEOUT_MS: connect + tools/list bound per MCP server per turn (spec: 15 s). */
+    mcpDiscoveryMs: number;
   };
   logLevel: 'debug' | 'info' | 'warn' | 'error' | 'silent';
   sandbox: {
@@ -349,6 +351,7 @@ export function loadConfig(role: Role, env: Env = process.env): ParsedConfig {
     recoveryScanMs: int(env, 'RECOVERY_SCAN_MS', 5_000, problems, 100),
     maxRecoveries: 5,
     maxConcurrent: int(env, 'WORKER_MAX_CONCURRENT_TURNS', 64, problems, 1, 10_000),
+    mcpDiscoveryMs: int(env, 'MCP_DISCOVERY_TIMEOUT_MS', 15_000, problems, 100, 600_000),
   };
   if (env.PLATFORM_ROOT_SECRET !== undefined && env.PLATFORM_ROOT_SECRET.length < 32)
     problems.push('PLATFORM_ROOT_SECRET must be at least 32 characters');

@@ -88,3 +88,5 @@ export {
 } from './mcp/proxy.js';
 export { OAuthRefresher, type RenewResult } from './mcp/oauthRefresh.js';
 export type * from './mcp/oauthTypes.js';
+export * from './mcp/client.js';
+export * from './mcp/tools.js';

@@ -1,6 +1,15 @@
 import { Type, type Static, type TProperties, type TSchema } from '@sinclair/typebox';
 import { ContentBlock, DocumentBlock, Id, ImageBlock, Nullable, Obj, TextBlock } from './common.js';
 import { compileBody, ValidationError, type Validator } from './validate.js';
+import {
+  CHUNK_EVENT_SCHEMAS,
+  STREAM_DELTA_SCHEMAS,
+  type ChunkEvent,
+  type StreamDeltaEvent,
+  type StreamStartEvent,
+} from './liveEvents.js';
+
+export * from './liveEvents.js';
 
 /**
  * Session event catalog. Canonical events are persisted with a gap-free `seq`; stream
@@ -63,13 +72,16 @@ export const StopReason = Type.Union([
 ]);
 export type StopReason = Static<typeof StopReason>;
 
-export const SESSION_ERROR_TYPES = [
+const GENERAL_ERROR_TYPES = [
   'unknown_error',
   'model_overloaded_error',
   'model_rate_limited_error',
   'model_request_failed_error',
   'billing_error',
 ] as const;
+/** With `mcp_server_name`: the turn goes on without that server's tools (workers/src/mcpTurn.ts). */
+const MCP_ERROR_TYPES = ['mcp_connection_failed_error', 'mcp_authentication_failed_error'] as const;
+export const SESSION_ERROR_TYPES = [...GENERAL_ERROR_TYPES, ...MCP_ERROR_TYPES] as const;
 export const SessionErrorType = Type.Union(SESSION_ERROR_TYPES.map((t) => Type.Literal(t)));
 export type SessionErrorType = Static<typeof SessionErrorType>;
 
@@ -155,7 +167,20 @@ export const EVENT_PAYLOADS = {
   'session.status_rescheduled': {},
   'session.status_terminated': {},
   'session.error': {
-    error: Obj({ type: SessionErrorType, message: Type.String(), retry_status: RetryStatus }),
+    error: Type.Union([
+      Obj({
+        type: Type.Union(GENERAL_ERROR_TYPES.map((t) => Type.Literal(t))),
+        message: Type.String(),
+        retry_status: RetryStatus,
+      }),
+      /** SDK MCPConnectionFailedErrorObject / MCPAuthenticationFailedErrorObject. */
+      Obj({
+        type: Type.Union(MCP_ERROR_TYPES.map((t) => Type.Literal(t))),
+        mcp_server_name: Type.String(),
+        message: Type.String(),
+        retry_status: RetryStatus,
+      }),
+    ]),
   },
   'session.deleted': {},
   /** SDK BetaManagedAgentsSessionUpdatedEvent: each key present only when the update changed it. */
@@ -183,6 +208,25 @@ export const EVENT_PAYLOADS = {
   },
   'agent.tool_result': {
     tool_use_id: Id('sevt_'),
+    content: Type.Array(TextOut),
+    is_error: Type.Boolean(),
+  },
+  /**
+   * SDK BetaManagedAgentsAgentMCPToolUseEvent. `name` is the spec's `mcp__<server>__<tool>` (the
+   * name the model called, Events rule 2); `mcp_tool_name` (extension) is the server's own tool
+   * name, which the SDK's field text describes.
+   */
+  'agent.mcp_tool_use': {
+    name: Type.String(),
+    mcp_server_name: Type.String(),
+    mcp_tool_name: Type.String(),
+    input: Type.Record(Type.String(), Type.Unknown()),
+    evaluated_permission: Type.Optional(EvaluatedPermission),
+    evaluation: Type.Optional(ToolEvaluation),
+  },
+  /** SDK BetaManagedAgentsAgentMCPToolResultEvent; content as text blocks (core/src/mcp/client.ts). */
+  'agent.mcp_tool_result': {
+    mcp_tool_use_id: Id('sevt_'),
     content: Type.Array(TextOut),
     is_error: Type.Boolean(),
   },
@@ -269,6 +313,8 @@ export const AgentThinkingEvent = eventOf('agent.thinking', P['agent.thinking'])
 export const AgentToolUseEvent = eventOf('agent.tool_use', P['agent.tool_use']);
 export const AgentToolResultEvent = eventOf('agent.tool_result', P['agent.tool_result']);
 export const AgentCustomToolUseEvent = eventOf('agent.custom_tool_use', P['agent.custom_tool_use']);
+export const AgentMcpToolUseEvent = eventOf('agent.mcp_tool_use', P['agent.mcp_tool_use']);
+export const AgentMcpToolResultEvent = eventOf('agent.mcp_tool_result', P['agent.mcp_tool_result']);
 export const SpanModelRequestStartEvent = eventOf(
   'span.model_request_start',
   P['span.model_request_start'],
@@ -278,11 +324,7 @@ export const SpanModelRequestEndEvent = eventOf(
   P['span.model_request_end'],
 );
 
-/**
- * Schema per canonical type the platform emits today. `agent.mcp_tool_use` and
- * `agent.mcp_tool_result` are reserved in the catalog but nothing
- * produces them yet, so a served event of those types fails validation until it gets a schema.
- */
+/** Schema per canonical type the platform emits. */
 export const SESSION_EVENT_SCHEMAS = {
   'user.message': UserMessageEvent,
   'user.interrupt': UserInterruptEvent,
@@ -302,6 +344,8 @@ export const SESSION_EVENT_SCHEMAS = {
   'agent.tool_use': AgentToolUseEvent,
   'agent.tool_result': AgentToolResultEvent,
   'agent.custom_tool_use': AgentCustomToolUseEvent,
+  'agent.mcp_tool_use': AgentMcpToolUseEvent,
+  'agent.mcp_tool_result': AgentMcpToolResultEvent,
   'span.model_request_start': SpanModelRequestStartEvent,
   'span.model_request_end': SpanModelRequestEndEvent,
 } satisfies Partial<Record<CanonicalEventType, TSchema>>;
@@ -312,95 +356,6 @@ export const SessionEvent = Type.Union(
   >,
 );
 export type SessionEvent = Static<typeof SessionEvent>;
-
-// ---------------------------------------------------------------------------------------------
-// Live-only events, as served on SSE (`?include=chunks`, /messages)
-
-/** A live event's frame: its payload plus `type` and `session_id` (never persisted: no id, no seq). */
-const chunkOf = <T extends string, P extends TProperties>(type: T, payload: P) =>
-  Obj({ ...payload, type: Type.Literal(type), session_id: Id('sess_') });
-
-/** Chunk events correlate with the canonical event that follows them by its pre-allocated id. */
-const MessageId = { message_id: Id('sevt_') };
-/** A message chunk's block position in the agent.message's content array (SDK content_delta). */
-const BlockIndex = { index: Type.Optional(Type.Integer({ minimum: 0 })) };
-const ThinkingId = { thinking_id: Id('sevt_') };
-const ToolUseId = { tool_use_id: Id('sevt_') };
-export const AgentMessageStreamStartEvent = chunkOf('agent.message_stream_start', {
-  ...MessageId,
-  ...BlockIndex,
-});
-export const AgentMessageChunkEvent = chunkOf('agent.message_chunk', {
-  ...MessageId,
-  ...BlockIndex,
-  delta: Type.String(),
-});
-export const AgentMessageStreamEndEvent = chunkOf('agent.message_stream_end', {
-  ...MessageId,
-  ...BlockIndex,
-});
-export const AgentThinkingStreamStartEvent = chunkOf('agent.thinking_stream_start', ThinkingId);
-export const AgentThinkingChunkEvent = chunkOf('agent.thinking_chunk', {
-  ...ThinkingId,
-  delta: Type.String(),
-});
-export const AgentThinkingStreamEndEvent = chunkOf('agent.thinking_stream_end', ThinkingId);
-export const AgentToolUseInputStreamStartEvent = chunkOf('agent.tool_use_input_stream_start', {
-  ...ToolUseId,
-  name: Type.String(),
-});
-/** `delta` is a fragment of the tool input's JSON text. */
-export const AgentToolUseInputChunkEvent = chunkOf('agent.tool_use_input_chunk', {
-  ...ToolUseId,
-  delta: Type.String(),
-});
-export const AgentToolUseInputStreamEndEvent = chunkOf(
-  'agent.tool_use_input_stream_end',
-  ToolUseId,
-);
-export const SpanModelFirstTokenEvent = chunkOf('span.model_first_token', {});
-
-export const CHUNK_EVENT_SCHEMAS = {
-  'agent.message_stream_start': AgentMessageStreamStartEvent,
-  'agent.message_chunk': AgentMessageChunkEvent,
-  'agent.message_stream_end': AgentMessageStreamEndEvent,
-  'agent.thinking_stream_start': AgentThinkingStreamStartEvent,
-  'agent.thinking_chunk': AgentThinkingChunkEvent,
-  'agent.thinking_stream_end': AgentThinkingStreamEndEvent,
-  'agent.tool_use_input_stream_start': AgentToolUseInputStreamStartEvent,
-  'agent.tool_use_input_chunk': AgentToolUseInputChunkEvent,
-  'agent.tool_use_input_stream_end': AgentToolUseInputStreamEndEvent,
-  'span.model_first_token': SpanModelFirstTokenEvent,
-} satisfies Record<ChunkEventType, TSchema>;
-
-export const ChunkEvent = Type.Union(
-  Object.values(CHUNK_EVENT_SCHEMAS) as Array<
-    (typeof CHUNK_EVENT_SCHEMAS)[keyof typeof CHUNK_EVENT_SCHEMAS]
-  >,
-);
-export type ChunkEvent = Static<typeof ChunkEvent>;
-
-/** The SDK's preview frames (`?event_deltas[]=agent.message|agent.thinking`), made from chunks. */
-export const StreamStartEvent = Obj({
-  type: Type.Literal('event_start'),
-  event: Obj({
-    id: Id('sevt_'),
-    type: Type.Union([Type.Literal('agent.message'), Type.Literal('agent.thinking')]),
-  }),
-});
-export const StreamDeltaEvent = Obj({
-  type: Type.Literal('event_delta'),
-  event_id: Id('sevt_'),
-  delta: Obj({
-    type: Type.Literal('content_delta'),
-    content: TextOut,
-    index: Type.Integer({ minimum: 0 }),
-  }),
-});
-export const STREAM_DELTA_SCHEMAS = {
-  event_start: StreamStartEvent,
-  event_delta: StreamDeltaEvent,
-};
 
 // ---------------------------------------------------------------------------------------------
 // Internal envelopes (what the log and the pubsub carry between core, workers and gateway)

@@ -6,7 +6,8 @@ import type { ChatMessage, ContentBlock, EventDoc } from '@agentfleet/core';
  * messages sent during a turn belong after that turn's reply. A `system.message` enters right
  * after the user input it accompanied, as a `system` message (each adapter maps it for its
  * protocol; see ChatMessage). Tool calls use the agent.tool_use event id as the tool id, so a
- * tool_use and its tool_result pair up across restarts. File-sourced image and document blocks
+ * tool_use and its tool_result pair up across restarts; an agent.mcp_tool_use (name
+ * `mcp__<server>__<tool>`) and its agent.mcp_tool_result pair the same way. File-sourced image and document blocks
  * are left as they are: workers/src/fileBlocks.ts resolves them before the request.
  * Proved by test/system-message.test.ts and the turn tests (test/sdk-flow.test.ts).
  */
@@ -57,6 +58,7 @@ export function buildHistory(events: EventDoc[]): ChatMessage[] {
         );
         break;
       case 'agent.tool_use':
+      case 'agent.mcp_tool_use':
       case 'agent.custom_tool_use':
         push('assistant', [{ type: 'tool_use', id: e._id, name: p.name, input: p.input ?? {} }]);
         break;
@@ -65,6 +67,16 @@ export function buildHistory(events: EventDoc[]): ChatMessage[] {
           {
             type: 'tool_result',
             tool_use_id: p.tool_use_id,
+            content: p.content ?? [],
+            is_error: !!p.is_error,
+          },
+        ]);
+        break;
+      case 'agent.mcp_tool_result':
+        push('user', [
+          {
+            type: 'tool_result',
+            tool_use_id: p.mcp_tool_use_id,
             content: p.content ?? [],
             is_error: !!p.is_error,
           },

@@ -1,5 +1,6 @@
 /**
- * One model request of a turn: builds the request from the session's agent and history, streams
+ * One model request of a turn: builds the request from the session's agent, its history and the
+ * turn's MCP tools (./mcpTurn.ts), streams
  * the response into events, and retries retryable failures. Guarantees: every attempt is one
  * span (span.model_request_start ... span.model_request_end) and its events and usage are
  * appended together, fenced by the session lease; a failure appends session.error (retrying,
@@ -20,6 +21,7 @@ import { consumeModelStream, type ToolCall } from './modelStream.js';
 import { costUpdate } from './budget.js';
 import { providerRequest } from './modelSettings.js';
 import { sessionError, spanEnd, toModelError, zeroUsage } from './turnEvents.js';
+import type { McpTools } from './mcpTurn.js';
 
 export const MODEL_ATTEMPTS = 3;
 
@@ -40,6 +42,7 @@ export async function modelRequest(
   append: AppendFenced,
   history: ReturnType<typeof buildHistory>,
   signal: AbortSignal,
+  mcp?: Pick<McpTools, 'specs' | 'lookup'>,
 ): Promise<ModelOutcome> {
   const sid = s._id;
   for (let attempt = 1; ; attempt++) {
@@ -48,11 +51,15 @@ export async function modelRequest(
       const resolved = await p.models.resolve(tenant, s.agent.model);
       // Effort normalised and pi_config applied (max tokens, headers, context window).
       const stream = resolved.provider.stream(
-        providerRequest(resolved, s.agent, history, p.config.turn.maxTokens, signal),
+        providerRequest(resolved, s.agent, history, p.config.turn.maxTokens, signal, mcp?.specs),
       );
       const t0 = performance.now();
-      const r = await consumeModelStream(stream, signal, s.agent.tools as any[], (type, payload) =>
-        p.events.publishLive(sid, { type, ...payload }),
+      const r = await consumeModelStream(
+        stream,
+        signal,
+        s.agent.tools as any[],
+        (type, payload) => p.events.publishLive(sid, { type, ...payload }),
+        mcp,
       );
       p.metrics.modelDuration.observe((performance.now() - t0) / 1000, {
         protocol: resolved.protocol,

@@ -171,10 +171,12 @@ export function providerRequest(
   history: ChatMessage[],
   platformMaxTokens: number,
   signal: AbortSignal,
+  /** The turn's MCP tools (workers/src/mcpTurn.ts), offered after the agent's own. */
+  mcpTools: ToolSpec[] = [],
 ): ModelRequest {
   const settings = modelSettings(resolved.piConfig, agent.model.effort?.type, platformMaxTokens);
   const system = agent.system ?? undefined;
-  const specs = toolSpecs(agent.tools as any[]);
+  const specs = [...toolSpecs(agent.tools as any[]), ...mcpTools];
   const tools = specs.length ? specs : undefined;
   let messages = history;
   let limit = settings.maxTokensLimit;

@@ -3,8 +3,10 @@
  * Guarantees: every chunk is published live as it arrives (message, thinking and tool-input
  * streams, each opened and closed); text before a tool call becomes its own agent.message, so
  * the stored order matches the model's; a call to a client-executed custom tool is stored as
- * agent.custom_tool_use, every other call as agent.tool_use with its evaluated permission
- * (./permissions.ts); an aborted signal stops reading.
+ * agent.custom_tool_use, a call to one of the turn's MCP tools as agent.mcp_tool_use (name
+ * `mcp__<server>__<tool>`, plus mcp_server_name and the bare mcp_tool_name), every other call as
+ * agent.tool_use, each with its evaluated permission (./permissions.ts); an aborted signal
+ * stops reading.
  * Message chunks carry `index`, the position of their block in the agent.message's content.
  * Proven by test/sessions-events.test.ts, test/sdk-flow.test.ts, test/sandbox-tools.test.ts and
  * test/event-deltas.test.ts.
@@ -13,14 +15,21 @@ import {
   newId,
   PREFIX,
   type EventDraft,
+  type McpToolRef,
   type ModelStreamEvent,
   type ModelUsage,
 } from '@agentfleet/core';
 import { classify } from './tools.js';
-import { permissionFields } from './permissions.js';
+import { mcpPermissionFields, permissionFields } from './permissions.js';
 import { zeroUsage } from './turnEvents.js';
 
-export type ToolCall = { id: string; name: string; input: Record<string, any> };
+/** A model's tool call; `mcp` set when the name is one of the turn's MCP tools. */
+export type ToolCall = {
+  id: string;
+  name: string;
+  input: Record<string, any>;
+  mcp?: McpToolRef;
+};
 
 export type StreamedResponse = {
   drafts: EventDraft[];
@@ -38,6 +47,7 @@ export async function consumeModelStream(
   signal: AbortSignal,
   tools: any[],
   live: PublishLive,
+  mcp?: { lookup(name: string): McpToolRef | undefined },
 ): Promise<StreamedResponse> {
   const drafts: EventDraft[] = [];
   const toolUses: ToolCall[] = [];
@@ -108,6 +118,23 @@ export async function consumeModelStream(
           drafts.push({ id: textId, type: 'agent.message', payload: { content: text } });
           text = [];
           textId = '';
+        }
+        const ref = mcp?.lookup(ev.name);
+        if (ref) {
+          // name: the spec's mcp__<server>__<tool>; mcp_tool_name: the server's own tool name.
+          drafts.push({
+            id,
+            type: 'agent.mcp_tool_use',
+            payload: {
+              name: ev.name,
+              mcp_server_name: ref.server,
+              mcp_tool_name: ref.tool,
+              input: ev.input,
+              ...mcpPermissionFields(tools, ref),
+            },
+          });
+          toolUses.push({ id, name: ev.name, input: ev.input, mcp: ref });
+          break;
         }
         const clientSide = classify(tools, ev.name).kind === 'custom_client';
         drafts.push({

@@ -25,7 +25,8 @@
  * and test/python/sdk_suite/test_permissions.py.
  */
 import { TOOLSET_TYPE } from '@agentfleet/schemas';
-import type { EventDoc, SessionRef } from '@agentfleet/core';
+import type { EventDoc, McpToolRef, SessionRef } from '@agentfleet/core';
+import type { McpTools } from './mcpTurn.js';
 import type { AppendFenced } from './modelRequest.js';
 import type { ToolCall } from './modelStream.js';
 import { classify, type ToolExecutor, type ToolKind } from './tools.js';
@@ -71,7 +72,16 @@ export function permissionFields(tools: readonly any[], name: string): Permissio
   if (kind.kind === 'unknown') return { evaluated_permission: 'deny' };
   if (kind.kind === 'custom_client')
     return { evaluated_permission: 'allow', evaluation: { type: 'always_allow' } };
-  switch (resolvePolicy(tools, name)) {
+  return fieldsOf(resolvePolicy(tools, name));
+}
+
+/** What agent.mcp_tool_use records for a call to `ref.tool` of MCP server `ref.server`. */
+export function mcpPermissionFields(tools: readonly any[], ref: McpToolRef): PermissionFields {
+  return fieldsOf(resolvePolicy(tools, ref.tool, ref.server));
+}
+
+function fieldsOf(policy: PolicyType): PermissionFields {
+  switch (policy) {
     case 'always_ask':
       return { evaluated_permission: 'ask', evaluation: { type: 'always_ask' } };
     case 'auto':
@@ -91,10 +101,22 @@ const DEFAULT_DENY_TEXT = 'the user denied permission to run this tool call';
 const UNCONFIRMED_TEXT =
   'this tool call was not run: it was not confirmed before the next user message';
 
-const errorResult = (toolUseId: string, text: string) => ({
-  type: 'agent.tool_result',
-  payload: { tool_use_id: toolUseId, content: [{ type: 'text', text }], is_error: true },
-});
+/** The result event of a call: agent.mcp_tool_result for an MCP call, else agent.tool_result. */
+const resultDraft = (
+  useId: string,
+  mcp: boolean,
+  content: Array<{ type: 'text'; text: string }>,
+  isError: boolean,
+) =>
+  mcp
+    ? {
+        type: 'agent.mcp_tool_result',
+        payload: { mcp_tool_use_id: useId, content, is_error: isError },
+      }
+    : { type: 'agent.tool_result', payload: { tool_use_id: useId, content, is_error: isError } };
+
+const errorResult = (useId: string, text: string, mcp = false) =>
+  resultDraft(useId, mcp, [{ type: 'text', text }], true);
 
 /** Dispatches one turn's tool calls under the agent's permission policies. */
 export class ToolCallDispatcher {
@@ -103,6 +125,8 @@ export class ToolCallDispatcher {
     private readonly executor: ToolExecutor,
     private readonly ctx: { session: SessionRef; signal: AbortSignal },
     private readonly append: AppendFenced,
+    /** The turn's MCP servers (./mcpTurn.ts); calls carrying `mcp` go there. */
+    private readonly mcp?: McpTools,
   ) {}
 
   /**
@@ -112,6 +136,12 @@ export class ToolCallDispatcher {
   async dispatch(calls: readonly ToolCall[]): Promise<string[]> {
     const waiting: string[] = [];
     for (const call of calls) {
+      if (call.mcp) {
+        if (mcpPermissionFields(this.tools, call.mcp).evaluated_permission === 'ask')
+          waiting.push(call.id);
+        else await this.runMcp(call.id, call.mcp, call.input);
+        continue;
+      }
       const kind = classify(this.tools, call.name);
       if (kind.kind === 'custom_client') waiting.push(call.id);
       else if (permissionFields(this.tools, call.name).evaluated_permission === 'ask')
@@ -132,24 +162,30 @@ export class ToolCallDispatcher {
     const confirmations = new Map<string, EventDoc>();
     for (const e of log) {
       if (e.type === 'agent.tool_result') answered.add(String(e.payload.tool_use_id));
+      if (e.type === 'agent.mcp_tool_result') answered.add(String(e.payload.mcp_tool_use_id));
       if (e.type === 'user.custom_tool_result') answered.add(String(e.payload.custom_tool_use_id));
       if (e.type === 'user.tool_confirmation' && !confirmations.has(String(e.payload.tool_use_id)))
         confirmations.set(String(e.payload.tool_use_id), e);
     }
     const waiting: string[] = [];
     for (const [i, use] of log.entries()) {
-      const held = use.type === 'agent.tool_use' && use.payload.evaluated_permission === 'ask';
+      const mcp = use.type === 'agent.mcp_tool_use';
+      const held =
+        (use.type === 'agent.tool_use' || mcp) && use.payload.evaluated_permission === 'ask';
       if ((!held && use.type !== 'agent.custom_tool_use') || answered.has(use._id)) continue;
       const conf = held ? confirmations.get(use._id) : undefined;
-      if (conf?.payload.result === 'allow') {
+      if (conf?.payload.result === 'allow' && mcp) {
+        const ref = { server: String(use.payload.mcp_server_name), tool: mcpToolOf(use) };
+        await this.runMcp(use._id, ref, (use.payload.input ?? {}) as ToolCall['input']);
+      } else if (conf?.payload.result === 'allow') {
         const name = String(use.payload.name);
         const call = { id: use._id, name, input: (use.payload.input ?? {}) as ToolCall['input'] };
         await this.run(call, classify(this.tools, name));
       } else if (conf) {
         const text = String(conf.payload.deny_message ?? '') || DEFAULT_DENY_TEXT;
-        await this.append([errorResult(use._id, text)]);
+        await this.append([errorResult(use._id, text, mcp)]);
       } else if (!abandoned(log, i)) waiting.push(use._id);
-      else if (held) await this.append([errorResult(use._id, UNCONFIRMED_TEXT)]);
+      else if (held) await this.append([errorResult(use._id, UNCONFIRMED_TEXT, mcp)]);
       // An abandoned client-executed call is answered in the history (history.ts).
     }
     return waiting;
@@ -158,13 +194,27 @@ export class ToolCallDispatcher {
   private async run(call: ToolCall, kind: ToolKind): Promise<void> {
     if (this.ctx.signal.aborted) throw this.ctx.signal.reason;
     const result = await this.executor.execute(kind, call.input, this.ctx);
-    await this.append([
-      {
-        type: 'agent.tool_result',
-        payload: { tool_use_id: call.id, content: result.content, is_error: result.is_error },
-      },
-    ]);
+    await this.append([resultDraft(call.id, false, result.content, result.is_error)]);
   }
+
+  private async runMcp(useId: string, ref: McpToolRef, input: ToolCall['input']): Promise<void> {
+    if (this.ctx.signal.aborted) throw this.ctx.signal.reason;
+    const result = this.mcp
+      ? await this.mcp.call(ref, input, this.ctx.signal)
+      : {
+          content: [{ type: 'text' as const, text: 'MCP servers are not available' }],
+          is_error: true,
+        };
+    await this.append([resultDraft(useId, true, result.content, result.is_error)]);
+  }
+}
+
+/** The bare MCP tool name of an agent.mcp_tool_use (its `mcp_tool_name`, else from `name`). */
+function mcpToolOf(use: EventDoc): string {
+  if (typeof use.payload.mcp_tool_name === 'string') return use.payload.mcp_tool_name;
+  const prefix = `mcp__${String(use.payload.mcp_server_name)}__`;
+  const name = String(use.payload.name);
+  return name.startsWith(prefix) ? name.slice(prefix.length) : name;
 }
 
 /**

@@ -6,7 +6,8 @@
  * session.status_rescheduled and marked `rescheduled_at` (the session's status is
  * `rescheduling` until a worker resumes it); reconciliation closes every model span the dead
  * worker left open (session.warning interrupted_stream) and answers every tool call it left
- * without a result with an error result (session.warning orphan_tool_use; a call held for
+ * without a result (agent.tool_use or agent.mcp_tool_use) with an error result
+ * (session.warning orphan_tool_use; a call held for
  * confirmation by always_ask never ran and stays open: test/permission-crash.test.ts), between
  * session.status_rescheduled (appended here unless the scan already did) and
  * session.status_running. Proven by test/crash-recovery.test.ts and test/rescheduling.test.ts.
@@ -40,26 +41,32 @@ export function reconciliationDrafts(turn: EventDoc[]): EventDraft[] {
     });
   }
   const results = new Set(
-    turn.filter((e) => e.type === 'agent.tool_result').map((e) => e.payload.tool_use_id),
+    turn.flatMap((e) =>
+      e.type === 'agent.tool_result'
+        ? [e.payload.tool_use_id]
+        : e.type === 'agent.mcp_tool_result'
+          ? [e.payload.mcp_tool_use_id]
+          : [],
+    ),
   );
   // A call held for confirmation (evaluated_permission 'ask') never ran: it stays open for the
   // client (workers/src/permissions.ts), it is not an orphan.
   const orphan = (e: EventDoc) =>
-    e.type === 'agent.tool_use' && !results.has(e._id) && e.payload.evaluated_permission !== 'ask';
+    (e.type === 'agent.tool_use' || e.type === 'agent.mcp_tool_use') &&
+    !results.has(e._id) &&
+    e.payload.evaluated_permission !== 'ask';
   for (const tu of turn.filter(orphan)) {
-    drafts.push({
-      type: 'agent.tool_result',
-      payload: {
-        tool_use_id: tu._id,
-        content: [
-          {
-            type: 'text',
-            text: 'the tool call was interrupted by a restart and was not completed',
-          },
-        ],
-        is_error: true,
-      },
-    });
+    const content = [
+      { type: 'text', text: 'the tool call was interrupted by a restart and was not completed' },
+    ];
+    drafts.push(
+      tu.type === 'agent.mcp_tool_use'
+        ? {
+            type: 'agent.mcp_tool_result',
+            payload: { mcp_tool_use_id: tu._id, content, is_error: true },
+          }
+        : { type: 'agent.tool_result', payload: { tool_use_id: tu._id, content, is_error: true } },
+    );
     drafts.push({
       type: 'session.warning',
       payload: {

@@ -1,7 +1,7 @@
 /**
  * The turn loop: composes the session lease, the run record, model requests
  * (./modelRequest.ts, streamed by ./modelStream.ts), tool dispatch under permission policies
- * (./permissions.ts, executed by ./tools.ts), stop reasons
+ * (./permissions.ts, executed by ./tools.ts; MCP servers by ./mcpTurn.ts), stop reasons
  * and error events (./turnEvents.ts) and crash recovery (./turnRecovery.ts).
  */
 import {
@@ -28,6 +28,7 @@ import { ToolCallDispatcher } from './permissions.js';
 import { modelRequest, type AppendFenced } from './modelRequest.js';
 import { budgetStop } from './budget.js';
 import { ToolExecutor } from './tools.js';
+import { McpTurn } from './mcpTurn.js';
 import { sessionError, TurnAborted, type TurnEnd } from './turnEvents.js';
 import { lastResponseFinished, reconciliationDrafts, recoveryScan } from './turnRecovery.js';
 
@@ -237,11 +238,13 @@ export class TurnRunner {
       },
     );
     let end: TurnEnd = { stop_reason: { type: 'end_turn' } };
+    // The agent's MCP servers: connected on first need, closed with the turn.
+    const mcp = new McpTurn(this.p, this.sandbox, s, this.fenced(tenant, sid, lease), this.log);
     try {
       // An interrupt may have landed between reading the session and subscribing.
       const fresh = await this.p.collections.sessions.get(tenant, sid);
       if ((fresh?.interrupt_seq ?? 0) > interruptSeq) abort.abort(new TurnAborted('interrupt'));
-      end = await this.modelLoop(tenant, s, lease, abort.signal);
+      end = await this.modelLoop(tenant, s, lease, abort.signal, mcp);
     } catch (err) {
       const reason = abort.signal.aborted
         ? (abort.signal.reason as TurnAborted)?.reason
@@ -262,6 +265,7 @@ export class TurnRunner {
     } finally {
       this.active.delete(sid);
       await unsubscribe();
+      await mcp.close();
     }
     await this.finish(tenant, sid, lease, inputTo, end);
   }
@@ -357,6 +361,7 @@ export class TurnRunner {
     s: SessionDoc,
     lease: Lease,
     signal: AbortSignal,
+    mcp: McpTurn,
   ): Promise<TurnEnd> {
     const sid = s._id;
     const session = { tenantId: tenant, sessionId: sid, environmentId: s.environment_id };
@@ -365,10 +370,12 @@ export class TurnRunner {
       this.tools,
       { session, signal },
       this.fenced(tenant, sid, lease),
+      mcp,
     );
     // Calls held for confirmation by an earlier turn are settled before the model sees them.
     const held = await calls.settleHeld(await this.p.events.all(tenant, sid));
     if (held.length) return { stop_reason: { type: 'requires_action', event_ids: held } };
+    await mcp.ready();
     for (let i = 0; i < this.p.config.turn.maxModelRequests; i++) {
       if (signal.aborted) throw signal.reason;
       const overBudget = await budgetStop(this.p, tenant, sid);
@@ -385,6 +392,7 @@ export class TurnRunner {
         this.fenced(tenant, sid, lease),
         history,
         signal,
+        mcp,
       );
       if (outcome.kind === 'error')
         return { stop_reason: { type: outcome.exhausted ? 'retries_exhausted' : 'end_turn' } };

@@ -1,0 +1,160 @@
+/**
+ * The MCP servers of one turn: connected once per turn (lazily, on first need), offered to the
+ * model as `mcp__<server>__<tool>` (rules: core/src/mcp/tools.ts), called by the dispatcher
+ * (./permissions.ts), closed when the turn ends. Guarantees:
+ * - every server the agent's mcp_toolsets name is connected in parallel, each bounded by
+ *   MCP_DISCOVERY_TIMEOUT_MS (default 15 s); at most 20 servers (agent schema);
+ * - a server that cannot connect or authenticate appends one session.error
+ *   `{type: 'mcp_connection_failed_error' | 'mcp_authentication_failed_error', mcp_server_name,
+ *   message, retry_status: {type: 'retrying'}}` and the turn goes on without that server's
+ *   tools (the SDK documents no stop for it; `retrying`, because the session keeps running
+ *   and the server is tried again at the next turn, while `exhausted` means "this turn is
+ *   dead"); messages name a status or reason, never a credential;
+ * - `url` servers go through the MCP proxy only (core/src/mcp/client.ts); `stdio` servers run
+ *   inside the session's sandbox (./mcpStdio.ts); with no sandbox (SANDBOX_DRIVER=none, refused
+ *   at create anyway) a stdio server is reported as a connection failure and never started;
+ * - a tool call that fails is an is_error result, never a dead turn; an abort rethrows.
+ * Proven by test/mcp-tools.test.ts.
+ */
+import {
+  connectUrlServer,
+  McpServerError,
+  mcpCallErrorMessage,
+  mcpToolSpecs,
+  serversToConnect,
+  toServerError,
+  type Logger,
+  type McpConnection,
+  type McpForward,
+  type McpToolRef,
+  type McpTool,
+  type Platform,
+  type SandboxManager,
+  type SessionDoc,
+  type SessionRef,
+  type ToolSpec,
+} from '@agentfleet/core';
+import type { AppendFenced } from './modelRequest.js';
+import type { ToolResult } from './tools.js';
+import { connectStdioServer, StdioServerHost } from './mcpStdio.js';
+
+/** What the model request and the dispatcher need of the turn's MCP servers. */
+export interface McpTools {
+  readonly specs: ToolSpec[];
+  lookup(name: string): McpToolRef | undefined;
+  call(ref: McpToolRef, input: Record<string, unknown>, signal: AbortSignal): Promise<ToolResult>;
+}
+
+const errorText = (text: string): ToolResult => ({
+  content: [{ type: 'text', text }],
+  is_error: true,
+});
+
+export class McpTurn implements McpTools {
+  specs: ToolSpec[] = [];
+  private refs = new Map<string, McpToolRef>();
+  private opened: Promise<void> | null = null;
+  private readonly conns = new Map<string, McpConnection>();
+  private readonly stdio: StdioServerHost;
+  private readonly session: SessionRef;
+
+  constructor(
+    private readonly p: Platform,
+    sandbox: SandboxManager | null,
+    private readonly s: SessionDoc,
+    private readonly append: AppendFenced,
+    private readonly log: Logger,
+  ) {
+    this.session = { tenantId: s.tenant_id, sessionId: s._id, environmentId: s.environment_id };
+    this.stdio = new StdioServerHost(sandbox, this.session);
+  }
+
+  lookup(name: string): McpToolRef | undefined {
+    return this.refs.get(name);
+  }
+
+  /** Connects the agent's servers once; failures are appended as session.error. */
+  ready(): Promise<void> {
+    return (this.opened ??= this.open());
+  }
+
+  private async open(): Promise<void> {
+    const { agent } = this.s;
+    const servers = serversToConnect((agent.mcp_servers ?? []) as any[], agent.tools as any[]);
+    if (!servers.length) return;
+    const timeoutMs = this.p.config.turn.mcpDiscoveryMs;
+    const settled = await Promise.allSettled(servers.map((s) => this.connect(s, timeoutMs)));
+    const discovered = new Map<string, McpTool[]>();
+    const errors = [];
+    for (const [i, r] of settled.entries()) {
+      const name = String(servers[i]!.name);
+      if (r.status === 'fulfilled') {
+        this.conns.set(name, r.value);
+        discovered.set(name, r.value.tools);
+        continue;
+      }
+      const e = toServerError(name, r.reason, timeoutMs);
+      this.log.warn('mcp server unavailable for this turn', {
+        session_id: this.session.sessionId,
+        server: name,
+        error_type: e.errorType,
+      });
+      errors.push({
+        type: 'session.error',
+        payload: {
+          error: {
+            type: e.errorType,
+            mcp_server_name: name,
+            message: e.message,
+            retry_status: { type: 'retrying' },
+          },
+        },
+      });
+    }
+    if (errors.length) await this.append(errors);
+    ({ specs: this.specs, refs: this.refs } = mcpToolSpecs(agent.tools as any[], discovered));
+  }
+
+  private connect(s: any, timeoutMs: number): Promise<McpConnection> {
+    if (s.type === 'url') {
+      const proxy = (this.p as Platform & { mcpProxy?: { forward: McpForward } }).mcpProxy;
+      if (!proxy)
+        return Promise.reject(
+          new McpServerError('connection', s.name, 'the MCP proxy is not available here'),
+        );
+      return connectUrlServer({
+        server: s.name,
+        tenantId: this.session.tenantId,
+        sessionId: this.session.sessionId,
+        forward: (req) => proxy.forward(req),
+        timeoutMs,
+      });
+    }
+    return connectStdioServer(this.stdio, s, timeoutMs);
+  }
+
+  async call(
+    ref: McpToolRef,
+    input: Record<string, unknown>,
+    signal: AbortSignal,
+  ): Promise<ToolResult> {
+    await this.ready();
+    const c = this.conns.get(ref.server);
+    if (!c) return errorText(`MCP server '${ref.server}' is not connected in this turn`);
+    try {
+      const r = await c.call(ref.tool, input, signal);
+      return { content: r.content, is_error: r.isError };
+    } catch (err) {
+      if (signal.aborted) throw signal.reason;
+      const why = mcpCallErrorMessage(ref.server, err);
+      return errorText(`MCP tool '${ref.tool}' on server '${ref.server}' failed: ${why}`);
+    }
+  }
+
+  /** Closes every connection and ends the sandbox hold of stdio servers. */
+  async close(): Promise<void> {
+    await Promise.allSettled([...this.conns.values()].map((c) => c.close()));
+    this.conns.clear();
+    await this.stdio.release();
+  }
+}
