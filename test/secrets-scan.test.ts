@@ -5,7 +5,8 @@
  * authorization_token, a github_repository resource token (refused: no materializer), the
  * web_search backend key, the Nomad ACL token (Nomad run), the API keys the platform hands out,
  * the secrets of a vault credential of every type (test/secretsScanVaults.ts; the session runs
- * with that vault), and an invalid key a client presents. The test drives a whole lifecycle: tenant; API keys
+ * with that vault, and a second session uses them: placeholder, substitution at egress to an
+ * upstream of the test, a command_secret in a simple git command), and an invalid key a client presents. The test drives a whole lifecycle: tenant; API keys
  * (created, used, revoked, a wrong key refused); model card (create, rotate, list); agents
  * (create, update, session override and update, GraphQL mutation, refused REST and GraphQL
  * bodies carrying the token); environment; file upload; a session whose sandbox (bubblewrap)
@@ -44,6 +45,7 @@ import { startScriptedModelServer, type ScriptedModelServer } from './fixtures/s
 import { freePort, kill9, startProcess } from './process.js';
 import { startNomadFake, type NomadFake } from './nomad/fake.js';
 import { dumpSectionsHolding } from './secretsScanSandbox.js';
+import { vaultEgress } from './secretsScanVaults.js';
 import {
   describeFindings,
   findSecrets,
@@ -58,6 +60,7 @@ import {
 import {
   CANARY,
   TENANT_CREATE,
+  MODEL,
   NOMAD_TOKEN,
   OPERATOR_KEY,
   ROOT_SECRET,
@@ -74,6 +77,9 @@ describe.each(['local', 'nomad'] as const)('secrets scan (%s driver)', (driver) 
   /** The web_search backend (WEB_SEARCH_URL): answers one result and records the Authorization headers it received. */
   let search: Server;
   const searchAuth: string[] = [];
+  /** An upstream of the sandbox (vault egress): what it received in X-Scan and the body. */
+  let egressUpstream: Server;
+  const egressSeen: Array<{ header?: string; body: string }> = [];
   let dataDir: string;
   let child: ChildProcess;
   let logs: () => string;
@@ -161,6 +167,19 @@ describe.each(['local', 'nomad'] as const)('secrets scan (%s driver)', (driver) 
     });
     await new Promise<void>((r) => search.listen(0, '127.0.0.1', () => r()));
     const searchPort = (search.address() as AddressInfo).port;
+    egressUpstream = createServer((req, res) => {
+      const chunks: Buffer[] = [];
+      req.on('data', (c: Buffer) => chunks.push(c));
+      req.on('end', () => {
+        egressSeen.push({
+          header: req.headers['x-scan'] as string | undefined,
+          body: Buffer.concat(chunks).toString(),
+        });
+        res.end('received');
+      });
+    });
+    await new Promise<void>((r) => egressUpstream.listen(0, '127.0.0.1', () => r()));
+    const egressPort = (egressUpstream.address() as AddressInfo).port;
     const nomadEnv: Record<string, string> = {};
     if (driver === 'nomad') {
       // A node that fits several 1 vCPU / 4 GB sandboxes at once (this machine has 2 cores).
@@ -178,7 +197,7 @@ describe.each(['local', 'nomad'] as const)('secrets scan (%s driver)', (driver) 
       PLATFORM_ROOT_SECRET: ROOT_SECRET,
       ANTHROPIC_API_KEY: VENDOR_KEY,
       ANTHROPIC_BASE_URL: model.url,
-      EGRESS_ALLOW_PRIVATE_HOSTS: `127.0.0.1:${modelPort},127.0.0.1:${searchPort}`,
+      EGRESS_ALLOW_PRIVATE_HOSTS: `127.0.0.1:${modelPort},127.0.0.1:${searchPort},127.0.0.1:${egressPort}`,
       WEB_SEARCH_URL: `http://127.0.0.1:${searchPort}/search`,
       WEB_SEARCH_API_KEY: SEARCH_KEY,
       WEB_SEARCH_FLAVOR: 'generic',
@@ -199,6 +218,8 @@ describe.each(['local', 'nomad'] as const)('secrets scan (%s driver)', (driver) 
     await model?.close();
     await nomad?.close();
     await new Promise<void>((r) => (search ? search.close(() => r()) : r()));
+    egressUpstream?.closeAllConnections();
+    await new Promise<void>((r) => (egressUpstream ? egressUpstream.close(() => r()) : r()));
     if (dataDir) rmSync(dataDir, { recursive: true, force: true });
   });
 
@@ -208,6 +229,11 @@ describe.each(['local', 'nomad'] as const)('secrets scan (%s driver)', (driver) 
       const watcher = watchProcesses(() => sandboxProcesses([child.pid!, process.pid]));
       try {
         await lifecycle(state);
+        // The vault's secrets in use: placeholder, substitution at egress, a simple git command.
+        const port = (egressUpstream.address() as AddressInfo).port;
+        const url = driver === 'local' ? `http://127.0.0.1:${port}/egress` : null;
+        await vaultEgress(state, MODEL, url, () => egressSeen);
+        keepNomadJobs('vault egress');
       } finally {
         sandboxSeen = watcher.stop();
       }

@@ -18,7 +18,7 @@
  *
  * An unknown cli_id is refused at credential create and update (400 `auth.cli_id`, listing
  * these ids: core/src/domain/vaultCredentials.ts). Proved by test/sandbox-credentials.test.ts
- * ("cap_cli") and test/vaults-cap-cli.test.ts.
+ * ("cap_cli credentials").
  */
 
 export interface CliSpec {

@@ -2,7 +2,8 @@
  * Request forwarding of the outbound proxy (proxy.ts): an absolute-URI `http://` request is
  * checked (session policy, then egress policy on every resolved address), sent to the checked
  * address with hop-by-hop headers removed, the credential hook's headers replacing the
- * sandbox's and its placeholders substituted (./placeholders.ts), and logged as one `outbound.request` entry (no header values, no query values).
+ * sandbox's and its placeholders substituted (./placeholders.ts) except on object-store hosts,
+ * which pass through raw (as their CONNECT tunnels do), and logged as one `outbound.request` entry (no header values, no query values).
  * Tested in core/test/proxy.forward.test.ts and proxy.egress.test.ts.
  */
 import http from 'node:http';
@@ -23,6 +24,7 @@ import {
   type ProxyLogEntry,
 } from './proxyHelpers.js';
 import { bodyHeaders, prepareBody, sendBody, substituteHeaders } from './placeholders.js';
+import { isObjectStoreHost } from './proxyIntercept.js';
 
 /** The request handler of the proxy's server for absolute-URI `http://` requests. */
 export const forwardRequests =
@@ -124,7 +126,11 @@ export const forwardRequests =
     void (async () => {
       const to = connectTimeoutError;
       const [dest, extra] = await withTimeout(
-        Promise.all([resolve(host, port), credentials(ctx)]),
+        // Object-store hosts pass through raw here too: nothing injected, nothing substituted.
+        Promise.all([
+          resolve(host, port),
+          (core.intercept?.rawHost ?? isObjectStoreHost)(host) ? null : credentials(ctx),
+        ]),
         limits.connectTimeoutMs,
         to,
       );
