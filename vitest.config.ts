@@ -10,5 +10,9 @@ export default defineConfig({
     hookTimeout: 60_000,
     pool: 'forks',
     reporters: ['default'],
+    // eventsource-parser (imported by the MCP SDK's HTTP client transports) ships its TypeScript
+    // source under the `source` condition we resolve workspace packages with: both are inlined
+    // (transformed by vite), so Node is never handed that .ts file
+    server: { deps: { inline: ['eventsource-parser', /@modelcontextprotocol\/sdk/] } },
   },
 });

@@ -102,7 +102,10 @@ export async function createPlatform(config: Config, adapters: Adapters): Promis
     },
   );
   const events = new EventLog(collections, coordination.pubsub, metrics, objects);
-  const agents = new AgentService(collections, models, secrets);
+  // stdio MCP servers run inside sandboxes: refused where there are none (SANDBOX_DRIVER=none)
+  const agents = new AgentService(collections, models, secrets, {
+    sandboxes: config.sandbox.driver !== 'none',
+  });
   // Snapshots, outputs and files: GridFS in fleet mode (every machine), else a directory
   // (the processes of one machine); chosen by the composition root from OBJECT_STORE.
   const files = new FileService(collections, objects, { maxBytes: config.maxFileBytes });

@@ -102,9 +102,45 @@ export const SkillRef = Type.Union([
   }),
 ]);
 
+const McpServerName = Type.String({ minLength: 1, maxLength: 64, pattern: '^[A-Za-z0-9_-]+$' });
+const StdioCommand = {
+  /** Spawned directly (no shell) inside the session's sandbox; the environment provides it. */
+  command: Type.String({ minLength: 1, maxLength: 4096 }),
+  args: Type.Optional(Type.Array(Type.String({ maxLength: 32_768 }), { maxItems: 1000 })),
+  /**
+   * Plain, not sealed: it enters the sandbox (spec McpServerConfig), so no standing credential
+   * belongs here; vault credentials reach a server only through the egress proxy.
+   */
+  env: Type.Optional(Type.Record(Type.String(), Type.String({ maxLength: 32_768 }))),
+};
+/**
+ * stdio (spec McpServerConfig rule 1): the child process runs inside the session's sandbox,
+ * owned by the sandbox agent, speaking MCP over stdin/stdout (core/src/mcp/sandboxTransports.ts).
+ * Refused where a deployment has no sandbox (SANDBOX_DRIVER=none: rule 2).
+ */
+export const McpStdioServer = Obj({
+  name: McpServerName,
+  type: Type.Literal('stdio'),
+  ...StdioCommand,
+});
+/**
+ * The older nested shape (spec McpServerConfig rule 5): the process binds 127.0.0.1:port in the
+ * sandbox and is reached with Streamable HTTP there, after waiting up to ready_timeout_ms
+ * (default 60000) for the port to accept. Stored and served as sent.
+ */
+export const McpStdioPortServer = Obj({
+  name: McpServerName,
+  type: Type.Literal('stdio'),
+  stdio: Obj({
+    ...StdioCommand,
+    port: Type.Integer({ minimum: 1, maximum: 65535 }),
+    ready_timeout_ms: Type.Optional(Type.Integer({ minimum: 1, maximum: 600_000 })),
+  }),
+});
+
 export const McpServerConfig = Type.Union([
   Obj({
-    name: Type.String({ minLength: 1, maxLength: 64, pattern: '^[A-Za-z0-9_-]+$' }),
+    name: McpServerName,
     type: Type.Literal('url'),
     url: Type.String({ format: 'uri' }),
     /** Inline bearer: sealed at rest, never served. */
@@ -115,13 +151,8 @@ export const McpServerConfig = Type.Union([
      */
     has_authorization_token: Type.Optional(Type.Boolean()),
   }),
-  Obj({
-    name: Type.String({ minLength: 1, maxLength: 64, pattern: '^[A-Za-z0-9_-]+$' }),
-    type: Type.Literal('stdio'),
-    command: Type.String({ minLength: 1 }),
-    args: Type.Optional(Type.Array(Type.String())),
-    env: Type.Optional(Type.Record(Type.String(), Type.String())),
-  }),
+  McpStdioServer,
+  McpStdioPortServer,
 ]);
 
 const AgentFields = {

@@ -1,7 +1,7 @@
 import { Type, type Static, type TSchema } from '@sinclair/typebox';
 import { Id, Nullable, Obj, TOOLSET_TYPE } from './common.js';
 import { BudgetLimit } from './common.js';
-import { CustomToolParams, EffortName, Policy } from './agents.js';
+import { CustomToolParams, EffortName, McpStdioPortServer, Policy } from './agents.js';
 import { RUNTIME_STATUSES } from './sessions.js';
 import { ERROR_STATUS } from './errors.js';
 
@@ -96,6 +96,7 @@ export const StoredMcpServer = Type.Union([
     authorization_token_sealed: Type.Optional(Type.String()),
   }),
   StdioServer,
+  McpStdioPortServer,
 ]);
 export type StoredMcpServer = Static<typeof StoredMcpServer>;
 /** MCP servers as served: the token never leaves; its presence is flagged. */
@@ -107,6 +108,7 @@ export const McpServerOut = Type.Union([
     has_authorization_token: Type.Optional(Type.Literal(true)),
   }),
   StdioServer,
+  McpStdioPortServer,
 ]);
 export type McpServerOut = Static<typeof McpServerOut>;
 

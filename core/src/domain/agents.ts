@@ -96,11 +96,23 @@ export const normalizeSkills = (
         }) as AgentSpec['skills'][number],
     );
 
+export interface AgentServiceOptions {
+  /**
+   * Whether this deployment runs sandboxes (SANDBOX_DRIVER is not `none`). Without one, a
+   * `stdio` MCP server has nowhere to run (its process belongs inside the session's sandbox),
+   * so it is refused explicitly (spec McpServerConfig rule 2, Errors table) with a 400 naming
+   * `mcp_servers[i].type`, on agent create/update and session create/update (agent overrides).
+   * Tested in test/mcp-stdio-config.test.ts. Default true.
+   */
+  sandboxes?: boolean;
+}
+
 export class AgentService {
   constructor(
     private readonly c: Collections,
     private readonly models: ModelResolver,
     private readonly secrets: SecretBox,
+    private readonly options: AgentServiceOptions = {},
   ) {}
 
   /**
@@ -109,7 +121,7 @@ export class AgentService {
    * same name AND url (so the served object sent back, e.g. to add another server, loses
    * nothing), unless it says `has_authorization_token: false`; a changed url never takes the
    * token along to the new host; `has_authorization_token: true` with nothing to keep is a 400.
-   * Tested in test/mcp-tokens.test.ts.
+   * Tested in test/mcp-tokens.test.ts. stdio servers are refused without sandboxes (options).
    */
   sealMcp(
     servers: readonly any[] | null | undefined,
@@ -117,6 +129,11 @@ export class AgentService {
     field = 'mcp_servers',
   ): AgentSpec['mcp_servers'] {
     return (servers ?? []).map((s, i) => {
+      if (s.type === 'stdio' && this.options.sandboxes === false)
+        throw invalid(
+          `${field}[${i}].type`,
+          `a stdio MCP server runs inside the session's sandbox, and this deployment runs none (SANDBOX_DRIVER=none); use a url server`,
+        );
       const { authorization_token, has_authorization_token, ...rest } = s;
       if (authorization_token)
         return {

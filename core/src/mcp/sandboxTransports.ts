@@ -94,6 +94,9 @@ export class SandboxStdioTransport implements Transport {
   private readonly buffer = new ReadBuffer();
   private readonly waiting = new Set<string | number>();
   private answered = false;
+  /** Resolves with why the process ended once its stdout ended (null: closed by us or failed). */
+  private endedWith!: (why: string | null) => void;
+  private readonly ended = new Promise<string | null>((r) => (this.endedWith = r));
   private state: 'new' | 'open' | 'closed' = 'new';
 
   constructor(
@@ -117,7 +120,19 @@ export class SandboxStdioTransport implements Transport {
     if (this.state !== 'open' || !this.proc)
       throw new Error('the MCP server process is not running');
     if ('id' in message && 'method' in message) this.waiting.add(message.id);
-    await this.proc.write(serializeMessage(message));
+    try {
+      await this.proc.write(serializeMessage(message));
+    } catch (err) {
+      // stdin refused: if the process is ending, its exit is the better reason
+      let grace: NodeJS.Timeout | undefined;
+      const why = await Promise.race([
+        this.ended,
+        new Promise<null>((r) => (grace = setTimeout(() => r(null), 5000))),
+      ]);
+      clearTimeout(grace);
+      if (this.startupError) throw this.startupError;
+      throw why ? new Error(why, { cause: err }) : err;
+    }
   }
 
   async close(): Promise<void> {
@@ -151,6 +166,7 @@ export class SandboxStdioTransport implements Transport {
       this.startupError = new McpStartupError(`${why} before answering`);
       this.onerror?.(this.startupError);
     }
+    this.endedWith(why);
     // every request still waiting learns why (the SDK would say only "Connection closed")
     for (const id of this.waiting)
       this.onmessage?.({ jsonrpc: '2.0', id, error: { code: -32000, message: why } });
@@ -178,6 +194,7 @@ export class SandboxStdioTransport implements Transport {
   private finish(): void {
     if (this.state === 'closed') return;
     this.state = 'closed';
+    this.endedWith(null);
     this.buffer.clear();
     this.proc?.close().catch(() => {});
     this.onclose?.();

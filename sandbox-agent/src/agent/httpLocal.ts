@@ -56,6 +56,12 @@ export async function httpLocalOp(p: Params) {
       },
     );
   const body = b64 ? Buffer.from(b64, 'base64') : undefined;
+  if (body && body.length > MAX_HTTP_LOCAL_BODY_BYTES)
+    throw new AgentError(
+      'too_large',
+      `httpLocal: the request body exceeds ${MAX_HTTP_LOCAL_BODY_BYTES} bytes`,
+      { argument: 'bodyBase64' },
+    );
   const headers: Record<string, string> = {};
   if (p.headers !== undefined && p.headers !== null) {
     if (typeof p.headers !== 'object' || Array.isArray(p.headers))

@@ -151,6 +151,7 @@ export async function procOpenOp(p: Params) {
       );
     });
   });
+  child.on('error', () => {}); // a failed kill of a process already gone: nothing to report
   running.add(child);
   const s: ProcStream = {
     id: `pr${++seq}`,
