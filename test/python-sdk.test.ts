@@ -16,6 +16,8 @@ import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { BETA, startPlatform, type TestPlatform } from './harness.js';
+import { startMcpServer, type McpServerFixture } from './fixtures/mcpServer.js';
+import { startOAuthServer, type OAuthServerFixture } from './fixtures/oauthServer.js';
 
 const PYTHON =
   process.env.AGENTFLEET_PYTHON ?? join(homedir(), '.cache/agentfleet/venv/bin/python');
@@ -29,6 +31,10 @@ const BUDGET_MODEL = 'py-budget-model';
 const PERMISSION_MODEL = 'py-permission-model';
 
 let t: TestPlatform;
+/** test_mcp_oauth.py: an MCP server requiring MCP_TOKEN, a token endpoint that knows no refresh token. */
+let mcp: McpServerFixture;
+let oauth: OAuthServerFixture;
+const MCP_TOKEN = `py-mcp-token-${Math.random().toString(36).slice(2)}`;
 
 function pytest(env: Record<string, string>): Promise<{ code: number | null; out: string }> {
   return new Promise((resolve, reject) => {
@@ -53,7 +59,14 @@ describe.skipIf(!available)(
   `official Python SDK${available ? '' : ` (skipped: no ${PYTHON}; run test/python/setup.sh or set AGENTFLEET_PYTHON)`}`,
   () => {
     beforeAll(async () => {
-      t = await startPlatform({ env: { SANDBOX_DRIVER: 'none' } });
+      mcp = await startMcpServer({ tokens: [MCP_TOKEN] });
+      oauth = await startOAuthServer({ auth: 'none', clientId: 'py-client', refreshToken: 'x' });
+      t = await startPlatform({
+        env: {
+          SANDBOX_DRIVER: 'none',
+          EGRESS_ALLOW_PRIVATE_HOSTS: [mcp.url, oauth.url].map((u) => new URL(u).host).join(','),
+        },
+      });
       const card = await t.http('/v1/svc/model_cards', {
         method: 'POST',
         headers: BETA,
@@ -105,6 +118,8 @@ describe.skipIf(!available)(
     });
     afterAll(async () => {
       await t?.close();
+      await mcp?.close();
+      await oauth?.close();
     });
 
     it(
@@ -117,6 +132,9 @@ describe.skipIf(!available)(
           AGENTFLEET_TOOL_MODEL: TOOL_MODEL,
           AGENTFLEET_BUDGET_MODEL: BUDGET_MODEL,
           AGENTFLEET_PERMISSION_MODEL: PERMISSION_MODEL,
+          AGENTFLEET_MCP_URL: mcp.url,
+          AGENTFLEET_MCP_TOKEN: MCP_TOKEN,
+          AGENTFLEET_OAUTH_URL: oauth.url,
         });
         expect(code, `pytest exit ${code}:\n${out.slice(-40_000)}`).toBe(0);
         for (const name of [
@@ -144,6 +162,9 @@ describe.skipIf(!available)(
           'test_bad_package_name_on_update_leaves_the_environment_unchanged',
           'test_vaults_and_credentials_round_trip_without_secrets',
           'test_session_with_vault_ids',
+          'test_mcp_oauth_validate_valid_token',
+          'test_mcp_oauth_validate_failed_refresh_is_invalid_and_recorded',
+          'test_mcp_oauth_validate_refuses_other_credential_types',
         ])
           expect(out, out).toMatch(new RegExp(`::${name} PASSED`));
       },
