@@ -92,3 +92,4 @@ export { OAuthRefresher, type RenewResult } from './mcp/oauthRefresh.js';
 export type * from './mcp/oauthTypes.js';
 export * from './mcp/client.js';
 export * from './mcp/tools.js';
+export * from './mcp/clientStdio.js';

@@ -11,6 +11,7 @@
  * Proven by test/mcp-tools-stdio.test.ts.
  */
 import {
+  connectStdioMcp,
   McpServerError,
   type McpConnection,
   type SandboxAgentApi,
@@ -61,16 +62,12 @@ export class StdioServerHost {
   }
 }
 
-/** Connects one stdio server (flat or the older nested `stdio: {…, port}` shape). */
+/** Connects one stdio server (flat or the older nested `stdio: {…, port}` shape) in the sandbox. */
 export async function connectStdioServer(
   host: StdioServerHost,
   s: any,
   timeoutMs: number,
 ): Promise<McpConnection> {
-  await host.acquire(String(s.name));
-  throw new McpServerError(
-    'connection',
-    String(s.name),
-    `stdio MCP server '${s.name}' cannot be started in this build`,
-  );
+  const api = await host.acquire(String(s.name));
+  return connectStdioMcp(api, s, timeoutMs);
 }
