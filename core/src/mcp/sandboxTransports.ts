@@ -98,6 +98,7 @@ export class SandboxStdioTransport implements Transport {
   private endedWith!: (why: string | null) => void;
   private readonly ended = new Promise<string | null>((r) => (this.endedWith = r));
   private state: 'new' | 'open' | 'closed' = 'new';
+  private killed: Promise<void> = Promise.resolve();
 
   constructor(
     private readonly api: SandboxAgentApi,
@@ -135,9 +136,10 @@ export class SandboxStdioTransport implements Transport {
     }
   }
 
+  /** Ends the transport and resolves once the sandbox agent killed the process group. */
   async close(): Promise<void> {
-    if (this.state === 'closed') return;
     this.finish();
+    await this.killed;
   }
 
   private async readLoop(proc: SandboxProcess): Promise<void> {
@@ -196,7 +198,7 @@ export class SandboxStdioTransport implements Transport {
     this.state = 'closed';
     this.endedWith(null);
     this.buffer.clear();
-    this.proc?.close().catch(() => {});
+    this.killed = this.proc ? this.proc.close().catch(() => {}) : Promise.resolve();
     this.onclose?.();
   }
 }
