@@ -141,7 +141,11 @@ describe('MCP proxy: log line', () => {
     ]);
     const { value: res, lines, raw } = await withLogs(() => rpc(t, sid, 'locked'));
     expect(res.status).toBe(200);
-    noToken(await res.text());
+    // Streamable HTTP answered as server-sent events: streamed through as they came.
+    expect(res.headers.get('content-type')).toContain('text/event-stream');
+    const text = await res.text();
+    expect(text).toMatch(/^event: message\ndata: \{.*"serverInfo"/m);
+    noToken(text);
     noToken(raw);
     const logged = forwardLines(lines);
     expect(logged).toHaveLength(1);

@@ -103,53 +103,46 @@ export class OAuthRefresher {
    */
   async renew(tenant: string, credentialId: string, staleAccess: string): Promise<RenewResult> {
     const key = `mcp-oauth-refresh:${credentialId}`;
-    const deadline = Date.now() + this.waitMs;
-    for (;;) {
-      const live = await this.vaults.credentialLive(tenant, credentialId);
-      if (!live) return { ok: false, refresh: null, reason: 'credential gone or archived' };
-      if (live.secrets.access_token && live.secrets.access_token !== staleAccess)
-        return {
-          ok: true,
-          accessToken: live.secrets.access_token,
-          refreshed: false,
-          refresh: null,
-        };
-      const lease = await this.leases.acquire(
-        key,
-        `${process.pid}:${randomUUID()}`,
-        this.leaseTtlMs,
-      );
-      if (lease) {
-        try {
-          // Another process may have finished its refresh between our read and our lease.
-          const again = await this.vaults.credentialLive(tenant, credentialId);
-          if (!again) return { ok: false, refresh: null, reason: 'credential gone or archived' };
-          if (again.secrets.access_token && again.secrets.access_token !== staleAccess)
-            return {
-              ok: true,
-              accessToken: again.secrets.access_token,
-              refreshed: false,
-              refresh: null,
-            };
-          return await this.refresh(tenant, again);
-        } finally {
-          await this.leases.release(lease).catch(() => {});
-        }
+    const gone: RenewResult = { ok: false, refresh: null, reason: 'credential gone or archived' };
+    /** The live token when the credential moved past the stale one, else null. */
+    const movedOn = (c: ResolvedCredential | null) =>
+      c?.secrets.access_token && c.secrets.access_token !== staleAccess
+        ? ({
+            ok: true,
+            accessToken: c.secrets.access_token,
+            refreshed: false,
+            refresh: null,
+          } as const)
+        : null;
+    const live = await this.vaults.credentialLive(tenant, credentialId);
+    if (!live) return gone;
+    const now = movedOn(live);
+    if (now) return now;
+    const lease = await this.leases.acquire(key, `${process.pid}:${randomUUID()}`, this.leaseTtlMs);
+    if (lease) {
+      try {
+        // Another process may have finished its refresh between our read and our lease.
+        const again = await this.vaults.credentialLive(tenant, credentialId);
+        if (!again) return gone;
+        return movedOn(again) ?? (await this.refresh(tenant, again));
+      } finally {
+        await this.leases.release(lease).catch(() => {});
       }
-      // Someone else is refreshing: wait for the lease to go, then re-read (never refresh twice).
-      while ((await this.leases.holder(key)) && Date.now() < deadline) await sleep(50);
-      if (Date.now() >= deadline)
-        return { ok: false, refresh: null, reason: 'another refresh of this credential is slow' };
-      const after = await this.vaults.credentialLive(tenant, credentialId);
-      if (after?.secrets.access_token && after.secrets.access_token !== staleAccess)
-        return {
-          ok: true,
-          accessToken: after.secrets.access_token,
-          refreshed: false,
-          refresh: null,
-        };
-      return { ok: false, refresh: null, reason: "another caller's refresh did not succeed" };
     }
+    // Someone else is refreshing: wait (bounded) for the lease to go, then re-read; never
+    // refresh a second time.
+    const deadline = Date.now() + this.waitMs;
+    while ((await this.leases.holder(key)) && Date.now() < deadline) await sleep(50);
+    const after = movedOn(await this.vaults.credentialLive(tenant, credentialId));
+    if (after) return after;
+    return {
+      ok: false,
+      refresh: null,
+      reason:
+        Date.now() >= deadline
+          ? 'another refresh of this credential is still running'
+          : "another caller's refresh did not succeed",
+    };
   }
 
   /** One token endpoint exchange for `cred` (lease held), persisted and recorded. */

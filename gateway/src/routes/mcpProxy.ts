@@ -21,6 +21,8 @@ type ProxyReq = FastifyRequest<{ Params: { sid: string; server: string } }>;
 
 export const MCP_PROXY_PATH = '/v1/svc/mcp-proxy/:sid/:server';
 const METHODS = ['GET', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS'];
+/** How much of an over-limit body is read (and discarded) so the 413 can be delivered. */
+const DRAIN_LIMIT = 32 * 1024 * 1024;
 
 /**
  * Issue 11 hook: the session a claimed-session bearer (Work API `sessions_token`) may reach,
@@ -49,6 +51,8 @@ function rawBody(req: FastifyRequest, max: number): Promise<string | null | 'too
       if (size > max) {
         chunks.length = 0;
         resolve('too_large');
+        // A sender that keeps going past the gateway's own body limit is cut off.
+        if (size > max + DRAIN_LIMIT) stream.destroy();
       } else chunks.push(c);
     });
     stream.on('end', () => resolve(size ? Buffer.concat(chunks).toString('utf8') : null));
