@@ -8,7 +8,8 @@
  *   to hosts in allowed_hosts (HTTPS intercepted and plain HTTP), not on other hosts (the
  *   placeholder arrives there); a rotation and an injection_location change apply to the next
  *   request; a credential added after warmup appears on the next command;
- * - cap_cli: `gh`'s header form (`Authorization: token <t>`) on the CLI's hosts (the runtime's
+ * - cap_cli: GH_TOKEN is a placeholder in the sandbox; `gh`'s header form
+ *   (`Authorization: token <t>`) replaces the sandbox's on the CLI's hosts (the runtime's
  *   test seam maps gh to `localhost`, as no real GitHub host can be reached here); an unknown
  *   cli_id is a 400 naming auth.cli_id;
  * - command_secret: in the env of one simple command of a listed program only (not with `;`,
@@ -244,8 +245,10 @@ describe('cap_cli credentials', () => {
     try {
       seen.length = 0;
       const out = await bash(
-        `curl -sS --max-time 20 --noproxy '' -x "$HTTP_PROXY" 'https://localhost:${tlsPort}/gh' -w ' code=%{http_code}\\n'; env | grep -c '${GH_TOKEN}' || true`,
+        `printenv GH_TOKEN; curl -sS --max-time 20 --noproxy '' -x "$HTTP_PROXY" -H "Authorization: token $GH_TOKEN" 'https://localhost:${tlsPort}/gh' -w ' code=%{http_code}\\n'; env | grep -c '${GH_TOKEN}' || true`,
       );
+      // The CLI's token variable is a placeholder; the proxy replaces the whole header.
+      expect(out.split('\n')[0]).toMatch(PLACEHOLDER);
       expect(out).toContain('https upstream saw /gh code=200');
       expect(out).not.toContain(GH_TOKEN);
       expect(seen).toMatchObject([{ url: '/gh', authorization: `token ${GH_TOKEN}` }]);

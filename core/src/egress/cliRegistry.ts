@@ -7,12 +7,16 @@
  *
  * Kept small and checked against each CLI's own client code:
  * - `gh` (GitHub CLI): api.github.com and uploads.github.com (release assets), header
- *   `Authorization: token <t>` (cli/go-gh `pkg/api` sets `token %s`).
+ *   `Authorization: token <t>` (cli/go-gh pkg/api/http_client.go sets `token %s`); GH_TOKEN.
  * - `glab` (GitLab CLI): gitlab.com, header `PRIVATE-TOKEN: <t>` (the GitLab REST API's
- *   personal access token header, what glab's go-gitlab client sends for a PAT).
- * - `npm`: registry.npmjs.org, header `Authorization: Bearer <t>` (npm's `_authToken`).
+ *   personal access token header, what glab's go-gitlab client sends for a PAT); GITLAB_TOKEN.
+ * - `npm`: registry.npmjs.org, header `Authorization: Bearer <t>` (npm's `_authToken`); npm
+ *   reads no token variable by itself, so none is set.
  * - `hf` (Hugging Face CLI, huggingface_hub): huggingface.co, header
- *   `Authorization: Bearer <t>`.
+ *   `Authorization: Bearer <t>`; HF_TOKEN.
+ * `env`: the variable the CLI reads its token from; every exec in the sandbox gets it set to a
+ * placeholder (`afv_ph_…`, not the token), so the CLI believes it is logged in and sends a
+ * request, whose header the proxy then replaces (core/src/sandbox/commandSecrets.ts).
  * Hosts use the proxy's patterns (exact name, or `*.suffix`). A credential never opens a host:
  * the session's network policy and the platform's egress policy still decide what is reached.
  *
@@ -28,6 +32,8 @@ export interface CliSpec {
   header: string;
   /** Value prefix before the token (e.g. `Bearer `), possibly empty. */
   prefix: string;
+  /** The env variable the CLI reads its token from (set to a placeholder in the sandbox). */
+  env?: string;
 }
 
 export type CliRegistry = Readonly<Record<string, CliSpec>>;
@@ -37,10 +43,11 @@ export const CLI_REGISTRY: CliRegistry = {
     hosts: ['api.github.com', 'uploads.github.com'],
     header: 'authorization',
     prefix: 'token ',
+    env: 'GH_TOKEN',
   },
-  glab: { hosts: ['gitlab.com'], header: 'private-token', prefix: '' },
+  glab: { hosts: ['gitlab.com'], header: 'private-token', prefix: '', env: 'GITLAB_TOKEN' },
   npm: { hosts: ['registry.npmjs.org'], header: 'authorization', prefix: 'Bearer ' },
-  hf: { hosts: ['huggingface.co'], header: 'authorization', prefix: 'Bearer ' },
+  hf: { hosts: ['huggingface.co'], header: 'authorization', prefix: 'Bearer ', env: 'HF_TOKEN' },
 };
 
 export const knownCliIds = (registry: CliRegistry = CLI_REGISTRY) => Object.keys(registry).sort();

@@ -5,6 +5,8 @@
  * warmup applies to the next command.
  * - `environment_variable`: `$<secret_name>` is the credential's placeholder, never the secret
  *   (./placeholders.ts; the egress proxy substitutes it).
+ * - `cap_cli`: the CLI's token variable (registry `env`, e.g. GH_TOKEN) is a placeholder too, so
+ *   the CLI sends its request; the proxy sets the real header (./vaultInjection.ts).
  * - `command_secret` (spec "Vault and credentials" rule 5): `secret_name=secret_value` is added
  *   ONLY when the command is one simple command whose program's basename is in `commands`
  *   (`simpleCommandProgram`: no `;`, `&`, `|`, redirection, backquote, `$`, parentheses,
@@ -18,7 +20,8 @@
  */
 import type { ResolvedCredential } from '../domain/vaults.js';
 import type { SandboxAgentApi, SandboxManager, SessionRef } from '../ports/sandbox.js';
-import { placeholderEnv } from './placeholders.js';
+import { CLI_REGISTRY, type CliRegistry } from '../egress/cliRegistry.js';
+import { placeholderEnv, placeholderOf } from './placeholders.js';
 
 /** Characters that make a command anything but one plain simple command (even quoted). */
 const UNSAFE = /[;&|<>`$(){}\n\r\\#!]/;
@@ -70,8 +73,16 @@ export function simpleCommandProgram(command: string): string | null {
 export function credentialEnv(
   creds: readonly ResolvedCredential[],
   command: string,
+  registry: CliRegistry = CLI_REGISTRY,
 ): Record<string, string> {
   const env = placeholderEnv(creds);
+  for (const c of creds) {
+    const spec =
+      c.type === 'cap_cli' && Object.hasOwn(registry, String(c.auth.cli_id))
+        ? registry[String(c.auth.cli_id)]
+        : undefined;
+    if (spec?.env) env[spec.env] ??= placeholderOf(c);
+  }
   const program = creds.some((c) => c.type === 'command_secret')
     ? simpleCommandProgram(command)
     : null;
@@ -89,11 +100,13 @@ export function credentialEnv(
 export function withCredentialEnv(
   api: SandboxAgentApi,
   credentials: () => Promise<ResolvedCredential[]>,
+  registry: () => CliRegistry = () => CLI_REGISTRY,
 ): SandboxAgentApi {
   const exec: SandboxAgentApi['exec'] = async (req) => {
     const creds = await credentials();
     if (!creds.length) return api.exec(req);
-    return api.exec({ ...req, env: { ...(req.env ?? {}), ...credentialEnv(creds, req.command) } });
+    const added = credentialEnv(creds, req.command, registry());
+    return api.exec({ ...req, env: { ...(req.env ?? {}), ...added } });
   };
   return overriding(api, { exec });
 }
@@ -102,9 +115,10 @@ export function withCredentialEnv(
 export function managerWithCredentialEnv<M extends SandboxManager>(
   manager: M,
   credentials: (session: SessionRef) => Promise<ResolvedCredential[]>,
+  registry: () => CliRegistry = () => CLI_REGISTRY,
 ): M {
   const run: SandboxManager['run'] = (session, fn) =>
-    manager.run(session, (api) => fn(withCredentialEnv(api, () => credentials(session))));
+    manager.run(session, (api) => fn(withCredentialEnv(api, () => credentials(session), registry)));
   return overriding(manager, { run } as Partial<M>);
 }
 

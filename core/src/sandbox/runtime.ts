@@ -275,8 +275,10 @@ export async function createSandboxRuntime(
   });
   // Every exec gets the session's environment_variable placeholders and, for one simple
   // command of a listed program, its command_secret values, read live (./commandSecrets.ts).
-  const manager = managerWithCredentialEnv(bareManager, (s) =>
-    sessionCredentials(p, s.tenantId, s.sessionId),
+  const manager = managerWithCredentialEnv(
+    bareManager,
+    (s) => sessionCredentials(p, s.tenantId, s.sessionId),
+    () => proxies.cliRegistry,
   );
   const unsubscribe = await p.coordination.pubsub.subscribe(SANDBOX_CONTROL_CHANNEL, (m: any) => {
     if (m?.type !== 'destroy' || !m.tenantId || !m.sessionId) return;
