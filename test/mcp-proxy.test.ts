@@ -36,16 +36,22 @@ let t: TestPlatform;
 let open: McpServerFixture; // no auth
 let locked: McpServerFixture; // bearer required
 let closed: McpServerFixture; // on a port the operator did not open
+let goneUrl: string; // opened, but nothing listens there
 beforeAll(async () => {
   open = await startMcpServer();
   locked = await startMcpServer({ tokens: [INLINE, STATIC, OAUTH] });
   closed = await startMcpServer();
+  const gone = await startMcpServer();
+  goneUrl = gone.url;
+  await gone.close();
   t = await startPlatform({
     env: {
       SANDBOX_DRIVER: 'none',
       LOG_LEVEL: 'info',
       MCP_PROXY_MAX_BODY_BYTES: String(MAX_BODY),
-      EGRESS_ALLOW_PRIVATE_HOSTS: `127.0.0.1:${open.port},127.0.0.1:${locked.port}`,
+      EGRESS_ALLOW_PRIVATE_HOSTS: [open.url, locked.url, goneUrl]
+        .map((u) => new URL(u).host)
+        .join(','),
     },
   });
 });
@@ -232,14 +238,26 @@ describe('MCP proxy: hostile input', () => {
     expect(locked.seen.length).toBe(before);
   });
 
-  it('a private address the operator did not open is refused (4xx naming the setting), nothing sent', async () => {
+  it('a private address the operator did not open is refused (502 naming the setting), nothing sent', async () => {
     const sid = await sessionWith(t.client, [{ name: 'closed', url: closed.url }]);
     const res = await rpc(t, sid, 'closed');
-    expect(res.status).toBe(403);
+    expect(res.status).toBe(502);
     const body = (await res.json()) as any;
-    expect(body).toMatchObject({ type: 'error', error: { type: 'forbidden' } });
+    expect(body).toMatchObject({ type: 'error', error: { details: { reason: 'egress_refused' } } });
     expect(body.error.message).toContain('EGRESS_ALLOW_PRIVATE_HOSTS');
     expect(closed.seen).toEqual([]);
+  });
+
+  it('an upstream that cannot be reached → 502 in the error shape, no crash', async () => {
+    const sid = await sessionWith(t.client, [{ name: 'gone', url: goneUrl }]);
+    const res = await rpc(t, sid, 'gone');
+    expect(res.status).toBe(502);
+    const body = (await res.json()) as any;
+    expect(body).toMatchObject({
+      type: 'error',
+      error: { details: { reason: 'upstream_unreachable' } },
+    });
+    expect(body.error.message).toContain('gone');
   });
 
   it('a body over MCP_PROXY_MAX_BODY_BYTES → 413 naming body (route and forward)', async () => {

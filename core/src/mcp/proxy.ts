@@ -9,8 +9,10 @@
  *   vaults read LIVE on every call (nothing cached): the `static_bearer` or `mcp_oauth`
  *   credential whose mcp_server_url host is the server url's host; else none;
  * - the request goes through the egress policy (private/loopback/metadata refused unless the
- *   operator opened them with EGRESS_ALLOW_PRIVATE_HOSTS; refused → 403 naming the policy),
- *   TLS trusting the system store plus EGRESS_CA_CERTS; unreachable upstream → 502. Redirects
+ *   operator opened them with EGRESS_ALLOW_PRIVATE_HOSTS), TLS trusting the system store plus
+ *   EGRESS_CA_CERTS. A refused destination (message naming EGRESS_ALLOW_PRIVATE_HOSTS, details
+ *   reason `egress_refused`) or an unreachable one (`upstream_unreachable`) is a 502 Bad
+ *   Gateway: the MCP client reports a connection failure, not an authentication one. Redirects
  *   are not followed (the bearer never goes to another URL);
  * - the caller's own credentials never go upstream, the injected bearer never comes back
  *   (./proxyHttp.ts); the response body streams through (text/event-stream included);
@@ -220,8 +222,8 @@ export class McpProxy {
       const refused = egressRefusalIn(err);
       const r = refused
         ? fail(
-            403,
-            'forbidden',
+            502,
+            'internal_error',
             `mcp server ${req.server}: ${refused.host} is refused by the egress policy (a private, loopback or metadata address; the operator opens such hosts with EGRESS_ALLOW_PRIVATE_HOSTS)`,
             { reason: 'egress_refused' },
           )
