@@ -29,6 +29,8 @@ const TOOL_MODEL = 'py-tool-model';
 const BUDGET_MODEL = 'py-budget-model';
 /** Calls the built-in bash tool (held by always_ask in test_permissions.py), then answers. */
 const PERMISSION_MODEL = 'py-permission-model';
+/** Calls the MCP tool mcp__py__echo (test_mcp.py), then answers. */
+const MCP_MODEL = 'py-mcp-model';
 
 let t: TestPlatform;
 /** test_mcp_oauth.py: an MCP server requiring MCP_TOKEN, a token endpoint that knows no refresh token. */
@@ -110,6 +112,23 @@ describe.skipIf(!available)(
         },
       });
       expect(permissionCard.status, await permissionCard.clone().text()).toBe(200);
+      const mcpCard = await t.http('/v1/svc/model_cards', {
+        method: 'POST',
+        headers: BETA,
+        json: {
+          model_id: MCP_MODEL,
+          provider: 'anthropic',
+          model: MCP_MODEL,
+          base_url: t.model.url,
+          api_key: 'sk-py',
+        },
+      });
+      expect(mcpCard.status, await mcpCard.clone().text()).toBe(200);
+      t.model.script(
+        MCP_MODEL,
+        { steps: [{ tool_use: { name: 'mcp__py__echo', input: { text: 'from python' } } }] },
+        { steps: [{ text: 'echoed' }] },
+      );
       t.model.script(
         PERMISSION_MODEL,
         { steps: [{ tool_use: { name: 'bash', input: { command: 'echo held' } } }] },
@@ -133,6 +152,7 @@ describe.skipIf(!available)(
           AGENTFLEET_BUDGET_MODEL: BUDGET_MODEL,
           AGENTFLEET_PERMISSION_MODEL: PERMISSION_MODEL,
           AGENTFLEET_MCP_URL: mcp.url,
+          AGENTFLEET_MCP_MODEL: MCP_MODEL,
           AGENTFLEET_MCP_TOKEN: MCP_TOKEN,
           AGENTFLEET_OAUTH_URL: oauth.url,
         });
@@ -165,6 +185,7 @@ describe.skipIf(!available)(
           'test_mcp_oauth_validate_valid_token',
           'test_mcp_oauth_validate_failed_refresh_is_invalid_and_recorded',
           'test_mcp_oauth_validate_refuses_other_credential_types',
+          'test_mcp_tool_called_in_a_turn',
         ])
           expect(out, out).toMatch(new RegExp(`::${name} PASSED`));
       },
