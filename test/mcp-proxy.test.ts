@@ -10,6 +10,8 @@
  * - hostile: tenant key / no key on the route, another tenant's session, unknown session or
  *   server, a private address the operator did not open, a body over the cap.
  */
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
 import Anthropic from '@anthropic-ai/sdk';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startPlatform, type TestPlatform } from './harness.js';
@@ -37,6 +39,10 @@ let open: McpServerFixture; // no auth
 let locked: McpServerFixture; // bearer required
 let closed: McpServerFixture; // on a port the operator did not open
 let goneUrl: string; // opened, but nothing listens there
+/** Records every header it gets; answers with a cookie, a session id and the bearer it got. */
+let echo: http.Server;
+let echoUrl: string;
+const echoed: http.IncomingHttpHeaders[] = [];
 beforeAll(async () => {
   open = await startMcpServer();
   locked = await startMcpServer({ tokens: [INLINE, STATIC, OAUTH] });
@@ -44,12 +50,25 @@ beforeAll(async () => {
   const gone = await startMcpServer();
   goneUrl = gone.url;
   await gone.close();
+  echo = http.createServer((req, res) => {
+    echoed.push(req.headers);
+    req.resume();
+    res.writeHead(200, {
+      'content-type': 'application/json',
+      'set-cookie': 'upstream=1',
+      'mcp-session-id': 'sess-upstream-1',
+      'x-echo-authorization': String(req.headers.authorization),
+    });
+    res.end('{"jsonrpc":"2.0","id":1,"result":{}}');
+  });
+  await new Promise<void>((r) => echo.listen(0, '127.0.0.1', r));
+  echoUrl = `http://127.0.0.1:${(echo.address() as AddressInfo).port}/mcp`;
   t = await startPlatform({
     env: {
       SANDBOX_DRIVER: 'none',
       LOG_LEVEL: 'info',
       MCP_PROXY_MAX_BODY_BYTES: String(MAX_BODY),
-      EGRESS_ALLOW_PRIVATE_HOSTS: [open.url, locked.url, goneUrl]
+      EGRESS_ALLOW_PRIVATE_HOSTS: [open.url, locked.url, goneUrl, echoUrl]
         .map((u) => new URL(u).host)
         .join(','),
     },
@@ -58,6 +77,8 @@ beforeAll(async () => {
 afterAll(async () => {
   await t?.close();
   await Promise.all([open, locked, closed].map((s) => s?.close()));
+  echo?.closeAllConnections();
+  await new Promise((r) => echo?.close(r));
 });
 
 const lastAuth = (s: McpServerFixture) => s.seen.at(-1)?.authorization;
@@ -136,6 +157,73 @@ describe('MCP proxy: auth modes', () => {
     expect(res.status).toBe(401);
     expect(res.headers.get('www-authenticate')).toContain('invalid_token');
     expect(await res.json()).toMatchObject({ error: { message: 'unauthorized' } });
+  });
+});
+
+describe('MCP proxy: headers', () => {
+  it("the caller's credentials never go upstream; the injected bearer never comes back", async () => {
+    const sid = await sessionWith(t.client, [
+      { name: 'echo', url: echoUrl, authorization_token: INLINE },
+    ]);
+    const res = await fetch(`${t.url}/v1/svc/mcp-proxy/${sid}/echo`, {
+      method: 'POST',
+      headers: {
+        authorization: `Bearer ${t.operatorKey}`,
+        'x-api-key': t.operatorKey,
+        cookie: 'session=caller',
+        'anthropic-beta': 'managed-agents-2026-04-01',
+        'content-type': 'application/json',
+        'mcp-session-id': 'sess-upstream-1',
+        'mcp-protocol-version': '2025-06-18',
+      },
+      body: '{"jsonrpc":"2.0","id":1,"method":"ping"}',
+    });
+    expect(res.status).toBe(200);
+    const got = echoed.at(-1)!;
+    expect(got.authorization).toBe(`Bearer ${INLINE}`);
+    expect([got['x-api-key'], got.cookie, got['anthropic-beta']]).toEqual([
+      undefined,
+      undefined,
+      undefined,
+    ]);
+    expect(got['mcp-session-id']).toBe('sess-upstream-1');
+    expect(got['mcp-protocol-version']).toBe('2025-06-18');
+    expect(got.host).toBe(new URL(echoUrl).host);
+    expect(JSON.stringify(got)).not.toContain(t.operatorKey);
+    // Back: the session id passes; cookies and the header echoing the bearer do not.
+    expect(res.headers.get('mcp-session-id')).toBe('sess-upstream-1');
+    expect(res.headers.get('set-cookie')).toBeNull();
+    expect(res.headers.get('x-echo-authorization')).toBeNull();
+    expect(await res.json()).toEqual({ jsonrpc: '2.0', id: 1, result: {} });
+
+    // Hop-by-hop headers (and those `connection` names) stay on the caller's hop (forward).
+    const tenantId = (await t.server.platform.mcpProxy.sessionTenant(sid))!;
+    const direct = await t.server.platform.mcpProxy.forward({
+      tenantId,
+      sessionId: sid,
+      server: 'echo',
+      method: 'POST',
+      headers: {
+        Connection: 'x-hop',
+        'x-hop': 'dropped',
+        'keep-alive': 'timeout=5',
+        te: 'trailers',
+        'proxy-authorization': 'Basic c2VjcmV0',
+        Authorization: 'Bearer caller-own',
+        'x-kept': 'yes',
+      },
+      body: '{}',
+      caller: 'rpc-mcp',
+    });
+    expect(direct.status).toBe(200);
+    const hop = echoed.at(-1)!;
+    expect([hop['x-hop'], hop['keep-alive'], hop.te, hop['proxy-authorization']]).toEqual([
+      undefined,
+      undefined,
+      undefined,
+      undefined,
+    ]);
+    expect([hop.authorization, hop['x-kept']]).toEqual([`Bearer ${INLINE}`, 'yes']);
   });
 });
 
