@@ -8,9 +8,11 @@
  * - a `cap_cli` credential names a CLI of the capability registry
  *   (core/src/egress/cliRegistry.ts); any other cli_id is a 400 on `auth.cli_id` listing the
  *   known ids, so an accepted credential always has an egress effect;
- * - an `environment_variable` or `cap_cli` credential gets, at create, a random placeholder
+ * - an `environment_variable` credential gets, at create, a random placeholder
  *   (`afv_ph_<32 hex>`, sealed with its secrets, kept across updates, never derived from the
  *   secret): the only value the sandbox ever sees for it (core/src/sandbox/placeholders.ts).
+ *   A `cap_cli` token variable's placeholder is derived from the credential id (the proxy
+ *   replaces that header whatever it holds, so it need not be unguessable).
  * Proved by test/vaults.test.ts and test/sandbox-credentials.test.ts.
  */
 import { randomBytes } from 'node:crypto';
@@ -25,7 +27,7 @@ export interface CredentialSecrets {
   refresh_token?: string;
   client_secret?: string;
   secret_value?: string;
-  /** environment_variable, cap_cli: what the sandbox sees instead of the secret (not a secret). */
+  /** environment_variable: what the sandbox sees instead of secret_value (not a secret). */
   placeholder?: string;
 }
 
@@ -123,10 +125,7 @@ export function splitCreate(a: CredentialAuthCreate): {
           'auth.cli_id',
           `unknown CLI '${a.cli_id}'; known cli_id values: ${knownCliIds().join(', ')}`,
         );
-      return {
-        auth: { type: a.type, cli_id: a.cli_id },
-        secrets: { token: a.token, placeholder: newPlaceholder() },
-      };
+      return { auth: { type: a.type, cli_id: a.cli_id }, secrets: { token: a.token } };
     case 'command_secret':
       return {
         auth: { type: a.type, secret_name: a.secret_name, commands: a.commands },

@@ -39,7 +39,8 @@ export interface PlaceholderSubstitution {
 /** The placeholder of an environment_variable credential (sealed with it at create). */
 export function placeholderOf(c: ResolvedCredential): string {
   if (c.secrets.placeholder) return c.secrets.placeholder;
-  // Created before placeholders were stored: stable, from the credential id, not the secret.
+  // cap_cli, or created before placeholders were stored: stable, from the credential id (not
+  // the secret).
   return `afv_ph_${createHash('sha256').update(`placeholder:${c.credential_id}`).digest('hex').slice(0, 32)}`;
 }
 
