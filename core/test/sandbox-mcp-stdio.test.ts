@@ -144,7 +144,8 @@ describe('stdio MCP servers in the sandbox', () => {
     const port = 18000 + Math.floor(Math.random() * 2000);
     const server = await sandboxHttpServer(api, {
       command: 'node',
-      args: [SERVER, '--http', String(port), '--marker', marker],
+      // --noisy: 3 MiB on stdout before it binds (stdout is drained, so it never blocks)
+      args: [SERVER, '--http', String(port), '--noisy', '--marker', marker],
       env: { MCP_GREETING: 'nested' },
       port,
       ready_timeout_ms: 30_000,

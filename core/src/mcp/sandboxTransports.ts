@@ -10,10 +10,10 @@
  *   polling); a line that is not JSON-RPC goes to `onerror` and is skipped (like the SDK's
  *   StdioClientTransport).
  * - nested `{type:'stdio', stdio:{command, args?, env?, port, ready_timeout_ms?}}` →
- *   sandboxHttpServer: spawns the process, waits until 127.0.0.1:port INSIDE the sandbox accepts
- *   (at most ready_timeout_ms, default 60000), and returns a `fetch` that carries each request
- *   to that port through the agent's `httpLocal` (answered whole, bodies ≤ 16 MiB), for the
- *   SDK's StreamableHTTPClientTransport. A GET is answered 405 here without reaching the server:
+ *   sandboxHttpServer: spawns the process (its stdout drained and discarded), waits until
+ *   127.0.0.1:port INSIDE the sandbox accepts (at most ready_timeout_ms, default 60000), and
+ *   returns a `fetch` that carries each request to that port through the agent's `httpLocal`
+ *   (answered whole, bodies ≤ 16 MiB), for the SDK's StreamableHTTPClientTransport. A GET is answered 405 here without reaching the server:
  *   GET opens the Streamable HTTP standalone SSE stream, which never ends and cannot be carried
  *   as one answer; on 405 the SDK skips it (server-initiated messages outside a request are then
  *   not received: say so to users of this shape). POST answers that are SSE streams end with the
@@ -226,9 +226,19 @@ export async function sandboxHttpServer(
 ): Promise<{ url: URL; fetch: typeof fetch; close(): Promise<void> }> {
   const readyMs = spec.ready_timeout_ms ?? DEFAULT_READY_TIMEOUT_MS;
   const proc = await startInSandbox(api, spec);
+  // stdout is not the protocol here: drained (a server that logs there never blocks on a full
+  // pipe), and the waiting read keeps the process from the agent's idle kill while it serves
+  let draining = true;
+  void (async () => {
+    while (draining) {
+      const chunk = await proc.read().catch(() => ({ eof: true }));
+      if (chunk.eof) return;
+    }
+  })();
   try {
     await proc.waitForPort(spec.port, readyMs);
   } catch (err) {
+    draining = false;
     await proc.close().catch(() => {});
     throw new McpStartupError(
       `MCP server '${spec.command}' did not accept on 127.0.0.1:${spec.port} in the sandbox: ${(err as Error).message}`,
@@ -272,7 +282,10 @@ export async function sandboxHttpServer(
   return {
     url: new URL(`http://127.0.0.1:${spec.port}/mcp`),
     fetch: fetchInSandbox as typeof fetch,
-    close: () => proc.close(),
+    close: () => {
+      draining = false;
+      return proc.close();
+    },
   };
 }
 
