@@ -76,6 +76,7 @@ interface Target {
 }
 
 const NULL_BODY = new Set([101, 204, 205, 304]);
+const METHODS = new Set(['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS']);
 
 export class McpProxy {
   readonly refresher: OAuthRefresher;
@@ -175,6 +176,10 @@ export class McpProxy {
     const fail = (code: number, type: string, message: string, details?: Record<string, unknown>) =>
       errorResponse(code, type, message, details, req.requestId);
     try {
+      if (!METHODS.has(req.method.toUpperCase()))
+        return fail(400, 'invalid_request', `method: ${req.method.slice(0, 20)} is not proxied`, {
+          field: 'method',
+        });
       if (req.body !== null && typeof req.body !== 'string')
         return fail(400, 'invalid_request', 'body: must be a string or null', { field: 'body' });
       if (req.body !== null && Buffer.byteLength(req.body) > this.d.maxBodyBytes)
