@@ -17,8 +17,7 @@ import { execFileSync, spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
-import { dirname, join, resolve } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { join } from 'node:path';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { lineSplitter, sandboxProgram } from '@agentfleet/sandbox-agent';
@@ -31,9 +30,9 @@ import {
   sandboxStdioTransport,
 } from '../src/mcp/sandboxTransports.js';
 import type { SandboxAgentApi, SandboxHandle } from '../src/ports/sandbox.js';
+import { bundleStdioMcpServer } from '../../test/fixtures/stdioMcpServerBundle.js';
 import { testSpec } from './sandbox.contract.js';
 
-const repoRoot = resolve(dirname(fileURLToPath(import.meta.url)), '../..');
 const SERVER = '/workspace/mcp-server.mjs';
 let base: string;
 let driver: LocalDriver;
@@ -45,20 +44,7 @@ beforeAll(async () => {
   driver = createLocalDriver({ rootDir: join(base, 'root') });
   h = await driver.start(testSpec({ env: { SANDBOX_ENV_MARK: 'from-environment' } }));
   api = h.api;
-  const esbuild = await import('esbuild');
-  const out = await esbuild.build({
-    entryPoints: [join(repoRoot, 'test/fixtures/stdioMcpServer.ts')],
-    bundle: true,
-    platform: 'node',
-    target: 'node20',
-    format: 'esm',
-    write: false,
-    logLevel: 'silent',
-    banner: {
-      js: "import { createRequire as __cr } from 'node:module'; const require = __cr(import.meta.url);",
-    },
-  });
-  await api.writeFile(SERVER, out.outputFiles[0]!.text);
+  await api.writeFile(SERVER, await bundleStdioMcpServer());
   await api.writeFile('/workspace/marker.txt', 'only-in-this-sandbox');
 }, 120_000);
 afterAll(async () => {
