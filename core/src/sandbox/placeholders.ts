@@ -148,14 +148,18 @@ export async function prepareBody(
       cleanup();
       reject(err);
     };
+    // The sandbox went away before the body ended: nothing is sent upstream.
+    const onClose = () => onError(new Error('the request body was cut off'));
     const cleanup = () => {
       req.off('data', onData);
       req.off('end', onEnd);
       req.off('error', onError);
+      req.off('close', onClose);
     };
     req.on('data', onData);
     req.once('end', onEnd);
     req.once('error', onError);
+    req.once('close', onClose);
   });
   if (outcome === 'overflow') return { kind: 'prefix', chunks };
   const original: Buffer = Buffer.concat(chunks);
