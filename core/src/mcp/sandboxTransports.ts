@@ -31,7 +31,8 @@
  * (`onclose`). If the worker never closes it, the agent kills it when its connection ends or 2
  * minutes after the last call (sandbox-agent/src/agent/procStream.ts).
  *
- * Proved by core/test/sandbox-mcp-stdio.test.ts (real bwrap sandbox, SDK client and servers).
+ * Proved by core/test/sandbox-mcp-stdio.test.ts (real bwrap sandbox, SDK client and servers) and
+ * core/test/sandbox-mcp-stdio-nomad.test.ts (the Nomad driver: the same agent behind the launcher).
  */
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { ReadBuffer, serializeMessage } from '@modelcontextprotocol/sdk/shared/stdio.js';

@@ -22,7 +22,8 @@
  * - at most MAX_PROCESSES are open; each is killed (whole process group) on streamClose, when
  *   the agent exits (its connection ended: main.ts kills `running`), or when no call touched it
  *   for PROC_IDLE_MS (a host that went away without closing, e.g. a dropped Nomad connection).
- * Proved by core/test/sandbox-mcp-stdio.test.ts (real bwrap sandbox).
+ * Proved by core/test/sandbox-mcp-stdio.test.ts (real bwrap sandbox) and
+ * core/test/sandbox-mcp-stdio-nomad.test.ts (behind the Nomad launcher).
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import * as net from 'node:net';
