@@ -12,6 +12,7 @@
  */
 import Anthropic from '@anthropic-ai/sdk';
 import { Value } from '@sinclair/typebox/value';
+import type { BetaManagedAgentsCredentialValidation } from '@anthropic-ai/sdk/resources/beta/vaults/credentials';
 import { CredentialValidation } from '@agentfleet/schemas';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startPlatform, type TestPlatform } from './harness.js';
@@ -63,6 +64,15 @@ async function oauthCred(
 
 const validate = (c: { vaultId: string; credId: string }) =>
   t.client.beta.vaults.credentials.mcpOAuthValidate(c.credId, { vault_id: c.vaultId });
+
+/** Compile-time: the served schema's type is the SDK's BetaManagedAgentsCredentialValidation. */
+export type ServedIsSdk = CredentialValidation extends BetaManagedAgentsCredentialValidation
+  ? BetaManagedAgentsCredentialValidation extends CredentialValidation
+    ? true
+    : never
+  : never;
+const servedIsSdk: ServedIsSdk = true;
+void servedIsSdk;
 
 /** The served shape (the SDK adds `_request_id` to what it returns). */
 const conforms = (x: unknown) => {
