@@ -13,9 +13,12 @@
  *   (allow runs it, deny answers the message as an is_error result); a server without a
  *   toolset is not connected and offers nothing;
  * - failures: an unreachable server → session.error mcp_connection_failed_error and the turn
- *   ends normally with the other server's tools; a wrong bearer → mcp_authentication_failed_error
+ *   ends normally with the other server's tools; a server that never answers is given up after
+ *   MCP_DISCOVERY_TIMEOUT_MS; a wrong bearer → mcp_authentication_failed_error
  *   without the token; a tool that fails → an is_error result, the turn goes on.
  */
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { validateSessionEvent } from '@agentfleet/schemas';
 import { startPlatform, type TestPlatform } from './harness.js';
@@ -23,6 +26,7 @@ import { FIXTURE_TOOLS, startMcpServer, type McpServerFixture } from './fixtures
 import { addModelCard, call, runTurn, say, untilIdle } from './turnHelpers.js';
 
 const MODEL = 'mcp-tools-model';
+const DISCOVERY_MS = 3000;
 const rnd = () => Math.random().toString(36).slice(2, 12);
 const INLINE = `inline-${rnd()}${rnd()}`;
 const STATIC = `static-${rnd()}${rnd()}`;
@@ -34,7 +38,11 @@ let t: TestPlatform;
 let open: McpServerFixture;
 let locked: McpServerFixture;
 let downPort = 0;
+/** Accepts connections and never answers: discovery must give up (MCP_DISCOVERY_TIMEOUT_MS). */
+const silent = http.createServer(() => {});
 beforeAll(async () => {
+  await new Promise<void>((r) => silent.listen(0, '127.0.0.1', r));
+  const silentPort = (silent.address() as AddressInfo).port;
   open = await startMcpServer();
   locked = await startMcpServer({ tokens: [INLINE, STATIC, OAUTH] });
   const down = await startMcpServer();
@@ -43,7 +51,8 @@ beforeAll(async () => {
   t = await startPlatform({
     env: {
       SANDBOX_DRIVER: 'none',
-      EGRESS_ALLOW_PRIVATE_HOSTS: [open.port, locked.port, downPort]
+      MCP_DISCOVERY_TIMEOUT_MS: String(DISCOVERY_MS),
+      EGRESS_ALLOW_PRIVATE_HOSTS: [open.port, locked.port, downPort, silentPort]
         .map((p) => `127.0.0.1:${p}`)
         .join(','),
     },
@@ -53,6 +62,8 @@ beforeAll(async () => {
 afterAll(async () => {
   await t?.close();
   await Promise.all([open, locked].map((s) => s?.close()));
+  silent.closeAllConnections();
+  await new Promise<void>((r) => silent.close(() => r()));
 });
 
 const toolset = (server: string, extra: Record<string, unknown> = {}) => ({
@@ -306,6 +317,23 @@ describe('MCP tools in a turn: failures', () => {
       'mcp__srv__echo',
       'mcp__srv__fail',
     ]);
+  });
+
+  it('a server that never answers: discovery gives up after MCP_DISCOVERY_TIMEOUT_MS and the turn goes on', async () => {
+    const port = (silent.address() as AddressInfo).port;
+    const sid = await session(
+      [{ type: 'url', name: 'mute', url: `http://127.0.0.1:${port}/mcp` }],
+      [toolset('mute')],
+    );
+    t.model.script(MODEL, say('without mute'));
+    const turn = await runTurn(t.client, sid, 'hello');
+    const err = turn.events.find((e) => e.type === 'session.error');
+    expect(err.error).toMatchObject({
+      type: 'mcp_connection_failed_error',
+      mcp_server_name: 'mute',
+      message: `MCP server 'mute' did not answer within ${DISCOVERY_MS} ms`,
+    });
+    expect(turn.idle.stop_reason).toEqual({ type: 'end_turn' });
   });
 
   it('a wrong bearer: mcp_authentication_failed_error without the token; the turn still ends', async () => {

@@ -14,7 +14,9 @@
  *   inside the session's sandbox (./mcpStdio.ts); with no sandbox (SANDBOX_DRIVER=none, refused
  *   at create anyway) a stdio server is reported as a connection failure and never started;
  * - a tool call that fails is an is_error result, never a dead turn; an abort rethrows.
- * Proven by test/mcp-tools.test.ts.
+ * Proven by test/mcp-tools.test.ts (url servers, every auth mode, configs, failures),
+ * test/mcp-tools-stdio.test.ts (stdio in a bwrap sandbox), test/mcp-tools-crash.test.ts and
+ * test/python/sdk_suite/test_mcp.py.
  */
 import {
   connectUrlServer,

@@ -7,8 +7,9 @@
  *   agent toolset and `mcp_toolset` (per server and tool name); a custom tool's policy is its
  *   own `permission_policy` (an extension: the SDK's custom tools have none; on client-executed
  *   ones only always_allow is accepted, core/src/domain/toolPolicy.ts), else always_allow;
- * - every agent.tool_use records the SDK's `evaluated_permission` and `evaluation`: always_allow
- *   → allow, always_ask → ask, auto → ask with `reason_code: 'indeterminate'` (this deployment
+ * - every agent.tool_use and agent.mcp_tool_use records the SDK's `evaluated_permission` and
+ *   `evaluation` (an MCP call's policy: its toolset's, by server and bare tool name):
+ *   always_allow → allow, always_ask → ask, auto → ask with `reason_code: 'indeterminate'` (this deployment
  *   has no per-call judge, so it holds the call rather than guess), a tool that is not enabled
  *   → deny without an evaluation (refused before any policy applied);
  * - an `ask` call is never run before the client allows it: the turn ends idle with
@@ -17,12 +18,13 @@
  * - the next turn first settles the held calls from the event log alone (so a worker crash or a
  *   redelivered command loses nothing): `allow` runs the tool and appends its agent.tool_result,
  *   `deny` appends an is_error agent.tool_result carrying the deny message (or a default text),
- *   a call the client never confirmed before sending a new user.message gets an is_error result,
+ *   a call the client never confirmed before sending a new user.message gets an is_error result
+ *   (agent.mcp_tool_result for an MCP call, run on the turn's MCP servers: ./mcpTurn.ts),
  *   and only then is the model called again. A call whose result is already in the log is never
  *   run again; a confirmed call whose worker died before its result was appended runs again on
  *   recovery (at least once, as the client allowed it).
- * Proven by test/permission-policy.test.ts, test/permission-crash.test.ts (kill -9 mid-turn)
- * and test/python/sdk_suite/test_permissions.py.
+ * Proven by test/permission-policy.test.ts, test/permission-crash.test.ts (kill -9 mid-turn),
+ * test/mcp-tools.test.ts, test/mcp-tools-crash.test.ts and test/python/sdk_suite/test_permissions.py.
  */
 import { TOOLSET_TYPE } from '@agentfleet/schemas';
 import type { EventDoc, McpToolRef, SessionRef } from '@agentfleet/core';

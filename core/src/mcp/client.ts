@@ -7,7 +7,10 @@
  *   proxy, which injects the bearer (inline token or session vault) under the egress policy; so
  *   this process, the model and the sandbox never hold the upstream credential;
  * - Streamable HTTP first; when its initialize fails with a 4xx other than 401/403 (the SDK's
- *   documented signal of an older server), the HTTP+SSE transport is tried (SSE fallback);
+ *   documented signal of an older server), the HTTP+SSE transport is tried (SSE fallback). The
+ *   proxy forwards to the configured URL only, so the fallback reaches servers that take their
+ *   messages on that same URL; a server announcing a different message endpoint fails to
+ *   connect (a request for another path or query is refused here, never sent elsewhere);
  * - connect + `tools/list` (every page) is bounded by `timeoutMs` per server (spec: 15 s);
  * - a failure is an `McpServerError` of kind `authentication` (HTTP 401/403 after the proxy's
  *   refresh flow) or `connection` (anything else); its message names the server and an HTTP
@@ -15,7 +18,8 @@
  * - a tool call that fails (transport or JSON-RPC error) rejects; callers turn it into an
  *   is_error result (workers/src/mcpTurn.ts).
  * stdio servers connect through core/src/mcp/clientStdio.ts with `connectMcpTransport`.
- * Proven by test/mcp-tools.test.ts (every auth mode, SSE-less fallback path, failures).
+ * Proven by test/mcp-tools.test.ts (every auth mode, unreachable / silent / wrong-bearer
+ * servers, a failing tool) and test/mcp-tools-stdio.test.ts. The SSE fallback has no test.
  */
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import {
@@ -92,7 +96,15 @@ export function proxyFetch(
   forward: McpForward,
   ids: { tenantId: string; sessionId: string; server: string },
 ): FetchLike {
-  return async (_url, init) => {
+  const target = proxyPlaceholderUrl(ids.sessionId, ids.server);
+  return async (url, init) => {
+    // The proxy forwards to the server's configured URL only: a transport asking for another
+    // path or query (an SSE server's separate message endpoint) cannot be carried faithfully.
+    const asked = new URL(url);
+    if (asked.pathname !== target.pathname || asked.search !== target.search)
+      throw new Error(
+        `the MCP proxy forwards to the configured URL only; the transport asked for ${asked.pathname}`,
+      );
     const headers: Record<string, string> = {};
     new Headers(init?.headers).forEach((v, k) => (headers[k] = v));
     const body = init?.body;
