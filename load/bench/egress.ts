@@ -106,7 +106,7 @@ export async function egressSection(): Promise<void> {
     ['measurement', 'n', 'p50 ms', 'p99 ms', 'mean ms'],
     rows.map(([name, samples]) => {
       const s = summarize(samples);
-      return [name, s.n, fmt(s.p50), fmt(s.p99), fmt(s.mean)];
+      return [name, String(s.n), fmt(s.p50), fmt(s.p99), fmt(s.mean)];
     }),
     [
       'the difference between the two rows is what the MCP proxy adds (route, session and vault read, injection)',
