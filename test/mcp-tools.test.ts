@@ -8,7 +8,8 @@
  *   (validated against the served schema), the model request offers the tool with the server's
  *   description and full schema, the next request pairs tool_use/tool_result; the server saw
  *   the bearer, and no event, response or model request contains it;
- * - mcp_toolset configs: a disabled tool is not offered, default_config.enabled false offers
+ * - mcp_toolset configs: a disabled tool is not offered (a call of it anyway is a denied
+ *   agent.mcp_tool_use with an is_error result), default_config.enabled false offers
  *   only the tools enabled by name, always_ask holds the call until user.tool_confirmation
  *   (allow runs it, deny answers the message as an is_error result); a server without a
  *   toolset is not connected and offers nothing;
@@ -208,11 +209,21 @@ describe('MCP tools in a turn: mcp_toolset configs', () => {
         }),
       ],
     );
-    t.model.script(MODEL, say('nothing to call'));
+    t.model.script(MODEL, call('mcp__srv__add', { a: 1, b: 2 }), say('refused'));
     const before = modelCount();
-    await runTurn(t.client, sid, 'list');
+    const turn = await runTurn(t.client, sid, 'list');
     const [req] = requestsSince(before);
     expect(toolNames(req).sort()).toEqual(['mcp__few__add', 'mcp__srv__echo', 'mcp__srv__fail']);
+    // Calling the disabled tool anyway: refused before any policy (SDK: deny, no evaluation).
+    const use = turn.events.find((e) => e.type === 'agent.mcp_tool_use');
+    expect(use).toMatchObject({ name: 'mcp__srv__add', mcp_tool_name: 'add' });
+    expect([use.evaluated_permission, use.evaluation]).toEqual(['deny', undefined]);
+    expect(turn.events.find((e) => e.type === 'agent.mcp_tool_result')).toMatchObject({
+      mcp_tool_use_id: use.id,
+      content: [{ type: 'text', text: "MCP tool 'add' of server 'srv' is not enabled" }],
+      is_error: true,
+    });
+    expect(turn.idle.stop_reason).toEqual({ type: 'end_turn' });
   });
 
   it('a server without an mcp_toolset is not connected and offers no tool', async () => {

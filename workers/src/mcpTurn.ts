@@ -25,6 +25,7 @@ import {
   mcpToolSpecs,
   serversToConnect,
   toServerError,
+  unofferedMcpTool,
   type Logger,
   type McpConnection,
   type McpForward,
@@ -71,8 +72,9 @@ export class McpTurn implements McpTools {
     this.stdio = new StdioServerHost(sandbox, this.session);
   }
 
+  /** An offered MCP tool, or (enabled: false) another name in an MCP server's namespace. */
   lookup(name: string): McpToolRef | undefined {
-    return this.refs.get(name);
+    return this.refs.get(name) ?? unofferedMcpTool(this.s.agent.tools as any[], name);
   }
 
   /** Connects the agent's servers once; failures are appended as session.error. */

@@ -130,7 +130,10 @@ export async function consumeModelStream(
               mcp_server_name: ref.server,
               mcp_tool_name: ref.tool,
               input: ev.input,
-              ...mcpPermissionFields(tools, ref),
+              // A tool the turn did not offer is refused before any policy applies (SDK).
+              ...(ref.enabled === false
+                ? { evaluated_permission: 'deny' }
+                : mcpPermissionFields(tools, ref)),
             },
           });
           toolUses.push({ id, name: ev.name, input: ev.input, mcp: ref });

@@ -139,7 +139,12 @@ export class ToolCallDispatcher {
     const waiting: string[] = [];
     for (const call of calls) {
       if (call.mcp) {
-        if (mcpPermissionFields(this.tools, call.mcp).evaluated_permission === 'ask')
+        const { server, tool } = call.mcp;
+        if (call.mcp.enabled === false)
+          await this.append([
+            errorResult(call.id, `MCP tool '${tool}' of server '${server}' is not enabled`, true),
+          ]);
+        else if (mcpPermissionFields(this.tools, call.mcp).evaluated_permission === 'ask')
           waiting.push(call.id);
         else await this.runMcp(call.id, call.mcp, call.input);
         continue;

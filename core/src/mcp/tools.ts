@@ -11,6 +11,9 @@
  * - each tool is offered as `mcp__<server>__<tool>` (spec) with the server's description and
  *   full `inputSchema`; a tool whose prefixed name the model protocols cannot carry
  *   (`^[A-Za-z0-9_-]{1,128}$`) is skipped;
+ * - a call of a name in a toolset server's `mcp__<server>__` namespace that the turn did not
+ *   offer (disabled, unknown, server down) is recorded as agent.mcp_tool_use with
+ *   evaluated_permission `deny` and answered with an is_error result;
  * - the permission policy of a call is resolved per server and tool (workers/src/permissions.ts
  *   `resolvePolicy(tools, tool, server)`).
  * Proven by test/mcp-tools.test.ts.
@@ -22,6 +25,8 @@ import type { McpTool } from './client.js';
 export interface McpToolRef {
   server: string;
   tool: string;
+  /** false: a name of this server's namespace that the turn does not offer (disabled, unknown). */
+  enabled?: false;
 }
 
 export const mcpToolName = (server: string, tool: string) => `mcp__${server}__${tool}`;
@@ -53,6 +58,24 @@ export function serversToConnect<S extends { name: string }>(
       (ts.configs ?? []).some((c: any) => c.enabled === true)
     );
   });
+}
+
+/**
+ * A called name in the `mcp__<server>__` namespace of one of the agent's toolsets that the turn
+ * did not offer: recorded as a denied agent.mcp_tool_use (SDK: "the named tool is not enabled").
+ * The longest matching server name wins (names may contain `__`).
+ */
+export function unofferedMcpTool(tools: readonly any[], name: string): McpToolRef | undefined {
+  const servers = (tools ?? [])
+    .filter((t) => t?.type === 'mcp_toolset')
+    .map((t) => String(t.mcp_server_name))
+    .sort((a, b) => b.length - a.length);
+  const server = servers.find(
+    (s) => name.startsWith(mcpToolName(s, '')) && name.length > s.length + 7,
+  );
+  return server
+    ? { server, tool: name.slice(mcpToolName(server, '').length), enabled: false }
+    : undefined;
 }
 
 /** The model tools of the discovered servers, and what each prefixed name stands for. */
