@@ -13,7 +13,8 @@
  * - `url` servers go through the MCP proxy only (core/src/mcp/client.ts); `stdio` servers run
  *   inside the session's sandbox (./mcpStdio.ts); with no sandbox (SANDBOX_DRIVER=none, refused
  *   at create anyway) a stdio server is reported as a connection failure and never started;
- * - a tool call that fails is an is_error result, never a dead turn; an abort rethrows.
+ * - a tool call that fails is an is_error result, never a dead turn; an abort (interrupt)
+ *   rethrows, also during discovery (late connections are closed as they complete).
  * Proven by test/mcp-tools.test.ts (url servers, every auth mode, configs, failures),
  * test/mcp-tools-stdio.test.ts (stdio in a bwrap sandbox), test/mcp-tools-crash.test.ts and
  * test/python/sdk_suite/test_mcp.py.
@@ -48,6 +49,14 @@ export interface McpTools {
   call(ref: McpToolRef, input: Record<string, unknown>, signal: AbortSignal): Promise<ToolResult>;
 }
 
+/** Rejects with the signal's reason once it aborts (never settles without a signal). */
+const aborted = (signal?: AbortSignal) =>
+  new Promise<never>((_, reject) => {
+    if (!signal) return;
+    if (signal.aborted) reject(signal.reason);
+    signal.addEventListener('abort', () => reject(signal.reason), { once: true });
+  });
+
 const errorText = (text: string): ToolResult => ({
   content: [{ type: 'text', text }],
   is_error: true,
@@ -67,6 +76,8 @@ export class McpTurn implements McpTools {
     private readonly s: SessionDoc,
     private readonly append: AppendFenced,
     private readonly log: Logger,
+    /** The turn's abort signal: an interrupt does not wait for discovery. */
+    private readonly signal?: AbortSignal,
   ) {
     this.session = { tenantId: s.tenant_id, sessionId: s._id, environmentId: s.environment_id };
     this.stdio = new StdioServerHost(sandbox, this.session);
@@ -87,7 +98,12 @@ export class McpTurn implements McpTools {
     const servers = serversToConnect((agent.mcp_servers ?? []) as any[], agent.tools as any[]);
     if (!servers.length) return;
     const timeoutMs = this.p.config.turn.mcpDiscoveryMs;
-    const settled = await Promise.allSettled(servers.map((s) => this.connect(s, timeoutMs)));
+    const pending = Promise.allSettled(servers.map((s) => this.connect(s, timeoutMs)));
+    const settled = await Promise.race([pending, aborted(this.signal)]).catch((reason) => {
+      // Connections that complete after the abort are closed as they arrive.
+      void pending.then((rs) => rs.forEach((r) => r.status === 'fulfilled' && r.value.close()));
+      throw reason;
+    });
     const discovered = new Map<string, McpTool[]>();
     const errors = [];
     for (const [i, r] of settled.entries()) {

@@ -239,7 +239,8 @@ export class TurnRunner {
     );
     let end: TurnEnd = { stop_reason: { type: 'end_turn' } };
     // The agent's MCP servers: connected on first need, closed with the turn.
-    const mcp = new McpTurn(this.p, this.sandbox, s, this.fenced(tenant, sid, lease), this.log);
+    const append = this.fenced(tenant, sid, lease);
+    const mcp = new McpTurn(this.p, this.sandbox, s, append, this.log, abort.signal);
     try {
       // An interrupt may have landed between reading the session and subscribing.
       const fresh = await this.p.collections.sessions.get(tenant, sid);
