@@ -76,6 +76,12 @@ export { createDirectoryObjectStore } from './adapters/embedded/objectStore.js';
 export { createOutboundProxy, hostPolicy } from './sandbox/proxy.js';
 export { simpleCommandProgram } from './sandbox/commandSecrets.js';
 export { injectionFor } from './sandbox/vaultInjection.js';
+export {
+  createCertificateAuthority,
+  deploymentCa,
+  upstreamTrust,
+  writeSandboxTrust,
+} from './egress/ca.js';
 export { MAX_SUBSTITUTION_BODY_BYTES } from './sandbox/placeholders.js';
 export { CLI_REGISTRY, knownCliIds, type CliRegistry, type CliSpec } from './egress/cliRegistry.js';
 export { createNomadDriver } from './adapters/nomad/driver.js';

@@ -21,6 +21,8 @@
  * - Each request is logged as one `outbound.request` entry: method, host, port, path without
  *   query values, status, sizes, duration. Header values are never logged.
  * - Everything is bounded: connect timeout, idle timeout, header size, connection count.
+ * - With `proxyAuthorization` (a proxy on a TCP address, the Nomad driver's), a request or
+ *   CONNECT without that exact `Proxy-Authorization` is answered 407 before anything else.
  *
  * This file: the server (listening on a socket or port, limits, close) and what its parts
  * share; request forwarding in proxyForward.ts, CONNECT tunnelling in proxyTunnel.ts, policy in
@@ -38,6 +40,7 @@ import type { PolicyDecision, ProxyRequestContext } from './proxyPolicy.js';
 import {
   DEFAULTS,
   ProxyError,
+  proxyAuthChecker,
   refusalText,
   type EgressInjection,
   type OutboundProxy,
@@ -146,6 +149,7 @@ export async function createOutboundProxy(opts: OutboundProxyOptions): Promise<O
     resolve,
     credentials,
     intercept: opts.intercept ?? null,
+    authorized: proxyAuthChecker(opts.proxyAuthorization),
   };
 
   // --- server --------------------------------------------------------------------------------
@@ -209,7 +213,8 @@ export async function createOutboundProxy(opts: OutboundProxyOptions): Promise<O
         resolve();
       });
     });
-    address = `http://127.0.0.1:${(server.address() as net.AddressInfo).port}`;
+    const bound = (server.address() as net.AddressInfo).port;
+    address = `http://${net.isIPv6(host) ? `[${host}]` : host}:${bound}`;
   }
 
   let closed: Promise<void> | null = null;

@@ -20,6 +20,8 @@ import {
   deniedError,
   upstreamError,
   withTimeout,
+  proxyAuthError,
+  PROXY_AUTHENTICATE,
   type ProxyCore,
   type ProxyLogEntry,
 } from './proxyHelpers.js';
@@ -71,6 +73,7 @@ export const forwardRequests =
         'content-type': 'text/plain; charset=utf-8',
         'content-length': Buffer.byteLength(body),
         'proxy-status': `agentfleet; error=${e.proxyStatus}`,
+        ...(e.status === 407 ? { 'proxy-authenticate': PROXY_AUTHENTICATE } : {}),
       });
       res.end(body);
     };
@@ -115,6 +118,10 @@ export const forwardRequests =
       kind: 'http',
     };
 
+    if (!core.authorized(req)) {
+      req.resume();
+      return fail(proxyAuthError());
+    }
     const decision = decide(ctx);
     reason = decision.reason;
     if (!decision.allow) {

@@ -5,6 +5,7 @@
  * address, and the per-proxy core its request forwarding (proxyForward.ts) and CONNECT
  * tunnelling (proxyTunnel.ts) share.
  */
+import { timingSafeEqual } from 'node:crypto';
 import type http from 'node:http';
 import type { Duplex } from 'node:stream';
 import {
@@ -93,7 +94,15 @@ export interface ProxyLimits {
 }
 
 export interface OutboundProxyOptions {
-  listen: { socketPath: string } | { host: '127.0.0.1'; port: number };
+  /** A unix socket, or a TCP address (127.0.0.1, or a host a Nomad client reaches). */
+  listen: { socketPath: string } | { host: string; port: number };
+  /**
+   * The `Proxy-Authorization` value every request and CONNECT must carry (e.g. `Basic …`);
+   * anything else is answered 407 before any policy or lookup. For a proxy on a TCP address
+   * other sandboxes could reach (the Nomad driver's); absent: no check (a socket bound into
+   * one sandbox only).
+   */
+  proxyAuthorization?: string;
   policy: ProxyPolicy;
   credentialHook?: CredentialHook;
   /**
@@ -143,6 +152,28 @@ export interface ProxyCore {
   credentials: (ctx: ProxyRequestContext) => Promise<EgressInjection | null>;
   /** TLS interception for tunnels (null: none). */
   intercept: ProxyInterception | null;
+  /** Whether the request carries the proxy's `Proxy-Authorization` (always, when none is set). */
+  authorized: (req: http.IncomingMessage) => boolean;
+}
+
+/** The proxy's answer to a missing or wrong `Proxy-Authorization`. */
+export const proxyAuthError = () =>
+  new ProxyError(
+    407,
+    'proxy_auth_required',
+    'http_request_denied',
+    'proxy authentication required',
+  );
+export const PROXY_AUTHENTICATE = 'Basic realm="agentfleet-session"';
+
+/** A constant-time check of the request's Proxy-Authorization against `expected`. */
+export function proxyAuthChecker(expected: string | undefined) {
+  if (expected === undefined) return () => true;
+  const want = Buffer.from(expected);
+  return (req: http.IncomingMessage) => {
+    const got = Buffer.from(String(req.headers['proxy-authorization'] ?? ''));
+    return got.length === want.length && timingSafeEqual(got, want);
+  };
 }
 
 export const DEFAULTS: Required<ProxyLimits> = {

@@ -18,6 +18,8 @@ import {
   deniedError,
   upstreamError,
   withTimeout,
+  proxyAuthError,
+  PROXY_AUTHENTICATE,
   type ProxyCore,
   type ProxyLogEntry,
 } from './proxyHelpers.js';
@@ -67,7 +69,9 @@ export const tunnelConnects =
       const text = e.status === 403 ? 'Forbidden' : (http.STATUS_CODES[e.status] ?? 'Error');
       client.end(
         `HTTP/1.1 ${e.status} ${text}\r\ncontent-type: text/plain; charset=utf-8\r\ncontent-length: ${Buffer.byteLength(body)}\r\n` +
-          `proxy-status: agentfleet; error=${e.proxyStatus}\r\nconnection: close\r\n\r\n${body}`,
+          `proxy-status: agentfleet; error=${e.proxyStatus}\r\n` +
+          (e.status === 407 ? `proxy-authenticate: ${PROXY_AUTHENTICATE}\r\n` : '') +
+          `connection: close\r\n\r\n${body}`,
       );
       // Do not wait forever for the client to read the refusal.
       setTimeout(() => client.destroy(), 1000).unref();
@@ -92,6 +96,7 @@ export const tunnelConnects =
       port,
       kind: 'connect',
     };
+    if (!core.authorized(req)) return reply(proxyAuthError());
     const decision = decide(ctx);
     if (decision.reason) entry.reason = decision.reason;
     if (!decision.allow) return reply(deniedError(decision.reason, host));

@@ -28,6 +28,7 @@ import {
   sandboxEnv,
   sandboxResources,
   type SandboxLimitCaps,
+  type SandboxTrust,
 } from '../../ports/sandboxHelpers.js';
 import { HOST_CODE_ROOT, sandboxBwrapOptions } from '../bubblewrap/layout.js';
 import { withPackageLayerEnv } from '../../sandbox/packages/layerEnv.js';
@@ -50,6 +51,14 @@ export interface NomadAgentCommandOptions {
    * sandbox-agent/src/launcher/), from the spec's instance size lowered by `caps`. Default on; false: none.
    */
   limits?: false | { caps?: SandboxLimitCaps };
+  /**
+   * The egress CA trust files (core/src/egress/ca.ts writeSandboxTrust), client paths: with a
+   * proxy, a bwrap sandbox gets them as the local driver does (system bundle path, CA file,
+   * NODE_EXTRA_CA_CERTS, SSL_CERT_FILE, REQUESTS_CA_BUNDLE). Like the scripts, they are
+   * written on the worker and the client is assumed to share that path (the fake's local tasks
+   * do). Not applied to base_image or unwrapped tasks (no bwrap to bind them).
+   */
+  trust?: SandboxTrust | null;
 }
 
 const TASK_DIR = '${NOMAD_TASK_DIR}';
@@ -144,7 +153,9 @@ export function nomadAgentCommand(spec: SandboxSpec, o: NomadAgentCommandOptions
   for (const [name, content] of Object.entries(systemFiles()))
     launcherArgs.push('--file', `${systemDir}/${name}=${Buffer.from(content).toString('base64')}`);
   if (proxy) launcherArgs.push('--proxy-forward', `${proxySocket}=${proxy.target}`);
-  const baseEnv = sandboxEnv(spec.env, proxy ? proxy.url : null);
+  // The egress CA comes with the proxy: trusted only where that proxy intercepts.
+  const trust = proxy ? (o.trust ?? null) : null;
+  const baseEnv = sandboxEnv(spec.env, proxy ? proxy.url : null, trust !== null);
   const env = spec.packages ? withPackageLayerEnv(baseEnv) : baseEnv;
   // the same bwrap options as the local driver's, handed to bwrap through a pipe by the launcher
   const bwrapOptions = sandboxBwrapOptions({
@@ -157,6 +168,7 @@ export function nomadAgentCommand(spec: SandboxSpec, o: NomadAgentCommandOptions
     hide: [HOST_CODE_ROOT, dirname(o.launcher), dirname(o.agent), ...(o.hidePaths ?? [])],
     env,
     packages: spec.packages ? { hostDir: spec.packages.hostDir } : null,
+    trust,
   });
   return [
     o.node,

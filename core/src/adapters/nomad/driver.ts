@@ -15,6 +15,10 @@
  * base_image: the job runs that image with the docker task driver (`job.dockerMounts` bound into
  * it; without them a spec with a base_image is refused before anything is registered);
  * test/base-image.test.ts.
+ * proxy (option): the session's outbound proxy on TCP with its own Proxy-Authorization, given
+ * to the job as the spec's proxyUrl (the launcher forwards the sandbox's proxy socket to it)
+ * with the egress CA trust files for the agent command; released when the sandbox exits.
+ * Proved against the Nomad fake by test/sandbox-credentials-nomad.test.ts.
  */
 import { randomBytes } from 'node:crypto';
 import {
@@ -40,6 +44,7 @@ import {
   checkSandboxSpec,
   sandboxResources,
   type SandboxLimitCaps,
+  type SandboxTrust,
 } from '../../ports/sandboxHelpers.js';
 import { sleep } from '../../util.js';
 import {
@@ -59,8 +64,19 @@ export { agentAddress, allocationExit } from './allocation.js';
 
 export interface NomadDriverOptions {
   client: NomadClient | NomadClientOptions;
-  /** The task's command (see nomadAgentCommand), or a function of the spec. */
-  agentCommand: string[] | ((spec: SandboxSpec) => string[]);
+  /**
+   * The task's command (see nomadAgentCommand), or a function of the spec (with the proxy's
+   * proxyUrl set) and the egress CA trust files that come with the proxy.
+   */
+  agentCommand: string[] | ((spec: SandboxSpec, extra: { trust: SandboxTrust | null }) => string[]);
+  /**
+   * The session's outbound proxy for a sandbox on Nomad: a TCP URL the task reaches (with the
+   * proxy's credentials in it), the egress CA trust files, and a release once the sandbox has
+   * exited. Absent: the spec's proxyUrl, or no network at all.
+   */
+  proxy?: (
+    spec: SandboxSpec,
+  ) => Promise<{ url: string; trust: SandboxTrust | null; release: () => void }>;
   /** Passed to the job template: driver (default raw_exec), datacenters, nodePool, cpuMode, cpuMhzPerCore, user, killTimeoutMs, env, meta, priority. */
   job?: Omit<
     JobTemplateOptions,
@@ -279,7 +295,26 @@ export function createNomadDriver(opts: NomadDriverOptions): NomadDriver {
     }
   }
 
+  /** With `opts.proxy`: the session's proxy for the job, released when the sandbox exits. */
   async function startJob(spec: SandboxSpec): Promise<NomadSandboxHandle> {
+    const proxy = opts.proxy && !spec.proxyUrl ? await opts.proxy(spec) : null;
+    try {
+      const h = await startJobWith(spec, proxy ? { ...spec, proxyUrl: proxy.url } : spec, {
+        trust: proxy?.trust ?? null,
+      });
+      if (proxy) void h.exited.then(() => proxy.release());
+      return h;
+    } catch (err) {
+      proxy?.release();
+      throw err;
+    }
+  }
+
+  async function startJobWith(
+    spec: SandboxSpec,
+    runSpec: SandboxSpec,
+    extra: { trust: SandboxTrust | null },
+  ): Promise<NomadSandboxHandle> {
     // A base_image runs with the docker task driver, which needs the files to bind into it.
     if (spec.baseImage && !opts.job?.dockerMounts?.length)
       throw new Error(
@@ -288,8 +323,10 @@ export function createNomadDriver(opts: NomadDriverOptions): NomadDriver {
     const deadline = Date.now() + startTimeoutMs;
     const token = randomBytes(24).toString('hex');
     const agentCommand =
-      typeof opts.agentCommand === 'function' ? opts.agentCommand(spec) : opts.agentCommand;
-    const job = jobTemplate(spec, {
+      typeof opts.agentCommand === 'function'
+        ? opts.agentCommand(runSpec, extra)
+        : opts.agentCommand;
+    const job = jobTemplate(runSpec, {
       driver: 'raw_exec',
       ...opts.job,
       agentCommand,
