@@ -448,8 +448,20 @@ describe('served shapes match their schemas', () => {
       'event_delta',
     ];
     expect(expected.filter((type) => !seen.has(type))).toEqual([]);
+    // The agent's url MCP server (mcp.example.com) cannot be reached from here: each turn
+    // reports it (workers/src/mcpTurn.ts) and goes on; the model errors are the scripted ones.
+    const mcpErrors = persisted.filter(
+      (e) => e.type === 'session.error' && e.error.type.startsWith('mcp_'),
+    );
+    expect(mcpErrors.length).toBeGreaterThan(0);
+    for (const e of mcpErrors)
+      expect(e.error).toMatchObject({
+        type: 'mcp_connection_failed_error',
+        mcp_server_name: 'docs',
+        retry_status: { type: 'retrying' },
+      });
     const errors = persisted
-      .filter((e) => e.type === 'session.error')
+      .filter((e) => e.type === 'session.error' && !e.error.type.startsWith('mcp_'))
       .map((e) => `${e.error.type}/${e.error.retry_status.type}`);
     expect(errors).toEqual([
       'model_overloaded_error/retrying',
