@@ -11,9 +11,12 @@
  *   credential; the secret is in no job the fake holds;
  * - the TCP proxy answers 407 without its Proxy-Authorization (from the host, and from the
  *   sandbox with the credentials stripped from the URL);
- * - the proxy is released once when the sandbox stops.
- * NOT proved here: the platform's wiring of this option (server/src/sandboxDriver.ts does not
- * pass it yet, so platform sandboxes on Nomad still have no network).
+ * - the proxy is released once when the sandbox stops;
+ * - the sandbox runtime's `proxyEndpoint` wiring (core/src/sandbox/runtime.ts) on a real platform:
+ *   a Nomad sandbox (driver built on that wiring) of a session with a vault reaches the upstream
+ *   with the session's static_bearer injected, read from the vault.
+ * NOT proved here: the composition root's use of it (server/src/sandboxDriver.ts does not pass
+ * `proxy` yet, so platform sandboxes on Nomad still have no network).
  */
 import { execFileSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
@@ -26,6 +29,8 @@ import { join } from 'node:path';
 import {
   createCertificateAuthority,
   createEgressPolicy,
+  createLogger,
+  createSandboxRuntime,
   createNomadDriver,
   createOutboundProxy,
   deploymentCa,
@@ -37,6 +42,7 @@ import {
 } from '@agentfleet/core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startNomadFake, type NomadFake } from './nomad/fake.js';
+import { startPlatform } from './harness.js';
 
 const SECRET = 'sk-nomad-proxy-secret-61d2';
 const PASSWORD = randomBytes(16).toString('hex');
@@ -159,4 +165,69 @@ describe('Nomad sandboxes: the session proxy and the egress CA', () => {
     });
     expect(status).toBe(407);
   });
+});
+
+describe('the sandbox runtime wiring for Nomad (proxyEndpoint) on a platform', () => {
+  it("gives a Nomad sandbox the session's proxy: its vault's credential is injected", async () => {
+    const t = await startPlatform({
+      env: {
+        SANDBOX_DRIVER: 'local',
+        EGRESS_ALLOW_PRIVATE_HOSTS: `127.0.0.1:${upPort}`,
+        EGRESS_CA_CERTS: join(dir, 'cert.pem'),
+      },
+    });
+    try {
+      const { tenantId, client } = await t.newTenant('nomad-wiring');
+      const vault = await client.beta.vaults.create({ display_name: 'nomad' });
+      await client.beta.vaults.credentials.create(vault.id, {
+        auth: {
+          type: 'static_bearer',
+          token: `${SECRET}-vault`,
+          mcp_server_url: `https://127.0.0.1:${upPort}/mcp`,
+        },
+      });
+      const env = await client.beta.environments.create({ name: 'nomad-wiring' });
+      const agent = await client.beta.agents.create({ name: 'nomad-wiring', model: 'any-model' });
+      const session = await client.beta.sessions.create({
+        agent: agent.id,
+        environment_id: env.id,
+        vault_ids: [vault.id],
+      });
+      const scripts = {
+        launcher: await sandboxProgram('launcher', join(dir, 'scripts')),
+        agent: await sandboxProgram('agent', join(dir, 'scripts')),
+      };
+      const runtime = await createSandboxRuntime(
+        t.server.platform,
+        createLogger('warn', { test: 'nomad-wiring' }),
+        async (wiring) =>
+          createNomadDriver({
+            client: { address: fake.address },
+            agentCommand: (spec, extra) =>
+              nomadAgentCommand(spec, { node: process.execPath, ...scripts, trust: extra.trust }),
+            proxy: (spec) =>
+              wiring.proxyEndpoint(spec, { bind: '127.0.0.1', advertise: '127.0.0.1' }),
+            job: { datacenters: ['dc1'], killTimeoutMs: 3000 },
+            startTimeoutMs: 30_000,
+            watchWait: '5s',
+          }),
+      );
+      try {
+        seen.length = 0;
+        const ref = { tenantId, sessionId: session.id, environmentId: env.id };
+        const r = await runtime.manager.run(ref, (api) =>
+          api.exec({
+            command: `curl -sS --max-time 20 --noproxy '' -x "$HTTP_PROXY" 'https://127.0.0.1:${upPort}/wired' -w ' code=%{http_code}'`,
+            timeoutMs: 60_000,
+          }),
+        );
+        expect(r.stdout).toContain('upstream saw /wired code=200');
+        expect(seen).toEqual([{ url: '/wired', authorization: `Bearer ${SECRET}-vault` }]);
+      } finally {
+        await runtime.close();
+      }
+    } finally {
+      await t.close();
+    }
+  }, 120_000);
 });

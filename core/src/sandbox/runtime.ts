@@ -1,4 +1,4 @@
-import { createHash } from 'node:crypto';
+import { createHash, randomBytes } from 'node:crypto';
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import tls from 'node:tls';
@@ -52,11 +52,21 @@ interface EgressCaState {
   webTrust: string[];
 }
 
-/** One outbound proxy per session, on a unix socket, alive while something holds it. */
+/**
+ * One outbound proxy per session, on a unix socket (or, for sandboxes on Nomad, on TCP with its
+ * own Proxy-Authorization), alive while something holds it.
+ */
 class ProxyRegistry {
   private readonly proxies = new Map<
     string,
-    { proxy: Promise<OutboundProxy>; socketPath: string; refs: number; idle: NodeJS.Timeout | null }
+    {
+      proxy: Promise<OutboundProxy>;
+      socketPath: string;
+      /** TCP proxies: the password of their Proxy-Authorization (user `sandbox`). */
+      password: string | null;
+      refs: number;
+      idle: NodeJS.Timeout | null;
+    }
   >();
   private readonly egress;
   /** Which hosts each cap_cli CLI talks to (setCliRegistry replaces it). */
@@ -75,19 +85,32 @@ class ProxyRegistry {
     mkdirSync(dir, { recursive: true, mode: 0o700 });
   }
 
+  /** The session's proxy; with `tcp`, a separate one listening on `tcp.bind` (any port). */
   async acquire(
     ref: SessionRef,
-  ): Promise<{ address: string; socketPath: string; release: () => void; trust: SandboxTrust }> {
-    let entry = this.proxies.get(ref.sessionId);
+    tcp?: { bind: string },
+  ): Promise<{
+    address: string;
+    socketPath: string;
+    password: string | null;
+    release: () => void;
+    trust: SandboxTrust;
+  }> {
+    const key = tcp ? `tcp:${ref.sessionId}` : ref.sessionId;
+    let entry = this.proxies.get(key);
     if (!entry) {
       // Unix socket paths are limited to 108 bytes: a short hash names the socket.
       const socketPath = join(
         this.dir,
         `${createHash('sha256').update(ref.sessionId).digest('hex').slice(0, 16)}.sock`,
       );
+      const password = tcp ? randomBytes(24).toString('hex') : null;
       const proxy = Promise.all([this.policyFor(ref), this.egressCa()]).then(([policy, ca]) =>
         createOutboundProxy({
-          listen: { socketPath },
+          listen: tcp ? { host: tcp.bind, port: 0 } : { socketPath },
+          proxyAuthorization: password
+            ? `Basic ${Buffer.from(`sandbox:${password}`).toString('base64')}`
+            : undefined,
           context: { tenantId: ref.tenantId, sessionId: ref.sessionId },
           policy,
           // Private addresses only where the operator opened them (EGRESS_ALLOW_PRIVATE_HOSTS).
@@ -98,8 +121,8 @@ class ProxyRegistry {
           log: (entry) => this.log.info('outbound request', { ...entry }),
         }),
       );
-      entry = { proxy, socketPath, refs: 0, idle: null };
-      this.proxies.set(ref.sessionId, entry);
+      entry = { proxy, socketPath, password, refs: 0, idle: null };
+      this.proxies.set(key, entry);
     }
     const e = entry;
     const { trust } = await this.egressCa();
@@ -113,6 +136,7 @@ class ProxyRegistry {
     return {
       address: proxy.address,
       socketPath: e.socketPath,
+      password: e.password,
       trust,
       release: () => {
         if (released) return;
@@ -120,7 +144,7 @@ class ProxyRegistry {
         if (--e.refs > 0) return;
         e.idle = setTimeout(() => {
           if (e.refs > 0) return;
-          this.proxies.delete(ref.sessionId);
+          this.proxies.delete(key);
           void proxy.close();
         }, 30_000);
         e.idle.unref();
@@ -190,6 +214,16 @@ export interface SandboxDriverWiring {
   proxySocket(
     spec: SandboxSpec,
   ): Promise<{ path: string; release: () => void; trust?: SandboxTrust | null }>;
+  /**
+   * The session's proxy on TCP, for sandboxes that run on other machines (the Nomad driver's
+   * `proxy` option): listening on `bind` (a port of its own), its URL with `advertise` as the
+   * host and its Proxy-Authorization credentials (user `sandbox`, a random password per proxy:
+   * anyone else reaching the port gets 407), the egress CA trust files, and a release.
+   */
+  proxyEndpoint(
+    spec: SandboxSpec,
+    at: { bind: string; advertise: string },
+  ): Promise<{ url: string; release: () => void; trust: SandboxTrust | null }>;
 }
 
 /**
@@ -231,6 +265,16 @@ export async function createSandboxRuntime(
     proxySocket: async (spec: SandboxSpec) => {
       const h = await proxies.acquire(spec);
       return { path: h.socketPath, release: h.release, trust: h.trust };
+    },
+    proxyEndpoint: async (spec, at) => {
+      const h = await proxies.acquire(spec, { bind: at.bind });
+      const port = new URL(h.address).port;
+      const host = at.advertise.includes(':') ? `[${at.advertise}]` : at.advertise;
+      return {
+        url: `http://sandbox:${h.password}@${host}:${port}`,
+        release: h.release,
+        trust: h.trust,
+      };
     },
   });
   // Environment `packages`: layers built in confined sandboxes, cached by content (./packages/).
