@@ -16,10 +16,13 @@
  * - failures: an unreachable server → session.error mcp_connection_failed_error and the turn
  *   ends normally with the other server's tools; a server that never answers is given up after
  *   MCP_DISCOVERY_TIMEOUT_MS; a wrong bearer → mcp_authentication_failed_error
- *   without the token; a tool that fails → an is_error result, the turn goes on.
+ *   without the token; a tool that fails → an is_error result, the turn goes on;
+ * - an image in a tool result is served as the SDK's base64 image block and sent to the model.
  */
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
+import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { validateSessionEvent } from '@agentfleet/schemas';
 import { startPlatform, type TestPlatform } from './harness.js';
@@ -41,9 +44,31 @@ let locked: McpServerFixture;
 let downPort = 0;
 /** Accepts connections and never answers: discovery must give up (MCP_DISCOVERY_TIMEOUT_MS). */
 const silent = http.createServer(() => {});
+/** A 1×1 PNG. */
+const PIXEL =
+  'iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg==';
+/** An MCP server (official SDK, stateless) whose `pixel` tool answers an image and a text. */
+const pictures = http.createServer(async (req, res) => {
+  if (req.method !== 'POST') return void res.writeHead(405).end();
+  const chunks: Buffer[] = [];
+  for await (const c of req) chunks.push(c as Buffer);
+  const server = new McpServer({ name: 'pictures', version: '1.0.0' });
+  server.registerTool('pixel', { description: 'A pixel', inputSchema: {} }, async () => ({
+    content: [
+      { type: 'image', data: PIXEL, mimeType: 'image/png' },
+      { type: 'text', text: 'a pixel' },
+    ],
+  }));
+  const transport = new StreamableHTTPServerTransport({ sessionIdGenerator: undefined });
+  res.on('close', () => void transport.close());
+  await server.connect(transport);
+  await transport.handleRequest(req, res, JSON.parse(Buffer.concat(chunks).toString('utf8')));
+});
 beforeAll(async () => {
   await new Promise<void>((r) => silent.listen(0, '127.0.0.1', r));
   const silentPort = (silent.address() as AddressInfo).port;
+  await new Promise<void>((r) => pictures.listen(0, '127.0.0.1', r));
+  const picturesPort = (pictures.address() as AddressInfo).port;
   open = await startMcpServer();
   locked = await startMcpServer({ tokens: [INLINE, STATIC, OAUTH] });
   const down = await startMcpServer();
@@ -53,7 +78,7 @@ beforeAll(async () => {
     env: {
       SANDBOX_DRIVER: 'none',
       MCP_DISCOVERY_TIMEOUT_MS: String(DISCOVERY_MS),
-      EGRESS_ALLOW_PRIVATE_HOSTS: [open.port, locked.port, downPort, silentPort]
+      EGRESS_ALLOW_PRIVATE_HOSTS: [open.port, locked.port, downPort, silentPort, picturesPort]
         .map((p) => `127.0.0.1:${p}`)
         .join(','),
     },
@@ -63,8 +88,10 @@ beforeAll(async () => {
 afterAll(async () => {
   await t?.close();
   await Promise.all([open, locked].map((s) => s?.close()));
-  silent.closeAllConnections();
-  await new Promise<void>((r) => silent.close(() => r()));
+  for (const srv of [silent, pictures]) {
+    srv.closeAllConnections();
+    await new Promise<void>((r) => srv.close(() => r()));
+  }
 });
 
 const toolset = (server: string, extra: Record<string, unknown> = {}) => ({
@@ -366,6 +393,33 @@ describe('MCP tools in a turn: failures', () => {
     expect(turn.idle.stop_reason).toEqual({ type: 'end_turn' });
     noToken(JSON.stringify(turn.events));
     noToken(JSON.stringify((await t.client.beta.sessions.events.list(sid)).data));
+  });
+
+  it('an image in a tool result is served as an SDK image block and reaches the model', async () => {
+    const port = (pictures.address() as AddressInfo).port;
+    const sid = await session(
+      [{ type: 'url', name: 'pic', url: `http://127.0.0.1:${port}/mcp` }],
+      [toolset('pic')],
+    );
+    t.model.script(MODEL, call('mcp__pic__pixel', {}), say('nice pixel'));
+    const before = modelCount();
+    const turn = await runTurn(t.client, sid, 'draw');
+    const image = {
+      type: 'image',
+      source: { type: 'base64', media_type: 'image/png', data: PIXEL },
+    };
+    expect(turn.events.find((e) => e.type === 'agent.mcp_tool_result')).toMatchObject({
+      content: [image, { type: 'text', text: 'a pixel' }],
+      is_error: false,
+    });
+    for (const e of (await t.client.beta.sessions.events.list(sid)).data) validateSessionEvent(e);
+    const blocks = requestsSince(before)[1].body.messages.flatMap((m: any) =>
+      Array.isArray(m.content) ? m.content : [],
+    );
+    expect(blocks.find((b: any) => b.type === 'tool_result').content).toEqual([
+      image,
+      { type: 'text', text: 'a pixel' },
+    ]);
   });
 
   it('a tool that fails is an is_error result and the turn goes on', async () => {

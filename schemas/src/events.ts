@@ -224,10 +224,22 @@ export const EVENT_PAYLOADS = {
     evaluated_permission: Type.Optional(EvaluatedPermission),
     evaluation: Type.Optional(ToolEvaluation),
   },
-  /** SDK BetaManagedAgentsAgentMCPToolResultEvent; content as text blocks (core/src/mcp/client.ts). */
+  /** SDK BetaManagedAgentsAgentMCPToolResultEvent: text and base64 image blocks (core/src/mcp/client.ts). */
   'agent.mcp_tool_result': {
     mcp_tool_use_id: Id('sevt_'),
-    content: Type.Array(TextOut),
+    content: Type.Array(
+      Type.Union([
+        TextOut,
+        Obj({
+          type: Type.Literal('image'),
+          source: Obj({
+            type: Type.Literal('base64'),
+            media_type: Type.String(),
+            data: Type.String(),
+          }),
+        }),
+      ]),
+    ),
     is_error: Type.Boolean(),
   },
   'span.model_request_start': {},

@@ -29,6 +29,7 @@ import {
   unofferedMcpTool,
   type Logger,
   type McpConnection,
+  type McpResultBlock,
   type McpForward,
   type McpToolRef,
   type McpTool,
@@ -39,15 +40,17 @@ import {
   type ToolSpec,
 } from '@agentfleet/core';
 import type { AppendFenced } from './modelRequest.js';
-import type { ToolResult } from './tools.js';
 import { connectStdioServer, StdioServerHost } from './mcpStdio.js';
 
 /** What the model request and the dispatcher need of the turn's MCP servers. */
 export interface McpTools {
   readonly specs: ToolSpec[];
   lookup(name: string): McpToolRef | undefined;
-  call(ref: McpToolRef, input: Record<string, unknown>, signal: AbortSignal): Promise<ToolResult>;
+  call(ref: McpToolRef, input: Record<string, unknown>, signal: AbortSignal): Promise<McpResult>;
 }
+
+/** An MCP call's result: text and base64 image blocks (the SDK's agent.mcp_tool_result). */
+export type McpResult = { content: McpResultBlock[]; is_error: boolean };
 
 /** Rejects with the signal's reason once it aborts (never settles without a signal). */
 const aborted = (signal?: AbortSignal) =>
@@ -57,7 +60,7 @@ const aborted = (signal?: AbortSignal) =>
     signal.addEventListener('abort', () => reject(signal.reason), { once: true });
   });
 
-const errorText = (text: string): ToolResult => ({
+const errorText = (text: string): McpResult => ({
   content: [{ type: 'text', text }],
   is_error: true,
 });
@@ -157,7 +160,7 @@ export class McpTurn implements McpTools {
     ref: McpToolRef,
     input: Record<string, unknown>,
     signal: AbortSignal,
-  ): Promise<ToolResult> {
+  ): Promise<McpResult> {
     await this.ready();
     const c = this.conns.get(ref.server);
     if (!c) return errorText(`MCP server '${ref.server}' is not connected in this turn`);

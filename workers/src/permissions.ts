@@ -27,7 +27,7 @@
  * test/mcp-tools.test.ts, test/mcp-tools-crash.test.ts and test/python/sdk_suite/test_permissions.py.
  */
 import { TOOLSET_TYPE } from '@agentfleet/schemas';
-import type { EventDoc, McpToolRef, SessionRef } from '@agentfleet/core';
+import type { EventDoc, McpResultBlock, McpToolRef, SessionRef } from '@agentfleet/core';
 import type { McpTools } from './mcpTurn.js';
 import type { AppendFenced } from './modelRequest.js';
 import type { ToolCall } from './modelStream.js';
@@ -104,12 +104,7 @@ const UNCONFIRMED_TEXT =
   'this tool call was not run: it was not confirmed before the next user message';
 
 /** The result event of a call: agent.mcp_tool_result for an MCP call, else agent.tool_result. */
-const resultDraft = (
-  useId: string,
-  mcp: boolean,
-  content: Array<{ type: 'text'; text: string }>,
-  isError: boolean,
-) =>
+const resultDraft = (useId: string, mcp: boolean, content: McpResultBlock[], isError: boolean) =>
   mcp
     ? {
         type: 'agent.mcp_tool_result',

@@ -38,9 +38,14 @@ export interface McpTool {
   inputSchema: Record<string, unknown>;
 }
 
-/** A tool call's outcome, as text blocks (non-text parts are described in text). */
+/** A content block of a tool result: text, or a base64 image (the SDK's result blocks). */
+export type McpResultBlock =
+  | { type: 'text'; text: string }
+  | { type: 'image'; source: { type: 'base64'; media_type: string; data: string } };
+
+/** A tool call's outcome: text and image blocks (other parts are described in text). */
 export interface McpCallResult {
-  content: Array<{ type: 'text'; text: string }>;
+  content: McpResultBlock[];
   isError: boolean;
 }
 
@@ -269,13 +274,20 @@ export async function connectUrlServer(opts: {
 
 type RawContent = { type: string; [k: string]: unknown };
 
-/** An MCP CallToolResult as text blocks; images, audio and resources are described. */
+/** An MCP CallToolResult as text and image blocks; audio and resources are described in text. */
 export function toCallResult(r: Record<string, unknown>): McpCallResult {
   const parts = (Array.isArray(r.content) ? r.content : []) as RawContent[];
-  const content = parts.map((c): { type: 'text'; text: string } => {
+  const content = parts.map((c): McpResultBlock => {
     switch (c.type) {
       case 'text':
         return { type: 'text', text: String(c.text ?? '') };
+      case 'image':
+        if (typeof c.data === 'string' && typeof c.mimeType === 'string')
+          return {
+            type: 'image',
+            source: { type: 'base64', media_type: c.mimeType, data: c.data },
+          };
+        return { type: 'text', text: '[image content without data omitted]' };
       case 'resource': {
         const res = (c.resource ?? {}) as { uri?: string; text?: string };
         return { type: 'text', text: res.text ?? `[resource ${res.uri ?? ''}]` };
