@@ -14,7 +14,9 @@
  * - the proxy is released once when the sandbox stops;
  * - the sandbox runtime's `proxyEndpoint` wiring (core/src/sandbox/runtime.ts) on a real platform:
  *   a Nomad sandbox (driver built on that wiring) of a session with a vault reaches the upstream
- *   with the session's static_bearer injected, read from the vault.
+ *   with the session's static_bearer injected, read from the vault; a process it starts without
+ *   a shell (startProcess, as stdio MCP servers are) sees an environment_variable placeholder
+ *   and no command_secret.
  * NOT proved here: the composition root's use of it (server/src/sandboxDriver.ts does not pass
  * `proxy` yet, so platform sandboxes on Nomad still have no network).
  */
@@ -223,6 +225,37 @@ describe('the sandbox runtime wiring for Nomad (proxyEndpoint) on a platform', (
         );
         expect(r.stdout).toContain('upstream saw /wired code=200');
         expect(seen).toEqual([{ url: '/wired', authorization: `Bearer ${SECRET}-vault` }]);
+        // A process started without a shell (as stdio MCP servers are) sees the env var
+        // credential's placeholder, and never a command_secret (even for a listed program).
+        for (const auth of [
+          {
+            type: 'environment_variable',
+            secret_name: 'ENV_TOKEN',
+            secret_value: 'nomad-env-secret',
+            networking: { type: 'unrestricted' },
+          },
+          {
+            type: 'command_secret',
+            secret_name: 'CMD_TOKEN',
+            secret_value: 'nomad-cmd-secret',
+            commands: ['printenv'],
+          },
+        ])
+          await client.beta.vaults.credentials.create(vault.id, { auth } as any);
+        const printed = await runtime.manager.run(ref, async (api) => {
+          const proc = await api.startProcess({ command: 'printenv' });
+          let out = '';
+          for (;;) {
+            const chunk = await proc.read();
+            out += Buffer.from(chunk.data).toString();
+            if (chunk.eof) break;
+          }
+          await proc.close();
+          return out;
+        });
+        expect(printed).toMatch(/^ENV_TOKEN=afv_ph_[0-9a-f]{32}$/m);
+        expect(printed).not.toContain('nomad-env-secret');
+        expect(printed).not.toContain('CMD_TOKEN');
       } finally {
         await runtime.close();
       }

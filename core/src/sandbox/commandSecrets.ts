@@ -1,8 +1,9 @@
 /**
  * The process environment the session's vault credentials give each exec in its sandbox
  * (wrapping the api SandboxManager.run hands out, so bash, custom sandbox tools and custom
- * http tools all get it), read live per exec: a credential added, rotated or archived after
- * warmup applies to the next command.
+ * http tools all get it; processes started with startProcess, e.g. stdio MCP servers, get the
+ * placeholders but never a command_secret), read live per exec: a credential added, rotated
+ * or archived after warmup applies to the next command.
  * - `environment_variable`: `$<secret_name>` is the credential's placeholder, never the secret
  *   (./placeholders.ts; the egress proxy substitutes it).
  * - `cap_cli`: the CLI's token variable (registry `env`, e.g. GH_TOKEN) is a placeholder too, so
@@ -69,10 +70,14 @@ export function simpleCommandProgram(command: string): string | null {
   return base && base !== '.' && base !== '..' ? base : null;
 }
 
-/** The env one exec gets from the session's credentials (placeholders; command secrets). */
+/**
+ * The env one exec gets from the session's credentials (placeholders; command secrets). A
+ * null command (a process started without a shell, e.g. a stdio MCP server) gets the
+ * placeholders only.
+ */
 export function credentialEnv(
   creds: readonly ResolvedCredential[],
-  command: string,
+  command: string | null,
   registry: CliRegistry = CLI_REGISTRY,
 ): Record<string, string> {
   const env = placeholderEnv(creds);
@@ -83,9 +88,10 @@ export function credentialEnv(
         : undefined;
     if (spec?.env) env[spec.env] ??= placeholderOf(c);
   }
-  const program = creds.some((c) => c.type === 'command_secret')
-    ? simpleCommandProgram(command)
-    : null;
+  const program =
+    command !== null && creds.some((c) => c.type === 'command_secret')
+      ? simpleCommandProgram(command)
+      : null;
   if (!program) return env;
   for (const c of creds) {
     if (c.type !== 'command_secret' || !c.secrets.secret_value) continue;
@@ -108,7 +114,14 @@ export function withCredentialEnv(
     const added = credentialEnv(creds, req.command, registry());
     return api.exec({ ...req, env: { ...(req.env ?? {}), ...added } });
   };
-  return overriding(api, { exec });
+  // Long-lived processes (stdio MCP servers) see the placeholders too, never a command_secret.
+  const startProcess: SandboxAgentApi['startProcess'] = async (spec) => {
+    const creds = await credentials();
+    if (!creds.length) return api.startProcess(spec);
+    const added = credentialEnv(creds, null, registry());
+    return api.startProcess({ ...spec, env: { ...(spec.env ?? {}), ...added } });
+  };
+  return overriding(api, { exec, startProcess });
 }
 
 /** A SandboxManager whose `run` hands out the credential-env api. */
