@@ -60,6 +60,8 @@ describe.each(['local', 'nomad'] as const)(
         const fake = await startNomadFake({ node: { cpuMhz: 16_000, memoryMb: 65_536 } });
         closeFake = fake.close;
         env.NOMAD_ADDR = fake.address;
+        // The fake runs tasks on this machine: the session proxies listen on loopback TCP.
+        env.SANDBOX_NOMAD_PROXY_ADVERTISE = '127.0.0.1';
       }
       t = await startPlatform({ env });
       await t.http('/v1/svc/model_cards', {
@@ -285,20 +287,12 @@ describe.each(['local', 'nomad'] as const)(
           );
           const { results } = await turn(sess, 'use custom tools');
           expect(results[0]).toEqual({ text: '{"WORD":"HEY"}', is_error: false });
-          if (driver === 'local') {
-            // Sent from the sandbox (curl), through the session's outbound proxy.
-            expect(results[1]).toEqual({ text: '{"weather":"sunny"}', is_error: false });
-            expect(hits.find((h) => h.url === '/weather')).toMatchObject({
-              method: 'POST',
-              body: '{"city":"Oslo"}',
-            });
-          } else {
-            // Nomad sandboxes have no outbound proxy yet, so no network: a clear error result.
-            expect(results[1]!.is_error).toBe(true);
-            expect(results[1]!.text).toMatch(
-              /request to http:\/\/127\.0\.0\.1:\d+\/weather failed/,
-            );
-          }
+          // Sent from the sandbox (curl), through the session's outbound proxy (Nomad: over TCP).
+          expect(results[1]).toEqual({ text: '{"weather":"sunny"}', is_error: false });
+          expect(hits.find((h) => h.url === '/weather')).toMatchObject({
+            method: 'POST',
+            body: '{"city":"Oslo"}',
+          });
           expect(results[2]!.is_error).toBe(false);
           expect(results[2]!.text).toContain('Hello page');
           expect(results[2]!.text).not.toContain('x()');

@@ -63,6 +63,13 @@ export interface Config {
      * network, not only the session proxy, so the operator firewalls the clients' bridge first.
      */
     nomadBaseImages: boolean;
+    /**
+     * SANDBOX_NOMAD_PROXY_ADVERTISE (+ SANDBOX_NOMAD_PROXY_BIND, default the same address): the
+     * address Nomad tasks reach this worker at; each Nomad sandbox then gets its session's
+     * outbound proxy there (TCP, per-session password) with the egress CA. Unset: Nomad
+     * sandboxes have no network at all.
+     */
+    nomadProxy: { bind: string; advertise: string } | null;
     /** SANDBOX_MAX_PROCESSES / SANDBOX_MAX_MEMORY_MB / SANDBOX_MAX_DISK_MB: caps on every sandbox, below its instance size's. */
     limitCaps: { processes?: number; memoryMb?: number; diskMb?: number };
     /** Environment packages (sandbox/packages/): SANDBOX_PACKAGES_BUILD_TIMEOUT_MS per package manager (default 10 min), SANDBOX_PACKAGES_MAX_MB per layer (default 2048). */
@@ -402,6 +409,12 @@ export function loadConfig(role: Role, env: Env = process.env): ParsedConfig {
         : null,
       unsafeNoLimits: env.SANDBOX_UNSAFE_NO_LIMITS === 'true',
       nomadBaseImages: env.SANDBOX_NOMAD_BASE_IMAGES === 'true',
+      nomadProxy: env.SANDBOX_NOMAD_PROXY_ADVERTISE
+        ? {
+            advertise: env.SANDBOX_NOMAD_PROXY_ADVERTISE,
+            bind: env.SANDBOX_NOMAD_PROXY_BIND || env.SANDBOX_NOMAD_PROXY_ADVERTISE,
+          }
+        : null,
       packages: { buildTimeoutMs: packageBuildTimeoutMs, maxLayerMb: packageLayerMaxMb },
       limitCaps: Object.fromEntries(
         Object.entries(sandboxLimitCaps).filter(([, v]) => v !== undefined),

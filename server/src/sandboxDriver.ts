@@ -34,7 +34,7 @@ export function sandboxDriverFor(p: Platform, log: Logger): SandboxDriverFactory
   const cfg = p.config.sandbox;
   if (cfg.driver === 'none') return null;
   if (cfg.driver === 'local') return (wiring) => localDriver(p, log, wiring);
-  return () => nomadDriver(p, log);
+  return (wiring) => nomadDriver(p, log, wiring);
 }
 
 /** Bubblewrap on this machine, with the per-sandbox limits this host can enforce. */
@@ -83,9 +83,15 @@ export async function localDriver(
 /**
  * One Nomad job per session. The job runs our launcher + bubblewrap + the agent with this
  * worker's node and scripts, so Nomad clients need the same paths (see README). Sandboxes on
- * Nomad get no outbound proxy yet: the per-session proxies listen on this worker's unix sockets.
+ * Nomad reach their session's outbound proxy over TCP at SANDBOX_NOMAD_PROXY_ADVERTISE (a
+ * per-session password in the proxy URL, the egress CA in the sandbox's trust store); without
+ * it they have no network (test/sandbox-tools.test.ts runs both; the fake proves the job only).
  */
-export async function nomadDriver(p: Platform, log: Logger): Promise<SandboxDriver> {
+export async function nomadDriver(
+  p: Platform,
+  log: Logger,
+  wiring: SandboxDriverWiring,
+): Promise<SandboxDriver> {
   const cfg = p.config.sandbox;
   const n = cfg.nomad!;
   const scriptsDir = join(cfg.rootDir, 'scripts');
@@ -100,13 +106,15 @@ export async function nomadDriver(p: Platform, log: Logger): Promise<SandboxDriv
       namespace: n.namespace ?? undefined,
       region: n.region ?? undefined,
     }),
-    agentCommand: (spec) =>
+    agentCommand: (spec, extra) =>
       nomadAgentCommand(spec, {
         node: process.execPath,
         launcher: scripts.launcher,
         agent: scripts.agent,
         limits: cfg.unsafeNoLimits ? false : { caps: cfg.limitCaps },
+        trust: extra.trust,
       }),
+    proxy: cfg.nomadProxy ? (spec) => wiring.proxyEndpoint(spec, cfg.nomadProxy!) : undefined,
     // SANDBOX_NOMAD_BASE_IMAGES: a base_image runs with the docker task driver, these files bound into it
     job: cfg.nomadBaseImages
       ? { dockerMounts: nomadDockerMounts({ node: process.execPath, ...scripts }) }
