@@ -12,7 +12,7 @@
  *   agent.mcp_tool_use with an is_error result), default_config.enabled false offers
  *   only the tools enabled by name, always_ask holds the call until user.tool_confirmation
  *   (allow runs it, deny answers the message as an is_error result); a server without a
- *   toolset is not connected and offers nothing;
+ *   toolset is refused when the agent is written (test/mcp-references.test.ts);
  * - failures: an unreachable server → session.error mcp_connection_failed_error and the turn
  *   ends normally with the other server's tools; a server that never answers is given up after
  *   MCP_DISCOVERY_TIMEOUT_MS; a wrong bearer → mcp_authentication_failed_error
@@ -251,21 +251,6 @@ describe('MCP tools in a turn: mcp_toolset configs', () => {
       is_error: true,
     });
     expect(turn.idle.stop_reason).toEqual({ type: 'end_turn' });
-  });
-
-  it('a server without an mcp_toolset is not connected and offers no tool', async () => {
-    const quiet = await startMcpServer();
-    try {
-      const sid = await session([{ type: 'url', name: 'quiet', url: quiet.url }], []);
-      t.model.script(MODEL, say('no tools'));
-      const before = modelCount();
-      const turn = await runTurn(t.client, sid, 'hello');
-      expect(turn.idle.stop_reason).toEqual({ type: 'end_turn' });
-      expect(toolNames(requestsSince(before)[0])).toEqual([]);
-      expect(quiet.seen).toEqual([]);
-    } finally {
-      await quiet.close();
-    }
   });
 
   it('always_ask holds the call; user.tool_confirmation allow runs it, deny answers the message', async () => {

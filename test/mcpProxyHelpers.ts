@@ -19,7 +19,7 @@ export interface UrlServer {
   authorization_token?: string;
 }
 
-/** An environment, an agent with these url servers, and a session with these vaults. */
+/** An environment, an agent with these url servers (one mcp_toolset each), and a session with these vaults. */
 export async function sessionWith(
   client: Anthropic,
   servers: UrlServer[],
@@ -30,6 +30,7 @@ export async function sessionWith(
     name: `mcp-agent-${rnd()}`,
     model: 'claude-sonnet-4-5',
     mcp_servers: servers.map((s) => ({ type: 'url', ...s })),
+    tools: servers.map((s) => ({ type: 'mcp_toolset', mcp_server_name: s.name })),
   } as any);
   const s = await client.beta.sessions.create({
     agent: agent.id,

@@ -80,6 +80,45 @@ function checkToolNames(tools: any[]): void {
   });
 }
 
+/**
+ * The agent's MCP servers against its tools, on the resulting agent (create, update, session
+ * overrides and session update): server names are unique (`mcp_servers[i].name`); each
+ * `mcp_toolset` names a server of `mcp_servers` (SDK: `mcp_server_name` "Must match a server
+ * name from the mcp_servers array"; else a 400 naming `tools[i].mcp_server_name`), at most one
+ * toolset per server (`tools[i]`), and every server is named by a toolset (SDK: "Every server
+ * must be referenced by an `mcp_toolset` in `tools`; unreferenced servers are rejected"; else a
+ * 400 naming `mcp_servers[i].name`). Tested in test/mcp-references.test.ts and
+ * test/python/sdk_suite/test_mcp.py.
+ */
+export function checkMcpServers(spec: Pick<AgentSpec, 'tools' | 'mcp_servers'>): void {
+  const servers = (spec.mcp_servers ?? []) as any[];
+  const names = new Set<string>();
+  servers.forEach((s, i) => {
+    if (names.has(s.name))
+      throw invalid(`mcp_servers[${i}].name`, `duplicate server name ${s.name}`);
+    names.add(s.name);
+  });
+  const referenced = new Set<string>();
+  ((spec.tools ?? []) as any[]).forEach((t, i) => {
+    if (t?.type !== 'mcp_toolset') return;
+    if (!names.has(t.mcp_server_name))
+      throw invalid(
+        `tools[${i}].mcp_server_name`,
+        `no MCP server named ${t.mcp_server_name} in mcp_servers; an mcp_toolset must name a server of mcp_servers`,
+      );
+    if (referenced.has(t.mcp_server_name))
+      throw invalid(`tools[${i}]`, `duplicate tool mcp_toolset:${t.mcp_server_name}`);
+    referenced.add(t.mcp_server_name);
+  });
+  servers.forEach((s, i) => {
+    if (!referenced.has(s.name))
+      throw invalid(
+        `mcp_servers[${i}].name`,
+        `MCP server ${s.name} is not referenced by an mcp_toolset in tools; add {type: 'mcp_toolset', mcp_server_name: '${s.name}'}`,
+      );
+  });
+}
+
 /** Skills bind only in object form; a bare string array is accepted and does not bind (spec). */
 type SkillObject = { skill_id: string; type: string; version?: string | null };
 export const normalizeSkills = (
@@ -165,12 +204,7 @@ export class AgentService {
       if (!env || env.archived_at)
         throw invalid('environment_id', `environment ${spec.environment_id} not found`);
     }
-    const names = new Set<string>();
-    (spec.mcp_servers as any[]).forEach((s, i) => {
-      if (names.has(s.name))
-        throw invalid(`mcp_servers[${i}].name`, `duplicate server name ${s.name}`);
-      names.add(s.name);
-    });
+    checkMcpServers(spec);
   }
 
   async create(tenant: string, body: AgentCreate): Promise<Agent> {

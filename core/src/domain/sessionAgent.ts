@@ -9,14 +9,19 @@
  *   in object form, MCP tokens sealed, a url server sent back without its token keeping the
  *   agent's sealed token);
  * - the merged agent passes the agent-create checks (AgentService.validateSpec: model card,
- *   speed, tool names, MCP server names); a failure is a 400 naming `agent.<field>`;
+ *   speed, tool names, MCP server names, every server referenced by exactly one mcp_toolset and
+ *   every mcp_toolset naming a server, on the RESULTING tools and mcp_servers); a failure is a
+ *   400 naming `agent.<field>` (test/mcp-references.test.ts);
  * - the turn runner reads only this snapshot, so every override takes effect in turns.
- * Proved by test/agent-overrides.test.ts and test/python/sdk_suite/test_overrides.py.
+ * - a session update's `agent.tools` / `agent.mcp_servers` pass the same MCP server checks on
+ *   the session's resulting agent (checkSessionAgentMcp).
+ * Proved by test/agent-overrides.test.ts, test/mcp-references.test.ts and
+ * test/python/sdk_suite/test_overrides.py.
  */
 import type { AgentSpec, SessionCreate } from '@agentfleet/schemas';
 import { ApiError } from '../errors.js';
 import type { AgentService } from './agents.js';
-import { normalizeModel, normalizeSkills, normalizeTools } from './agents.js';
+import { checkMcpServers, normalizeModel, normalizeSkills, normalizeTools } from './agents.js';
 import { refuseSkills } from './unsupported.js';
 import type { SessionAgentSnapshot } from './collections.js';
 
@@ -60,4 +65,20 @@ export async function sessionAgentSnapshot(
     throw underAgent(err);
   });
   return snapshot;
+}
+
+/**
+ * The MCP server checks (AgentService checkMcpServers: unique names, every mcp_toolset naming a
+ * server, every server named by one mcp_toolset) on a session's agent after an update; a
+ * failure is a 400 naming `agent.<field>`.
+ */
+export function checkSessionAgentMcp(
+  tools: SessionAgentSnapshot['tools'],
+  mcpServers: SessionAgentSnapshot['mcp_servers'],
+): void {
+  try {
+    checkMcpServers({ tools, mcp_servers: mcpServers });
+  } catch (err) {
+    throw underAgent(err);
+  }
 }

@@ -22,7 +22,7 @@ import { budgetUpdateFields, checkCreateBudget, renderUsage } from './budget.js'
 import { checkVaultIds } from './vaults.js';
 import { refuseUnservableBaseImage, type BaseImageSupport } from './baseImage.js';
 import { checkInputEvents } from './inputEvents.js';
-import { sessionAgentSnapshot } from './sessionAgent.js';
+import { checkSessionAgentMcp, sessionAgentSnapshot } from './sessionAgent.js';
 import { checkToolAnswers } from './toolConfirmation.js';
 import { checkToolPolicies } from './toolPolicy.js';
 export { refuseUnbuiltEvents } from './unsupported.js';
@@ -252,6 +252,11 @@ export class SessionService {
         b.agent.mcp_servers,
         s.agent.mcp_servers,
         'agent.mcp_servers',
+      );
+    if (b.agent?.tools !== undefined || b.agent?.mcp_servers !== undefined)
+      checkSessionAgentMcp(
+        (set['agent.tools'] ?? s.agent.tools) as SessionDoc['agent']['tools'],
+        (set['agent.mcp_servers'] ?? s.agent.mcp_servers) as SessionDoc['agent']['mcp_servers'],
       );
     await this.c.sessions.updateOne(tenant, { _id: id }, { $set: set });
     const after = await this.get(tenant, id);
