@@ -8,9 +8,10 @@
  *   this process, the model and the sandbox never hold the upstream credential;
  * - Streamable HTTP first; when its initialize fails with a 4xx other than 401/403 (the SDK's
  *   documented signal of an older server), the HTTP+SSE transport is tried (SSE fallback). The
- *   proxy forwards to the configured URL only, so the fallback reaches servers that take their
- *   messages on that same URL; a server announcing a different message endpoint fails to
- *   connect (a request for another path or query is refused here, never sent elsewhere);
+ *   proxy rewrites the server's `endpoint` event to `/<sid>/<server><path>` on the placeholder
+ *   origin, and the custom fetch maps a request under `http://mcp-proxy.invalid/<sid>/<server>/`
+ *   to the forward's `path` (the proxy keeps it on the server url's origin); a request for any
+ *   other URL is refused here, never sent;
  * - connect + `tools/list` (every page) is bounded by `timeoutMs` per server (spec: 15 s);
  * - a failure is an `McpServerError` of kind `authentication` (HTTP 401/403 after the proxy's
  *   refresh flow) or `connection` (anything else); its message names the server and an HTTP
@@ -19,7 +20,8 @@
  *   is_error result (workers/src/mcpTurn.ts).
  * stdio servers connect through core/src/mcp/clientStdio.ts with `connectMcpTransport`.
  * Proven by test/mcp-tools.test.ts (every auth mode, unreachable / silent / wrong-bearer
- * servers, a failing tool) and test/mcp-tools-stdio.test.ts. The SSE fallback has no test.
+ * servers, a failing tool), test/mcp-tools-stdio.test.ts and test/mcp-proxy-sse.test.ts (the SSE
+ * fallback, through connectUrlServer and in a turn).
  */
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import {
@@ -84,6 +86,8 @@ export type McpForward = (req: {
   body: string | null;
   caller: 'http' | 'rpc-mcp' | 'rpc-outbound';
   signal?: AbortSignal;
+  path?: string;
+  endpointBase?: string;
 }) => Promise<Response>;
 
 /** A tool call may run this long (progress notifications restart the clock). */
@@ -103,12 +107,15 @@ export function proxyFetch(
 ): FetchLike {
   const target = proxyPlaceholderUrl(ids.sessionId, ids.server);
   return async (url, init) => {
-    // The proxy forwards to the server's configured URL only: a transport asking for another
-    // path or query (an SSE server's separate message endpoint) cannot be carried faithfully.
+    // The configured URL itself, or a path on its origin under `<target>/` (an SSE server's
+    // message endpoint, as the proxy's rewritten `endpoint` event names it).
     const asked = new URL(url);
-    if (asked.pathname !== target.pathname || asked.search !== target.search)
+    const exact = asked.pathname === target.pathname && asked.search === target.search;
+    const under =
+      asked.origin === target.origin && asked.pathname.startsWith(`${target.pathname}/`);
+    if (!exact && !under)
       throw new Error(
-        `the MCP proxy forwards to the configured URL only; the transport asked for ${asked.pathname}`,
+        `the MCP proxy forwards under ${target.pathname} only; the transport asked for ${asked.pathname}`,
       );
     const headers: Record<string, string> = {};
     new Headers(init?.headers).forEach((v, k) => (headers[k] = v));
@@ -119,6 +126,8 @@ export function proxyFetch(
       headers,
       body: body == null ? null : typeof body === 'string' ? body : String(body),
       caller: 'rpc-mcp',
+      endpointBase: target.pathname,
+      ...(exact ? {} : { path: `${asked.pathname.slice(target.pathname.length)}${asked.search}` }),
       ...(init?.signal ? { signal: init.signal } : {}),
     });
   };

@@ -17,11 +17,15 @@
  * - the caller's own credentials never go upstream, the injected bearer never comes back
  *   (./proxyHttp.ts); the response body streams through (text/event-stream included);
  * - body: a string or null (spec limit), at most MCP_PROXY_MAX_BODY_BYTES (413);
+ * - `path` (HTTP+SSE servers' message endpoint): forwarded only on the configured url's own
+ *   origin, else 400 naming `path`; with `endpointBase`, the `endpoint` event of an SSE answer
+ *   to a GET is rewritten to the caller's proxy path (./sseEndpoint.ts), so the SDK's
+ *   SSEClientTransport POSTs its messages back through the proxy;
  * - `mcp_oauth`: on 401, and on 403, the spec's refresh flow (./oauthRefresh.ts), one retry; a
  *   failed refresh answers the ORIGINAL 401/403;
  * - one structured log line per call: op `mcp_proxy.forward`, caller, tenant_id, session_id,
  *   server, host, method, status, refreshed (the call was retried with a renewed bearer), ms.
- * Proved by test/mcp-proxy.test.ts and test/mcp-proxy-oauth.test.ts.
+ * Proved by test/mcp-proxy.test.ts, test/mcp-proxy-oauth.test.ts and test/mcp-proxy-sse.test.ts.
  */
 import type { SecretBox } from '../crypto.js';
 import type { Collections } from '../domain/collections.js';
@@ -33,6 +37,7 @@ import type { Logger } from '../log.js';
 import type { LeaseStore } from '../ports/coordination.js';
 import { OAuthRefresher, type OAuthRefresherOptions } from './oauthRefresh.js';
 import { downstreamHeaders, errorResponse, upstreamHeaders } from './proxyHttp.js';
+import { resolveForwardPath, rewriteEndpointEvents } from './sseEndpoint.js';
 
 export type McpCaller = 'http' | 'rpc-mcp' | 'rpc-outbound';
 export interface McpForwardRequest {
@@ -50,6 +55,17 @@ export interface McpForwardRequest {
   signal?: AbortSignal;
   /** Put in error answers' `request_id` (the gateway's request id). */
   requestId?: string;
+  /**
+   * A path plus query relative to the server url's ORIGIN (an SSE server's message endpoint,
+   * e.g. `/messages?sessionId=abc`); absent: the configured url. Another origin → 400 `path`.
+   */
+  path?: string;
+  /**
+   * The path at which the caller reaches this server through the proxy (e.g.
+   * `/v1/svc/mcp-proxy/<sid>/<server>`); when set, the `endpoint` events of an SSE answer to a
+   * GET are rewritten to `<endpointBase><upstream path>` (./sseEndpoint.ts).
+   */
+  endpointBase?: string;
 }
 
 export interface McpProxyDeps {
@@ -192,13 +208,25 @@ export class McpProxy {
       const t = await this.target(req);
       if (t instanceof Response) return t;
       seen.host = t.host;
+      let url = t.url;
+      if (req.path !== undefined) {
+        const resolved = resolveForwardPath(req.path, t.url);
+        if (!resolved)
+          return fail(
+            400,
+            'invalid_request',
+            "path: must be a path (and query) on the mcp server url's own origin",
+            { field: 'path' },
+          );
+        url = resolved.href;
+      }
       const fetch = await this.upstreamFetch().catch((err) => {
         throw Object.assign(new Error(String((err as Error).message)), { trust: true });
       });
       const method = req.method.toUpperCase();
       const headers = upstreamHeaders(req.headers);
       const send = (token: string | null) =>
-        fetch(t.url, {
+        fetch(url, {
           method,
           headers: token ? { ...headers, authorization: `Bearer ${token}` } : headers,
           body: method === 'GET' || method === 'HEAD' ? undefined : (req.body ?? undefined),
@@ -218,7 +246,14 @@ export class McpProxy {
           seen.refreshed = true;
         }
       }
-      return new Response(NULL_BODY.has(res.status) ? null : res.body, {
+      const sse =
+        method === 'GET' &&
+        req.endpointBase !== undefined &&
+        res.ok &&
+        res.body &&
+        /^text\/event-stream/i.test(res.headers.get('content-type') ?? '');
+      const body = sse ? rewriteEndpointEvents(res.body!, url, req.endpointBase!) : res.body;
+      return new Response(NULL_BODY.has(res.status) ? null : body, {
         status: res.status,
         statusText: res.statusText,
         headers: downstreamHeaders(res.headers, used),
