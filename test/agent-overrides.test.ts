@@ -35,13 +35,16 @@ const customTool = (name: string) => ({
   input_schema: { type: 'object' as const, properties: {} },
 });
 
+/** The SDK requires every MCP server to be referenced by one mcp_toolset. */
+const toolset = (server: string) => ({ type: 'mcp_toolset' as const, mcp_server_name: server });
+
 async function baseAgent() {
   const model = await card();
   const agent = await t.client.beta.agents.create({
     name: `base-${n}`,
     model,
     system: 'the agent prompt',
-    tools: [customTool('agent_tool')],
+    tools: [customTool('agent_tool'), toolset('agent-mcp')],
     mcp_servers: [{ type: 'url', name: 'agent-mcp', url: 'https://mcp.example.com/sse' }],
   });
   return { model, agent };
@@ -71,7 +74,7 @@ describe('agent_with_overrides', () => {
         id: agent.id,
         model: { id: other, effort: 'low' },
         system: 'the override prompt',
-        tools: [customTool('override_tool')],
+        tools: [customTool('override_tool'), toolset('override-mcp')],
         skills: [],
         mcp_servers: [{ type: 'url', name: 'override-mcp', url: 'https://other.example.com/mcp' }],
       },
@@ -82,11 +85,14 @@ describe('agent_with_overrides', () => {
       version: 1,
       model: { id: other, effort: { type: 'low' } },
       system: 'the override prompt',
-      tools: [{ type: 'custom', name: 'override_tool' }],
+      tools: [
+        { type: 'custom', name: 'override_tool' },
+        { type: 'mcp_toolset', mcp_server_name: 'override-mcp' },
+      ],
       skills: [],
       mcp_servers: [{ type: 'url', name: 'override-mcp', url: 'https://other.example.com/mcp' }],
     });
-    expect(session.agent.tools).toHaveLength(1);
+    expect(session.agent.tools).toHaveLength(2);
     expect((await t.client.beta.sessions.retrieve(session.id)).agent).toEqual(session.agent);
 
     const req = await turnRequest(session.id, other);
@@ -100,7 +106,7 @@ describe('agent_with_overrides', () => {
       version: 1,
       model: { id: model },
       system: 'the agent prompt',
-      tools: [{ name: 'agent_tool' }],
+      tools: [{ name: 'agent_tool' }, { type: 'mcp_toolset', mcp_server_name: 'agent-mcp' }],
       skills: [],
       mcp_servers: [{ name: 'agent-mcp' }],
     });
@@ -115,7 +121,7 @@ describe('agent_with_overrides', () => {
     expect(kept.agent).toMatchObject({
       model: { id: model },
       system: 'only the prompt',
-      tools: [{ name: 'agent_tool' }],
+      tools: [{ name: 'agent_tool' }, { type: 'mcp_toolset', mcp_server_name: 'agent-mcp' }],
       skills: [],
       mcp_servers: [{ name: 'agent-mcp' }],
     });
@@ -175,8 +181,9 @@ describe('agent_with_overrides', () => {
             { type: 'url', name: 'dup', url: 'https://a.example.com' },
             { type: 'url', name: 'dup', url: 'https://b.example.com' },
           ],
+          tools: [toolset('dup')],
         },
-        /^agent\.mcp_servers\[1\]\.name/,
+        /^agent\.mcp_servers\[1\]\.name: duplicate server name dup/,
       ],
       [
         {

@@ -169,6 +169,8 @@ describe('served shapes match their schemas', () => {
           default_config: { permission_policy: { type: 'auto' } },
         },
         { type: 'mcp_toolset', mcp_server_name: 'docs', configs: [{ name: 'search' }] },
+        // Every server needs its toolset (SDK); all tools off, so turns never start this one.
+        { type: 'mcp_toolset', mcp_server_name: 'local', default_config: { enabled: false } },
         {
           type: 'custom',
           name: 'lookup',

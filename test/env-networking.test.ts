@@ -79,7 +79,20 @@ async function sessionWith(
   const agent = await t.client.beta.agents.create({
     name: 'net',
     model: MODEL,
-    tools: [{ type: 'agent_toolset_20260401' }],
+    tools: [
+      { type: 'agent_toolset_20260401' },
+      // Every server needs its toolset (SDK); all tools off, so turns never connect it and
+      // only the sandbox's curl reaches that host.
+      ...(mcpUrl
+        ? [
+            {
+              type: 'mcp_toolset' as const,
+              mcp_server_name: 'tools',
+              default_config: { enabled: false },
+            },
+          ]
+        : []),
+    ],
     ...(mcpUrl ? { mcp_servers: [{ type: 'url', name: 'tools', url: mcpUrl }] } : {}),
   });
   return (await t.client.beta.sessions.create({ agent: agent.id, environment_id: env.id })).id;

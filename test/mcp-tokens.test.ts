@@ -30,6 +30,8 @@ afterAll(async () => {
   await t?.close();
 });
 
+const toolset = (name: string) => ({ type: 'mcp_toolset' as const, mcp_server_name: name });
+
 const filesUnder = (dir: string): string[] =>
   readdirSync(dir).flatMap((n) => {
     const p = join(dir, n);
@@ -42,6 +44,7 @@ describe('MCP server authorization tokens', () => {
       name: 'mcp',
       model: 'claude-sonnet-4-5',
       mcp_servers: [{ name: 'a', type: 'url', url: URL_A, authorization_token: TOKEN }],
+      tools: [toolset('a')],
     } as any);
     expect(agent.mcp_servers).toEqual([
       { name: 'a', type: 'url', url: URL_A, has_authorization_token: true },
@@ -55,6 +58,7 @@ describe('MCP server authorization tokens', () => {
         ...agent.mcp_servers,
         { name: 'b', type: 'url', url: 'https://b.example.com/sse' },
       ],
+      tools: [toolset('a'), toolset('b')],
     } as any);
     expect(v2.version).toBe(2);
     expect(v2.mcp_servers).toEqual([
@@ -66,6 +70,7 @@ describe('MCP server authorization tokens', () => {
       version: v2.version,
       description: 'd',
       mcp_servers: [{ name: 'a', type: 'url', url: URL_A }],
+      tools: [toolset('a')],
     });
     expect(v3.mcp_servers).toEqual([
       { name: 'a', type: 'url', url: URL_A, has_authorization_token: true },
@@ -118,6 +123,7 @@ describe('MCP server authorization tokens', () => {
       name: 'mcp-s',
       model: 'claude-sonnet-4-5',
       mcp_servers: [{ name: 'a', type: 'url', url: URL_A, authorization_token: TOKEN }],
+      tools: [toolset('a')],
     } as any);
     const s = await t.client.beta.sessions.create({
       agent: { type: 'agent_with_overrides', id: agent.id, mcp_servers: agent.mcp_servers },
