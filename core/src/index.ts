@@ -27,7 +27,15 @@ export { eventSpillPrefix, SPILL_THRESHOLD_BYTES } from './domain/eventSpill.js'
 export * from './domain/sessions.js';
 export * from './domain/auth.js';
 export * from './domain/files.js';
-export { checkInputEvents, fileBlockKind, fileHasExpired } from './domain/inputEvents.js';
+export {
+  awaitsWorker,
+  checkInputEvents,
+  checkToolResults,
+  fileBlockKind,
+  fileHasExpired,
+  isSelfHostedSession,
+  WORKER_TOOLSET_TOOLS,
+} from './domain/inputEvents.js';
 export * from './platform.js';
 export { EmbeddedBus } from './adapters/embedded/bus.js';
 export {

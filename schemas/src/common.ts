@@ -75,6 +75,14 @@ export const DocumentBlock = Type.Object(
   },
   { additionalProperties: false },
 );
+/** SDK BetaManagedAgentsSearchResultBlock (a tool result block, e.g. from a self-hosted worker). */
+export const SearchResultBlock = Obj({
+  type: Type.Literal('search_result'),
+  source: Type.String({ maxLength: 10_000 }),
+  title: Type.String({ maxLength: 10_000 }),
+  content: Type.Array(TextBlock, { maxItems: 100 }),
+  citations: Obj({ enabled: Type.Boolean() }),
+});
 export const RedactedBlock = Obj({ type: Type.Literal('redacted') });
 export const ContentBlock = Type.Union([TextBlock, ImageBlock, DocumentBlock, RedactedBlock]);
 export type ContentBlock = Static<typeof ContentBlock>;

@@ -1,5 +1,14 @@
 import { Type, type Static, type TProperties, type TSchema } from '@sinclair/typebox';
-import { ContentBlock, DocumentBlock, Id, ImageBlock, Nullable, Obj, TextBlock } from './common.js';
+import {
+  ContentBlock,
+  DocumentBlock,
+  Id,
+  ImageBlock,
+  Nullable,
+  Obj,
+  SearchResultBlock,
+  TextBlock,
+} from './common.js';
 import { compileBody, ValidationError, type Validator } from './validate.js';
 import {
   CHUNK_EVENT_SCHEMAS,
@@ -21,6 +30,7 @@ export const CANONICAL_EVENT_TYPES = [
   'user.interrupt',
   'user.custom_tool_result',
   'user.tool_confirmation',
+  'user.tool_result',
   'system.message',
   'session.status_running',
   'session.status_idle',
@@ -155,6 +165,14 @@ export const EVENT_PAYLOADS = {
     result: Type.Union([Type.Literal('allow'), Type.Literal('deny')]),
     deny_message: Type.Optional(Nullable(Type.String())),
   },
+  /** SDK BetaManagedAgentsUserToolResultEvent: a self-hosted worker's result, verbatim. */
+  'user.tool_result': {
+    tool_use_id: Id('sevt_'),
+    content: Type.Optional(
+      Type.Array(Type.Union([TextBlock, ImageBlock, DocumentBlock, SearchResultBlock])),
+    ),
+    is_error: Type.Optional(Nullable(Type.Boolean())),
+  },
   /** SDK BetaManagedAgentsSystemMessageEvent: text-only system content, verbatim. */
   'system.message': { content: Type.Array(TextBlock, { minItems: 1 }) },
   'session.status_running': {},
@@ -276,6 +294,7 @@ export const UserToolConfirmationEvent = eventOf(
   'user.tool_confirmation',
   P['user.tool_confirmation'],
 );
+export const UserToolResultEvent = eventOf('user.tool_result', P['user.tool_result']);
 export const SystemMessageEvent = eventOf('system.message', P['system.message']);
 export const SessionStatusRunningEvent = eventOf(
   'session.status_running',
@@ -342,6 +361,7 @@ export const SESSION_EVENT_SCHEMAS = {
   'user.interrupt': UserInterruptEvent,
   'user.custom_tool_result': UserCustomToolResultEvent,
   'user.tool_confirmation': UserToolConfirmationEvent,
+  'user.tool_result': UserToolResultEvent,
   'system.message': SystemMessageEvent,
   'session.status_running': SessionStatusRunningEvent,
   'session.status_idle': SessionStatusIdleEvent,

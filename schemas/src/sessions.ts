@@ -10,6 +10,7 @@ import {
   TextBlock,
   ImageBlock,
   DocumentBlock,
+  SearchResultBlock,
 } from './common.js';
 import { McpServerConfig, ModelParam, SkillRef, ToolDefinition } from './agents.js';
 
@@ -46,11 +47,27 @@ export const UserToolConfirmationParams = Obj({
   result: Type.Union([Type.Literal('allow'), Type.Literal('deny')]),
   deny_message: Type.Optional(Nullable(Type.String({ maxLength: 10_000 }))),
 });
+/**
+ * SDK BetaManagedAgentsUserToolResultEventParams: a self-hosted worker's result for an
+ * agent.tool_use it executed (the ama_worker lane); accepted only on sessions of a self_hosted
+ * environment and only for a call awaiting the worker (core/src/domain/inputEvents.ts).
+ */
+export const UserToolResultParams = Obj({
+  type: Type.Literal('user.tool_result'),
+  tool_use_id: Type.String({ minLength: 1, maxLength: 128 }),
+  content: Type.Optional(
+    Type.Array(Type.Union([TextBlock, ImageBlock, DocumentBlock, SearchResultBlock]), {
+      maxItems: 100,
+    }),
+  ),
+  is_error: Type.Optional(Nullable(Type.Boolean())),
+});
 export const InputEvent = Type.Union([
   UserMessageParams,
   UserInterruptParams,
   UserCustomToolResultParams,
   UserToolConfirmationParams,
+  UserToolResultParams,
   SystemMessageParams,
 ]);
 export type InputEvent = Static<typeof InputEvent>;

@@ -7,9 +7,12 @@ import type { ChatMessage, ContentBlock, EventDoc } from '@agentfleet/core';
  * after the user input it accompanied, as a `system` message (each adapter maps it for its
  * protocol; see ChatMessage). Tool calls use the agent.tool_use event id as the tool id, so a
  * tool_use and its tool_result pair up across restarts; an agent.mcp_tool_use (name
- * `mcp__<server>__<tool>`) and its agent.mcp_tool_result pair the same way. File-sourced image and document blocks
+ * `mcp__<server>__<tool>`) and its agent.mcp_tool_result pair the same way; a self-hosted
+ * worker's user.tool_result answers its agent.tool_use like a user.custom_tool_result, at the
+ * head of the next user turn (a search_result block reaches the model as text). File-sourced image and document blocks
  * are left as they are: workers/src/fileBlocks.ts resolves them before the request.
- * Proved by test/system-message.test.ts and the turn tests (test/sdk-flow.test.ts).
+ * Proved by test/system-message.test.ts, test/self-hosted-lane.test.ts and the turn tests
+ * (test/sdk-flow.test.ts).
  */
 export function buildHistory(events: EventDoc[]): ChatMessage[] {
   const out: ChatMessage[] = [];
@@ -90,6 +93,14 @@ export function buildHistory(events: EventDoc[]): ChatMessage[] {
           is_error: !!p.is_error,
         });
         break;
+      case 'user.tool_result':
+        waitingResults.push({
+          type: 'tool_result',
+          tool_use_id: p.tool_use_id,
+          content: ((p.content ?? []) as any[]).map(searchResultAsText),
+          is_error: !!p.is_error,
+        });
+        break;
       default:
         break;
     }
@@ -97,6 +108,13 @@ export function buildHistory(events: EventDoc[]): ChatMessage[] {
   // A conversation must open with a user turn.
   while (out.length && out[0]!.role !== 'user') out.shift();
   return answerEveryToolCall(out);
+}
+
+/** A search_result block (SDK) as the text the model reads; other blocks are kept. */
+function searchResultAsText(b: any): ContentBlock | Record<string, unknown> {
+  if (b?.type !== 'search_result') return b;
+  const body = ((b.content ?? []) as any[]).map((c) => String(c.text ?? '')).join('\n');
+  return { type: 'text', text: `${b.title} (${b.source})\n${body}` };
 }
 
 /**

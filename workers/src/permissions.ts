@@ -23,7 +23,11 @@
  *   and only then is the model called again. A call whose result is already in the log is never
  *   run again; a confirmed call whose worker died before its result was appended runs again on
  *   recovery (at least once, as the client allowed it).
+ * On a self_hosted environment (the ama_worker lane, ./selfHosted.ts) the worker executes the
+ * agent toolset: such calls wait like client-executed ones, an `allow` hands a held call to the
+ * worker instead of running it, and answers count only up to the turn's input.
  * Proven by test/permission-policy.test.ts, test/permission-crash.test.ts (kill -9 mid-turn),
+ * test/self-hosted-lane.test.ts,
  * test/mcp-tools.test.ts, test/mcp-tools-crash.test.ts and test/python/sdk_suite/test_permissions.py.
  */
 import { TOOLSET_TYPE } from '@agentfleet/schemas';
@@ -32,6 +36,7 @@ import type { McpTools } from './mcpTurn.js';
 import type { AppendFenced } from './modelRequest.js';
 import type { ToolCall } from './modelStream.js';
 import { classify, type ToolExecutor, type ToolKind } from './tools.js';
+import { ABANDONED_WORKER_CALL_TEXT, type SelfHostedLane } from './selfHosted.js';
 
 export type PolicyType = 'always_allow' | 'always_ask' | 'auto';
 
@@ -124,6 +129,8 @@ export class ToolCallDispatcher {
     private readonly append: AppendFenced,
     /** The turn's MCP servers (./mcpTurn.ts); calls carrying `mcp` go there. */
     private readonly mcp?: McpTools,
+    /** Set on a self_hosted session: the worker executes the agent toolset (./selfHosted.ts). */
+    private readonly lane: SelfHostedLane | null = null,
   ) {}
 
   /**
@@ -148,6 +155,7 @@ export class ToolCallDispatcher {
       if (kind.kind === 'custom_client') waiting.push(call.id);
       else if (permissionFields(this.tools, call.name).evaluated_permission === 'ask')
         waiting.push(call.id);
+      else if (this.lane?.runsOnWorker(kind)) waiting.push(call.id);
       else await this.run(call, kind);
     }
     return waiting;
@@ -157,13 +165,16 @@ export class ToolCallDispatcher {
    * Settles the calls earlier turns held, from the session's log: allowed ones run, denied and
    * abandoned ones get an error result. Returns the ids still waiting for the client (held calls
    * without a confirmation, client-executed calls without a result), in log order; when any
-   * remain the turn must end again with requires_action and not call the model.
+   * remain the turn must end again with requires_action and not call the model. Answers and
+   * confirmations after `upToSeq` (the turn's input) are left to the next turn.
    */
-  async settleHeld(log: readonly EventDoc[]): Promise<string[]> {
+  async settleHeld(all: readonly EventDoc[], upToSeq = Infinity): Promise<string[]> {
+    const log = upToSeq === Infinity ? all : all.filter((e) => e.seq <= upToSeq);
     const answered = new Set<string>();
     const confirmations = new Map<string, EventDoc>();
     for (const e of log) {
       if (e.type === 'agent.tool_result') answered.add(String(e.payload.tool_use_id));
+      if (e.type === 'user.tool_result') answered.add(String(e.payload.tool_use_id));
       if (e.type === 'agent.mcp_tool_result') answered.add(String(e.payload.mcp_tool_use_id));
       if (e.type === 'user.custom_tool_result') answered.add(String(e.payload.custom_tool_use_id));
       if (e.type === 'user.tool_confirmation' && !confirmations.has(String(e.payload.tool_use_id)))
@@ -174,9 +185,15 @@ export class ToolCallDispatcher {
       const mcp = use.type === 'agent.mcp_tool_use';
       const held =
         (use.type === 'agent.tool_use' || mcp) && use.payload.evaluated_permission === 'ask';
-      if ((!held && use.type !== 'agent.custom_tool_use') || answered.has(use._id)) continue;
+      const onWorker = !!this.lane?.awaits(use);
+      if ((!held && !onWorker && use.type !== 'agent.custom_tool_use') || answered.has(use._id))
+        continue;
       const conf = held ? confirmations.get(use._id) : undefined;
-      if (conf?.payload.result === 'allow' && mcp) {
+      if (onWorker && (!held || conf?.payload.result === 'allow')) {
+        // The worker runs it (after the client's allow, if held): wait for its user.tool_result.
+        if (!abandoned(log, i)) waiting.push(use._id);
+        else await this.append([errorResult(use._id, ABANDONED_WORKER_CALL_TEXT)]);
+      } else if (conf?.payload.result === 'allow' && mcp) {
         const ref = { server: String(use.payload.mcp_server_name), tool: mcpToolOf(use) };
         await this.runMcp(use._id, ref, (use.payload.input ?? {}) as ToolCall['input']);
       } else if (conf?.payload.result === 'allow') {
@@ -195,6 +212,8 @@ export class ToolCallDispatcher {
 
   private async run(call: ToolCall, kind: ToolKind): Promise<void> {
     if (this.ctx.signal.aborted) throw this.ctx.signal.reason;
+    const refused = this.lane?.refusal(kind);
+    if (refused) return void (await this.append([errorResult(call.id, refused)]));
     const result = await this.executor.execute(kind, call.input, this.ctx);
     await this.append([resultDraft(call.id, false, result.content, result.is_error)]);
   }

@@ -1,13 +1,15 @@
 /**
  * When pending input may start a turn. Guarantees: a turn starts only for new input that is not
- * cancelled by a later interrupt (a user.message, a user.custom_tool_result or a
- * user.tool_confirmation); a turn that ended with requires_action is resumed only once every
- * call it named is answered (a client-executed call by its user.custom_tool_result, a call held
- * by a permission policy by its user.tool_confirmation), or a new user.message arrives (which
+ * cancelled by a later interrupt (a user.message, a user.custom_tool_result, a
+ * user.tool_confirmation or a self-hosted worker's user.tool_result); a turn that ended with
+ * requires_action is resumed only once every call it named is answered (a client-executed call
+ * by its user.custom_tool_result, a call held by a permission policy by its
+ * user.tool_confirmation, a worker call by its user.tool_result), or a new user.message arrives (which
  * answers the rest with error results: workers/src/permissions.ts, workers/src/history.ts).
  * An answer sent before that idle (as soon as the call's event arrived) counts. Answers to some
  * but not all of the calls re-emit the idle with the remainder (requiresAction).
- * Proven by test/sdk-flow.test.ts (custom tools) and test/permission-policy.test.ts.
+ * Proven by test/sdk-flow.test.ts (custom tools), test/permission-policy.test.ts and
+ * test/self-hosted-lane.test.ts (worker results).
  */
 import type { EventDraft, Platform, SessionDoc } from '@agentfleet/core';
 
@@ -18,7 +20,12 @@ export const requiresAction = (eventIds: string[]): EventDraft => ({
 });
 
 /** Input event types that start (or resume) a turn. */
-const TURN_INPUT_TYPES = ['user.message', 'user.custom_tool_result', 'user.tool_confirmation'];
+const TURN_INPUT_TYPES = [
+  'user.message',
+  'user.custom_tool_result',
+  'user.tool_confirmation',
+  'user.tool_result',
+];
 
 /**
  * Whether input in (processed_seq or the last interrupt, inputTo] may start a turn now. When it
@@ -86,6 +93,7 @@ async function unansweredCalls(
       (e) => e.payload.custom_tool_use_id,
     ),
     ...(await answers('tool_use_id', 'user.tool_confirmation')).map((e) => e.payload.tool_use_id),
+    ...(await answers('tool_use_id', 'user.tool_result')).map((e) => e.payload.tool_use_id),
   ]);
   return wanted.filter((id) => !got.has(id));
 }

@@ -10,13 +10,21 @@
  * (session.warning orphan_tool_use; a call held for
  * confirmation by always_ask never ran and stays open: test/permission-crash.test.ts), between
  * session.status_rescheduled (appended here unless the scan already did) and
- * session.status_running. Proven by test/crash-recovery.test.ts and test/rescheduling.test.ts.
+ * session.status_running. On a self_hosted session (./selfHosted.ts) a call the worker executes
+ * is not an orphan either: it stays open for the worker's user.tool_result (a result the worker
+ * already sent counts), so recovery never answers, re-executes or replays it; the resumed turn
+ * ends with requires_action naming it. Proven by test/crash-recovery.test.ts,
+ * test/rescheduling.test.ts and test/self-hosted-lane.test.ts.
  */
 import { nowIso, runIsLive, type EventDoc, type EventDraft, type Platform } from '@agentfleet/core';
 import { spanEnd, zeroUsage } from './turnEvents.js';
+import type { SelfHostedLane } from './selfHosted.js';
 
 /** The events that reconcile an orphaned turn's log before the loop continues. */
-export function reconciliationDrafts(turn: EventDoc[]): EventDraft[] {
+export function reconciliationDrafts(
+  turn: EventDoc[],
+  lane: SelfHostedLane | null = null,
+): EventDraft[] {
   const lastStatus = [...turn]
     .reverse()
     .find((e) => e.type === 'session.status_rescheduled' || e.type === 'session.status_running');
@@ -42,7 +50,7 @@ export function reconciliationDrafts(turn: EventDoc[]): EventDraft[] {
   }
   const results = new Set(
     turn.flatMap((e) =>
-      e.type === 'agent.tool_result'
+      e.type === 'agent.tool_result' || e.type === 'user.tool_result'
         ? [e.payload.tool_use_id]
         : e.type === 'agent.mcp_tool_result'
           ? [e.payload.mcp_tool_use_id]
@@ -54,7 +62,8 @@ export function reconciliationDrafts(turn: EventDoc[]): EventDraft[] {
   const orphan = (e: EventDoc) =>
     (e.type === 'agent.tool_use' || e.type === 'agent.mcp_tool_use') &&
     !results.has(e._id) &&
-    e.payload.evaluated_permission !== 'ask';
+    e.payload.evaluated_permission !== 'ask' &&
+    !lane?.awaits(e);
   for (const tu of turn.filter(orphan)) {
     const content = [
       { type: 'text', text: 'the tool call was interrupted by a restart and was not completed' },

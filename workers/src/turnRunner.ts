@@ -2,7 +2,8 @@
  * The turn loop: composes the session lease, the run record, model requests
  * (./modelRequest.ts, streamed by ./modelStream.ts), tool dispatch under permission policies
  * (./permissions.ts, executed by ./tools.ts; MCP servers by ./mcpTurn.ts), stop reasons
- * and error events (./turnEvents.ts) and crash recovery (./turnRecovery.ts).
+ * and error events (./turnEvents.ts) and crash recovery (./turnRecovery.ts). A self_hosted
+ * session's toolset runs in the customer's worker, with no sandbox here (./selfHosted.ts).
  */
 import {
   controlChannel,
@@ -31,6 +32,8 @@ import { ToolExecutor } from './tools.js';
 import { McpTurn } from './mcpTurn.js';
 import { sessionError, TurnAborted, type TurnEnd } from './turnEvents.js';
 import { lastResponseFinished, reconciliationDrafts, recoveryScan } from './turnRecovery.js';
+import { SelfHostedLane } from './selfHosted.js';
+import { outputWarnings } from './turnOutputs.js';
 
 /**
  * Runs session turns. Guarantees: one turn per session at a time (session lease, fenced
@@ -240,12 +243,13 @@ export class TurnRunner {
     let end: TurnEnd = { stop_reason: { type: 'end_turn' } };
     // The agent's MCP servers: connected on first need, closed with the turn.
     const append = this.fenced(tenant, sid, lease);
-    const mcp = new McpTurn(this.p, this.sandbox, s, append, this.log, abort.signal);
+    const sandbox = SelfHostedLane.of(s) ? null : this.sandbox; // the worker is the sandbox
+    const mcp = new McpTurn(this.p, sandbox, s, append, this.log, abort.signal);
     try {
       // An interrupt may have landed between reading the session and subscribing.
       const fresh = await this.p.collections.sessions.get(tenant, sid);
       if ((fresh?.interrupt_seq ?? 0) > interruptSeq) abort.abort(new TurnAborted('interrupt'));
-      end = await this.modelLoop(tenant, s, lease, abort.signal, mcp);
+      end = await this.modelLoop(tenant, s, lease, abort.signal, mcp, inputTo);
     } catch (err) {
       const reason = abort.signal.aborted
         ? (abort.signal.reason as TurnAborted)?.reason
@@ -282,26 +286,7 @@ export class TurnRunner {
     const processed = Math.max(inputTo, end.interrupted ? (s?.interrupt_seq ?? 0) : 0);
     // Files the turn wrote under /mnt/session/outputs are durable before the turn reports idle;
     // each file that was not stored (quota, name) gets a session.warning naming it, before idle.
-    const warnings: EventDraft[] = [];
-    if (this.sandbox && s && this.sandbox.state(sid) === 'active') {
-      const report = await this.sandbox
-        .syncOutputs({ tenantId: tenant, sessionId: sid, environmentId: s.environment_id })
-        .catch((err) => {
-          this.log.warn('output sync failed', { session_id: sid, err: String(err) });
-          return null;
-        });
-      for (const k of report?.skipped ?? []) {
-        warnings.push({
-          type: 'session.warning',
-          payload: {
-            warning: 'output_skipped',
-            message: k.message,
-            filename: k.name,
-            reason: k.reason,
-          },
-        });
-      }
-    }
+    const warnings = await outputWarnings(this.sandbox, s, this.log);
     await this.append(
       tenant,
       sid,
@@ -363,18 +348,23 @@ export class TurnRunner {
     lease: Lease,
     signal: AbortSignal,
     mcp: McpTurn,
+    inputTo: number,
   ): Promise<TurnEnd> {
     const sid = s._id;
     const session = { tenantId: tenant, sessionId: sid, environmentId: s.environment_id };
+    const lane = SelfHostedLane.of(s);
+    const append = this.fenced(tenant, sid, lease);
     const calls = new ToolCallDispatcher(
       s.agent.tools as any[],
       this.tools,
       { session, signal },
-      this.fenced(tenant, sid, lease),
+      append,
       mcp,
+      lane,
     );
     // Calls held for confirmation by an earlier turn are settled before the model sees them.
-    const held = await calls.settleHeld(await this.p.events.all(tenant, sid));
+    const log = await this.p.events.all(tenant, sid);
+    const held = await calls.settleHeld(log, lane ? inputTo : Infinity);
     if (held.length) return { stop_reason: { type: 'requires_action', event_ids: held } };
     await mcp.ready();
     for (let i = 0; i < this.p.config.turn.maxModelRequests; i++) {
@@ -440,7 +430,7 @@ export class TurnRunner {
       { _id: sid },
       { $set: { owner: this.owner, token: lease.token, rescheduled_at: null } },
     );
-    await this.append(tenant, sid, lease, reconciliationDrafts(turn));
+    await this.append(tenant, sid, lease, reconciliationDrafts(turn, SelfHostedLane.of(s)));
     const done = lastResponseFinished(turn);
     if (done) {
       await this.finish(tenant, sid, lease, inputTo, { stop_reason: { type: 'end_turn' } });

@@ -21,10 +21,11 @@ import { applyMetadataPatch } from './metadata.js';
 import { budgetUpdateFields, checkCreateBudget, renderUsage } from './budget.js';
 import { checkVaultIds } from './vaults.js';
 import { refuseUnservableBaseImage, type BaseImageSupport } from './baseImage.js';
-import { checkInputEvents } from './inputEvents.js';
+import { checkInputEvents, checkToolResults } from './inputEvents.js';
 import { checkSessionAgentMcp, sessionAgentSnapshot } from './sessionAgent.js';
 import { checkToolAnswers } from './toolConfirmation.js';
 import { checkToolPolicies } from './toolPolicy.js';
+import { refuseOnSelfHosted } from './unsupported.js';
 export { refuseUnbuiltEvents } from './unsupported.js';
 export { cascadeSessionDelete } from './sessionCascade.js';
 import { MAX_STORED_JSON_DEPTH, nowIso, valueDepth } from '../util.js';
@@ -114,6 +115,7 @@ export class SessionService {
         'environment_archived',
       );
     refuseUnservableBaseImage(this.opts, env.base_image, 'environment_id');
+    refuseOnSelfHosted(env.kind, snapshot, body.resources);
     // Declared resources must be materializable before anything is allocated (spec Work rule 1).
     const now = nowIso();
     const resources: SessionFileResource[] = [];
@@ -245,6 +247,7 @@ export class SessionService {
     Object.assign(set, await budgetUpdateFields(this.c, tenant, s, b.budget, hasVendor));
     if (b.metadata !== undefined) set.metadata = applyMetadataPatch(s.metadata, b.metadata);
     if (b.agent?.tools !== undefined) checkToolPolicies(b.agent.tools, 'agent.tools');
+    refuseOnSelfHosted(s.environment?.kind, b.agent ?? {});
     if (b.agent?.tools !== undefined)
       set['agent.tools'] = normalizeTools(b.agent.tools, 'agent.tools');
     if (b.agent?.mcp_servers !== undefined)
@@ -291,6 +294,7 @@ export class SessionService {
     if (s.archived_at) throw invalid('session', `session ${id} is archived and accepts no events`);
     await checkInputEvents(this.c, tenant, events);
     await checkToolAnswers(this.c.events, tenant, id, events);
+    await checkToolResults(this.c.events, tenant, s, events);
     const drafts = events.map(({ type, ...payload }) => ({
       type,
       payload: payload as Record<string, unknown>,

@@ -11,9 +11,7 @@ export const notSupportedYet = (field: string, what: string) =>
 /** Input event types the SDK defines that the turn runner does not handle yet. */
 const UNBUILT_EVENT_TYPES: Record<string, string> = {
   'user.define_outcome': 'outcomes (user.define_outcome)',
-  // Client-executed agent-toolset results belong to self_hosted environments (the Work API).
-  'user.tool_result':
-    'client-executed toolset results (user.tool_result, self_hosted environments)',
+  // user.tool_result is served for self_hosted sessions only: core/src/domain/inputEvents.ts.
 };
 
 /** Checked on the raw body before schema validation, so the answer names the unbuilt feature. */
@@ -77,4 +75,48 @@ export function refuseUnbuiltAgentFields(body: { memory_store_id?: unknown; harn
 export function refuseSkills(value: unknown, field = 'skills'): void {
   if (Array.isArray(value) && value.length > 0)
     throw notSupportedYet(field, 'skills (attaching skills to an agent)');
+}
+
+/**
+ * What a session on a `self_hosted` environment cannot carry (the ama_worker lane: the loop runs
+ * in the control plane, the customer's worker executes the agent toolset, and the platform
+ * starts no sandbox for it). Refused at create (and on session update of the agent) with a 400
+ * naming the field, before anything is allocated (spec "Work item lifecycle" rules 1 and 3):
+ * - a custom tool with `execution` (sandbox or http): it runs in the platform's sandbox;
+ * - a `stdio` MCP server: stdio works only when an external worker owns the child process, and
+ *   this lane keeps the harness outside the worker ("rejected explicitly");
+ * - a `github_repository` resource: it makes credential egress mandatory, and a self-hosted
+ *   worker has no verified enforcement point here (no repository token is ever handed over).
+ * `file` resources are accepted: the worker reads them with its claimed-session bearer (spec
+ * capability table). Proved by test/self-hosted-lane.test.ts.
+ */
+export function refuseOnSelfHosted(
+  kind: string | undefined,
+  agent: { tools?: readonly unknown[] | null; mcp_servers?: readonly unknown[] | null },
+  resources: readonly unknown[] = [],
+  prefix = 'agent.',
+): void {
+  if (kind !== 'self_hosted') return;
+  (agent.tools ?? []).forEach((t, i) => {
+    const tool = t as { type?: string; name?: string; execution?: { type?: string } | null };
+    if (tool?.type === 'custom' && tool.execution)
+      throw notSupportedYet(
+        `${prefix}tools[${i}].execution`,
+        `custom tool '${tool.name}' runs in the platform's sandbox (execution '${tool.execution.type}'), and a self_hosted environment has none (the worker executes only the agent toolset); running it on a self_hosted environment`,
+      );
+  });
+  (agent.mcp_servers ?? []).forEach((m, i) => {
+    if ((m as { type?: string })?.type === 'stdio')
+      throw notSupportedYet(
+        `${prefix}mcp_servers[${i}].type`,
+        `a stdio MCP server on a self_hosted environment (stdio needs a worker that owns the child process; here the agent loop runs in the control plane, outside the worker)`,
+      );
+  });
+  resources.forEach((r, i) => {
+    if ((r as { type?: string })?.type === 'github_repository')
+      throw notSupportedYet(
+        `resources[${i}].type`,
+        'a repository resource on a self_hosted environment (it requires credential egress, and a self-hosted worker has no verified credential-injection point in this deployment)',
+      );
+  });
 }
