@@ -137,6 +137,13 @@ describe('tenant isolation over the route table', () => {
     const keys = (await (
       await t.http('/v1/svc/api_keys', { key: a.apiKey, headers: BETA })
     ).json()) as { data: Array<{ id: string }> };
+    const deployment = await a.client.beta.deployments.create({
+      name: `${SECRET}-deployment`,
+      agent: agent.id,
+      environment_id: env.id,
+      initial_events: [{ type: 'user.message', content: [{ type: 'text', text: SECRET }] }],
+    });
+    const deploymentRun = await a.client.beta.deployments.run(deployment.id);
     const fixtures: Fixtures = {
       agent_: agent.id,
       env_: env.id,
@@ -146,6 +153,8 @@ describe('tenant isolation over the route table', () => {
       file_: file.id,
       vlt_: vault.id,
       vcrd_: cred.id,
+      depl_: deployment.id,
+      drun_: deploymentRun.id,
       model_id: card.model_id,
     };
     const aValues = [SECRET, ...Object.values(fixtures)];
@@ -261,6 +270,11 @@ describe('tenant isolation over the route table', () => {
     ).toEqual([]);
     expect((await t.http(`/v1/files/${file.id}/content`, { key: a.apiKey })).status).toBe(200);
     expect((await a.client.beta.vaults.retrieve(vault.id)).archived_at).toBeNull();
+    expect(await a.client.beta.deployments.retrieve(deployment.id)).toMatchObject({
+      archived_at: null,
+      status: 'active',
+      name: `${SECRET}-deployment`,
+    });
     const credNow = await a.client.beta.vaults.credentials.retrieve(cred.id, {
       vault_id: vault.id,
     });

@@ -99,6 +99,8 @@ export interface Config {
   };
   /** MCP proxy (core/src/mcp/proxy.ts): MCP_PROXY_MAX_BODY_BYTES caps a forwarded request body (default 4 MiB). */
   mcpProxy: { maxBodyBytes: number };
+  /** Deployment scheduler (core/src/deployments): DEPLOYMENT_TICK_MS between worker ticks (default 5000; 0 = no timer). */
+  deployments: { tickMs: number };
   infra: {
     kafkaBrokers: string | null;
     mongodbUrl: string | null;
@@ -346,6 +348,7 @@ export function loadConfig(role: Role, env: Env = process.env): ParsedConfig {
     else metricsListen = { host: m[1]!.replace(/^\[|\]$/g, ''), port: Number(m[2]) };
   }
   const shutdownGraceMs = int(env, 'SHUTDOWN_GRACE_MS', 10_000, problems, 0, 600_000);
+  const deployments = { tickMs: int(env, 'DEPLOYMENT_TICK_MS', 5_000, problems, 0, 60_000) };
   const mcpProxy = {
     maxBodyBytes: int(env, 'MCP_PROXY_MAX_BODY_BYTES', 4 * 1024 ** 2, problems, 1, 32 * 1024 ** 2),
   };
@@ -382,6 +385,7 @@ export function loadConfig(role: Role, env: Env = process.env): ParsedConfig {
       caCertsFile: env.EGRESS_CA_CERTS ? resolve(env.EGRESS_CA_CERTS) : null,
     },
     mcpProxy,
+    deployments,
     turn,
     logLevel,
     infra,

@@ -37,6 +37,7 @@ export {
   WORKER_TOOLSET_TOOLS,
 } from './domain/inputEvents.js';
 export * from './platform.js';
+export * from './deployments/index.js';
 export { EmbeddedBus } from './adapters/embedded/bus.js';
 export {
   embeddedCoordination,

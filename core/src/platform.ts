@@ -20,6 +20,7 @@ import type { ObjectStore } from './ports/objectStore.js';
 import { createLogger } from './log.js';
 import { McpProxy } from './mcp/proxy.js';
 import { validateOAuthCredential } from './mcp/validate.js';
+import { DeploymentService, type DeploymentWebhookEmitter } from './deployments/index.js';
 
 /**
  * The adapters a platform runs on, chosen by the composition root (server/src/components.ts):
@@ -70,6 +71,8 @@ export interface Platform {
    * here (inline token, or the session vaults' credential read live), the OAuth refresh flow.
    */
   mcpProxy: McpProxy;
+  /** Deployments and their runs; `tick(now)` fires due scheduled minutes (core/src/deployments). */
+  deployments: DeploymentService;
   close(): Promise<void>;
 }
 
@@ -145,7 +148,20 @@ export async function createPlatform(config: Config, adapters: Adapters): Promis
       cred,
     ),
   );
-  return {
+  // Deployment runs emit deployment_run.* through platform.webhooks once that is wired.
+  const deployments = new DeploymentService(
+    {
+      c: collections,
+      sessions,
+      rateLimiter: coordination.rateLimiter,
+      ratePerMinute: config.rateLimit.perMinute,
+      webhooks: () => (platform as { webhooks?: DeploymentWebhookEmitter }).webhooks,
+      log: createLogger(config.logLevel, { component: 'deployments' }),
+    },
+    () => models.hasVendorFallback,
+  );
+  const platform: Platform = {
+    deployments,
     config,
     store,
     bus,
@@ -171,4 +187,5 @@ export async function createPlatform(config: Config, adapters: Adapters): Promis
       await adapters.close();
     },
   };
+  return platform;
 }

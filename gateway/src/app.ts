@@ -9,6 +9,7 @@ import { openStreams } from './sse.js';
 import { agentRoutes } from './routes/agents.js';
 import { environmentRoutes } from './routes/environments.js';
 import { vaultRoutes } from './routes/vaults.js';
+import { deploymentRoutes } from './routes/deployments.js';
 import { sessionRoutes } from './routes/sessions.js';
 import { adminRoutes } from './routes/admin.js';
 import { mcpProxyRoutes } from './routes/mcpProxy.js';
@@ -106,6 +107,7 @@ export async function buildApp(p: Platform, opts: AppOptions): Promise<FastifyIn
   agentRoutes(app, p);
   environmentRoutes(app, p);
   vaultRoutes(app, p);
+  deploymentRoutes(app, p);
   sessionRoutes(app, p, opts.log);
   adminRoutes(app, p);
   await mcpProxyRoutes(app, p);

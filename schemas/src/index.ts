@@ -12,3 +12,4 @@ export * from './validate.js';
 export * from './graphql.js';
 export * from './limits.js';
 export * from './serviceResources.js';
+export * from './deployments.js';

@@ -4,7 +4,12 @@
  * in-flight turns first. Proven by every test that runs turns (test/sdk-flow.test.ts,
  * test/crash-recovery.test.ts, test/fleet.test.ts).
  */
-import type { Logger, Platform, SandboxRuntime } from '@agentfleet/core';
+import {
+  startDeploymentScheduler,
+  type Logger,
+  type Platform,
+  type SandboxRuntime,
+} from '@agentfleet/core';
 import { ToolExecutor } from './tools.js';
 import { TurnRunner } from './turnRunner.js';
 
@@ -34,5 +39,16 @@ export async function startWorker(opts: {
     sandboxes?.manager ?? null,
   );
   await runner.start();
-  return { stop: () => runner.stop() };
+  // Scheduled deployments: every worker ticks; one run per minute whatever the replica count.
+  const scheduler = startDeploymentScheduler({
+    tick: () => platform.deployments.tick(),
+    tickMs: platform.config.deployments.tickMs,
+    log: log.child({ component: 'deployment-scheduler' }),
+  });
+  return {
+    stop: async () => {
+      await scheduler.stop();
+      await runner.stop();
+    },
+  };
 }

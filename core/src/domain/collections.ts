@@ -8,6 +8,7 @@ import type {
   Update,
 } from '../ports/store.js';
 import type { AgentSpec, ModelConfig } from '@agentfleet/schemas';
+import type { DeploymentDoc, DeploymentRunDoc } from '../deployments/docs.js';
 
 /**
  * Where a tenant's documents live. One store for everything (embedded, or MongoDB without
@@ -323,6 +324,14 @@ export const COLLECTIONS = {
     name: 'vault_credentials',
     indexes: [{ fields: { tenant_id: 1, vault_id: 1, _id: 1 } }],
   },
+  deployments: {
+    name: 'deployments',
+    indexes: [{ fields: { tenant_id: 1, _id: 1 } }, { fields: { archived_at: 1 } }],
+  },
+  deploymentRuns: {
+    name: 'deployment_runs',
+    indexes: [{ fields: { tenant_id: 1, deployment_id: 1, _id: 1 } }, { fields: { state: 1 } }],
+  },
 } as const satisfies Record<string, CollectionSpec>;
 
 export function openCollections(router: StoreRouter) {
@@ -341,6 +350,8 @@ export function openCollections(router: StoreRouter) {
     files: t<FileDoc>(COLLECTIONS.files),
     vaults: t<VaultDoc>(COLLECTIONS.vaults),
     vaultCredentials: t<VaultCredentialDoc>(COLLECTIONS.vaultCredentials),
+    deployments: t<DeploymentDoc>(COLLECTIONS.deployments),
+    deploymentRuns: t<DeploymentRunDoc>(COLLECTIONS.deploymentRuns),
   };
 }
 export type Collections = ReturnType<typeof openCollections>;

@@ -11,6 +11,7 @@ import { META_OPERATIONS, MODEL_AND_OPERATOR_OPERATIONS } from './operations.pla
 import { SESSION_AND_FILE_OPERATIONS } from './operations.sessions.js';
 import { VAULT_OPERATIONS } from './operations.vaults.js';
 import { MCP_PROXY_OPERATIONS } from './operations.mcpProxy.js';
+import { DEPLOYMENT_OPERATIONS } from './operations.deployments.js';
 
 export type { OperationDoc } from './operationHelpers.js';
 
@@ -22,5 +23,6 @@ export const OPERATIONS: Readonly<Record<string, OperationDoc>> = {
   ...GRAPHQL_OPERATIONS,
   ...VAULT_OPERATIONS,
   ...MCP_PROXY_OPERATIONS,
+  ...DEPLOYMENT_OPERATIONS,
 };
 export const operationKey = (method: string, url: string) => `${method} ${url}`;
