@@ -10,6 +10,7 @@
  * - the gateway route: the SDK's SSEClientTransport on `/v1/svc/mcp-proxy/<sid>/<server>` with
  *   the operator key; the endpoint event is rewritten to the proxy's `/*` route;
  * - a turn through the TypeScript SDK calls the SSE server's tool (fallback in the worker);
+ * - the rewrite survives split chunks and CRLF line ends; a foreign-origin endpoint is untouched;
  * - hostile `path` values (another host, `//host`, backslash, scheme, no leading slash) are a 400
  *   naming path, through forward and through the route; nothing reaches the other host.
  */
@@ -33,6 +34,9 @@ let sse: McpSseServerFixture;
 let decoy: http.Server;
 let decoyPort = 0;
 let decoyHits = 0;
+/** A raw SSE server: the endpoint event split across writes, CRLF line ends, then other events. */
+let raw: http.Server;
+let rawPort = 0;
 beforeAll(async () => {
   sse = await startMcpSseServer({ token: TOKEN });
   decoy = http.createServer((req, res) => {
@@ -42,11 +46,30 @@ beforeAll(async () => {
   });
   await new Promise<void>((r) => decoy.listen(0, '127.0.0.1', r));
   decoyPort = (decoy.address() as AddressInfo).port;
+  raw = http.createServer(async (req, res) => {
+    res.writeHead(200, { 'content-type': 'text/event-stream' });
+    const other = req.url === '/foreign';
+    const parts = other
+      ? ['event: endpoint\r\ndata: http://elsewhere.example/msg\r\n\r\n']
+      : [
+          'event: endpoint\r\n',
+          'data: /msg?sessionId=1\r',
+          '\n\r\n: ping\r\n\r\n',
+          'event: message\r\ndata: {}\r\n\r\n',
+        ];
+    for (const part of parts) {
+      res.write(part);
+      await new Promise((r) => setTimeout(r, 5));
+    }
+    res.end();
+  });
+  await new Promise<void>((r) => raw.listen(0, '127.0.0.1', r));
+  rawPort = (raw.address() as AddressInfo).port;
   t = await startPlatform({
     env: {
       SANDBOX_DRIVER: 'none',
       LOG_LEVEL: 'info',
-      EGRESS_ALLOW_PRIVATE_HOSTS: `127.0.0.1:${sse.port},127.0.0.1:${decoyPort}`,
+      EGRESS_ALLOW_PRIVATE_HOSTS: `127.0.0.1:${sse.port},127.0.0.1:${decoyPort},127.0.0.1:${rawPort}`,
     },
   });
   await addModelCard(t, MODEL);
@@ -54,8 +77,10 @@ beforeAll(async () => {
 afterAll(async () => {
   await t?.close();
   await sse?.close();
-  decoy?.closeAllConnections();
-  await new Promise((r) => decoy?.close(r));
+  for (const srv of [decoy, raw]) {
+    srv?.closeAllConnections();
+    await new Promise((r) => srv?.close(r));
+  }
 });
 
 /** A session whose agent has the SSE server `sse` (inline bearer) and its toolset. */
@@ -213,7 +238,7 @@ describe('MCP proxy: HTTP+SSE servers', () => {
         path,
       });
       expect(res.status, path).toBe(400);
-      const body = await res.json();
+      const body = (await res.json()) as any;
       expect(body.error.type).toBe('invalid_request');
       expect(body.error.message).toMatch(/^path: /);
     }
@@ -224,8 +249,41 @@ describe('MCP proxy: HTTP+SSE servers', () => {
       body: '{}',
     });
     expect(viaRoute.status).toBe(400);
-    expect((await viaRoute.json()).error.message).toMatch(/^path: /);
+    expect(((await viaRoute.json()) as any).error.message).toMatch(/^path: /);
     expect(decoyHits).toBe(0);
     expect(sse.seen.length).toBe(before);
+  });
+
+  it('the endpoint rewrite survives split chunks and CRLF; a foreign-origin endpoint is left as it came', async () => {
+    const { tenantId, client } = await t.newTenant('sse-raw');
+    const env = await client.beta.environments.create({ name: `mcp-sse-${rnd()}` });
+    const agent = await client.beta.agents.create({
+      name: `mcp-sse-raw-${rnd()}`,
+      model: 'claude-sonnet-4-5',
+      mcp_servers: [{ type: 'url', name: 'raw', url: `http://127.0.0.1:${rawPort}/sse` }],
+      tools: [{ type: 'mcp_toolset', mcp_server_name: 'raw' }],
+    } as any);
+    const sid = (
+      await client.beta.sessions.create({ agent: agent.id, environment_id: env.id } as any)
+    ).id;
+    const get = async (path?: string) => {
+      const res = await t.server.platform.mcpProxy.forward({
+        tenantId,
+        sessionId: sid,
+        server: 'raw',
+        method: 'GET',
+        headers: { accept: 'text/event-stream' },
+        body: null,
+        caller: 'rpc-mcp',
+        endpointBase: '/base/raw',
+        ...(path ? { path } : {}),
+      });
+      expect(res.status).toBe(200);
+      return res.text();
+    };
+    expect(await get()).toBe(
+      'event: endpoint\ndata: /base/raw/msg?sessionId=1\n\n: ping\n\nevent: message\ndata: {}\n\n',
+    );
+    expect(await get('/foreign')).toBe('event: endpoint\ndata: http://elsewhere.example/msg\n\n');
   });
 });
