@@ -35,8 +35,15 @@ const customTool = (name: string) => ({
   input_schema: { type: 'object' as const, properties: {} },
 });
 
-/** The SDK requires every MCP server to be referenced by one mcp_toolset. */
-const toolset = (server: string) => ({ type: 'mcp_toolset' as const, mcp_server_name: server });
+/**
+ * The SDK requires every MCP server to be referenced by one mcp_toolset; all tools off, so the
+ * turns here never connect these example.com servers.
+ */
+const toolset = (server: string) => ({
+  type: 'mcp_toolset' as const,
+  mcp_server_name: server,
+  default_config: { enabled: false },
+});
 
 async function baseAgent() {
   const model = await card();

@@ -34,6 +34,10 @@ const NESTED = {
 };
 const URL_SERVER = { name: 'web', type: 'url', url: 'https://mcp.example.com/mcp' };
 
+/** One mcp_toolset per server: the SDK rejects a server no toolset names. */
+const toolsets = (...servers: Array<{ name: string }>) =>
+  servers.map((s) => ({ type: 'mcp_toolset', mcp_server_name: s.name }));
+
 const errorOf = async (p: Promise<unknown>) => {
   const err: any = await p.then(
     () => null,
@@ -60,6 +64,7 @@ describe('stdio MCP server configs with sandboxes', () => {
       name: 'stdio',
       model: MODEL,
       mcp_servers: [FLAT, NESTED, URL_SERVER],
+      tools: toolsets(FLAT, NESTED, URL_SERVER),
     } as any);
     expect(agent.mcp_servers).toEqual([FLAT, NESTED, URL_SERVER]);
     expect((await t.client.beta.agents.retrieve(agent.id)).mcp_servers).toEqual([
@@ -87,7 +92,12 @@ describe('stdio MCP server configs with sandboxes', () => {
     ]) {
       const res = await t.http('/v1/agents', {
         method: 'POST',
-        json: { name: 'bad', model: MODEL, mcp_servers: [{ name: 'n', type: 'stdio', stdio }] },
+        json: {
+          name: 'bad',
+          model: MODEL,
+          mcp_servers: [{ name: 'n', type: 'stdio', stdio }],
+          tools: toolsets({ name: 'n' }),
+        },
       });
       expect(res.status, JSON.stringify(stdio)).toBe(400);
       const body = (await res.json()) as { error: { type: string; message: string } };
@@ -108,7 +118,12 @@ describe('stdio MCP server configs without sandboxes (SANDBOX_DRIVER=none)', () 
 
   it('refuses stdio servers on agent create and update with a 400 naming mcp_servers[i].type', async () => {
     const flat = await errorOf(
-      t.client.beta.agents.create({ name: 'a', model: MODEL, mcp_servers: [FLAT] } as any),
+      t.client.beta.agents.create({
+        name: 'a',
+        model: MODEL,
+        mcp_servers: [FLAT],
+        tools: toolsets(FLAT),
+      } as any),
     );
     expect(flat.status).toBe(400);
     expect(flat.message).toMatch(/^mcp_servers\[0\]\.type: a stdio MCP server runs inside/);
@@ -119,6 +134,7 @@ describe('stdio MCP server configs without sandboxes (SANDBOX_DRIVER=none)', () 
         name: 'a',
         model: MODEL,
         mcp_servers: [URL_SERVER, NESTED],
+        tools: toolsets(URL_SERVER, NESTED),
       } as any),
     );
     expect(nested.status).toBe(400);
@@ -129,11 +145,13 @@ describe('stdio MCP server configs without sandboxes (SANDBOX_DRIVER=none)', () 
       name: 'a',
       model: MODEL,
       mcp_servers: [URL_SERVER],
+      tools: toolsets(URL_SERVER),
     } as any);
     const update = await errorOf(
       t.client.beta.agents.update(agent.id, {
         version: agent.version,
         mcp_servers: [URL_SERVER, FLAT],
+        tools: toolsets(URL_SERVER, FLAT),
       } as any),
     );
     expect(update.status).toBe(400);
@@ -146,7 +164,12 @@ describe('stdio MCP server configs without sandboxes (SANDBOX_DRIVER=none)', () 
     const agent = await t.client.beta.agents.create({ name: 'o', model: MODEL });
     const err = await errorOf(
       t.client.beta.sessions.create({
-        agent: { type: 'agent_with_overrides', id: agent.id, mcp_servers: [NESTED] },
+        agent: {
+          type: 'agent_with_overrides',
+          id: agent.id,
+          mcp_servers: [NESTED],
+          tools: toolsets(NESTED),
+        },
         environment_id: env.id,
       } as any),
     );
@@ -159,7 +182,7 @@ describe('stdio MCP server configs without sandboxes (SANDBOX_DRIVER=none)', () 
     });
     const res = await t.http(`/v1/sessions/${session.id}`, {
       method: 'POST',
-      json: { agent: { mcp_servers: [URL_SERVER, FLAT] } },
+      json: { agent: { mcp_servers: [URL_SERVER, FLAT], tools: toolsets(URL_SERVER, FLAT) } },
     });
     expect(res.status).toBe(400);
     const body = (await res.json()) as { error: { message: string } };

@@ -186,6 +186,7 @@ describe.skipIf(!available)(
           'test_mcp_oauth_validate_failed_refresh_is_invalid_and_recorded',
           'test_mcp_oauth_validate_refuses_other_credential_types',
           'test_mcp_tool_called_in_a_turn',
+          'test_mcp_server_without_toolset_is_refused',
         ])
           expect(out, out).toMatch(new RegExp(`::${name} PASSED`));
       },

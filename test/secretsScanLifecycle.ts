@@ -134,10 +134,15 @@ export async function lifecycle(s: ScanState): Promise<void> {
       authorization_token: MCP_TOKEN,
     },
   ];
+  // Every MCP server is named by an mcp_toolset (SDK rule).
+  const tools = (server: string) => [
+    { type: 'agent_toolset_20260401' },
+    { type: 'mcp_toolset', mcp_server_name: server },
+  ];
   const agent = await sdk.beta.agents.create({
     name: 'scan-agent',
     model: MODEL,
-    tools: [{ type: 'agent_toolset_20260401' }],
+    tools: tools('scan-mcp'),
     mcp_servers: mcp,
   } as any);
   expect(agent.mcp_servers).toEqual([
@@ -152,6 +157,7 @@ export async function lifecycle(s: ScanState): Promise<void> {
     version: agent.version,
     description: 'v2',
     mcp_servers: [{ ...mcp[0], name: 'scan-mcp-2' }],
+    tools: tools('scan-mcp-2'),
   } as any);
   const refused = await http('/v1/agents', {
     method: 'POST',
@@ -159,6 +165,7 @@ export async function lifecycle(s: ScanState): Promise<void> {
       name: 'bad',
       model: MODEL,
       mcp_servers: [{ name: 'bad', type: 'url', url: 'not a url', authorization_token: MCP_TOKEN }],
+      tools: tools('bad'),
     },
   });
   expect(refused.status).toBe(400);
@@ -172,7 +179,12 @@ export async function lifecycle(s: ScanState): Promise<void> {
   const vaultId = await vaultLifecycle(http, json);
   // A file, a session (with an MCP override carrying the token), and an API key listing.
   const session = await sdk.beta.sessions.create({
-    agent: { type: 'agent_with_overrides', id: agent.id, mcp_servers: mcp },
+    agent: {
+      type: 'agent_with_overrides',
+      id: agent.id,
+      mcp_servers: mcp,
+      tools: tools('scan-mcp'),
+    },
     environment_id: env.id,
     vault_ids: [vaultId],
   } as any);
@@ -397,7 +409,7 @@ export async function lifecycle(s: ScanState): Promise<void> {
       method: 'POST',
       json: {
         query: 'mutation($i: JSON!) { createAgent(input: $i) { id mcpServers } }',
-        variables: { i: { name: 'gql', model: MODEL, mcp_servers: mcp } },
+        variables: { i: { name: 'gql', model: MODEL, mcp_servers: mcp, tools: tools('scan-mcp') } },
       },
     }),
   );
@@ -408,7 +420,12 @@ export async function lifecycle(s: ScanState): Promise<void> {
       json: {
         query: 'mutation($i: JSON!) { createAgent(input: $i) { id } }',
         variables: {
-          i: { name: 'gql', model: MODEL, mcp_servers: [{ ...mcp[0], url: 'not a url' }] },
+          i: {
+            name: 'gql',
+            model: MODEL,
+            mcp_servers: [{ ...mcp[0], url: 'not a url' }],
+            tools: tools('scan-mcp'),
+          },
         },
       },
     }),

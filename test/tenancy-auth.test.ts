@@ -227,6 +227,7 @@ describe('secrets never served', () => {
         json: {
           name: 'mcp',
           model: 'claude-sonnet-4-5',
+          tools: [{ type: 'mcp_toolset', mcp_server_name: 'gh' }],
           mcp_servers: [
             {
               name: 'gh',
@@ -265,6 +266,7 @@ describe('secrets never served', () => {
         method: 'POST',
         json: {
           agent: {
+            tools: [{ type: 'mcp_toolset', mcp_server_name: 'gh2' }],
             mcp_servers: [
               {
                 name: 'gh2',

@@ -15,12 +15,22 @@ def _tool(name):
     }
 
 
+def _toolset(server):
+    """Every MCP server is named by an mcp_toolset (SDK rule); all tools off, so turns never
+    connect these example.com servers."""
+    return {"type": "mcp_toolset", "mcp_server_name": server, "default_config": {"enabled": False}}
+
+
+def _names(tools):
+    return [getattr(t, "name", None) or f"mcp_toolset:{t.mcp_server_name}" for t in tools]
+
+
 def _base_agent(client, text_model):
     return client.beta.agents.create(
         name="py-overrides",
         model=text_model,
         system="the agent prompt",
-        tools=[_tool("agent_tool")],
+        tools=[_tool("agent_tool"), _toolset("agent-mcp")],
         mcp_servers=[{"type": "url", "name": "agent-mcp", "url": "https://mcp.example.com/sse"}],
     )
 
@@ -33,7 +43,7 @@ def test_agent_with_overrides_applies_every_field(client, env, text_model):
             "id": agent.id,
             "model": {"id": text_model, "effort": "low"},
             "system": "the override prompt",
-            "tools": [_tool("override_tool")],
+            "tools": [_tool("override_tool"), _toolset("override-mcp")],
             "skills": [],
             "mcp_servers": [
                 {"type": "url", "name": "override-mcp", "url": "https://other.example.com/mcp"}
@@ -44,7 +54,7 @@ def test_agent_with_overrides_applies_every_field(client, env, text_model):
     assert s.agent.id == agent.id and s.agent.version == 1
     assert s.agent.model.id == text_model and s.agent.model.effort.type == "low"
     assert s.agent.system == "the override prompt"
-    assert [t.name for t in s.agent.tools] == ["override_tool"]
+    assert _names(s.agent.tools) == ["override_tool", "mcp_toolset:override-mcp"]
     assert s.agent.skills == []
     assert [m.name for m in s.agent.mcp_servers] == ["override-mcp"]
 
@@ -62,7 +72,7 @@ def test_agent_with_overrides_applies_every_field(client, env, text_model):
 
     unchanged = client.beta.agents.retrieve(agent.id)
     assert unchanged.system == "the agent prompt"
-    assert [t.name for t in unchanged.tools] == ["agent_tool"]
+    assert _names(unchanged.tools) == ["agent_tool", "mcp_toolset:agent-mcp"]
     assert unchanged.skills == []
     assert [m.name for m in unchanged.mcp_servers] == ["agent-mcp"]
 
@@ -74,7 +84,7 @@ def test_agent_with_overrides_keeps_omitted_and_clears(client, env, text_model):
         environment_id=env.id,
     )
     assert kept.agent.system == "only the prompt"
-    assert [t.name for t in kept.agent.tools] == ["agent_tool"]
+    assert _names(kept.agent.tools) == ["agent_tool", "mcp_toolset:agent-mcp"]
     assert kept.agent.skills == []
     cleared = client.beta.sessions.create(
         agent={
@@ -113,10 +123,12 @@ def test_agent_with_overrides_validated_like_agent_create(client, env, text_mode
                     {"type": "url", "name": "dup", "url": "https://a.example.com"},
                     {"type": "url", "name": "dup", "url": "https://b.example.com"},
                 ],
+                "tools": [_toolset("dup")],
             },
             environment_id=env.id,
         )
     assert bad.value.body["error"]["details"]["field"] == "agent.mcp_servers[1].name"
+    assert "duplicate server name dup" in bad.value.body["error"]["message"]
 
 
 def test_skills_are_refused_until_built(client, env, text_model):
