@@ -165,11 +165,13 @@ export class ToolCallDispatcher {
    * Settles the calls earlier turns held, from the session's log: allowed ones run, denied and
    * abandoned ones get an error result. Returns the ids still waiting for the client (held calls
    * without a confirmation, client-executed calls without a result), in log order; when any
-   * remain the turn must end again with requires_action and not call the model. Answers and
-   * confirmations after `upToSeq` (the turn's input) are left to the next turn.
+   * remain the turn must end again with requires_action and not call the model. Client input
+   * after `upToSeq` (the turn's input: answers, confirmations, messages) is left to the next turn.
    */
   async settleHeld(all: readonly EventDoc[], upToSeq = Infinity): Promise<string[]> {
-    const log = upToSeq === Infinity ? all : all.filter((e) => e.seq <= upToSeq);
+    // Client input after the turn's input (answers, confirmations, messages) is the next turn's.
+    const later = (e: EventDoc) => e.type.startsWith('user.') && e.seq > upToSeq;
+    const log = upToSeq === Infinity ? all : all.filter((e) => !later(e));
     const answered = new Set<string>();
     const confirmations = new Map<string, EventDoc>();
     for (const e of log) {

@@ -14,7 +14,7 @@
  * is not an orphan either: it stays open for the worker's user.tool_result (a result the worker
  * already sent counts), so recovery never answers, re-executes or replays it; the resumed turn
  * ends with requires_action naming it. Proven by test/crash-recovery.test.ts,
- * test/rescheduling.test.ts and test/self-hosted-lane.test.ts.
+ * test/rescheduling.test.ts and test/self-hosted-lane-crash.test.ts.
  */
 import { nowIso, runIsLive, type EventDoc, type EventDraft, type Platform } from '@agentfleet/core';
 import { spanEnd, zeroUsage } from './turnEvents.js';
