@@ -8,7 +8,8 @@
  * - pause / unpause / archive: status and paused_reason, archive is final (update, pause, run
  *   refused), an archived deployment has no upcoming runs and is listed only with include_archived;
  * - a manual run creates a session with the pinned agent, environment, vaults and the initial
- *   events as its first input events, also while paused;
+ *   events as its first input events, also while paused; the session carries `deployment_id`
+ *   and the sessions list filters by it;
  * - bad input: invalid cron (field count, extended syntax, out of range), unknown timezone,
  *   unknown/archived agent, unknown environment, unknown vault, bad initial events
  *   (system.message not last, user.define_outcome unsupported, none), bad resources — each a 400
@@ -204,6 +205,14 @@ describe('deployments', () => {
       vault_ids: [vault.id],
       title: 'manual',
     });
+    // The session names its deployment, and the sessions list filters by it.
+    expect((s as { deployment_id?: string }).deployment_id).toBe(d.id);
+    const own = await c.beta.sessions.create({ agent: agent.id, environment_id: env.id });
+    expect('deployment_id' in own).toBe(false);
+    expect((await c.beta.sessions.list({ deployment_id: d.id })).data.map((x) => x.id)).toEqual([
+      run.session_id,
+    ]);
+    expect((await c.beta.sessions.list({ deployment_id: 'depl_other' })).data).toEqual([]);
     // The initial events are the session's first input events, in order.
     const events: any[] = [];
     for await (const e of c.beta.sessions.events.list(run.session_id!)) events.push(e);

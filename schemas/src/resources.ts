@@ -252,6 +252,8 @@ export const Session = Obj({
     }),
   ),
   vault_ids: Type.Array(Type.String()),
+  /** Set on sessions a deployment run created (SDK `deployment_id`). */
+  deployment_id: Type.Optional(Nullable(Id('depl_'))),
   /** Passed through as the client sent it (validated only for its `type`). */
   budget: Nullable(BudgetLimit),
   status: Type.Union(RUNTIME_STATUSES.map((s) => Type.Literal(s))),

@@ -173,7 +173,7 @@ export const SessionListQuery = Obj({
   'created_at[gte]': Type.Optional(Type.String()),
   'created_at[lt]': Type.Optional(Type.String()),
   'created_at[lte]': Type.Optional(Type.String()),
-  /** The SDK's filters; nothing has deployments or memory stores yet, so they match nothing. */
+  /** The SDK's filters: deployment_id (sessions its runs created); memory stores do not exist yet. */
   deployment_id: Type.Optional(Type.String({ maxLength: 256 })),
   memory_store_id: Type.Optional(Type.String({ maxLength: 256 })),
 });

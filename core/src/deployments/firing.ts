@@ -45,6 +45,7 @@ export interface WebhookEmitter {
     tenantId: string,
     type: DeploymentRunWebhook,
     data: { id: string; [k: string]: unknown },
+    opts?: { key?: string },
   ): Promise<void>;
 }
 
@@ -161,6 +162,8 @@ async function createSession(
       resources: d.resources,
       ...(d.budget ? { budget: d.budget as never } : {}),
     });
+    // The SDK's session.deployment_id (and the sessions list's deployment_id filter).
+    await ctx.c.sessions.updateOne(tenant, { _id: session.id }, { $set: { deployment_id: d._id } });
     try {
       await ctx.sessions.send(tenant, session.id, d.initial_events);
     } catch (err) {
@@ -192,7 +195,15 @@ async function emit(
   run: Pick<DeploymentRunDoc, '_id' | 'deployment_id'>,
 ): Promise<void> {
   try {
-    await ctx.webhooks()?.emit(tenant, type, { id: run._id, deployment_id: run.deployment_id });
+    // Keyed by run and type: a redriven emit records one event.
+    await ctx
+      .webhooks()
+      ?.emit(
+        tenant,
+        type,
+        { id: run._id, deployment_id: run.deployment_id },
+        { key: `${run._id}:${type}` },
+      );
   } catch (err) {
     ctx.log.warn('deployment run: webhook emit failed', { type, error: (err as Error).message });
   }

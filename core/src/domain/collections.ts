@@ -175,6 +175,8 @@ export interface SessionDoc {
   resources: unknown[];
   vault_ids: string[];
   budget: unknown | null;
+  /** The deployment whose run created the session (core/src/deployments/firing.ts). */
+  deployment_id?: string;
   /** Head of the event log (highest appended seq). */
   last_seq: number;
   /** Seq of the newest user input that asks for a turn. */

@@ -204,8 +204,9 @@ export class SessionService {
     if (q.agent_version) filter.agent_version = q.agent_version;
     const created = createdAtBounds(q);
     if (created) filter.created_at = created;
-    // Nothing has deployments or memory stores yet: these filters match no session.
-    if (q.deployment_id || q.memory_store_id) filter._id = { $in: [] };
+    if (q.deployment_id) filter.deployment_id = q.deployment_id;
+    // Nothing has memory stores yet: this filter matches no session.
+    if (q.memory_store_id) filter._id = { $in: [] };
     const statuses: string[] = [...(q.statuses ?? []), ...(q.status ? [q.status] : [])];
     if (statuses.length) {
       const runs = await this.c.runs.find(tenant, {});
@@ -463,6 +464,7 @@ export function renderSession(s: SessionDoc, hasRun: boolean | 'rescheduling') {
     metadata: s.metadata,
     resources: s.resources,
     vault_ids: s.vault_ids,
+    ...(s.deployment_id ? { deployment_id: s.deployment_id } : {}),
     budget: s.budget,
     status: deriveStatus(s, hasRun),
     stats: {},
