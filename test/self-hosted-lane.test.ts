@@ -16,7 +16,14 @@
  * core/src/domain/unsupported.ts.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { validateSessionEvent } from '@agentfleet/schemas';
+import type { Static } from '@sinclair/typebox';
+import type { BetaManagedAgentsUserToolResultEvent } from '@anthropic-ai/sdk/resources/beta/sessions/sessions';
+import type { BetaManagedAgentsUserToolResultEventParams } from '@anthropic-ai/sdk/resources/beta/sessions/events';
+import {
+  validateSessionEvent,
+  type UserToolResultEvent,
+  type UserToolResultParams,
+} from '@agentfleet/schemas';
 import { startPlatform, type TestPlatform } from './harness.js';
 import { addModelCard, untilIdle as collectUntilIdle, userMessage } from './turnHelpers.js';
 
@@ -37,6 +44,12 @@ beforeAll(async () => {
 afterAll(async () => {
   await t?.close();
 });
+
+// Compile-time: the stored event is the SDK's user.tool_result, and the SDK's params are accepted.
+export const servedIsSdkShape = (e: Static<typeof UserToolResultEvent>) =>
+  e satisfies BetaManagedAgentsUserToolResultEvent;
+export const sdkParamsAccepted = (e: BetaManagedAgentsUserToolResultEventParams) =>
+  e satisfies Static<typeof UserToolResultParams>;
 
 const untilIdle = (sid: string, events: any[]) => collectUntilIdle(t.client, sid, events);
 const modelCalls = () => t.model.requests.filter((r) => r.model === MODEL);
