@@ -277,6 +277,24 @@ describe('ama_worker lane (self_hosted environments)', () => {
       file: new File(['attached'], 'notes.txt', { type: 'text/plain' }),
     });
     const withFile = await create(plain, { resources: [{ type: 'file', file_id: file.id }] });
+    // A session update cannot bring a sandbox tool in later either.
+    const updated = await t.client.beta.sessions
+      .update(withFile.id, {
+        agent: {
+          tools: [
+            {
+              type: 'custom',
+              name: 'later',
+              description: 'http tool',
+              input_schema: { type: 'object' },
+              execution: { type: 'http', endpoint: 'https://example.com/hook' },
+            } as any,
+          ],
+        },
+      } as any)
+      .catch((e) => e);
+    expect(updated.status).toBe(400);
+    expect(updated.message).toContain('agent.tools[0].execution');
     expect(withFile.resources).toEqual([
       expect.objectContaining({ type: 'file', file_id: file.id }),
     ]);
