@@ -144,6 +144,14 @@ describe('tenant isolation over the route table', () => {
       initial_events: [{ type: 'user.message', content: [{ type: 'text', text: SECRET }] }],
     });
     const deploymentRun = await a.client.beta.deployments.run(deployment.id);
+    const hookRes = await t.http('/v1/svc/webhook_endpoints', {
+      method: 'POST',
+      key: a.apiKey,
+      headers: BETA,
+      json: { url: 'https://hooks.example.com/alpha', description: `${SECRET}-hook` },
+    });
+    expect(hookRes.status, await hookRes.clone().text()).toBe(200);
+    const hook = (await hookRes.json()) as { id: string };
     const fixtures: Fixtures = {
       agent_: agent.id,
       env_: env.id,
@@ -155,6 +163,7 @@ describe('tenant isolation over the route table', () => {
       vcrd_: cred.id,
       depl_: deployment.id,
       drun_: deploymentRun.id,
+      whep_: hook.id,
       model_id: card.model_id,
     };
     const aValues = [SECRET, ...Object.values(fixtures)];

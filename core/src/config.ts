@@ -101,6 +101,19 @@ export interface Config {
   mcpProxy: { maxBodyBytes: number };
   /** Deployment scheduler (core/src/deployments): DEPLOYMENT_TICK_MS between worker ticks (default 5000; 0 = no timer). */
   deployments: { tickMs: number };
+  /**
+   * Outbound webhooks (core/src/webhooks). `deploymentEndpoint`: SVC_MANAGED_AGENTS_WEBHOOK_URL
+   * with SVC_MANAGED_AGENTS_WEBHOOK_SIGNING_KEY (`whsec_` + base64), receiving every tenant's
+   * events; `organizationId`: SVC_MANAGED_AGENTS_ORGANIZATION_ID (else the workspace id);
+   * WEBHOOK_SCAN_MS between the worker's due-retry scans (default 5000; 0 = no timer);
+   * WEBHOOK_TIMEOUT_MS per attempt (default 10000).
+   */
+  webhooks: {
+    deploymentEndpoint: { url: string; signingKey: string } | null;
+    organizationId: string | null;
+    scanMs: number;
+    timeoutMs: number;
+  };
   infra: {
     kafkaBrokers: string | null;
     mongodbUrl: string | null;
@@ -349,6 +362,22 @@ export function loadConfig(role: Role, env: Env = process.env): ParsedConfig {
   }
   const shutdownGraceMs = int(env, 'SHUTDOWN_GRACE_MS', 10_000, problems, 0, 600_000);
   const deployments = { tickMs: int(env, 'DEPLOYMENT_TICK_MS', 5_000, problems, 0, 60_000) };
+  const webhookUrl = env.SVC_MANAGED_AGENTS_WEBHOOK_URL || null;
+  const webhookKey = env.SVC_MANAGED_AGENTS_WEBHOOK_SIGNING_KEY || null;
+  if (webhookUrl && !/^https?:\/\/[^\s/]/.test(webhookUrl))
+    problems.push('SVC_MANAGED_AGENTS_WEBHOOK_URL must be an http(s) URL');
+  if (webhookUrl && !webhookKey)
+    problems.push('SVC_MANAGED_AGENTS_WEBHOOK_URL needs SVC_MANAGED_AGENTS_WEBHOOK_SIGNING_KEY');
+  if (webhookKey && !/^whsec_(?:[A-Za-z0-9+/]{4}){4,}(?:[A-Za-z0-9+/]{2,3}=*)?$/.test(webhookKey))
+    problems.push(
+      'SVC_MANAGED_AGENTS_WEBHOOK_SIGNING_KEY must be whsec_ followed by a base64 key (at least 12 bytes)',
+    );
+  const webhooks: Config['webhooks'] = {
+    deploymentEndpoint: webhookUrl && webhookKey ? { url: webhookUrl, signingKey: webhookKey } : null,
+    organizationId: env.SVC_MANAGED_AGENTS_ORGANIZATION_ID || null,
+    scanMs: int(env, 'WEBHOOK_SCAN_MS', 5_000, problems, 0, 600_000),
+    timeoutMs: int(env, 'WEBHOOK_TIMEOUT_MS', 10_000, problems, 100, 120_000),
+  };
   const mcpProxy = {
     maxBodyBytes: int(env, 'MCP_PROXY_MAX_BODY_BYTES', 4 * 1024 ** 2, problems, 1, 32 * 1024 ** 2),
   };
@@ -386,6 +415,7 @@ export function loadConfig(role: Role, env: Env = process.env): ParsedConfig {
     },
     mcpProxy,
     deployments,
+    webhooks,
     turn,
     logLevel,
     infra,

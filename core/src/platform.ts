@@ -21,6 +21,7 @@ import { createLogger } from './log.js';
 import { McpProxy } from './mcp/proxy.js';
 import { validateOAuthCredential } from './mcp/validate.js';
 import { DeploymentService, type DeploymentWebhookEmitter } from './deployments/index.js';
+import { emitSessionStatusWebhooks, WebhookService } from './webhooks/index.js';
 
 /**
  * The adapters a platform runs on, chosen by the composition root (server/src/components.ts):
@@ -73,6 +74,11 @@ export interface Platform {
   mcpProxy: McpProxy;
   /** Deployments and their runs; `tick(now)` fires due scheduled minutes (core/src/deployments). */
   deployments: DeploymentService;
+  /**
+   * Outbound signed webhooks (core/src/webhooks): `emit(tenant, type, {id})`, the tenant
+   * endpoints, and the worker's sender (`startSender`) with its due-time scan (`sweep(now)`).
+   */
+  webhooks: WebhookService;
   close(): Promise<void>;
 }
 
@@ -160,7 +166,19 @@ export async function createPlatform(config: Config, adapters: Adapters): Promis
     },
     () => models.hasVendorFallback,
   );
+  // Tenant endpoints are reached through the egress policy; session status events emit here.
+  const webhooks = new WebhookService({
+    c: collections,
+    bus,
+    secrets,
+    policy: egressPolicy,
+    tenantFetch,
+    config: config.webhooks,
+    log: createLogger(config.logLevel, { component: 'webhooks' }),
+  });
+  emitSessionStatusWebhooks(events, webhooks);
   const platform: Platform = {
+    webhooks,
     deployments,
     config,
     store,

@@ -10,6 +10,7 @@ import { agentRoutes } from './routes/agents.js';
 import { environmentRoutes } from './routes/environments.js';
 import { vaultRoutes } from './routes/vaults.js';
 import { deploymentRoutes } from './routes/deployments.js';
+import { webhookEndpointRoutes } from './routes/webhookEndpoints.js';
 import { sessionRoutes } from './routes/sessions.js';
 import { adminRoutes } from './routes/admin.js';
 import { mcpProxyRoutes } from './routes/mcpProxy.js';
@@ -108,6 +109,7 @@ export async function buildApp(p: Platform, opts: AppOptions): Promise<FastifyIn
   environmentRoutes(app, p);
   vaultRoutes(app, p);
   deploymentRoutes(app, p);
+  webhookEndpointRoutes(app, p);
   sessionRoutes(app, p, opts.log);
   adminRoutes(app, p);
   await mcpProxyRoutes(app, p);

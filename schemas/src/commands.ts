@@ -27,6 +27,11 @@ export const TurnRequested = Obj({
   reason: Type.Optional(Type.String()),
 });
 export const SessionCancelRequested = Obj({ ...SessionRef, reason: Type.String() });
+/** One attempt of a webhook delivery (core/src/webhooks): the delivery record holds the state. */
+export const WebhookDeliveryRequested = Obj({
+  tenant_id: Type.String(),
+  delivery_id: Type.String(),
+});
 
 export const COMMANDS = {
   'session.turn.requested': {
@@ -44,6 +49,16 @@ export const COMMANDS = {
     retry: { maxAttempts: 3, baseDelayMs: 200, maxDelayMs: 2_000 },
     timeoutMs: 60_000,
     group: 'turn-runner',
+  },
+  // The handler never throws for an endpoint's answer (the delivery record counts attempts and
+  // the worker's due-time scan retries); these retries only cover a store failure.
+  'webhook.delivery.requested': {
+    topic: 'agentfleet.webhook-commands',
+    key: (p: Static<typeof WebhookDeliveryRequested>) => p.delivery_id,
+    payload: WebhookDeliveryRequested,
+    retry: { maxAttempts: 3, baseDelayMs: 500, maxDelayMs: 5_000 },
+    timeoutMs: 60_000,
+    group: 'webhook-sender',
   },
 } as const satisfies Record<string, CommandDefinition<any>>;
 

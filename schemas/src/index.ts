@@ -13,3 +13,4 @@ export * from './graphql.js';
 export * from './limits.js';
 export * from './serviceResources.js';
 export * from './deployments.js';
+export * from './webhooks.js';

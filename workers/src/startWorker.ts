@@ -45,8 +45,11 @@ export async function startWorker(opts: {
     tickMs: platform.config.deployments.tickMs,
     log: log.child({ component: 'deployment-scheduler' }),
   });
+  // Outbound webhooks: first attempts from bus commands, retries from the due-time scan.
+  const webhookSender = await platform.webhooks.startSender(log.child({ component: 'webhooks' }));
   return {
     stop: async () => {
+      await webhookSender.stop();
       await scheduler.stop();
       await runner.stop();
     },

@@ -9,6 +9,7 @@ import type {
 } from '../ports/store.js';
 import type { AgentSpec, ModelConfig } from '@agentfleet/schemas';
 import type { DeploymentDoc, DeploymentRunDoc } from '../deployments/docs.js';
+import type { WebhookDeliveryDoc, WebhookEndpointDoc, WebhookEventDoc } from '../webhooks/docs.js';
 
 /**
  * Where a tenant's documents live. One store for everything (embedded, or MongoDB without
@@ -334,6 +335,18 @@ export const COLLECTIONS = {
     name: 'deployment_runs',
     indexes: [{ fields: { tenant_id: 1, deployment_id: 1, _id: 1 } }, { fields: { state: 1 } }],
   },
+  webhookEndpoints: {
+    name: 'webhook_endpoints',
+    indexes: [{ fields: { tenant_id: 1, _id: 1 } }],
+  },
+  webhookEvents: { name: 'webhook_events', indexes: [{ fields: { tenant_id: 1, _id: 1 } }] },
+  webhookDeliveries: {
+    name: 'webhook_deliveries',
+    indexes: [
+      { fields: { tenant_id: 1, endpoint_id: 1, _id: 1 } },
+      { fields: { state: 1, next_attempt_at: 1 } },
+    ],
+  },
 } as const satisfies Record<string, CollectionSpec>;
 
 export function openCollections(router: StoreRouter) {
@@ -354,6 +367,9 @@ export function openCollections(router: StoreRouter) {
     vaultCredentials: t<VaultCredentialDoc>(COLLECTIONS.vaultCredentials),
     deployments: t<DeploymentDoc>(COLLECTIONS.deployments),
     deploymentRuns: t<DeploymentRunDoc>(COLLECTIONS.deploymentRuns),
+    webhookEndpoints: t<WebhookEndpointDoc>(COLLECTIONS.webhookEndpoints),
+    webhookEvents: t<WebhookEventDoc>(COLLECTIONS.webhookEvents),
+    webhookDeliveries: t<WebhookDeliveryDoc>(COLLECTIONS.webhookDeliveries),
   };
 }
 export type Collections = ReturnType<typeof openCollections>;

@@ -25,6 +25,12 @@ export interface AppendOptions {
   allowTerminated?: boolean;
 }
 
+/**
+ * Called after events are durable and published (outbound webhooks: core/src/webhooks/hooks.ts).
+ * A hook's failure is its own: it never fails the append.
+ */
+export type AppendHook = (tenant: string, sessionId: string, written: EventDoc[]) => Promise<void>;
+
 export const sessionChannel = (sessionId: string) => `session:${sessionId}`;
 export const controlChannel = (sessionId: string) => `session-control:${sessionId}`;
 
@@ -46,6 +52,12 @@ export class EventLog {
     private readonly metrics?: PlatformMetrics,
     private readonly objects?: ObjectStore,
   ) {}
+
+  private readonly appendHooks: AppendHook[] = [];
+  /** Registers a hook run after every append (see AppendHook). */
+  onAppended(hook: AppendHook): void {
+    this.appendHooks.push(hook);
+  }
 
   /** Spilled payloads read back whole: callers that query the events collection directly. */
   hydrate(docs: EventDoc[]): Promise<EventDoc[]> {
@@ -82,6 +94,7 @@ export class EventLog {
     }
     this.metrics?.eventsAppended.inc({}, written.length);
     for (const e of written) await this.pubsub.publish(sessionChannel(sessionId), renderEvent(e));
+    for (const hook of this.appendHooks) await hook(tenant, sessionId, written).catch(() => {});
     return written;
   }
 

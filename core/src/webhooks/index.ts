@@ -1,0 +1,19 @@
+/** Outbound signed webhooks (Standard Webhooks): see ./service.ts, ./delivery.ts, ./endpoints.ts. */
+export {
+  WebhookService,
+  type WebhookEventType,
+  type WebhookEmitOptions,
+  type WebhookSender,
+  type SweepResult,
+} from './service.js';
+export { retryDelayMs, type AttemptOutcome } from './delivery.js';
+export {
+  checkEndpointUrl,
+  hostOpened,
+  messageIdOf,
+  WebhookEndpointService,
+  ENDPOINT_PREFIX,
+} from './endpoints.js';
+export { DEPLOYMENT_ENDPOINT_ID } from './docs.js';
+export type { WebhookDeliveryDoc, WebhookEndpointDoc, WebhookEventDoc } from './docs.js';
+export { emitSessionStatusWebhooks } from './hooks.js';
