@@ -38,6 +38,7 @@ export {
 } from './domain/inputEvents.js';
 export * from './platform.js';
 export * from './deployments/index.js';
+export * from './work/index.js';
 export * from './webhooks/index.js';
 export { EmbeddedBus } from './adapters/embedded/bus.js';
 export {

@@ -21,6 +21,7 @@ import { createLogger } from './log.js';
 import { McpProxy } from './mcp/proxy.js';
 import { validateOAuthCredential } from './mcp/validate.js';
 import { DeploymentService, type DeploymentWebhookEmitter } from './deployments/index.js';
+import { WorkService, type WorkWebhookEmitter } from './work/index.js';
 import { emitSessionStatusWebhooks, WebhookService } from './webhooks/index.js';
 
 /**
@@ -74,6 +75,8 @@ export interface Platform {
   mcpProxy: McpProxy;
   /** Deployments and their runs; `tick(now)` fires due scheduled minutes (core/src/deployments). */
   deployments: DeploymentService;
+  /** The Environment Work API of self-hosted environments (core/src/work). */
+  work: WorkService;
   /**
    * Outbound signed webhooks (core/src/webhooks): `emit(tenant, type, {id})`, the tenant
    * endpoints, and the worker's sender (`startSender`) with its due-time scan (`sweep(now)`).
@@ -177,7 +180,17 @@ export async function createPlatform(config: Config, adapters: Adapters): Promis
     log: createLogger(config.logLevel, { component: 'webhooks' }),
   });
   emitSessionStatusWebhooks(events, webhooks);
+  // Sessions on self_hosted environments enqueue Work (and the wake-hint webhook).
+  const work = new WorkService({
+    c: collections,
+    leases: coordination.leases,
+    pubsub: coordination.pubsub,
+    log: createLogger(config.logLevel, { component: 'work' }),
+    webhooks: () => (platform as { webhooks?: WorkWebhookEmitter }).webhooks,
+  });
+  sessions.useWorkQueue((tenant, s) => work.enqueue(tenant, s));
   const platform: Platform = {
+    work,
     webhooks,
     deployments,
     config,

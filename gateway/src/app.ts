@@ -14,6 +14,7 @@ import { webhookEndpointRoutes } from './routes/webhookEndpoints.js';
 import { sessionRoutes } from './routes/sessions.js';
 import { adminRoutes } from './routes/admin.js';
 import { mcpProxyRoutes } from './routes/mcpProxy.js';
+import { workRoutes } from './routes/work.js';
 import { fileRoutes, fileServicesOf, type FileServices } from './routes/files.js';
 import { openApiRoute, recordRoutes } from './openapi/index.js';
 import { frameworkErrors, MAX_PARAM_LENGTH } from './frameworkErrors.js';
@@ -107,6 +108,7 @@ export async function buildApp(p: Platform, opts: AppOptions): Promise<FastifyIn
 
   agentRoutes(app, p);
   environmentRoutes(app, p);
+  workRoutes(app, p);
   vaultRoutes(app, p);
   deploymentRoutes(app, p);
   webhookEndpointRoutes(app, p);

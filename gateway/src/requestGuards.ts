@@ -1,5 +1,16 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import { ApiError, AuthFailureLimiter, type Platform, type Principal } from '@agentfleet/core';
+import {
+  ApiError,
+  AuthFailureLimiter,
+  isSessionsToken,
+  type Platform,
+  type Principal,
+} from '@agentfleet/core';
+import {
+  checkClaimCapability,
+  checkEnvironmentKey,
+  claimedSessionPrincipal,
+} from './claimedSession.js';
 import { queryProblem } from './http.js';
 
 /**
@@ -18,6 +29,8 @@ import { queryProblem } from './http.js';
  *   belongs to one tenant, which is its workspace, so a value naming another workspace is
  *   refused with 403 and every authenticated response names the workspace in that header
  *   (test/workspace-header.test.ts).
+ * - environment service keys and claimed-session bearers (Work API) are confined to their
+ *   scopes by ./claimedSession.ts (test/work-keys.test.ts, test/work-bearer.test.ts).
  */
 
 export const RATE_WINDOW_MS = 60_000;
@@ -98,11 +111,20 @@ export async function authenticateRequest(
   };
   const wait = failures.retryAfter(req.ip);
   if (wait > 0) throw refuse(wait);
-  const principal = await p.auth.authenticate(key);
+  // A Work claim's sessions_token (Bearer only) resolves to its live claim (./claimedSession.ts).
+  const claimToken = isSessionsToken(key) && req.headers['x-api-key'] === undefined;
+  const principal = claimToken
+    ? await claimedSessionPrincipal(p, key)
+    : await p.auth.authenticate(key);
   if (!principal) {
     const over = await failures.fail(req.ip);
     if (over > 0) throw refuse(over);
-    throw new ApiError('unauthorized', 'invalid API key');
+    throw new ApiError(
+      'unauthorized',
+      claimToken
+        ? 'invalid sessions token (unknown, or its work item was claimed again since)'
+        : 'invalid API key',
+    );
   }
   return principal;
 }
@@ -134,14 +156,11 @@ export function registerRequestGuards(app: FastifyInstance, p: Platform): AuthFa
     const cfg = req.routeOptions.config ?? {};
     if (cfg.public) return checkRequestShape(req);
     const principal = await authenticateRequest(p, failures, req, reply);
-    if (principal.environmentId) {
-      // Environment service keys: Bearer only, and only under that environment's work routes.
-      throw new ApiError(
-        'forbidden',
-        "environment service keys are valid only as Bearer on their environment's /work endpoints",
-      );
-    }
-    if (cfg.operator && !principal.operator)
+    // A claimed-session bearer: its capability table, with the live claim (./claimedSession.ts).
+    if (principal.claim) await checkClaimCapability(p, req, principal.claim);
+    // Environment service keys: Bearer only, and only under that environment's work routes.
+    else if (principal.environmentId) checkEnvironmentKey(req, principal);
+    else if (cfg.operator && !principal.operator)
       throw new ApiError('forbidden', 'this endpoint requires the operator API key');
     checkWorkspace(req, reply, principal.tenantId);
     req.principal = principal;

@@ -5,6 +5,7 @@ import { newId, PREFIX } from '../ids.js';
 import type { ApiKeyDoc, Collections } from './collections.js';
 import { nowIso } from '../util.js';
 import type { RateLimiter } from '../ports/coordination.js';
+import type { SessionClaim } from '../work/service.js';
 
 export interface Principal {
   tenantId: string;
@@ -12,6 +13,11 @@ export interface Principal {
   operator: boolean;
   /** Set for environment service keys: valid only under that environment's work routes. */
   environmentId: string | null;
+  /**
+   * Set for a claimed-session bearer (a Work claim's `sessions_token`, core/src/work): the live
+   * claim it resolved to on this request. Its capabilities: gateway/src/claimedSession.ts.
+   */
+  claim?: SessionClaim;
 }
 
 export const DEFAULT_TENANT = 'tnt_default';
@@ -29,6 +35,7 @@ export const KEY_CACHE_TTL_MS = 2_000;
  * only keys that resolved to a principal: invalid keys never enter it, so no stream of distinct
  * invalid keys can grow it (test/api-hardening.test.ts, "failed authentications"). A revoked
  * key is refused at once by the process that revoked it and within KEY_CACHE_TTL_MS elsewhere.
+ * Environment service keys never enter the cache: their revocation bites everywhere at once.
  */
 export class AuthService {
   private readonly cache = new LRUCache<string, Principal>({
@@ -74,7 +81,9 @@ export class AuthService {
       operator: false,
       environmentId: doc.environment_id,
     };
-    this.cache.set(hash, p);
+    // Environment service keys are looked up on every request: revoking one blocks its next
+    // poll on every gateway at once (test/work-keys.test.ts, "revoking the key blocks poll").
+    if (!doc.environment_id) this.cache.set(hash, p);
     return p;
   }
 

@@ -9,6 +9,15 @@ import type {
 } from '../ports/store.js';
 import type { AgentSpec, ModelConfig } from '@agentfleet/schemas';
 import type { DeploymentDoc, DeploymentRunDoc } from '../deployments/docs.js';
+import type { WorkDoc } from '../work/docs.js';
+
+/** A worker seen polling an environment (Work stats `workers_polling`). */
+export interface WorkPollerDoc {
+  _id: string;
+  tenant_id: string;
+  environment_id: string;
+  last_poll_ms: number;
+}
 import type { WebhookDeliveryDoc, WebhookEndpointDoc, WebhookEventDoc } from '../webhooks/docs.js';
 
 /**
@@ -347,6 +356,15 @@ export const COLLECTIONS = {
       { fields: { state: 1, next_attempt_at: 1 } },
     ],
   },
+  /** Work items of self-hosted environments (core/src/work); `open` keeps one open item per session. */
+  work: {
+    name: 'work_items',
+    indexes: [
+      { fields: { tenant_id: 1, environment_id: 1, state: 1, _id: 1 } },
+      { fields: { open: 1 }, unique: true },
+    ],
+  },
+  workPollers: { name: 'work_pollers', indexes: [{ fields: { tenant_id: 1, environment_id: 1 } }] },
 } as const satisfies Record<string, CollectionSpec>;
 
 export function openCollections(router: StoreRouter) {
@@ -366,6 +384,8 @@ export function openCollections(router: StoreRouter) {
     vaults: t<VaultDoc>(COLLECTIONS.vaults),
     vaultCredentials: t<VaultCredentialDoc>(COLLECTIONS.vaultCredentials),
     deployments: t<DeploymentDoc>(COLLECTIONS.deployments),
+    work: t<WorkDoc>(COLLECTIONS.work),
+    workPollers: t<WorkPollerDoc>(COLLECTIONS.workPollers),
     deploymentRuns: t<DeploymentRunDoc>(COLLECTIONS.deploymentRuns),
     webhookEndpoints: t<WebhookEndpointDoc>(COLLECTIONS.webhookEndpoints),
     webhookEvents: t<WebhookEventDoc>(COLLECTIONS.webhookEvents),

@@ -65,6 +65,12 @@ export interface SessionFileResource {
   updated_at: string;
 }
 
+/** Enqueues a self_hosted session's Work item unless it has an open one (idempotent). */
+export type WorkQueue = (
+  tenant: string,
+  session: { id: string; environment_id: string },
+) => Promise<void>;
+
 export interface InterruptSignal {
   type: 'interrupt';
   seq: number;
@@ -82,6 +88,12 @@ export class SessionService {
     /** The deployment's sandbox driver: which environments' base_image it can serve. */
     private readonly opts: BaseImageSupport = {},
   ) {}
+
+  private workQueue: WorkQueue | null = null;
+  /** The Work queue of self_hosted environments (platform wiring: WorkService.enqueue). */
+  useWorkQueue(q: WorkQueue): void {
+    this.workQueue = q;
+  }
 
   async create(tenant: string, body: SessionCreate) {
     await checkVaultIds(this.c, tenant, body.vault_ids);
@@ -178,6 +190,9 @@ export class SessionService {
       updated_at: now,
     };
     await this.c.sessions.insert(tenant, doc);
+    // Self-hosted: its Work item, durable before the answer (core/src/work; test/work-api.test.ts).
+    if (env.kind === 'self_hosted')
+      await this.workQueue?.(tenant, { id: doc._id, environment_id: env._id });
     if (body.initial_events?.length) await this.send(tenant, doc._id, body.initial_events);
     return this.get(tenant, doc._id);
   }
@@ -323,6 +338,9 @@ export class SessionService {
         reason: 'user.interrupt',
       } satisfies InterruptSignal);
     }
+    // A self_hosted session whose Work item stopped gets a new one for a worker to claim.
+    if (wantsTurn && s.environment?.kind === 'self_hosted')
+      await this.workQueue?.(tenant, { id, environment_id: s.environment_id });
     if (wantsTurn) {
       const seq = written[written.length - 1]!.seq;
       await this.bus

@@ -10,6 +10,7 @@ const CODES: Record<ErrorType, string> = {
   forbidden: 'FORBIDDEN',
   not_found: 'NOT_FOUND',
   conflict: 'CONFLICT',
+  precondition_failed: 'PRECONDITION_FAILED',
   rate_limited: 'RATE_LIMITED',
   internal_error: 'INTERNAL_SERVER_ERROR',
 };

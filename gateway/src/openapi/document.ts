@@ -63,6 +63,7 @@ const ERROR_TEXT: Record<number, string> = {
   403: 'The key may not use this operation (forbidden).',
   404: 'Not found, including any id of another tenant (not_found).',
   409: 'Conflict with the current state (conflict).',
+  412: 'A Work heartbeat from a replaced claim or with a stale expected_last_heartbeat (precondition_failed, error_code heartbeat_precondition_failed).',
   413: 'Request body over the size limit (invalid_request).',
   429: "Over the tenant's rate limit (rate_limited; see retry-after).",
 };

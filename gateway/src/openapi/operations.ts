@@ -12,6 +12,7 @@ import { SESSION_AND_FILE_OPERATIONS } from './operations.sessions.js';
 import { VAULT_OPERATIONS } from './operations.vaults.js';
 import { MCP_PROXY_OPERATIONS } from './operations.mcpProxy.js';
 import { DEPLOYMENT_OPERATIONS } from './operations.deployments.js';
+import { WORK_OPERATIONS } from './operations.work.js';
 import { WEBHOOK_OPERATIONS } from './operations.webhooks.js';
 
 export type { OperationDoc } from './operationHelpers.js';
@@ -25,6 +26,7 @@ export const OPERATIONS: Readonly<Record<string, OperationDoc>> = {
   ...VAULT_OPERATIONS,
   ...MCP_PROXY_OPERATIONS,
   ...DEPLOYMENT_OPERATIONS,
+  ...WORK_OPERATIONS,
   ...WEBHOOK_OPERATIONS,
 };
 export const operationKey = (method: string, url: string) => `${method} ${url}`;

@@ -6,7 +6,8 @@
  *   compared in constant time by AuthService) is accepted: none or an unknown key → 401, a
  *   tenant key → 403 (the request guards, route config `operator`). The key is deployment-wide,
  *   so the session is found across tenants (`McpProxy.sessionTenant`); an unknown id → 404;
- * - the claimed-session bearer of the Work API (issue 11) plugs in at `claimedSessionCaller`;
+ * - the claimed-session bearer of a Work claim (`sessions_token`, as Bearer) reaches its own
+ *   session's path only (`claimedSessionCaller`; the guard: gateway/src/claimedSession.ts);
  * - the body is raw text whatever its content-type (never JSON-parsed here), at most
  *   MCP_PROXY_MAX_BODY_BYTES (413 in the error shape, naming `body`);
  * - the upstream answer streams back (SSE included); the caller going away aborts it;
@@ -32,15 +33,16 @@ const METHODS = ['GET', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS'];
 const DRAIN_LIMIT = 32 * 1024 * 1024;
 
 /**
- * Issue 11 hook: the session a claimed-session bearer (Work API `sessions_token`) may reach,
- * or null. Until the Work API exists no such bearer is issued, so it answers null; the route
- * then needs the operator key, as the request guards already enforced.
+ * The session a claimed-session bearer (Work API `sessions_token`) may reach, or null for the
+ * operator key. The request guards already held the bearer to its own session's proxy path,
+ * with the live claim (gateway/src/claimedSession.ts; test/work-bearer.test.ts).
  */
 export async function claimedSessionCaller(
   _p: Platform,
-  _req: FastifyRequest,
+  req: FastifyRequest,
 ): Promise<{ tenantId: string; sessionId: string } | null> {
-  return null;
+  const claim = req.principal?.claim;
+  return claim ? { tenantId: claim.tenantId, sessionId: claim.sessionId } : null;
 }
 
 /**

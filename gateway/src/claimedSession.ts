@@ -1,0 +1,114 @@
+/**
+ * The two Work API credentials at the gateway's edge (called from requestGuards.ts):
+ *
+ * Environment service keys (an API key created with `environment_id`): accepted only as
+ * `Authorization: Bearer`, only on `/v1/environments/{that environment}/work/**`; anywhere else,
+ * for another environment or through x-api-key → 403 (test/work-keys.test.ts).
+ *
+ * Claimed-session bearers (`sessions_token` of a Work claim): resolved to the live claim on
+ * EVERY request (platform.work.authenticateSessionsToken reads the item; a reclaimed item's old
+ * token → 401 at once, except on its heartbeat, 412, and stop, 409), then held to the spec's
+ * capability table (test/work-bearer.test.ts):
+ * - the claimed session: retrieve it; list, stream and send its events (send only while the
+ *   token has not expired — an expired bearer keeps only the work calls below);
+ * - files: metadata and content of files attached to the session as resources;
+ * - the MCP proxy path of the claimed session (gateway/src/routes/mcpProxy.ts);
+ * - its own work item: ack, heartbeat, stop;
+ * - anything else (file listing, upload, delete; other sessions; agents; skills and memory
+ *   stores, which this deployment does not have yet; other work routes) → 403 forbidden.
+ */
+import type { FastifyRequest } from 'fastify';
+import { ApiError, type Platform, type Principal, type SessionClaim } from '@agentfleet/core';
+
+const WORK_PREFIX = '/v1/environments/:id/work';
+type Params = Record<string, string | undefined>;
+
+/** An environment service key may reach only its own environment's work routes, as Bearer. */
+export function checkEnvironmentKey(req: FastifyRequest, principal: Principal): void {
+  const url = req.routeOptions.url ?? '';
+  const params = (req.params ?? {}) as Params;
+  const asBearer = req.headers['x-api-key'] === undefined;
+  if (!asBearer || !url.startsWith(WORK_PREFIX) || params.id !== principal.environmentId)
+    throw new ApiError(
+      'forbidden',
+      "environment service keys are valid only as Bearer on their environment's /work endpoints",
+    );
+}
+
+const SESSION_ROUTES = new Set([
+  'GET /v1/sessions/:id',
+  'GET /v1/sessions/:id/events',
+  'GET /v1/sessions/:id/events/stream',
+]);
+const SEND_EVENTS = 'POST /v1/sessions/:id/events';
+const FILE_ROUTES = new Set(['GET /v1/files/:id', 'GET /v1/files/:id/content']);
+const WORK_ROUTES = new Set([
+  `POST ${WORK_PREFIX}/:work_id/ack`,
+  `POST ${WORK_PREFIX}/:work_id/heartbeat`,
+  `POST ${WORK_PREFIX}/:work_id/stop`,
+]);
+const MCP_PROXY = '/v1/svc/mcp-proxy/:sid/:server';
+
+const outside = (what: string) =>
+  new ApiError('forbidden', `a claimed-session bearer may not ${what}`);
+
+/** The principal of a claimed-session bearer, or null. The claim is read live from the store. */
+export async function claimedSessionPrincipal(
+  p: Platform,
+  token: string,
+): Promise<Principal | null> {
+  const claim = await p.work.authenticateSessionsToken(token);
+  if (!claim) return null;
+  return {
+    tenantId: claim.tenantId,
+    keyId: claim.workId,
+    operator: false,
+    environmentId: null,
+    claim,
+  };
+}
+
+/** Throws 403 (or 401 for an expired bearer appending events) outside the capability table. */
+export async function checkClaimCapability(
+  p: Platform,
+  req: FastifyRequest,
+  claim: SessionClaim,
+): Promise<void> {
+  const url = req.routeOptions.url ?? '';
+  const method = req.method === 'HEAD' ? 'GET' : req.method;
+  const route = `${method} ${url}`;
+  const params = (req.params ?? {}) as Params;
+  if (WORK_ROUTES.has(route)) {
+    if (params.id !== claim.environmentId || params.work_id !== claim.workId)
+      throw outside('act on another work item');
+    // A replaced claim's token learns so from heartbeat (412) and stop (409), nothing else.
+    if (!claim.replaced || !route.endsWith('/ack')) return;
+  }
+  if (claim.replaced)
+    throw new ApiError(
+      'unauthorized',
+      'sessions token replaced: its work item was claimed again by another worker',
+    );
+  if (claim.expired)
+    throw new ApiError(
+      'unauthorized',
+      'sessions token expired: only work heartbeat and stop are allowed until a heartbeat renews it',
+    );
+  if (SESSION_ROUTES.has(route) || route === SEND_EVENTS) {
+    if (params.id !== claim.sessionId) throw outside("use another session's APIs");
+    return;
+  }
+  if (url === MCP_PROXY || url === `${MCP_PROXY}/*`) {
+    if (params.sid !== claim.sessionId) throw outside("use another session's MCP proxy");
+    return;
+  }
+  if (FILE_ROUTES.has(route)) {
+    const s = await p.collections.sessions.get(claim.tenantId, claim.sessionId);
+    const attached = (s?.resources ?? []).some(
+      (r) => (r as { type?: string; file_id?: string }).file_id === params.id,
+    );
+    if (!attached) throw outside('read a file that is not attached to the claimed session');
+    return;
+  }
+  throw outside(`call ${method} ${url || req.url.split('?')[0]} (outside the claimed session)`);
+}
