@@ -8,16 +8,17 @@
  * - pause / unpause / archive: status and paused_reason, archive is final (update, pause, run
  *   refused), an archived deployment has no upcoming runs and is listed only with include_archived;
  * - a manual run creates a session with the pinned agent, environment, vaults and the initial
- *   events as its first input events, also while paused; the session carries `deployment_id`
+ *   events as its first input events and its budget, also while paused; the session carries `deployment_id`
  *   and the sessions list filters by it;
  * - bad input: invalid cron (field count, extended syntax, out of range), unknown timezone,
  *   unknown/archived agent, unknown environment, unknown vault, bad initial events
- *   (system.message not last, user.define_outcome unsupported, none), bad resources — each a 400
- *   naming the field;
+ *   (system.message not last, user.define_outcome unsupported, none), bad resources, a bad
+ *   budget, and on a self_hosted environment an agent with a sandbox tool or any resource —
+ *   each a 400 naming the field;
  * - tenant isolation: another tenant's deployment and run ids are 404.
  * Scheduled firing, failed runs and exactly-once: test/deployments-runs.test.ts.
  */
-import Anthropic from '@anthropic-ai/sdk';
+import Anthropic, { toFile } from '@anthropic-ai/sdk';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startPlatform, type TestPlatform } from './harness.js';
 
@@ -174,17 +175,23 @@ describe('deployments', () => {
     const { client: c } = await t.newTenant('manual');
     const { env, agent } = await setup(c);
     const vault = await c.beta.vaults.create({ display_name: 'v' });
+    const budget = {
+      type: 'limit' as const,
+      max_list_cost: { amount: '2500', currency: 'USD' as const },
+    };
     const d = await c.beta.deployments.create({
       name: 'manual',
       agent: agent.id,
       environment_id: env.id,
       vault_ids: [vault.id],
+      budget,
       initial_events: [
         { type: 'user.message', content: [{ type: 'text', text: 'start the report' }] },
         { type: 'system.message', content: [{ type: 'text', text: 'be brief' }] },
       ],
       schedule: { type: 'cron', expression: '0 0 1 1 *', timezone: 'UTC' },
     });
+    expect(d.budget).toEqual(budget);
     await c.beta.deployments.pause(d.id);
     const run = await c.beta.deployments.run(d.id);
     expect(run).toMatchObject({
@@ -204,6 +211,7 @@ describe('deployments', () => {
       environment_id: env.id,
       vault_ids: [vault.id],
       title: 'manual',
+      budget,
     });
     // The session names its deployment, and the sessions list filters by it.
     expect((s as { deployment_id?: string }).deployment_id).toBe(d.id);
@@ -301,6 +309,50 @@ describe('deployments', () => {
       'resources[0].type',
     );
     await badRequest(c.beta.deployments.create({ ...base, name: '' }), 'name');
+    const badBudget = {
+      type: 'limit' as const,
+      max_list_cost: { amount: '1.5', currency: 'USD' as const },
+    };
+    await badRequest(c.beta.deployments.create({ ...base, budget: badBudget }), 'budget');
+    // A self_hosted environment runs no platform sandbox and mounts nothing, as session create says.
+    const selfHosted = await c.beta.environments.create({
+      name: 'mine',
+      config: { type: 'self_hosted' },
+    } as any);
+    const sandboxTool = await c.beta.agents.create({
+      name: 'tooled',
+      model: 'claude-sonnet-4-5',
+      tools: [
+        {
+          type: 'custom',
+          name: 'script',
+          description: 'runs in the sandbox',
+          input_schema: { type: 'object' },
+          execution: { type: 'sandbox', command: 'cat' },
+        } as any,
+      ],
+    });
+    await badRequest(
+      c.beta.deployments.create({ ...base, agent: sandboxTool.id, environment_id: selfHosted.id }),
+      'agent.tools[0].execution',
+    );
+    const file = await c.beta.files.upload({ file: await toFile(Buffer.from('x'), 'x.txt') });
+    await badRequest(
+      c.beta.deployments.create({
+        ...base,
+        environment_id: selfHosted.id,
+        resources: [{ type: 'file', file_id: file.id }],
+      }),
+      'resources',
+    );
+    const onSelfHosted = await c.beta.deployments.create({
+      ...base,
+      environment_id: selfHosted.id,
+    });
+    await badRequest(
+      c.beta.deployments.update(onSelfHosted.id, { agent: sandboxTool.id }),
+      'agent.tools[0].execution',
+    );
     const archivedAgent = await c.beta.agents.create({ name: 'old', model: 'claude-sonnet-4-5' });
     await c.beta.agents.archive(archivedAgent.id);
     await badRequest(c.beta.deployments.create({ ...base, agent: archivedAgent.id }), 'agent');

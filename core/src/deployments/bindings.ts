@@ -3,18 +3,24 @@
  * agent must exist and not be archived"): the agent (an id pins its current version; an object
  * may pin an older one), the environment (not found / archived, with the SDK error codes),
  * `vault_ids[i]` (the tenant's live vaults), `resources[i]` (files only: a github_repository or
- * memory_store has no materializer here, and a self_hosted environment mounts nothing),
+ * memory_store has no materializer here, and a self_hosted environment mounts nothing), the
+ * agent's tools on a self_hosted environment (`agent.tools[i].execution`,
+ * `agent.mcp_servers[i].type`, as session create refuses them),
  * `initial_events[i]` (the send-time checks of core/src/domain/inputEvents.ts) and `budget`.
  * Another tenant's ids are "not found", like missing ones. Proved by test/deployments.test.ts
  * ("bad input").
  */
-import type { DeploymentInitialEvent, DeploymentResourceParam } from '@agentfleet/schemas';
+import type {
+  AgentSpec,
+  DeploymentInitialEvent,
+  DeploymentResourceParam,
+} from '@agentfleet/schemas';
 import { ApiError, invalid, withErrorCode } from '../errors.js';
 import type { Collections, EnvironmentDoc } from '../domain/collections.js';
 import { checkVaultIds } from '../domain/vaults.js';
 import { checkInputEvents } from '../domain/inputEvents.js';
 import { checkCreateBudget } from '../domain/budget.js';
-import { notSupportedYet } from '../domain/unsupported.js';
+import { notSupportedYet, refuseOnSelfHosted } from '../domain/unsupported.js';
 import type { DeploymentDoc } from './docs.js';
 
 export type AgentParam = string | { type: 'agent'; id: string; version?: number };
@@ -24,19 +30,20 @@ export async function resolveAgent(
   c: Collections,
   tenant: string,
   param: AgentParam,
-): Promise<{ id: string; version: number; modelId: string }> {
+): Promise<{ id: string; version: number; modelId: string; spec: AgentSpec }> {
   const ref = typeof param === 'string' ? { id: param } : param;
   const doc = await c.agents.get(tenant, ref.id);
   if (!doc) throw invalid('agent', `agent ${ref.id} not found`);
   if (doc.archived_at) throw invalid('agent', `agent ${ref.id} is archived`);
   const version = 'version' in ref && ref.version !== undefined ? ref.version : doc.version;
-  if (version === doc.version) return { id: doc._id, version, modelId: doc.spec.model.id };
+  if (version === doc.version)
+    return { id: doc._id, version, modelId: doc.spec.model.id, spec: doc.spec };
   const old =
     version < doc.version
       ? await c.agentVersions.findOne(tenant, { agent_id: ref.id, version })
       : null;
   if (!old) throw invalid('agent.version', `agent ${ref.id} has no version ${version}`);
-  return { id: doc._id, version, modelId: old.spec.model.id };
+  return { id: doc._id, version, modelId: old.spec.model.id, spec: old.spec };
 }
 
 export async function resolveEnvironment(
@@ -99,6 +106,15 @@ export async function checkInitialEvents(
     const field = rename(err.details.field);
     throw new ApiError(err.type, rename(err.message), { ...err.details, field });
   }
+}
+
+/**
+ * What a session on `env` refuses of the pinned agent (a self_hosted environment runs no
+ * platform sandbox: sandbox/http custom tools and stdio MCP servers), refused here instead of at
+ * every run (agent versions are pinned and an environment's kind never changes).
+ */
+export function checkAgentOnEnvironment(spec: AgentSpec, env: EnvironmentDoc): void {
+  refuseOnSelfHosted(env.kind, spec);
 }
 
 export { checkVaultIds, checkCreateBudget };

@@ -32,6 +32,7 @@ import { applyMetadataPatch } from '../domain/metadata.js';
 import { createdAtBounds, pageById, type Page } from '../domain/pagination.js';
 import type { Filter } from '../ports/store.js';
 import {
+  checkAgentOnEnvironment,
   checkCreateBudget,
   checkInitialEvents,
   checkResources,
@@ -92,6 +93,7 @@ export class DeploymentService {
   async create(tenant: string, b: DeploymentCreate) {
     const agent = await resolveAgent(this.c, tenant, b.agent);
     const env = await resolveEnvironment(this.c, tenant, b.environment_id);
+    checkAgentOnEnvironment(agent.spec, env);
     await checkVaultIds(this.c, tenant, b.vault_ids);
     const resources = await checkResources(this.c, tenant, env, b.resources ?? []);
     await checkInitialEvents(this.c, tenant, b.initial_events);
@@ -150,8 +152,12 @@ export class DeploymentService {
     const now = new Date(this.clock()).toISOString();
     const agent = b.agent !== undefined ? await resolveAgent(this.c, tenant, b.agent) : null;
     if (agent) set.agent = { id: agent.id, version: agent.version };
-    if (b.environment_id !== undefined || b.resources !== undefined) {
+    if (b.environment_id !== undefined || b.resources !== undefined || agent) {
       const env = await resolveEnvironment(this.c, tenant, b.environment_id ?? d.environment_id);
+      if (agent || b.environment_id !== undefined) {
+        const pinned = agent ?? (await resolveAgent(this.c, tenant, { type: 'agent', ...d.agent }));
+        checkAgentOnEnvironment(pinned.spec, env);
+      }
       if (b.environment_id !== undefined) set.environment_id = env._id;
       const params = b.resources !== undefined ? (b.resources ?? []) : d.resources;
       set.resources = await checkResources(this.c, tenant, env, params);
