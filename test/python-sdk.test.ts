@@ -29,6 +29,8 @@ const TOOL_MODEL = 'py-tool-model';
 const BUDGET_MODEL = 'py-budget-model';
 /** Calls the built-in bash tool (held by always_ask in test_permissions.py), then answers. */
 const PERMISSION_MODEL = 'py-permission-model';
+/** test_environment_worker.py: one bash call the official Python EnvironmentWorker runs, then text. */
+const WORKER_MODEL = 'py-worker-model';
 /** Calls the MCP tool mcp__py__echo (test_mcp.py), then answers. */
 const MCP_MODEL = 'py-mcp-model';
 
@@ -129,6 +131,32 @@ describe.skipIf(!available)(
         { steps: [{ tool_use: { name: 'mcp__py__echo', input: { text: 'from python' } } }] },
         { steps: [{ text: 'echoed' }] },
       );
+      const workerCard = await t.http('/v1/svc/model_cards', {
+        method: 'POST',
+        headers: BETA,
+        json: {
+          model_id: WORKER_MODEL,
+          provider: 'anthropic',
+          model: WORKER_MODEL,
+          base_url: t.model.url,
+          api_key: 'sk-py',
+        },
+      });
+      expect(workerCard.status, await workerCard.clone().text()).toBe(200);
+      t.model.script(
+        WORKER_MODEL,
+        {
+          steps: [
+            {
+              tool_use: {
+                name: 'bash',
+                input: { command: 'echo hello-from-python | tee made-by-python-bash.txt' },
+              },
+            },
+          ],
+        },
+        { steps: [{ text: 'python worker done' }] },
+      );
       t.model.script(
         PERMISSION_MODEL,
         { steps: [{ tool_use: { name: 'bash', input: { command: 'echo held' } } }] },
@@ -151,6 +179,7 @@ describe.skipIf(!available)(
           AGENTFLEET_TOOL_MODEL: TOOL_MODEL,
           AGENTFLEET_BUDGET_MODEL: BUDGET_MODEL,
           AGENTFLEET_PERMISSION_MODEL: PERMISSION_MODEL,
+          AGENTFLEET_WORKER_MODEL: WORKER_MODEL,
           AGENTFLEET_MCP_URL: mcp.url,
           AGENTFLEET_MCP_MODEL: MCP_MODEL,
           AGENTFLEET_MCP_TOKEN: MCP_TOKEN,
@@ -187,6 +216,7 @@ describe.skipIf(!available)(
           'test_mcp_oauth_validate_refuses_other_credential_types',
           'test_mcp_tool_called_in_a_turn',
           'test_mcp_server_without_toolset_is_refused',
+          'test_python_environment_worker_serves_a_bash_call',
         ])
           expect(out, out).toMatch(new RegExp(`::${name} PASSED`));
       },
