@@ -20,7 +20,7 @@ import type { ObjectStore } from './ports/objectStore.js';
 import { createLogger } from './log.js';
 import { McpProxy } from './mcp/proxy.js';
 import { validateOAuthCredential } from './mcp/validate.js';
-import { DeploymentService, type DeploymentWebhookEmitter } from './deployments/index.js';
+import { DeploymentService } from './deployments/index.js';
 import { WorkService, type WorkWebhookEmitter } from './work/index.js';
 import { emitSessionStatusWebhooks, WebhookService } from './webhooks/index.js';
 
@@ -157,14 +157,14 @@ export async function createPlatform(config: Config, adapters: Adapters): Promis
       cred,
     ),
   );
-  // Deployment runs emit deployment_run.* through platform.webhooks once that is wired.
+  // Deployment runs emit deployment_run.* through platform.webhooks (created below).
   const deployments = new DeploymentService(
     {
       c: collections,
       sessions,
       rateLimiter: coordination.rateLimiter,
       ratePerMinute: config.rateLimit.perMinute,
-      webhooks: () => (platform as { webhooks?: DeploymentWebhookEmitter }).webhooks,
+      webhooks: () => webhooks,
       log: createLogger(config.logLevel, { component: 'deployments' }),
     },
     () => models.hasVendorFallback,
