@@ -14,7 +14,7 @@
  *   unknown/archived agent, unknown environment, unknown vault, bad initial events
  *   (system.message not last, user.define_outcome unsupported, none), bad resources, a bad
  *   budget, and on a self_hosted environment an agent with a sandbox tool or any resource —
- *   each a 400 naming the field;
+ *   each a 400 naming the field; a run on a self_hosted environment queues the session's Work item;
  * - tenant isolation: another tenant's deployment and run ids are 404.
  * Scheduled firing, failed runs and exactly-once: test/deployments-runs.test.ts.
  */
@@ -353,6 +353,10 @@ describe('deployments', () => {
       c.beta.deployments.update(onSelfHosted.id, { agent: sandboxTool.id }),
       'agent.tools[0].execution',
     );
+    // A run on it creates the session as POST /v1/sessions does: one Work item is queued.
+    const shRun = await c.beta.deployments.run(onSelfHosted.id);
+    expect(shRun.session_id).toMatch(/^sess_/);
+    expect(await c.beta.environments.work.stats(selfHosted.id)).toMatchObject({ depth: 1 });
     const archivedAgent = await c.beta.agents.create({ name: 'old', model: 'claude-sonnet-4-5' });
     await c.beta.agents.archive(archivedAgent.id);
     await badRequest(c.beta.deployments.create({ ...base, agent: archivedAgent.id }), 'agent');
