@@ -31,29 +31,10 @@ import {
 } from '../src/egress/ca.js';
 import { createEgressPolicy } from '../src/egress/policy.js';
 import { createOutboundProxy, hostPolicy, type CredentialHook } from '../src/sandbox/proxy.js';
+import { latencyRow, type LatencyRow } from './latencyRow.js';
 
-export interface EgressBenchRow {
-  measurement: string;
-  n: number;
-  p50_ms: number;
-  p99_ms: number;
-  mean_ms: number;
-}
-
-const pct = (sorted: number[], p: number) =>
-  sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil((p / 100) * sorted.length) - 1))]!;
-const round = (x: number) => Math.round(x * 100) / 100;
-
-function row(measurement: string, samples: number[]): EgressBenchRow {
-  const s = [...samples].sort((a, b) => a - b);
-  return {
-    measurement,
-    n: s.length,
-    p50_ms: round(pct(s, 50)),
-    p99_ms: round(pct(s, 99)),
-    mean_ms: round(s.reduce((a, b) => a + b, 0) / s.length),
-  };
-}
+export type EgressBenchRow = LatencyRow;
+const row = latencyRow;
 
 async function timed(n: number, make: () => Dispatcher, url: string, fresh: boolean) {
   const samples: number[] = [];

@@ -17,29 +17,10 @@ import {
   systemBindArgs,
   writeSystemFiles,
 } from '../src/sandbox/local.js';
+import { latencyRow, type LatencyRow } from './latencyRow.js';
 
-export interface SandboxBenchRow {
-  measurement: string;
-  n: number;
-  p50_ms: number;
-  p99_ms: number;
-  mean_ms: number;
-}
-
-const pct = (sorted: number[], p: number) =>
-  sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil((p / 100) * sorted.length) - 1))]!;
-const round = (x: number) => Math.round(x * 100) / 100;
-
-function row(measurement: string, samples: number[]): SandboxBenchRow {
-  const s = [...samples].sort((a, b) => a - b);
-  return {
-    measurement,
-    n: s.length,
-    p50_ms: round(pct(s, 50)),
-    p99_ms: round(pct(s, 99)),
-    mean_ms: round(s.reduce((a, b) => a + b, 0) / s.length),
-  };
-}
+export type SandboxBenchRow = LatencyRow;
+const row = latencyRow;
 
 async function timed(fn: () => Promise<unknown>): Promise<number> {
   const t0 = performance.now();
