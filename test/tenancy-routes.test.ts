@@ -152,6 +152,13 @@ describe('tenant isolation over the route table', () => {
     });
     expect(hookRes.status, await hookRes.clone().text()).toBe(200);
     const hook = (await hookRes.json()) as { id: string };
+    // A session on a self_hosted environment enqueues a Work item (core/src/work).
+    const shEnv = await a.client.beta.environments.create({
+      name: `${SECRET}-sh`,
+      config: { type: 'self_hosted' },
+    });
+    await a.client.beta.sessions.create({ agent: agent.id, environment_id: shEnv.id });
+    const workItem = (await a.client.beta.environments.work.list(shEnv.id)).data[0]!;
     const fixtures: Fixtures = {
       agent_: agent.id,
       env_: env.id,
@@ -164,6 +171,7 @@ describe('tenant isolation over the route table', () => {
       depl_: deployment.id,
       drun_: deploymentRun.id,
       whep_: hook.id,
+      work_: workItem.id,
       model_id: card.model_id,
     };
     const aValues = [SECRET, ...Object.values(fixtures)];
