@@ -46,7 +46,9 @@ afterAll(async () => {
 });
 
 type Tenant = Awaited<ReturnType<TestPlatform['newTenant']>>;
-const call = (a: Tenant, method: string, path: string, json?: unknown) =>
+/** A Response whose json() is untyped (the tests assert its shape). */
+type JsonResponse = Omit<Response, 'json'> & { json(): Promise<any> };
+const call = (a: Tenant, method: string, path: string, json?: unknown): Promise<JsonResponse> =>
   t.http(`/v1/svc/webhook_endpoints${path}`, {
     method,
     key: a.apiKey,

@@ -21,7 +21,7 @@ const receivers: WebhookReceiver[] = [];
 
 beforeAll(async () => {
   dep = await startWebhookReceiver(DEPLOYMENT_KEY);
-  for (let i = 0; i < 6; i++) receivers.push(await startWebhookReceiver());
+  for (let i = 0; i < 7; i++) receivers.push(await startWebhookReceiver());
   t = await startPlatform({
     env: {
       SANDBOX_DRIVER: 'none',
@@ -259,5 +259,45 @@ describe('webhook delivery', () => {
     expect(d.attempts).toBe(1);
     expect(d.last_status).toBeNull();
     expect(d.last_error).toContain('EGRESS_ALLOW_PRIVATE_HOSTS');
+  });
+
+  it('vault and credential lifecycle events, in order, with the owning vault named', async () => {
+    const a = await t.newTenant('hooks-vaults');
+    const r = receivers[6]!;
+    await endpointFor(a, r, {
+      event_types: [
+        'vault.created',
+        'vault.archived',
+        'vault.deleted',
+        'vault_credential.created',
+        'vault_credential.archived',
+        'vault_credential.deleted',
+      ],
+    });
+    const vault = await a.client.beta.vaults.create({ display_name: 'hooked' });
+    const cred = await a.client.beta.vaults.credentials.create(vault.id, {
+      auth: {
+        type: 'static_bearer',
+        token: 'tok-hooked',
+        mcp_server_url: 'https://mcp.example.com/',
+      },
+    });
+    await a.client.beta.vaults.credentials.archive(cred.id, { vault_id: vault.id });
+    await a.client.beta.vaults.credentials.delete(cred.id, { vault_id: vault.id });
+    await a.client.beta.vaults.archive(vault.id);
+    await a.client.beta.vaults.delete(vault.id);
+    await r.waitFor(6);
+    for (const x of r.received) expect(x.verifyError).toBeNull();
+    expect(r.received.map((x) => [x.event!.data.type, x.event!.data.id])).toEqual([
+      ['vault.created', vault.id],
+      ['vault_credential.created', cred.id],
+      ['vault_credential.archived', cred.id],
+      ['vault_credential.deleted', cred.id],
+      ['vault.archived', vault.id],
+      ['vault.deleted', vault.id],
+    ]);
+    const credEvent = r.received[1]!.event!.data as { vault_id?: string };
+    expect(credEvent.vault_id).toBe(vault.id);
+    expect(r.received.map((x) => x.body).join('')).not.toContain('tok-hooked');
   });
 });

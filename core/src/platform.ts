@@ -180,6 +180,7 @@ export async function createPlatform(config: Config, adapters: Adapters): Promis
     log: createLogger(config.logLevel, { component: 'webhooks' }),
   });
   emitSessionStatusWebhooks(events, webhooks);
+  vaults.useWebhooks(webhooks);
   // Sessions on self_hosted environments enqueue Work (and the wake-hint webhook).
   const work = new WorkService({
     c: collections,

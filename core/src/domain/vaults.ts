@@ -77,6 +77,11 @@ export async function checkVaultIds(
   });
 }
 
+/** The webhooks port as vaults need it (platform.webhooks; emit never throws). */
+export interface VaultWebhooks {
+  emit(tenant: string, type: string, data: { id: string; vault_id?: string }): Promise<void>;
+}
+
 export class VaultService {
   constructor(
     private readonly c: Collections,
@@ -113,6 +118,7 @@ export class VaultService {
       updated_at: now,
     };
     await this.c.vaults.insert(tenant, doc);
+    await this.webhooks?.emit(tenant, 'vault.created', { id: doc._id });
     for (const cr of b.credentials ?? []) await this.createCredential(tenant, doc._id, cr);
     return renderVault({ ...doc, tenant_id: tenant });
   }
@@ -153,18 +159,20 @@ export class VaultService {
   async remove(tenant: string, id: string): Promise<{ id: string; type: 'vault_deleted' }> {
     await this.vaultDoc(tenant, id);
     await this.c.vaultCredentials.deleteMany(tenant, { vault_id: id });
-    await this.c.vaults.deleteOne(tenant, { _id: id });
+    if (await this.c.vaults.deleteOne(tenant, { _id: id }))
+      await this.webhooks?.emit(tenant, 'vault.deleted', { id });
     return { id, type: 'vault_deleted' };
   }
 
   async archive(tenant: string, id: string): Promise<Vault> {
     await this.vaultDoc(tenant, id);
     const now = nowIso();
-    await this.c.vaults.updateOne(
+    const r = await this.c.vaults.updateOne(
       tenant,
       { _id: id, archived_at: null },
       { $set: { archived_at: now, updated_at: now } },
     );
+    if (r.modified) await this.webhooks?.emit(tenant, 'vault.archived', { id });
     return this.get(tenant, id);
   }
 
@@ -204,6 +212,10 @@ export class VaultService {
       await this.release(tenant, vaultId);
       throw err;
     }
+    await this.webhooks?.emit(tenant, 'vault_credential.created', {
+      id: doc._id,
+      vault_id: vaultId,
+    });
     return renderCredential({ ...doc, tenant_id: tenant });
   }
 
@@ -270,17 +282,21 @@ export class VaultService {
     await this.credDoc(tenant, vaultId, id);
     const r = await this.c.vaultCredentials.deleteOne(tenant, { _id: id, vault_id: vaultId });
     if (r > 0) await this.release(tenant, vaultId);
+    if (r > 0)
+      await this.webhooks?.emit(tenant, 'vault_credential.deleted', { id, vault_id: vaultId });
     return { id, type: 'vault_credential_deleted' as const };
   }
 
   async archiveCredential(tenant: string, vaultId: string, id: string): Promise<Credential> {
     await this.credDoc(tenant, vaultId, id);
     const now = nowIso();
-    await this.c.vaultCredentials.updateOne(
+    const r = await this.c.vaultCredentials.updateOne(
       tenant,
       { _id: id, vault_id: vaultId, archived_at: null },
       { $set: { archived_at: now, updated_at: now } },
     );
+    if (r.modified)
+      await this.webhooks?.emit(tenant, 'vault_credential.archived', { id, vault_id: vaultId });
     return this.getCredential(tenant, vaultId, id);
   }
 
@@ -309,6 +325,12 @@ export class VaultService {
   /** Wired by the platform (core/src/platform.ts): the MCP probe behind validateCredential. */
   useValidator(v: CredentialValidator): void {
     this.validator = v;
+  }
+
+  private webhooks: VaultWebhooks | null = null;
+  /** Wired by the platform: vault and credential lifecycle webhooks (core/src/webhooks). */
+  useWebhooks(w: VaultWebhooks): void {
+    this.webhooks = w;
   }
 
   // ---- the MCP proxy's OAuth refresh flow (core/src/mcp/oauthRefresh.ts)
