@@ -3,9 +3,10 @@
  * sender (`startSender`) delivers from bus commands and a due-time scan.
  *
  * Guarantees (test/webhooks.test.ts, test/webhooks-restart.test.ts):
- * - `emit` resolves once the event and its deliveries are recorded; it never throws into the
- *   caller's flow (a store or bus failure is logged). With `key`, emitting the same key twice
- *   records one event (the id derives from it), so a redriven caller sends nothing twice.
+ * - `emit` resolves once the event and its deliveries are recorded (nothing is recorded when no
+ *   endpoint takes the type); it never throws into the caller's flow (a store or bus failure is
+ *   logged). With `key`, emitting the same key twice records one event (the id derives from
+ *   it), so a redriven caller sends nothing twice.
  * - The body is the SDK's BetaWebhookEvent: `{id: 'evt_…', type: 'event', created_at, data:
  *   {type, id, organization_id, workspace_id, …the caller's other string fields}}`: the object's
  *   id, not the object; the receiver fetches it. `organization_id` is
@@ -105,6 +106,11 @@ export class WebhookService {
     data: { id: string; [k: string]: unknown },
     opts: WebhookEmitOptions,
   ): Promise<void> {
+    const targets: string[] = [];
+    if (this.deps.config.deploymentEndpoint) targets.push(DEPLOYMENT_ENDPOINT_ID);
+    for (const ep of await this.deps.c.webhookEndpoints.find(tenant, { disabled: false }))
+      if (!ep.event_types.length || ep.event_types.includes(type)) targets.push(ep._id);
+    if (!targets.length) return; // nobody listens: nothing to record
     const eventId = opts.key
       ? `evt_${createHash('sha256').update(`${tenant}\n${opts.key}`).digest('hex').slice(0, 26)}`
       : newId('evt_');
@@ -135,10 +141,6 @@ export class WebhookService {
       if (err instanceof DuplicateKeyError) return; // emitted before under this key
       throw err;
     }
-    const targets: string[] = [];
-    if (this.deps.config.deploymentEndpoint) targets.push(DEPLOYMENT_ENDPOINT_ID);
-    for (const ep of await this.deps.c.webhookEndpoints.find(tenant, { disabled: false }))
-      if (!ep.event_types.length || ep.event_types.includes(type)) targets.push(ep._id);
     for (const endpointId of targets) {
       const d: Omit<WebhookDeliveryDoc, 'tenant_id'> = {
         _id: newId('whdl_'),
