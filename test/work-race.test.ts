@@ -3,10 +3,12 @@
  * wins, whether the item is already queued (non-blocking polls) or arrives while they all
  * long-poll (block_ms), and for several items each is claimed exactly once. On the real
  * adapters (CI: FerretDB for the store, Redis for the leases and the long-poll wake-up) the same
- * test runs through findOneAndUpdate. Proves core/src/work/service.ts (tryClaim).
+ * tests run through findOneAndUpdate, plus the race across two platform instances sharing the
+ * store and Redis (REAL only), where an acknowledged item's Redis lease keeps the other
+ * instance from reclaiming it. Proves core/src/work/service.ts (tryClaim).
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startPlatform, type TestPlatform } from './harness.js';
+import { REAL, realAdapterEnv, startPlatform, type TestPlatform } from './harness.js';
 import { bearerClient, newSession, sessionsToken, workEnv } from './workHelpers.js';
 
 let t: TestPlatform;
@@ -70,4 +72,44 @@ describe('Work claim race', () => {
     }
     expect([...won, ...rest].sort()).toEqual(sessions.map((s) => s.id).sort());
   });
+
+  it.runIf(REAL)(
+    'two platform instances on the shared real store: one winner, leases in Redis',
+    async () => {
+      const shared = realAdapterEnv();
+      const a = await startPlatform({ env: { SANDBOX_DRIVER: 'none', ...shared } });
+      const b = await startPlatform({
+        env: { SANDBOX_DRIVER: 'none', ...shared, API_KEY: a.operatorKey },
+      });
+      try {
+        const w = await workEnv(a, 'fleet-race');
+        await newSession(a, w);
+        const clients = Array.from({ length: POLLERS }, (_, i) =>
+          bearerClient(i % 2 ? b : a, w.envKey),
+        );
+        const results = await Promise.all(
+          clients.map((c) => c.beta.environments.work.poll(w.envId)),
+        );
+        const winners = results.filter((r) => r !== null);
+        expect(winners).toHaveLength(1);
+        const item = winners[0]!;
+        const owner = bearerClient(a, sessionsToken(item.secret)).beta.environments.work;
+        await owner.ack(item.id, { environment_id: w.envId });
+        await owner.heartbeat(item.id, {
+          environment_id: w.envId,
+          expected_last_heartbeat: 'NO_HEARTBEAT',
+          desired_ttl_seconds: 60,
+        });
+        // The lease lives in Redis: the other instance does not reclaim it.
+        const other = bearerClient(b, w.envKey).beta.environments.work;
+        expect(await other.poll(w.envId, { reclaim_older_than_ms: 1 })).toBeNull();
+        // The claim's token works on the other instance too (the claim is read from the store).
+        const onB = bearerClient(b, sessionsToken(item.secret));
+        expect((await onB.beta.sessions.retrieve(item.data.id)).id).toBe(item.data.id);
+      } finally {
+        await b.close();
+        await a.close();
+      }
+    },
+  );
 });
