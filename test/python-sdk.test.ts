@@ -18,6 +18,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { BETA, startPlatform, type TestPlatform } from './harness.js';
 import { startMcpServer, type McpServerFixture } from './fixtures/mcpServer.js';
 import { startOAuthServer, type OAuthServerFixture } from './fixtures/oauthServer.js';
+import { startWebhookReceiver, type WebhookReceiver } from './fixtures/webhookReceiver.js';
 
 const PYTHON =
   process.env.AGENTFLEET_PYTHON ?? join(homedir(), '.cache/agentfleet/venv/bin/python');
@@ -38,6 +39,8 @@ let t: TestPlatform;
 /** test_mcp_oauth.py: an MCP server requiring MCP_TOKEN, a token endpoint that knows no refresh token. */
 let mcp: McpServerFixture;
 let oauth: OAuthServerFixture;
+/** test_webhooks.py: a receiver capturing deliveries (GET lists them), its port opened. */
+let hooks: WebhookReceiver;
 const MCP_TOKEN = `py-mcp-token-${Math.random().toString(36).slice(2)}`;
 
 function pytest(env: Record<string, string>): Promise<{ code: number | null; out: string }> {
@@ -65,10 +68,13 @@ describe.skipIf(!available)(
     beforeAll(async () => {
       mcp = await startMcpServer({ tokens: [MCP_TOKEN] });
       oauth = await startOAuthServer({ auth: 'none', clientId: 'py-client', refreshToken: 'x' });
+      hooks = await startWebhookReceiver();
       t = await startPlatform({
         env: {
           SANDBOX_DRIVER: 'none',
-          EGRESS_ALLOW_PRIVATE_HOSTS: [mcp.url, oauth.url].map((u) => new URL(u).host).join(','),
+          EGRESS_ALLOW_PRIVATE_HOSTS: [mcp.url, oauth.url, hooks.url]
+            .map((u) => new URL(u).host)
+            .join(','),
         },
       });
       const card = await t.http('/v1/svc/model_cards', {
@@ -167,6 +173,7 @@ describe.skipIf(!available)(
       await t?.close();
       await mcp?.close();
       await oauth?.close();
+      await hooks?.close();
     });
 
     it(
@@ -184,6 +191,7 @@ describe.skipIf(!available)(
           AGENTFLEET_MCP_MODEL: MCP_MODEL,
           AGENTFLEET_MCP_TOKEN: MCP_TOKEN,
           AGENTFLEET_OAUTH_URL: oauth.url,
+          AGENTFLEET_WEBHOOK_RECEIVER_URL: hooks.url,
         });
         expect(code, `pytest exit ${code}:\n${out.slice(-40_000)}`).toBe(0);
         for (const name of [
@@ -217,6 +225,7 @@ describe.skipIf(!available)(
           'test_mcp_tool_called_in_a_turn',
           'test_mcp_server_without_toolset_is_refused',
           'test_python_environment_worker_serves_a_bash_call',
+          'test_webhook_delivery_parsed_by_the_python_sdk',
         ])
           expect(out, out).toMatch(new RegExp(`::${name} PASSED`));
       },

@@ -16,6 +16,9 @@
  * - A tenant endpoint is reached through the egress policy: a name resolving to a private
  *   address the operator did not open is refused before connecting; the delivery fails at once
  *   with the refusal as its error (no attempt can change a policy answer).
+ * - The deployment endpoint (SVC_MANAGED_AGENTS_WEBHOOK_URL) is operator configuration: it is
+ *   reached without the tenant egress policy, and a 3xx there fails the delivery (logged) but
+ *   cannot disable the setting.
  * - Logs name the tenant, delivery, endpoint and outcome; never the secret or the URL.
  */
 import { WEBHOOK_DELIVERY } from '@agentfleet/schemas';
