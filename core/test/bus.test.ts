@@ -15,6 +15,7 @@ import { EmbeddedBus } from '../src/adapters/embedded/bus.js';
 import {
   createKafkaBus,
   dlqTopic,
+  namespacedTopic,
   type DeadLetter,
   type KafkaBusOptions,
   type KafkaConsumerHandle,
@@ -203,8 +204,12 @@ describe.skipIf(!brokers.length)('Kafka bus', () => {
     closers.push(() => spaced.close());
     const plain = await createKafkaBus(kafkaOptions());
     closers.push(() => plain.close());
-    expect(spaced.topics).toEqual(['bustest.session-commands', 'bustest.session-commands.dlq']);
-    expect(plain.topics).toEqual([topic, dlqTopic(topic)]);
+    // Every catalog topic (session commands, webhook deliveries) and its dead-letter topic.
+    const catalogTopics = (ns?: string) =>
+      COMMAND_TOPICS.map((t) => namespacedTopic(t, ns)).flatMap((t) => [t, dlqTopic(t)]);
+    expect(spaced.topics).toContain('bustest.session-commands');
+    expect(spaced.topics).toEqual(catalogTopics('bustest'));
+    expect(plain.topics).toEqual(catalogTopics());
 
     const seenSpaced: string[] = [],
       seenPlain: string[] = [];
