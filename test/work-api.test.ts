@@ -164,6 +164,30 @@ describe('Work API through the SDK', () => {
     expect(second!.id).not.toBe(first!.id);
   });
 
+  it('session create on a self_hosted environment emits the wake-hint webhook session.status_run_started', async () => {
+    const hook = await t.http('/v1/svc/webhook_endpoints', {
+      method: 'POST',
+      headers: BETA,
+      json: { url: 'https://hooks.example.com/wake', event_types: ['session.status_run_started'] },
+    });
+    expect(hook.status, await hook.clone().text()).toBe(200);
+    const w = await workEnv(t, 'wake');
+    const session = await newSession(t, w);
+    const item = await t.client.beta.environments.work.list(w.envId);
+    // The event is recorded before the create answers (webhooks.emit is durable).
+    const events = await t.server.platform.collections.webhookEvents.find('tnt_default', {
+      type: 'session.status_run_started',
+    });
+    const bodies = events.map((e) => JSON.parse(e.body) as { data: Record<string, unknown> });
+    expect(bodies.map((b) => b.data)).toContainEqual(
+      expect.objectContaining({
+        id: session.id,
+        environment_id: w.envId,
+        work_id: item.data[0]!.id,
+      }),
+    );
+  });
+
   it('a cloud session enqueues nothing; an unknown item or environment is 404', async () => {
     const w = await workEnv(t, 'cloud');
     const cloud = await t.client.beta.environments.create({ name: 'cloud-env' });
