@@ -4,7 +4,8 @@
  * `client.beta.webhooks.unwrap` (test/fixtures/webhookReceiver.ts), to a tenant's endpoint
  * (its own secret) and to the deployment endpoint (SVC_MANAGED_AGENTS_WEBHOOK_* settings).
  * Retries are driven by the due-time scan with an injected instant
- * (`platform.webhooks.sweep(nowMs)`, WEBHOOK_SCAN_MS=0), so nothing sleeps through a backoff.
+ * (`platform.webhooks.sweep(nowMs)`, WEBHOOK_SCAN_MS=0), so nothing sleeps through a backoff;
+ * scans racing for one due attempt send it once (the claim is a compare-and-swap).
  * Endpoint CRUD, bad input and secret handling: test/webhooks-endpoints.test.ts; restart
  * mid-backoff: test/webhooks-restart.test.ts.
  */
@@ -155,7 +156,11 @@ describe('webhook delivery', () => {
     const ep = await endpointFor(a, r);
     await runTurn(a.client, await sessionOf(a), 'fail me');
     await r.waitFor(1);
-    await sweep((await awaitingRetry(a, ep.id, 1)).next_attempt_at);
+    // Two scans racing for the same due attempt: it is claimed once and sent once.
+    const due = (await awaitingRetry(a, ep.id, 1)).next_attempt_at;
+    const raced = await Promise.all([sweep(due), sweep(due), sweep(due)]);
+    expect(raced.reduce((n, x) => n + x.outcomes.retrying, 0)).toBe(1);
+    expect(r.received).toHaveLength(2);
     const second = await awaitingRetry(a, ep.id, 2);
     expect((await sweep(second.next_attempt_at)).outcomes.failed).toBe(1);
     const [d] = await deliveriesOf(a, ep.id);
