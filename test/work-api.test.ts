@@ -188,6 +188,15 @@ describe('Work API through the SDK', () => {
     );
   });
 
+  it("a deleted session's item is stopped, not handed out", async () => {
+    const w = await workEnv(t, 'deleted');
+    const session = await newSession(t, w);
+    await t.client.beta.sessions.delete(session.id);
+    expect(await w.worker.beta.environments.work.poll(w.envId)).toBeNull();
+    const [item] = (await t.client.beta.environments.work.list(w.envId)).data;
+    expect(item).toMatchObject({ data: { id: session.id }, state: 'stopped' });
+  });
+
   it('a cloud session enqueues nothing; an unknown item or environment is 404', async () => {
     const w = await workEnv(t, 'cloud');
     const cloud = await t.client.beta.environments.create({ name: 'cloud-env' });

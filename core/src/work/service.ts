@@ -17,6 +17,7 @@
  * - creating a session on a self_hosted environment enqueues one item durably (a session has at
  *   most one open item: unique `open`) and emits the wake-hint webhook
  *   `session.status_run_started`; a message to a session whose item stopped enqueues a new one;
+ *   a deleted session's item is stopped instead of being handed out;
  * - a claim is a compare-and-swap on the item's `rev` (findOneAndUpdate), so of any number of
  *   racing pollers exactly one wins an item ("10 pollers, one winner");
  * - a claimed, unacknowledged item is reclaimable after `reclaim_older_than_ms`; an acknowledged
@@ -186,6 +187,12 @@ export class WorkService {
           await this.finishStop(tenant, d);
           continue;
         }
+      }
+      // A deleted session's item is never handed out: it is finished instead.
+      const session = await this.d.c.sessions.get(tenant, d.session_id);
+      if (!session || session.deleted_at) {
+        await this.finishStop(tenant, d);
+        continue;
       }
       const generation = d.generation + 1;
       const token = issueSessionsToken(tenant, d._id, generation);
