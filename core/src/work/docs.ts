@@ -9,8 +9,8 @@
  *   work calls");
  * - the secret is base64url JSON `{sessions_token}` (`BetaWorkSecret`), which both SDKs'
  *   `EnvironmentWorker` decode (TS `sessionsTokenFromSecret`, Python `_sessions_token_from_secret`);
- * - no stored field other than `token_hash` is derived from the sessions token, and that is a
- *   SHA-256 digest: the token itself is never stored, logged or rendered after the poll answer.
+ * - only SHA-256 digests of sessions tokens are stored (`token_hash`, `replaced_hashes`): the
+ *   token itself is never stored, logged or rendered after the poll answer.
  */
 
 export type WorkState = 'queued' | 'starting' | 'active' | 'stopping' | 'stopped';

@@ -3,9 +3,10 @@
  * that claim's generation, and resolved back to its claim on every request (no cache).
  *
  * Shape: `afst_<tenant>.<work id>.<generation>.<random>`; only its SHA-256 is stored (on the
- * work item, `token_hash`), compared in constant time. A token whose generation is not the
- * item's current one (the item was reclaimed) resolves to nothing: refused at once
- * (test/work-reclaim.test.ts, "reclaim rotates the sessions token").
+ * work item, `token_hash`), compared in constant time. A token of a replaced claim (the item
+ * was claimed again) is refused at once everywhere except its heartbeat (412) and stop (409),
+ * which tell its worker it lost the item (test/work-reclaim.test.ts, "reclaim rotates the
+ * sessions token").
  */
 import { randomToken, safeEqual, sha256 } from '../crypto.js';
 
