@@ -124,6 +124,7 @@ describe.skipIf(!available)(
           file_: await upload('keep.txt'),
           mc_: await card('keep'),
           key_: await post('/v1/svc/api_keys', { name: 'st-keep' }),
+          whep_: await post('/v1/svc/webhook_endpoints', { url: 'https://hooks.example.com/k' }),
         };
         const doomed: Record<string, string> = {
           ...(await vault('doomed')),
@@ -133,6 +134,7 @@ describe.skipIf(!available)(
           file_: await upload('doomed.txt'),
           mc_: await card('doomed'),
           key_: await post('/v1/svc/api_keys', { name: 'st-doomed' }),
+          whep_: await post('/v1/svc/webhook_endpoints', { url: 'https://hooks.example.com/d' }),
         };
 
         const doc = (await (await t.http('/v1/openapi.json', { key: null })).json()) as any;
