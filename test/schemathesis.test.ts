@@ -116,7 +116,26 @@ describe.skipIf(!available)(
           const auth = { type: 'static_bearer', token: 'st', mcp_server_url: 'https://st.test/' };
           return { vlt_: id, vcrd_: await post(`/v1/vaults/${id}/credentials`, { auth }) };
         };
+        // A deployment and one of its runs; a self_hosted environment whose session queued Work
+        // (the Work routes take that environment's id: see `env_` below).
+        const deployment = await post('/v1/deployments', {
+          name: 'st-deployment',
+          agent,
+          environment_id: env,
+          initial_events: [{ type: 'user.message', content: [{ type: 'text', text: 'hi' }] }],
+        });
+        const run = await post(`/v1/deployments/${deployment}/run`, {});
+        const hosted = await post('/v1/environments', {
+          name: 'st-self-hosted',
+          config: { type: 'self_hosted' },
+        });
+        await post('/v1/sessions', { agent, environment_id: hosted });
+        const items = (await (
+          await t.http(`/v1/environments/${hosted}/work`, { headers: BETA })
+        ).json()) as { data: Array<{ id: string }> };
+        const workIds = { depl_: deployment, drun_: run, work_: items.data[0]!.id };
         const keep: Record<string, string> = {
+          ...workIds,
           ...(await vault('keep')),
           env_: env,
           agent_: agent,
@@ -127,6 +146,7 @@ describe.skipIf(!available)(
           whep_: await post('/v1/svc/webhook_endpoints', { url: 'https://hooks.example.com/k' }),
         };
         const doomed: Record<string, string> = {
+          ...workIds,
           ...(await vault('doomed')),
           env_: await post('/v1/environments', { name: 'st-doomed' }),
           agent_: await post('/v1/agents', { name: 'st-doomed', model: 'claude-sonnet-4-5' }),
@@ -155,7 +175,9 @@ describe.skipIf(!available)(
             for (const p of op.parameters ?? []) {
               if (p.in !== 'path') continue;
               const prefix = /^\^([a-z]+_)$/.exec(p.schema?.pattern ?? '')?.[1];
-              if (prefix) values[`path.${p.name}`] = (method === 'delete' ? doomed : keep)[prefix]!;
+              if (prefix === 'env_' && path.includes('/work')) values[`path.${p.name}`] = hosted;
+              else if (prefix)
+                values[`path.${p.name}`] = (method === 'delete' ? doomed : keep)[prefix]!;
               else if (p.name === 'version') values['path.version'] = 1;
               else if (path === '/v1/models/{id}') values['path.id'] = 'st-keep';
             }

@@ -373,7 +373,8 @@ export function loadConfig(role: Role, env: Env = process.env): ParsedConfig {
       'SVC_MANAGED_AGENTS_WEBHOOK_SIGNING_KEY must be whsec_ followed by a base64 key (at least 12 bytes)',
     );
   const webhooks: Config['webhooks'] = {
-    deploymentEndpoint: webhookUrl && webhookKey ? { url: webhookUrl, signingKey: webhookKey } : null,
+    deploymentEndpoint:
+      webhookUrl && webhookKey ? { url: webhookUrl, signingKey: webhookKey } : null,
     organizationId: env.SVC_MANAGED_AGENTS_ORGANIZATION_ID || null,
     scanMs: int(env, 'WEBHOOK_SCAN_MS', 5_000, problems, 0, 600_000),
     timeoutMs: int(env, 'WEBHOOK_TIMEOUT_MS', 10_000, problems, 100, 120_000),

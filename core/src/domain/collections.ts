@@ -10,6 +10,7 @@ import type {
 import type { AgentSpec, ModelConfig } from '@agentfleet/schemas';
 import type { DeploymentDoc, DeploymentRunDoc } from '../deployments/docs.js';
 import type { WorkDoc } from '../work/docs.js';
+import type { WebhookDeliveryDoc, WebhookEndpointDoc, WebhookEventDoc } from '../webhooks/docs.js';
 
 /** A worker seen polling an environment (Work stats `workers_polling`). */
 export interface WorkPollerDoc {
@@ -18,7 +19,6 @@ export interface WorkPollerDoc {
   environment_id: string;
   last_poll_ms: number;
 }
-import type { WebhookDeliveryDoc, WebhookEndpointDoc, WebhookEventDoc } from '../webhooks/docs.js';
 
 /**
  * Where a tenant's documents live. One store for everything (embedded, or MongoDB without
