@@ -124,7 +124,7 @@ describe.skipIf(!available)(
           environment_id: env,
           initial_events: [{ type: 'user.message', content: [{ type: 'text', text: 'hi' }] }],
         });
-        const run = await post(`/v1/deployments/${deployment}/run`, {});
+        const deploymentRun = await post(`/v1/deployments/${deployment}/run`, {});
         const hosted = await post('/v1/environments', {
           name: 'st-self-hosted',
           config: { type: 'self_hosted' },
@@ -133,7 +133,7 @@ describe.skipIf(!available)(
         const items = (await (
           await t.http(`/v1/environments/${hosted}/work`, { headers: BETA })
         ).json()) as { data: Array<{ id: string }> };
-        const workIds = { depl_: deployment, drun_: run, work_: items.data[0]!.id };
+        const workIds = { depl_: deployment, drun_: deploymentRun, work_: items.data[0]!.id };
         const keep: Record<string, string> = {
           ...workIds,
           ...(await vault('keep')),
