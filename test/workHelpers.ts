@@ -15,11 +15,14 @@ export interface WorkEnv {
   agentId: string;
 }
 
+/** What these helpers need of a platform: an in-process one, or one gateway of a fleet. */
+export type WorkTarget = Pick<TestPlatform, 'url' | 'client' | 'operatorKey'>;
+
 /** An SDK client whose only credential is `token`, sent as Authorization: Bearer. */
-export const bearerClient = (t: TestPlatform, token: string) =>
+export const bearerClient = (t: Pick<TestPlatform, 'url'>, token: string) =>
   new Anthropic({ apiKey: null, authToken: token, baseURL: t.url, maxRetries: 0, timeout: 20_000 });
 
-export async function workEnv(t: TestPlatform, name = 'work', client = t.client): Promise<WorkEnv> {
+export async function workEnv(t: WorkTarget, name = 'work', client = t.client): Promise<WorkEnv> {
   const env = await client.beta.environments.create({ name, config: { type: 'self_hosted' } });
   const res = await fetch(`${t.url}/v1/svc/api_keys`, {
     method: 'POST',
@@ -42,7 +45,7 @@ export async function workEnv(t: TestPlatform, name = 'work', client = t.client)
   };
 }
 
-export const newSession = async (t: TestPlatform, w: WorkEnv, client = t.client) =>
+export const newSession = async (t: WorkTarget, w: WorkEnv, client = t.client) =>
   client.beta.sessions.create({ agent: w.agentId, environment_id: w.envId });
 
 /** The `sessions_token` inside a Work `secret` (base64url JSON), as the SDK workers read it. */
@@ -56,7 +59,12 @@ export function sessionsToken(secret: string | null | undefined): string {
 }
 
 /** A raw request with the given bearer (no x-api-key). */
-export const withBearer = (t: TestPlatform, token: string, path: string, init: RequestInit = {}) =>
+export const withBearer = (
+  t: Pick<TestPlatform, 'url'>,
+  token: string,
+  path: string,
+  init: RequestInit = {},
+) =>
   fetch(`${t.url}${path}`, {
     ...init,
     headers: { ...BETA, authorization: `Bearer ${token}`, ...(init.headers ?? {}) },
