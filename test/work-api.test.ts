@@ -238,6 +238,25 @@ describe('Work API through the SDK', () => {
       ['POST', `/v1/environments/${w.envId}/work/${item!.id}/stop`, 'when', { when: 1 }],
       ['POST', `/v1/environments/${w.envId}/work/${item!.id}`, 'metadata', { metadata: 'x' }],
       ['POST', `/v1/environments/${w.envId}/work/${item!.id}`, 'metadata', {}],
+      // Values are strings or null (schemathesis found an object stored and served).
+      [
+        'POST',
+        `/v1/environments/${w.envId}/work/${item!.id}`,
+        'metadata.',
+        { metadata: { '': {} } },
+      ],
+      [
+        'POST',
+        `/v1/environments/${w.envId}/work/${item!.id}`,
+        'metadata.n',
+        { metadata: { n: 1 } },
+      ],
+      [
+        'POST',
+        `/v1/environments/${w.envId}/work/${item!.id}`,
+        'metadata.long',
+        { metadata: { long: 'x'.repeat(513) } },
+      ],
     ];
     for (const [method, path, field, body] of cases) {
       const res = await withBearer(t, w.envKey, path, {

@@ -385,6 +385,12 @@ export class WorkService {
     if (extra) throw invalid(extra, 'is not a known field');
     if (!b.metadata || typeof b.metadata !== 'object' || Array.isArray(b.metadata))
       throw invalid('metadata', 'must be an object of string or null values');
+    for (const [k, v] of Object.entries(b.metadata)) {
+      if (k.length > 64)
+        throw invalid(`metadata.${k.slice(0, 64)}`, 'keys are at most 64 characters');
+      if (v !== null && (typeof v !== 'string' || v.length > 512))
+        throw invalid(`metadata.${k}`, 'must be a string of at most 512 characters, or null');
+    }
     for (let i = 0; i < CAS_ATTEMPTS; i++) {
       const d = await this.item(tenant, envId, id);
       const metadata = applyMetadataPatch(d.metadata, b.metadata as Record<string, string | null>);

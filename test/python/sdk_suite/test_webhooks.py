@@ -1,29 +1,21 @@
 """Outbound webhooks received by a Python program: a tenant endpoint (created over HTTP: the
 SDK has no method for /v1/svc/webhook_endpoints) gets a turn's session.status_idled delivery,
-captured by the driver's receiver (AGENTFLEET_WEBHOOK_RECEIVER_URL). The Standard Webhooks
-signature is checked here with hmac (the venv has no `standardwebhooks`, so the SDK's `unwrap`
-cannot run: see the issue report), a tampered body fails that check, and the SDK's
-`client.beta.webhooks.parse_unverified` parses the verified body into its BetaWebhookEvent.
-Server: core/src/webhooks/."""
-import base64
-import hashlib
-import hmac
+captured by the driver's receiver (AGENTFLEET_WEBHOOK_RECEIVER_URL). The official SDK's
+`client.beta.webhooks.unwrap` (anthropic[webhooks]: `standardwebhooks` is pinned in
+test/python/requirements.txt) verifies the Standard Webhooks signature with the endpoint's
+secret and parses the body into its BetaWebhookEvent; a tampered body, or another key, fails.
+`parse_unverified` parses the same body. Server: core/src/webhooks/."""
 import json
 import os
 import time
 import urllib.request
 
+import pytest
+from anthropic import AnthropicError
+
 from turns import message_turn
 
 BETA = {"anthropic-beta": "managed-agents-2026-04-01"}
-
-
-def signature_ok(secret: str, headers: dict, body: str) -> bool:
-    key = base64.b64decode(secret.removeprefix("whsec_"))
-    signed = f"{headers['webhook-id']}.{headers['webhook-timestamp']}.{body}".encode()
-    expected = base64.b64encode(hmac.new(key, signed, hashlib.sha256).digest()).decode()
-    given = [s.split(",", 1)[1] for s in headers["webhook-signature"].split(" ") if s.startswith("v1,")]
-    return any(hmac.compare_digest(expected, g) for g in given)
 
 
 def test_webhook_delivery_parsed_by_the_python_sdk(client, env, agent):
@@ -54,10 +46,15 @@ def test_webhook_delivery_parsed_by_the_python_sdk(client, env, agent):
     assert delivery is not None, "no delivery for the session arrived"
 
     body, headers = delivery["body"], delivery["headers"]
-    assert signature_ok(secret, headers, body)
-    assert not signature_ok(secret, headers, body.replace(session.id, session.id + "x"))
+    event = client.beta.webhooks.unwrap(body, headers=headers, key=secret)
+    with pytest.raises(Exception) as tampered:
+        client.beta.webhooks.unwrap(body.replace(session.id, session.id + "x"), headers=headers, key=secret)
+    assert not isinstance(tampered.value, AnthropicError)  # a verification failure, not a missing module
+    other = "whsec_" + "A" * 43 + "="
+    with pytest.raises(Exception):
+        client.beta.webhooks.unwrap(body, headers=headers, key=other)
     assert int(headers["webhook-timestamp"]) <= time.time() + 5
-    event = client.beta.webhooks.parse_unverified(body)
+    assert client.beta.webhooks.parse_unverified(body).id == event.id
     assert event.type == "event" and event.id.startswith("evt_")
     assert event.data.type == "session.status_idled"
     assert event.data.id == session.id
