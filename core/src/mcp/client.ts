@@ -32,6 +32,7 @@ import { SSEClientTransport, SseError } from '@modelcontextprotocol/sdk/client/s
 import { UnauthorizedError } from '@modelcontextprotocol/sdk/client/auth.js';
 import type { FetchLike, Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
 import { McpError, ErrorCode } from '@modelcontextprotocol/sdk/types.js';
+import type { McpForwardRequest } from './proxy.js';
 
 /** A tool as the server describes it (name, description, full JSON input schema). */
 export interface McpTool {
@@ -76,19 +77,8 @@ export class McpServerError extends Error {
   }
 }
 
-/** The MCP proxy's forward (core/src/mcp/proxy.ts `McpProxy.forward`), structurally. */
-export type McpForward = (req: {
-  tenantId: string;
-  sessionId: string;
-  server: string;
-  method: string;
-  headers: Record<string, string>;
-  body: string | null;
-  caller: 'http' | 'rpc-mcp' | 'rpc-outbound';
-  signal?: AbortSignal;
-  path?: string;
-  endpointBase?: string;
-}) => Promise<Response>;
+/** The MCP proxy's forward (core/src/mcp/proxy.ts `McpProxy.forward`). */
+export type McpForward = (req: McpForwardRequest) => Promise<Response>;
 
 /** A tool call may run this long (progress notifications restart the clock). */
 export const MCP_CALL_TIMEOUT_MS = 120_000;

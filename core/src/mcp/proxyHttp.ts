@@ -9,17 +9,8 @@
  * Proved by test/mcp-proxy.test.ts.
  */
 
-const HOP_BY_HOP = new Set([
-  'connection',
-  'keep-alive',
-  'proxy-authenticate',
-  'proxy-authorization',
-  'proxy-connection',
-  'te',
-  'trailer',
-  'transfer-encoding',
-  'upgrade',
-]);
+import { HOP_BY_HOP } from '../sandbox/proxyHelpers.js';
+
 const NEVER_UPSTREAM = new Set([
   'authorization',
   'cookie',
