@@ -10,6 +10,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll } from 'vitest';
 import { startScriptedModelServer, type ScriptedModelServer } from './fixtures/scriptedModel.js';
+import { waitFor } from './harness.js';
 
 export interface CrashFixture {
   model: ScriptedModelServer;
@@ -61,5 +62,31 @@ export function apiCaller(port: number, key: string, extraHeaders: Record<string
       body: body ? JSON.stringify(body) : undefined,
     });
     return { status: r.status, body: (await r.json()) as any };
+  };
+}
+
+/**
+ * A session's events through the child's API, and the two waits crash tests make on them: the
+ * first `session.status_idle` (a recovered turn ended), and a last event that is an idle with
+ * `end_turn` (the turn finished after the client answered).
+ */
+export function sessionEvents(call: ReturnType<typeof apiCaller>) {
+  const events = async (sid: string) =>
+    (await call(`/v1/sessions/${sid}/events?limit=1000`)).body.data as any[];
+  return {
+    events,
+    firstIdle: (sid: string) =>
+      waitFor(async () => {
+        const ev = await events(sid);
+        return ev.some((e) => e.type === 'session.status_idle') ? ev : null;
+      }, 60_000),
+    endTurn: (sid: string) =>
+      waitFor(async () => {
+        const ev = await events(sid);
+        return ev.at(-1)?.type === 'session.status_idle' &&
+          ev.at(-1).stop_reason.type === 'end_turn'
+          ? ev
+          : null;
+      }, 60_000),
   };
 }

@@ -14,8 +14,8 @@ import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/
 import { z } from 'zod';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { freePort, kill9, startProcess } from './process.js';
-import { apiCaller, crashEnv, useCrashFixture } from './crashPlatform.js';
-import { realAdapterEnv, waitFor } from './harness.js';
+import { apiCaller, crashEnv, sessionEvents, useCrashFixture } from './crashPlatform.js';
+import { realAdapterEnv } from './harness.js';
 
 const fx = useCrashFixture('agentfleet-mcp-crash-', { defaultText: 'done after the crash' });
 
@@ -66,8 +66,7 @@ describe('kill -9 while an MCP tool call runs beside a held one', () => {
       ...realAdapterEnv(),
     };
     const call = apiCaller(port, key);
-    const events = async (sid: string) =>
-      (await call(`/v1/sessions/${sid}/events?limit=1000`)).body.data as any[];
+    const { events, firstIdle, endTurn } = sessionEvents(call);
     let proc = await startProcess('all', env);
     try {
       const envId = (await call('/v1/environments', { name: 'e' })).body.id;
@@ -105,10 +104,7 @@ describe('kill -9 while an MCP tool call runs beside a held one', () => {
       await kill9(proc.child);
 
       proc = await startProcess('all', env);
-      const recovered = await waitFor(async () => {
-        const ev = await events(sid);
-        return ev.some((e) => e.type === 'session.status_idle') ? ev : null;
-      }, 60_000);
+      const recovered = await firstIdle(sid);
       expect(recovered.at(-1).stop_reason).toEqual({
         type: 'requires_action',
         event_ids: [echo.id],
@@ -125,13 +121,7 @@ describe('kill -9 while an MCP tool call runs beside a held one', () => {
         events: [{ type: 'user.tool_confirmation', tool_use_id: echo.id, result: 'allow' }],
       });
       expect(sent.status, JSON.stringify(sent.body)).toBe(202);
-      const finished = await waitFor(async () => {
-        const ev = await events(sid);
-        return ev.at(-1)?.type === 'session.status_idle' &&
-          ev.at(-1).stop_reason.type === 'end_turn'
-          ? ev
-          : null;
-      }, 60_000);
+      const finished = await endTurn(sid);
       const ran = finished.find(
         (e) => e.type === 'agent.mcp_tool_result' && e.mcp_tool_use_id === echo.id,
       );

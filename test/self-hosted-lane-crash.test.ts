@@ -11,7 +11,7 @@
 import { createServer } from 'node:http';
 import { describe, expect, it } from 'vitest';
 import { freePort, kill9, startProcess } from './process.js';
-import { apiCaller, crashEnv, useCrashFixture } from './crashPlatform.js';
+import { apiCaller, crashEnv, sessionEvents, useCrashFixture } from './crashPlatform.js';
 import { realAdapterEnv, waitFor } from './harness.js';
 
 const fx = useCrashFixture('agentfleet-lane-crash-', { defaultText: 'done after the crash' });
@@ -35,8 +35,7 @@ describe('kill -9 while a self_hosted turn runs a control-plane tool beside a wo
       ...realAdapterEnv(),
     };
     const call = apiCaller(port, key);
-    const events = async (sid: string) =>
-      (await call(`/v1/sessions/${sid}/events?limit=1000`)).body.data as any[];
+    const { events, firstIdle, endTurn } = sessionEvents(call);
     let proc = await startProcess('all', env);
     try {
       const envId = (
@@ -67,10 +66,7 @@ describe('kill -9 while a self_hosted turn runs a control-plane tool beside a wo
       await kill9(proc.child);
 
       proc = await startProcess('all', env);
-      const recovered = await waitFor(async () => {
-        const ev = await events(sid);
-        return ev.some((e) => e.type === 'session.status_idle') ? ev : null;
-      }, 60_000);
+      const recovered = await firstIdle(sid);
       expect(recovered.at(-1).stop_reason).toEqual({
         type: 'requires_action',
         event_ids: [bash.id],
@@ -95,10 +91,7 @@ describe('kill -9 while a self_hosted turn runs a control-plane tool beside a wo
         ],
       });
       expect(sent.status, JSON.stringify(sent.body)).toBe(202);
-      const finished = await waitFor(async () => {
-        const ev = await events(sid);
-        return ev.at(-1)?.stop_reason?.type === 'end_turn' ? ev : null;
-      }, 60_000);
+      const finished = await endTurn(sid);
       expect(finished.filter((e) => e.type === 'agent.message').at(-1).content[0].text).toBe(
         'done after the crash',
       );
