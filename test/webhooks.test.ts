@@ -154,8 +154,16 @@ describe('webhook delivery', () => {
     const r = receivers[2]!;
     r.defaultStatus = 503;
     const ep = await endpointFor(a, r);
+    let release!: () => void;
+    r.gate = new Promise<void>((resolve) => (release = resolve));
     await runTurn(a.client, await sessionOf(a), 'fail me');
     await r.waitFor(1);
+    // The first attempt is in flight (its answer held): counted, and no next attempt is due yet.
+    expect(await deliveriesOf(a, ep.id)).toMatchObject([
+      { state: 'pending', attempts: 1, next_attempt_at: null, last_status: null },
+    ]);
+    r.gate = null;
+    release();
     // Two scans racing for the same due attempt: it is claimed once and sent once.
     const due = (await awaitingRetry(a, ep.id, 1)).next_attempt_at;
     const raced = await Promise.all([sweep(due), sweep(due), sweep(due)]);

@@ -104,6 +104,7 @@ export const WebhookDelivery = Obj({
   event_type: Type.String(),
   state: Type.Union([Type.Literal('pending'), Type.Literal('succeeded'), Type.Literal('failed')]),
   attempts: Type.Integer(),
+  /** Null when done, and while an attempt is in flight. */
   next_attempt_at: Nullable(Type.String()),
   last_status: Nullable(Type.Integer()),
   last_error: Nullable(Type.String()),

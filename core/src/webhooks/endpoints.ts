@@ -105,7 +105,17 @@ export function renderEndpoint(d: WebhookEndpointDoc): WebhookEndpoint {
   };
 }
 
-export function renderDelivery(d: WebhookDeliveryDoc, messageId: string): WebhookDelivery {
+/**
+ * `next_attempt_at` is when the next attempt is due: null once the delivery is done, and null
+ * while an attempt is in flight (claimed), whose outcome decides it. A claim that outlived its
+ * claimant (a crashed sender) shows the old due time again: the scan takes it up.
+ */
+export function renderDelivery(
+  d: WebhookDeliveryDoc,
+  messageId: string,
+  nowMs = Date.now(),
+): WebhookDelivery {
+  const waiting = d.state === 'pending' && d.claimed_until <= nowMs;
   return {
     type: 'webhook_delivery',
     id: d._id,
@@ -115,7 +125,7 @@ export function renderDelivery(d: WebhookDeliveryDoc, messageId: string): Webhoo
     event_type: d.event_type,
     state: d.state,
     attempts: d.attempts,
-    next_attempt_at: d.state === 'pending' ? new Date(d.next_attempt_at).toISOString() : null,
+    next_attempt_at: waiting ? new Date(d.next_attempt_at).toISOString() : null,
     last_status: d.last_status,
     last_error: d.last_error,
     created_at: d.created_at,
