@@ -99,6 +99,13 @@ export interface Config {
   };
   /** MCP proxy (core/src/mcp/proxy.ts): MCP_PROXY_MAX_BODY_BYTES caps a forwarded request body (default 4 MiB). */
   mcpProxy: { maxBodyBytes: number };
+  /**
+   * Memory search (core/src/memory/search): MEMORY_EMBEDDING_MODEL names the model card (by
+   * model_id: the store's tenant's card first, else the operator's) that embeds memories of a
+   * store without its own `embedding_model`; empty = none (lexical search). MEMORY_SEARCH_MAX_OPEN_INDEXES
+   * bounds the in-process indexes kept open (LRU, default 64).
+   */
+  memorySearch: { embeddingModel: string | null; maxOpenIndexes: number };
   /** Deployment scheduler (core/src/deployments): DEPLOYMENT_TICK_MS between worker ticks (default 5000; 0 = no timer). */
   deployments: { tickMs: number };
   /**
@@ -382,6 +389,10 @@ export function loadConfig(role: Role, env: Env = process.env): ParsedConfig {
   const mcpProxy = {
     maxBodyBytes: int(env, 'MCP_PROXY_MAX_BODY_BYTES', 4 * 1024 ** 2, problems, 1, 32 * 1024 ** 2),
   };
+  const memorySearch = {
+    embeddingModel: env.MEMORY_EMBEDDING_MODEL?.trim() || null,
+    maxOpenIndexes: int(env, 'MEMORY_SEARCH_MAX_OPEN_INDEXES', 64, problems, 1, 10_000),
+  };
   const allowPrivate = parsePrivateHostRules(env.EGRESS_ALLOW_PRIVATE_HOSTS ?? '');
   problems.push(...allowPrivate.problems);
   const turn = {
@@ -415,6 +426,7 @@ export function loadConfig(role: Role, env: Env = process.env): ParsedConfig {
       caCertsFile: env.EGRESS_CA_CERTS ? resolve(env.EGRESS_CA_CERTS) : null,
     },
     mcpProxy,
+    memorySearch,
     deployments,
     webhooks,
     turn,
