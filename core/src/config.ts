@@ -97,6 +97,13 @@ export interface Config {
      */
     caCertsFile: string | null;
   };
+  /**
+   * Skill sources (core/src/skills/sources): SKILL_SOURCES_ALLOW_HOSTS, comma-separated `host` or
+   * `host:port` entries (same syntax as EGRESS_ALLOW_PRIVATE_HOSTS) whose private or loopback
+   * addresses skill sources may use (intranet sources); every other source must resolve to a
+   * public address. EGRESS_ALLOW_PRIVATE_HOSTS opens a host for skill sources too.
+   */
+  skillSources: { allowHosts: PrivateHostRule[] };
   /** MCP proxy (core/src/mcp/proxy.ts): MCP_PROXY_MAX_BODY_BYTES caps a forwarded request body (default 4 MiB). */
   mcpProxy: { maxBodyBytes: number };
   /**
@@ -395,6 +402,12 @@ export function loadConfig(role: Role, env: Env = process.env): ParsedConfig {
   };
   const allowPrivate = parsePrivateHostRules(env.EGRESS_ALLOW_PRIVATE_HOSTS ?? '');
   problems.push(...allowPrivate.problems);
+  const skillSourceHosts = parsePrivateHostRules(env.SKILL_SOURCES_ALLOW_HOSTS ?? '');
+  problems.push(
+    ...skillSourceHosts.problems.map((m) =>
+      m.replace('EGRESS_ALLOW_PRIVATE_HOSTS', 'SKILL_SOURCES_ALLOW_HOSTS'),
+    ),
+  );
   const turn = {
     maxModelRequests: int(env, 'TURN_MAX_MODEL_REQUESTS', 50, problems, 1, 1000),
     maxTokens: int(env, 'TURN_MAX_TOKENS', 8192, problems, 1, 1_000_000),
@@ -425,6 +438,7 @@ export function loadConfig(role: Role, env: Env = process.env): ParsedConfig {
       allowPrivateHosts: allowPrivate.rules,
       caCertsFile: env.EGRESS_CA_CERTS ? resolve(env.EGRESS_CA_CERTS) : null,
     },
+    skillSources: { allowHosts: skillSourceHosts.rules },
     mcpProxy,
     memorySearch,
     deployments,
