@@ -49,6 +49,9 @@ export const CANONICAL_EVENT_TYPES = [
   'agent.custom_tool_use',
   'span.model_request_start',
   'span.model_request_end',
+  'agent.thread_context_compacted',
+  'span.compaction_summarize_start',
+  'span.compaction_summarize_end',
 ] as const;
 export type CanonicalEventType = (typeof CANONICAL_EVENT_TYPES)[number];
 
@@ -68,7 +71,11 @@ export const CHUNK_EVENT_TYPES = [
 export type ChunkEventType = (typeof CHUNK_EVENT_TYPES)[number];
 
 /** The spec's default SSE union: every canonical type except extension ones. */
-export const EXTENSION_CANONICAL_TYPES: ReadonlySet<string> = new Set(['session.warning']);
+export const EXTENSION_CANONICAL_TYPES: ReadonlySet<string> = new Set([
+  'session.warning',
+  'span.compaction_summarize_start',
+  'span.compaction_summarize_end',
+]);
 
 // ---------------------------------------------------------------------------------------------
 // Payload parts
@@ -91,7 +98,13 @@ const GENERAL_ERROR_TYPES = [
 ] as const;
 /** With `mcp_server_name`: the turn goes on without that server's tools (workers/src/mcpTurn.ts). */
 const MCP_ERROR_TYPES = ['mcp_connection_failed_error', 'mcp_authentication_failed_error'] as const;
-export const SESSION_ERROR_TYPES = [...GENERAL_ERROR_TYPES, ...MCP_ERROR_TYPES] as const;
+/** SDK CompactionLimitReachedErrorObject: harness `pi` could not bring the request under the window. */
+const COMPACTION_ERROR_TYPES = ['compaction_limit_reached_error'] as const;
+export const SESSION_ERROR_TYPES = [
+  ...GENERAL_ERROR_TYPES,
+  ...MCP_ERROR_TYPES,
+  ...COMPACTION_ERROR_TYPES,
+] as const;
 export const SessionErrorType = Type.Union(SESSION_ERROR_TYPES.map((t) => Type.Literal(t)));
 export type SessionErrorType = Static<typeof SessionErrorType>;
 
@@ -187,7 +200,9 @@ export const EVENT_PAYLOADS = {
   'session.error': {
     error: Type.Union([
       Obj({
-        type: Type.Union(GENERAL_ERROR_TYPES.map((t) => Type.Literal(t))),
+        type: Type.Union(
+          [...GENERAL_ERROR_TYPES, ...COMPACTION_ERROR_TYPES].map((t) => Type.Literal(t)),
+        ),
         message: Type.String(),
         retry_status: RetryStatus,
       }),
@@ -267,6 +282,31 @@ export const EVENT_PAYLOADS = {
     model_usage: SpanModelUsage,
     /** Extension. */
     stop_reason: Type.Union(SPAN_STOP_REASONS.map((r) => Type.Literal(r))),
+  },
+  /**
+   * SDK BetaManagedAgentsAgentThreadContextCompactedEvent (id, processed_at, type), plus
+   * extensions: the summary that replaces the history before it, the strategy that wrote it
+   * (`truncate` when summarising failed and the platform's fallback did), why it ran, and the
+   * estimated input tokens before. workers/src/compaction/*.
+   */
+  'agent.thread_context_compacted': {
+    summary: Type.String(),
+    strategy: Type.Union(
+      ['cc-style', 'opencode-style', 'summarize', 'truncate'].map((s) => Type.Literal(s)),
+    ),
+    trigger: Type.Union([Type.Literal('threshold'), Type.Literal('overflow')]),
+    fallback_reason: Nullable(Type.String()),
+    estimated_tokens_before: Type.Integer({ minimum: 0 }),
+  },
+  /** Extension (spec span.compaction_summarize_*): the summary model call of a compaction. */
+  'span.compaction_summarize_start': {
+    strategy: Type.String(),
+    trigger: Type.Union([Type.Literal('threshold'), Type.Literal('overflow')]),
+  },
+  'span.compaction_summarize_end': {
+    compaction_summarize_start_id: Id('sevt_'),
+    is_error: Type.Boolean(),
+    model_usage: SpanModelUsage,
   },
 } satisfies Partial<Record<CanonicalEventType, TProperties>>;
 
@@ -355,6 +395,19 @@ export const SpanModelRequestEndEvent = eventOf(
   P['span.model_request_end'],
 );
 
+export const AgentThreadContextCompactedEvent = eventOf(
+  'agent.thread_context_compacted',
+  P['agent.thread_context_compacted'],
+);
+export const SpanCompactionSummarizeStartEvent = eventOf(
+  'span.compaction_summarize_start',
+  P['span.compaction_summarize_start'],
+);
+export const SpanCompactionSummarizeEndEvent = eventOf(
+  'span.compaction_summarize_end',
+  P['span.compaction_summarize_end'],
+);
+
 /** Schema per canonical type the platform emits. */
 export const SESSION_EVENT_SCHEMAS = {
   'user.message': UserMessageEvent,
@@ -380,6 +433,9 @@ export const SESSION_EVENT_SCHEMAS = {
   'agent.mcp_tool_result': AgentMcpToolResultEvent,
   'span.model_request_start': SpanModelRequestStartEvent,
   'span.model_request_end': SpanModelRequestEndEvent,
+  'agent.thread_context_compacted': AgentThreadContextCompactedEvent,
+  'span.compaction_summarize_start': SpanCompactionSummarizeStartEvent,
+  'span.compaction_summarize_end': SpanCompactionSummarizeEndEvent,
 } satisfies Partial<Record<CanonicalEventType, TSchema>>;
 
 export const SessionEvent = Type.Union(
