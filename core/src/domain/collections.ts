@@ -11,6 +11,7 @@ import type { AgentSpec, ModelConfig } from '@agentfleet/schemas';
 import type { DeploymentDoc, DeploymentRunDoc } from '../deployments/docs.js';
 import type { WorkDoc } from '../work/docs.js';
 import type { WebhookDeliveryDoc, WebhookEndpointDoc, WebhookEventDoc } from '../webhooks/docs.js';
+import type { SkillDoc, SkillVersionDoc } from '../skills/docs.js';
 
 /** A worker seen polling an environment (Work stats `workers_polling`). */
 export interface WorkPollerDoc {
@@ -365,6 +366,19 @@ export const COLLECTIONS = {
     ],
   },
   workPollers: { name: 'work_pollers', indexes: [{ fields: { tenant_id: 1, environment_id: 1 } }] },
+  /** Custom skills (core/src/skills); a name is unique per tenant (it is the mount folder). */
+  skills: {
+    name: 'skills',
+    indexes: [
+      { fields: { tenant_id: 1, _id: 1 } },
+      { fields: { tenant_id: 1, name: 1 }, unique: true },
+    ],
+  },
+  /** Published skill versions; `_id` is `<skill_id>/<version>`. */
+  skillVersions: {
+    name: 'skill_versions',
+    indexes: [{ fields: { tenant_id: 1, skill_id: 1, _id: 1 } }],
+  },
 } as const satisfies Record<string, CollectionSpec>;
 
 export function openCollections(router: StoreRouter) {
@@ -390,6 +404,8 @@ export function openCollections(router: StoreRouter) {
     webhookEndpoints: t<WebhookEndpointDoc>(COLLECTIONS.webhookEndpoints),
     webhookEvents: t<WebhookEventDoc>(COLLECTIONS.webhookEvents),
     webhookDeliveries: t<WebhookDeliveryDoc>(COLLECTIONS.webhookDeliveries),
+    skills: t<SkillDoc>(COLLECTIONS.skills),
+    skillVersions: t<SkillVersionDoc>(COLLECTIONS.skillVersions),
   };
 }
 export type Collections = ReturnType<typeof openCollections>;

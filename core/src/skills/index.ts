@@ -1,0 +1,12 @@
+export * from './docs.js';
+export * from './parse.js';
+export * from './zip.js';
+export * from './builtins.js';
+export * from './refs.js';
+export {
+  SkillService,
+  renderSkill,
+  renderVersion,
+  type SkillListQuery,
+  type SkillCreateMeta,
+} from './service.js';
