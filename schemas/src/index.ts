@@ -14,4 +14,3 @@ export * from './limits.js';
 export * from './serviceResources.js';
 export * from './deployments.js';
 export * from './webhooks.js';
-export * from './memory.js';

@@ -1,0 +1,21 @@
+/** Memory search (issue 13): see service.ts for its guarantees and vectorIndex.ts for the index. */
+export {
+  MemorySearchService,
+  MAX_EMBED_PER_SEARCH,
+  embeddingText,
+  snippet,
+  type MemorySource,
+  type SourceMemory,
+  type MemorySearchAnswer,
+  type MemorySearchHit,
+  type MemorySearchOptions,
+} from './service.js';
+export {
+  resolveEmbeddingModel,
+  isEmbeddingCard,
+  EmbeddingError,
+  type EmbeddingModel,
+  type EmbeddingDeps,
+} from './embeddings.js';
+export { VectorIndex, bruteForceCosine, encodeVector, decodeVector } from './vectorIndex.js';
+export { LexicalIndex } from './lexicalIndex.js';
