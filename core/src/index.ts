@@ -40,6 +40,7 @@ export * from './platform.js';
 export * from './deployments/index.js';
 export * from './work/index.js';
 export * from './webhooks/index.js';
+export * from './memory/index.js';
 export * from './skills/index.js';
 export { EmbeddedBus } from './adapters/embedded/bus.js';
 export {

@@ -23,6 +23,7 @@ import { validateOAuthCredential } from './mcp/validate.js';
 import { DeploymentService } from './deployments/index.js';
 import { WorkService, type WorkWebhookEmitter } from './work/index.js';
 import { emitSessionStatusWebhooks, WebhookService } from './webhooks/index.js';
+import { MemoryService } from './memory/index.js';
 import { SkillService } from './skills/service.js';
 
 /**
@@ -83,6 +84,11 @@ export interface Platform {
    * endpoints, and the worker's sender (`startSender`) with its due-time scan (`sweep(now)`).
    */
   webhooks: WebhookService;
+  /**
+   * Memory stores, memories and versions (core/src/memory): `sweepVersions(now)` is the daily
+   * retention sweep; `setSearchHook` is where memory search registers.
+   */
+  memory: MemoryService;
   /** Custom and built-in skills with their versions (core/src/skills/service.ts). */
   skills: SkillService;
   close(): Promise<void>;
@@ -194,7 +200,12 @@ export async function createPlatform(config: Config, adapters: Adapters): Promis
   });
   sessions.useWorkQueue((tenant, s) => work.enqueue(tenant, s));
   const skills = new SkillService(collections, objects);
+  const memory = new MemoryService(
+    collections,
+    createLogger(config.logLevel, { component: 'memory' }),
+  );
   const platform: Platform = {
+    memory,
     skills,
     work,
     webhooks,

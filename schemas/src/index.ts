@@ -14,3 +14,4 @@ export * from './limits.js';
 export * from './serviceResources.js';
 export * from './deployments.js';
 export * from './webhooks.js';
+export * from './memory.js';

@@ -11,6 +11,7 @@ import type { AgentSpec, ModelConfig } from '@agentfleet/schemas';
 import type { DeploymentDoc, DeploymentRunDoc } from '../deployments/docs.js';
 import type { WorkDoc } from '../work/docs.js';
 import type { WebhookDeliveryDoc, WebhookEndpointDoc, WebhookEventDoc } from '../webhooks/docs.js';
+import type { MemoryDoc, MemoryStoreDoc, MemoryVersionDoc } from '../memory/docs.js';
 import type { SkillDoc, SkillVersionDoc } from '../skills/docs.js';
 
 /** A worker seen polling an environment (Work stats `workers_polling`). */
@@ -366,6 +367,28 @@ export const COLLECTIONS = {
     ],
   },
   workPollers: { name: 'work_pollers', indexes: [{ fields: { tenant_id: 1, environment_id: 1 } }] },
+  /** Memory stores (core/src/memory). */
+  memoryStores: {
+    name: 'memory_stores',
+    indexes: [{ fields: { tenant_id: 1, _id: 1 } }, { fields: { tenant_id: 1, agent_id: 1 } }],
+  },
+  /** Live memories only (a delete removes the document): a path is unique in its store. */
+  memories: {
+    name: 'memories',
+    indexes: [
+      { fields: { tenant_id: 1, store_id: 1, path: 1 }, unique: true },
+      { fields: { tenant_id: 1, store_id: 1, updated_at: 1 } },
+    ],
+  },
+  /** Every write's version; the retention sweep scans `created_ms`. */
+  memoryVersions: {
+    name: 'memory_versions',
+    indexes: [
+      { fields: { tenant_id: 1, store_id: 1, _id: 1 } },
+      { fields: { tenant_id: 1, store_id: 1, memory_id: 1, _id: 1 } },
+      { fields: { created_ms: 1 } },
+    ],
+  },
   /** Custom skills (core/src/skills); a name is unique per tenant (it is the mount folder). */
   skills: {
     name: 'skills',
@@ -404,6 +427,9 @@ export function openCollections(router: StoreRouter) {
     webhookEndpoints: t<WebhookEndpointDoc>(COLLECTIONS.webhookEndpoints),
     webhookEvents: t<WebhookEventDoc>(COLLECTIONS.webhookEvents),
     webhookDeliveries: t<WebhookDeliveryDoc>(COLLECTIONS.webhookDeliveries),
+    memoryStores: t<MemoryStoreDoc>(COLLECTIONS.memoryStores),
+    memories: t<MemoryDoc>(COLLECTIONS.memories),
+    memoryVersions: t<MemoryVersionDoc>(COLLECTIONS.memoryVersions),
     skills: t<SkillDoc>(COLLECTIONS.skills),
     skillVersions: t<SkillVersionDoc>(COLLECTIONS.skillVersions),
   };

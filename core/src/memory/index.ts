@@ -1,0 +1,22 @@
+export {
+  MemoryService,
+  sha256Hex,
+  type MemorySearchHook,
+  type MemoryUpdateInput,
+} from './service.js';
+export {
+  nextSweepAt,
+  startMemoryVersionSweeper,
+  sweepVersions,
+  VERSION_RETENTION_MS,
+  type RunningSweeper,
+} from './sweep.js';
+export {
+  renderMemory,
+  renderStore as renderMemoryStore,
+  renderVersion as renderMemoryVersion,
+} from './render.js';
+export type { Memory, MemoryStore, MemoryVersion } from './render.js';
+export type { MemoryListItem } from './listing.js';
+export { checkMemoryPath, checkPathPrefix } from './paths.js';
+export * from './docs.js';

@@ -1,0 +1,114 @@
+/**
+ * Memory stores, memories and memory versions (SDK 1.12 `client.beta.memoryStores`,
+ * `.memories`, `.memoryVersions`; the spec's `/v1/memory_stores` with `agent_id` and
+ * `embedding_model`): request bodies and queries as the SDKs send them. Checks the schema cannot
+ * express (path grammar, NFC, byte sizes, overlap) are in core/src/memory/. Proved by
+ * test/memory-stores.test.ts and test/python/sdk_suite/test_memory.py.
+ */
+import { Type, type Static } from '@sinclair/typebox';
+import { Metadata, MetadataPatch, Nullable, Obj } from './common.js';
+
+/** SDK: 1–255 characters, no control characters. */
+const StoreName = Type.String({
+  minLength: 1,
+  maxLength: 255,
+  pattern: '^[^\\u0000-\\u001f\\u007f]*$',
+});
+const StoreDescription = Type.String({ maxLength: 1024 });
+/** The spec's embedding model: a model card id (or a provider model name) for M2's search. */
+const EmbeddingModel = Type.String({ minLength: 1, maxLength: 256 });
+
+export const MemoryStoreCreate = Obj({
+  name: StoreName,
+  description: Type.Optional(StoreDescription),
+  metadata: Type.Optional(Metadata),
+  /** Spec: the agent the store belongs to (`GET /v1/memory_stores?agent_id=`). */
+  agent_id: Type.Optional(Nullable(Type.String({ minLength: 1, maxLength: 128 }))),
+  /** Spec: defaults to the platform setting. */
+  embedding_model: Type.Optional(Nullable(EmbeddingModel)),
+});
+export type MemoryStoreCreate = Static<typeof MemoryStoreCreate>;
+
+export const MemoryStoreUpdate = Obj({
+  name: Type.Optional(Nullable(StoreName)),
+  description: Type.Optional(Nullable(StoreDescription)),
+  metadata: Type.Optional(Nullable(MetadataPatch)),
+});
+export type MemoryStoreUpdate = Static<typeof MemoryStoreUpdate>;
+
+export const MemoryStoreListQuery = Obj({
+  limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 1000 })),
+  page: Type.Optional(Type.String({ maxLength: 512 })),
+  cursor: Type.Optional(Type.String({ maxLength: 512 })),
+  'created_at[gte]': Type.Optional(Type.String()),
+  'created_at[lte]': Type.Optional(Type.String()),
+  include_archived: Type.Optional(Type.Boolean()),
+  agent_id: Type.Optional(Type.String({ maxLength: 256 })),
+});
+export type MemoryStoreListQuery = Static<typeof MemoryStoreListQuery>;
+
+export const MemoryView = Type.Union([Type.Literal('basic'), Type.Literal('full')]);
+export type MemoryView = Static<typeof MemoryView>;
+export const MemoryViewQuery = Obj({ view: Type.Optional(MemoryView) });
+export type MemoryViewQuery = Static<typeof MemoryViewQuery>;
+
+/** Paths are checked by core/src/memory/paths.ts (400 naming `path`); this bounds the string. */
+const MemoryPath = Type.String({ maxLength: 4096 });
+/** Content is bounded in bytes by the service (100 kB); this bounds the string first. */
+const MemoryContent = Type.String({ maxLength: 1_000_000 });
+
+export const MemoryCreate = Obj({ path: MemoryPath, content: Nullable(MemoryContent) });
+export type MemoryCreate = Static<typeof MemoryCreate>;
+
+export const MemoryPrecondition = Obj({
+  type: Type.Literal('content_sha256'),
+  content_sha256: Type.Optional(Type.String({ pattern: '^[0-9a-f]{64}$' })),
+});
+export const MemoryUpdate = Obj({
+  path: Type.Optional(Nullable(MemoryPath)),
+  content: Type.Optional(Nullable(MemoryContent)),
+  precondition: Type.Optional(MemoryPrecondition),
+});
+export type MemoryUpdate = Static<typeof MemoryUpdate>;
+
+export const MemoryListQuery = Obj({
+  limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 1000 })),
+  page: Type.Optional(Type.String({ maxLength: 512 })),
+  depth: Type.Optional(Type.Integer({ minimum: 0, maximum: 20 })),
+  path_prefix: Type.Optional(Type.String({ maxLength: 4096 })),
+  view: Type.Optional(MemoryView),
+});
+export type MemoryListQuery = Static<typeof MemoryListQuery>;
+
+export const MemoryDeleteQuery = Obj({
+  expected_content_sha256: Type.Optional(Type.String({ pattern: '^[0-9a-f]{64}$' })),
+});
+export type MemoryDeleteQuery = Static<typeof MemoryDeleteQuery>;
+
+export const MemoryVersionOperation = Type.Union([
+  Type.Literal('created'),
+  Type.Literal('modified'),
+  Type.Literal('deleted'),
+]);
+export const MemoryVersionListQuery = Obj({
+  limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 1000 })),
+  page: Type.Optional(Type.String({ maxLength: 512 })),
+  'created_at[gte]': Type.Optional(Type.String()),
+  'created_at[lte]': Type.Optional(Type.String()),
+  memory_id: Type.Optional(Type.String({ maxLength: 256 })),
+  operation: Type.Optional(MemoryVersionOperation),
+  api_key_id: Type.Optional(Type.String({ maxLength: 256 })),
+  session_id: Type.Optional(Type.String({ maxLength: 256 })),
+  service_account_id: Type.Optional(Type.String({ maxLength: 256 })),
+  view: Type.Optional(MemoryView),
+});
+export type MemoryVersionListQuery = Static<typeof MemoryVersionListQuery>;
+
+/** The spec's recent entries: `GET /v1/memory_stores/:id/entries?limit=`. */
+export const MemoryEntriesQuery = Obj({
+  limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 100 })),
+});
+export type MemoryEntriesQuery = Static<typeof MemoryEntriesQuery>;
+
+/** At most 100 kB (102,400 bytes) of UTF-8 per memory (SDK). */
+export const MAX_MEMORY_BYTES = 102_400;
