@@ -16,6 +16,7 @@ import { adminRoutes } from './routes/admin.js';
 import { mcpProxyRoutes } from './routes/mcpProxy.js';
 import { workRoutes } from './routes/work.js';
 import { fileRoutes, fileServicesOf, type FileServices } from './routes/files.js';
+import { skillRoutes } from './routes/skills.js';
 import { openApiRoute, recordRoutes } from './openapi/index.js';
 import { frameworkErrors, MAX_PARAM_LENGTH } from './frameworkErrors.js';
 
@@ -117,6 +118,7 @@ export async function buildApp(p: Platform, opts: AppOptions): Promise<FastifyIn
   await mcpProxyRoutes(app, p);
   const files = opts.files ?? fileServicesOf(p);
   if (files) fileRoutes(app, p, files);
+  skillRoutes(app, p);
   for (const plugin of opts.plugins ?? []) await plugin(app, p);
   openApiRoute(app);
   // Registered last: the streams the hooks above ended leave idle keep-alive sockets behind.
