@@ -24,6 +24,7 @@ import { DeploymentService } from './deployments/index.js';
 import { WorkService, type WorkWebhookEmitter } from './work/index.js';
 import { emitSessionStatusWebhooks, WebhookService } from './webhooks/index.js';
 import { MemoryService } from './memory/index.js';
+import { MemorySearchService } from './memory/search/index.js';
 import { SkillService } from './skills/service.js';
 
 /**
@@ -89,6 +90,11 @@ export interface Platform {
    * retention sweep; `setSearchHook` is where memory search registers.
    */
   memory: MemoryService;
+  /**
+   * Memory search (core/src/memory/search): `search(tenant, storeId, query, limit)`, semantic
+   * over the store's embedding model card or lexical; registered as the memory service's hook.
+   */
+  memorySearch: MemorySearchService;
   /** Custom and built-in skills with their versions (core/src/skills/service.ts). */
   skills: SkillService;
   close(): Promise<void>;
@@ -204,8 +210,27 @@ export async function createPlatform(config: Config, adapters: Adapters): Promis
     collections,
     createLogger(config.logLevel, { component: 'memory' }),
   );
+  // Search follows every committed memory write; vectors persist beside the memories.
+  const memorySearch = new MemorySearchService({
+    router,
+    source: {
+      store: (tenant, id) => collections.memoryStores.get(tenant, id),
+      memories: (tenant, storeId, ids) =>
+        collections.memories.find(tenant, { store_id: storeId, _id: { $in: ids } }),
+    },
+    embedding: {
+      c: collections,
+      secrets,
+      tenantFetch,
+      platformDefault: config.memorySearch.embeddingModel,
+    },
+    maxOpenIndexes: config.memorySearch.maxOpenIndexes,
+    log: createLogger(config.logLevel, { component: 'memory-search' }),
+  });
+  memory.setSearchHook(memorySearch.hook);
   const platform: Platform = {
     memory,
+    memorySearch,
     skills,
     work,
     webhooks,
@@ -230,6 +255,7 @@ export async function createPlatform(config: Config, adapters: Adapters): Promis
     egress: { policy: egressPolicy, fetch: tenantFetch },
     mcpProxy,
     async close() {
+      await memorySearch.idle();
       await tenantFetch.close().catch(() => {});
       await mcpProxy.close();
       await adapters.close();

@@ -9,7 +9,7 @@
  *   (provider openai, oai, oai-compatible, openai-compatible, or pi_config.api openai-*). Its
  *   `model` is the wire model, its `base_url` (default https://api.openai.com/v1) the endpoint,
  *   its sealed api_key the bearer and its sealed custom headers go along.
- * - A store's `embedding_model` names such a card by model_id in the store's tenant. A store
+ * - A store's `embedding_model` names such a card (model_id, or card id) in the store's tenant. A store
  *   without one uses the platform default MEMORY_EMBEDDING_MODEL, looked up in the store's
  *   tenant first, else among the operator's cards (tnt_default). Neither → lexical search.
  * - A named card that is missing or not an embedding model is a 400 naming `embedding_model`.
@@ -76,9 +76,11 @@ export async function resolveEmbeddingModel(
   const named = storeModel || null;
   const name = named ?? d.platformDefault;
   if (!name) return null;
-  let card = await d.c.modelCards.findOne(tenant, { model_id: name });
+  // By model_id (a card's name), or by the card's id.
+  const which = { $or: [{ model_id: name }, { _id: name }] };
+  let card = await d.c.modelCards.findOne(tenant, which);
   if (!card && !named && tenant !== DEFAULT_TENANT)
-    card = await d.c.modelCards.findOne(DEFAULT_TENANT, { model_id: name });
+    card = await d.c.modelCards.findOne(DEFAULT_TENANT, which);
   const field = 'embedding_model';
   const source = named ? "the store's embedding_model" : 'the platform default';
   if (!card) throw invalid(field, `no model card '${name}' (${source})`);
