@@ -2,8 +2,9 @@
  * The spec's agent fields for features not built yet are refused with a 400 naming the field
  * and saying "not supported yet", on create and update, and nothing is stored
  * (core/src/domain/unsupported.ts refuseUnbuiltAgentFields): `memory_store_id` (memory stores,
- * issue 13) and a `harness` other than `default` (`pi` = harness-owned compaction). `null` and
- * `default` are accepted. Plain HTTP: the SDK has neither field.
+ * issue 13), and a `harness` other than `default` and `pi` (core/src/domain/compactionSettings.ts
+ * checkHarness; `pi` = harness-owned compaction, test/compaction.test.ts). `null`, `default` and
+ * `pi` are accepted. Plain HTTP: the SDK has neither field.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startPlatform, type TestPlatform } from './harness.js';
@@ -25,7 +26,7 @@ async function expectRefused(res: Response, field: string) {
 }
 
 describe('unbuilt agent fields', () => {
-  it('memory_store_id and harness pi are refused on create and update; null/default accepted', async () => {
+  it('memory_store_id and an unknown harness are refused on create and update; null/default/pi accepted', async () => {
     const { apiKey } = await t.newTenant('unbuilt-agent');
     const post = (path: string, json: unknown) =>
       t.http(path, { method: 'POST', key: apiKey, json });
@@ -34,7 +35,7 @@ describe('unbuilt agent fields', () => {
       await post('/v1/agents', { ...base, memory_store_id: 'memstore_1' }),
       'memory_store_id',
     );
-    await expectRefused(await post('/v1/agents', { ...base, harness: 'pi' }), 'harness');
+    await expectRefused(await post('/v1/agents', { ...base, harness: 'codex' }), 'harness');
     const list = await t.http('/v1/agents', { key: apiKey });
     expect(((await list.json()) as { data: unknown[] }).data).toEqual([]);
 
@@ -42,7 +43,7 @@ describe('unbuilt agent fields', () => {
     expect(ok.status).toBe(200);
     const agent = (await ok.json()) as { id: string; version: number };
     await expectRefused(
-      await post(`/v1/agents/${agent.id}`, { version: agent.version, harness: 'pi' }),
+      await post(`/v1/agents/${agent.id}`, { version: agent.version, harness: 'codex' }),
       'harness',
     );
     await expectRefused(
@@ -51,5 +52,8 @@ describe('unbuilt agent fields', () => {
     );
     const after = await t.http(`/v1/agents/${agent.id}`, { key: apiKey });
     expect(((await after.json()) as { version: number }).version).toBe(agent.version);
+    const pi = await post(`/v1/agents/${agent.id}`, { version: agent.version, harness: 'pi' });
+    expect(pi.status).toBe(200);
+    expect(((await pi.json()) as { harness: string }).harness).toBe('pi');
   });
 });

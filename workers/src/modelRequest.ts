@@ -22,6 +22,8 @@ import { costUpdate } from './budget.js';
 import { providerRequest } from './modelSettings.js';
 import { sessionError, spanEnd, toModelError, zeroUsage } from './turnEvents.js';
 import type { McpTools } from './mcpTurn.js';
+import { isContextOverflow } from './compaction/overflow.js';
+import { TurnCompaction } from './compaction/turnCompaction.js';
 
 export const MODEL_ATTEMPTS = 3;
 
@@ -33,8 +35,26 @@ export type AppendFenced = (
 
 export type ModelOutcome =
   { kind: 'ok'; stop: string; toolUses: ToolCall[] } | { kind: 'error'; exhausted: boolean };
+/** Harness `pi` only: the provider said the request exceeds its context window. */
+export type AttemptOutcome = ModelOutcome | { kind: 'overflow' };
 
-/** One model call with streaming, retried on retryable errors; appends the canonical events. */
+/**
+ * Harness `pi` (workers/src/compaction/turnCompaction.ts): the request carries the session id
+ * and is not trimmed; a context overflow is returned (`'return'`: the caller compacts and
+ * retries once) or reported as the terminal session.error compaction_limit_reached_error
+ * (`'limit'`: the retry overflowed too).
+ */
+export interface PiRequestOptions {
+  sessionId: string;
+  onOverflow: 'return' | 'limit';
+}
+
+/**
+ * One model call with streaming, retried on retryable errors; appends the canonical events. A
+ * harness `pi` session's call goes through its context compaction, which sends the history
+ * rebuilt from the session's last compaction boundary instead of `history`
+ * (./compaction/turnCompaction.ts).
+ */
 export async function modelRequest(
   p: Platform,
   tenant: string,
@@ -44,6 +64,22 @@ export async function modelRequest(
   signal: AbortSignal,
   mcp?: Pick<McpTools, 'specs' | 'lookup'>,
 ): Promise<ModelOutcome> {
+  if (s.agent.harness === 'pi')
+    return new TurnCompaction(p, tenant, s, append, signal).request(mcp);
+  return (await modelAttempts(p, tenant, s, append, history, signal, mcp)) as ModelOutcome;
+}
+
+/** The attempts of one model call (see the file header); `pi` set for harness `pi` sessions. */
+export async function modelAttempts(
+  p: Platform,
+  tenant: string,
+  s: SessionDoc,
+  append: AppendFenced,
+  history: ReturnType<typeof buildHistory>,
+  signal: AbortSignal,
+  mcp?: Pick<McpTools, 'specs' | 'lookup'>,
+  pi?: PiRequestOptions,
+): Promise<AttemptOutcome> {
   const sid = s._id;
   for (let attempt = 1; ; attempt++) {
     const [start] = await append([{ type: 'span.model_request_start', payload: {} }]);
@@ -51,7 +87,15 @@ export async function modelRequest(
       const resolved = await p.models.resolve(tenant, s.agent.model);
       // Effort normalised and pi_config applied (max tokens, headers, context window).
       const stream = resolved.provider.stream(
-        providerRequest(resolved, s.agent, history, p.config.turn.maxTokens, signal, mcp?.specs),
+        providerRequest(
+          resolved,
+          s.agent,
+          history,
+          p.config.turn.maxTokens,
+          signal,
+          mcp?.specs,
+          pi ? { sessionId: pi.sessionId } : undefined,
+        ),
       );
       const t0 = performance.now();
       const r = await consumeModelStream(
@@ -88,6 +132,21 @@ export async function modelRequest(
       }
       const me = toModelError(err);
       p.metrics.modelRequests.inc({ protocol: 'any', outcome: me.kind });
+      if (pi && isContextOverflow(me)) {
+        if (pi.onOverflow === 'return') {
+          await append([spanEnd(start!._id, true, zeroUsage(), 'error')]);
+          return { kind: 'overflow' };
+        }
+        await append([
+          spanEnd(start!._id, true, zeroUsage(), 'error'),
+          sessionError(
+            'compaction_limit_reached_error',
+            `the request still exceeds the model's context window after compaction: ${me.message}`,
+            'terminal',
+          ),
+        ]);
+        return { kind: 'error', exhausted: false };
+      }
       const retry = me.retryable && attempt < MODEL_ATTEMPTS;
       await append([
         spanEnd(start!._id, true, zeroUsage(), 'error'),

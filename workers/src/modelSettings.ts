@@ -126,6 +126,17 @@ export function estimateTokens(messages: ChatMessage[]): number {
   return messages.reduce((n, m) => n + 4 + m.content.reduce((k, b) => k + blockTokens(b), 0), 0);
 }
 
+/** A conservative estimate of a whole request's input tokens (system, tools and messages). */
+export function estimateRequestTokens(
+  system: string | undefined,
+  tools: ToolSpec[] | undefined,
+  messages: ChatMessage[],
+): number {
+  const fixed =
+    Math.ceil(((system ?? '').length + JSON.stringify(tools ?? []).length) / CHARS_PER_TOKEN) + 16;
+  return fixed + estimateTokens(messages);
+}
+
 /**
  * The messages that fit `contextWindow` with `outputTokens` left for the answer, and the output
  * ceiling that remains. Throws a terminal ModelError when even the latest turn does not fit.
@@ -173,6 +184,12 @@ export function providerRequest(
   signal: AbortSignal,
   /** The turn's MCP tools (workers/src/mcpTurn.ts), offered after the agent's own. */
   mcpTools: ToolSpec[] = [],
+  /**
+   * Harness `pi` (workers/src/compaction): the history is sent whole (compaction, not
+   * trimming, keeps it under the window; the output cap is what the window leaves), with the
+   * session id for the provider's cache.
+   */
+  pi?: { sessionId: string },
 ): ModelRequest {
   const settings = modelSettings(resolved.piConfig, agent.model.effort?.type, platformMaxTokens);
   const system = agent.system ?? undefined;
@@ -180,7 +197,10 @@ export function providerRequest(
   const tools = specs.length ? specs : undefined;
   let messages = history;
   let limit = settings.maxTokensLimit;
-  if (settings.contextWindow !== undefined) {
+  if (settings.contextWindow !== undefined && pi) {
+    const used = estimateRequestTokens(system, tools, history);
+    limit = Math.min(limit ?? Infinity, Math.max(1, settings.contextWindow - used));
+  } else if (settings.contextWindow !== undefined) {
     const fit = fitContextWindow(
       settings.contextWindow,
       settings.maxTokens,
@@ -202,6 +222,7 @@ export function providerRequest(
     ...(settings.effortValue !== undefined ? { effortValue: settings.effortValue } : {}),
     ...(settings.headers ? { headers: settings.headers } : {}),
     speed: agent.model.speed,
+    ...(pi ? { sessionId: pi.sessionId } : {}),
     signal,
   };
 }

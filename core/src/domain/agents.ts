@@ -9,6 +9,7 @@ import { createdAtBounds, decodeCursor, makePage, pageById, type Page } from './
 import type { ModelResolver } from './models.js';
 import { applyMetadataPatch } from './metadata.js';
 import { checkToolPolicies } from './toolPolicy.js';
+import { checkHarness, checkHarnessSpec } from './compactionSettings.js';
 import {
   refuseExecutionIdentity,
   refuseMultiagent,
@@ -205,12 +206,14 @@ export class AgentService {
         throw invalid('environment_id', `environment ${spec.environment_id} not found`);
     }
     checkMcpServers(spec);
+    checkHarnessSpec(spec);
   }
 
   async create(tenant: string, body: AgentCreate): Promise<Agent> {
     refuseMultiagent(body.multiagent);
     refuseExecutionIdentity(body.execution_identity);
     refuseUnbuiltAgentFields(body);
+    checkHarness(body.harness);
     refuseSkills(body.skills);
     const now = nowIso();
     const spec: AgentSpec = {
@@ -331,6 +334,7 @@ export class AgentService {
     refuseMultiagent(body.multiagent);
     refuseExecutionIdentity(body.execution_identity);
     refuseUnbuiltAgentFields(body);
+    checkHarness(body.harness);
     refuseSkills(body.skills);
     for (let attempt = 0; attempt < 5; attempt++) {
       const doc = await this.getDoc(tenant, id);

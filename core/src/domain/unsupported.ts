@@ -53,18 +53,13 @@ export function refuseAccountScope(value: unknown): void {
 }
 
 /**
- * The spec's agent fields for features not built yet: `memory_store_id` (memory stores) and a
- * `harness` other than `default` (`pi` turns on harness-owned compaction). `null` and
- * `default` are accepted.
+ * The spec's agent fields for features not built yet: `memory_store_id` (memory stores). `null`
+ * is accepted. (`harness`: `default` and `pi` are served; others are refused by
+ * ./compactionSettings.ts checkHarness.)
  */
 export function refuseUnbuiltAgentFields(body: { memory_store_id?: unknown; harness?: unknown }) {
   if (body.memory_store_id !== undefined && body.memory_store_id !== null)
     throw notSupportedYet('memory_store_id', 'memory stores (memory_store_id)');
-  if (body.harness !== undefined && body.harness !== 'default')
-    throw notSupportedYet(
-      'harness',
-      `harness '${String(body.harness)}' (harness-owned context compaction)`,
-    );
 }
 
 /**

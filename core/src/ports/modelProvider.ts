@@ -79,6 +79,12 @@ export interface ModelRequest {
    */
   headers?: Record<string, string>;
   speed?: 'standard' | 'fast';
+  /**
+   * The conversation identity the provider may key its prompt cache on (set for harness `pi`
+   * sessions only: workers/src/compaction): Anthropic `metadata.user_id`, OpenAI
+   * `prompt_cache_key`. Absent: nothing is sent.
+   */
+  sessionId?: string;
   signal?: AbortSignal;
 }
 

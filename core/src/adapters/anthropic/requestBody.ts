@@ -57,6 +57,7 @@ export function toAnthropicBody(req: ModelRequest): Record<string, unknown> {
   }
   Object.assign(body, outputCap(req));
   if (req.speed === 'fast') body.speed = 'fast';
+  if (req.sessionId) body.metadata = { user_id: req.sessionId };
   return body;
 }
 

@@ -49,6 +49,7 @@ export function toOpenAIBody(req: ModelRequest): Record<string, unknown> {
         ? req.effortValue
         : OPENAI_REASONING_EFFORT[req.effort];
   if (req.speed === 'fast') body.service_tier = 'priority';
+  if (req.sessionId) body.prompt_cache_key = req.sessionId;
   return body;
 }
 

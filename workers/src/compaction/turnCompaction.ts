@@ -1,0 +1,233 @@
+/**
+ * Harness-owned context compaction for agents with `harness: 'pi'` (spec "Compaction metadata
+ * (harness `pi`)"): each model request of such a session goes through `request`. Guarantees:
+ * - threshold: when the request's estimated input (system, tools, history; conservative, see
+ *   ../modelSettings.ts) exceeds `compaction_trigger_fraction` × the card's
+ *   `pi_config.contextWindow`, the conversation is compacted before the request is sent (not
+ *   again when nothing was added since the last boundary). A card without a contextWindow
+ *   compacts on overflow only;
+ * - overflow: a provider context-overflow answer (./overflow.ts, both protocols) compacts and
+ *   retries the request once; the turn goes on. A request still over the window after
+ *   compaction (estimated, or the retry overflowing again) ends the turn with the terminal
+ *   session.error `compaction_limit_reached_error`; the session stays usable;
+ * - a compaction appends span.compaction_summarize_start, then span.compaction_summarize_end
+ *   with the boundary event agent.thread_context_compacted (summary, strategy, trigger) in one
+ *   fenced append; the history sent afterwards is rebuilt from that boundary
+ *   (./boundaryHistory.ts), also after a worker restart;
+ * - fallback: when the summary call fails, returns no text or calls a tool (a tool call rejects
+ *   the boundary), the platform writes the boundary itself with strategy `truncate`: the newest
+ *   messages that fit the summary cap, verbatim, oldest dropped (./summaryPayload.ts
+ *   fallbackSummary);
+ * - the summary call's usage is reported on its span; it is not added to the session's usage.
+ * Default-harness sessions never reach this file. Proved by test/compaction.test.ts and
+ * test/compaction-overflow.test.ts.
+ */
+import {
+  compactionSettings,
+  DEFAULT_MAX_SUMMARY_TOKENS,
+  DEFAULT_TRIGGER_FRACTION,
+  type ChatMessage,
+  type CompactionSettings,
+  type EventDoc,
+  type ModelRequest,
+  type ModelStreamEvent,
+  type ModelUsage,
+  type Platform,
+  type ResolvedModel,
+  type SessionDoc,
+} from '@agentfleet/core';
+import { estimateRequestTokens, providerRequest } from '../modelSettings.js';
+import { modelAttempts, type AppendFenced, type ModelOutcome } from '../modelRequest.js';
+import { resolveFileBlocks } from '../fileBlocks.js';
+import { sessionError, toModelError, zeroUsage } from '../turnEvents.js';
+import type { McpTools } from '../mcpTurn.js';
+import { BOUNDARY_EVENT, boundaryHistory } from './boundaryHistory.js';
+import { fallbackSummary, summaryRequest } from './summaryPayload.js';
+
+export type Trigger = 'threshold' | 'overflow';
+
+/** Events that add to the conversation; none after the newest boundary = nothing to compact. */
+const CONVERSATION_TYPES = new Set([
+  'user.message',
+  'user.custom_tool_result',
+  'user.tool_result',
+  'system.message',
+  'agent.message',
+  'agent.tool_use',
+  'agent.tool_result',
+  'agent.mcp_tool_use',
+  'agent.mcp_tool_result',
+  'agent.custom_tool_use',
+]);
+
+function nothingSinceBoundary(events: EventDoc[]): boolean {
+  for (let i = events.length - 1; i >= 0; i--) {
+    const t = events[i]!.type;
+    if (t === BOUNDARY_EVENT) return true;
+    if (CONVERSATION_TYPES.has(t)) return false;
+  }
+  return false;
+}
+
+/** The settings a stored agent runs with; a value that no longer validates gets the default. */
+function settingsOf(s: SessionDoc): CompactionSettings {
+  try {
+    return compactionSettings(s.agent.metadata);
+  } catch {
+    return {
+      strategy: 'cc-style',
+      triggerFraction: DEFAULT_TRIGGER_FRACTION,
+      maxSummaryTokens: DEFAULT_MAX_SUMMARY_TOKENS,
+    };
+  }
+}
+
+export class TurnCompaction {
+  readonly settings: CompactionSettings;
+
+  constructor(
+    private readonly p: Platform,
+    private readonly tenant: string,
+    private readonly s: SessionDoc,
+    private readonly append: AppendFenced,
+    private readonly signal: AbortSignal,
+  ) {
+    this.settings = settingsOf(s);
+  }
+
+  /** The session's events and the history sent from them (boundary applied, file blocks resolved). */
+  private async load(): Promise<{ events: EventDoc[]; history: ChatMessage[] }> {
+    const events = await this.p.events.all(this.tenant, this.s._id);
+    const history = await resolveFileBlocks(this.p.files, this.tenant, boundaryHistory(events));
+    return { events, history };
+  }
+
+  /** One model request of the turn, compacting first or on overflow (see the file header). */
+  async request(mcp?: Pick<McpTools, 'specs' | 'lookup'>): Promise<ModelOutcome> {
+    const load = () => this.load();
+    const { p, s, signal } = this;
+    const sessionId = s._id;
+    let resolved: ResolvedModel;
+    try {
+      resolved = await p.models.resolve(this.tenant, s.agent.model);
+    } catch {
+      // modelRequest reports the failure as the session.error it is.
+      const { history } = await load();
+      const out = await modelAttempts(p, this.tenant, s, this.append, history, signal, mcp, {
+        sessionId,
+        onOverflow: 'limit',
+      });
+      return out.kind === 'overflow' ? { kind: 'error', exhausted: false } : out;
+    }
+    const mainRequest = (history: ChatMessage[]) =>
+      providerRequest(resolved, s.agent, history, p.config.turn.maxTokens, signal, mcp?.specs, {
+        sessionId,
+      });
+    const estimate = (r: ModelRequest) => estimateRequestTokens(r.system, r.tools, r.messages);
+    const cw = resolved.piConfig?.contextWindow;
+    const window = Number.isInteger(cw) && (cw as number) > 0 ? (cw as number) : undefined;
+    let { events, history } = await load();
+    if (window !== undefined) {
+      let used = estimate(mainRequest(history));
+      if (used > this.settings.triggerFraction * window && !nothingSinceBoundary(events)) {
+        await this.compact('threshold', resolved, mainRequest(history), used, window);
+        ({ events, history } = await load());
+        used = estimate(mainRequest(history));
+      }
+      if (used >= window) {
+        await this.append([
+          sessionError(
+            'compaction_limit_reached_error',
+            `the request needs about ${used} tokens after compaction, more than the model's context window of ${window} (pi_config.contextWindow)`,
+            'terminal',
+          ),
+        ]);
+        return { kind: 'error', exhausted: false };
+      }
+    }
+    const first = await modelAttempts(p, this.tenant, s, this.append, history, signal, mcp, {
+      sessionId,
+      onOverflow: 'return',
+    });
+    if (first.kind !== 'overflow') return first;
+    await this.compact(
+      'overflow',
+      resolved,
+      mainRequest(history),
+      estimate(mainRequest(history)),
+      window,
+    );
+    ({ history } = await load());
+    const retry = await modelAttempts(p, this.tenant, s, this.append, history, signal, mcp, {
+      sessionId,
+      onOverflow: 'limit',
+    });
+    return retry.kind === 'overflow' ? { kind: 'error', exhausted: false } : retry;
+  }
+
+  /** Summarises (or, failing that, truncates) and appends the boundary. */
+  private async compact(
+    trigger: Trigger,
+    resolved: ResolvedModel,
+    main: ModelRequest,
+    tokensBefore: number,
+    window: number | undefined,
+  ): Promise<void> {
+    const { settings, signal } = this;
+    const [start] = await this.append([
+      {
+        type: 'span.compaction_summarize_start',
+        payload: { strategy: settings.strategy, trigger },
+      },
+    ]);
+    let summary: string | null = null;
+    let fallbackReason: string | null = null;
+    let usage = zeroUsage();
+    try {
+      const req = summaryRequest(settings, main, window, `${this.s._id}:compaction:${start!._id}`);
+      const r = await collectSummary(resolved.provider.stream(req), signal);
+      usage = r.usage;
+      if (r.toolCalled) fallbackReason = 'the summary call returned a tool call';
+      else if (!r.text.trim()) fallbackReason = 'the summary call returned no text';
+      else summary = r.text.trim();
+    } catch (err) {
+      if (signal.aborted) {
+        await this.append([spanEnd(start!._id, true, usage)]).catch(() => {});
+        throw signal.reason;
+      }
+      fallbackReason = `summarising failed: ${toModelError(err).message}`;
+    }
+    await this.append([
+      spanEnd(start!._id, summary === null, usage),
+      {
+        type: BOUNDARY_EVENT,
+        payload: {
+          summary: summary ?? fallbackSummary(main.messages, settings.maxSummaryTokens),
+          strategy: summary === null ? 'truncate' : settings.strategy,
+          trigger,
+          fallback_reason: fallbackReason,
+          estimated_tokens_before: tokensBefore,
+        },
+      },
+    ]);
+  }
+}
+
+const spanEnd = (startId: string, isError: boolean, usage: ModelUsage) => ({
+  type: 'span.compaction_summarize_end',
+  payload: { compaction_summarize_start_id: startId, is_error: isError, model_usage: usage },
+});
+
+/** Reads a summary response: its text, whether it called a tool, and its usage. */
+async function collectSummary(stream: AsyncIterable<ModelStreamEvent>, signal: AbortSignal) {
+  const texts: string[] = [];
+  let toolCalled = false;
+  let usage = zeroUsage();
+  for await (const ev of stream) {
+    if (signal.aborted) throw signal.reason;
+    if (ev.type === 'text_end') texts.push(ev.text);
+    else if (ev.type === 'tool_use_end') toolCalled = true;
+    else if (ev.type === 'message_end') usage = ev.usage;
+  }
+  return { text: texts.join('\n'), toolCalled, usage };
+}
