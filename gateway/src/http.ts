@@ -28,9 +28,18 @@ export function errorBody(
   // The SDK's typed errors: a code implied by the details (core/src/errors.ts) is added.
   const implied = details?.error_code === undefined ? impliedErrorCode(type, details) : undefined;
   const all = implied ? { ...details, error_code: implied } : details;
+  // A memory path conflict also carries its two fields on the error object (SDK
+  // BetaManagedAgentsMemoryPathConflictErrorObject), besides `details`.
+  const lifted =
+    typeof all?.conflicting_path === 'string'
+      ? {
+          conflicting_path: all.conflicting_path,
+          conflicting_memory_id: String(all.conflicting_memory_id ?? ''),
+        }
+      : {};
   return {
     type: 'error',
-    error: { type, message, ...(all ? { details: all } : {}) },
+    error: { type, message, ...lifted, ...(all ? { details: all } : {}) },
     request_id: requestId,
   };
 }

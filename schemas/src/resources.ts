@@ -330,6 +330,9 @@ export const ErrorBody = Obj({
     /** One of ERROR_STATUS's keys (typed as string so the edge can pass any ApiError type through). */
     type: Type.Unsafe<string>(Type.Union(Object.keys(ERROR_STATUS).map((k) => Type.Literal(k)))),
     message: Type.String(),
+    /** A memory path conflict (409): the path and memory that blocked the write (SDK). */
+    conflicting_path: Type.Optional(Type.String()),
+    conflicting_memory_id: Type.Optional(Type.String()),
     details: Type.Optional(Type.Record(Type.String(), Type.Unknown())),
   }),
   request_id: Type.String(),

@@ -6,6 +6,7 @@
  */
 import {
   startDeploymentScheduler,
+  startMemoryVersionSweeper,
   type Logger,
   type Platform,
   type SandboxRuntime,
@@ -45,12 +46,21 @@ export async function startWorker(opts: {
     tickMs: platform.config.deployments.tickMs,
     log: log.child({ component: 'deployment-scheduler' }),
   });
+  // Memory version retention: 03:00 UTC daily; one replica sweeps (lease), on the service clock.
+  const memorySweeper = startMemoryVersionSweeper({
+    sweep: (nowMs) => platform.memory.sweepVersions(nowMs),
+    clock: () => platform.memory.now(),
+    leases: platform.coordination.leases,
+    owner: `memory-sweep-${process.pid}-${Math.random().toString(36).slice(2, 8)}`,
+    log: log.child({ component: 'memory-sweep' }),
+  });
   // Outbound webhooks: first attempts from bus commands, retries from the due-time scan.
   const webhookSender = await platform.webhooks.startSender(log.child({ component: 'webhooks' }));
   return {
     stop: async () => {
       await webhookSender.stop();
       await scheduler.stop();
+      await memorySweeper.stop();
       await runner.stop();
     },
   };

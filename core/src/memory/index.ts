@@ -7,6 +7,8 @@ export {
 export {
   nextSweepAt,
   startMemoryVersionSweeper,
+  sweepUnderLease,
+  SWEEP_LEASE_KEY,
   sweepVersions,
   VERSION_RETENTION_MS,
   type RunningSweeper,

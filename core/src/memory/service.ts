@@ -103,6 +103,9 @@ export class MemoryService {
   setClock(clock: () => number): void {
     this.clock = clock;
   }
+  now(): number {
+    return this.clock();
+  }
   setSearchHook(hook: MemorySearchHook): void {
     this.hook = hook;
   }

@@ -64,7 +64,26 @@ export interface RunningSweeper {
   stop(): Promise<void>;
 }
 
-/** The worker's daily timer; `enabled: false` starts nothing. */
+/**
+ * One sweep under the `memory:version-sweep` lease: null when another replica holds it (that
+ * replica sweeps), else the sweep's result. What the daily timer runs.
+ */
+export async function sweepUnderLease(opts: {
+  sweep: (nowMs: number) => Promise<{ pruned: number }>;
+  clock: () => number;
+  leases: LeaseStore;
+  owner: string;
+}): Promise<{ pruned: number } | null> {
+  const lease = await opts.leases.acquire(SWEEP_LEASE_KEY, opts.owner, 60 * 60 * 1000);
+  if (!lease) return null;
+  try {
+    return await opts.sweep(opts.clock());
+  } finally {
+    await opts.leases.release(lease);
+  }
+}
+
+/** The worker's daily timer (03:00 UTC); `enabled: false` starts nothing. */
 export function startMemoryVersionSweeper(opts: {
   sweep: (nowMs: number) => Promise<{ pruned: number }>;
   clock: () => number;
@@ -75,18 +94,9 @@ export function startMemoryVersionSweeper(opts: {
 }): RunningSweeper {
   if (opts.enabled === false) return { stop: async () => {} };
   let running: Promise<unknown> | null = null;
-  const run = async () => {
-    const lease = await opts.leases.acquire(SWEEP_LEASE_KEY, opts.owner, 60 * 60 * 1000);
-    if (!lease) return; // another replica sweeps today
-    try {
-      const { pruned } = await opts.sweep(opts.clock());
-      opts.log.info('memory version sweep done', { pruned });
-    } finally {
-      await opts.leases.release(lease);
-    }
-  };
   const cron = new Cron(SWEEP_SCHEDULE, { timezone: 'UTC', protect: true }, () => {
-    running = run()
+    running = sweepUnderLease(opts)
+      .then((r) => r && opts.log.info('memory version sweep done', { pruned: r.pruned }))
       .catch((err) => opts.log.warn('memory version sweep failed', { error: String(err) }))
       .finally(() => (running = null));
   });
