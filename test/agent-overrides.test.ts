@@ -1,7 +1,7 @@
 /**
  * Session create with `agent: {type: 'agent_with_overrides', …}` through the official TS SDK
  * (core/src/domain/sessionAgent.ts): every override field the SDK defines (model, system, tools,
- * skills (only [] until skills exist: a non-empty list is refused), mcp_servers) replaces the agent's value in the session's agent and in what the
+ * skills (object refs, validated and pinned: test/skills-session.test.ts), mcp_servers) replaces the agent's value in the session's agent and in what the
  * scripted model receives; omitted fields keep the agent's; `system: null` and `[]` clear; the
  * agent resource is unchanged; the merged agent is validated like agent create, with 400s
  * naming `agent.<field>`.
@@ -169,11 +169,9 @@ describe('agent_with_overrides', () => {
       [{ tools: [customTool('twice'), customTool('twice')] }, /^agent\.tools\[1\]/],
       [{ tools: [{ type: 'custom', name: 'bad name!' }] }, /^agent\.tools\[0\]\.name/],
       [{ system: 'x'.repeat(200_001) }, /^agent\.system/],
-      // Skills are not built yet (issue 12): a non-empty list is refused, never stored.
-      [
-        { skills: [{ type: 'anthropic', skill_id: 'xlsx' }] },
-        /^agent\.skills: .*not supported yet/,
-      ],
+      // Skills bind only as object refs to skills that exist (test/skills-session.test.ts).
+      [{ skills: [{ type: 'custom', skill_id: 'skill_nope' }] }, /^agent\.skills\[0\]/],
+      [{ skills: ['xlsx'] }, /^agent\.skills\[0\]: a bare skill id does not bind/],
       [
         {
           tools: [

@@ -191,10 +191,10 @@ describe('served shapes match their schemas', () => {
       metadata: { team: 'a' },
       execution_identity: { type: 'service_account' },
     };
-    // skills are not built yet: refused (test/agent-overrides.test.ts), never stored.
+    // a skill ref to no skill: refused (test/skills-session.test.ts), never stored.
     await expectError(400, 'POST', '/v1/agents', {
       ...agentBody,
-      skills: [{ type: 'anthropic', skill_id: 'xlsx' }],
+      skills: [{ type: 'custom', skill_id: 'skill_missing' }],
     });
     // aws_role is refused (test/workspace-identity.test.ts), never stored.
     await expectError(400, 'POST', '/v1/agents', {

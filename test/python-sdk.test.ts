@@ -210,7 +210,7 @@ describe.skipIf(!available)(
           'test_budget_create_only',
           'test_always_ask_requires_action_then_deny',
           'test_workspace_id_other_workspace_is_refused',
-          'test_skills_are_refused_until_built',
+          'test_skill_refs_must_name_existing_skills',
           'test_execution_identity_aws_role_and_account_scope_are_refused',
           'test_agent_with_overrides_applies_every_field',
           'test_agent_with_overrides_keeps_omitted_and_clears',

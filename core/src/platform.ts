@@ -206,6 +206,8 @@ export async function createPlatform(config: Config, adapters: Adapters): Promis
   });
   sessions.useWorkQueue((tenant, s) => work.enqueue(tenant, s));
   const skills = new SkillService(collections, objects);
+  // Agent and session `skills` refs are validated and pinned by it (domain/sessionSkills.ts).
+  agents.useSkills(skills);
   const memory = new MemoryService(
     collections,
     createLogger(config.logLevel, { component: 'memory' }),

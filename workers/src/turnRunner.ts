@@ -34,6 +34,7 @@ import { sessionError, TurnAborted, type TurnEnd } from './turnEvents.js';
 import { lastResponseFinished, reconciliationDrafts, recoveryScan } from './turnRecovery.js';
 import { SelfHostedLane } from './selfHosted.js';
 import { outputWarnings } from './turnOutputs.js';
+import { SkillLoadError, withSkillPrompt } from './skillPrompt.js';
 
 /**
  * Runs session turns. Guarantees: one turn per session at a time (session lease, fenced
@@ -366,6 +367,13 @@ export class TurnRunner {
     const log = await this.p.events.all(tenant, sid);
     const held = await calls.settleHeld(log, lane ? inputTo : Infinity);
     if (held.length) return { stop_reason: { type: 'requires_action', event_ids: held } };
+    // The pinned skills' SKILL.md bodies, inlined into the system prompt (./skillPrompt.ts).
+    const prompted = await withSkillPrompt(this.p, tenant, s).catch(async (err) => {
+      if (!(err instanceof SkillLoadError)) throw err;
+      await append([sessionError('unknown_error', err.message, 'terminal')]);
+      return null;
+    });
+    if (!prompted) return { stop_reason: { type: 'end_turn' } };
     await mcp.ready();
     for (let i = 0; i < this.p.config.turn.maxModelRequests; i++) {
       if (signal.aborted) throw signal.reason;
@@ -379,7 +387,7 @@ export class TurnRunner {
       const outcome = await modelRequest(
         this.p,
         tenant,
-        s,
+        prompted,
         this.fenced(tenant, sid, lease),
         history,
         signal,

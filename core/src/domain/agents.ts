@@ -13,9 +13,14 @@ import { checkHarness, checkHarnessSpec } from './compactionSettings.js';
 import {
   refuseExecutionIdentity,
   refuseMultiagent,
-  refuseSkills,
   refuseUnbuiltAgentFields,
 } from './unsupported.js';
+import {
+  normalizeSkillRefs,
+  pinSkills,
+  type PinnedSkill,
+  type SessionSkillSource,
+} from './sessionSkills.js';
 import { normalizeBuiltinToolSettings } from '../tools/webToolConfig.js';
 import { MAX_STORED_JSON_DEPTH, nowIso, valueDepth } from '../util.js';
 
@@ -120,21 +125,14 @@ export function checkMcpServers(spec: Pick<AgentSpec, 'tools' | 'mcp_servers'>):
   });
 }
 
-/** Skills bind only in object form; a bare string array is accepted and does not bind (spec). */
-type SkillObject = { skill_id: string; type: string; version?: string | null };
+/**
+ * The stored form of an agent's `skills` (./sessionSkills.ts normalizeSkillRefs): object refs
+ * only, a bare string is a 400 naming it.
+ */
 export const normalizeSkills = (
   skills: readonly unknown[] | null | undefined,
-): AgentSpec['skills'] =>
-  (skills ?? [])
-    .filter((s): s is SkillObject => typeof s === 'object' && s !== null)
-    .map(
-      (s) =>
-        ({
-          ...s,
-          type: s.type === 'vendor' ? 'anthropic' : s.type,
-          version: s.version ?? 'latest',
-        }) as AgentSpec['skills'][number],
-    );
+  field = 'skills',
+): AgentSpec['skills'] => normalizeSkillRefs(skills, field);
 
 export interface AgentServiceOptions {
   /**
@@ -154,6 +152,20 @@ export class AgentService {
     private readonly secrets: SecretBox,
     private readonly options: AgentServiceOptions = {},
   ) {}
+
+  private skills: SessionSkillSource | null = null;
+  /** The skill service that validates and pins `skills` refs (platform wiring: platform.skills). */
+  useSkills(skills: SessionSkillSource): void {
+    this.skills = skills;
+  }
+
+  /**
+   * Validates `skills` refs and pins their versions (a 400 naming `skills[i].…`); without a
+   * skill service (not wired) a non-empty list is refused, never stored unbound.
+   */
+  pinSkills(tenant: string, refs: AgentSpec['skills']): Promise<PinnedSkill[]> {
+    return pinSkills(this.skills, tenant, refs);
+  }
 
   /**
    * MCP bearer tokens are sealed at rest and never served (responses say has_authorization_token).
@@ -195,8 +207,11 @@ export class AgentService {
     });
   }
 
-  /** The checks an agent version passes (also run on a session's agent with overrides). */
-  async validateSpec(tenant: string, spec: AgentSpec): Promise<void> {
+  /**
+   * The checks an agent version passes (also run on a session's agent with overrides); answers
+   * the skills pinned as of now (./sessionSkills.ts).
+   */
+  async validateSpec(tenant: string, spec: AgentSpec): Promise<PinnedSkill[]> {
     await this.models.validateForAgent(tenant, spec.model);
     checkToolNames(spec.tools as any[]);
     checkToolPolicies(spec.tools as any[]);
@@ -207,6 +222,7 @@ export class AgentService {
     }
     checkMcpServers(spec);
     checkHarnessSpec(spec);
+    return this.pinSkills(tenant, spec.skills);
   }
 
   async create(tenant: string, body: AgentCreate): Promise<Agent> {
@@ -214,7 +230,6 @@ export class AgentService {
     refuseExecutionIdentity(body.execution_identity);
     refuseUnbuiltAgentFields(body);
     checkHarness(body.harness);
-    refuseSkills(body.skills);
     const now = nowIso();
     const spec: AgentSpec = {
       name: body.name,
@@ -335,7 +350,6 @@ export class AgentService {
     refuseExecutionIdentity(body.execution_identity);
     refuseUnbuiltAgentFields(body);
     checkHarness(body.harness);
-    refuseSkills(body.skills);
     for (let attempt = 0; attempt < 5; attempt++) {
       const doc = await this.getDoc(tenant, id);
       if (doc.archived_at)

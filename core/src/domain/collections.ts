@@ -11,6 +11,7 @@ import type { AgentSpec, ModelConfig } from '@agentfleet/schemas';
 import type { DeploymentDoc, DeploymentRunDoc } from '../deployments/docs.js';
 import type { WorkDoc } from '../work/docs.js';
 import type { WebhookDeliveryDoc, WebhookEndpointDoc, WebhookEventDoc } from '../webhooks/docs.js';
+import type { PinnedSkill } from '../skills/docs.js';
 import type { MemoryDoc, MemoryStoreDoc, MemoryVersionDoc } from '../memory/docs.js';
 import type { SkillDoc, SkillVersionDoc } from '../skills/docs.js';
 
@@ -164,6 +165,8 @@ export interface EnvironmentDoc {
 export interface SessionAgentSnapshot extends AgentSpec {
   id: string;
   version: number;
+  /** The skills pinned at session create, in order (./sessionSkills.ts); absent: none. */
+  pinned_skills?: PinnedSkill[];
 }
 export type SessionEnvironmentSnapshot = Pick<
   EnvironmentDoc,

@@ -465,7 +465,8 @@ export async function environmentSnapshot(
 }
 
 export function renderSession(s: SessionDoc, hasRun: boolean | 'rescheduling') {
-  const { id: _aid, version: _v, ...spec } = s.agent;
+  // pinned_skills stays internal: the served refs already show the pinned versions.
+  const { id: _aid, version: _v, pinned_skills: _ps, ...spec } = s.agent;
   return {
     id: s._id,
     type: 'session' as const,

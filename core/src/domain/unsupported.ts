@@ -63,16 +63,6 @@ export function refuseUnbuiltAgentFields(body: { memory_store_id?: unknown; harn
 }
 
 /**
- * `skills` (agent create/update, session `agent_with_overrides`): skills are not built yet
- * (issue 12), so a non-empty list would be stored without binding anything; an empty list (or
- * null) is accepted.
- */
-export function refuseSkills(value: unknown, field = 'skills'): void {
-  if (Array.isArray(value) && value.length > 0)
-    throw notSupportedYet(field, 'skills (attaching skills to an agent)');
-}
-
-/**
  * What a session on a `self_hosted` environment cannot carry (the ama_worker lane: the loop runs
  * in the control plane, the customer's worker executes the agent toolset, and the platform
  * starts no sandbox for it). Refused at create (and on session update of the agent) with a 400

@@ -11,6 +11,7 @@ import {
   type SessionRef,
 } from '../ports/sandbox.js';
 import { environmentSnapshot } from '../domain/sessions.js';
+import { skillResources } from '../domain/sessionSkills.js';
 import {
   createOutboundProxy,
   type CredentialLookup,
@@ -299,7 +300,11 @@ export async function createSandboxRuntime(
       const attached = (
         (session?.resources ?? []) as Array<{ type: string; file_id: string; mount_path: string }>
       ).filter((r) => r.type === 'file');
-      return p.files.forSession(s.tenantId, s.sessionId, attached);
+      const files = await p.files.forSession(s.tenantId, s.sessionId, attached);
+      // The pinned skills' files at /home/user/.skills/{name}/ (domain/sessionSkills.ts).
+      const skills = session?.agent?.pinned_skills ?? [];
+      if (!skills.length) return files;
+      return [...files, ...(await skillResources(p.skills, s.tenantId, skills))];
     },
     specFor: async (s) => {
       const env = await environmentSnapshot(p.collections, s.tenantId, s.sessionId);

@@ -131,24 +131,26 @@ def test_agent_with_overrides_validated_like_agent_create(client, env, text_mode
     assert "duplicate server name dup" in bad.value.body["error"]["message"]
 
 
-def test_skills_are_refused_until_built(client, env, text_model):
-    """Skills are not built yet (issue 12): a non-empty list is refused, never stored."""
+def test_skill_refs_must_name_existing_skills(client, env, text_model):
+    """Skills bind as object refs to existing skills; an unknown id is a 400 naming the ref."""
     import anthropic
     import pytest
 
     with pytest.raises(anthropic.BadRequestError) as e:
         client.beta.agents.create(
-            name="py-skills", model=text_model, skills=[{"type": "anthropic", "skill_id": "xlsx"}]
+            name="py-skills",
+            model=text_model,
+            skills=[{"type": "custom", "skill_id": "skill_missing"}],
         )
-    assert "skills" in str(e.value) and "not supported yet" in str(e.value)
+    assert e.value.body["error"]["details"]["field"].startswith("skills[0]")
     agent = _base_agent(client, text_model)
     with pytest.raises(anthropic.BadRequestError) as e:
         client.beta.sessions.create(
             agent={
                 "type": "agent_with_overrides",
                 "id": agent.id,
-                "skills": [{"type": "anthropic", "skill_id": "xlsx"}],
+                "skills": [{"type": "custom", "skill_id": "skill_missing"}],
             },
             environment_id=env.id,
         )
-    assert "agent.skills" in str(e.value)
+    assert e.value.body["error"]["details"]["field"].startswith("agent.skills[0]")
