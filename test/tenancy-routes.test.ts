@@ -129,6 +129,7 @@ describe('tenant isolation over the route table', () => {
     const fileRes = await t.http('/v1/files', { method: 'POST', key: a.apiKey, body: form });
     expect(fileRes.status).toBe(200);
     const file = (await fileRes.json()) as { id: string };
+    const memoryStore = await a.client.beta.memoryStores.create({ name: `${SECRET}-memory` });
     const vault = await a.client.beta.vaults.create({ display_name: `${SECRET}-vault` });
     const cred = await a.client.beta.vaults.credentials.create(vault.id, {
       display_name: `${SECRET}-cred`,
@@ -166,6 +167,7 @@ describe('tenant isolation over the route table', () => {
       mc_: card.id,
       key_: keys.data[0]!.id,
       file_: file.id,
+      memstore_: memoryStore.id,
       vlt_: vault.id,
       vcrd_: cred.id,
       depl_: deployment.id,
