@@ -44,6 +44,7 @@ export * from './work/index.js';
 export * from './webhooks/index.js';
 export * from './memory/index.js';
 export * from './skills/index.js';
+export { SkillSourceService } from './skills/sources/service.js';
 export { EmbeddedBus } from './adapters/embedded/bus.js';
 export {
   embeddedCoordination,

@@ -11,6 +11,7 @@ import { environmentRoutes } from './routes/environments.js';
 import { vaultRoutes } from './routes/vaults.js';
 import { deploymentRoutes } from './routes/deployments.js';
 import { webhookEndpointRoutes } from './routes/webhookEndpoints.js';
+import { skillSourceRoutes } from './routes/skillSources.js';
 import { memoryStoreRoutes } from './routes/memoryStores.js';
 import { memorySearchRoutes } from './routes/memorySearch.js';
 import { sessionRoutes } from './routes/sessions.js';
@@ -115,6 +116,7 @@ export async function buildApp(p: Platform, opts: AppOptions): Promise<FastifyIn
   vaultRoutes(app, p);
   deploymentRoutes(app, p);
   webhookEndpointRoutes(app, p);
+  skillSourceRoutes(app, p);
   memoryStoreRoutes(app, p);
   memorySearchRoutes(app, p);
   sessionRoutes(app, p, opts.log);

@@ -14,4 +14,5 @@ export * from './limits.js';
 export * from './serviceResources.js';
 export * from './deployments.js';
 export * from './webhooks.js';
+export * from './skillSources.js';
 export * from './memory.js';
