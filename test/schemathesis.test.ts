@@ -99,6 +99,12 @@ describe.skipIf(!available)(
           expect(res.status).toBe(200);
           return ((await res.json()) as { id: string }).id;
         };
+        const skill = (name: string) =>
+          post('/v1/skills', {
+            files: [
+              { filename: 'SKILL.md', content: `---\nname: ${name}\ndescription: st\n---\n` },
+            ],
+          });
         // Real ids, by the prefix each id parameter declares; DELETE operations get their own.
         const env = await post('/v1/environments', { name: 'st-env' });
         const agent = await post('/v1/agents', { name: 'st-agent', model: 'claude-sonnet-4-5' });
@@ -141,6 +147,7 @@ describe.skipIf(!available)(
           agent_: agent,
           sess_: await post('/v1/sessions', { agent, environment_id: env }),
           file_: await upload('keep.txt'),
+          skill_: await skill('st-keep-skill'),
           mc_: await card('keep'),
           key_: await post('/v1/svc/api_keys', { name: 'st-keep' }),
           whep_: await post('/v1/svc/webhook_endpoints', { url: 'https://hooks.example.com/k' }),
@@ -152,6 +159,7 @@ describe.skipIf(!available)(
           agent_: await post('/v1/agents', { name: 'st-doomed', model: 'claude-sonnet-4-5' }),
           sess_: await post('/v1/sessions', { agent, environment_id: env }),
           file_: await upload('doomed.txt'),
+          skill_: await skill('st-doomed-skill'),
           mc_: await card('doomed'),
           key_: await post('/v1/svc/api_keys', { name: 'st-doomed' }),
           whep_: await post('/v1/svc/webhook_endpoints', { url: 'https://hooks.example.com/d' }),
@@ -178,7 +186,8 @@ describe.skipIf(!available)(
               if (prefix === 'env_' && path.includes('/work')) values[`path.${p.name}`] = hosted;
               else if (prefix)
                 values[`path.${p.name}`] = (method === 'delete' ? doomed : keep)[prefix]!;
-              else if (p.name === 'version') values['path.version'] = 1;
+              else if (p.name === 'version')
+                values['path.version'] = path.startsWith('/v1/skills/') ? 'latest' : 1;
               else if (path === '/v1/models/{id}') values['path.id'] = 'st-keep';
             }
             if (!Object.keys(values).length) continue;

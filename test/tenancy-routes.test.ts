@@ -130,6 +130,23 @@ describe('tenant isolation over the route table', () => {
     expect(fileRes.status).toBe(200);
     const file = (await fileRes.json()) as { id: string };
     const memoryStore = await a.client.beta.memoryStores.create({ name: `${SECRET}-memory` });
+    const skillRes = await t.http('/v1/skills', {
+      method: 'POST',
+      key: a.apiKey,
+      json: {
+        display_title: `${SECRET}-skill`,
+        files: [
+          { filename: 'SKILL.md', content: `---\nname: alpha\ndescription: ${SECRET}\n---\n` },
+        ],
+      },
+    });
+    expect(skillRes.status, await skillRes.clone().text()).toBe(200);
+    const skill = (await skillRes.json()) as { id: string };
+    const memoryStore = await a.client.beta.memoryStores.create({ name: `${SECRET}-memory` });
+    const memory = await a.client.beta.memoryStores.memories.create(memoryStore.id, {
+      path: '/alpha.md',
+      content: SECRET,
+    });
     const vault = await a.client.beta.vaults.create({ display_name: `${SECRET}-vault` });
     const cred = await a.client.beta.vaults.credentials.create(vault.id, {
       display_name: `${SECRET}-cred`,
@@ -167,6 +184,7 @@ describe('tenant isolation over the route table', () => {
       mc_: card.id,
       key_: keys.data[0]!.id,
       file_: file.id,
+      skill_: skill.id,
       memstore_: memoryStore.id,
       vlt_: vault.id,
       vcrd_: cred.id,

@@ -14,5 +14,6 @@ export * from './limits.js';
 export * from './serviceResources.js';
 export * from './deployments.js';
 export * from './webhooks.js';
+export * from './skills.js';
 export * from './skillSources.js';
 export * from './memory.js';

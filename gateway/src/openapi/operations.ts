@@ -14,6 +14,7 @@ import { MCP_PROXY_OPERATIONS } from './operations.mcpProxy.js';
 import { DEPLOYMENT_OPERATIONS } from './operations.deployments.js';
 import { WORK_OPERATIONS } from './operations.work.js';
 import { WEBHOOK_OPERATIONS } from './operations.webhooks.js';
+import { SKILL_OPERATIONS } from './operations.skills.js';
 import { SKILL_SOURCE_OPERATIONS } from './operations.skillSources.js';
 import { MEMORY_SEARCH_OPERATIONS } from './operations.memorySearch.js';
 
@@ -30,6 +31,7 @@ export const OPERATIONS: Readonly<Record<string, OperationDoc>> = {
   ...DEPLOYMENT_OPERATIONS,
   ...WORK_OPERATIONS,
   ...WEBHOOK_OPERATIONS,
+  ...SKILL_OPERATIONS,
   ...SKILL_SOURCE_OPERATIONS,
   ...MEMORY_SEARCH_OPERATIONS,
 };

@@ -185,18 +185,26 @@ export function skillRoutes(app: FastifyInstance, p: Platform): void {
       return attachment(reply, `${z.name}-${z.version}.zip`, 'application/zip', z.zip);
     },
   );
-  app.get<{ Params: { id: string; '*': string }; Querystring: Record<string, unknown> }>(
-    '/v1/skills/:id/files/*',
-    async (req, reply) => {
+  const fileRoute =
+    (pathOf: (params: Record<string, string>) => string) =>
+    async (req: FastifyRequest, reply: FastifyReply) => {
       const q = req.query as Record<string, unknown>;
       for (const k of Object.keys(q))
         if (k !== 'version') throw invalid(k, 'is not a known query parameter');
       const version = q.version;
       if (version !== undefined && (typeof version !== 'string' || version === ''))
         throw invalid('version', 'must be a version string or latest');
-      const filename = checkSkillPath(req.params['*'], 'filename');
-      const data = await skills.readFile(tenantOf(req), req.params.id, version, filename);
+      const params = req.params as Record<string, string>;
+      const filename = checkSkillPath(pathOf(params), 'filename');
+      const data = await skills.readFile(tenantOf(req), params.id!, version, filename);
       return attachment(reply, filename.split('/').pop()!, typeOf(filename), data);
-    },
+    };
+  app.get(
+    '/v1/skills/:id/files/:filename',
+    fileRoute((p) => p.filename!),
+  );
+  app.get(
+    '/v1/skills/:id/files/*',
+    fileRoute((p) => p['*']!),
   );
 }
