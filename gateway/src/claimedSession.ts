@@ -14,11 +14,14 @@
  * - files: metadata and content of files attached to the session as resources;
  * - the MCP proxy path of the claimed session (gateway/src/routes/mcpProxy.ts);
  * - its own work item: ack, heartbeat, stop;
+ * - skills declared by the session's agent: list versions, retrieve and download a version,
+ *   read its files (./claimedSkills.ts); any other skill → 403;
  * - anything else (file listing, upload, delete; other sessions; agents; skills and memory
  *   stores, which this deployment does not have yet; other work routes) → 403 forbidden.
  */
 import type { FastifyRequest } from 'fastify';
 import { ApiError, type Platform, type Principal, type SessionClaim } from '@agentfleet/core';
+import { CLAIMED_SKILL_ROUTES, checkClaimedSkill } from './claimedSkills.js';
 
 const WORK_PREFIX = '/v1/environments/:id/work';
 type Params = Record<string, string | undefined>;
@@ -100,6 +103,10 @@ export async function checkClaimCapability(
   }
   if (url === MCP_PROXY || url === `${MCP_PROXY}/*`) {
     if (params.sid !== claim.sessionId) throw outside("use another session's MCP proxy");
+    return;
+  }
+  if (CLAIMED_SKILL_ROUTES.has(route)) {
+    await checkClaimedSkill(p, claim, params.id ?? '');
     return;
   }
   if (FILE_ROUTES.has(route)) {
