@@ -130,6 +130,10 @@ describe('tenant isolation over the route table', () => {
     expect(fileRes.status).toBe(200);
     const file = (await fileRes.json()) as { id: string };
     const memoryStore = await a.client.beta.memoryStores.create({ name: `${SECRET}-memory` });
+    const memory = await a.client.beta.memoryStores.memories.create(memoryStore.id, {
+      path: '/alpha.md',
+      content: SECRET,
+    });
     const skillRes = await t.http('/v1/skills', {
       method: 'POST',
       key: a.apiKey,
@@ -186,6 +190,8 @@ describe('tenant isolation over the route table', () => {
       file_: file.id,
       skill_: skill.id,
       memstore_: memoryStore.id,
+      mem_: memory.id,
+      memver_: memory.memory_version_id,
       vlt_: vault.id,
       vcrd_: cred.id,
       depl_: deployment.id,

@@ -112,3 +112,58 @@ export type MemoryEntriesQuery = Static<typeof MemoryEntriesQuery>;
 
 /** At most 100 kB (102,400 bytes) of UTF-8 per memory (SDK). */
 export const MAX_MEMORY_BYTES = 102_400;
+
+// ---- served shapes (the OpenAPI document's responses) ----
+
+const Time = Type.String({ format: 'date-time' });
+const Sha = Type.String({ pattern: '^[0-9a-f]{64}$' });
+const Actor = Type.Union([
+  Obj({ type: Type.Literal('api_actor'), api_key_id: Type.String() }),
+  Obj({ type: Type.Literal('session_actor'), session_id: Type.String() }),
+]);
+
+/** SDK BetaManagedAgentsMemoryStore plus the spec's agent_id, embedding_model, vector_index. */
+export const MemoryStore = Obj({
+  type: Type.Literal('memory_store'),
+  id: Type.String(),
+  name: Type.String(),
+  description: Type.String(),
+  metadata: Type.Record(Type.String(), Type.String()),
+  archived_at: Nullable(Time),
+  created_at: Time,
+  updated_at: Time,
+  agent_id: Nullable(Type.String()),
+  embedding_model: Nullable(Type.String()),
+  vector_index: Type.String(),
+});
+/** SDK BetaManagedAgentsMemory (`content` null in view=basic). */
+export const Memory = Obj({
+  type: Type.Literal('memory'),
+  id: Type.String(),
+  memory_store_id: Type.String(),
+  path: Type.String(),
+  content: Nullable(Type.String()),
+  content_sha256: Sha,
+  content_size_bytes: Type.Integer({ minimum: 0 }),
+  memory_version_id: Type.String(),
+  created_at: Time,
+  updated_at: Time,
+});
+/** SDK BetaManagedAgentsMemoryPrefix (List Memories with depth ≥ 1). */
+export const MemoryPrefix = Obj({ type: Type.Literal('memory_prefix'), path: Type.String() });
+/** SDK BetaManagedAgentsMemoryVersion. */
+export const MemoryVersion = Obj({
+  type: Type.Literal('memory_version'),
+  id: Type.String(),
+  memory_id: Type.String(),
+  memory_store_id: Type.String(),
+  operation: MemoryVersionOperation,
+  content: Nullable(Type.String()),
+  content_sha256: Nullable(Sha),
+  content_size_bytes: Nullable(Type.Integer({ minimum: 0 })),
+  path: Nullable(Type.String()),
+  created_at: Time,
+  created_by: Nullable(Actor),
+  redacted_at: Nullable(Time),
+  redacted_by: Nullable(Actor),
+});

@@ -17,6 +17,7 @@ import { WEBHOOK_OPERATIONS } from './operations.webhooks.js';
 import { SKILL_OPERATIONS } from './operations.skills.js';
 import { SKILL_SOURCE_OPERATIONS } from './operations.skillSources.js';
 import { MEMORY_SEARCH_OPERATIONS } from './operations.memorySearch.js';
+import { MEMORY_STORE_OPERATIONS } from './operations.memoryStores.js';
 
 export type { OperationDoc } from './operationHelpers.js';
 
@@ -34,5 +35,6 @@ export const OPERATIONS: Readonly<Record<string, OperationDoc>> = {
   ...SKILL_OPERATIONS,
   ...SKILL_SOURCE_OPERATIONS,
   ...MEMORY_SEARCH_OPERATIONS,
+  ...MEMORY_STORE_OPERATIONS,
 };
 export const operationKey = (method: string, url: string) => `${method} ${url}`;
