@@ -63,7 +63,10 @@ export function checkSkillLimits(count: number, bytes: number, field = 'files'):
       `more than ${SKILL_LIMITS.maxFiles} files (limit ${SKILL_LIMITS.maxFiles})`,
     );
   if (bytes > SKILL_LIMITS.maxTotalBytes)
-    throw invalid(field, `more than ${SKILL_LIMITS.maxTotalBytes} bytes in all (limit)`);
+    throw invalid(
+      field,
+      `more than ${SKILL_LIMITS.maxTotalBytes} bytes in all (limit ${SKILL_LIMITS.maxTotalBytes})`,
+    );
 }
 
 /** Name, description and body of a SKILL.md, or a 400 naming the problem. */

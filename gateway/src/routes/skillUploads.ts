@@ -36,7 +36,12 @@ export async function readMultipartUpload(
           invalid(part.fieldname, `is not a known file field (expected ${fileFields.join(', ')})`),
         );
       } else if (files.length >= SKILL_LIMITS.maxFiles) {
-        fail(invalid(part.fieldname, `more than ${SKILL_LIMITS.maxFiles} files (limit)`));
+        fail(
+          invalid(
+            part.fieldname,
+            `more than ${SKILL_LIMITS.maxFiles} files (limit ${SKILL_LIMITS.maxFiles})`,
+          ),
+        );
       } else if (!problem) {
         const chunks: Buffer[] = [];
         let size = 0;
@@ -74,7 +79,10 @@ export function readJsonUpload(body: unknown, textFields: string[]): SkillUpload
       throw invalid(k, `is not a known field (expected files, ${textFields.join(', ')})`);
   if (!Array.isArray(b.files)) throw invalid('files', 'must be an array of {filename, content}');
   if (b.files.length > SKILL_LIMITS.maxFiles)
-    throw invalid('files', `more than ${SKILL_LIMITS.maxFiles} files (limit)`);
+    throw invalid(
+      'files',
+      `more than ${SKILL_LIMITS.maxFiles} files (limit ${SKILL_LIMITS.maxFiles})`,
+    );
   const files = b.files.map((f: unknown, i: number): SkillFileInput => {
     const at = `files[${i}]`;
     if (!f || typeof f !== 'object' || Array.isArray(f))
