@@ -3,7 +3,8 @@
  * as instants (core/src/domain/pagination.ts createdAtBounds) for agents, sessions and session
  * events; a bad value is a 400 naming the parameter; session list accepts the SDK's
  * `deployment_id` (an unknown one matches nothing; runs' sessions: test/deployments.test.ts) and
- * `memory_store_id` (no memory stores yet, so it matches nothing).
+ * `memory_store_id` (an unknown store matches nothing; sessions mounting a store:
+ * test/memory-session.test.ts).
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startPlatform, type TestPlatform } from './harness.js';
@@ -62,7 +63,7 @@ describe('created_at bounds', () => {
 });
 
 describe('session list: the SDK filters', () => {
-  it('an unknown deployment_id and any memory_store_id match nothing', async () => {
+  it('an unknown deployment_id and an unknown memory_store_id match nothing', async () => {
     const env = await t.client.beta.environments.create({ name: 'lf2' });
     const agent = await t.client.beta.agents.create({ name: 'lf2', model: 'claude-sonnet-4-5' });
     await t.client.beta.sessions.create({ agent: agent.id, environment_id: env.id });

@@ -1,10 +1,11 @@
 /**
- * The spec's agent fields for features not built yet are refused with a 400 naming the field
- * and saying "not supported yet", on create and update, and nothing is stored
- * (core/src/domain/unsupported.ts refuseUnbuiltAgentFields): `memory_store_id` (memory stores,
- * issue 13), and a `harness` other than `default` and `pi` (core/src/domain/compactionSettings.ts
- * checkHarness; `pi` = harness-owned compaction, test/compaction.test.ts). `null`, `default` and
- * `pi` are accepted. Plain HTTP: the SDK has neither field.
+ * The spec's agent fields beyond the SDK, on create and update, with nothing stored on refusal:
+ * a `harness` other than `default` and `pi` is refused with a 400 naming the field and saying
+ * "not supported yet" (core/src/domain/compactionSettings.ts checkHarness; `pi` = harness-owned
+ * compaction, test/compaction.test.ts); `memory_store_id` must name the tenant's live memory
+ * store, else a 400 naming it (core/src/memory/session/resources.ts checkAgentMemoryStore; the
+ * mount: test/memory-session.test.ts). `null`, `default` and `pi` are accepted. Plain HTTP: the
+ * SDK has neither field.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startPlatform, type TestPlatform } from './harness.js';
@@ -17,16 +18,16 @@ afterAll(async () => {
   await t?.close();
 });
 
-async function expectRefused(res: Response, field: string) {
+async function expectRefused(res: Response, field: string, says = 'not supported yet') {
   expect(res.status).toBe(400);
   const body = (await res.json()) as { error: { type: string; message: string } };
   expect(body.error.type).toBe('invalid_request');
   expect(body.error.message).toContain(field);
-  expect(body.error.message).toContain('not supported yet');
+  expect(body.error.message).toContain(says);
 }
 
 describe('unbuilt agent fields', () => {
-  it('memory_store_id and an unknown harness are refused on create and update; null/default/pi accepted', async () => {
+  it('an unknown memory_store_id and an unknown harness are refused on create and update; null/default/pi accepted', async () => {
     const { apiKey } = await t.newTenant('unbuilt-agent');
     const post = (path: string, json: unknown) =>
       t.http(path, { method: 'POST', key: apiKey, json });
@@ -34,6 +35,7 @@ describe('unbuilt agent fields', () => {
     await expectRefused(
       await post('/v1/agents', { ...base, memory_store_id: 'memstore_1' }),
       'memory_store_id',
+      'memstore_1 not found',
     );
     await expectRefused(await post('/v1/agents', { ...base, harness: 'codex' }), 'harness');
     const list = await t.http('/v1/agents', { key: apiKey });
@@ -49,6 +51,7 @@ describe('unbuilt agent fields', () => {
     await expectRefused(
       await post(`/v1/agents/${agent.id}`, { version: agent.version, memory_store_id: 'm' }),
       'memory_store_id',
+      'm not found',
     );
     const after = await t.http(`/v1/agents/${agent.id}`, { key: apiKey });
     expect(((await after.json()) as { version: number }).version).toBe(agent.version);

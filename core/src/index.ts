@@ -42,6 +42,11 @@ export * from './platform.js';
 export * from './deployments/index.js';
 export * from './work/index.js';
 export * from './webhooks/index.js';
+export {
+  isMemoryResource,
+  memoryWriteBack,
+  type SessionMemoryResource,
+} from './memory/session/index.js';
 export * from './memory/index.js';
 export * from './skills/index.js';
 export { SkillSourceService } from './skills/sources/service.js';

@@ -16,11 +16,15 @@
  * - its own work item: ack, heartbeat, stop;
  * - skills declared by the session's agent: list versions, retrieve and download a version,
  *   read its files (./claimedSkills.ts); any other skill → 403;
- * - anything else (file listing, upload, delete; other sessions; agents; skills and memory
- *   stores, which this deployment does not have yet; other work routes) → 403 forbidden.
+ * - memory stores attached to the session (a `memory_store` resource, or the agent's own):
+ *   every read (store, memories, versions, entries, search); memory create, update and delete
+ *   and version redact only with `read_write` access (./claimedMemory.ts);
+ * - anything else (file listing, upload, delete; other sessions; agents; skills; listing,
+ *   creating, updating, archiving or deleting memory stores; other work routes) → 403.
  */
 import type { FastifyRequest } from 'fastify';
 import { ApiError, type Platform, type Principal, type SessionClaim } from '@agentfleet/core';
+import { checkClaimedMemoryStore, MEMORY_STORE_ROUTES } from './claimedMemory.js';
 import { CLAIMED_SKILL_ROUTES, checkClaimedSkill } from './claimedSkills.js';
 
 const WORK_PREFIX = '/v1/environments/:id/work';
@@ -107,6 +111,10 @@ export async function checkClaimCapability(
   }
   if (CLAIMED_SKILL_ROUTES.has(route)) {
     await checkClaimedSkill(p, claim, params.id ?? '');
+    return;
+  }
+  if (url.startsWith(MEMORY_STORE_ROUTES)) {
+    await checkClaimedMemoryStore(p, claim, method, url, params.id ?? '');
     return;
   }
   if (FILE_ROUTES.has(route)) {

@@ -376,6 +376,30 @@ export const SessionWarningEvent = Type.Union([
       Type.Literal('not_a_regular_file'),
     ]),
   }),
+  // A mounted memory store's write-back at idle (core/src/memory/session/writeBack.ts).
+  eventOf('session.warning', {
+    warning: Type.Literal('memory_conflict'),
+    message: Type.String(),
+    memory_store_id: Type.String(),
+    path: Type.String(),
+    mounted_sha256: Nullable(Type.String()),
+    current_sha256: Nullable(Type.String()),
+    agent_sha256: Nullable(Type.String()),
+    saved_path: Nullable(Type.String()),
+  }),
+  eventOf('session.warning', {
+    warning: Type.Literal('memory_not_written'),
+    message: Type.String(),
+    memory_store_id: Type.String(),
+    path: Type.String(),
+    reason: Type.Union([
+      Type.Literal('read_only'),
+      Type.Literal('invalid'),
+      Type.Literal('too_large'),
+      Type.Literal('binary'),
+      Type.Literal('unreadable'),
+    ]),
+  }),
 ]);
 export const SessionDeletedEvent = eventOf('session.deleted', P['session.deleted']);
 export const SessionUpdatedEvent = eventOf('session.updated', P['session.updated']);

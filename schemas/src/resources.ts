@@ -242,14 +242,26 @@ export const Session = Obj({
   title: Nullable(Type.String()),
   metadata: StringMap,
   resources: Type.Array(
-    Obj({
-      id: Type.String(),
-      type: Type.Literal('file'),
-      file_id: Type.String(),
-      mount_path: Type.String(),
-      created_at: Type.String(),
-      updated_at: Type.String(),
-    }),
+    Type.Union([
+      Obj({
+        id: Type.String(),
+        type: Type.Literal('file'),
+        file_id: Type.String(),
+        mount_path: Type.String(),
+        created_at: Type.String(),
+        updated_at: Type.String(),
+      }),
+      /** SDK BetaManagedAgentsMemoryStoreResource (core/src/memory/session/resources.ts). */
+      Obj({
+        type: Type.Literal('memory_store'),
+        memory_store_id: Type.String(),
+        access: Type.Union([Type.Literal('read_write'), Type.Literal('read_only')]),
+        name: Type.String(),
+        description: Type.String(),
+        instructions: Nullable(Type.String()),
+        mount_path: Type.String(),
+      }),
+    ]),
   ),
   vault_ids: Type.Array(Type.String()),
   /** Set on sessions a deployment run created (SDK `deployment_id`). */

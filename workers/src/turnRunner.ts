@@ -34,6 +34,7 @@ import { sessionError, TurnAborted, type TurnEnd } from './turnEvents.js';
 import { lastResponseFinished, reconciliationDrafts, recoveryScan } from './turnRecovery.js';
 import { SelfHostedLane } from './selfHosted.js';
 import { outputWarnings } from './turnOutputs.js';
+import { memoryWarnings } from './turnMemory.js';
 import { SkillLoadError, withSkillPrompt } from './skillPrompt.js';
 
 /**
@@ -288,12 +289,15 @@ export class TurnRunner {
     // Files the turn wrote under /mnt/session/outputs are durable before the turn reports idle;
     // each file that was not stored (quota, name) gets a session.warning naming it, before idle.
     const warnings = await outputWarnings(this.sandbox, s, this.log);
+    // Mounted memory stores: the turn's changes become memory writes (./turnMemory.ts).
+    const memory = await memoryWarnings(this.p, this.sandbox, s, this.log);
     await this.append(
       tenant,
       sid,
       lease,
       [
         ...warnings,
+        ...memory,
         {
           type: 'session.status_idle',
           payload: {

@@ -10,11 +10,8 @@ import type { ModelResolver } from './models.js';
 import { applyMetadataPatch } from './metadata.js';
 import { checkToolPolicies } from './toolPolicy.js';
 import { checkHarness, checkHarnessSpec } from './compactionSettings.js';
-import {
-  refuseExecutionIdentity,
-  refuseMultiagent,
-  refuseUnbuiltAgentFields,
-} from './unsupported.js';
+import { refuseExecutionIdentity, refuseMultiagent } from './unsupported.js';
+import { checkAgentMemoryStore, memoryStoreLookup } from '../memory/session/index.js';
 import {
   normalizeSkillRefs,
   pinSkills,
@@ -228,7 +225,7 @@ export class AgentService {
   async create(tenant: string, body: AgentCreate): Promise<Agent> {
     refuseMultiagent(body.multiagent);
     refuseExecutionIdentity(body.execution_identity);
-    refuseUnbuiltAgentFields(body);
+    await checkAgentMemoryStore(memoryStoreLookup(this.c), tenant, body.memory_store_id);
     checkHarness(body.harness);
     const now = nowIso();
     const spec: AgentSpec = {
@@ -348,7 +345,7 @@ export class AgentService {
   async update(tenant: string, id: string, body: AgentUpdate): Promise<Agent> {
     refuseMultiagent(body.multiagent);
     refuseExecutionIdentity(body.execution_identity);
-    refuseUnbuiltAgentFields(body);
+    await checkAgentMemoryStore(memoryStoreLookup(this.c), tenant, body.memory_store_id);
     checkHarness(body.harness);
     for (let attempt = 0; attempt < 5; attempt++) {
       const doc = await this.getDoc(tenant, id);

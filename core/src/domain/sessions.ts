@@ -26,6 +26,7 @@ import { checkSessionAgentMcp, sessionAgentSnapshot } from './sessionAgent.js';
 import { checkToolAnswers } from './toolConfirmation.js';
 import { checkToolPolicies } from './toolPolicy.js';
 import { refuseOnSelfHosted } from './unsupported.js';
+import { resolveSessionResources } from './sessionResources.js';
 export { refuseUnbuiltEvents } from './unsupported.js';
 export { cascadeSessionDelete } from './sessionCascade.js';
 import { MAX_STORED_JSON_DEPTH, nowIso, valueDepth } from '../util.js';
@@ -55,15 +56,7 @@ export const runIsLive = (
 ): boolean | 'rescheduling' =>
   !!run && run.start_seq > (s.idle_seq ?? 0) && (run.rescheduled_at ? 'rescheduling' : true);
 
-/** A file attached to a session: mounted read-only data in its sandbox at every warmup. */
-export interface SessionFileResource {
-  id: string;
-  type: 'file';
-  file_id: string;
-  mount_path: string;
-  created_at: string;
-  updated_at: string;
-}
+export type { SessionFileResource, SessionResource } from './sessionResources.js';
 
 /** Enqueues a self_hosted session's Work item unless it has an open one (idempotent). */
 export type WorkQueue = (
@@ -130,34 +123,13 @@ export class SessionService {
     refuseOnSelfHosted(env.kind, snapshot, body.resources);
     // Declared resources must be materializable before anything is allocated (spec Work rule 1).
     const now = nowIso();
-    const resources: SessionFileResource[] = [];
-    for (const [i, r] of (body.resources ?? []).entries()) {
-      if (r.type === 'file') {
-        const file = await this.c.files.get(tenant, r.file_id);
-        if (!file) throw invalid(`resources[${i}].file_id`, `file ${r.file_id} not found`);
-        const mount = r.mount_path ?? `/home/user/files/${file._id}/${file.filename}`;
-        if (!mount.startsWith('/') || mount.split('/').includes('..'))
-          throw invalid(`resources[${i}].mount_path`, 'must be an absolute path without ..');
-        resources.push({
-          id: newId('sres_'),
-          type: 'file',
-          file_id: file._id,
-          mount_path: mount,
-          created_at: now,
-          updated_at: now,
-        });
-        continue;
-      }
-      if (r.type === 'memory_store')
-        throw invalid(
-          `resources[${i}].memory_store_id`,
-          `memory store ${r.memory_store_id} not found`,
-        );
-      throw invalid(
-        `resources[${i}].type`,
-        `no materializer for ${r.type} resources in this deployment`,
-      );
-    }
+    const resources = await resolveSessionResources(
+      this.c,
+      tenant,
+      body.resources,
+      snapshot.memory_store_id,
+      now,
+    );
     const hasVendor = this.models.hasVendorFallback;
     await checkCreateBudget(this.c, tenant, body.budget, snapshot.model.id, hasVendor);
     const doc: Omit<SessionDoc, 'tenant_id'> = {
@@ -220,8 +192,8 @@ export class SessionService {
     const created = createdAtBounds(q);
     if (created) filter.created_at = created;
     if (q.deployment_id) filter.deployment_id = q.deployment_id;
-    // Nothing has memory stores yet: this filter matches no session.
-    if (q.memory_store_id) filter._id = { $in: [] };
+    // Sessions with that store mounted (declared, or the agent's own).
+    if (q.memory_store_id) filter['resources.memory_store_id'] = q.memory_store_id;
     const statuses: string[] = [...(q.statuses ?? []), ...(q.status ? [q.status] : [])];
     if (statuses.length) {
       const runs = await this.c.runs.find(tenant, {});

@@ -53,16 +53,6 @@ export function refuseAccountScope(value: unknown): void {
 }
 
 /**
- * The spec's agent fields for features not built yet: `memory_store_id` (memory stores). `null`
- * is accepted. (`harness`: `default` and `pi` are served; others are refused by
- * ./compactionSettings.ts checkHarness.)
- */
-export function refuseUnbuiltAgentFields(body: { memory_store_id?: unknown; harness?: unknown }) {
-  if (body.memory_store_id !== undefined && body.memory_store_id !== null)
-    throw notSupportedYet('memory_store_id', 'memory stores (memory_store_id)');
-}
-
-/**
  * What a session on a `self_hosted` environment cannot carry (the ama_worker lane: the loop runs
  * in the control plane, the customer's worker executes the agent toolset, and the platform
  * starts no sandbox for it). Refused at create (and on session update of the agent) with a 400

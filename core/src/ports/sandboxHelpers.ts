@@ -18,6 +18,8 @@ export const SANDBOX_PATHS = {
   tmp: '/tmp',
   home: '/home/user',
   outputs: '/mnt/session/outputs',
+  /** Mounted memory stores, one directory each (core/src/memory/session/). */
+  memory: '/mnt/memory',
   node: '/opt/agentfleet/bin/node',
   agent: '/opt/agentfleet/agent.mjs',
   proxySocket: '/run/agentfleet/proxy.sock',

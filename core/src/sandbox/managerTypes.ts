@@ -42,6 +42,8 @@ export interface SandboxResource {
   /** Absolute path inside the sandbox. */
   path: string;
   data: () => Promise<Uint8Array>;
+  /** An (empty) directory to create at `path` (`data` is not read): a mounted memory store. */
+  directory?: boolean;
 }
 
 export interface SandboxManagerDeps {

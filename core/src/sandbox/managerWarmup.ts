@@ -53,6 +53,20 @@ export async function readMarker(api: SandboxAgentApi): Promise<string> {
   }
 }
 
+/** `mkdir -p` in the sandbox; a failure fails the warmup, naming the path. */
+async function makeDirectory(api: SandboxAgentApi, path: string): Promise<void> {
+  const quoted = `'${path.replace(/'/g, `'\\''`)}'`;
+  const r = await api.exec({ command: `mkdir -p -- ${quoted}`, timeoutMs: 30_000 }).catch((err) => {
+    throw new SandboxWarmupError('resources', `directory ${path}: ${errMessage(err)}`, path);
+  });
+  if (r.exitCode !== 0)
+    throw new SandboxWarmupError(
+      'resources',
+      `directory ${path} could not be created in the sandbox: ${r.stderr.trim() || `exit code ${r.exitCode}`}`,
+      path,
+    );
+}
+
 async function mountResources(
   ctx: ManagerContext,
   e: Entry,
@@ -68,6 +82,10 @@ async function mountResources(
     );
   }
   for (const r of list) {
+    if (r.directory) {
+      await makeDirectory(api, r.path);
+      continue;
+    }
     let data: Uint8Array;
     try {
       data = await r.data();

@@ -11,6 +11,7 @@ import {
   type SessionRef,
 } from '../ports/sandbox.js';
 import { environmentSnapshot } from '../domain/sessions.js';
+import { withMemoryMounts } from '../memory/session/sandboxResources.js';
 import { skillResources } from '../domain/sessionSkills.js';
 import {
   createOutboundProxy,
@@ -295,7 +296,7 @@ export async function createSandboxRuntime(
     objects: p.objects,
     sleepAfterMs: cfg.sleepAfterMs,
     outputQuotas: p.config.outputs,
-    resources: async (s) => {
+    resources: withMemoryMounts(p, async (s) => {
       const session = await p.collections.sessions.get(s.tenantId, s.sessionId);
       const attached = (
         (session?.resources ?? []) as Array<{ type: string; file_id: string; mount_path: string }>
@@ -305,7 +306,7 @@ export async function createSandboxRuntime(
       const skills = session?.agent?.pinned_skills ?? [];
       if (!skills.length) return files;
       return [...files, ...(await skillResources(p.skills, s.tenantId, skills))];
-    },
+    }),
     specFor: async (s) => {
       const env = await environmentSnapshot(p.collections, s.tenantId, s.sessionId);
       if (!env) throw new Error(`session ${s.sessionId}: its environment snapshot is unreadable`);

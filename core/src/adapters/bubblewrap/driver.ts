@@ -2,8 +2,8 @@
  * Bubblewrap sandbox driver (port: core/src/ports/sandbox.ts; name 'local'): one bubblewrap sandbox per session, running the sandbox agent
  * (@agentfleet/sandbox-agent) with the host's node binary, speaking the protocol over the bwrap process's stdin/stdout.
  *
- * Per sandbox a fresh host directory `<rootDir>/<sessionId>/{workspace,tmp,home,outputs}`,
- * bound to /workspace, /tmp, /home/user and /mnt/session/outputs (removed when the sandbox
+ * Per sandbox a fresh host directory `<rootDir>/<sessionId>/{workspace,tmp,home,outputs,memory}`,
+ * bound to /workspace, /tmp, /home/user, /mnt/session/outputs and /mnt/memory (removed when the sandbox
  * exits: like a container's filesystem, it does not outlive the sandbox; the manager's snapshots
  * do). With the disk limit, that directory is the sandbox's own filesystem, detached from the
  * host once the sandbox runs: its files are then visible only inside the sandbox. Read-only: /usr (and the /bin, /lib… links or dirs), an allowlist of /etc (no shadow,
@@ -204,6 +204,7 @@ export function createLocalDriver(opts: LocalDriverOptions): LocalDriver {
       tmp: join(hostDir, 'tmp'),
       home: join(hostDir, 'home'),
       outputs: join(hostDir, 'outputs'),
+      memory: join(hostDir, 'memory'),
     };
     const id = `local-${spec.sessionId}-${randomBytes(4).toString('hex')}`;
     let confinement: SandboxConfinement | null = null;

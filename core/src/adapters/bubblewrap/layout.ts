@@ -213,7 +213,7 @@ export const NAMESPACE_ARGS = [
  */
 export function sandboxBwrapOptions(o: {
   systemDir: string;
-  dirs: { workspace: string; tmp: string; home: string; outputs: string };
+  dirs: { workspace: string; tmp: string; home: string; outputs: string; memory: string };
   node: string;
   agent: string;
   proxySocket: string | null;
@@ -228,7 +228,7 @@ export function sandboxBwrapOptions(o: {
   return [
     ...NAMESPACE_ARGS,
     ...systemBindArgs(o.systemDir),
-    ...(['workspace', 'tmp', 'home', 'outputs'] as const).flatMap((d) => [
+    ...(['workspace', 'tmp', 'home', 'outputs', 'memory'] as const).flatMap((d) => [
       '--bind',
       o.dirs[d],
       SANDBOX_PATHS[d],

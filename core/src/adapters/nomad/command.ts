@@ -143,6 +143,7 @@ export function nomadAgentCommand(spec: SandboxSpec, o: NomadAgentCommandOptions
     tmp: `${root}/tmp`,
     home: `${root}/home`,
     outputs: `${root}/outputs`,
+    memory: `${root}/memory`,
   };
   const systemDir = `${root}/system`;
   const proxySocket = `${root}/proxy.sock`;

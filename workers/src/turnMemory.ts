@@ -1,0 +1,37 @@
+/**
+ * Mounted memory stores are written back before the turn reports idle (beside the outputs
+ * sync, ./turnOutputs.ts): what the turn changed under each store's mount path becomes memory
+ * writes with versions, and conflicts or unwritable files become session.warning events
+ * appended before the idle (core/src/memory/session/writeBack.ts). A session whose sandbox is
+ * not active (none started, or a self_hosted session) writes nothing back; a write-back that
+ * fails unexpectedly is logged and never keeps the turn from going idle (the changes stay in
+ * the sandbox and are retried at the next idle). Proven by test/memory-session.test.ts.
+ */
+import {
+  isMemoryResource,
+  memoryWriteBack,
+  type EventDraft,
+  type Logger,
+  type Platform,
+  type SandboxManager,
+  type SessionDoc,
+} from '@agentfleet/core';
+
+export async function memoryWarnings(
+  p: Platform,
+  sandbox: SandboxManager | null,
+  s: SessionDoc | null,
+  log: Logger,
+): Promise<EventDraft[]> {
+  const stores = (s?.resources ?? []).filter(isMemoryResource);
+  if (!sandbox || !s || !stores.length || sandbox.state(s._id) !== 'active') return [];
+  const ref = { tenantId: s.tenant_id, sessionId: s._id, environmentId: s.environment_id };
+  try {
+    return await sandbox.run(ref, (api) =>
+      memoryWriteBack(p.memory, api, s.tenant_id, s._id, stores),
+    );
+  } catch (err) {
+    log.warn('memory write-back failed', { session_id: s._id, err: String(err) });
+    return [];
+  }
+}
