@@ -249,6 +249,14 @@ describe('skill sources: install', () => {
     const b = await call('install', { url: `${src.origin}/unsafe`, skills: ['travel'] });
     expect(b.status, b.text).toBe(400);
     expect(b.body.error.message).toMatch(/skill 'travel'.*\.\./);
+    // 9 MiB of zeros in 9 files (a few KiB gzipped): cut while inflating, over the 8 MiB limit
+    const zeros = new Uint8Array(1024 * 1024);
+    const files: Record<string, Uint8Array | string> = { 'SKILL.md': skillMd('bomb', 'b', 'x') };
+    for (let i = 0; i < 9; i++) files[`z${i}.bin`] = zeros;
+    publishV2('/bomb', [{ name: 'bomb', file: 'bomb.tar.gz', bytes: await tarGzOf(files) }]);
+    const c = await call('install', { url: `${src.origin}/bomb`, skills: ['bomb'] });
+    expect(c.status, c.text).toBe(400);
+    expect(c.body.error.message).toMatch(/skill 'bomb'.*more than 8388608 bytes/);
   });
 
   it('installing again: unchanged → same version; changed → a new version of the same skill', async () => {
@@ -349,6 +357,11 @@ describe('skill sources: updates', () => {
     ]);
     const again = await call('check-updates', { skill_ids: [a.skill_id] });
     expect(again.body.data[0].status).toBe('up_to_date');
+    // the index itself gone: unreachable, with the reason; nothing deleted
+    src.remove('/upd/.well-known/agent-skills/index.json');
+    const gone = await call('check-updates', { skill_ids: [a.skill_id] });
+    expect(gone.body.data[0]).toMatchObject({ status: 'unreachable', version: ua.version });
+    expect(gone.body.data[0].error).toMatch(/no skills index found/);
   });
 });
 
@@ -390,6 +403,7 @@ describe('skill sources: tenants', () => {
     expect((await call('check-updates', {}, b.apiKey)).body.data).toEqual([]);
     const seen = await call('discover', { url }, b.apiKey);
     expect(seen.body.skills[0].installed_skill_id).toBeNull();
+    expect((await call('discover', { url })).body.skills[0].installed_skill_id).toBe(a.skill_id);
     // B installs the same skill: its own copy
     const mine = (await call('install', { url, skills: ['tenant-a-skill'] }, b.apiKey)).body
       .skills[0];

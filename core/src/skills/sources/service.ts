@@ -73,17 +73,18 @@ export class SkillSourceService {
 
   async discover(tenant: string, url: string) {
     const index = await loadIndex(this.http, url);
-    const skills = [];
-    for (const e of index.skills) {
-      const installed = await this.d.skills.findByOrigin(tenant, index.url, e.name);
-      skills.push({
-        name: e.name,
-        description: e.description,
-        type: e.type as OfferType,
-        digest: e.type === 'files' ? null : e.digest,
-        installed_skill_id: installed?.id ?? null,
-      });
-    }
+    const installed = new Map(
+      (await this.installedDocs(tenant))
+        .filter((d) => d.origin?.url === index.url)
+        .map((d) => [d.name, d._id]),
+    );
+    const skills = index.skills.map((e) => ({
+      name: e.name,
+      description: e.description,
+      type: e.type as OfferType,
+      digest: e.type === 'files' ? null : e.digest,
+      installed_skill_id: installed.get(e.name) ?? null,
+    }));
     return { source: index.url, skills };
   }
 
@@ -235,7 +236,10 @@ export class SkillSourceService {
       const origin = doc.origin!;
       const field = fields.get(doc._id) ?? 'skill_ids';
       if (!indexes.has(origin.url))
-        indexes.set(origin.url, await loadIndex(this.http, origin.url).catch((err: Error) => err));
+        indexes.set(
+          origin.url,
+          await loadIndex(this.http, origin.url, 'source').catch((err: Error) => err),
+        );
       const index = indexes.get(origin.url)!;
       const base: CheckOutcome = {
         skill_id: doc._id,
