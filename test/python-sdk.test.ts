@@ -226,6 +226,8 @@ describe.skipIf(!available)(
           'test_mcp_server_without_toolset_is_refused',
           'test_python_environment_worker_serves_a_bash_call',
           'test_webhook_delivery_parsed_by_the_python_sdk',
+          'test_memory_stores_round_trip',
+          'test_memories_conflicts_preconditions_versions_and_redact',
         ])
           expect(out, out).toMatch(new RegExp(`::${name} PASSED`));
       },
