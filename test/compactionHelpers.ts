@@ -26,6 +26,7 @@ export async function piSession(
     pi?: Record<string, unknown>;
     harness?: 'pi' | 'default';
     effort?: 'high';
+    system?: string;
   } = {},
 ) {
   const wire = `compact-${protocol}-${++n}`;
@@ -35,7 +36,7 @@ export async function piSession(
     json: {
       name: `compaction-${n}`,
       model: opts.effort ? { id: wire, effort: opts.effort } : wire,
-      system: 'You are the compaction test agent.',
+      system: opts.system ?? 'You are the compaction test agent.',
       tools: [
         {
           type: 'custom',

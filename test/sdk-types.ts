@@ -147,9 +147,18 @@ export function typeChecks(): void {
   // system.message echoes the request's text blocks.
   expectAssignable<BetaManagedAgentsSystemMessageEvent>(value<Ev<'system.message'>>());
 
+  expectAssignable<E.BetaManagedAgentsAgentThreadContextCompactedEvent>(
+    value<Ev<'agent.thread_context_compacted'>>(),
+  );
+
   // The union: every conforming event type is a member of the SDK's event unions
-  // (session.warning is an extension with no SDK type).
-  type Conforming = Exclude<S.SessionEvent, { type: 'session.warning' }>;
+  // (session.warning and span.compaction_summarize_* are extensions with no SDK type).
+  type Conforming = Exclude<
+    S.SessionEvent,
+    {
+      type: 'session.warning' | 'span.compaction_summarize_start' | 'span.compaction_summarize_end';
+    }
+  >;
   expectAssignable<E.BetaManagedAgentsSessionEvent>(value<Conforming>());
   expectAssignable<E.BetaManagedAgentsStreamSessionEvents>(value<Conforming>());
 

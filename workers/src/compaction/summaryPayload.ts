@@ -108,8 +108,10 @@ export function summaryRequest(
   main: ModelRequest,
   contextWindow: number | undefined,
   compactionSessionId: string,
+  /** The card's own output ceiling (`pi_config.maxTokens`), if any. */
+  cardMaxTokens?: number,
 ): ModelRequest {
-  const cap = Math.min(settings.maxSummaryTokens, main.maxTokensLimit ?? Infinity);
+  const cap = Math.min(settings.maxSummaryTokens, cardMaxTokens ?? Infinity);
   const common = {
     model: main.model,
     maxTokens: cap,

@@ -184,7 +184,14 @@ export class TurnCompaction {
     let fallbackReason: string | null = null;
     let usage = zeroUsage();
     try {
-      const req = summaryRequest(settings, main, window, `${this.s._id}:compaction:${start!._id}`);
+      const cardMax = resolved.piConfig?.maxTokens;
+      const req = summaryRequest(
+        settings,
+        main,
+        window,
+        `${this.s._id}:compaction:${start!._id}`,
+        Number.isInteger(cardMax) ? (cardMax as number) : undefined,
+      );
       const r = await collectSummary(resolved.provider.stream(req), signal);
       usage = r.usage;
       if (r.toolCalled) fallbackReason = 'the summary call returned a tool call';
