@@ -2,7 +2,8 @@
  * Memory stores in sessions (issue 13 "In the session"), through the official TypeScript SDK
  * against a real bubblewrap sandbox and the scripted model:
  * - a `memory_store` resource mounts the store at /mnt/memory/<name> (the SDK's documented
- *   path), every memory a file with its content; a turn's bash reads one, writes a new one and
+ *   path), every memory a file with its content, and the system prompt names the mount; a
+ *   turn's bash reads one, writes a new one and
  *   edits another, and once the turn is idle the memory API shows the new memory and a new
  *   version of the edited one, made by the session (`session_actor`);
  * - a memory changed through the API while the session has it mounted: the session's edit is a
@@ -105,6 +106,12 @@ describe('memory stores mounted in a session (local sandbox)', () => {
     const turn = await runTurn(client, session.id, 'remember');
     expect(resultText(turn)).toContain('likes tea');
     expect(turn.idle.stop_reason.type).toBe('end_turn');
+    // The system prompt tells the model where the store is mounted and how it behaves.
+    const system = t.model.requests.filter((r) => r.model === MODEL).at(-1)!.body.system;
+    expect(system).toContain(
+      '<memory_store name="Team Notes" mount_path="/mnt/memory/team-notes" access="read_write">',
+    );
+    expect(system).toContain('saved to the store when your turn ends');
     expect(await warnings(session.id)).toEqual([]);
 
     expect(await contents(store.id)).toEqual({

@@ -45,6 +45,7 @@ export * from './webhooks/index.js';
 export {
   isMemoryResource,
   memoryWriteBack,
+  systemWithMemory,
   type SessionMemoryResource,
 } from './memory/session/index.js';
 export * from './memory/index.js';

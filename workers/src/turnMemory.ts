@@ -5,17 +5,30 @@
  * appended before the idle (core/src/memory/session/writeBack.ts). A session whose sandbox is
  * not active (none started, or a self_hosted session) writes nothing back; a write-back that
  * fails unexpectedly is logged and never keeps the turn from going idle (the changes stay in
- * the sandbox and are retried at the next idle). Proven by test/memory-session.test.ts.
+ * the sandbox and are retried at the next idle). The mounted stores are also described in the
+ * system prompt (withMemoryPrompt). Proven by test/memory-session.test.ts.
  */
 import {
   isMemoryResource,
   memoryWriteBack,
+  systemWithMemory,
   type EventDraft,
   type Logger,
   type Platform,
   type SandboxManager,
   type SessionDoc,
 } from '@agentfleet/core';
+
+/**
+ * The session with the memory section appended to its agent's system prompt (core/src/memory/
+ * session/prompt.ts); unchanged without memory stores or without a sandbox (self_hosted: the
+ * customer's worker reaches the stores through the API, nothing is mounted).
+ */
+export function withMemoryPrompt(s: SessionDoc, hasSandbox: boolean): SessionDoc {
+  const stores = (s.resources ?? []).filter(isMemoryResource);
+  if (!stores.length || !hasSandbox) return s;
+  return { ...s, agent: { ...s.agent, system: systemWithMemory(s.agent.system, stores) } };
+}
 
 export async function memoryWarnings(
   p: Platform,

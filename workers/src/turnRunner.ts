@@ -34,7 +34,7 @@ import { sessionError, TurnAborted, type TurnEnd } from './turnEvents.js';
 import { lastResponseFinished, reconciliationDrafts, recoveryScan } from './turnRecovery.js';
 import { SelfHostedLane } from './selfHosted.js';
 import { outputWarnings } from './turnOutputs.js';
-import { memoryWarnings } from './turnMemory.js';
+import { memoryWarnings, withMemoryPrompt } from './turnMemory.js';
 import { SkillLoadError, withSkillPrompt } from './skillPrompt.js';
 
 /**
@@ -378,6 +378,7 @@ export class TurnRunner {
       return null;
     });
     if (!prompted) return { stop_reason: { type: 'end_turn' } };
+    const withMemory = withMemoryPrompt(prompted, !!this.sandbox && !lane);
     await mcp.ready();
     for (let i = 0; i < this.p.config.turn.maxModelRequests; i++) {
       if (signal.aborted) throw signal.reason;
@@ -391,7 +392,7 @@ export class TurnRunner {
       const outcome = await modelRequest(
         this.p,
         tenant,
-        prompted,
+        withMemory,
         this.fenced(tenant, sid, lease),
         history,
         signal,

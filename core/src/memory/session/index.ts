@@ -3,3 +3,4 @@ export * from './resources.js';
 export * from './mount.js';
 export * from './port.js';
 export * from './writeBack.js';
+export * from './prompt.js';
