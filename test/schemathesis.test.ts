@@ -122,6 +122,19 @@ describe.skipIf(!available)(
           const auth = { type: 'static_bearer', token: 'st', mcp_server_url: 'https://st.test/' };
           return { vlt_: id, vcrd_: await post(`/v1/vaults/${id}/credentials`, { auth }) };
         };
+        // A memory store with one memory and that memory's first (no longer current) version.
+        const memory = async (name: string) => {
+          const store = await post('/v1/memory_stores', { name: `st-${name}` });
+          const mem = await post(`/v1/memory_stores/${store}/memories`, {
+            path: '/st.md',
+            content: 'one',
+          });
+          await post(`/v1/memory_stores/${store}/memories/${mem}`, { content: 'two' });
+          const versions = (await (
+            await t.http(`/v1/memory_stores/${store}/memory_versions?memory_id=${mem}`)
+          ).json()) as { data: Array<{ id: string }> };
+          return { memstore_: store, mem_: mem, memver_: versions.data[1]!.id };
+        };
         // A deployment and one of its runs; a self_hosted environment whose session queued Work
         // (the Work routes take that environment's id: see `env_` below).
         const deployment = await post('/v1/deployments', {
@@ -143,6 +156,7 @@ describe.skipIf(!available)(
         const keep: Record<string, string> = {
           ...workIds,
           ...(await vault('keep')),
+          ...(await memory('keep')),
           env_: env,
           agent_: agent,
           sess_: await post('/v1/sessions', { agent, environment_id: env }),
@@ -155,6 +169,7 @@ describe.skipIf(!available)(
         const doomed: Record<string, string> = {
           ...workIds,
           ...(await vault('doomed')),
+          ...(await memory('doomed')),
           env_: await post('/v1/environments', { name: 'st-doomed' }),
           agent_: await post('/v1/agents', { name: 'st-doomed', model: 'claude-sonnet-4-5' }),
           sess_: await post('/v1/sessions', { agent, environment_id: env }),
