@@ -15,6 +15,7 @@
  *   the very file pypdf read (same sha256), starts with %PDF-, ends with %%EOF, its startxref
  *   points at its xref table and it has the pages asked for; the XLSX, DOCX and PPTX are zips
  *   with their workbook / document / slide parts holding the values written;
+ * - pdf_merge.py picks a page that pdf_text.py then reads alone; a bad spec exits 2 naming the key;
  * - without the packages, a script exits 3 naming the pip package to declare.
  *
  * This machine's network resolves PyPI to a TEST-NET address the egress policy refuses: the
@@ -106,6 +107,13 @@ const PPTX_SPEC = {
   ],
 };
 
+/** pdf_merge.py and pdf_text.py on a picked page; make_xlsx.py with a bad cell (exit status). */
+const EXTRAS = [
+  `python3 ${SKILLS}/pdf/scripts/pdf_merge.py /tmp/page2.pdf ${OUT}/report.pdf:2`,
+  `python3 ${SKILLS}/pdf/scripts/pdf_text.py /tmp/page2.pdf`,
+  `echo '{"sheets": [{"rows": [["ok"], [{"x": 1}]]}]}' | python3 ${SKILLS}/xlsx/scripts/make_xlsx.py - /tmp/bad.xlsx 2>&1; echo "exit=$?"`,
+].join('\n');
+
 /** The top-level system prompt of a captured Anthropic-protocol model request. */
 function systemText(body: any): string {
   const s = body?.system;
@@ -152,14 +160,15 @@ describe('built-in skills in a real sandbox', () => {
       call('bash', {
         command: skillRun('pptx', PPTX_SPEC, 'make_pptx.py', 'pptx_text.py', 'deck.pptx'),
       }),
+      call('bash', { command: EXTRAS }),
       say('done'),
     );
     const turn = await runTurn(t.client, sid, 'make the documents');
     const texts = turn.toolResults.map((r) => (r.content?.[0]?.text ?? '') as string);
-    expect(texts).toHaveLength(4);
+    expect(texts).toHaveLength(5);
     turn.toolResults.forEach((r, i) => expect(r.is_error, texts[i]).toBe(false));
     expect(turn.events.some((e) => e.type === 'session.error')).toBe(false);
-    const [pdfOut, xlsxOut, docxOut, pptxOut] = texts as [string, string, string, string];
+    const [pdfOut = '', xlsxOut = '', docxOut = '', pptxOut = '', extrasOut = ''] = texts;
 
     // the skills are mounted by name and their bodies were in the model's system prompt
     expect(pdfOut).toContain('name: pdf');
@@ -180,6 +189,13 @@ describe('built-in skills in a real sandbox', () => {
     expect(docxOut).toContain('Design | Ana');
     expect(pptxOut).toContain('Deck 4711');
     expect(pptxOut).toContain('Revenue +12%');
+
+    // pdf_merge.py picks a page (written outside the outputs); a bad spec exits 2 naming the key
+    expect(extrasOut).toContain('wrote /tmp/page2.pdf');
+    expect(extrasOut).toContain('--- page 1 ---\nSecond page marker');
+    expect(extrasOut).not.toContain('Built by the pdf skill');
+    expect(extrasOut).toContain('make_xlsx.py: error: spec.sheets[0].rows[1][0]: a cell object');
+    expect(extrasOut).toContain('exit=2');
 
     // the outputs are listed and download through the public API
     const list = (await (
