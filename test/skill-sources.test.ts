@@ -372,6 +372,31 @@ describe('skill sources: refusals', () => {
     expect(r.body.error.message).toMatch(/^url: .*https/);
   });
 
+  it('an index pointing at an http:// artifact: 400 naming the skill, nothing fetched over http', async () => {
+    const md = skillMd('plain-http', 'p', 'x');
+    const base = '/httpart/.well-known/agent-skills';
+    src.put(
+      `${base}/index.json`,
+      JSON.stringify({
+        $schema: SCHEMA,
+        skills: [
+          {
+            name: 'plain-http',
+            description: 'p',
+            type: 'skill-md',
+            url: `http://127.0.0.1:${new URL(src.origin).port}${base}/p.md`,
+            digest: digestOf(md),
+          },
+        ],
+      }),
+    );
+    const r = await call('install', { url: `${src.origin}/httpart`, skills: ['plain-http'] });
+    expect(r.status, r.text).toBe(400);
+    expect(r.body.error.message).toMatch(
+      /^skills\[0\]: skill 'plain-http': skill sources must use https/,
+    );
+  });
+
   it('a source resolving to 127.0.0.1 that is not opened is a 400 naming SKILL_SOURCES_ALLOW_HOSTS', async () => {
     const from = src.requests.length;
     const r = await call('install', { url: 'https://localhost:44123/skills', skills: ['x'] });

@@ -60,7 +60,7 @@ export async function fetchSkill(
 ): Promise<FetchedSkill> {
   const bad = (why: string) => invalid(field, `skill '${entry.name}': ${why}`);
   const download = async (url: string, max: number) => {
-    const res = await http.get(new URL(url), field, max);
+    const res = await named(field, bad, () => http.get(new URL(url), field, max));
     if (res.status < 200 || res.status > 299) throw bad(`${url} answered ${res.status}`);
     return res;
   };

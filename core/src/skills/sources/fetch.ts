@@ -4,8 +4,9 @@
  * EGRESS_ALLOW_PRIVATE_HOSTS) as the only openings for private addresses.
  *
  * Guarantees (proved by test/skill-sources.test.ts):
- * - only `https:` URLs are fetched, on every redirect hop too (at most 5 hops); anything else
- *   is a 400 naming the field ("an http source → 400");
+ * - only `https:` URLs are fetched: the source, every URL an index points at, and every
+ *   redirect hop (at most 5); anything else is a 400 naming the field ("an http source → 400",
+ *   "an index pointing at http:// → 400");
  * - a name resolving to a private, loopback or metadata address is refused before any
  *   connection, with a 400 naming SKILL_SOURCES_ALLOW_HOSTS, unless the host (`host` or
  *   `host:port`) is opened there ("a source resolving to 127.0.0.1 … → 400");
@@ -86,6 +87,7 @@ export class SourceFetcher {
     const signal = AbortSignal.timeout(this.timeoutMs);
     let current = url;
     for (let hop = 0; ; hop++) {
+      httpsUrl(current.href, field); // the first URL (e.g. an index entry's) and every hop
       const check = this.policy.checkLiteral(current.hostname, Number(current.port) || 443);
       if (check) throw refused(field, current);
       let res: Response;
