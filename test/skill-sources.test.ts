@@ -365,6 +365,24 @@ describe('skill sources: updates', () => {
   });
 });
 
+describe('skill sources: a tampered update', () => {
+  it('update whose new artifact does not match the index digest: 400 naming the skill, no new version', async () => {
+    const v1 = skillMd('guarded', 'g', 'one');
+    publishV2('/guard', [{ name: 'guarded', file: 'g.md', bytes: v1 }]);
+    const s = (await call('install', { url: `${src.origin}/guard`, skills: ['guarded'] })).body
+      .skills[0];
+    const v2 = skillMd('guarded', 'g', 'two');
+    publishV2('/guard', [{ name: 'guarded', file: 'g.md', bytes: v2, digest: digestOf('other') }]);
+    const r = await call('update', { skill_ids: [s.skill_id] });
+    expect(r.status, r.text).toBe(400);
+    expect(r.body.error.message).toMatch(/skill 'guarded': digest mismatch/);
+    const rows = (await call('installed')).body.data.filter((x: any) => x.skill_id === s.skill_id);
+    expect(rows).toEqual([
+      expect.objectContaining({ digest: digestOf(v1), latest_version: s.version }),
+    ]);
+  });
+});
+
 describe('skill sources: refusals', () => {
   it('an http:// source is a 400', async () => {
     const r = await call('discover', { url: `http://127.0.0.1:${new URL(src.origin).port}/` });

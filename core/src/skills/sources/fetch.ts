@@ -81,8 +81,9 @@ export class SourceFetcher {
    * refusals throw 400s naming `field`.
    */
   async get(url: URL, field: string, maxBytes: number): Promise<SourceAnswer> {
-    const http = await this.fetcher().catch((err: Error) => {
-      throw invalid(field, `upstream TLS trust is unavailable: ${err.message}`);
+    // the reason names an operator file: said in the operator's log, not to the tenant
+    const http = await this.fetcher().catch(() => {
+      throw invalid(field, "the platform's upstream TLS trust (EGRESS_CA_CERTS) cannot be loaded");
     });
     const signal = AbortSignal.timeout(this.timeoutMs);
     let current = url;
