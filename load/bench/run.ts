@@ -14,6 +14,7 @@
 import os from 'node:os';
 import { startBenchPlatform, type BenchPlatform } from './context.js';
 import { egressSection } from './egress.js';
+import { memorySearchSection } from './memorySearch.js';
 import { eventsSection } from './events.js';
 import { httpSection } from './http.js';
 import {
@@ -59,6 +60,7 @@ const SECTIONS: Section[] = [
   { name: 'store', platform: null, real: false, run: (_p, s) => storeSection(s) },
   { name: 'sandbox', platform: null, real: false, run: () => sandboxSection() },
   { name: 'egress', platform: null, real: false, run: () => egressSection() },
+  { name: 'memory-search', platform: null, real: false, run: () => memorySearchSection() },
   {
     name: 'real-turns',
     platform: 'real',
