@@ -3,8 +3,8 @@
  * holding a Work claim's `sessions_token` may list the versions of, retrieve, download and read
  * the files of ONLY the skills its session's agent declares (spec claimed-session table, "agent
  * skill"); another skill, skill listing, skill metadata, create and delete are 403. The
- * platform mounts nothing for a self_hosted session (it runs no sandbox for it); the prompt
- * still carries the pinned skill's wrapper (test/skills-session.test.ts proves its exact form).
+ * platform mounts nothing for a self_hosted session (it runs no sandbox for it), so this is how
+ * its worker gets the skills' files; the session still pins the versions at create.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { BETA, startPlatform, type TestPlatform } from './harness.js';
