@@ -7,6 +7,7 @@ Paragraphs print as lines (with --styles prefixed by "[<style name>] "), tables 
 cells separated by " | ". Headers, footers, comments and tracked changes are not printed.
 Exit status: 0 read, 2 bad arguments or unreadable file, 3 a required Python package is missing.
 """
+
 import argparse
 import sys
 
@@ -19,7 +20,7 @@ try:
 except ImportError:
     sys.stderr.write(
         f"{PROG}: error: the Python package 'python-docx' (imported as docx) is not installed. "
-        "Declare it in the environment's packages (config.packages.pip: [\"python-docx\"]) and "
+        'Declare it in the environment\'s packages (config.packages.pip: ["python-docx"]) and '
         "start a new session.\n"
     )
     sys.exit(3)
@@ -36,7 +37,11 @@ def main():
         sys.stderr.write(f"{PROG}: error: cannot open {args.path} as a .docx: {e}\n")
         sys.exit(2)
     # python-docx >= 1.0 iterates paragraphs and tables in order; older ones: paragraphs, then tables
-    items = doc.iter_inner_content() if hasattr(doc, "iter_inner_content") else [*doc.paragraphs, *doc.tables]
+    items = (
+        doc.iter_inner_content()
+        if hasattr(doc, "iter_inner_content")
+        else [*doc.paragraphs, *doc.tables]
+    )
     for item in items:
         if isinstance(item, Paragraph):
             prefix = f"[{item.style.name}] " if args.styles and item.style is not None else ""

@@ -21,6 +21,7 @@ Spec:
 }
 Exit status: 0 written, 2 bad spec or arguments, 3 a required Python package is missing.
 """
+
 import argparse
 import json
 import os
@@ -35,7 +36,7 @@ try:
 except ImportError:
     sys.stderr.write(
         f"{PROG}: error: the Python package 'python-docx' (imported as docx) is not installed. "
-        "Declare it in the environment's packages (config.packages.pip: [\"python-docx\"]) and "
+        'Declare it in the environment\'s packages (config.packages.pip: ["python-docx"]) and '
         "start a new session.\n"
     )
     sys.exit(3)
@@ -148,12 +149,16 @@ def build(spec):
         elif t == "page_break":
             doc.add_page_break()
         else:
-            raise SpecError(f"{where}.type: unknown {t!r} (heading, paragraph, bullets, table, image, page_break)")
+            raise SpecError(
+                f"{where}.type: unknown {t!r} (heading, paragraph, bullets, table, image, page_break)"
+            )
     return doc, len(blocks)
 
 
 def main():
-    ap = argparse.ArgumentParser(prog=PROG, description="Build a .docx from a JSON spec (see the docstring).")
+    ap = argparse.ArgumentParser(
+        prog=PROG, description="Build a .docx from a JSON spec (see the docstring)."
+    )
     ap.add_argument("spec", help="JSON spec file, or - for stdin")
     ap.add_argument("out", help="output .docx path, e.g. /mnt/session/outputs/plan.docx")
     args = ap.parse_args()

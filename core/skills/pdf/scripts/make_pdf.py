@@ -26,6 +26,7 @@ Spec:
 (appended after "blocks").
 Exit status: 0 written, 2 bad spec or arguments, 3 a required Python package is missing.
 """
+
 import argparse
 import json
 import os
@@ -39,14 +40,24 @@ try:
     from reportlab.lib.pagesizes import A4, landscape, letter
     from reportlab.lib.styles import ParagraphStyle, getSampleStyleSheet
     from reportlab.lib.units import inch
+    from reportlab.lib.utils import ImageReader
     from reportlab.pdfbase import pdfmetrics
     from reportlab.pdfbase.ttfonts import TTFont
-    from reportlab.platypus import (Image, ListFlowable, ListItem, PageBreak, Paragraph,
-                                    SimpleDocTemplate, Spacer, Table, TableStyle)
+    from reportlab.platypus import (
+        Image,
+        ListFlowable,
+        ListItem,
+        PageBreak,
+        Paragraph,
+        SimpleDocTemplate,
+        Spacer,
+        Table,
+        TableStyle,
+    )
 except ImportError:
     sys.stderr.write(
         f"{PROG}: error: the Python package 'reportlab' is not installed. Declare it in the "
-        "environment's packages (config.packages.pip: [\"reportlab\"]) and start a new session.\n"
+        'environment\'s packages (config.packages.pip: ["reportlab"]) and start a new session.\n'
     )
     sys.exit(3)
 
@@ -100,8 +111,10 @@ def pick_font(spec):
     if not path and needs_unicode(spec):
         path = next((p for p in DEJAVU if os.path.exists(p)), None)
         if not path:
-            sys.stderr.write(f"{PROG}: warning: text outside Latin-1 and no Unicode font found; "
-                             "set \"font\" to a .ttf path or some characters will not render\n")
+            sys.stderr.write(
+                f"{PROG}: warning: text outside Latin-1 and no Unicode font found; "
+                'set "font" to a .ttf path or some characters will not render\n'
+            )
     if not path:
         return "Helvetica", "Helvetica-Bold"
     if not os.path.exists(path):
@@ -127,6 +140,15 @@ def text_of(block, where, key="text"):
     return s if block.get("markup") else escape(s).replace("\n", "<br/>")
 
 
+def para(markup, style, where):
+    """A Paragraph; reportlab parses its markup here, so bad markup names its block."""
+    try:
+        return Paragraph(markup, style)
+    except ValueError as e:
+        msg = str(e).strip().splitlines()[-1]
+        raise SpecError(f'{where}: invalid markup ({msg}); close every tag or drop "markup"')
+
+
 def build(spec, out):
     if not isinstance(spec, dict):
         raise SpecError("spec: must be a JSON object")
@@ -140,7 +162,9 @@ def build(spec, out):
         blocks.append({"type": "table", "rows": spec["table"], "header": True})
     regular, bold = pick_font(spec)
     ss = getSampleStyleSheet()
-    body = ParagraphStyle("body", parent=ss["BodyText"], fontName=regular, fontSize=10.5, leading=14)
+    body = ParagraphStyle(
+        "body", parent=ss["BodyText"], fontName=regular, fontSize=10.5, leading=14
+    )
     cell = ParagraphStyle("cell", parent=body, fontSize=9.5, leading=12)
     head_cell = ParagraphStyle("headcell", parent=cell, fontName=bold)
     heads = {n: ParagraphStyle(f"h{n}", parent=ss[f"Heading{n}"], fontName=bold) for n in (1, 2, 3)}
@@ -158,30 +182,56 @@ def build(spec, out):
             level = b.get("level", 1)
             if level not in (1, 2, 3):
                 raise SpecError(f"{where}.level: 1, 2 or 3")
-            story.append(Paragraph(text_of(b, where), heads[level]))
+            story.append(para(text_of(b, where), heads[level], where))
         elif t == "paragraph":
-            story.append(Paragraph(text_of(b, where), body))
+            story.append(para(text_of(b, where), body, where))
         elif t == "bullets":
             items = b.get("items")
             if not isinstance(items, list) or not items:
                 raise SpecError(f"{where}.items: a non-empty list of strings")
-            paras = [ListItem(Paragraph(text_of({"text": it, "markup": b.get("markup")}, f"{where}.items[{j}]"), body))
-                     for j, it in enumerate(items)]
-            story.append(ListFlowable(paras, bulletType="1" if b.get("numbered") else "bullet",
-                                      start=None if b.get("numbered") else "\u2022", bulletFontName=regular))
+            paras = [
+                ListItem(
+                    para(
+                        text_of({"text": it, "markup": b.get("markup")}, f"{where}.items[{j}]"),
+                        body,
+                        f"{where}.items[{j}]",
+                    )
+                )
+                for j, it in enumerate(items)
+            ]
+            story.append(
+                ListFlowable(
+                    paras,
+                    bulletType="1" if b.get("numbered") else "bullet",
+                    start=None if b.get("numbered") else "\u2022",
+                    bulletFontName=regular,
+                )
+            )
         elif t == "table":
             rows = b.get("rows")
             if not isinstance(rows, list) or not rows or not all(isinstance(r, list) for r in rows):
                 raise SpecError(f"{where}.rows: a non-empty list of rows (lists of cells)")
             header = b.get("header", True)
             width = max(len(r) for r in rows)
-            data = [[Paragraph(escape("" if c is None else str(c)), head_cell if (header and r == 0) else cell)
-                     for c in row] + [""] * (width - len(row)) for r, row in enumerate(rows)]
+            data = [
+                [
+                    Paragraph(
+                        escape("" if c is None else str(c)),
+                        head_cell if (header and r == 0) else cell,
+                    )
+                    for c in row
+                ]
+                + [""] * (width - len(row))
+                for r, row in enumerate(rows)
+            ]
             cw = b.get("col_widths")
             if cw is not None and (not isinstance(cw, list) or len(cw) != width):
                 raise SpecError(f"{where}.col_widths: a list of {width} widths in points")
             table = Table(data, colWidths=cw, repeatRows=1 if header else 0, hAlign="LEFT")
-            style = [("GRID", (0, 0), (-1, -1), 0.5, colors.grey), ("VALIGN", (0, 0), (-1, -1), "TOP")]
+            style = [
+                ("GRID", (0, 0), (-1, -1), 0.5, colors.grey),
+                ("VALIGN", (0, 0), (-1, -1), "TOP"),
+            ]
             if header:
                 style.append(("BACKGROUND", (0, 0), (-1, 0), colors.HexColor("#D9E1F2")))
             table.setStyle(TableStyle(style))
@@ -192,9 +242,14 @@ def build(spec, out):
             if not isinstance(path, str) or not os.path.exists(path):
                 raise SpecError(f"{where}.path: no such image file: {path}")
             try:
+                ImageReader(
+                    path
+                ).getSize()  # reads the file now: a bad image fails here, not in build
                 img = Image(path)
             except Exception as e:
-                raise SpecError(f"{where}.path: cannot read image {path}: {e}")
+                raise SpecError(
+                    f"{where}.path: cannot read image {path}: {str(e).strip().splitlines()[-1]}"
+                )
             w = float(b.get("width", min(img.imageWidth, 6 * inch)))
             img.drawHeight = img.imageHeight * w / img.imageWidth
             img.drawWidth = w
@@ -204,7 +259,9 @@ def build(spec, out):
         elif t == "page_break":
             story.append(PageBreak())
         else:
-            raise SpecError(f"{where}.type: unknown {t!r} (heading, paragraph, bullets, table, image, spacer, page_break)")
+            raise SpecError(
+                f"{where}.type: unknown {t!r} (heading, paragraph, bullets, table, image, spacer, page_break)"
+            )
     if not story:
         raise SpecError("spec: nothing to write (give a title or blocks)")
     size = {"a4": A4, "letter": letter}.get(str(spec.get("page_size", "A4")).lower())
@@ -213,15 +270,24 @@ def build(spec, out):
     if spec.get("landscape"):
         size = landscape(size)
     os.makedirs(os.path.dirname(os.path.abspath(out)), exist_ok=True)
-    doc = SimpleDocTemplate(out, pagesize=size, title=str(spec.get("title", "")),
-                            author=str(spec.get("author", "")), leftMargin=0.8 * inch,
-                            rightMargin=0.8 * inch, topMargin=0.8 * inch, bottomMargin=0.8 * inch)
+    doc = SimpleDocTemplate(
+        out,
+        pagesize=size,
+        title=str(spec.get("title", "")),
+        author=str(spec.get("author", "")),
+        leftMargin=0.8 * inch,
+        rightMargin=0.8 * inch,
+        topMargin=0.8 * inch,
+        bottomMargin=0.8 * inch,
+    )
     doc.build(story)
     return doc.page
 
 
 def main():
-    ap = argparse.ArgumentParser(prog=PROG, description="Build a PDF from a JSON spec (see the docstring).")
+    ap = argparse.ArgumentParser(
+        prog=PROG, description="Build a PDF from a JSON spec (see the docstring)."
+    )
     ap.add_argument("spec", help="JSON spec file, or - for stdin")
     ap.add_argument("out", help="output .pdf path, e.g. /mnt/session/outputs/report.pdf")
     args = ap.parse_args()

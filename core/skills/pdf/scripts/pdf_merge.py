@@ -8,6 +8,7 @@ end). Without PAGES every page is taken. --rotate turns every output page clockw
 or 270 degrees. Split a file by running this once per part: pdf_merge.py part1.pdf in.pdf:1-2
 Exit status: 0 written, 2 bad arguments or unreadable file, 3 a required Python package is missing.
 """
+
 import argparse
 import os
 import sys
@@ -19,7 +20,7 @@ try:
 except ImportError:
     sys.stderr.write(
         f"{PROG}: error: the Python package 'pypdf' is not installed. Declare it in the "
-        "environment's packages (config.packages.pip: [\"pypdf\"]) and start a new session.\n"
+        'environment\'s packages (config.packages.pip: ["pypdf"]) and start a new session.\n'
     )
     sys.exit(3)
 

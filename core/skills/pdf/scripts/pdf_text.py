@@ -7,6 +7,7 @@ Prints each page as "--- page N ---" followed by its text. --info prints the pag
 metadata (title, author, ...) first. Scanned PDFs (images only) have no text to extract.
 Exit status: 0 read, 2 bad arguments or unreadable file, 3 a required Python package is missing.
 """
+
 import argparse
 import sys
 
@@ -17,7 +18,7 @@ try:
 except ImportError:
     sys.stderr.write(
         f"{PROG}: error: the Python package 'pypdf' is not installed. Declare it in the "
-        "environment's packages (config.packages.pip: [\"pypdf\"]) and start a new session.\n"
+        'environment\'s packages (config.packages.pip: ["pypdf"]) and start a new session.\n'
     )
     sys.exit(3)
 

@@ -19,6 +19,7 @@ Spec:
 }
 Exit status: 0 written, 2 bad spec or arguments, 3 a required Python package is missing.
 """
+
 import argparse
 import json
 import os
@@ -32,7 +33,7 @@ try:
 except ImportError:
     sys.stderr.write(
         f"{PROG}: error: the Python package 'python-pptx' (imported as pptx) is not installed. "
-        "Declare it in the environment's packages (config.packages.pip: [\"python-pptx\"]) and "
+        'Declare it in the environment\'s packages (config.packages.pip: ["python-pptx"]) and '
         "start a new session.\n"
     )
     sys.exit(3)
@@ -86,7 +87,9 @@ def build(spec):
         elif kind in LAYOUT:
             layout = prs.slide_layouts[LAYOUT[kind]]
         else:
-            raise SpecError(f"{where}.layout: one of title, bullets, table, image, section, title_only, blank")
+            raise SpecError(
+                f"{where}.layout: one of title, bullets, table, image, section, title_only, blank"
+            )
         slide = prs.slides.add_slide(layout)
         if slide.shapes.title is not None:
             if "title" in s:
@@ -116,7 +119,9 @@ def build(spec):
                 raise SpecError(f"{where}.rows: a non-empty list of rows (lists of cells)")
             width = max(len(r) for r in rows)
             left, top, w, h = content_box(prs, slide)
-            shape = slide.shapes.add_table(len(rows), width, left, top, w, Emu(min(h, Inches(0.4) * len(rows))))
+            shape = slide.shapes.add_table(
+                len(rows), width, left, top, w, Emu(min(h, Inches(0.4) * len(rows)))
+            )
             for r, row in enumerate(rows):
                 for c in range(width):
                     v = row[c] if c < len(row) else ""
@@ -144,7 +149,9 @@ def build(spec):
 
 
 def main():
-    ap = argparse.ArgumentParser(prog=PROG, description="Build a .pptx from a JSON spec (see the docstring).")
+    ap = argparse.ArgumentParser(
+        prog=PROG, description="Build a .pptx from a JSON spec (see the docstring)."
+    )
     ap.add_argument("spec", help="JSON spec file, or - for stdin")
     ap.add_argument("out", help="output .pptx path, e.g. /mnt/session/outputs/deck.pptx")
     args = ap.parse_args()

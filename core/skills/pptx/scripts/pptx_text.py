@@ -8,6 +8,7 @@ their indent level, table rows as cells separated by " | ", "[picture]" for imag
 adds the speaker notes.
 Exit status: 0 read, 2 bad arguments or unreadable file, 3 a required Python package is missing.
 """
+
 import argparse
 import sys
 
@@ -18,7 +19,7 @@ try:
 except ImportError:
     sys.stderr.write(
         f"{PROG}: error: the Python package 'python-pptx' (imported as pptx) is not installed. "
-        "Declare it in the environment's packages (config.packages.pip: [\"python-pptx\"]) and "
+        'Declare it in the environment\'s packages (config.packages.pip: ["python-pptx"]) and '
         "start a new session.\n"
     )
     sys.exit(3)

@@ -23,6 +23,7 @@ Spec:
 }
 Exit status: 0 written, 2 bad spec or arguments, 3 a required Python package is missing.
 """
+
 import argparse
 import datetime as dt
 import json
@@ -39,7 +40,7 @@ try:
 except ImportError:
     sys.stderr.write(
         f"{PROG}: error: the Python package 'openpyxl' is not installed. Declare it in the "
-        "environment's packages (config.packages.pip: [\"openpyxl\"]) and start a new session.\n"
+        'environment\'s packages (config.packages.pip: ["openpyxl"]) and start a new session.\n'
     )
     sys.exit(3)
 
@@ -73,10 +74,21 @@ def cell_value(v, where):
         if "date" in v:
             try:
                 s = str(v["date"])
-                value = dt.datetime.fromisoformat(s) if "T" in s or " " in s else dt.date.fromisoformat(s)
+                value = (
+                    dt.datetime.fromisoformat(s)
+                    if "T" in s or " " in s
+                    else dt.date.fromisoformat(s)
+                )
             except ValueError:
                 raise SpecError(f"{where}.date: not an ISO date: {v['date']!r}")
-            style.setdefault("number_format", "yyyy-mm-dd" if isinstance(value, dt.date) and not isinstance(value, dt.datetime) else "yyyy-mm-dd hh:mm")
+            style.setdefault(
+                "number_format",
+                (
+                    "yyyy-mm-dd"
+                    if isinstance(value, dt.date) and not isinstance(value, dt.datetime)
+                    else "yyyy-mm-dd hh:mm"
+                ),
+            )
             return value, style
         if "value" not in v:
             raise SpecError(f"{where}: a cell object needs 'value' or 'date'")
@@ -125,12 +137,23 @@ def build(spec):
                 if "number_format" in style:
                     cell.number_format = str(style["number_format"])
                 if style.get("bold") or style.get("italic") or "color" in style:
-                    cell.font = Font(bold=bool(style.get("bold")), italic=bool(style.get("italic")),
-                                     color=hex_color(style["color"], f"{where}.rows[{r}][{c}].color") if "color" in style else None)
+                    cell.font = Font(
+                        bold=bool(style.get("bold")),
+                        italic=bool(style.get("italic")),
+                        color=(
+                            hex_color(style["color"], f"{where}.rows[{r}][{c}].color")
+                            if "color" in style
+                            else None
+                        ),
+                    )
                 if "fill" in style:
                     color = hex_color(style["fill"], f"{where}.rows[{r}][{c}].fill")
                     cell.fill = PatternFill("solid", start_color=color, end_color=color)
-                shown = len(str(value)) if value is not None and not (isinstance(value, str) and value.startswith("=")) else 8
+                shown = (
+                    len(str(value))
+                    if value is not None and not (isinstance(value, str) and value.startswith("="))
+                    else 8
+                )
                 widths[c] = max(widths.get(c, 0), shown)
         header = sh.get("header", True) and len(rows) > 0
         if header:
@@ -144,13 +167,17 @@ def build(spec):
         elif isinstance(cw, dict):
             for col, w in cw.items():
                 if not re.fullmatch(r"[A-Z]{1,3}", str(col)) or not isinstance(w, (int, float)):
-                    raise SpecError(f"{where}.column_widths.{col}: keys are column letters, values numbers")
+                    raise SpecError(
+                        f"{where}.column_widths.{col}: keys are column letters, values numbers"
+                    )
                 ws.column_dimensions[col].width = w
         else:
             raise SpecError(f"{where}.column_widths: 'auto' or an object like {{\"A\": 18}}")
         for rng, fmt in (sh.get("number_formats") or {}).items():
             if not RANGE.match(str(rng)):
-                raise SpecError(f"{where}.number_formats: {rng!r} is not a range like 'B2:D9' or a column like 'B'")
+                raise SpecError(
+                    f"{where}.number_formats: {rng!r} is not a range like 'B2:D9' or a column like 'B'"
+                )
             target = ws[rng]
             cells = target if isinstance(target, tuple) else (target,)
             for item in cells:
@@ -173,7 +200,9 @@ def build(spec):
 
 
 def main():
-    ap = argparse.ArgumentParser(prog=PROG, description="Build an .xlsx workbook from a JSON spec (see the docstring).")
+    ap = argparse.ArgumentParser(
+        prog=PROG, description="Build an .xlsx workbook from a JSON spec (see the docstring)."
+    )
     ap.add_argument("spec", help="JSON spec file, or - for stdin")
     ap.add_argument("out", help="output .xlsx path, e.g. /mnt/session/outputs/report.xlsx")
     args = ap.parse_args()

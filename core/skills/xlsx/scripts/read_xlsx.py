@@ -10,6 +10,7 @@ cells separated by tabs; formulas print as their text ('=SUM(B2:C2)').
 --json    {"sheets": [{"name", "dimensions", "rows": [[...]]}]}
 Exit status: 0 read, 2 bad arguments or unreadable file, 3 a required Python package is missing.
 """
+
 import argparse
 import datetime as dt
 import json
@@ -22,7 +23,7 @@ try:
 except ImportError:
     sys.stderr.write(
         f"{PROG}: error: the Python package 'openpyxl' is not installed. Declare it in the "
-        "environment's packages (config.packages.pip: [\"openpyxl\"]) and start a new session.\n"
+        'environment\'s packages (config.packages.pip: ["openpyxl"]) and start a new session.\n'
     )
     sys.exit(3)
 
