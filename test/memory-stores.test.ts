@@ -115,14 +115,18 @@ describe('memory stores', () => {
     const { tenantId, apiKey } = await t.newTenant('spec');
     const post = (path: string, json: unknown) =>
       t.http(path, { method: 'POST', key: apiKey, json });
-    const a = await (await post('/v1/memory_stores', { name: 'a', agent_id: 'agent_1' })).json();
-    const b = await (
+    const a: any = await (
+      await post('/v1/memory_stores', { name: 'a', agent_id: 'agent_1' })
+    ).json();
+    const b: any = await (
       await post('/v1/memory_stores', { name: 'b', agent_id: 'agent_2', embedding_model: 'emb' })
     ).json();
     expect(a).toMatchObject({ agent_id: 'agent_1', embedding_model: null });
     expect(b).toMatchObject({ agent_id: 'agent_2', embedding_model: 'emb' });
     expect(typeof b.vector_index).toBe('string');
-    const list = await (await t.http('/v1/memory_stores?agent_id=agent_2', { key: apiKey })).json();
+    const list: any = await (
+      await t.http('/v1/memory_stores?agent_id=agent_2', { key: apiKey })
+    ).json();
     expect(list.data.map((x: { id: string }) => x.id)).toEqual([b.id]);
 
     for (const [path, content] of [
@@ -133,7 +137,7 @@ describe('memory stores', () => {
       expect((await post(`/v1/memory_stores/${b.id}/memories`, { path, content })).status).toBe(
         200,
       );
-    const entries = await (
+    const entries: any = await (
       await t.http(`/v1/memory_stores/${b.id}/entries?limit=2`, { key: apiKey })
     ).json();
     expect(entries.data.map((m: { path: string }) => m.path)).toEqual(['/three', '/two']);
@@ -266,7 +270,7 @@ describe('memories', () => {
       const [a, b] = await Promise.all([update(`a${round}`), update(`b${round}`)]);
       expect([a.status, b.status].sort()).toEqual([200, 409]);
       const loser = a.status === 409 ? a : b;
-      expect((await loser.json()).error.details.error_type).toBe(
+      expect(((await loser.json()) as any).error.details.error_type).toBe(
         'memory_precondition_failed_error',
       );
       current = (await mm.retrieve(m.id, { memory_store_id: s.id })).content!;
@@ -339,7 +343,7 @@ describe('memories', () => {
     await badRequest(c.beta.memoryStores.create({ name: 'x', bogus: 1 } as never), 'bogus');
     const res = await t.http(`/v1/memory_stores/${s.id}/memories?view=everything`, { key: apiKey });
     expect(res.status).toBe(400);
-    expect((await res.json()).error.message).toContain('view');
+    expect(((await res.json()) as any).error.message).toContain('view');
   });
 
   it("another tenant's store, memory and version ids are 404 everywhere", async () => {
