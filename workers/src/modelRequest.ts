@@ -5,8 +5,12 @@
  * span (span.model_request_start ... span.model_request_end) and its events and usage are
  * appended together, fenced by the session lease; a failure appends session.error (retrying,
  * exhausted or terminal) and at most MODEL_ATTEMPTS attempts are made, with backoff; an abort
- * closes the open span and rethrows the abort reason.
- * Proven by test/sdk-flow.test.ts and test/sessions-events.test.ts (scripted model errors).
+ * closes the open span and rethrows the abort reason. A harness `pi` session's request goes
+ * through its context compaction (./compaction/turnCompaction.ts): the history is rebuilt from
+ * the last compaction boundary, and a context overflow is not a session.error but one compaction
+ * and retry (then compaction_limit_reached_error).
+ * Proven by test/sdk-flow.test.ts and test/sessions-events.test.ts (scripted model errors);
+ * harness `pi` by test/compaction.test.ts and test/compaction-overflow.test.ts.
  */
 import {
   backoffDelay,

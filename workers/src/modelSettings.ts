@@ -17,8 +17,12 @@
  * - `pi_config.contextWindow`: the input (estimated conservatively) plus the output cap never
  *   exceeds it: the oldest turns are left out (a cut starts at a user turn; tool results whose
  *   call was cut are dropped; system messages are kept); when even the latest turn does not
- *   fit, the request is refused with a terminal model_request_failed_error, never sent.
- * Proved by test/effort-pi-config.test.ts (both protocols, through the scripted model).
+ *   fit, the request is refused with a terminal model_request_failed_error, never sent. Harness
+ *   `pi` sessions are not trimmed: compaction keeps them under the window (./compaction), and
+ *   their output cap is what the window leaves after the input;
+ * - harness `pi`: the request carries the session id (`sessionId`, the provider's cache key).
+ * Proved by test/effort-pi-config.test.ts (both protocols, through the scripted model) and, for
+ * harness `pi`, test/compaction.test.ts.
  */
 import {
   effortLevels,
