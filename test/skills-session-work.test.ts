@@ -4,11 +4,13 @@
  * the files of ONLY the skills its session's agent declares (spec claimed-session table, "agent
  * skill"); another skill, skill listing, skill metadata, create and delete are 403. The
  * platform mounts nothing for a self_hosted session (it runs no sandbox for it), so this is how
- * its worker gets the skills' files; the session still pins the versions at create.
+ * its worker gets the skills' files; the session still pins the versions at create, and its
+ * turns (run in the control plane) send the pinned skill's wrapper in the system prompt.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { BETA, startPlatform, type TestPlatform } from './harness.js';
 import { sessionsToken, withBearer, workEnv } from './workHelpers.js';
+import { addModelCard, runTurn, say } from './turnHelpers.js';
 
 let t: TestPlatform;
 beforeAll(async () => {
@@ -118,5 +120,28 @@ describe('claimed-session bearer and skills', () => {
     // Nothing was changed by the refused writes.
     const still = await t.http(`/v1/skills/${declared.id}`, { headers: BETA });
     expect(((await still.json()) as any).latest_version).toBe(declared.latest_version);
+  }, 60_000);
+
+  it('a self_hosted session inlines its pinned skills into the system prompt', async () => {
+    const w = await workEnv(t, 'skills-lane');
+    const model = 'skills-lane-model';
+    await addModelCard(t, model);
+    const skill = await createSkill('lane-skill', 'the lane body');
+    const agent = await t.client.beta.agents.create({
+      name: 'lane-skilled',
+      model,
+      system: 'lane prompt',
+      skills: [{ type: 'custom', skill_id: skill.id }],
+    });
+    const session = await t.client.beta.sessions.create({
+      agent: agent.id,
+      environment_id: w.envId,
+    });
+    t.model.script(model, say('ok'));
+    await runTurn(t.client, session.id, 'hi');
+    const req = t.model.requests.filter((r) => r.model === model).at(-1)!;
+    expect(req.body.system).toBe(
+      `lane prompt\n\n<source name="skill:${skill.id}"><skill name="lane-skill">the lane body</skill></source>`,
+    );
   }, 60_000);
 });
