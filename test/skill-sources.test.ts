@@ -11,21 +11,23 @@
  * - http sources, unopened private addresses, archive symlinks and traversal: 400s;
  * - another tenant's skill ids are 404s and its installed list is its own.
  */
-import { createHash } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { BETA, startPlatform, type TestPlatform } from './harness.js';
 import {
   digestOf,
+  publishIndexV2,
+  SCHEMA_V02 as SCHEMA,
+  skillLevelDigest as skillLevel,
   skillMd,
   startSkillSource,
   tarGzOf,
   zipOf,
+  type PublishedSkill,
   type SkillSourceFixture,
 } from './fixtures/skillSource.js';
 
 let t: TestPlatform;
 let src: SkillSourceFixture;
-const SCHEMA = 'https://schemas.agentskills.io/discovery/0.2.0/schema.json';
 
 beforeAll(async () => {
   src = await startSkillSource();
@@ -58,37 +60,7 @@ const fileOf = async (id: string, version: string, path: string, key?: string) =
   return res.text();
 };
 
-/** A v0.2 index at `<prefix>/.well-known/agent-skills/` with artifacts beside it. */
-function publishV2(
-  prefix: string,
-  skills: Array<{ name: string; file: string; bytes: Uint8Array | string; digest?: string }>,
-) {
-  const base = `${prefix}/.well-known/agent-skills`;
-  for (const s of skills) src.put(`${base}/${s.file}`, s.bytes);
-  src.put(
-    `${base}/index.json`,
-    JSON.stringify({
-      $schema: SCHEMA,
-      skills: skills.map((s) => ({
-        name: s.name,
-        description: `the ${s.name} skill`,
-        type: s.file.endsWith('.md') ? 'skill-md' : 'archive',
-        url: s.file,
-        digest: s.digest ?? digestOf(s.bytes),
-      })),
-    }),
-  );
-  return `${src.origin}${base}/index.json`;
-}
-
-/** The RFC's skill-level digest (sorted `path\0hex\n` lines), computed independently. */
-function skillLevel(files: Record<string, string>): string {
-  const lines = Object.keys(files)
-    .sort()
-    .map((p) => `${p}\0${createHash('sha256').update(files[p]!).digest('hex')}\n`)
-    .join('');
-  return digestOf(lines);
-}
+const publishV2 = (prefix: string, skills: PublishedSkill[]) => publishIndexV2(src, prefix, skills);
 
 describe('skill sources: index lookup', () => {
   it('discover finds <url>/.well-known/agent-skills/index.json (v0.2) first', async () => {
@@ -422,6 +394,24 @@ describe('skill sources: refusals', () => {
     expect(r.body.error.message).toMatch(/SKILL_SOURCES_ALLOW_HOSTS/);
     expect(r.body.error.message).not.toMatch(/127\.0\.0\.1/);
     expect(src.requests.length).toBe(from);
+  });
+
+  it('redirects are followed over https only; an index over 1 MiB is refused', async () => {
+    const md = skillMd('moved', 'm', 'x');
+    const index = publishV2('/moved-here', [{ name: 'moved', file: 'm.md', bytes: md }]);
+    src.redirect('/moved/.well-known/agent-skills/index.json', index);
+    const ok = await call('install', { url: `${src.origin}/moved`, skills: ['moved'] });
+    expect(ok.status, ok.text).toBe(200);
+    expect(ok.body.source).toBe(`${src.origin}/moved/.well-known/agent-skills/index.json`);
+    const port = new URL(src.origin).port;
+    src.redirect('/downgrade/.well-known/agent-skills/index.json', `http://127.0.0.1:${port}/x`);
+    const down = await call('discover', { url: `${src.origin}/downgrade` });
+    expect(down.status, down.text).toBe(400);
+    expect(down.body.error.message).toMatch(/must use https/);
+    src.put('/big/.well-known/agent-skills/index.json', ' '.repeat(1024 * 1024 + 1));
+    const big = await call('discover', { url: `${src.origin}/big` });
+    expect(big.status, big.text).toBe(400);
+    expect(big.body.error.message).toMatch(/larger than 1048576 bytes/);
   });
 
   it('without the beta header: 400', async () => {

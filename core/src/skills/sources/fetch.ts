@@ -5,16 +5,17 @@
  *
  * Guarantees (proved by test/skill-sources.test.ts):
  * - only `https:` URLs are fetched: the source, every URL an index points at, and every
- *   redirect hop (at most 5); anything else is a 400 naming the field ("an http source → 400",
- *   "an index pointing at http:// → 400");
+ *   redirect hop (at most 5); anything else is a 400 naming the field ("an http:// source is a
+ *   400", "an index pointing at an http:// artifact…", "redirects are followed over https only…");
  * - a name resolving to a private, loopback or metadata address is refused before any
  *   connection, with a 400 naming SKILL_SOURCES_ALLOW_HOSTS, unless the host (`host` or
- *   `host:port`) is opened there ("a source resolving to 127.0.0.1 … → 400");
+ *   `host:port`) is opened there ("a source resolving to 127.0.0.1 that is not opened…");
  * - upstream TLS trusts the system store plus EGRESS_CA_CERTS (core/src/egress/ca.ts), as the
  *   MCP proxy does;
- * - every answer is bounded: at most `maxBytes` bytes (read as they arrive, cut at the limit)
- *   and `timeoutMs` for the whole exchange; failures are 400s naming the URL, never 5xx, and
- *   never the resolved address.
+ * - every answer is bounded: at most `maxBytes` bytes (read as they arrive, cut at the limit;
+ *   "…an index over 1 MiB is refused") and `timeoutMs` for the whole exchange (not covered by a
+ *   test: no timed assertions); failures are 400s naming the URL, never 5xx, and never the
+ *   resolved address.
  */
 import { upstreamTrust } from '../../egress/ca.js';
 import { egressFetch, type HttpFetch } from '../../egress/dispatcher.js';
