@@ -188,6 +188,43 @@ describe('memory stores mounted in a session (local sandbox)', () => {
     expect(await warnings(session.id)).toHaveLength(1);
   }, 120_000);
 
+  it('a removed file deletes its memory; files that cannot be memories are reported, not lost', async () => {
+    const store = await storeWith('cleanup', { '/old.md': 'old\n', '/keep.md': 'keep\n' });
+    const session = await client.beta.sessions.create({
+      agent: agentId,
+      environment_id: envId,
+      resources: [{ type: 'memory_store', memory_store_id: store.id }],
+    });
+    const dir = '/mnt/memory/cleanup';
+    t.model.script(
+      MODEL,
+      bash(
+        `rm ${dir}/old.md && head -c 110000 /dev/zero | tr '\\0' a > ${dir}/big.md && printf 'a\\000b' > ${dir}/bin.dat && echo x > "${dir}/$(printf 'tab\\there')"`,
+      ),
+      say('cleaned'),
+    );
+    const turn = await runTurn(client, session.id, 'clean');
+    expect(turn.toolResults[0]?.is_error).toBe(false);
+    expect(await contents(store.id)).toEqual({ '/keep.md': 'keep\n' });
+    const versions: any[] = [];
+    for await (const v of client.beta.memoryStores.memoryVersions.list(store.id, {
+      memory_id: store.ids['/old.md']!,
+    }))
+      versions.push(v);
+    expect(versions.map((v) => v.operation).sort()).toEqual(['created', 'deleted']);
+    const ws = await warnings(session.id);
+    expect(ws.map((w) => [w.warning, w.path, w.reason]).sort()).toEqual([
+      ['memory_not_written', '/big.md', 'too_large'],
+      ['memory_not_written', '/bin.dat', 'binary'],
+      ['memory_not_written', '/tab\there', 'invalid'],
+    ]);
+    // Reported once: the next idle with the same files adds no warning.
+    t.model.script(MODEL, bash(`ls ${dir}`), say('same'));
+    const again = await runTurn(client, session.id, 'again');
+    expect(resultText(again)).toContain('big.md');
+    expect(await warnings(session.id)).toHaveLength(3);
+  }, 120_000);
+
   it('read_only access: the agent can read, nothing is written back, and a warning says so', async () => {
     const store = await storeWith('Reference', { '/faq.md': 'q: a\n' });
     const session = await client.beta.sessions.create({

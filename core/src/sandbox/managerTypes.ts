@@ -42,7 +42,10 @@ export interface SandboxResource {
   /** Absolute path inside the sandbox. */
   path: string;
   data: () => Promise<Uint8Array>;
-  /** An (empty) directory to create at `path` (`data` is not read): a mounted memory store. */
+  /**
+   * A directory created EMPTY at `path` (anything there before is removed; `data` is not
+   * read): a mounted memory store, so its files are exactly the store's at every warmup.
+   */
   directory?: boolean;
 }
 

@@ -1,7 +1,8 @@
 /**
  * Sandbox warmup, in order: (1) probe `exec true` until it answers (PROBE_ATTEMPTS); (2) read
  * the warm marker: non-empty means /workspace is populated, skip (3); (3) restore the latest
- * snapshot; (4) write the declared resources — one that cannot be prepared FAILS the warmup;
+ * snapshot; (4) write the declared resources (files; directories, created empty: a mounted
+ * memory store's) — one that cannot be prepared FAILS the warmup;
  * (5) set the outbound context; (6) set the backup context: only from here on is the sandbox
  * snapshotted, so a half-warmed sandbox never overwrites a good snapshot; (7) write a fresh
  * marker. A failed warmup stops the sandbox (snapshotting it first only if it was warm before).
@@ -53,12 +54,14 @@ export async function readMarker(api: SandboxAgentApi): Promise<string> {
   }
 }
 
-/** `mkdir -p` in the sandbox; a failure fails the warmup, naming the path. */
+/** A fresh empty directory in the sandbox (what was there goes); a failure fails the warmup. */
 async function makeDirectory(api: SandboxAgentApi, path: string): Promise<void> {
   const quoted = `'${path.replace(/'/g, `'\\''`)}'`;
-  const r = await api.exec({ command: `mkdir -p -- ${quoted}`, timeoutMs: 30_000 }).catch((err) => {
-    throw new SandboxWarmupError('resources', `directory ${path}: ${errMessage(err)}`, path);
-  });
+  const r = await api
+    .exec({ command: `rm -rf -- ${quoted} && mkdir -p -- ${quoted}`, timeoutMs: 30_000 })
+    .catch((err) => {
+      throw new SandboxWarmupError('resources', `directory ${path}: ${errMessage(err)}`, path);
+    });
   if (r.exitCode !== 0)
     throw new SandboxWarmupError(
       'resources',

@@ -1,0 +1,70 @@
+/**
+ * The memory mount on the Nomad driver (against the Nomad API fake, test/nomad/): the sandbox
+ * task binds its own /mnt/memory (core/src/adapters/nomad/command.ts), the warmup mounts the
+ * store there through the same sandbox agent protocol, and the write-back at idle turns a
+ * bash edit into a new memory version, exactly as on the local driver
+ * (test/memory-session.test.ts has the full behaviour).
+ */
+import { createHash } from 'node:crypto';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startNomadFake } from './nomad/fake.js';
+import { startPlatform, type TestPlatform } from './harness.js';
+import { addModelCard, call, runTurn, say } from './turnHelpers.js';
+
+const MODEL = 'memory-nomad-model';
+let t: TestPlatform;
+let closeFake: (() => Promise<void>) | null = null;
+
+beforeAll(async () => {
+  const fake = await startNomadFake({ node: { cpuMhz: 16_000, memoryMb: 65_536 } });
+  closeFake = fake.close;
+  t = await startPlatform({
+    env: {
+      SANDBOX_DRIVER: 'nomad',
+      NOMAD_ADDR: fake.address,
+      SANDBOX_NOMAD_PROXY_ADVERTISE: '127.0.0.1',
+    },
+  });
+  await addModelCard(t, MODEL);
+}, 60_000);
+afterAll(async () => {
+  await t?.close();
+  await closeFake?.();
+});
+
+describe('memory stores mounted in a session (nomad driver)', () => {
+  it('mounts the store at /mnt/memory/<name>; an edit becomes a new version at idle', async () => {
+    const c = t.client;
+    const store = await c.beta.memoryStores.create({ name: 'Nomad Notes' });
+    const m = await c.beta.memoryStores.memories.create(store.id, {
+      path: '/plan.md',
+      content: 'step 1\n',
+    });
+    const env = await c.beta.environments.create({ name: 'memory-nomad' });
+    const agent = await c.beta.agents.create({
+      name: 'memory-nomad',
+      model: MODEL,
+      tools: [{ type: 'agent_toolset_20260401' }],
+    });
+    const session = await c.beta.sessions.create({
+      agent: agent.id,
+      environment_id: env.id,
+      resources: [{ type: 'memory_store', memory_store_id: store.id }],
+    });
+    t.model.script(
+      MODEL,
+      call('bash', {
+        command:
+          "cat /mnt/memory/nomad-notes/plan.md && echo 'step 2' >> /mnt/memory/nomad-notes/plan.md",
+      }),
+      say('planned'),
+    );
+    const turn = await runTurn(c, session.id, 'plan');
+    expect(turn.toolResults[0]?.content?.[0]?.text).toContain('step 1');
+    const after = await c.beta.memoryStores.memories.retrieve(m.id, { memory_store_id: store.id });
+    expect(after.content).toBe('step 1\nstep 2\n');
+    expect(after.content_sha256).toBe(
+      createHash('sha256').update('step 1\nstep 2\n', 'utf8').digest('hex'),
+    );
+  }, 180_000);
+});
