@@ -1,0 +1,96 @@
+/**
+ * Memory search with the platform's settings (core/src/memory/search): MEMORY_EMBEDDING_MODEL
+ * names the operator's embedding card, used for a tenant's store without its own
+ * `embedding_model`; MEMORY_SEARCH_MAX_OPEN_INDEXES bounds the indexes a process keeps open,
+ * and a store whose index was evicted answers the same, rebuilt from its persisted vectors
+ * without embedding its memories again. Fake embedding endpoint: test/fixtures/embeddingServer.ts.
+ */
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { BETA, startPlatform, type TestPlatform } from './harness.js';
+import { startEmbeddingServer, type EmbeddingServer } from './fixtures/embeddingServer.js';
+
+let t: TestPlatform;
+let emb: EmbeddingServer;
+
+beforeAll(async () => {
+  emb = await startEmbeddingServer();
+  t = await startPlatform({
+    env: {
+      EGRESS_ALLOW_PRIVATE_HOSTS: emb.host,
+      MEMORY_EMBEDDING_MODEL: 'house-embeddings',
+      MEMORY_SEARCH_MAX_OPEN_INDEXES: '1',
+    },
+  });
+});
+afterAll(async () => {
+  await t?.close();
+  await emb?.close();
+});
+
+type Json = Record<string, any>;
+const call = async (path: string, json: unknown, key?: string) => {
+  const res = await t.http(path, { method: 'POST', key, headers: BETA, json });
+  return { status: res.status, body: (await res.json()) as Json };
+};
+
+async function store(key: string, docs: Record<string, string>): Promise<string> {
+  const s = await call('/v1/memory_stores', { name: 'notes' }, key);
+  expect(s.status).toBe(200);
+  for (const [path, content] of Object.entries(docs))
+    expect(
+      (await call(`/v1/memory_stores/${s.body.id}/memories`, { path, content }, key)).status,
+    ).toBe(200);
+  return s.body.id as string;
+}
+
+describe('memory search platform settings', () => {
+  it("a store without embedding_model uses MEMORY_EMBEDDING_MODEL, the operator's card; evicted indexes rebuild from persisted vectors", async () => {
+    const card = await call('/v1/svc/model_cards', {
+      model_id: 'house-embeddings',
+      provider: 'oai-compatible',
+      model: 'bow-64',
+      base_url: emb.url,
+      api_key: 'sk-house-embed',
+      pi_config: { embedding: true },
+    });
+    expect(card.status, JSON.stringify(card.body)).toBe(200);
+    const tenant = await t.newTenant('defaults');
+    const a = await store(tenant.apiKey, {
+      '/a/tides.md': 'The tide tables for the harbour are pinned by the door.',
+      '/a/bikes.md': 'Bike tyres need pumping every second week.',
+    });
+    const b = await store(tenant.apiKey, {
+      '/b/tea.md': 'Green tea steeps for two minutes at eighty degrees.',
+      '/b/ink.md': 'The printer ink is in the second drawer.',
+    });
+    const first = await call(
+      `/v1/memory_stores/${a}/search`,
+      { query: 'harbour tide' },
+      tenant.apiKey,
+    );
+    expect(first.body).toMatchObject({ mode: 'semantic', embedding_model: 'house-embeddings' });
+    expect(first.body.data[0].path).toBe('/a/tides.md');
+    expect(emb.requests.every((r) => r.headers.authorization === 'Bearer sk-house-embed')).toBe(
+      true,
+    );
+
+    const other = await call(
+      `/v1/memory_stores/${b}/search`,
+      { query: 'green tea' },
+      tenant.apiKey,
+    );
+    expect(other.body.data[0].path).toBe('/b/tea.md');
+    // One open index per process: b's evicted a's.
+    expect(t.server.platform.memorySearch.openCount).toBe(1);
+    // Background embeddings of the writes are over; from here on only queries are embedded.
+    await t.server.platform.memorySearch.idle();
+    const sent = emb.requests.length;
+    const again = await call(
+      `/v1/memory_stores/${a}/search`,
+      { query: 'harbour tide' },
+      tenant.apiKey,
+    );
+    expect(again.body.data).toEqual(first.body.data);
+    expect(emb.requests.slice(sent).map((r) => r.input)).toEqual([['harbour tide']]);
+  });
+});
