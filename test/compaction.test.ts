@@ -13,12 +13,14 @@
  *   and compaction_max_summary_tokens caps the summary's output;
  * - a tool call in the summary rejects the boundary: the platform's truncation fallback is
  *   written instead and the turn completes;
+ * - the default SSE stream carries the boundary event; the span.compaction_summarize_*
+ *   extensions are stored and listed but left out of the default stream;
  * - bad compaction metadata is a 400 naming the key; a `default` harness session is unchanged.
  * The overflow retry and the compaction limit: test/compaction-overflow.test.ts.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startPlatform, type TestPlatform } from './harness.js';
-import { say } from './turnHelpers.js';
+import { say, untilIdle } from './turnHelpers.js';
 import {
   conversationOf,
   events,
@@ -201,6 +203,32 @@ describe('compaction strategies (harness pi)', () => {
     expectRebuiltHistory(r.reqs, 'Summarising the earlier conversation failed');
     const idles = r.log.filter((e) => e.type === 'session.status_idle');
     expect(idles.map((e) => e.stop_reason.type)).toEqual(['end_turn', 'end_turn', 'end_turn']);
+  });
+});
+
+describe('compaction events on the SSE stream', () => {
+  it('the default stream carries the boundary event, not the summarize spans (extensions; in the log)', async () => {
+    const s = await piSession(t, envId, 'anthropic', {
+      pi: SMALL_WINDOW,
+      metadata: { compaction_trigger_fraction: '0.5' },
+    });
+    t.model.script(s.wire, say('a1'), say(SUMMARY), say('a2'));
+    await turn(t, s.sid, 'first question: alpha');
+    const seen = await untilIdle(t.client, s.sid, [
+      {
+        type: 'user.message',
+        content: [
+          { type: 'text', text: 'second question: beta' },
+          { type: 'image', source: { type: 'base64', media_type: 'image/png', data: RED_DOT_PNG } },
+        ],
+      },
+    ]);
+    const types = seen.map((e) => e.type);
+    expect(types).toContain('agent.thread_context_compacted');
+    expect(types.filter((x) => x.startsWith('span.compaction'))).toEqual([]);
+    const all = (await events(t, s.sid)).map((e) => e.type);
+    expect(all).toContain('span.compaction_summarize_start');
+    expect(all).toContain('span.compaction_summarize_end');
   });
 });
 
