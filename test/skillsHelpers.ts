@@ -27,7 +27,7 @@ export function form(
 ): FormData {
   const f = new FormData();
   for (const [k, v] of Object.entries(fields)) f.append(k, v);
-  for (const x of files) f.append(x.field, new Blob([x.content as BlobPart]), x.filename);
+  for (const x of files) f.append(x.field, new Blob([x.content as string]), x.filename);
   return f;
 }
 
