@@ -17,6 +17,8 @@
 import { createHash } from 'node:crypto';
 import type Anthropic from '@anthropic-ai/sdk';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { Session } from '@agentfleet/schemas';
+import { conforms, conformsEvent } from './contractShapesHelpers.js';
 import { startPlatform, type TestPlatform } from './harness.js';
 import { addModelCard, call, runTurn, say } from './turnHelpers.js';
 
@@ -67,7 +69,9 @@ async function contents(storeId: string): Promise<Record<string, string>> {
 async function warnings(sid: string): Promise<any[]> {
   const res = await t.http(`/v1/sessions/${sid}/events?limit=1000`, { key: apiKey });
   const events = ((await res.json()) as { data: any[] }).data;
-  return events.filter((e) => e.type === 'session.warning');
+  const found = events.filter((e) => e.type === 'session.warning');
+  for (const w of found) conformsEvent(w, `session.warning ${w.warning}`);
+  return found;
 }
 const bash = (command: string) => call('bash', { command });
 const resultText = (turn: { toolResults: any[] }) =>
@@ -95,6 +99,7 @@ describe('memory stores mounted in a session (local sandbox)', () => {
         mount_path: '/mnt/memory/team-notes',
       },
     ]);
+    conforms(Session, session, 'session with a memory_store resource');
     const dir = '/mnt/memory/team-notes';
     t.model.script(
       MODEL,
