@@ -323,6 +323,7 @@ describe('memories', () => {
       '/a\u0000b',
       '/a\u200bb',
       '/a\u2028b',
+      '/lone\ud800',
       '/e\u0301',
       '/' + 'x'.repeat(1024),
       '/' + Array.from({ length: 21 }, () => 'a').join('/'),
@@ -339,6 +340,7 @@ describe('memories', () => {
       }),
       'precondition',
     );
+    await badRequest(mm.create(s.id, { path: '/lone.md', content: 'x\udc00' }), 'content');
     await badRequest(c.beta.memoryStores.create({ name: '' }), 'name');
     await badRequest(c.beta.memoryStores.create({ name: 'x', bogus: 1 } as never), 'bogus');
     const res = await t.http(`/v1/memory_stores/${s.id}/memories?view=everything`, { key: apiKey });

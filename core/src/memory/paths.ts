@@ -10,10 +10,18 @@ import { invalid } from '../errors.js';
 export const MAX_PATH_BYTES = 1024;
 export const MAX_PATH_SEGMENTS = 20;
 const FORBIDDEN = /[\p{Cc}\p{Cf}\u2028\u2029]/u;
+const LONE_SURROGATE = /[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/;
+
+/** Text that UTF-8 can hold (no lone surrogate), else a 400 naming `field`. */
+export function checkWellFormed(text: string, field: string): string {
+  if (LONE_SURROGATE.test(text)) throw invalid(field, 'must be valid Unicode (no lone surrogates)');
+  return text;
+}
 
 /** Returns the path unchanged when valid; throws a 400 naming `field` otherwise. */
 export function checkMemoryPath(path: string, field = 'path'): string {
   if (!path.startsWith('/')) throw invalid(field, "must start with '/' (e.g. /notes/todo.md)");
+  checkWellFormed(path, field);
   if (Buffer.byteLength(path, 'utf8') > MAX_PATH_BYTES)
     throw invalid(field, `must be at most ${MAX_PATH_BYTES} bytes`);
   if (FORBIDDEN.test(path))

@@ -50,7 +50,7 @@ import {
 } from './docs.js';
 import { pathConflict, preconditionFailed } from './errors.js';
 import { listMemoryPage, type MemoryListItem } from './listing.js';
-import { ancestorsOf, checkMemoryPath, underPrefix } from './paths.js';
+import { ancestorsOf, checkMemoryPath, checkWellFormed, underPrefix } from './paths.js';
 import { renderMemory, renderStore, type Memory, type MemoryStore, type View } from './render.js';
 import { sweepVersions } from './sweep.js';
 import { MemoryVersions, type VersionWrite } from './versions.js';
@@ -78,6 +78,7 @@ export const sha256Hex = (s: string) => createHash('sha256').update(s, 'utf8').d
 const MAX_CAS_ROUNDS = 20;
 
 function checkContent(content: string): number {
+  checkWellFormed(content, 'content');
   const bytes = Buffer.byteLength(content, 'utf8');
   if (bytes > MAX_MEMORY_BYTES)
     throw invalid(
@@ -139,6 +140,8 @@ export class MemoryService {
   }
 
   async createStore(tenant: string, b: MemoryStoreCreate): Promise<MemoryStore> {
+    checkWellFormed(b.name, 'name');
+    checkWellFormed(b.description ?? '', 'description');
     const now = this.nowIso();
     const id = newId(MEMORY_STORE_PREFIX);
     const doc: Omit<MemoryStoreDoc, 'tenant_id'> = {
@@ -173,6 +176,8 @@ export class MemoryService {
 
   async updateStore(tenant: string, id: string, b: MemoryStoreUpdate): Promise<MemoryStore> {
     const s = await this.liveStore(tenant, id);
+    checkWellFormed(b.name ?? '', 'name');
+    checkWellFormed(b.description ?? '', 'description');
     const set: Record<string, unknown> = {};
     if (b.name !== undefined && b.name !== null) set.name = b.name;
     if (b.description !== undefined) set.description = b.description ?? '';
