@@ -3,7 +3,8 @@
  * names the operator's embedding card, used for a tenant's store without its own
  * `embedding_model`; MEMORY_SEARCH_MAX_OPEN_INDEXES bounds the indexes a process keeps open,
  * and a store whose index was evicted answers the same, rebuilt from its persisted vectors
- * without embedding its memories again. Fake embedding endpoint: test/fixtures/embeddingServer.ts.
+ * without embedding its memories again. A memory whose search entry was lost is found once a
+ * process opens the store (the entries are reconciled with the memories). Fake embedding endpoint: test/fixtures/embeddingServer.ts.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { BETA, startPlatform, type TestPlatform } from './harness.js';
@@ -92,5 +93,30 @@ describe('memory search platform settings', () => {
     );
     expect(again.body.data).toEqual(first.body.data);
     expect(emb.requests.slice(sent).map((r) => r.input)).toEqual([['harbour tide']]);
+  });
+
+  it('a memory whose search entry was lost (its hook never ran) is indexed when a process opens the store', async () => {
+    const tenant = await t.newTenant('lost');
+    const s = await store(tenant.apiKey, {
+      '/x/owl.md': 'Owls hunt at night in the old barn.',
+      '/x/fox.md': 'The fox den is under the oak by the river.',
+    });
+    await t.server.platform.memorySearch.idle();
+    const list = await t.http(`/v1/memory_stores/${s}/memories`, {
+      key: tenant.apiKey,
+      headers: BETA,
+    });
+    const owl = ((await list.json()) as Json).data.find((m: Json) => m.path === '/x/owl.md').id;
+    // As if the process died between the memory write and its search entry write.
+    await t.server.platform.memorySearch.entries.entries.deleteOne(tenant.tenantId, { _id: owl });
+    await t.restart();
+    const r = await call(
+      `/v1/memory_stores/${s}/search`,
+      { query: 'owls hunt in the barn' },
+      tenant.apiKey,
+    );
+    expect(r.body.mode).toBe('semantic');
+    expect(r.body.data[0]).toMatchObject({ memory_id: owl, path: '/x/owl.md' });
+    expect(r.body.unindexed).toBe(0);
   });
 });

@@ -219,6 +219,13 @@ export async function createPlatform(config: Config, adapters: Adapters): Promis
       store: (tenant, id) => collections.memoryStores.get(tenant, id),
       memories: (tenant, storeId, ids) =>
         collections.memories.find(tenant, { store_id: storeId, _id: { $in: ids } }),
+      count: (tenant, storeId) => collections.memories.count(tenant, { store_id: storeId }),
+      page: (tenant, storeId, afterId, limit) =>
+        collections.memories.find(
+          tenant,
+          { store_id: storeId, _id: { $gt: afterId } },
+          { sort: { _id: 1 }, limit },
+        ),
     },
     embedding: {
       c: collections,

@@ -131,6 +131,8 @@ export class LexicalFollower extends EntryFollower {
 export class OpenStore {
   vector: VectorFollower | null = null;
   lexical: LexicalFollower | null = null;
+  /** The entries were checked against the memories since this process opened the store. */
+  reconciled = false;
   private chain: Promise<unknown> = Promise.resolve();
 
   /** Runs `f` after every earlier call on this store finished (one sync at a time). */

@@ -45,6 +45,10 @@ export interface MemorySource {
   store(tenant: string, storeId: string): Promise<{ embedding_model: string | null } | null>;
   /** Live memories of the store with the given ids (missing ones are left out). */
   memories(tenant: string, storeId: string, ids: string[]): Promise<SourceMemory[]>;
+  /** How many live memories the store holds. */
+  count(tenant: string, storeId: string): Promise<number>;
+  /** Live memories of the store in id order, after `afterId`, at most `limit`. */
+  page(tenant: string, storeId: string, afterId: string, limit: number): Promise<SourceMemory[]>;
 }
 
 export interface SourceMemory {
@@ -82,6 +86,7 @@ export interface MemorySearchOptions {
 
 /** Pending memories embedded by one search (the rest wait for the next one). */
 export const MAX_EMBED_PER_SEARCH = 512;
+const RECONCILE_PAGE = 500;
 const SNIPPET_CHARS = 240;
 
 /** The text embedded for a memory: its path, then its content. */
@@ -183,6 +188,10 @@ export class MemorySearchService {
     const model = await resolveEmbeddingModel(this.o.embedding, tenant, store.embedding_model);
     const s = this.openStore(tenant, storeId);
     return s.serial(async () => {
+      if (!s.reconciled) {
+        await this.reconcile(tenant, storeId);
+        s.reconciled = true;
+      }
       if (model) {
         try {
           return await this.semantic(s, tenant, storeId, model, query, limit);
@@ -199,6 +208,48 @@ export class MemorySearchService {
       }
       return this.lexical(s, tenant, storeId, query, limit);
     });
+  }
+
+  /**
+   * When a store is first opened in this process: if the entries do not count as many live
+   * memories as the store holds (a write whose hook never ran, e.g. the process died between
+   * the memory write and the entry write), entries are written for the memories without a
+   * current one and tombstones for entries without a memory. Counts equal: nothing is read.
+   */
+  private async reconcile(tenant: string, storeId: string): Promise<void> {
+    const [entries, live] = await Promise.all([
+      this.entries.liveCount(tenant, storeId),
+      this.o.source.count(tenant, storeId),
+    ]);
+    if (entries === live) return;
+    const seen = new Set<string>();
+    for (let after = ''; ;) {
+      const page = await this.o.source.page(tenant, storeId, after, RECONCILE_PAGE);
+      const have = new Map(
+        (
+          await this.entries.entries.find(tenant, {
+            store_id: storeId,
+            _id: { $in: page.map((m) => m._id) },
+          })
+        ).map((e) => [e._id, e]),
+      );
+      for (const m of page) {
+        seen.add(m._id);
+        const e = have.get(m._id);
+        if (!e || e.deleted || e.content_sha256 !== m.content_sha256 || e.path !== m.path)
+          await this.entries.put(tenant, storeId, {
+            _id: m._id,
+            path: m.path,
+            content_sha256: m.content_sha256,
+            model_key: null,
+            vector: null,
+          });
+      }
+      if (page.length < RECONCILE_PAGE) break;
+      after = page[page.length - 1]!._id;
+    }
+    for await (const e of this.entries.since(tenant, storeId, 0))
+      if (!e.deleted && !seen.has(e._id)) await this.entries.tombstone(tenant, storeId, e._id);
   }
 
   private async semantic(
