@@ -43,6 +43,8 @@ export interface SkillDoc {
   display_title: string;
   description: string;
   latest_version: string;
+  /** Versions held; a version delete decrements it conditionally (never below 1). */
+  version_count: number;
   origin: SkillOrigin | null;
   created_at: string;
   updated_at: string;

@@ -93,6 +93,7 @@ export class SkillService {
       display_title: displayTitle ?? parsed.name,
       description: meta.description ?? parsed.description,
       latest_version: version.version,
+      version_count: 1,
       origin: origin ?? null,
       created_at: now,
       updated_at: now,
@@ -131,6 +132,7 @@ export class SkillService {
       origin ?? skill.origin,
       now,
     );
+    await this.c.skills.updateOne(tenant, { _id: skillId }, { $inc: { version_count: 1 } });
     const set: Record<string, unknown> = { latest_version: v.version, updated_at: now };
     set.description = parsed.description;
     if (origin) set.origin = origin;
@@ -237,7 +239,13 @@ export class SkillService {
     if (this.builtins.isBuiltinId(id))
       throw invalid('skill_id', `${id} is a built-in skill: its version cannot be deleted`);
     const v = await this.versionDoc(tenant, id, version);
-    if ((await this.c.skillVersions.count(tenant, { skill_id: id })) <= 1)
+    // Reserved atomically: two concurrent deletes cannot remove the last two versions.
+    const reserved = await this.c.skills.findOneAndUpdate(
+      tenant,
+      { _id: id, version_count: { $gt: 1 } },
+      { $inc: { version_count: -1 } },
+    );
+    if (!reserved)
       throw invalid(
         'version',
         `${v.version} is the only version of ${id}: delete the skill instead (DELETE /v1/skills/${id})`,
