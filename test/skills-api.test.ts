@@ -242,6 +242,9 @@ describe('built-in skills', () => {
     expect(pdf.latest_version).toMatch(/^\d{16}$/);
     const md = await get('/v1/skills/pdf/files/SKILL.md');
     expect(await md.text()).toMatch(/^---\nname: pdf\n/);
+    const script = await get('/v1/skills/pdf/files/scripts/make_pdf.py');
+    expect(script.status).toBe(200);
+    expect(await script.text()).toContain('reportlab');
     const zip = await unzipResponse(
       await get(`/v1/skills/pdf/versions/${pdf.latest_version}/content`),
     );
