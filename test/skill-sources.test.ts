@@ -11,6 +11,7 @@
  * - http sources, unopened private addresses, archive symlinks and traversal: 400s;
  * - another tenant's skill ids are 404s and its installed list is its own.
  */
+import { loadConfig } from '@agentfleet/core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { BETA, startPlatform, type TestPlatform } from './harness.js';
 import {
@@ -412,6 +413,21 @@ describe('skill sources: refusals', () => {
     const big = await call('discover', { url: `${src.origin}/big` });
     expect(big.status, big.text).toBe(400);
     expect(big.body.error.message).toMatch(/larger than 1048576 bytes/);
+  });
+
+  it('SKILL_SOURCES_ALLOW_HOSTS is parsed at start-up; a bad entry is a config problem naming it', () => {
+    const base = { DATA_DIR: '/tmp/agentfleet-skill-sources-config-test' };
+    const rules = loadConfig('all', {
+      ...base,
+      SKILL_SOURCES_ALLOW_HOSTS: 'intranet.corp, 10.0.0.5:8443',
+    }).skillSources.allowHosts;
+    expect(rules).toEqual([
+      { host: 'intranet.corp', port: null },
+      { host: '10.0.0.5', port: 8443 },
+    ]);
+    expect(() => loadConfig('all', { ...base, SKILL_SOURCES_ALLOW_HOSTS: 'bad host!' })).toThrow(
+      /SKILL_SOURCES_ALLOW_HOSTS: 'bad host!'/,
+    );
   });
 
   it('without the beta header: 400', async () => {
