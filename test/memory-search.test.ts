@@ -179,6 +179,22 @@ describe('memory search', () => {
     expect(up.body.data[0].path).toBe('/ops/pager.md');
   });
 
+  it('a query of no words answers an empty list; a deleted store is a 404 and its search entries are gone', async () => {
+    const tenant = await t.newTenant('dropper');
+    await embeddingCard(tenant.apiKey, 'bow');
+    const store = await storeWith(tenant.apiKey, 'bow');
+    const none = await search(store, '?!', 5, tenant.apiKey);
+    expect(none.status).toBe(200);
+    expect(none.body).toMatchObject({ mode: 'semantic', data: [] });
+    await t.server.platform.memorySearch.idle();
+    const entries = t.server.platform.memorySearch.entries.entries;
+    expect(await entries.count(tenant.tenantId, { store_id: store })).toBe(3);
+    const del = await call(`/v1/memory_stores/${store}`, undefined, tenant.apiKey, 'DELETE');
+    expect(del.status).toBe(200);
+    expect((await search(store, 'pasta', 5, tenant.apiKey)).status).toBe(404);
+    expect(await entries.count(tenant.tenantId, { store_id: store })).toBe(0);
+  });
+
   it('refuses bad input with a 400 naming the field, an unknown store with 404, a non-embedding card with 400', async () => {
     const store = await storeWith(undefined);
     for (const [body, field] of [

@@ -3,7 +3,7 @@
  * embedding model (embeddings.ts) with a usearch HNSW index (vectorIndex.ts), else lexical
  * (minisearch, lexicalIndex.ts). The answer says which (`mode`, and `embedding_model`).
  *
- * Guarantees (proved by test/memory-search.test.ts):
+ * Guarantees (proved by test/memory-search.test.ts and test/memory-search-defaults.test.ts):
  * - Results are scoped to the tenant and the store: indexes are per (tenant, store), built
  *   from that tenant's entries of that store only; another tenant's store is a 404.
  * - The memory service tells this module of every committed write (MemoryService
@@ -18,7 +18,10 @@
  *   counter), whichever process wrote them. Embedded mode has one process; in fleet mode each
  *   gateway process holds its own indexes, all correct because they follow the same entries.
  *   A fresh process (or one that evicted the index) rebuilds it from the persisted vectors
- *   without calling the embedding endpoint again.
+ *   without calling the embedding endpoint again. When a process first opens a store it
+ *   reconciles the entries with the memories if their counts differ (a write whose hook never
+ *   ran is indexed; test/memory-search-defaults.test.ts).
+ * - Deleting a store (MemoryService.deleteStore → dropStore) removes its entries and counter.
  * - Memory is bounded: at most MEMORY_SEARCH_MAX_OPEN_INDEXES stores are open per process
  *   (least recently searched evicted first).
  * - The embedding endpoint failing at search time falls back to lexical search, saying so

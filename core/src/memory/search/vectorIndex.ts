@@ -102,12 +102,14 @@ export class VectorIndex {
 
   /** The `limit` nearest vectors by cosine similarity, best first. */
   search(query: Float32Array, limit: number): VectorHit[] {
-    if (!this.size || query.length !== this.dimensions) return [];
+    // A zero vector (e.g. a query of no words) has no direction: nothing is near it.
+    if (!this.size || query.length !== this.dimensions || query.every((x) => x === 0)) return [];
     const r = this.index.search(query, Math.min(limit, this.size), 0);
     const hits: VectorHit[] = [];
     for (let i = 0; i < r.keys.length; i++) {
       const id = this.idOf.get(r.keys[i]!);
-      if (id !== undefined) hits.push({ id, score: 1 - r.distances[i]! });
+      const score = 1 - r.distances[i]!;
+      if (id !== undefined && Number.isFinite(score)) hits.push({ id, score });
     }
     return hits;
   }
