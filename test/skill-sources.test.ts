@@ -430,6 +430,24 @@ describe('skill sources: refusals', () => {
     );
   });
 
+  it("a name taken by the tenant's own skill or a built-in is a 400 naming skills[i]", async () => {
+    const own = await t.http('/v1/skills', {
+      method: 'POST',
+      json: { files: [{ filename: 'SKILL.md', content: skillMd('taken-name', 'mine', 'x') }] },
+    });
+    expect(own.status, await own.clone().text()).toBe(200);
+    publishV2('/taken', [
+      { name: 'taken-name', file: 'a.md', bytes: skillMd('taken-name', 'theirs', 'y') },
+      { name: 'pdf', file: 'pdf.md', bytes: skillMd('pdf', 'not the built-in', 'z') },
+    ]);
+    const a = await call('install', { url: `${src.origin}/taken`, skills: ['taken-name'] });
+    expect(a.status, a.text).toBe(400);
+    expect(a.body.error.message).toMatch(/^skills\[0\]: a skill named 'taken-name' already exists/);
+    const b = await call('install', { url: `${src.origin}/taken`, skills: ['pdf'] });
+    expect(b.status, b.text).toBe(400);
+    expect(b.body.error.message).toMatch(/built-in/);
+  });
+
   it('without the beta header: 400', async () => {
     const res = await t.http('/v1/svc/skill-sources/installed');
     expect(res.status).toBe(400);

@@ -9,7 +9,8 @@
  * - install fetches and verifies EVERY requested skill (digest, archive limits, SKILL.md) and
  *   checks every name before writing anything: one bad skill is a 400 naming it
  *   (`skills[i]`) and nothing is installed; a name already used by a skill not installed from
- *   this source (or a built-in) is a 400; writes that still fail are rolled back;
+ *   this source (or a built-in) is a 400; writes that still fail (store errors, a race on the name)
+ *   are rolled back (not covered by a test);
  * - installing again: same digest → `unchanged` (no new version); another digest → a new
  *   version of the same skill (`updated`);
  * - check-updates reports `up_to_date`, `update_available`, `removed` (gone from the index:
