@@ -116,6 +116,12 @@ export interface Config {
   /** Deployment scheduler (core/src/deployments): DEPLOYMENT_TICK_MS between worker ticks (default 5000; 0 = no timer). */
   deployments: { tickMs: number };
   /**
+   * Dreams (core/src/dreams): DREAM_MAX_RUN_MS bounds one dream's run (default 600000; over it
+   * the dream fails with error type `timeout`); DREAM_SCAN_MS between the worker's scans for
+   * dreams whose command was lost or whose worker died (default 10000; 0 = no timer).
+   */
+  dreams: { maxRunMs: number; scanMs: number };
+  /**
    * Outbound webhooks (core/src/webhooks). `deploymentEndpoint`: SVC_MANAGED_AGENTS_WEBHOOK_URL
    * with SVC_MANAGED_AGENTS_WEBHOOK_SIGNING_KEY (`whsec_` + base64), receiving every tenant's
    * events; `organizationId`: SVC_MANAGED_AGENTS_ORGANIZATION_ID (else the workspace id);
@@ -393,6 +399,10 @@ export function loadConfig(role: Role, env: Env = process.env): ParsedConfig {
     scanMs: int(env, 'WEBHOOK_SCAN_MS', 5_000, problems, 0, 600_000),
     timeoutMs: int(env, 'WEBHOOK_TIMEOUT_MS', 10_000, problems, 100, 120_000),
   };
+  const dreams = {
+    maxRunMs: int(env, 'DREAM_MAX_RUN_MS', 600_000, problems, 1, 24 * 3600_000),
+    scanMs: int(env, 'DREAM_SCAN_MS', 10_000, problems, 0, 600_000),
+  };
   const mcpProxy = {
     maxBodyBytes: int(env, 'MCP_PROXY_MAX_BODY_BYTES', 4 * 1024 ** 2, problems, 1, 32 * 1024 ** 2),
   };
@@ -441,6 +451,7 @@ export function loadConfig(role: Role, env: Env = process.env): ParsedConfig {
     skillSources: { allowHosts: skillSourceHosts.rules },
     mcpProxy,
     memorySearch,
+    dreams,
     deployments,
     webhooks,
     turn,

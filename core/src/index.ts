@@ -49,6 +49,7 @@ export {
   type SessionMemoryResource,
 } from './memory/session/index.js';
 export * from './memory/index.js';
+export * from './dreams/index.js';
 export * from './skills/index.js';
 export { SkillSourceService } from './skills/sources/service.js';
 export { EmbeddedBus } from './adapters/embedded/bus.js';

@@ -25,6 +25,7 @@ import { WorkService, type WorkWebhookEmitter } from './work/index.js';
 import { emitSessionStatusWebhooks, WebhookService } from './webhooks/index.js';
 import { MemoryService } from './memory/index.js';
 import { MemorySearchService } from './memory/search/index.js';
+import { DreamService } from './dreams/index.js';
 import { SkillService } from './skills/service.js';
 
 /**
@@ -95,6 +96,8 @@ export interface Platform {
    * over the store's embedding model card or lexical; registered as the memory service's hook.
    */
   memorySearch: MemorySearchService;
+  /** Dreams (core/src/dreams): create/list/cancel here; the worker's `startRunner` runs them. */
+  dreams: DreamService;
   /** Custom and built-in skills with their versions (core/src/skills/service.ts). */
   skills: SkillService;
   close(): Promise<void>;
@@ -237,7 +240,17 @@ export async function createPlatform(config: Config, adapters: Adapters): Promis
     log: createLogger(config.logLevel, { component: 'memory-search' }),
   });
   memory.setSearchHook(memorySearch.hook);
+  const dreams = new DreamService({
+    c: collections,
+    memory,
+    models,
+    events,
+    bus,
+    config: { ...config.dreams, maxTokens: config.turn.maxTokens },
+    log: createLogger(config.logLevel, { component: 'dreams' }),
+  });
   const platform: Platform = {
+    dreams,
     memory,
     memorySearch,
     skills,

@@ -13,6 +13,7 @@ import { deploymentRoutes } from './routes/deployments.js';
 import { webhookEndpointRoutes } from './routes/webhookEndpoints.js';
 import { skillSourceRoutes } from './routes/skillSources.js';
 import { memoryStoreRoutes } from './routes/memoryStores.js';
+import { dreamRoutes } from './routes/dreams.js';
 import { memorySearchRoutes } from './routes/memorySearch.js';
 import { sessionRoutes } from './routes/sessions.js';
 import { adminRoutes } from './routes/admin.js';
@@ -118,6 +119,7 @@ export async function buildApp(p: Platform, opts: AppOptions): Promise<FastifyIn
   webhookEndpointRoutes(app, p);
   skillSourceRoutes(app, p);
   memoryStoreRoutes(app, p);
+  dreamRoutes(app, p);
   memorySearchRoutes(app, p);
   sessionRoutes(app, p, opts.log);
   adminRoutes(app, p);

@@ -16,7 +16,7 @@ export interface CommandDefinition<S extends TSchema = TSchema> {
   /** A handler running longer than this is considered stuck (lease and recovery take over). */
   timeoutMs: number;
   /** Worker kind (consumer group) that handles it. */
-  group: 'turn-runner' | 'sandbox-manager' | 'webhook-sender';
+  group: 'turn-runner' | 'sandbox-manager' | 'webhook-sender' | 'dream-runner';
 }
 
 const SessionRef = { tenant_id: Type.String(), session_id: Type.String() };
@@ -32,6 +32,8 @@ export const WebhookDeliveryRequested = Obj({
   tenant_id: Type.String(),
   delivery_id: Type.String(),
 });
+/** Run a dream (core/src/dreams): the dream record holds the state and the claim. */
+export const DreamRunRequested = Obj({ tenant_id: Type.String(), dream_id: Type.String() });
 
 export const COMMANDS = {
   'session.turn.requested': {
@@ -59,6 +61,16 @@ export const COMMANDS = {
     retry: { maxAttempts: 3, baseDelayMs: 500, maxDelayMs: 5_000 },
     timeoutMs: 60_000,
     group: 'webhook-sender',
+  },
+  // The handler claims the dream with a compare-and-swap and never throws for the dream's own
+  // failure (it is recorded on the dream); a lost command is picked up by the worker's scan.
+  'dream.run.requested': {
+    topic: 'agentfleet.dream-commands',
+    key: (p: Static<typeof DreamRunRequested>) => p.dream_id,
+    payload: DreamRunRequested,
+    retry: { maxAttempts: 3, baseDelayMs: 500, maxDelayMs: 5_000 },
+    timeoutMs: 24 * 3600_000,
+    group: 'dream-runner',
   },
 } as const satisfies Record<string, CommandDefinition<any>>;
 

@@ -17,3 +17,4 @@ export * from './webhooks.js';
 export * from './skills.js';
 export * from './skillSources.js';
 export * from './memory.js';
+export * from './dreams.js';

@@ -56,8 +56,11 @@ export async function startWorker(opts: {
   });
   // Outbound webhooks: first attempts from bus commands, retries from the due-time scan.
   const webhookSender = await platform.webhooks.startSender(log.child({ component: 'webhooks' }));
+  // Dreams: claimed by compare-and-swap from bus commands and the scan for lost or orphaned ones.
+  const dreamRunner = await platform.dreams.startRunner(log.child({ component: 'dreams' }));
   return {
     stop: async () => {
+      await dreamRunner.stop();
       await webhookSender.stop();
       await scheduler.stop();
       await memorySweeper.stop();

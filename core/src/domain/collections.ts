@@ -13,6 +13,7 @@ import type { WorkDoc } from '../work/docs.js';
 import type { WebhookDeliveryDoc, WebhookEndpointDoc, WebhookEventDoc } from '../webhooks/docs.js';
 import type { PinnedSkill } from '../skills/docs.js';
 import type { MemoryDoc, MemoryStoreDoc, MemoryVersionDoc } from '../memory/docs.js';
+import type { DreamDoc } from '../dreams/docs.js';
 import type { SkillDoc, SkillVersionDoc } from '../skills/docs.js';
 
 /** A worker seen polling an environment (Work stats `workers_polling`). */
@@ -392,6 +393,11 @@ export const COLLECTIONS = {
       { fields: { created_ms: 1 } },
     ],
   },
+  /** Dreams (core/src/dreams); the worker scan reads live, unclaimed ones. */
+  dreams: {
+    name: 'dreams',
+    indexes: [{ fields: { tenant_id: 1, _id: 1 } }, { fields: { status: 1, claimed_until: 1 } }],
+  },
   /** Custom skills (core/src/skills); a name is unique per tenant (it is the mount folder). */
   skills: {
     name: 'skills',
@@ -435,6 +441,7 @@ export function openCollections(router: StoreRouter) {
     memoryVersions: t<MemoryVersionDoc>(COLLECTIONS.memoryVersions),
     skills: t<SkillDoc>(COLLECTIONS.skills),
     skillVersions: t<SkillVersionDoc>(COLLECTIONS.skillVersions),
+    dreams: t<DreamDoc>(COLLECTIONS.dreams),
   };
 }
 export type Collections = ReturnType<typeof openCollections>;

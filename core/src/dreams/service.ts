@@ -1,0 +1,423 @@
+/**
+ * Dreams (SDK 1.12 `client.beta.dreams`): asynchronous jobs that read one memory store and some
+ * sessions' canonical events and write a reorganised copy of the store to a NEW memory store
+ * (`output_behavior` `create_new`; `update_existing` is refused as not supported yet).
+ *
+ * Guarantees (test/dreams.test.ts):
+ * - create validates every id in the tenant (400 naming `inputs[i]…` for a missing, archived or
+ *   other tenant's store or session) and the model (400 naming `model`), records the dream
+ *   `pending` and publishes `dream.run.requested`;
+ * - a worker claims a dream with a compare-and-swap on `claimed_until`: two workers never run one
+ *   dream; a dead worker's claim expires (DREAM_MAX_RUN_MS + 30 s) and the worker scan
+ *   (DREAM_SCAN_MS) runs it again, at most 3 claims;
+ * - the input store is never written; the output store is created and filled only after the
+ *   model's whole answer was parsed and checked, and deleted again when the dream did not end
+ *   `completed` (cancel raced the writes, a write failed): no half-written output store;
+ * - cancel stops a running dream (its model call is aborted within a poll of the record) and is
+ *   final; a run over DREAM_MAX_RUN_MS fails with error type `timeout`; a model error or an
+ *   unusable answer fails with a clear {type, message}: never a 5xx.
+ */
+import type { DreamCreate, DreamListQuery } from '@agentfleet/schemas';
+import { ApiError, invalid, notFound } from '../errors.js';
+import { newId } from '../ids.js';
+import type { Logger } from '../log.js';
+import type { Collections } from '../domain/collections.js';
+import type { EventLog } from '../domain/eventLog.js';
+import type { ModelResolver } from '../domain/models.js';
+import { createdAtBounds, pageById, type Page } from '../domain/pagination.js';
+import type { MemoryService } from '../memory/service.js';
+import type { CommandBus, ConsumerHandle } from '../ports/bus.js';
+import type { Filter } from '../ports/store.js';
+import { ModelError, type ModelUsage } from '../ports/modelProvider.js';
+import {
+  FINAL_STATUSES,
+  LIVE_STATUSES,
+  renderDream,
+  zeroUsage,
+  type Dream,
+  type DreamDoc,
+  type DreamInputDoc,
+} from './docs.js';
+import { askModel, dreamRequest, DreamFailure, parseAnswer, type DreamSource } from './run.js';
+
+export const DREAM_PREFIX = 'drm_';
+const MAX_CLAIMS = 3;
+/** How often a running dream re-reads its record to notice a cancel. */
+const CANCEL_POLL_MS = 200;
+
+export interface DreamDeps {
+  c: Collections;
+  memory: MemoryService;
+  models: ModelResolver;
+  events: EventLog;
+  bus: CommandBus;
+  config: { maxRunMs: number; scanMs: number; maxTokens: number };
+  log: Logger;
+}
+
+export interface DreamRunner {
+  stop(): Promise<void>;
+}
+
+const nowIso = () => new Date().toISOString();
+const usageInc = (u: ModelUsage) => ({
+  'usage.input_tokens': u.input_tokens,
+  'usage.output_tokens': u.output_tokens,
+  'usage.cache_creation_input_tokens': u.cache_creation_input_tokens,
+  'usage.cache_read_input_tokens': u.cache_read_input_tokens,
+});
+
+export class DreamService {
+  private readonly running = new Map<string, { abort: AbortController; done: Promise<void> }>();
+  constructor(private readonly deps: DreamDeps) {}
+
+  private async doc(tenant: string, id: string): Promise<DreamDoc> {
+    const d = await this.deps.c.dreams.get(tenant, id);
+    if (!d) throw notFound('dream', id);
+    return d;
+  }
+
+  /** Checks the body against the tenant's stores, sessions and models; returns the inputs. */
+  private async checkInputs(tenant: string, b: DreamCreate) {
+    let store: string | null = null;
+    let sessions: string[] | null = null;
+    for (const [i, input] of b.inputs.entries()) {
+      if (input.type === 'memory_store') {
+        if (store) throw invalid(`inputs[${i}]`, 'a dream reads exactly one memory_store input');
+        if (!input.memory_store_id || input.session_ids)
+          throw invalid(`inputs[${i}].memory_store_id`, 'is required (and only it)');
+        const s = await this.deps.c.memoryStores.get(tenant, input.memory_store_id);
+        if (!s) throw invalid(`inputs[${i}].memory_store_id`, 'no such memory store');
+        if (s.archived_at) throw invalid(`inputs[${i}].memory_store_id`, 'the store is archived');
+        store = s._id;
+      } else {
+        if (sessions) throw invalid(`inputs[${i}]`, 'a dream reads exactly one sessions input');
+        const ids = input.session_ids;
+        if (!ids || input.memory_store_id)
+          throw invalid(`inputs[${i}].session_ids`, 'is required (and only it)');
+        if (ids.length < 1 || ids.length > 100)
+          throw invalid(`inputs[${i}].session_ids`, 'must list 1 to 100 session ids');
+        for (const [j, sid] of ids.entries()) {
+          if (ids.indexOf(sid) !== j)
+            throw invalid(`inputs[${i}].session_ids[${j}]`, `repeats ${sid}`);
+          if (!(await this.deps.c.sessions.get(tenant, sid)))
+            throw invalid(`inputs[${i}].session_ids[${j}]`, `no such session ${sid}`);
+        }
+        sessions = [...ids].sort();
+      }
+    }
+    if (!store) throw invalid('inputs', 'needs one {type: "memory_store"} entry');
+    if (!sessions) throw invalid('inputs', 'needs one {type: "sessions"} entry');
+    return { store, sessions };
+  }
+
+  async create(tenant: string, b: DreamCreate): Promise<Dream> {
+    const model = typeof b.model === 'string' ? { id: b.model, speed: null } : b.model;
+    if (model.speed === 'fast') throw invalid('model.speed', "dreams accept only 'standard'");
+    if (b.output_behavior?.type === 'update_existing')
+      throw new ApiError(
+        'invalid_request',
+        "output_behavior.type: 'update_existing' is not supported yet; use 'create_new'",
+        { field: 'output_behavior.type', unsupported: true },
+      );
+    if (b.output_behavior?.memory_store_id)
+      throw invalid('output_behavior.memory_store_id', "is only for 'update_existing'");
+    const { store, sessions } = await this.checkInputs(tenant, b);
+    await this.deps.models.validateForAgent(tenant, { id: model.id });
+    const now = nowIso();
+    const inputs: DreamInputDoc[] = [
+      { type: 'memory_store', memory_store_id: store },
+      { type: 'sessions', session_ids: sessions },
+    ];
+    const doc: Omit<DreamDoc, 'tenant_id'> = {
+      _id: newId(DREAM_PREFIX),
+      status: 'pending',
+      inputs,
+      store_id: store,
+      model: { id: model.id, speed: 'standard' },
+      instructions: b.instructions ?? null,
+      output_behavior: { type: 'create_new' },
+      outputs: [],
+      error: null,
+      usage: zeroUsage(),
+      claim: null,
+      claimed_until: 0,
+      attempts: 0,
+      archived_at: null,
+      created_at: now,
+      ended_at: null,
+      updated_at: now,
+    };
+    await this.deps.c.dreams.insert(tenant, doc);
+    // A lost publish is recovered by the worker scan (pending, unclaimed).
+    await this.deps.bus
+      .publish('dream.run.requested', { tenant_id: tenant, dream_id: doc._id })
+      .catch((err) => this.deps.log.warn('dream publish failed', { err: String(err) }));
+    return renderDream({ ...doc, tenant_id: tenant });
+  }
+
+  async get(tenant: string, id: string): Promise<Dream> {
+    return renderDream(await this.doc(tenant, id));
+  }
+
+  async list(tenant: string, q: DreamListQuery): Promise<Page<Dream>> {
+    const filter: Filter = {};
+    if (!q.include_archived) filter.archived_at = null;
+    if (q.statuses?.length) filter.status = { $in: q.statuses };
+    const created = createdAtBounds(q);
+    if (created) filter.created_at = created;
+    const page = await pageById(this.deps.c.dreams, tenant, filter, q, 'desc');
+    return { ...page, data: page.data.map(renderDream) };
+  }
+
+  /** Final dreams only (400 for pending/running); archiving again returns it unchanged. */
+  async archive(tenant: string, id: string): Promise<Dream> {
+    const d = await this.doc(tenant, id);
+    if (!FINAL_STATUSES.includes(d.status))
+      throw invalid('dream_id', `dream ${id} is ${d.status}; cancel it before archiving`);
+    const now = nowIso();
+    await this.deps.c.dreams.updateOne(
+      tenant,
+      { _id: id, archived_at: null },
+      { $set: { archived_at: now, updated_at: now } },
+    );
+    return this.get(tenant, id);
+  }
+
+  /** pending/running → canceled (the running worker notices and aborts); canceled: unchanged. */
+  async cancel(tenant: string, id: string): Promise<Dream> {
+    const now = nowIso();
+    const after = await this.deps.c.dreams.findOneAndUpdate(
+      tenant,
+      { _id: id, status: { $in: LIVE_STATUSES } },
+      { $set: { status: 'canceled', ended_at: now, updated_at: now } },
+      { returnDocument: 'after' },
+    );
+    if (after) {
+      this.running.get(id)?.abort.abort(new DreamFailure('canceled', 'canceled'));
+      return renderDream(after);
+    }
+    const d = await this.doc(tenant, id);
+    if (d.status !== 'canceled')
+      throw invalid(
+        'dream_id',
+        `dream ${id} is already ${d.status}; only pending or running dreams can be canceled`,
+      );
+    return renderDream(d);
+  }
+
+  // ---- the worker side ----
+
+  /** Claims the dream (compare-and-swap) and runs it in the background; false: not claimable. */
+  async claimAndRun(tenant: string, id: string, nowMs = Date.now()): Promise<boolean> {
+    const token = newId('claim_');
+    const d = await this.deps.c.dreams.findOneAndUpdate(
+      tenant,
+      { _id: id, status: { $in: LIVE_STATUSES }, claimed_until: { $lte: nowMs } },
+      {
+        $set: {
+          status: 'running',
+          claim: token,
+          claimed_until: nowMs + this.deps.config.maxRunMs + 30_000,
+          updated_at: nowIso(),
+        },
+        $inc: { attempts: 1 },
+      },
+      { returnDocument: 'after' },
+    );
+    if (!d) return false;
+    const abort = new AbortController();
+    const entry = { abort, done: Promise.resolve() };
+    entry.done = this.execute(d, token, abort).finally(() => {
+      if (this.running.get(id) === entry) this.running.delete(id);
+    });
+    this.running.set(id, entry);
+    return true;
+  }
+
+  /** Dreams whose command was lost or whose worker died, claimed and started. */
+  async sweep(nowMs = Date.now()): Promise<number> {
+    const due = await this.deps.c.dreams.scanAll(
+      { status: { $in: LIVE_STATUSES }, claimed_until: { $lte: nowMs } },
+      { sort: { claimed_until: 1 }, limit: 50 },
+    );
+    let started = 0;
+    for (const d of due) if (await this.claimAndRun(d.tenant_id, d._id, nowMs)) started++;
+    return started;
+  }
+
+  /** Settles the dream if it is still this claim's: the compare-and-swap every end goes through. */
+  private async finish(d: DreamDoc, token: string, set: Partial<DreamDoc>): Promise<boolean> {
+    const now = nowIso();
+    const r = await this.deps.c.dreams.updateOne(
+      d.tenant_id,
+      { _id: d._id, claim: token, status: 'running' },
+      { $set: { ...set, claim: null, claimed_until: 0, ended_at: now, updated_at: now } },
+    );
+    return r.modified === 1;
+  }
+
+  private async execute(d: DreamDoc, token: string, abort: AbortController): Promise<void> {
+    const { c, log } = this.deps;
+    const tenant = d.tenant_id;
+    if (d.attempts > MAX_CLAIMS) {
+      await this.finish(d, token, {
+        status: 'failed',
+        error: {
+          type: 'internal_error',
+          message: `the dream's worker stopped ${MAX_CLAIMS} times`,
+        },
+      });
+      return;
+    }
+    const limitMs = this.deps.config.maxRunMs;
+    const timer = setTimeout(
+      () =>
+        abort.abort(
+          new DreamFailure('timeout', `the dream ran longer than DREAM_MAX_RUN_MS (${limitMs} ms)`),
+        ),
+      limitMs,
+    );
+    // A cancel from any replica: the record leaves `running` or the claim changes.
+    const poll = setInterval(() => {
+      c.dreams
+        .get(tenant, d._id)
+        .then((now) => {
+          if (!now || now.status !== 'running' || now.claim !== token)
+            abort.abort(new DreamFailure('canceled', 'canceled'));
+        })
+        .catch(() => {});
+    }, CANCEL_POLL_MS);
+    let outputStore: string | null = null;
+    try {
+      const answer = await this.think(d, abort.signal);
+      if (abort.signal.aborted) throw abort.signal.reason;
+      outputStore = await this.writeOutput(d, answer, abort.signal);
+      const ok = await this.finish(d, token, {
+        status: 'completed',
+        outputs: [{ type: 'memory_store', memory_store_id: outputStore }],
+      });
+      if (!ok) throw new DreamFailure('canceled', 'canceled');
+      outputStore = null;
+    } catch (err) {
+      const reason = abort.signal.aborted ? abort.signal.reason : err;
+      const failure =
+        reason instanceof DreamFailure
+          ? reason
+          : reason instanceof ModelError
+            ? new DreamFailure(reason.kind, `the model request failed: ${reason.message}`)
+            : reason instanceof ApiError
+              ? new DreamFailure('invalid_model_output', reason.message)
+              : new DreamFailure('internal_error', 'the dream failed unexpectedly');
+      if (!(reason instanceof DreamFailure || reason instanceof ModelError))
+        log.warn('dream failed', { dream_id: d._id, err: String(reason) });
+      if (failure.type === 'released')
+        await c.dreams.updateOne(
+          tenant,
+          { _id: d._id, claim: token, status: 'running' },
+          { $set: { claim: null, claimed_until: 0, updated_at: nowIso() } },
+        );
+      else if (failure.type !== 'canceled')
+        await this.finish(d, token, {
+          status: 'failed',
+          error: { type: failure.type, message: failure.message },
+        });
+    } finally {
+      clearTimeout(timer);
+      clearInterval(poll);
+      if (outputStore)
+        await this.deps.memory.deleteStore(tenant, outputStore).catch((err) => {
+          log.warn('dream output cleanup failed', { dream_id: d._id, err: String(err) });
+        });
+    }
+  }
+
+  /** Reads the inputs and asks the model; usage is recorded on the dream as it arrives. */
+  private async think(d: DreamDoc, signal: AbortSignal) {
+    const { c, events, models } = this.deps;
+    const tenant = d.tenant_id;
+    const memories = await c.memories.find(tenant, { store_id: d.store_id }, { sort: { path: 1 } });
+    const sessionIds = d.inputs.flatMap((i) => (i.type === 'sessions' ? i.session_ids : []));
+    const src: DreamSource = {
+      memories: memories.map((m) => ({ path: m.path, content: m.content ?? '' })),
+      sessions: [],
+    };
+    for (const id of sessionIds) {
+      const evs = await events.all(tenant, id);
+      src.sessions.push({ id, events: evs.map((e) => ({ type: e.type, payload: e.payload })) });
+    }
+    const resolved = await models.resolve(tenant, { id: d.model.id, speed: 'standard' });
+    const text = await askModel(
+      resolved.provider,
+      {
+        model: resolved.wireModel,
+        messages: dreamRequest(d, src),
+        maxTokens: this.deps.config.maxTokens,
+        signal,
+      },
+      (u) => {
+        void c.dreams.updateOne(tenant, { _id: d._id }, { $inc: usageInc(u) }).catch(() => {});
+      },
+    );
+    return parseAnswer(text);
+  }
+
+  /** Creates the output store and writes every memory; the caller deletes it on failure. */
+  private async writeOutput(
+    d: DreamDoc,
+    answer: Array<{ path: string; content: string }>,
+    signal: AbortSignal,
+  ): Promise<string> {
+    const { memory, c } = this.deps;
+    const tenant = d.tenant_id;
+    const input = await c.memoryStores.get(tenant, d.store_id);
+    const name = `${input?.name ?? d.store_id} (dream ${d._id})`.slice(0, 255);
+    const out = await memory.createStore(tenant, {
+      name,
+      description: `Reorganised by dream ${d._id} from memory store ${d.store_id}`.slice(0, 1024),
+      metadata: { dream_id: d._id, source_memory_store_id: d.store_id },
+    });
+    try {
+      for (const m of answer) {
+        if (signal.aborted) throw signal.reason;
+        await memory.createMemory(tenant, out.id, m);
+      }
+    } catch (err) {
+      await memory.deleteStore(tenant, out.id).catch(() => {});
+      throw err;
+    }
+    return out.id;
+  }
+
+  /** The worker's runner: consumes `dream.run.requested`, scans every DREAM_SCAN_MS. */
+  async startRunner(log: Logger = this.deps.log): Promise<DreamRunner> {
+    const consumer: ConsumerHandle = await this.deps.bus.consume('dream-runner', {
+      'dream.run.requested': async (cmd) => {
+        await this.claimAndRun(cmd.payload.tenant_id, cmd.payload.dream_id);
+      },
+    });
+    let timer: NodeJS.Timeout | null = null;
+    let scanning: Promise<unknown> | null = null;
+    if (this.deps.config.scanMs > 0) {
+      timer = setInterval(() => {
+        if (scanning) return;
+        scanning = this.sweep()
+          .catch((err) => log.error('dream scan failed', { err: String(err) }))
+          .finally(() => (scanning = null));
+      }, this.deps.config.scanMs);
+      timer.unref();
+    }
+    return {
+      stop: async () => {
+        if (timer) clearInterval(timer);
+        await scanning;
+        await consumer.stop();
+        // In-flight dreams stop and are released for another replica (their claim ends now).
+        for (const r of this.running.values()) {
+          r.abort.abort(new DreamFailure('released', 'worker stopping'));
+          await r.done.catch(() => {});
+        }
+      },
+    };
+  }
+}
