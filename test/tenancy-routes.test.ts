@@ -181,6 +181,19 @@ describe('tenant isolation over the route table', () => {
     });
     await a.client.beta.sessions.create({ agent: agent.id, environment_id: shEnv.id });
     const workItem = (await a.client.beta.environments.work.list(shEnv.id)).data[0]!;
+    // A dream over A's store and session, settled first so its state no longer changes.
+    const dream = await a.client.beta.dreams.create({
+      inputs: [
+        { type: 'memory_store', memory_store_id: memoryStore.id },
+        { type: 'sessions', session_ids: [session.id] },
+      ],
+      model: 'claude-sonnet-4-5',
+    });
+    for (let i = 0; i < 200; i++) {
+      const d = await a.client.beta.dreams.retrieve(dream.id);
+      if (d.status !== 'pending' && d.status !== 'running') break;
+      await new Promise((r) => setTimeout(r, 50));
+    }
     const fixtures: Fixtures = {
       agent_: agent.id,
       env_: env.id,
@@ -192,6 +205,7 @@ describe('tenant isolation over the route table', () => {
       memstore_: memoryStore.id,
       mem_: memory.id,
       memver_: memory.memory_version_id,
+      drm_: dream.id,
       vlt_: vault.id,
       vcrd_: cred.id,
       depl_: deployment.id,

@@ -53,3 +53,34 @@ export const DreamListQuery = Obj({
   statuses: Type.Optional(Type.Array(DreamStatus, { maxItems: 5 })),
 });
 export type DreamListQuery = Static<typeof DreamListQuery>;
+
+const DreamUsage = Obj({
+  input_tokens: Type.Integer(),
+  output_tokens: Type.Integer(),
+  cache_creation_input_tokens: Type.Integer(),
+  cache_read_input_tokens: Type.Integer(),
+});
+const StoreRef = Obj({ type: Type.Literal('memory_store'), memory_store_id: Type.String() });
+
+/** The dream as served (SDK `BetaDream`). */
+export const Dream = Obj({
+  type: Type.Literal('dream'),
+  id: Type.String(),
+  status: DreamStatus,
+  inputs: Type.Array(
+    Type.Union([
+      StoreRef,
+      Obj({ type: Type.Literal('sessions'), session_ids: Type.Array(Type.String()) }),
+    ]),
+  ),
+  model: Obj({ id: Type.String(), speed: Type.Literal('standard') }),
+  instructions: Nullable(Type.String()),
+  output_behavior: Obj({ type: Type.Literal('create_new') }),
+  outputs: Type.Array(StoreRef),
+  error: Nullable(Obj({ type: Type.String(), message: Type.String() })),
+  usage: DreamUsage,
+  session_id: Type.Null(),
+  archived_at: Nullable(Type.String()),
+  created_at: Type.String(),
+  ended_at: Nullable(Type.String()),
+});

@@ -18,6 +18,7 @@ import { SKILL_OPERATIONS } from './operations.skills.js';
 import { SKILL_SOURCE_OPERATIONS } from './operations.skillSources.js';
 import { MEMORY_SEARCH_OPERATIONS } from './operations.memorySearch.js';
 import { MEMORY_STORE_OPERATIONS } from './operations.memoryStores.js';
+import { DREAM_OPERATIONS } from './operations.dreams.js';
 
 export type { OperationDoc } from './operationHelpers.js';
 
@@ -36,5 +37,6 @@ export const OPERATIONS: Readonly<Record<string, OperationDoc>> = {
   ...SKILL_SOURCE_OPERATIONS,
   ...MEMORY_SEARCH_OPERATIONS,
   ...MEMORY_STORE_OPERATIONS,
+  ...DREAM_OPERATIONS,
 };
 export const operationKey = (method: string, url: string) => `${method} ${url}`;
