@@ -49,7 +49,14 @@ function validatorFor(document: any) {
       ]),
     );
   };
-  return (schema: unknown) => ajv.compile(rebase(schema) as object);
+  // Many operations share a schema (every error answer, every page shape): compile each once.
+  const compiled = new Map<string, ReturnType<typeof ajv.compile>>();
+  return (schema: unknown) => {
+    const key = JSON.stringify(schema);
+    let v = compiled.get(key);
+    if (!v) compiled.set(key, (v = ajv.compile(rebase(schema) as object)));
+    return v;
+  };
 }
 
 function responseSchema(
