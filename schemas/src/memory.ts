@@ -40,8 +40,8 @@ export const MemoryStoreListQuery = Obj({
   limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 1000 })),
   page: Type.Optional(Type.String({ maxLength: 512 })),
   cursor: Type.Optional(Type.String({ maxLength: 512 })),
-  'created_at[gte]': Type.Optional(Type.String()),
-  'created_at[lte]': Type.Optional(Type.String()),
+  'created_at[gte]': Type.Optional(Type.String({ maxLength: 64 })),
+  'created_at[lte]': Type.Optional(Type.String({ maxLength: 64 })),
   include_archived: Type.Optional(Type.Boolean()),
   agent_id: Type.Optional(Type.String({ maxLength: 256 })),
 });
@@ -53,7 +53,7 @@ export const MemoryViewQuery = Obj({ view: Type.Optional(MemoryView) });
 export type MemoryViewQuery = Static<typeof MemoryViewQuery>;
 
 /** Paths are checked by core/src/memory/paths.ts (400 naming `path`); this bounds the string. */
-const MemoryPath = Type.String({ maxLength: 4096 });
+const MemoryPath = Type.String({ maxLength: 4096, pattern: '^/' });
 /** Content is bounded in bytes by the service (100 kB); this bounds the string first. */
 const MemoryContent = Type.String({ maxLength: 1_000_000 });
 
@@ -75,7 +75,7 @@ export const MemoryListQuery = Obj({
   limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 1000 })),
   page: Type.Optional(Type.String({ maxLength: 512 })),
   depth: Type.Optional(Type.Integer({ minimum: 0, maximum: 20 })),
-  path_prefix: Type.Optional(Type.String({ maxLength: 4096 })),
+  path_prefix: Type.Optional(Type.String({ maxLength: 1024 })),
   view: Type.Optional(MemoryView),
 });
 export type MemoryListQuery = Static<typeof MemoryListQuery>;
@@ -93,8 +93,8 @@ export const MemoryVersionOperation = Type.Union([
 export const MemoryVersionListQuery = Obj({
   limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 1000 })),
   page: Type.Optional(Type.String({ maxLength: 512 })),
-  'created_at[gte]': Type.Optional(Type.String()),
-  'created_at[lte]': Type.Optional(Type.String()),
+  'created_at[gte]': Type.Optional(Type.String({ maxLength: 64 })),
+  'created_at[lte]': Type.Optional(Type.String({ maxLength: 64 })),
   memory_id: Type.Optional(Type.String({ maxLength: 256 })),
   operation: Type.Optional(MemoryVersionOperation),
   api_key_id: Type.Optional(Type.String({ maxLength: 256 })),
