@@ -9,8 +9,9 @@
  * - a second claim of a running dream is refused (compare-and-swap); an expired claim (a dead
  *   worker) is taken over by the scan;
  * - cancel of a slow dream: canceled, the model call aborted, no output store written, final;
- * - a model answering garbage → failed with error {type: invalid_model_output, message naming
- *   the problem}, no output store; a model error → failed with the model error's type;
+ * - a model answering garbage, a bad path or entries the store refuses → failed with error
+ *   {type: invalid_model_output, message naming the entry}, no output store (a half-filled one
+ *   is deleted); a model error → failed with the model error's type;
  * - DREAM_MAX_RUN_MS (a second platform at 300 ms): failed with error type `timeout`;
  * - bad input → 400 naming the field (unknown model, speed fast, update_existing, missing or
  *   repeated inputs, another tenant's store and session); another tenant's dream → 404;
@@ -92,7 +93,7 @@ async function storesOf(c: Anthropic) {
 async function memoriesOf(c: Anthropic, storeId: string) {
   const out: Array<{ path: string; content: string | null }> = [];
   for await (const m of c.beta.memoryStores.memories.list(storeId, { view: 'full' }))
-    if (m.type === 'memory') out.push({ path: m.path, content: m.content });
+    if (m.type === 'memory') out.push({ path: m.path, content: m.content ?? null });
   return out;
 }
 
@@ -217,6 +218,19 @@ describe('dreams', () => {
     const done2 = await settled(x.client, d2.id);
     expect(done2.error?.type).toBe('invalid_model_output');
     expect(done2.error?.message).toMatch(/memories\[0\]\.path/);
+    // Entries the store refuses (a path under another memory): the half-filled output is dropped.
+    t.model.script(
+      x.model,
+      answer([
+        { path: '/notes', content: 'a' },
+        { path: '/notes/b.md', content: 'b' },
+      ]),
+    );
+    const d4 = await x.client.beta.dreams.create({ inputs: x.inputs, model: x.model });
+    const done4 = await settled(x.client, d4.id);
+    expect(done4.error?.type).toBe('invalid_model_output');
+    expect(done4.error?.message).toMatch(/memories\[1\].*refused by the store/);
+    expect(done4.outputs).toEqual([]);
     // A model error: failed with the model error's type.
     t.model.script(x.model, {
       steps: [{ http_error: { status: 529, type: 'overloaded_error', message: 'busy' } }],

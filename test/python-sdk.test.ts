@@ -34,6 +34,8 @@ const PERMISSION_MODEL = 'py-permission-model';
 const WORKER_MODEL = 'py-worker-model';
 /** Calls the MCP tool mcp__py__echo (test_mcp.py), then answers. */
 const MCP_MODEL = 'py-mcp-model';
+/** test_dreams.py: the dream's JSON answer (vendor fallback: any model id reaches the scripted model). */
+const DREAM_MODEL = 'py-dream-model';
 
 let t: TestPlatform;
 /** test_mcp_oauth.py: an MCP server requiring MCP_TOKEN, a token endpoint that knows no refresh token. */
@@ -163,6 +165,10 @@ describe.skipIf(!available)(
         },
         { steps: [{ text: 'python worker done' }] },
       );
+      t.model.script(DREAM_MODEL, {
+        steps: [{ text: JSON.stringify({ memories: [{ path: '/city.md', content: 'Lisbon' }] }) }],
+        usage: { input_tokens: 50, output_tokens: 12 },
+      });
       t.model.script(
         PERMISSION_MODEL,
         { steps: [{ tool_use: { name: 'bash', input: { command: 'echo held' } } }] },
@@ -189,6 +195,7 @@ describe.skipIf(!available)(
           AGENTFLEET_WORKER_MODEL: WORKER_MODEL,
           AGENTFLEET_MCP_URL: mcp.url,
           AGENTFLEET_MCP_MODEL: MCP_MODEL,
+          AGENTFLEET_DREAM_MODEL: DREAM_MODEL,
           AGENTFLEET_MCP_TOKEN: MCP_TOKEN,
           AGENTFLEET_OAUTH_URL: oauth.url,
           AGENTFLEET_WEBHOOK_RECEIVER_URL: hooks.url,
@@ -228,6 +235,7 @@ describe.skipIf(!available)(
           'test_webhook_delivery_parsed_by_the_python_sdk',
           'test_memory_stores_round_trip',
           'test_memories_conflicts_preconditions_versions_and_redact',
+          'test_dream_create_and_retrieve_until_done',
         ])
           expect(out, out).toMatch(new RegExp(`::${name} PASSED`));
       },

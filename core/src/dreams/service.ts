@@ -307,7 +307,7 @@ export class DreamService {
           : reason instanceof ModelError
             ? new DreamFailure(reason.kind, `the model request failed: ${reason.message}`)
             : reason instanceof ApiError
-              ? new DreamFailure('invalid_model_output', reason.message)
+              ? new DreamFailure('invalid_request', reason.message)
               : new DreamFailure('internal_error', 'the dream failed unexpectedly');
       if (!(reason instanceof DreamFailure || reason instanceof ModelError))
         log.warn('dream failed', { dream_id: d._id, err: String(reason) });
@@ -347,6 +347,7 @@ export class DreamService {
       src.sessions.push({ id, events: evs.map((e) => ({ type: e.type, payload: e.payload })) });
     }
     const resolved = await models.resolve(tenant, { id: d.model.id, speed: 'standard' });
+    let usage: Promise<unknown> = Promise.resolve();
     const text = await askModel(
       resolved.provider,
       {
@@ -356,9 +357,11 @@ export class DreamService {
         signal,
       },
       (u) => {
-        void c.dreams.updateOne(tenant, { _id: d._id }, { $inc: usageInc(u) }).catch(() => {});
+        usage = c.dreams.updateOne(tenant, { _id: d._id }, { $inc: usageInc(u) });
       },
     );
+    // Recorded before the dream can end, so a completed dream shows its final usage.
+    await usage;
     return parseAnswer(text);
   }
 
@@ -378,9 +381,18 @@ export class DreamService {
       metadata: { dream_id: d._id, source_memory_store_id: d.store_id },
     });
     try {
-      for (const m of answer) {
+      for (const [i, m] of answer.entries()) {
         if (signal.aborted) throw signal.reason;
-        await memory.createMemory(tenant, out.id, m);
+        try {
+          await memory.createMemory(tenant, out.id, m);
+        } catch (err) {
+          if (!(err instanceof ApiError)) throw err;
+          const where = `memories[${i}] (${JSON.stringify(m.path.slice(0, 120))})`;
+          throw new DreamFailure(
+            'invalid_model_output',
+            `the model's answer ${where} was refused by the store: ${err.message}`,
+          );
+        }
       }
     } catch (err) {
       await memory.deleteStore(tenant, out.id).catch(() => {});
