@@ -190,6 +190,9 @@ export class MemorySearchService {
     if (!store) throw notFound('memory_store', storeId);
     const model = await resolveEmbeddingModel(this.o.embedding, tenant, store.embedding_model);
     const s = this.openStore(tenant, storeId);
+    // The query is embedded while earlier searches of the store finish (outside the queue).
+    const queryVector = model?.embed([query]).then((v) => v[0]!);
+    queryVector?.catch(() => {});
     return s.serial(async () => {
       if (!s.reconciled) {
         await this.reconcile(tenant, storeId);
@@ -197,7 +200,7 @@ export class MemorySearchService {
       }
       if (model) {
         try {
-          return await this.semantic(s, tenant, storeId, model, query, limit);
+          return await this.semantic(s, tenant, storeId, model, queryVector!, query, limit);
         } catch (err) {
           if (!(err instanceof EmbeddingError)) throw err;
           this.o.log.warn('memory search fell back to lexical', {
@@ -260,6 +263,7 @@ export class MemorySearchService {
     tenant: string,
     storeId: string,
     model: EmbeddingModel,
+    queryVector: Promise<Float32Array>,
     query: string,
     limit: number,
   ): Promise<MemorySearchAnswer> {
@@ -267,8 +271,7 @@ export class MemorySearchService {
     const f = s.vector;
     await f.sync(this.entries, tenant, storeId);
     await this.embedPending(f, tenant, storeId, model);
-    const [q] = await model.embed([query]);
-    const hits = f.index?.search(q!, limit) ?? [];
+    const hits = f.index?.search(await queryVector, limit) ?? [];
     const data = await this.render(tenant, storeId, hits, query);
     return { data, mode: 'semantic', embedding_model: model.name, unindexed: f.pending.size };
   }
