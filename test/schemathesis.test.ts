@@ -166,6 +166,16 @@ describe.skipIf(!available)(
           key_: await post('/v1/svc/api_keys', { name: 'st-keep' }),
           whep_: await post('/v1/svc/webhook_endpoints', { url: 'https://hooks.example.com/k' }),
         };
+        // A dream over the kept store and session (it fails on the scripted model's 'ok').
+        const dream = (ids: Record<string, string>) =>
+          post('/v1/dreams', {
+            inputs: [
+              { type: 'memory_store', memory_store_id: ids.memstore_ },
+              { type: 'sessions', session_ids: [ids.sess_] },
+            ],
+            model: 'claude-sonnet-4-5',
+          });
+        keep.drm_ = await dream(keep);
         const doomed: Record<string, string> = {
           ...workIds,
           ...(await vault('doomed')),
@@ -179,6 +189,7 @@ describe.skipIf(!available)(
           key_: await post('/v1/svc/api_keys', { name: 'st-doomed' }),
           whep_: await post('/v1/svc/webhook_endpoints', { url: 'https://hooks.example.com/d' }),
         };
+        doomed.drm_ = await dream(doomed);
 
         const doc = (await (await t.http('/v1/openapi.json', { key: null })).json()) as any;
         const toml: string[] = [
