@@ -4,7 +4,8 @@
  * `embedding_model`; MEMORY_SEARCH_MAX_OPEN_INDEXES bounds the indexes a process keeps open,
  * and a store whose index was evicted answers the same, rebuilt from its persisted vectors
  * without embedding its memories again. A memory whose search entry was lost is found once a
- * process opens the store (the entries are reconciled with the memories). Fake embedding endpoint: test/fixtures/embeddingServer.ts.
+ * process opens the store (the entries are reconciled with the memories). An independent index
+ * holder (as another gateway process in fleet mode) follows writes made elsewhere. Fake embedding endpoint: test/fixtures/embeddingServer.ts.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { BETA, startPlatform, type TestPlatform } from './harness.js';
@@ -118,5 +119,41 @@ describe('memory search platform settings', () => {
     expect(r.body.mode).toBe('semantic');
     expect(r.body.data[0]).toMatchObject({ memory_id: owl, path: '/x/owl.md' });
     expect(r.body.unindexed).toBe(0);
+  });
+
+  it('a second index holder (as another gateway process) that never sees the writes follows them through the persisted entries', async () => {
+    const tenant = await t.newTenant('fleet');
+    const key = tenant.apiKey;
+    const s = await store(key, {
+      '/f/kite.md': 'The kite string is in the blue box in the garage.',
+      '/f/oven.md': 'The oven needs descaling every spring.',
+    });
+    // Its own indexes and no hook: it learns of writes only through the store.
+    const mine = t.server.platform.memorySearch;
+    const other = new (mine.constructor as new (o: typeof mine.o) => typeof mine)(mine.o);
+    const ask = (q: string) => other.search(tenant.tenantId, s, q, 5);
+    const before = await ask('kite string');
+    expect(before.data[0]!.path).toBe('/f/kite.md');
+    const ovenScore = (r: typeof before) => r.data.find((h) => h.path === '/f/oven.md')?.score ?? 0;
+    expect(ovenScore(before)).toBeLessThan(0.1);
+    const list = await t.http(`/v1/memory_stores/${s}/memories`, { key, headers: BETA });
+    const ids = Object.fromEntries(
+      ((await list.json()) as Json).data.map((m: Json) => [m.path, m.id]),
+    );
+    await call(
+      `/v1/memory_stores/${s}/memories/${ids['/f/oven.md']}`,
+      { content: 'The kite string was moved to the oven drawer.' },
+      key,
+    );
+    await t.http(`/v1/memory_stores/${s}/memories/${ids['/f/kite.md']}`, {
+      method: 'DELETE',
+      key,
+      headers: BETA,
+    });
+    const after = await ask('kite string');
+    expect(after.data.map((h) => h.path)).toEqual(['/f/oven.md']);
+    // Ranked by its new content's vector, which this holder read from the store.
+    expect(ovenScore(after)).toBeGreaterThan(0.25);
+    expect(after.data[0]!.snippet).toContain('oven drawer');
   });
 });

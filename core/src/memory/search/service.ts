@@ -100,7 +100,8 @@ export class MemorySearchService {
   private readonly open = new Map<string, OpenStore>();
   private readonly background = new Set<Promise<void>>();
 
-  constructor(private readonly o: MemorySearchOptions) {
+  /** `o`: the options, public so a second, independent index holder (another gateway process) can be made in tests. */
+  constructor(readonly o: MemorySearchOptions) {
     this.entries = new SearchEntries(o.router);
   }
 
