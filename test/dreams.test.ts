@@ -15,7 +15,8 @@
  * - DREAM_MAX_RUN_MS (a second platform at 300 ms): failed with error type `timeout`;
  * - bad input → 400 naming the field (unknown model, speed fast, update_existing, missing or
  *   repeated inputs, another tenant's store and session); another tenant's dream → 404;
- * - list (newest first, statuses, include_archived) and archive (final dreams only).
+ * - list (newest first, statuses, created_at[gt|lt], include_archived) and archive (final
+ *   dreams only).
  */
 import Anthropic from '@anthropic-ai/sdk';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -314,6 +315,10 @@ describe('dreams', () => {
       second.id,
       first.id,
     ]);
+    const after = await x.client.beta.dreams.list({ 'created_at[gt]': first.created_at });
+    expect(after.data.map((d) => d.id)).toEqual([second.id]);
+    const before = await x.client.beta.dreams.list({ 'created_at[lt]': second.created_at });
+    expect(before.data.map((d) => d.id)).toEqual([first.id]);
     const completed = await x.client.beta.dreams.list({ statuses: ['completed'] });
     expect(completed.data.map((d) => d.id)).toEqual([first.id]);
     const archived = await x.client.beta.dreams.archive(first.id);
