@@ -129,11 +129,6 @@ describe('tenant isolation over the route table', () => {
     const fileRes = await t.http('/v1/files', { method: 'POST', key: a.apiKey, body: form });
     expect(fileRes.status).toBe(200);
     const file = (await fileRes.json()) as { id: string };
-    const memoryStore = await a.client.beta.memoryStores.create({ name: `${SECRET}-memory` });
-    const memory = await a.client.beta.memoryStores.memories.create(memoryStore.id, {
-      path: '/alpha.md',
-      content: SECRET,
-    });
     const skillRes = await t.http('/v1/skills', {
       method: 'POST',
       key: a.apiKey,

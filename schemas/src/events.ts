@@ -10,6 +10,8 @@ import {
   TextBlock,
 } from './common.js';
 import { compileBody, ValidationError, type Validator } from './validate.js';
+import { eventOf } from './eventEnvelope.js';
+import { SessionWarningEvent } from './sessionWarnings.js';
 import {
   CHUNK_EVENT_SCHEMAS,
   STREAM_DELTA_SCHEMAS,
@@ -19,6 +21,7 @@ import {
 } from './liveEvents.js';
 
 export * from './liveEvents.js';
+export { SessionWarningEvent } from './sessionWarnings.js';
 
 /**
  * Session event catalog. Canonical events are persisted with a gap-free `seq`; stream
@@ -310,19 +313,6 @@ export const EVENT_PAYLOADS = {
   },
 } satisfies Partial<Record<CanonicalEventType, TProperties>>;
 
-/** Every persisted event: the payload flat, then the envelope (`renderEvent`). */
-const eventOf = <T extends string, P extends TProperties>(type: T, payload: P) =>
-  Obj({
-    ...payload,
-    id: Id('sevt_'),
-    type: Type.Literal(type),
-    seq: Type.Integer({ minimum: 1 }),
-    session_id: Id('sess_'),
-    created_at: Type.String({ format: 'date-time' }),
-    processed_at: Type.String({ format: 'date-time' }),
-    data: Obj(payload),
-  });
-
 const P = EVENT_PAYLOADS;
 export const UserMessageEvent = eventOf('user.message', P['user.message']);
 export const UserInterruptEvent = eventOf('user.interrupt', P['user.interrupt']);
@@ -350,57 +340,6 @@ export const SessionStatusTerminatedEvent = eventOf(
   P['session.status_terminated'],
 );
 export const SessionErrorEvent = eventOf('session.error', P['session.error']);
-/**
- * Extension (worker recovery): an interrupted model stream or an orphaned tool call; (outputs
- * sync) a file in /mnt/session/outputs that was not stored, with the reason.
- */
-export const SessionWarningEvent = Type.Union([
-  eventOf('session.warning', {
-    warning: Type.Literal('interrupted_stream'),
-    message: Type.String(),
-    model_request_start_id: Id('sevt_'),
-  }),
-  eventOf('session.warning', {
-    warning: Type.Literal('orphan_tool_use'),
-    message: Type.String(),
-    tool_use_id: Id('sevt_'),
-  }),
-  eventOf('session.warning', {
-    warning: Type.Literal('output_skipped'),
-    message: Type.String(),
-    filename: Type.String(),
-    reason: Type.Union([
-      Type.Literal('file_too_large'),
-      Type.Literal('session_quota_exceeded'),
-      Type.Literal('invalid_name'),
-      Type.Literal('not_a_regular_file'),
-    ]),
-  }),
-  // A mounted memory store's write-back at idle (core/src/memory/session/writeBack.ts).
-  eventOf('session.warning', {
-    warning: Type.Literal('memory_conflict'),
-    message: Type.String(),
-    memory_store_id: Type.String(),
-    path: Type.String(),
-    mounted_sha256: Nullable(Type.String()),
-    current_sha256: Nullable(Type.String()),
-    agent_sha256: Nullable(Type.String()),
-    saved_path: Nullable(Type.String()),
-  }),
-  eventOf('session.warning', {
-    warning: Type.Literal('memory_not_written'),
-    message: Type.String(),
-    memory_store_id: Type.String(),
-    path: Type.String(),
-    reason: Type.Union([
-      Type.Literal('read_only'),
-      Type.Literal('invalid'),
-      Type.Literal('too_large'),
-      Type.Literal('binary'),
-      Type.Literal('unreadable'),
-    ]),
-  }),
-]);
 export const SessionDeletedEvent = eventOf('session.deleted', P['session.deleted']);
 export const SessionUpdatedEvent = eventOf('session.updated', P['session.updated']);
 export const AgentMessageEvent = eventOf('agent.message', P['agent.message']);
