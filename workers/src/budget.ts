@@ -1,20 +1,23 @@
 /**
  * The turn side of session budgets (core/src/domain/budget.ts).
  *
- * Guarantees (proved by test/budget.test.ts):
+ * Guarantees (proved by test/budget.test.ts; compaction summary calls by
+ * test/compaction-usage.test.ts):
  * - Each model request's usage is priced at the model's list price when its response is
  *   appended, and the cost moves in the same session update as that request's token usage and
- *   log head (`costUpdate`), so a redelivered command or a recovered turn, which never re-runs
+ *   log head (`usageUpdate`), so a redelivered command or a recovered turn, which never re-runs
  *   a finished request, never counts it twice. A request with no list price marks the session's
- *   usage unpriced instead.
+ *   usage unpriced instead. A harness `pi` compaction summary call (./compaction) is a model
+ *   request of the session like any other: its usage and cost move with its
+ *   span.compaction_summarize_end the same way.
  * - Before every model request the turn re-reads the session (`budgetStop`): once a budgeted
  *   session's cost reached its ceiling (or its usage is unpriced) the turn ends with the SDK's
  *   `budget_reached` stop reason and no model request is made, until the budget is raised or
  *   removed. A turn started by a new user message then ends at once the same way.
  * - A crash between a request's event insert and its session update (two documents) would lose
  *   that request's usage: before that check, a budgeted session's token counts are compared
- *   with its span.model_request_end events, and usage the session lacks is added, priced now
- *   (compare-and-set on the counts, so it is added once).
+ *   with its span.model_request_end and span.compaction_summarize_end events, and usage the
+ *   session lacks is added, priced now (compare-and-set on the counts, so it is added once).
  */
 import {
   budgetReached,
@@ -38,6 +41,26 @@ export async function costUpdate(
   return { inc: { list_cost_nanos: usageCostNanos(usage, price) }, set: {} };
 }
 
+/** The session update for one finished model request: its token usage and its list cost. */
+export async function usageUpdate(
+  p: Platform,
+  tenant: string,
+  modelId: string,
+  usage: ModelUsage,
+): Promise<{ $inc: Record<string, number>; $set: Record<string, unknown> }> {
+  const cost = await costUpdate(p, tenant, modelId, usage);
+  return {
+    $inc: {
+      'usage.input_tokens': usage.input_tokens,
+      'usage.output_tokens': usage.output_tokens,
+      'usage.cache_read_input_tokens': usage.cache_read_input_tokens,
+      'usage.cache_creation_input_tokens': usage.cache_creation_input_tokens,
+      ...cost.inc,
+    },
+    $set: cost.set,
+  };
+}
+
 /** `budget_reached` when the session may issue no further model request, else null. */
 export async function budgetStop(
   p: Platform,
@@ -56,11 +79,14 @@ const USAGE_KEYS = [
   'cache_creation_input_tokens',
 ] as const;
 
-/** Adds usage present in the session's span.model_request_end events but not in its counts. */
+/** The span ends that carry a finished model request's usage (main requests, compaction summaries). */
+export const USAGE_SPAN_ENDS = ['span.model_request_end', 'span.compaction_summarize_end'];
+
+/** Adds usage present in the session's usage span ends but not in its counts. */
 async function reconcileUsage(p: Platform, tenant: string, s: SessionDoc): Promise<SessionDoc> {
   const ends = await p.collections.events.find(tenant, {
     session_id: s._id,
-    type: 'span.model_request_end',
+    type: { $in: USAGE_SPAN_ENDS },
   });
   const missing = {} as ModelUsage;
   for (const k of USAGE_KEYS) {

@@ -22,9 +22,9 @@ import {
 } from '@agentfleet/core';
 import type { buildHistory } from './history.js';
 import { consumeModelStream, type ToolCall } from './modelStream.js';
-import { costUpdate } from './budget.js';
+import { usageUpdate } from './budget.js';
 import { providerRequest } from './modelSettings.js';
-import { sessionError, spanEnd, toModelError, zeroUsage } from './turnEvents.js';
+import { sessionError, spanEnd, toModelError, zeroUsage, type TurnEnd } from './turnEvents.js';
 import type { McpTools } from './mcpTurn.js';
 import { isContextOverflow } from './compaction/overflow.js';
 import { TurnCompaction } from './compaction/turnCompaction.js';
@@ -37,8 +37,11 @@ export type AppendFenced = (
   extra?: Record<string, any> | ((lastSeq: number) => Record<string, any>),
 ) => Promise<EventDoc[]>;
 
+/** `stopped`: the turn ends with `end` (harness `pi`: a compaction summary call reached the budget). */
 export type ModelOutcome =
-  { kind: 'ok'; stop: string; toolUses: ToolCall[] } | { kind: 'error'; exhausted: boolean };
+  | { kind: 'ok'; stop: string; toolUses: ToolCall[] }
+  | { kind: 'error'; exhausted: boolean }
+  | { kind: 'stopped'; end: TurnEnd };
 /** Harness `pi` only: the provider said the request exceeds its context window. */
 export type AttemptOutcome = ModelOutcome | { kind: 'overflow' };
 
@@ -114,19 +117,9 @@ export async function modelAttempts(
       });
       p.metrics.modelRequests.inc({ protocol: resolved.protocol, outcome: 'ok' });
       // The list cost moves with the token usage, in the update that appends these events.
-      const cost = await costUpdate(p, tenant, s.agent.model.id, r.usage);
       await append(
         [...r.drafts, spanEnd(start!._id, false, r.usage, r.stop, s.agent.model.speed)],
-        {
-          $inc: {
-            'usage.input_tokens': r.usage.input_tokens,
-            'usage.output_tokens': r.usage.output_tokens,
-            'usage.cache_read_input_tokens': r.usage.cache_read_input_tokens,
-            'usage.cache_creation_input_tokens': r.usage.cache_creation_input_tokens,
-            ...cost.inc,
-          },
-          $set: cost.set,
-        },
+        await usageUpdate(p, tenant, s.agent.model.id, r.usage),
       );
       return { kind: 'ok', stop: r.stop, toolUses: r.toolUses };
     } catch (err) {

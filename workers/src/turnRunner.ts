@@ -400,6 +400,7 @@ export class TurnRunner {
       );
       if (outcome.kind === 'error')
         return { stop_reason: { type: outcome.exhausted ? 'retries_exhausted' : 'end_turn' } };
+      if (outcome.kind === 'stopped') return outcome.end;
       if (outcome.stop !== 'tool_use' || !outcome.toolUses.length) {
         return { stop_reason: { type: outcome.stop === 'refusal' ? 'refusal' : 'end_turn' } };
       }

@@ -18,9 +18,16 @@
  *   the boundary), the platform writes the boundary itself with strategy `truncate`: the newest
  *   messages that fit the summary cap, verbatim, oldest dropped (./summaryPayload.ts
  *   fallbackSummary);
- * - the summary call's usage is reported on its span; it is not added to the session's usage.
- * Default-harness sessions never reach this file. Proved by test/compaction.test.ts and
- * test/compaction-overflow.test.ts.
+ * - the summary call is a model request of the session: its usage goes on its span end and, in
+ *   the same fenced append, into the session's usage and list cost, priced like the turn's
+ *   requests (../budget.ts usageUpdate; the budget's crash repair counts these span ends too);
+ * - budget: before the summary call the session's budget is checked as before any request;
+ *   reached → no summary call, no span, no boundary, the turn ends with `budget_reached`. After
+ *   the boundary it is checked again: a summary call that reached it ends the turn with
+ *   `budget_reached` before the main request (the boundary stays; the next turn after a raise
+ *   starts from it). A failed summary call (truncate fallback) counts whatever usage it reported.
+ * Default-harness sessions never reach this file. Proved by test/compaction.test.ts,
+ * test/compaction-overflow.test.ts and test/compaction-usage.test.ts.
  */
 import {
   compactionSettings,
@@ -40,6 +47,7 @@ import { estimateRequestTokens, providerRequest } from '../modelSettings.js';
 import { modelAttempts, type AppendFenced, type ModelOutcome } from '../modelRequest.js';
 import { resolveFileBlocks } from '../fileBlocks.js';
 import { sessionError, toModelError, zeroUsage } from '../turnEvents.js';
+import { budgetStop, usageUpdate } from '../budget.js';
 import type { McpTools } from '../mcpTurn.js';
 import { BOUNDARY_EVENT, boundaryHistory } from './boundaryHistory.js';
 import { fallbackSummary, summaryRequest } from './summaryPayload.js';
@@ -130,7 +138,14 @@ export class TurnCompaction {
     if (window !== undefined) {
       let used = estimate(mainRequest(history));
       if (used > this.settings.triggerFraction * window && !nothingSinceBoundary(events)) {
-        await this.compact('threshold', resolved, mainRequest(history), used, window);
+        const stopped = await this.compact(
+          'threshold',
+          resolved,
+          mainRequest(history),
+          used,
+          window,
+        );
+        if (stopped) return stopped;
         ({ events, history } = await load());
         used = estimate(mainRequest(history));
       }
@@ -150,13 +165,14 @@ export class TurnCompaction {
       onOverflow: 'return',
     });
     if (first.kind !== 'overflow') return first;
-    await this.compact(
+    const stopped = await this.compact(
       'overflow',
       resolved,
       mainRequest(history),
       estimate(mainRequest(history)),
       window,
     );
+    if (stopped) return stopped;
     ({ history } = await load());
     const retry = await modelAttempts(p, this.tenant, s, this.append, history, signal, mcp, {
       sessionId,
@@ -165,15 +181,20 @@ export class TurnCompaction {
     return retry.kind === 'overflow' ? { kind: 'error', exhausted: false } : retry;
   }
 
-  /** Summarises (or, failing that, truncates) and appends the boundary. */
+  /**
+   * Summarises (or, failing that, truncates) and appends the boundary with the summary call's
+   * usage; answers `stopped` when the budget allows no summary call or no request after it.
+   */
   private async compact(
     trigger: Trigger,
     resolved: ResolvedModel,
     main: ModelRequest,
     tokensBefore: number,
     window: number | undefined,
-  ): Promise<void> {
+  ): Promise<ModelOutcome | null> {
     const { settings, signal } = this;
+    const before = await budgetStop(this.p, this.tenant, this.s._id);
+    if (before) return { kind: 'stopped', end: before };
     const [start] = await this.append([
       {
         type: 'span.compaction_summarize_start',
@@ -183,6 +204,7 @@ export class TurnCompaction {
     let summary: string | null = null;
     let fallbackReason: string | null = null;
     let usage = zeroUsage();
+    let answered = false;
     try {
       const cardMax = resolved.piConfig?.maxTokens;
       const req = summaryRequest(
@@ -194,6 +216,7 @@ export class TurnCompaction {
       );
       const r = await collectSummary(resolved.provider.stream(req), signal);
       usage = r.usage;
+      answered = true;
       if (r.toolCalled) fallbackReason = 'the summary call returned a tool call';
       else if (!r.text.trim()) fallbackReason = 'the summary call returned no text';
       else summary = r.text.trim();
@@ -204,19 +227,28 @@ export class TurnCompaction {
       }
       fallbackReason = `summarising failed: ${toModelError(err).message}`;
     }
-    await this.append([
-      spanEnd(start!._id, summary === null, usage),
-      {
-        type: BOUNDARY_EVENT,
-        payload: {
-          summary: summary ?? fallbackSummary(main.messages, settings.maxSummaryTokens),
-          strategy: summary === null ? 'truncate' : settings.strategy,
-          trigger,
-          fallback_reason: fallbackReason,
-          estimated_tokens_before: tokensBefore,
+    // The usage moves with the span end that records it (a call that threw reported none).
+    const update = answered
+      ? await usageUpdate(this.p, this.tenant, this.s.agent.model.id, usage)
+      : undefined;
+    await this.append(
+      [
+        spanEnd(start!._id, summary === null, usage),
+        {
+          type: BOUNDARY_EVENT,
+          payload: {
+            summary: summary ?? fallbackSummary(main.messages, settings.maxSummaryTokens),
+            strategy: summary === null ? 'truncate' : settings.strategy,
+            trigger,
+            fallback_reason: fallbackReason,
+            estimated_tokens_before: tokensBefore,
+          },
         },
-      },
-    ]);
+      ],
+      update,
+    );
+    const after = await budgetStop(this.p, this.tenant, this.s._id);
+    return after ? { kind: 'stopped', end: after } : null;
   }
 }
 
