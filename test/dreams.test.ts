@@ -13,18 +13,17 @@
  *   {type: invalid_model_output, message naming the entry}, no output store (a half-filled one
  *   is deleted); a model error → failed with the model error's type;
  * - DREAM_MAX_RUN_MS (a second platform at 300 ms): failed with error type `timeout`;
- * - bad input → 400 naming the field (unknown model, speed fast, update_existing, missing or
- *   repeated inputs, another tenant's store and session); another tenant's dream → 404;
+ * - bad input → 400 naming the field (unknown model, speed fast, an update_existing target
+ *   that is not the input store or is missing, a target with create_new, missing or repeated
+ *   inputs, another tenant's store and session); another tenant's dream → 404;
  * - list (newest first, statuses, created_at[gt|lt], include_archived) and archive (final
  *   dreams only).
  */
-import Anthropic from '@anthropic-ai/sdk';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startPlatform, waitFor, type TestPlatform } from './harness.js';
-import { addModelCard } from './turnHelpers.js';
+import { answer, apiError, dreamTenant, memoriesOf, settled, storesOf } from './dreamsHelpers.js';
 
 let t: TestPlatform;
-let envId: string;
 beforeAll(async () => {
   // No fallback vendor key: a model without a card is refused.
   t = await startPlatform({
@@ -37,66 +36,7 @@ afterAll(async () => {
 
 let n = 0;
 /** A tenant with a model card `dreamer-N` (scripted model) and one session holding `said`. */
-async function tenant(said = 'I moved to Lisbon last week') {
-  const k = ++n;
-  const { client, apiKey, tenantId } = await t.newTenant(`dreams-${k}`);
-  const model = `dreamer-${k}`;
-  await addModelCard(t, model, { key: apiKey });
-  await addModelCard(t, `agent-${k}`, { key: apiKey });
-  envId = (await client.beta.environments.create({ name: `dreams-${k}` })).id;
-  const agent = await client.beta.agents.create({ name: `a-${k}`, model: `agent-${k}` });
-  const session = await client.beta.sessions.create({ agent: agent.id, environment_id: envId });
-  await client.beta.sessions.events.send(session.id, {
-    events: [{ type: 'user.message', content: [{ type: 'text', text: said }] }],
-  });
-  const store = await client.beta.memoryStores.create({ name: `notes-${k}` });
-  await client.beta.memoryStores.memories.create(store.id, {
-    path: '/prefs/city.md',
-    content: 'Lives in Berlin',
-  });
-  await client.beta.memoryStores.memories.create(store.id, {
-    path: '/prefs/home.md',
-    content: 'Home city: Berlin',
-  });
-  const inputs = [
-    { type: 'memory_store' as const, memory_store_id: store.id },
-    { type: 'sessions' as const, session_ids: [session.id] },
-  ];
-  return { client, apiKey, tenantId, model, store, session, inputs };
-}
-
-const answer = (memories: Array<{ path: string; content: string }>) => ({
-  steps: [{ text: JSON.stringify({ memories }) }],
-  usage: { input_tokens: 120, output_tokens: 30 },
-});
-
-const settled = (c: Anthropic, id: string) =>
-  waitFor(async () => {
-    const d = await c.beta.dreams.retrieve(id);
-    return ['completed', 'failed', 'canceled'].includes(d.status) ? d : null;
-  }, 20_000);
-
-async function apiError(p: Promise<unknown>) {
-  const err = await p.then(
-    () => null,
-    (e: unknown) => e,
-  );
-  expect(err, 'expected an API error').toBeInstanceOf(Anthropic.APIError);
-  const e = err as InstanceType<typeof Anthropic.APIError>;
-  return { status: e.status!, message: String((e.error as any)?.error?.message) };
-}
-
-async function storesOf(c: Anthropic) {
-  const out = [];
-  for await (const s of c.beta.memoryStores.list({ include_archived: true })) out.push(s);
-  return out;
-}
-async function memoriesOf(c: Anthropic, storeId: string) {
-  const out: Array<{ path: string; content: string | null }> = [];
-  for await (const m of c.beta.memoryStores.memories.list(storeId, { view: 'full' }))
-    if (m.type === 'memory') out.push({ path: m.path, content: m.content ?? null });
-  return out;
-}
+const tenant = (said?: string) => dreamTenant(t, ++n, said);
 
 describe('dreams', () => {
   it('create → completed: a new store holds the merged memories; the input store is unchanged', async () => {
@@ -256,13 +196,27 @@ describe('dreams', () => {
     };
     await bad({ inputs: x.inputs, model: 'no-such-model' }, 'model');
     await bad({ inputs: x.inputs, model: { id: x.model, speed: 'fast' } }, 'model.speed');
+    // update_existing writes only its input store (test/dreams-update.test.ts covers the rest).
+    const other = await x.client.beta.memoryStores.create({ name: 'other' });
     await bad(
       {
         inputs: x.inputs,
         model: x.model,
-        output_behavior: { type: 'update_existing', memory_store_id: x.store.id },
+        output_behavior: { type: 'update_existing', memory_store_id: other.id },
       },
-      'output_behavior.type',
+      'output_behavior.memory_store_id',
+    );
+    await bad(
+      { inputs: x.inputs, model: x.model, output_behavior: { type: 'update_existing' } },
+      'output_behavior.memory_store_id',
+    );
+    await bad(
+      {
+        inputs: x.inputs,
+        model: x.model,
+        output_behavior: { type: 'create_new', memory_store_id: x.store.id },
+      },
+      'output_behavior.memory_store_id',
     );
     await bad({ inputs: [x.inputs[0]], model: x.model }, 'inputs');
     await bad({ inputs: [x.inputs[1]], model: x.model }, 'inputs');

@@ -36,6 +36,8 @@ const WORKER_MODEL = 'py-worker-model';
 const MCP_MODEL = 'py-mcp-model';
 /** test_dreams.py: the dream's JSON answer (vendor fallback: any model id reaches the scripted model). */
 const DREAM_MODEL = 'py-dream-model';
+/** test_dreams.py, update_existing: the answer applied to the input store. */
+const DREAM_UPDATE_MODEL = 'py-dream-update-model';
 
 let t: TestPlatform;
 /** test_mcp_oauth.py: an MCP server requiring MCP_TOKEN, a token endpoint that knows no refresh token. */
@@ -169,6 +171,9 @@ describe.skipIf(!available)(
         steps: [{ text: JSON.stringify({ memories: [{ path: '/city.md', content: 'Lisbon' }] }) }],
         usage: { input_tokens: 50, output_tokens: 12 },
       });
+      t.model.script(DREAM_UPDATE_MODEL, {
+        steps: [{ text: JSON.stringify({ memories: [{ path: '/city.md', content: 'Lisbon' }] }) }],
+      });
       t.model.script(
         PERMISSION_MODEL,
         { steps: [{ tool_use: { name: 'bash', input: { command: 'echo held' } } }] },
@@ -196,6 +201,7 @@ describe.skipIf(!available)(
           AGENTFLEET_MCP_URL: mcp.url,
           AGENTFLEET_MCP_MODEL: MCP_MODEL,
           AGENTFLEET_DREAM_MODEL: DREAM_MODEL,
+          AGENTFLEET_DREAM_UPDATE_MODEL: DREAM_UPDATE_MODEL,
           AGENTFLEET_MCP_TOKEN: MCP_TOKEN,
           AGENTFLEET_OAUTH_URL: oauth.url,
           AGENTFLEET_WEBHOOK_RECEIVER_URL: hooks.url,
@@ -236,6 +242,7 @@ describe.skipIf(!available)(
           'test_memory_stores_round_trip',
           'test_memories_conflicts_preconditions_versions_and_redact',
           'test_dream_create_and_retrieve_until_done',
+          'test_dream_update_existing_writes_the_input_store',
         ])
           expect(out, out).toMatch(new RegExp(`::${name} PASSED`));
       },

@@ -75,7 +75,10 @@ export const Dream = Obj({
   ),
   model: Obj({ id: Type.String(), speed: Type.Literal('standard') }),
   instructions: Nullable(Type.String()),
-  output_behavior: Obj({ type: Type.Literal('create_new') }),
+  output_behavior: Type.Union([
+    Obj({ type: Type.Literal('create_new') }),
+    Obj({ type: Type.Literal('update_existing'), memory_store_id: Type.String() }),
+  ]),
   outputs: Type.Array(StoreRef),
   error: Nullable(Obj({ type: Type.String(), message: Type.String() })),
   usage: DreamUsage,

@@ -5,6 +5,7 @@
  * `pending`/`running` once, for `completed`, `failed` or `canceled`.
  */
 import type { DreamStatus } from '@agentfleet/schemas';
+import type { MemoryActor } from '../memory/docs.js';
 
 export type DreamInputDoc =
   { type: 'memory_store'; memory_store_id: string } | { type: 'sessions'; session_ids: string[] };
@@ -25,10 +26,12 @@ export interface DreamDoc {
   store_id: string;
   model: { id: string; speed: 'standard' };
   instructions: string | null;
-  output_behavior: { type: 'create_new' };
+  output_behavior: { type: 'create_new' } | { type: 'update_existing'; memory_store_id: string };
   outputs: Array<{ type: 'memory_store'; memory_store_id: string }>;
   error: { type: string; message: string } | null;
   usage: DreamUsage;
+  /** Who `update_existing` writes as (the versions' `created_by`): the creating API key. */
+  actor?: MemoryActor | null;
   /** The running worker's claim token, or null. */
   claim: string | null;
   /** Epoch ms until which the claim holds; 0 when unclaimed. */

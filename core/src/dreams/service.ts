@@ -1,22 +1,30 @@
 /**
  * Dreams (SDK 1.12 `client.beta.dreams`): asynchronous jobs that read one memory store and some
- * sessions' canonical events and write a reorganised copy of the store to a NEW memory store
- * (`output_behavior` `create_new`; `update_existing` is refused as not supported yet).
+ * sessions' canonical events and write a reorganised version of the store, to a NEW memory store
+ * (`output_behavior` `create_new`, the default) or into the input store (`update_existing`).
  *
- * Guarantees (test/dreams.test.ts):
+ * Guarantees (test/dreams.test.ts; update_existing: test/dreams-update.test.ts):
  * - create validates every id in the tenant (400 naming `inputs[i]…` for a missing, archived or
- *   other tenant's store or session) and the model (400 naming `model`), records the dream
- *   `pending` and publishes `dream.run.requested`;
+ *   other tenant's store or session), the model (400 naming `model`) and, for update_existing,
+ *   `output_behavior.memory_store_id` (required, the input store), records the dream `pending`
+ *   and publishes `dream.run.requested`;
+ * - at most one update_existing dream per store until it has fully stopped: its hold on the
+ *   store is a compare-and-swap (./hold.ts); a second create is a 409 naming the holder;
  * - a worker claims a dream with a compare-and-swap on `claimed_until`: two workers never run one
  *   dream; a dead worker's claim expires (DREAM_MAX_RUN_MS + 30 s) and the worker scan
  *   (DREAM_SCAN_MS) runs it again, at most 3 claims;
- * - the input store is never written; the output store is created and filled only after the
- *   model's whole answer was parsed and checked, and deleted again when the dream did not end
- *   `completed` (cancel raced the writes, a write failed): no half-written output store;
+ * - create_new: the input store is never written; the output store is created and filled only
+ *   after the model's whole answer was parsed and checked, and deleted again when the dream did
+ *   not end `completed` (cancel raced the writes, a write failed): no half-written output store;
+ * - update_existing (./output.ts, ./apply.ts): nothing is written before the whole answer checked
+ *   out and the dream recorded the store in `outputs` (a cancel, failure or timeout before that
+ *   leaves the store untouched); then every write carries the hash precondition of what the
+ *   dream read, and a memory someone else changed meanwhile is left as it is and named in the
+ *   dream's error (`memory_conflict`). A worker that dies while applying leaves some writes done;
+ *   the re-run reads the store as it then is and applies its answer with fresh preconditions;
  * - cancel stops a running dream (its model call is aborted within a poll of the record) and is
  *   final; a run over DREAM_MAX_RUN_MS fails with error type `timeout`; a model error or an
- *   unusable answer fails with a clear {type, message}: never a 5xx.
- */
+ *   unusable answer fails with a clear {type, message}: never a 5xx. */
 import type { DreamCreate, DreamListQuery } from '@agentfleet/schemas';
 import { ApiError, invalid, notFound } from '../errors.js';
 import { newId } from '../ids.js';
@@ -39,9 +47,16 @@ import {
   type DreamInputDoc,
 } from './docs.js';
 import { askModel, dreamRequest, DreamFailure, parseAnswer, type DreamSource } from './run.js';
+import type { ReadMemory } from './apply.js';
+import { updateExisting, writeNewStore } from './output.js';
+import { releaseHold, storeHeld, takeHold } from './hold.js';
+import { checkInputs } from './inputs.js';
+import type { MemoryActor } from '../memory/docs.js';
 
 export const DREAM_PREFIX = 'drm_';
 const MAX_CLAIMS = 3;
+/** An update_existing dream is unclaimable this long after its insert, until it holds its store. */
+const CREATE_GRACE_MS = 60_000;
 /** How often a running dream re-reads its record to notice a cancel. */
 const CANCEL_POLL_MS = 200;
 
@@ -77,52 +92,27 @@ export class DreamService {
     return d;
   }
 
-  /** Checks the body against the tenant's stores, sessions and models; returns the inputs. */
-  private async checkInputs(tenant: string, b: DreamCreate) {
-    let store: string | null = null;
-    let sessions: string[] | null = null;
-    for (const [i, input] of b.inputs.entries()) {
-      if (input.type === 'memory_store') {
-        if (store) throw invalid(`inputs[${i}]`, 'a dream reads exactly one memory_store input');
-        if (!input.memory_store_id || input.session_ids)
-          throw invalid(`inputs[${i}].memory_store_id`, 'is required (and only it)');
-        const s = await this.deps.c.memoryStores.get(tenant, input.memory_store_id);
-        if (!s) throw invalid(`inputs[${i}].memory_store_id`, 'no such memory store');
-        if (s.archived_at) throw invalid(`inputs[${i}].memory_store_id`, 'the store is archived');
-        store = s._id;
-      } else {
-        if (sessions) throw invalid(`inputs[${i}]`, 'a dream reads exactly one sessions input');
-        const ids = input.session_ids;
-        if (!ids || input.memory_store_id)
-          throw invalid(`inputs[${i}].session_ids`, 'is required (and only it)');
-        if (ids.length < 1 || ids.length > 100)
-          throw invalid(`inputs[${i}].session_ids`, 'must list 1 to 100 session ids');
-        for (const [j, sid] of ids.entries()) {
-          if (ids.indexOf(sid) !== j)
-            throw invalid(`inputs[${i}].session_ids[${j}]`, `repeats ${sid}`);
-          if (!(await this.deps.c.sessions.get(tenant, sid)))
-            throw invalid(`inputs[${i}].session_ids[${j}]`, `no such session ${sid}`);
-        }
-        sessions = [...ids].sort();
-      }
-    }
-    if (!store) throw invalid('inputs', 'needs one {type: "memory_store"} entry');
-    if (!sessions) throw invalid('inputs', 'needs one {type: "sessions"} entry');
-    return { store, sessions };
-  }
-
-  async create(tenant: string, b: DreamCreate): Promise<Dream> {
+  /**
+   * Records the dream `pending` and publishes its run. `update_existing` takes the store's hold
+   * (./hold.ts) after the record exists (so a holder id always names a record) and before the
+   * run is published; the record is unclaimable until then (CREATE_GRACE_MS), and deleted again
+   * with a 409 when another dream holds the store.
+   */
+  async create(tenant: string, b: DreamCreate, actor: MemoryActor | null = null): Promise<Dream> {
     const model = typeof b.model === 'string' ? { id: b.model, speed: null } : b.model;
     if (model.speed === 'fast') throw invalid('model.speed', "dreams accept only 'standard'");
-    if (b.output_behavior?.type === 'update_existing')
-      throw new ApiError(
-        'invalid_request',
-        "output_behavior.type: 'update_existing' is not supported yet; use 'create_new'",
-        { field: 'output_behavior.type', unsupported: true },
-      );
-    if (b.output_behavior?.memory_store_id)
+    const update = b.output_behavior?.type === 'update_existing';
+    const target = b.output_behavior?.memory_store_id;
+    if (!update && target)
       throw invalid('output_behavior.memory_store_id', "is only for 'update_existing'");
-    const { store, sessions } = await this.checkInputs(tenant, b);
+    if (update && !target)
+      throw invalid('output_behavior.memory_store_id', "is required for 'update_existing'");
+    const { store, sessions } = await checkInputs(this.deps.c, tenant, b);
+    if (update && target !== store)
+      throw invalid(
+        'output_behavior.memory_store_id',
+        `must be the memory store of the memory_store input (${store})`,
+      );
     await this.deps.models.validateForAgent(tenant, { id: model.id });
     const now = nowIso();
     const inputs: DreamInputDoc[] = [
@@ -136,12 +126,15 @@ export class DreamService {
       store_id: store,
       model: { id: model.id, speed: 'standard' },
       instructions: b.instructions ?? null,
-      output_behavior: { type: 'create_new' },
+      output_behavior: update
+        ? { type: 'update_existing', memory_store_id: store }
+        : { type: 'create_new' },
       outputs: [],
       error: null,
       usage: zeroUsage(),
+      actor: update ? actor : null,
       claim: null,
-      claimed_until: 0,
+      claimed_until: update ? Date.now() + CREATE_GRACE_MS : 0,
       attempts: 0,
       archived_at: null,
       created_at: now,
@@ -149,6 +142,19 @@ export class DreamService {
       updated_at: now,
     };
     await this.deps.c.dreams.insert(tenant, doc);
+    if (update) {
+      const hold = await takeHold(this.deps.c, tenant, store, doc._id);
+      if (!hold.held) {
+        await this.deps.c.dreams.deleteOne(tenant, { _id: doc._id });
+        throw storeHeld(store, hold);
+      }
+      await this.deps.c.dreams.updateOne(
+        tenant,
+        { _id: doc._id, claim: null },
+        { $set: { claimed_until: 0 } },
+      );
+      doc.claimed_until = 0;
+    }
     // A lost publish is recovered by the worker scan (pending, unclaimed).
     await this.deps.bus
       .publish('dream.run.requested', { tenant_id: tenant, dream_id: doc._id })
@@ -195,6 +201,9 @@ export class DreamService {
     );
     if (after) {
       this.running.get(id)?.abort.abort(new DreamFailure('canceled', 'canceled'));
+      // No worker holds it: nothing will write the store, so the store is free now.
+      if (after.output_behavior.type === 'update_existing' && after.claimed_until <= Date.now())
+        await releaseHold(this.deps.c, tenant, after.store_id, id);
       return renderDream(after);
     }
     const d = await this.doc(tenant, id);
@@ -257,7 +266,22 @@ export class DreamService {
     return r.modified === 1;
   }
 
+  /** Runs the claimed dream; an update_existing dream frees its store once it is final. */
   private async execute(d: DreamDoc, token: string, abort: AbortController): Promise<void> {
+    try {
+      await this.run(d, token, abort);
+    } finally {
+      if (d.output_behavior.type === 'update_existing') {
+        const now = await this.deps.c.dreams.get(d.tenant_id, d._id).catch(() => null);
+        if (now && FINAL_STATUSES.includes(now.status))
+          await releaseHold(this.deps.c, d.tenant_id, d.store_id, d._id).catch((err) =>
+            this.deps.log.warn('dream hold release failed', { dream_id: d._id, err: String(err) }),
+          );
+      }
+    }
+  }
+
+  private async run(d: DreamDoc, token: string, abort: AbortController): Promise<void> {
     const { c, log } = this.deps;
     const tenant = d.tenant_id;
     if (d.attempts > MAX_CLAIMS) {
@@ -290,9 +314,21 @@ export class DreamService {
     }, CANCEL_POLL_MS);
     let outputStore: string | null = null;
     try {
-      const answer = await this.think(d, abort.signal);
+      const update = d.output_behavior.type === 'update_existing';
+      if (update) {
+        // Normally taken at create; taken here when the creating process died before that.
+        const hold = await takeHold(c, tenant, d.store_id, d._id);
+        if (!hold.held)
+          throw new DreamFailure(
+            'conflict',
+            `memory store ${d.store_id} is held by ${hold.holder || 'another dream'}`,
+          );
+      }
+      const { answer, read } = await this.think(d, abort.signal);
       if (abort.signal.aborted) throw abort.signal.reason;
-      outputStore = await this.writeOutput(d, answer, abort.signal);
+      const out = { ...this.deps, finish: (set: Partial<DreamDoc>) => this.finish(d, token, set) };
+      if (update) return await updateExisting(out, d, token, read, answer, abort.signal);
+      outputStore = await writeNewStore(out, d, answer, abort.signal);
       const ok = await this.finish(d, token, {
         status: 'completed',
         outputs: [{ type: 'memory_store', memory_store_id: outputStore }],
@@ -337,6 +373,14 @@ export class DreamService {
     const { c, events, models } = this.deps;
     const tenant = d.tenant_id;
     const memories = await c.memories.find(tenant, { store_id: d.store_id }, { sort: { path: 1 } });
+    // What update_existing's preconditions compare against: each memory as the dream read it.
+    const read: ReadMemory[] = memories.map((m) => ({
+      _id: m._id,
+      path: m.path,
+      content: m.content ?? '',
+      content_sha256: m.content_sha256,
+      version_id: m.version_id,
+    }));
     const sessionIds = d.inputs.flatMap((i) => (i.type === 'sessions' ? i.session_ids : []));
     const src: DreamSource = {
       memories: memories.map((m) => ({ path: m.path, content: m.content ?? '' })),
@@ -362,43 +406,7 @@ export class DreamService {
     );
     // Recorded before the dream can end, so a completed dream shows its final usage.
     await usage;
-    return parseAnswer(text);
-  }
-
-  /** Creates the output store and writes every memory; the caller deletes it on failure. */
-  private async writeOutput(
-    d: DreamDoc,
-    answer: Array<{ path: string; content: string }>,
-    signal: AbortSignal,
-  ): Promise<string> {
-    const { memory, c } = this.deps;
-    const tenant = d.tenant_id;
-    const input = await c.memoryStores.get(tenant, d.store_id);
-    const name = `${input?.name ?? d.store_id} (dream ${d._id})`.slice(0, 255);
-    const out = await memory.createStore(tenant, {
-      name,
-      description: `Reorganised by dream ${d._id} from memory store ${d.store_id}`.slice(0, 1024),
-      metadata: { dream_id: d._id, source_memory_store_id: d.store_id },
-    });
-    try {
-      for (const [i, m] of answer.entries()) {
-        if (signal.aborted) throw signal.reason;
-        try {
-          await memory.createMemory(tenant, out.id, m);
-        } catch (err) {
-          if (!(err instanceof ApiError)) throw err;
-          const where = `memories[${i}] (${JSON.stringify(m.path.slice(0, 120))})`;
-          throw new DreamFailure(
-            'invalid_model_output',
-            `the model's answer ${where} was refused by the store: ${err.message}`,
-          );
-        }
-      }
-    } catch (err) {
-      await memory.deleteStore(tenant, out.id).catch(() => {});
-      throw err;
-    }
-    return out.id;
+    return { answer: parseAnswer(text), read };
   }
 
   /** The worker's runner: consumes `dream.run.requested`, scans every DREAM_SCAN_MS. */

@@ -21,6 +21,12 @@ export interface MemoryStoreDoc {
   embedding_model: string | null;
   /** Spec: the name of the store's vector index (M2 keeps the index under it). */
   vector_index: string;
+  /**
+   * The `update_existing` dream that may write this store (core/src/dreams/hold.ts): taken by a
+   * compare-and-swap from null (or from a stopped holder), so at most one such dream runs per
+   * store. Absent or null: none. Never served.
+   */
+  dream_hold?: string | null;
   archived_at: string | null;
   created_at: string;
   updated_at: string;

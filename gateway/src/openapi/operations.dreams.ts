@@ -12,9 +12,10 @@ const oneDream = { description: 'The dream.', content: json(Dream) };
 export const DREAM_OPERATIONS: Record<string, OperationDoc> = {
   'POST /v1/dreams': {
     operationId: 'createDream',
-    summary: 'Start a dream: reorganise a memory store from past sessions into a new store',
+    summary:
+      'Start a dream: reorganise a memory store from past sessions (into a new store or in place)',
     description:
-      'Exactly one `memory_store` input and one `sessions` input (1–100 ids). The dream runs on the workers; poll it until `completed`, `failed` or `canceled`. `output_behavior` `update_existing` is not supported yet.',
+      'Exactly one `memory_store` input and one `sessions` input (1–100 ids). The dream runs on the workers; poll it until `completed`, `failed` or `canceled`. `output_behavior` `create_new` (default) writes a new store; `update_existing` (with `memory_store_id` = the input store) writes the result into the input store, skipping memories changed since the dream read them (the dream then fails `memory_conflict` naming them); 409 (`x-should-retry: false`) while another `update_existing` dream on that store has not fully stopped.',
     tag,
     body: {
       schema: DreamCreate,
@@ -28,6 +29,7 @@ export const DREAM_OPERATIONS: Record<string, OperationDoc> = {
       },
     },
     ok: oneDream,
+    conflict: true,
   },
   'GET /v1/dreams': {
     operationId: 'listDreams',

@@ -1,11 +1,13 @@
 /**
  * Dream routes (SDK 1.12 `client.beta.dreams`: create, retrieve, list, archive, cancel), every
  * handler tenant-scoped through core/src/dreams/service.ts; the job itself runs on the workers.
- * Proved by test/dreams.test.ts and test/python/sdk_suite/test_dreams.py.
+ * A create refused because another `update_existing` dream holds the store is a 409 with
+ * `x-should-retry: false`. Proved by test/dreams.test.ts, test/dreams-update.test.ts and
+ * test/python/sdk_suite/test_dreams.py.
  */
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { DreamCreate, DreamListQuery } from '@agentfleet/schemas';
-import type { Platform } from '@agentfleet/core';
+import { ApiError, type MemoryActor, type Platform } from '@agentfleet/core';
 import { bodyOf, queryOf, tenantOf } from '../http.js';
 
 const createBody = bodyOf(DreamCreate);
@@ -14,7 +16,20 @@ type DreamReq = FastifyRequest<{ Params: { id: string } }>;
 
 export function dreamRoutes(app: FastifyInstance, p: Platform) {
   const d = p.dreams;
-  app.post('/v1/dreams', async (req) => d.create(tenantOf(req), createBody(req)));
+  app.post('/v1/dreams', async (req, reply) => {
+    // update_existing writes as the creating key (the versions' created_by).
+    const actor: MemoryActor = req.principal.claim
+      ? { type: 'session_actor', session_id: req.principal.claim.sessionId }
+      : { type: 'api_actor', api_key_id: req.principal.keyId };
+    try {
+      return await d.create(tenantOf(req), createBody(req), actor);
+    } catch (err) {
+      // The store is held by another dream: retrying at once cannot help (SDK: x-should-retry).
+      if (err instanceof ApiError && err.type === 'conflict')
+        reply.header('x-should-retry', 'false');
+      throw err;
+    }
+  });
   app.get('/v1/dreams', async (req) => d.list(tenantOf(req), listQuery(req)));
   app.get('/v1/dreams/:id', async (req: DreamReq) => d.get(tenantOf(req), req.params.id));
   app.post('/v1/dreams/:id/archive', async (req: DreamReq) =>
