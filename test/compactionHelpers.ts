@@ -1,6 +1,6 @@
 /**
  * Set-up shared by the compaction tests (test/compaction.test.ts,
- * test/compaction-overflow.test.ts): a harness `pi` agent on its own scripted-model card, turns
+ * test/compaction-overflow.test.ts, test/compaction-usage.test.ts): a harness `pi` agent on its own scripted-model card, turns
  * through the SDK, and protocol-neutral readers of the requests the scripted model captured
  * (system prompt, tools, session id, reasoning, the conversation as role + text). Plumbing only:
  * each reader returns what the request carried; the assertions stay in the tests.
@@ -27,6 +27,7 @@ export async function piSession(
     harness?: 'pi' | 'default';
     effort?: 'high';
     system?: string;
+    budget?: { type: 'limit'; max_list_cost: { amount: string; currency: 'USD' } };
   } = {},
 ) {
   const wire = `compact-${protocol}-${++n}`;
@@ -51,7 +52,11 @@ export async function piSession(
   });
   expect(res.status, await res.clone().text()).toBe(200);
   const agent = (await res.json()) as { id: string };
-  const session = await t.client.beta.sessions.create({ agent: agent.id, environment_id: envId });
+  const session = await t.client.beta.sessions.create({
+    agent: agent.id,
+    environment_id: envId,
+    ...(opts.budget ? { budget: opts.budget } : {}),
+  });
   return { wire, sid: session.id };
 }
 
