@@ -9,6 +9,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startScriptedModelServer, type ScriptedModelServer } from './fixtures/scriptedModel.js';
 import { freePort, kill9, startProcess } from './process.js';
 import { REAL, realAdapterEnv, waitFor } from './harness.js';
+import { withFaultLock } from '../core/test/faultLock.js';
 
 /**
  * The fleet on real servers: 2 gateways + 2 workers as separate processes on Kafka, FerretDB
@@ -225,67 +226,75 @@ describe.skipIf(!REAL)('fleet: 2 gateways + 2 workers on Kafka, FerretDB and Red
     expect((await c.beta.sessions.retrieve(s.id)).status).toBe('idle');
   }, 240_000);
 
-  it('Redis and Kafka restarts during a run: every acknowledged message answered once, no manual action', async () => {
-    const c = [client(0), client(1)];
-    const e = await c[0]!.beta.environments.create({ name: 'restarts' });
-    const agent = await c[0]!.beta.agents.create({ name: 'restarts', model: 'claude-sonnet-4-5' });
-    const sessions = await Promise.all(
-      [0, 1, 2, 3].map((i) =>
-        c[i % 2]!.beta.sessions.create({ agent: agent.id, environment_id: e.id }),
-      ),
-    );
-    const acked: Array<{ sid: string; text: string }> = [];
-    const send = async (round: number) => {
-      for (const [i, s] of sessions.entries()) {
-        const text = `r${round}-s${i}`;
-        // A request that fails while a server restarts was not acknowledged: the client retries it.
-        for (let attempt = 0; ; attempt++) {
-          try {
-            await c[(i + round) % 2]!.beta.sessions.events.send(s.id, {
-              events: [{ type: 'user.message', content: [{ type: 'text', text }] }],
-            });
-            acked.push({ sid: s.id, text });
-            break;
-          } catch (err) {
-            if (attempt > 40) throw err;
-            await new Promise((r) => setTimeout(r, 500));
+  it(
+    'Redis and Kafka restarts during a run: every acknowledged message answered once, no manual action',
+    () =>
+      withFaultLock(async () => {
+        const c = [client(0), client(1)];
+        const e = await c[0]!.beta.environments.create({ name: 'restarts' });
+        const agent = await c[0]!.beta.agents.create({
+          name: 'restarts',
+          model: 'claude-sonnet-4-5',
+        });
+        const sessions = await Promise.all(
+          [0, 1, 2, 3].map((i) =>
+            c[i % 2]!.beta.sessions.create({ agent: agent.id, environment_id: e.id }),
+          ),
+        );
+        const acked: Array<{ sid: string; text: string }> = [];
+        const send = async (round: number) => {
+          for (const [i, s] of sessions.entries()) {
+            const text = `r${round}-s${i}`;
+            // A request that fails while a server restarts was not acknowledged: the client retries it.
+            for (let attempt = 0; ; attempt++) {
+              try {
+                await c[(i + round) % 2]!.beta.sessions.events.send(s.id, {
+                  events: [{ type: 'user.message', content: [{ type: 'text', text }] }],
+                });
+                acked.push({ sid: s.id, text });
+                break;
+              } catch (err) {
+                if (attempt > 40) throw err;
+                await new Promise((r) => setTimeout(r, 500));
+              }
+            }
           }
+        };
+        await send(0);
+        execSync(process.env.REDIS_RESTART_CMD!, { stdio: 'ignore' });
+        await send(1);
+        execSync(process.env.KAFKA_RESTART_CMD!, { stdio: 'ignore', timeout: 120_000 });
+        await send(2);
+        for (const s of sessions) {
+          const mine = acked.filter((a) => a.sid === s.id).map((a) => a.text);
+          const events = await waitFor(
+            async () => {
+              const all = [];
+              for await (const ev of c[0]!.beta.sessions.events.list(s.id, { limit: 200 }))
+                all.push(ev as any);
+              const s2 = await c[1]!.beta.sessions.retrieve(s.id);
+              const answered = all.filter((x) => x.type === 'session.status_idle').length;
+              return s2.status === 'idle' &&
+                all.at(-1)?.type === 'session.status_idle' &&
+                answered >= 1 &&
+                all.filter((x) => x.type === 'user.message').length === mine.length
+                ? all
+                : null;
+            },
+            120_000,
+            500,
+          );
+          expect(events.map((x) => x.seq)).toEqual(events.map((_, i) => i + 1));
+          expect(
+            events
+              .filter((x) => x.type === 'user.message')
+              .map((x) => x.content[0].text)
+              .sort(),
+          ).toEqual([...mine].sort());
         }
-      }
-    };
-    await send(0);
-    execSync(process.env.REDIS_RESTART_CMD!, { stdio: 'ignore' });
-    await send(1);
-    execSync(process.env.KAFKA_RESTART_CMD!, { stdio: 'ignore', timeout: 120_000 });
-    await send(2);
-    for (const s of sessions) {
-      const mine = acked.filter((a) => a.sid === s.id).map((a) => a.text);
-      const events = await waitFor(
-        async () => {
-          const all = [];
-          for await (const ev of c[0]!.beta.sessions.events.list(s.id, { limit: 200 }))
-            all.push(ev as any);
-          const s2 = await c[1]!.beta.sessions.retrieve(s.id);
-          const answered = all.filter((x) => x.type === 'session.status_idle').length;
-          return s2.status === 'idle' &&
-            all.at(-1)?.type === 'session.status_idle' &&
-            answered >= 1 &&
-            all.filter((x) => x.type === 'user.message').length === mine.length
-            ? all
-            : null;
-        },
-        120_000,
-        500,
-      );
-      expect(events.map((x) => x.seq)).toEqual(events.map((_, i) => i + 1));
-      expect(
-        events
-          .filter((x) => x.type === 'user.message')
-          .map((x) => x.content[0].text)
-          .sort(),
-      ).toEqual([...mine].sort());
-    }
-  }, 360_000);
+      }),
+    360_000,
+  );
 
   async function runOwner(sid: string): Promise<string> {
     const url = env.MONGODB_URL!;

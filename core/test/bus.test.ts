@@ -22,6 +22,7 @@ import {
 } from '../src/adapters/kafka/bus.js';
 import { createLogger } from '../src/log.js';
 import { busContract, waitFor } from './bus.contract.js';
+import { withFaultLock } from './faultLock.js';
 
 const here = dirname(fileURLToPath(import.meta.url));
 const repoRoot = resolve(here, '../..');
@@ -259,77 +260,78 @@ describe.skipIf(!brokers.length)('Kafka bus', () => {
 
   it.skipIf(!restartCmd)(
     'a broker restart: publishing and consuming resume by themselves, and no acknowledged command is lost',
-    async () => {
-      const group = `g_restart_${Date.now().toString(36)}_${process.pid}`;
-      const sessions = [0, 1, 2].map((i) => `sess_${group}_${i}`);
-      const bus = await createKafkaBus(kafkaOptions({ brokers: restartBrokers }));
-      closers.push(() => bus.close());
-      const handled = new Map<string, number[]>(sessions.map((s) => [s, []]));
-      const handledIds = new Set<string>();
-      const handle = await bus.consume(group, {
-        'session.turn.requested': async (cmd) => {
-          if (!handled.has(cmd.payload.session_id)) return;
-          handled.get(cmd.payload.session_id)!.push(cmd.payload.seq);
-          handledIds.add(cmd.id);
-        },
-      });
-      closers.unshift(() => handle.stop());
+    () =>
+      withFaultLock(async () => {
+        const group = `g_restart_${Date.now().toString(36)}_${process.pid}`;
+        const sessions = [0, 1, 2].map((i) => `sess_${group}_${i}`);
+        const bus = await createKafkaBus(kafkaOptions({ brokers: restartBrokers }));
+        closers.push(() => bus.close());
+        const handled = new Map<string, number[]>(sessions.map((s) => [s, []]));
+        const handledIds = new Set<string>();
+        const handle = await bus.consume(group, {
+          'session.turn.requested': async (cmd) => {
+            if (!handled.has(cmd.payload.session_id)) return;
+            handled.get(cmd.payload.session_id)!.push(cmd.payload.seq);
+            handledIds.add(cmd.id);
+          },
+        });
+        closers.unshift(() => handle.stop());
 
-      const acked: Array<{ id: string; at: number }> = [];
-      const rejected: string[] = [];
-      let publishing = true;
-      const publishers = sessions.map(async (session) => {
-        for (let seq = 0; publishing; seq++) {
-          try {
-            const id = await bus.publish('session.turn.requested', {
-              tenant_id: 'ten_restart',
-              session_id: session,
-              seq,
-            });
-            acked.push({ id, at: Date.now() });
-          } catch (err) {
-            rejected.push((err as Error).message);
+        const acked: Array<{ id: string; at: number }> = [];
+        const rejected: string[] = [];
+        let publishing = true;
+        const publishers = sessions.map(async (session) => {
+          for (let seq = 0; publishing; seq++) {
+            try {
+              const id = await bus.publish('session.turn.requested', {
+                tenant_id: 'ten_restart',
+                session_id: session,
+                seq,
+              });
+              acked.push({ id, at: Date.now() });
+            } catch (err) {
+              rejected.push((err as Error).message);
+            }
+            await new Promise((r) => setTimeout(r, 25));
           }
-          await new Promise((r) => setTimeout(r, 25));
+        });
+
+        await waitFor(() => handledIds.size >= 30, 20_000, 'traffic before the restart');
+        const restart = spawn('bash', ['-c', restartCmd!], {
+          cwd: repoRoot,
+          stdio: ['ignore', 'pipe', 'pipe'],
+        });
+        let restartOut = '';
+        restart.stdout!.on('data', (d: Buffer) => (restartOut += d.toString()));
+        restart.stderr!.on('data', (d: Buffer) => (restartOut += d.toString()));
+        const [code] = (await once(restart, 'close')) as [number | null];
+        expect(code, restartOut).toBe(0);
+        const restartedAt = Date.now();
+
+        await waitFor(
+          () => acked.filter((a) => a.at > restartedAt).length >= 30,
+          60_000,
+          'publishes acknowledged after the restart',
+        );
+        publishing = false;
+        await Promise.all(publishers);
+        expect(rejected).toEqual([]);
+
+        await waitFor(
+          () => acked.every((a) => handledIds.has(a.id)),
+          90_000,
+          'every acknowledged command to be handled',
+        ).catch((e) => {
+          const missing = acked.filter((a) => !handledIds.has(a.id)).map((a) => a.id);
+          throw new Error(`${(e as Error).message}: ${missing.length} of ${acked.length} missing`);
+        });
+        // Order per key: redeliveries may repeat commands, but first deliveries keep publish order.
+        for (const s of sessions) {
+          const firsts = [...new Set(handled.get(s)!)];
+          expect(firsts, s).toEqual([...firsts].sort((a, b) => a - b));
         }
-      });
-
-      await waitFor(() => handledIds.size >= 30, 20_000, 'traffic before the restart');
-      const restart = spawn('bash', ['-c', restartCmd!], {
-        cwd: repoRoot,
-        stdio: ['ignore', 'pipe', 'pipe'],
-      });
-      let restartOut = '';
-      restart.stdout!.on('data', (d: Buffer) => (restartOut += d.toString()));
-      restart.stderr!.on('data', (d: Buffer) => (restartOut += d.toString()));
-      const [code] = (await once(restart, 'close')) as [number | null];
-      expect(code, restartOut).toBe(0);
-      const restartedAt = Date.now();
-
-      await waitFor(
-        () => acked.filter((a) => a.at > restartedAt).length >= 30,
-        60_000,
-        'publishes acknowledged after the restart',
-      );
-      publishing = false;
-      await Promise.all(publishers);
-      expect(rejected).toEqual([]);
-
-      await waitFor(
-        () => acked.every((a) => handledIds.has(a.id)),
-        90_000,
-        'every acknowledged command to be handled',
-      ).catch((e) => {
-        const missing = acked.filter((a) => !handledIds.has(a.id)).map((a) => a.id);
-        throw new Error(`${(e as Error).message}: ${missing.length} of ${acked.length} missing`);
-      });
-      // Order per key: redeliveries may repeat commands, but first deliveries keep publish order.
-      for (const s of sessions) {
-        const firsts = [...new Set(handled.get(s)!)];
-        expect(firsts, s).toEqual([...firsts].sort((a, b) => a - b));
-      }
-      expect(await bus.healthy()).toBe(true);
-    },
+        expect(await bus.healthy()).toBe(true);
+      }),
     240_000,
   );
 });

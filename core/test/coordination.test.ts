@@ -8,6 +8,7 @@ import { embeddedCoordination } from '../src/adapters/embedded/coordination.js';
 import { createRedisCoordination } from '../src/adapters/redis/coordination.js';
 import type { Coordination } from '../src/ports/coordination.js';
 import { coordinationContract, eventually } from './coordination.contract.js';
+import { withFaultLock } from './faultLock.js';
 
 const repoRoot = resolve(dirname(fileURLToPath(import.meta.url)), '../..');
 const REDIS_URL = process.env.REDIS_URL;
@@ -153,59 +154,73 @@ describe.skipIf(!REDIS_URL)('redis coordination', () => {
 describe.skipIf(!REDIS_URL || !REDIS_RESTART_CMD)(
   'redis coordination across a Redis restart',
   () => {
-    it('re-establishes subscriptions and serves leases again, with fencing tokens still increasing', async () => {
-      const c: Coordination = await createRedisCoordination(REDIS_RESTART_URL!);
-      const publisher: Coordination = await createRedisCoordination(REDIS_RESTART_URL!);
-      try {
-        const ch = unique('restart');
-        const got: Array<{ phase: string; i: number }> = [];
-        const un = await c.pubsub.subscribe(ch, (m) => got.push(m as { phase: string; i: number }));
-        await publisher.pubsub.publish(ch, { phase: 'before', i: 0 });
-        await eventually(() => got.length === 1, 'message before the restart');
+    it(
+      're-establishes subscriptions and serves leases again, with fencing tokens still increasing',
+      () =>
+        withFaultLock(async () => {
+          const c: Coordination = await createRedisCoordination(REDIS_RESTART_URL!);
+          const publisher: Coordination = await createRedisCoordination(REDIS_RESTART_URL!);
+          try {
+            const ch = unique('restart');
+            const got: Array<{ phase: string; i: number }> = [];
+            const un = await c.pubsub.subscribe(ch, (m) =>
+              got.push(m as { phase: string; i: number }),
+            );
+            await publisher.pubsub.publish(ch, { phase: 'before', i: 0 });
+            await eventually(() => got.length === 1, 'message before the restart');
 
-        const key = unique('restart');
-        const before = await c.leases.acquire(key, 'w1', 60_000);
-        expect(before).not.toBeNull();
-        await c.leases.release(before!);
+            const key = unique('restart');
+            const before = await c.leases.acquire(key, 'w1', 60_000);
+            expect(before).not.toBeNull();
+            await c.leases.release(before!);
 
-        await promisify(exec)(REDIS_RESTART_CMD!, { cwd: repoRoot, timeout: 60_000 });
+            await promisify(exec)(REDIS_RESTART_CMD!, { cwd: repoRoot, timeout: 60_000 });
 
-        // Both clients reconnect on their own; healthy() turns true once the subscriber is back.
-        await eventually(() => c.healthy(), 'healthy after the restart', 30_000);
-        await eventually(() => publisher.healthy(), 'publisher healthy after the restart', 30_000);
+            // Both clients reconnect on their own; healthy() turns true once the subscriber is back.
+            await eventually(() => c.healthy(), 'healthy after the restart', 30_000);
+            await eventually(
+              () => publisher.healthy(),
+              'publisher healthy after the restart',
+              30_000,
+            );
 
-        // Pub/sub is fire-and-forget: publish until one arrives, then check order from there on.
-        let i = 0;
-        await eventually(
-          async () => {
-            await publisher.pubsub.publish(ch, { phase: 'after', i: ++i }).catch(() => {});
-            await new Promise((r) => setTimeout(r, 50));
-            return got.some((m) => m.phase === 'after');
-          },
-          'message after the restart',
-          30_000,
-        );
-        const firstAfter = got.findIndex((m) => m.phase === 'after');
-        for (let k = 0; k < 5; k++) await publisher.pubsub.publish(ch, { phase: 'tail', i: k });
-        await eventually(() => got.filter((m) => m.phase === 'tail').length === 5, 'tail messages');
-        expect(
-          got
-            .slice(firstAfter)
-            .filter((m) => m.phase === 'tail')
-            .map((m) => m.i),
-        ).toEqual([0, 1, 2, 3, 4]);
+            // Pub/sub is fire-and-forget: publish until one arrives, then check order from there on.
+            let i = 0;
+            await eventually(
+              async () => {
+                await publisher.pubsub.publish(ch, { phase: 'after', i: ++i }).catch(() => {});
+                await new Promise((r) => setTimeout(r, 50));
+                return got.some((m) => m.phase === 'after');
+              },
+              'message after the restart',
+              30_000,
+            );
+            const firstAfter = got.findIndex((m) => m.phase === 'after');
+            for (let k = 0; k < 5; k++) await publisher.pubsub.publish(ch, { phase: 'tail', i: k });
+            await eventually(
+              () => got.filter((m) => m.phase === 'tail').length === 5,
+              'tail messages',
+            );
+            expect(
+              got
+                .slice(firstAfter)
+                .filter((m) => m.phase === 'tail')
+                .map((m) => m.i),
+            ).toEqual([0, 1, 2, 3, 4]);
 
-        const after = await c.leases.acquire(key, 'w2', 60_000);
-        expect(after).not.toBeNull();
-        expect(after!.token).toBeGreaterThan(before!.token);
-        expect(await publisher.leases.acquire(key, 'w3', 60_000)).toBeNull();
-        expect(await c.leases.renew(after!, 60_000)).toBe(true);
-        await c.leases.release(after!);
-        expect((await c.rateLimiter.consume(unique('restart'), 1, 60_000)).allowed).toBe(true);
-        await un();
-      } finally {
-        await Promise.all([c.close(), publisher.close()]);
-      }
-    }, 120_000);
+            const after = await c.leases.acquire(key, 'w2', 60_000);
+            expect(after).not.toBeNull();
+            expect(after!.token).toBeGreaterThan(before!.token);
+            expect(await publisher.leases.acquire(key, 'w3', 60_000)).toBeNull();
+            expect(await c.leases.renew(after!, 60_000)).toBe(true);
+            await c.leases.release(after!);
+            expect((await c.rateLimiter.consume(unique('restart'), 1, 60_000)).allowed).toBe(true);
+            await un();
+          } finally {
+            await Promise.all([c.close(), publisher.close()]);
+          }
+        }),
+      120_000,
+    );
   },
 );
