@@ -29,6 +29,7 @@ import type { DreamCreate, DreamListQuery } from '@agentfleet/schemas';
 import { ApiError, invalid, notFound } from '../errors.js';
 import { newId } from '../ids.js';
 import type { Logger } from '../log.js';
+import { startScanTimer } from '../scanTimer.js';
 import type { Collections } from '../domain/collections.js';
 import type { EventLog } from '../domain/eventLog.js';
 import type { ModelResolver } from '../domain/models.js';
@@ -416,21 +417,15 @@ export class DreamService {
         await this.claimAndRun(cmd.payload.tenant_id, cmd.payload.dream_id);
       },
     });
-    let timer: NodeJS.Timeout | null = null;
-    let scanning: Promise<unknown> | null = null;
-    if (this.deps.config.scanMs > 0) {
-      timer = setInterval(() => {
-        if (scanning) return;
-        scanning = this.sweep()
-          .catch((err) => log.error('dream scan failed', { err: String(err) }))
-          .finally(() => (scanning = null));
-      }, this.deps.config.scanMs);
-      timer.unref();
-    }
+    const scans = startScanTimer(
+      this.deps.config.scanMs,
+      () => this.sweep(),
+      log,
+      'dream scan failed',
+    );
     return {
       stop: async () => {
-        if (timer) clearInterval(timer);
-        await scanning;
+        await scans.stop();
         await consumer.stop();
         // In-flight dreams stop and are released for another replica (their claim ends now).
         for (const r of this.running.values()) {

@@ -27,6 +27,7 @@ import type { HttpFetch } from '../egress/dispatcher.js';
 import type { EgressPolicy } from '../egress/policy.js';
 import { newId } from '../ids.js';
 import type { Logger } from '../log.js';
+import { startScanTimer } from '../scanTimer.js';
 import type { CommandBus, ConsumerHandle } from '../ports/bus.js';
 import { DuplicateKeyError } from '../ports/store.js';
 import { nowIso } from '../util.js';
@@ -211,21 +212,15 @@ export class WebhookService {
         await this.attempt(cmd.payload.tenant_id, cmd.payload.delivery_id);
       },
     });
-    let timer: NodeJS.Timeout | null = null;
-    let scanning: Promise<unknown> | null = null;
-    if (this.deps.config.scanMs > 0) {
-      timer = setInterval(() => {
-        if (scanning) return;
-        scanning = this.sweep()
-          .catch((err) => log.error('webhook scan failed', { err: String(err) }))
-          .finally(() => (scanning = null));
-      }, this.deps.config.scanMs);
-      timer.unref();
-    }
+    const scans = startScanTimer(
+      this.deps.config.scanMs,
+      () => this.sweep(),
+      log,
+      'webhook scan failed',
+    );
     return {
       async stop() {
-        if (timer) clearInterval(timer);
-        await scanning;
+        await scans.stop();
         await consumer.stop();
       },
     };
