@@ -13,6 +13,7 @@
  */
 import os from 'node:os';
 import { startBenchPlatform, type BenchPlatform } from './context.js';
+import { floorsSection } from './baselines.js';
 import { egressSection } from './egress.js';
 import { memorySearchSection } from './memorySearch.js';
 import { eventsSection } from './events.js';
@@ -61,6 +62,7 @@ const SECTIONS: Section[] = [
   { name: 'sandbox', platform: null, real: false, run: () => sandboxSection() },
   { name: 'egress', platform: null, real: false, run: () => egressSection() },
   { name: 'memory-search', platform: null, real: false, run: () => memorySearchSection() },
+  { name: 'floors', platform: null, real: false, run: (_p, s) => floorsSection(s) },
   {
     name: 'real-turns',
     platform: 'real',
