@@ -14,6 +14,7 @@
 import os from 'node:os';
 import { startBenchPlatform, type BenchPlatform } from './context.js';
 import { floorsSection } from './baselines.js';
+import { printGoals } from './goals.js';
 import { egressSection } from './egress.js';
 import { memorySearchSection } from './memorySearch.js';
 import { eventsSection } from './events.js';
@@ -183,6 +184,7 @@ async function main(): Promise<void> {
   } finally {
     await platform?.close();
   }
+  printGoals(results);
   console.log(
     `\nbench done in ${fmt((performance.now() - started) / 1000, 1)} s${failed ? `; ${failed} section(s) failed` : ''}`,
   );

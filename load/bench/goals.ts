@@ -1,0 +1,202 @@
+/**
+ * The closing table of `npm run bench`: each goal row of issue #14 with the figure measured in
+ * this run and the baseline it is compared with, measured in this same run (the floors section,
+ * bare fastify, the naive SSE broadcast, one worker) or, where no same-run baseline can exist
+ * (the pre-SQLite store is gone), the figure quoted from the issue and labelled so. Goals are
+ * printed, never asserted. A row whose section did not run says so.
+ */
+import { fmt, fmtInt, printSection, printTable, type Cell } from './stats.js';
+
+type Results = Map<string, unknown>;
+/** Reads a dotted path from a section's returned figures; undefined when absent. */
+function get(results: Results, section: string, path: string): number | undefined {
+  let v: unknown = results.get(section);
+  for (const k of path.split('.')) {
+    if (v === null || typeof v !== 'object') return undefined;
+    v = (v as Record<string, unknown>)[k];
+  }
+  return typeof v === 'number' && Number.isFinite(v) ? v : undefined;
+}
+
+interface Row {
+  measure: string;
+  goal: string;
+  measured: (r: Results) => string | undefined;
+  baseline: (r: Results) => string | undefined;
+  section: string;
+}
+
+const ms = (v: number | undefined) => (v === undefined ? undefined : `${fmt(v)} ms`);
+const per = (v: number | undefined, unit = '/s') =>
+  v === undefined ? undefined : `${fmtInt(v)}${unit}`;
+const x = (v: number | undefined) => (v === undefined ? undefined : `${fmt(v, 2)}×`);
+const both = (...parts: Array<string | undefined>) =>
+  parts.every((p) => p === undefined) ? undefined : parts.map((p) => p ?? '—').join(' / ');
+const events = (r: Results, i: number, key: string) => {
+  const rows = r.get('events');
+  if (!Array.isArray(rows)) return undefined;
+  const v = (rows[i] as Record<string, unknown> | undefined)?.[key];
+  return typeof v === 'number' ? v : undefined;
+};
+const eventsMax = (r: Results) => {
+  const rows = r.get('events');
+  if (!Array.isArray(rows)) return undefined;
+  const maxes = rows
+    .map((row) => (row as { latency?: { max?: number } }).latency?.max)
+    .filter((v): v is number => typeof v === 'number');
+  return maxes.length ? Math.max(...maxes) : undefined;
+};
+
+const ROWS: Row[] = [
+  {
+    measure: 'store at 1M events: RSS / restart / events?limit=100 p50',
+    goal: '≤ 400 MB / ≤ 1 s / ≤ 5 ms',
+    section: 'store-scale',
+    measured: (r) =>
+      both(
+        get(r, 'store-scale', 'rssMb') === undefined
+          ? undefined
+          : `${fmtInt(get(r, 'store-scale', 'rssMb'))} MB`,
+        ms(get(r, 'store-scale', 'restartMs')),
+        ms(get(r, 'store-scale', 'queryP50Ms')),
+      ),
+    baseline: () => 'pre-SQLite store (quoted from issue #14): 3.1 GB / 12.6 s / —',
+  },
+  {
+    measure: 'turn: POST → first chunk p50 / POST → idle p50',
+    goal: '≤ 3 ms / ≤ 5 ms',
+    section: 'turns',
+    measured: (r) =>
+      both(
+        ms(get(r, 'turns', 'sequential.firstChunk.p50')),
+        ms(get(r, 'turns', 'sequential.idle.p50')),
+      ),
+    baseline: (r) => {
+      const v = both(
+        ms(get(r, 'floors', 'turn.firstChunk.p50')),
+        ms(get(r, 'floors', 'turn.idle.p50')),
+      );
+      return v && `floor: ${v}`;
+    },
+  },
+  {
+    measure: 'concurrent turns, 8 sessions',
+    goal: '≥ 600 turns/s',
+    section: 'turns',
+    measured: (r) => per(get(r, 'turns', 'concurrent.turnsPerSec'), ' turns/s'),
+    baseline: (r) => {
+      const v = per(get(r, 'floors', 'turn.turnsPerSec'), ' turns/s');
+      return v && `floor: ${v}`;
+    },
+  },
+  {
+    measure: 'appends: concurrent / sequential on one session',
+    goal: '≥ 20k/s / ≥ 5k/s',
+    section: 'events',
+    measured: (r) => both(per(events(r, 2, 'eventsPerSec')), per(events(r, 0, 'eventsPerSec'))),
+    baseline: (r) => {
+      const v = both(
+        per(get(r, 'floors', 'append.concurrentPerSec')),
+        per(get(r, 'floors', 'append.sequentialPerSec')),
+      );
+      return v && `floor (raw SQLite): ${v}`;
+    },
+  },
+  {
+    measure: 'slowest single append in the run',
+    goal: '≤ 50 ms',
+    section: 'events',
+    measured: (r) => ms(eventsMax(r)),
+    baseline: (r) => {
+      const v = ms(get(r, 'floors', 'append.maxMs'));
+      return v && `floor (raw SQLite): ${v}`;
+    },
+  },
+  {
+    measure: 'fan-out: 1,000 SSE subscribers, deliveries/s (p99)',
+    goal: '≥ 2.0× naive broadcast',
+    section: 'fanout',
+    measured: (r) => {
+      const v = per(get(r, 'fanout', 'deliveriesPerS'));
+      const ratio = x(get(r, 'fanout', 'ratio'));
+      const p99 = ms(get(r, 'fanout', 'p99Ms'));
+      return v && `${v} = ${ratio ?? '—'} (p99 ${p99 ?? '—'})`;
+    },
+    baseline: (r) => {
+      const v = per(get(r, 'fanout', 'baselineDeliveriesPerS'));
+      return v && `naive Node SSE broadcast: ${v}`;
+    },
+  },
+  {
+    measure: 'GET /v1/agents/:id req/s',
+    goal: '≥ 0.8× bare fastify',
+    section: 'http',
+    measured: (r) => {
+      const v = per(get(r, 'http', 'platform.rps'));
+      return v && `${v} = ${x(get(r, 'http', 'ratio'))}`;
+    },
+    baseline: (r) => {
+      const v = per(get(r, 'http', 'bare.rps'));
+      return v && `bare fastify: ${v}`;
+    },
+  },
+  {
+    measure: 'real infra: turn overhead p50 (POST → idle)',
+    goal: '≤ 15 ms',
+    section: 'real-turns',
+    measured: (r) => ms(get(r, 'real-turns', 'sequential.idle.p50')),
+    baseline: (r) => {
+      const v = ms(get(r, 'turns', 'sequential.idle.p50'));
+      return v && `embedded, same run: ${v}`;
+    },
+  },
+  {
+    measure: 'real infra: 2 workers vs 1 on turns/s (model delay 50 ms)',
+    goal: '≥ 1.7×',
+    section: 'workers',
+    measured: (r) => {
+      const v = x(get(r, 'workers', 'ratio'));
+      return v && `${v} (${per(get(r, 'workers', 'two.turnsPerSec'), ' turns/s')})`;
+    },
+    baseline: (r) => {
+      const v = per(get(r, 'workers', 'one.turnsPerSec'), ' turns/s');
+      return v && `1 worker: ${v}`;
+    },
+  },
+  {
+    measure: 'RSS per idle session / per idle local sandbox',
+    goal: 'printed',
+    section: 'memory',
+    measured: (r) => {
+      const s = get(r, 'memory', 'rssPerIdleSessionKb');
+      const b = get(r, 'memory', 'rssPerIdleSandboxKb');
+      return both(
+        s === undefined ? undefined : `${fmtInt(s)} KB`,
+        b === undefined ? undefined : `${fmtInt(b)} KB`,
+      );
+    },
+    baseline: (r) => {
+      const v = get(r, 'memory', 'baselineRssMb');
+      return v === undefined ? undefined : `platform with no sessions: ${fmtInt(v)} MB`;
+    },
+  },
+];
+
+/** Prints the goal table from the sections' returned figures. */
+export function printGoals(results: Results): void {
+  printSection('Goals of issue #14: measured in this run, beside the same-run baseline');
+  const cells: Cell[][] = ROWS.map((row) => {
+    const ran = results.has(row.section);
+    return [
+      row.measure,
+      row.goal,
+      row.measured(results) ?? (ran ? '(no figure)' : `(section ${row.section} did not run)`),
+      row.baseline(results) ?? '—',
+    ];
+  });
+  printTable(
+    'goal rows (figures vary with the machine and its load)',
+    ['measure', 'goal', 'measured', 'baseline'],
+    cells,
+  );
+}
