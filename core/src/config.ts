@@ -88,6 +88,8 @@ export interface Config {
   outputs: { maxFileBytes: number; maxSessionBytes: number };
   /** On SIGTERM, in-flight HTTP requests get this long before connections are cut. */
   shutdownGraceMs: number;
+  /** SSE_MAX_BUFFERED_BYTES: an SSE stream's bytes not yet taken by its client before it is cut as a slow consumer (gateway/src/sse.ts). */
+  sseMaxBufferedBytes: number;
   /** Egress policy for requests made on a tenant's behalf (core/src/egress). */
   egress: {
     /** EGRESS_ALLOW_PRIVATE_HOSTS: private destinations the operator opens (`host` or `host:port`). */
@@ -348,6 +350,14 @@ export function loadConfig(role: Role, env: Env = process.env): ParsedConfig {
     else metricsListen = { host: m[1]!.replace(/^\[|\]$/g, ''), port: Number(m[2]) };
   }
   const shutdownGraceMs = int(env, 'SHUTDOWN_GRACE_MS', 10_000, problems, 0, 600_000);
+  const sseMaxBufferedBytes = int(
+    env,
+    'SSE_MAX_BUFFERED_BYTES',
+    8 * 1024 * 1024,
+    problems,
+    16 * 1024,
+    1024 ** 3,
+  );
   const deployments = { tickMs: int(env, 'DEPLOYMENT_TICK_MS', 5_000, problems, 0, 60_000) };
   const webhookUrl = env.SVC_MANAGED_AGENTS_WEBHOOK_URL || null;
   const webhookKey = env.SVC_MANAGED_AGENTS_WEBHOOK_SIGNING_KEY || null;
@@ -411,6 +421,7 @@ export function loadConfig(role: Role, env: Env = process.env): ParsedConfig {
     graphqlLimits,
     metricsListen,
     shutdownGraceMs,
+    sseMaxBufferedBytes,
     egress: {
       allowPrivateHosts: allowPrivate.rules,
       caCertsFile: env.EGRESS_CA_CERTS ? resolve(env.EGRESS_CA_CERTS) : null,

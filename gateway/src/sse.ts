@@ -4,18 +4,55 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
  * A Server-Sent Events response. Every frame is named (`event:`) because the official SDK
  * skips unnamed frames; canonical events carry `id: <seq>` so Last-Event-ID resumes after it.
  * A ping frame every 15 s keeps proxies from closing an idle stream.
+ *
+ * Delivery guarantees (test/sse-fanout.test.ts):
+ * - Frames reach the socket in the order they were sent; frames sent during one event-loop turn
+ *   are coalesced into ONE socket write (one HTTP chunk), flushed on the next `setImmediate`.
+ * - Backpressure: while the socket does not take more, frames keep queueing in memory; once the
+ *   bytes not yet taken by the client exceed `maxBufferedBytes` (SSE_MAX_BUFFERED_BYTES), the
+ *   stream is a slow consumer and is cut (socket destroyed, nothing more queued). It never
+ *   slows the writer or other streams; the client resumes with Last-Event-ID (canonical events
+ *   carry their seq as id, so the resume has no gap and no duplicate).
+ * - close() writes what is still queued, then ends the response.
  */
 /** Open streams, so shutdown can end them instead of waiting on clients forever. */
 export const openStreams = new Set<SseWriter>();
+
+/** The default bound of SseWriter's queued + unsent bytes (config: SSE_MAX_BUFFERED_BYTES). */
+export const DEFAULT_SSE_MAX_BUFFERED_BYTES = 8 * 1024 * 1024;
+
+/** One SSE frame's bytes: `id:` (optional), `event:`, `data:` (JSON), blank line. */
+export function encodeFrame(event: string, data: unknown, id?: number): Buffer {
+  const head = id !== undefined ? `id: ${id}\n` : '';
+  return Buffer.from(`${head}event: ${event}\ndata: ${JSON.stringify(data)}\n\n`, 'utf8');
+}
+
+/**
+ * A frame cache keyed by the event object: a live event delivered to many streams (one shared
+ * object per publish, core's sharedSubscribe) is encoded once per frame format, not once per
+ * subscriber. Entries go away with the event object.
+ */
+export class FrameCache {
+  private readonly frames = new WeakMap<object, Buffer | null>();
+  get(item: object, encode: () => Buffer | null): Buffer | null {
+    let f = this.frames.get(item);
+    if (f === undefined) this.frames.set(item, (f = encode()));
+    return f;
+  }
+}
 
 export class SseWriter {
   readonly abort = new AbortController();
   private readonly ping: NodeJS.Timeout;
   private closed = false;
+  private queue: Buffer[] = [];
+  private queuedBytes = 0;
+  private flushScheduled = false;
 
   constructor(
     private readonly req: FastifyRequest,
     private readonly reply: FastifyReply,
+    private readonly maxBufferedBytes = DEFAULT_SSE_MAX_BUFFERED_BYTES,
   ) {
     reply.hijack();
     const origin = req.headers.origin;
@@ -42,16 +79,58 @@ export class SseWriter {
 
   frame(event: string, data: unknown, id?: number): void {
     if (this.closed) return;
-    const head = id !== undefined ? `id: ${id}\n` : '';
-    this.reply.raw.write(`${head}event: ${event}\ndata: ${JSON.stringify(data)}\n\n`);
+    this.send(encodeFrame(event, data, id));
   }
 
-  close(): void {
+  /** Queues an encoded frame (shared bytes: never modified here). */
+  send(frame: Buffer): void {
     if (this.closed) return;
+    this.queue.push(frame);
+    this.queuedBytes += frame.length;
+    if (this.reply.raw.writableLength + this.queuedBytes > this.maxBufferedBytes) {
+      this.cut();
+      return;
+    }
+    if (!this.flushScheduled) {
+      this.flushScheduled = true;
+      setImmediate(this.flush);
+    }
+  }
+
+  private readonly flush = (): void => {
+    this.flushScheduled = false;
+    if (this.closed) return;
+    this.writeQueued();
+  };
+
+  private writeQueued(): void {
+    if (this.queue.length === 0) return;
+    const out =
+      this.queue.length === 1 ? this.queue[0]! : Buffer.concat(this.queue, this.queuedBytes);
+    this.queue = [];
+    this.queuedBytes = 0;
+    this.reply.raw.write(out);
+  }
+
+  /** A slow consumer: drop what is queued and destroy the connection. */
+  private cut(): void {
+    this.queue = [];
+    this.queuedBytes = 0;
+    this.stop();
+    this.reply.raw.destroy();
+  }
+
+  private stop(): void {
     this.closed = true;
     openStreams.delete(this);
     clearInterval(this.ping);
     this.abort.abort();
+  }
+
+  close(): void {
+    if (this.closed) return;
+    if (this.reply.raw.writable) this.writeQueued();
+    this.stop();
     this.reply.raw.end();
   }
 }

@@ -20,6 +20,65 @@ export interface FollowOptions {
 
 const PAGE = 500;
 
+interface SharedChannel {
+  listeners: Set<(message: unknown) => void>;
+  /** Settles once the one pubsub subscription of this channel is in place. */
+  ready: Promise<() => Promise<void>>;
+}
+const shared = new WeakMap<PubSub, Map<string, SharedChannel>>();
+
+/**
+ * One pubsub subscription per channel per process, however many followers: every local
+ * follower receives the SAME message object (decoded once; followers and their writers treat
+ * it as read-only, so an SSE writer can cache the frame it encodes for it). Resolves once the
+ * subscription is in place, like PubSub.subscribe. Proven by test/sse-fanout.test.ts.
+ */
+export async function sharedSubscribe(
+  pubsub: PubSub,
+  channel: string,
+  listener: (message: unknown) => void,
+): Promise<() => Promise<void>> {
+  let channels = shared.get(pubsub);
+  if (!channels) shared.set(pubsub, (channels = new Map()));
+  let ch = channels.get(channel);
+  if (!ch) {
+    const listeners = new Set<(message: unknown) => void>();
+    const created: SharedChannel = {
+      listeners,
+      ready: pubsub.subscribe(channel, (m) => {
+        // A snapshot: a follower leaving from inside its listener does not disturb this delivery.
+        for (const l of [...listeners]) l(m);
+      }),
+    };
+    ch = created;
+    channels.set(channel, created);
+    created.ready.catch(() => {
+      if (channels.get(channel) === created) channels.delete(channel);
+    });
+  }
+  const entry = (m: unknown) => listener(m);
+  ch.listeners.add(entry);
+  let unsubscribeChannel: () => Promise<void>;
+  try {
+    unsubscribeChannel = await ch.ready;
+  } catch (err) {
+    ch.listeners.delete(entry);
+    throw err;
+  }
+  const own = ch;
+  let done = false;
+  return async () => {
+    if (done) return;
+    done = true;
+    own.listeners.delete(entry);
+    if (own.listeners.size > 0) return;
+    // The last local follower left: forget the channel now (a new follower starts a fresh
+    // subscription), then release the pubsub one.
+    if (channels.get(channel) === own) channels.delete(channel);
+    await unsubscribeChannel();
+  };
+}
+
 /**
  * Follows a session's log: subscribe to the live channel first, then read history from the
  * store, then drain live events with seq > last sent. A live event that arrives ahead of the
@@ -40,7 +99,7 @@ export async function* followSession(
     wake?.();
     wake = null;
   };
-  const unsubscribe = await pubsub.subscribe(sessionChannel(sessionId), (m) => {
+  const unsubscribe = await sharedSubscribe(pubsub, sessionChannel(sessionId), (m) => {
     queue.push(m as StreamItem);
     notify();
   });

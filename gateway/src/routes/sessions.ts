@@ -1,16 +1,13 @@
-import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import type { FastifyInstance, FastifyRequest } from 'fastify';
 import {
   EventListQuery,
-  EXTENSION_CANONICAL_TYPES,
   MessagesBody,
   SendEventsBody,
   SessionCreate,
   SessionListQuery,
   SessionUpdate,
-  StreamQuery,
 } from '@agentfleet/schemas';
 import {
-  ApiError,
   createdAtBounds,
   decodeCursor,
   encodeCursor,
@@ -20,16 +17,15 @@ import {
   renderEvent,
   type Logger,
   type Platform,
-  type StreamItem,
 } from '@agentfleet/core';
 import { bodyOf, optionalBody, queryOf, tenantOf } from '../http.js';
+import { streamSession, writeItem } from '../sessionStream.js';
 import { SseWriter } from '../sse.js';
 
 const createBody = bodyOf(SessionCreate);
 const updateBody = optionalBody(SessionUpdate);
 const listQuery = queryOf(SessionListQuery);
 const eventsQuery = queryOf(EventListQuery);
-const streamQuery = queryOf(StreamQuery);
 const sendBody = bodyOf(SendEventsBody);
 const messagesBody = bodyOf(MessagesBody);
 
@@ -80,11 +76,11 @@ export function sessionRoutes(app: FastifyInstance, p: Platform, log: Logger) {
 
   app.get<{ Params: { id: string } }>('/v1/sessions/:id/events', async (req: IdReq, reply) => {
     if (String(req.headers.accept ?? '').includes('text/event-stream'))
-      return stream(p, req, reply);
+      return streamSession(p, req, reply);
     return listEvents(p, req);
   });
   app.get<{ Params: { id: string } }>('/v1/sessions/:id/events/stream', (req: IdReq, reply) =>
-    stream(p, req, reply),
+    streamSession(p, req, reply),
   );
 
   app.get<{ Params: { id: string } }>(
@@ -110,7 +106,7 @@ export function sessionRoutes(app: FastifyInstance, p: Platform, log: Logger) {
       const [msg] = await p.sessions.send(tenant, req.params.id, [
         { type: 'user.message', content },
       ]);
-      const sse = new SseWriter(req, reply);
+      const sse = new SseWriter(req, reply, p.config.sseMaxBufferedBytes);
       let running = false;
       // Replays from the head read before the append, so nothing between append and subscribe is lost.
       for await (const item of followSession(
@@ -121,7 +117,7 @@ export function sessionRoutes(app: FastifyInstance, p: Platform, log: Logger) {
         req.params.id,
         { afterSeq: head, includeLive: true, signal: sse.signal },
       )) {
-        write(sse, item, { chunks: true, deltas: new Set() });
+        writeItem(sse, item, { chunks: true, deltas: new Set() });
         const seq = (item as { seq?: number }).seq ?? 0;
         if (item.type === 'session.status_running' && seq > msg!.seq) running = true;
         if (item.type === 'session.status_idle' && running) break;
@@ -162,94 +158,4 @@ async function listEvents(p: Platform, req: IdReq) {
     first_id: data[0]?.id ?? null,
     last_id: last?.id ?? null,
   };
-}
-
-interface StreamMode {
-  chunks: boolean;
-  deltas: Set<string>;
-}
-
-/**
- * SSE: by default only the spec's event union from now on. `?include=chunks` adds extension
- * events; `?replay=1` replays history; `Last-Event-ID: <seq>` replays only seq > N. The SDK's
- * `event_deltas[]` turns message/thinking chunks into its `event_start`/`event_delta` frames.
- */
-async function stream(p: Platform, req: IdReq, reply: FastifyReply) {
-  const tenant = tenantOf(req);
-  const q = streamQuery(req);
-  await p.sessions.getDoc(tenant, req.params.id);
-  const lastId = req.headers['last-event-id'];
-  let afterSeq: number | null = null;
-  if (lastId !== undefined) {
-    const n = Number(lastId);
-    if (!Number.isInteger(n) || n < 0)
-      throw new ApiError(
-        'invalid_request',
-        'Last-Event-ID: must be a non-negative integer event seq',
-      );
-    afterSeq = n;
-  } else if (q.replay === '1' || q.replay === 'true') afterSeq = 0;
-  const mode: StreamMode = { chunks: !!q.include, deltas: new Set(q.event_deltas ?? []) };
-  const abort = new AbortController();
-  req.raw.once('close', () => abort.abort());
-  let sse: SseWriter | null = null;
-  // Headers go out only once the live subscription is in place (onReady).
-  const open = () => {
-    sse = new SseWriter(req, reply);
-    sse.signal.addEventListener('abort', () => abort.abort(), { once: true });
-  };
-  try {
-    for await (const item of followSession(
-      p.collections,
-      p.events,
-      p.coordination.pubsub,
-      tenant,
-      req.params.id,
-      {
-        afterSeq,
-        includeLive: mode.chunks || mode.deltas.size > 0,
-        signal: abort.signal,
-        onReady: open,
-      },
-    )) {
-      write(sse!, item, mode);
-    }
-  } finally {
-    (sse as SseWriter | null)?.close();
-  }
-}
-
-function write(sse: SseWriter, item: StreamItem, mode: StreamMode): void {
-  if ('ephemeral' in item && item.ephemeral) {
-    const { ephemeral: _e, ...ev } = item;
-    if (mode.chunks) sse.frame(ev.type, ev);
-    const sdk = toSdkDelta(ev, mode.deltas);
-    if (sdk) sse.frame(String(sdk.type), sdk);
-    return;
-  }
-  const ev = item as { type: string; seq: number };
-  if (!mode.chunks && EXTENSION_CANONICAL_TYPES.has(ev.type)) return;
-  sse.frame(ev.type, ev, ev.seq);
-}
-
-/**
- * The SDK's preview frames (BetaManagedAgentsStartEvent / DeltaEvent): an agent.message preview
- * opens once (its first block) and streams `content_delta` fragments whose `index` is the block's
- * position in the message's content; an agent.thinking preview is start-only: no delta follows,
- * the buffered agent.thinking concludes it. Proven by test/event-deltas.test.ts.
- */
-function toSdkDelta(ev: Record<string, any>, deltas: Set<string>): Record<string, unknown> | null {
-  if (ev.type === 'agent.thinking_stream_start' && deltas.has('agent.thinking'))
-    return { type: 'event_start', event: { id: ev.thinking_id, type: 'agent.thinking' } };
-  if (!ev.type.startsWith('agent.message') || !deltas.has('agent.message')) return null;
-  const index = typeof ev.index === 'number' ? ev.index : 0;
-  if (ev.type === 'agent.message_stream_start' && index === 0)
-    return { type: 'event_start', event: { id: ev.message_id, type: 'agent.message' } };
-  if (ev.type === 'agent.message_chunk')
-    return {
-      type: 'event_delta',
-      event_id: ev.message_id,
-      delta: { type: 'content_delta', content: { type: 'text', text: ev.delta }, index },
-    };
-  return null;
 }

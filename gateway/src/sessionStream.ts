@@ -1,0 +1,133 @@
+import type { FastifyReply, FastifyRequest } from 'fastify';
+import { EXTENSION_CANONICAL_TYPES, StreamQuery } from '@agentfleet/schemas';
+import { ApiError, followSession, type Platform, type StreamItem } from '@agentfleet/core';
+import { queryOf, tenantOf } from './http.js';
+import { encodeFrame, FrameCache, SseWriter } from './sse.js';
+
+/**
+ * A session's event stream over SSE (GET /v1/sessions/:id/events/stream, GET …/events with
+ * Accept: text/event-stream, and POST …/messages). By default only the spec's event union from
+ * now on; `?include=chunks` adds extension events; `?replay=1` replays history;
+ * `Last-Event-ID: <seq>` replays only seq > N. The SDK's `event_deltas[]` turns message/thinking
+ * chunks into its `event_start`/`event_delta` frames. The stream ends after `session.deleted`.
+ *
+ * Each live event is one object shared by every local follower (core's sharedSubscribe), so its
+ * frame bytes are encoded once per format (FrameCache) and only queued per subscriber; SseWriter
+ * coalesces a subscriber's frames of one event-loop turn into one write.
+ * Tests: test/sessions-events.test.ts (replay, Last-Event-ID, include, event_deltas, /messages),
+ * test/sse-fanout.test.ts (coalescing, shared frames, slow consumer, end on delete).
+ */
+
+type IdReq = FastifyRequest<{ Params: { id: string } }>;
+
+export interface StreamMode {
+  chunks: boolean;
+  deltas: Set<string>;
+}
+
+const streamQuery = queryOf(StreamQuery);
+
+/** Canonical events: `id: <seq>` frames; live-only events: their frame without `ephemeral`. */
+const plainFrames = new FrameCache();
+/** The SDK preview frame of a live event (null: the event has none). */
+const sdkFrames = new FrameCache();
+
+export async function streamSession(p: Platform, req: IdReq, reply: FastifyReply) {
+  const tenant = tenantOf(req);
+  const q = streamQuery(req);
+  await p.sessions.getDoc(tenant, req.params.id);
+  const lastId = req.headers['last-event-id'];
+  let afterSeq: number | null = null;
+  if (lastId !== undefined) {
+    const n = Number(lastId);
+    if (!Number.isInteger(n) || n < 0)
+      throw new ApiError(
+        'invalid_request',
+        'Last-Event-ID: must be a non-negative integer event seq',
+      );
+    afterSeq = n;
+  } else if (q.replay === '1' || q.replay === 'true') afterSeq = 0;
+  const mode: StreamMode = { chunks: !!q.include, deltas: new Set(q.event_deltas ?? []) };
+  const abort = new AbortController();
+  req.raw.once('close', () => abort.abort());
+  let sse: SseWriter | null = null;
+  // Headers go out only once the live subscription is in place (onReady).
+  const open = () => {
+    sse = new SseWriter(req, reply, p.config.sseMaxBufferedBytes);
+    sse.signal.addEventListener('abort', () => abort.abort(), { once: true });
+  };
+  try {
+    for await (const item of followSession(
+      p.collections,
+      p.events,
+      p.coordination.pubsub,
+      tenant,
+      req.params.id,
+      {
+        afterSeq,
+        includeLive: mode.chunks || mode.deltas.size > 0,
+        signal: abort.signal,
+        onReady: open,
+      },
+    )) {
+      writeItem(sse!, item, mode);
+      // Nothing follows a deleted session's last event.
+      if (item.type === 'session.deleted') break;
+    }
+  } finally {
+    (sse as SseWriter | null)?.close();
+  }
+}
+
+/** Queues the frames `mode` shows for one item (none, one, or a chunk plus its SDK preview). */
+export function writeItem(sse: SseWriter, item: StreamItem, mode: StreamMode): void {
+  if ('ephemeral' in item && item.ephemeral) {
+    if (mode.chunks)
+      sse.send(
+        plainFrames.get(item, () => {
+          const { ephemeral: _e, ...ev } = item;
+          return encodeFrame(ev.type, ev);
+        })!,
+      );
+    if (wantsSdkFrame(item.type, mode.deltas)) {
+      const f = sdkFrames.get(item, () => {
+        const sdk = toSdkDelta(item, mode.deltas);
+        return sdk ? encodeFrame(String(sdk.type), sdk) : null;
+      });
+      if (f) sse.send(f);
+    }
+    return;
+  }
+  const ev = item as { type: string; seq: number };
+  if (!mode.chunks && EXTENSION_CANONICAL_TYPES.has(ev.type)) return;
+  sse.send(plainFrames.get(ev, () => encodeFrame(ev.type, ev, ev.seq))!);
+}
+
+/** Whether an event of this type can have an SDK preview frame under these event_deltas. */
+function wantsSdkFrame(type: string, deltas: Set<string>): boolean {
+  if (type.startsWith('agent.thinking')) return deltas.has('agent.thinking');
+  if (type.startsWith('agent.message')) return deltas.has('agent.message');
+  return false;
+}
+
+/**
+ * The SDK's preview frames (BetaManagedAgentsStartEvent / DeltaEvent): an agent.message preview
+ * opens once (its first block) and streams `content_delta` fragments whose `index` is the block's
+ * position in the message's content; an agent.thinking preview is start-only: no delta follows,
+ * the buffered agent.thinking concludes it. Proven by test/event-deltas.test.ts.
+ */
+function toSdkDelta(ev: Record<string, any>, deltas: Set<string>): Record<string, unknown> | null {
+  if (ev.type === 'agent.thinking_stream_start' && deltas.has('agent.thinking'))
+    return { type: 'event_start', event: { id: ev.thinking_id, type: 'agent.thinking' } };
+  if (!ev.type.startsWith('agent.message') || !deltas.has('agent.message')) return null;
+  const index = typeof ev.index === 'number' ? ev.index : 0;
+  if (ev.type === 'agent.message_stream_start' && index === 0)
+    return { type: 'event_start', event: { id: ev.message_id, type: 'agent.message' } };
+  if (ev.type === 'agent.message_chunk')
+    return {
+      type: 'event_delta',
+      event_id: ev.message_id,
+      delta: { type: 'content_delta', content: { type: 'text', text: ev.delta }, index },
+    };
+  return null;
+}
