@@ -4,7 +4,17 @@
  */
 type Labels = Record<string, string | number>;
 
-const key = (l: Labels) => JSON.stringify(Object.entries(l).sort(([a], [b]) => a.localeCompare(b)));
+/** A label set's map key, independent of key order (on every request's path: no JSON, no locale compare). */
+const key = (l: Labels) => {
+  const names = Object.keys(l);
+  if (names.length > 1) names.sort();
+  let k = '';
+  for (const n of names) {
+    const v = l[n]!;
+    k += `${n}=${typeof v === 'number' ? v : JSON.stringify(v)},`;
+  }
+  return k;
+};
 const fmtLabels = (l: Labels, extra: Labels = {}) => {
   const all = { ...l, ...extra };
   const parts = Object.entries(all).map(

@@ -1,7 +1,8 @@
 import Fastify, { type FastifyInstance } from 'fastify';
-import { ApiError, ulid, type Logger, type Platform } from '@agentfleet/core';
+import { ApiError, type Logger, type Platform } from '@agentfleet/core';
 import { errorBody, hasBeta, parseQuery } from './http.js';
 import { errorHandler } from './errorHandler.js';
+import { newRequestId } from './requestId.js';
 import { registerJsonParser } from './jsonBody.js';
 import { registerRequestGuards } from './requestGuards.js';
 import { metricsRoute, operatorOnlyMetrics } from './metricsRoute.js';
@@ -63,7 +64,7 @@ export async function buildApp(p: Platform, opts: AppOptions): Promise<FastifyIn
   const app = Fastify({
     logger: false,
     bodyLimit: 32 * 1024 * 1024,
-    genReqId: () => `req_${ulid()}`,
+    genReqId: newRequestId,
     // On close, idle keep-alive sockets are destroyed instead of waited on.
     forceCloseConnections: 'idle',
     routerOptions: {
@@ -80,13 +81,17 @@ export async function buildApp(p: Platform, opts: AppOptions): Promise<FastifyIn
   registerJsonParser(app);
   registerRequestGuards(app, p);
 
-  app.addHook('preHandler', async (req) => {
-    if (req.routeOptions.config?.beta && !hasBeta(req)) {
-      throw new ApiError(
-        'invalid_request',
-        'anthropic-beta: this extension endpoint requires the beta header anthropic-beta (or vendor-beta): managed-agents-2026-04-01',
+  // Callback-style hooks (no promise per request); routeCfg was read by the onRequest guard.
+  app.addHook('preHandler', (req, _reply, done) => {
+    if ((req.routeCfg ?? req.routeOptions.config)?.beta && !hasBeta(req)) {
+      return done(
+        new ApiError(
+          'invalid_request',
+          'anthropic-beta: this extension endpoint requires the beta header anthropic-beta (or vendor-beta): managed-agents-2026-04-01',
+        ),
       );
     }
+    done();
   });
 
   app.setErrorHandler(errorHandler(opts.log));
@@ -104,10 +109,11 @@ export async function buildApp(p: Platform, opts: AppOptions): Promise<FastifyIn
       ),
   );
 
-  app.addHook('onResponse', async (req, reply) => {
-    const route = req.routeOptions.url ?? 'unmatched';
+  app.addHook('onResponse', (req, reply, done) => {
+    const route = (req.routeCfg ? req.routeCfg.url : req.routeOptions.url) ?? 'unmatched';
     p.metrics.httpRequests.inc({ method: req.method, route, status: reply.statusCode });
     p.metrics.httpDuration.observe(reply.elapsedTime / 1000, { method: req.method, route });
+    done();
   });
   opsRoutes(app, p);
 

@@ -6,6 +6,8 @@ import type { TSchema, Static } from '@sinclair/typebox';
 declare module 'fastify' {
   interface FastifyRequest {
     principal: Principal;
+    /** The matched route's config, read once per request by the onRequest guard (requestGuards.ts). */
+    routeCfg: (FastifyContextConfig & { url?: string }) | null;
   }
   interface FastifyContextConfig {
     /** Extension endpoint with no official client method: requires the beta header. */
@@ -91,6 +93,7 @@ const KEY_SHAPE = /^([^[\]]+)(?:\[([^[\]]*)\])?$/;
  */
 export function parseQuery(qs: string): Record<string, unknown> {
   const out: Record<string, unknown> = Object.create(null);
+  if (qs.length === 0) return out;
   for (const [rawKey, value] of new URLSearchParams(qs)) {
     const m = KEY_SHAPE.exec(rawKey);
     if (!m || RESERVED_KEYS.has(m[1]!) || (m[2] !== undefined && RESERVED_KEYS.has(m[2]))) {

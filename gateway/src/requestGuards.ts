@@ -151,9 +151,11 @@ export function registerRequestGuards(app: FastifyInstance, p: Platform): AuthFa
     p.coordination.rateLimiter,
     p.config.rateLimit.authFailuresPerMinute,
   );
+  // fastify's req.routeOptions builds a new object on every read: read it once per request.
+  app.decorateRequest('routeCfg', null);
   app.addHook('onRequest', async (req, reply) => {
     reply.header('request-id', req.id);
-    const cfg = req.routeOptions.config ?? {};
+    const cfg = (req.routeCfg = req.routeOptions.config ?? {});
     if (cfg.public) return checkRequestShape(req);
     const principal = await authenticateRequest(p, failures, req, reply);
     // A claimed-session bearer: its capability table, with the live claim (./claimedSession.ts).
