@@ -8,11 +8,12 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
  * Delivery guarantees (test/sse-fanout.test.ts):
  * - Frames reach the socket in the order they were sent; frames sent during one event-loop turn
  *   are coalesced into ONE socket write (one HTTP chunk), flushed on the next `setImmediate`.
- * - Backpressure: while the socket does not take more, frames keep queueing in memory; once the
- *   bytes not yet taken by the client exceed `maxBufferedBytes` (SSE_MAX_BUFFERED_BYTES), the
- *   stream is a slow consumer and is cut (socket destroyed, nothing more queued). It never
- *   slows the writer or other streams; the client resumes with Last-Event-ID (canonical events
- *   carry their seq as id, so the resume has no gap and no duplicate).
+ * - Backpressure: once the socket refused data (a write returned false and no 'drain' came yet),
+ *   frames keep queueing in memory; when the bytes not yet taken by the client then exceed
+ *   `maxBufferedBytes` (SSE_MAX_BUFFERED_BYTES), the stream is a slow consumer and is cut
+ *   (socket destroyed, its queue dropped). A slow consumer never slows the publisher or other
+ *   streams; its client resumes with Last-Event-ID (canonical events carry their seq as id, so
+ *   the resume has no gap and no duplicate).
  * - close() writes what is still queued, then ends the response.
  */
 /** Open streams, so shutdown can end them instead of waiting on clients forever. */
@@ -87,7 +88,10 @@ export class SseWriter {
     if (this.closed) return;
     this.queue.push(frame);
     this.queuedBytes += frame.length;
-    if (this.reply.raw.writableLength + this.queuedBytes > this.maxBufferedBytes) {
+    const raw = this.reply.raw;
+    // Only a socket that refused data (write returned false, no 'drain' yet) makes a slow
+    // consumer: a large burst to a client that keeps up is queued and written whole.
+    if (raw.writableNeedDrain && raw.writableLength + this.queuedBytes > this.maxBufferedBytes) {
       this.cut();
       return;
     }
