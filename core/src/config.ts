@@ -83,6 +83,8 @@ export interface Config {
    */
   objectStore: 'dir' | 'gridfs';
   objectStoreDir: string;
+  /** STORE_SYNC for the embedded store: 'normal' (default, survives kill -9) or 'full' (fsync per commit, survives power loss). */
+  storeSync: 'normal' | 'full';
   maxFileBytes: number;
   /** Session outputs synced from sandboxes: quota per file and per session, in bytes. */
   outputs: { maxFileBytes: number; maxSessionBytes: number };
@@ -281,6 +283,9 @@ export function loadConfig(role: Role, env: Env = process.env): ParsedConfig {
     problems.push("OBJECT_STORE must be 'dir' or 'gridfs'");
   else if (objectStore === 'gridfs' && !hasMongo)
     problems.push('OBJECT_STORE=gridfs needs MongoDB (MONGODB_URL)');
+  const storeSync = (env.STORE_SYNC || 'normal') as Config['storeSync'];
+  if (!['normal', 'full'].includes(storeSync))
+    problems.push("STORE_SYNC must be 'normal' or 'full'");
   const namespace = env.FLEET_NAMESPACE || 'agentfleet';
   if (!/^[a-z][a-z0-9_-]{0,40}$/.test(namespace))
     problems.push('FLEET_NAMESPACE must match ^[a-z][a-z0-9_-]{0,40}$');
@@ -471,6 +476,7 @@ export function loadConfig(role: Role, env: Env = process.env): ParsedConfig {
       ),
     },
     objectStore,
+    storeSync,
     objectStoreDir: resolve(env.OBJECT_STORE_DIR || join(dataDir, 'objects')),
     maxFileBytes,
     outputs,

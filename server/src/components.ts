@@ -80,7 +80,10 @@ export async function selectComponents(
       closers.push(() => m.close());
       if (!objects && config.objectStore === 'gridfs') objects = await openGridFsObjects(m);
     } else {
-      store = await openEmbeddedStore({ dir: join(config.dataDir, 'store') });
+      store = await openEmbeddedStore({
+        dir: join(config.dataDir, 'store'),
+        sync: config.storeSync,
+      });
       router = singleStore(store);
       closers.push(() => store.close());
     }

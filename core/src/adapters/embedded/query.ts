@@ -1,6 +1,7 @@
 /**
  * Pure evaluation of the Store port's filter, update and sort languages (a MongoDB subset).
- * Shared by adapters that evaluate queries in process. No function here mutates its inputs.
+ * Shared by adapters that evaluate queries in process (the embedded SQLite store's JS fallback
+ * and update application, the MongoDB adapter's validation). No function here mutates its inputs.
  *
  * Semantics kept from MongoDB:
  * - dotted paths traverse objects and fan out over arrays of objects (`a.b` on `{a: [{b: 1}]}`);
@@ -17,11 +18,8 @@
 import type { Filter, SortSpec, Update } from '../../ports/store.js';
 
 type Obj = Record<string, unknown>;
-type Key = string | number | boolean;
 
 const isObj = (v: unknown): v is Obj => typeof v === 'object' && v !== null && !Array.isArray(v);
-const isKey = (v: unknown): v is Key =>
-  typeof v === 'string' || typeof v === 'number' || typeof v === 'boolean';
 
 /** Deep copy of a JSON-like value; non-plain objects fall back to structuredClone. */
 export function clone<T>(v: T): T {
@@ -230,39 +228,6 @@ export function compileFilter(filter: Filter): (doc: unknown) => boolean {
 
 export function matches(doc: unknown, filter: Filter): boolean {
   return compileFilter(filter)(doc);
-}
-
-/** Primitive values an equality condition can only match through (for equality indexes). */
-export function eqLookupKeys(cond: unknown): Key[] | null {
-  if (isKey(cond)) return [cond];
-  if (!isObj(cond)) return null;
-  if ('$eq' in cond) return isKey(cond.$eq) ? [cond.$eq] : null;
-  if (Array.isArray(cond.$in) && cond.$in.every(isKey)) return cond.$in as Key[];
-  return null;
-}
-
-/** Primitive values under `path` (array elements included): the equality-index entries. */
-export function indexValues(doc: unknown, path: string): Set<Key> {
-  const out = new Set<Key>();
-  for (const v of getPath(doc, path)) {
-    if (isKey(v)) out.add(v);
-    else if (Array.isArray(v)) for (const e of v) if (isKey(e)) out.add(e);
-  }
-  return out;
-}
-
-/** Encoded unique-index keys of a document: missing counts as null; arrays give one key per element. */
-export function uniqueKeys(doc: unknown, fields: string[]): string[] {
-  let keys: unknown[][] = [[]];
-  for (const f of fields) {
-    const vals: unknown[] = [];
-    for (const v of getPath(doc, f)) {
-      if (Array.isArray(v)) vals.push(...(v.length ? v : [null]));
-      else vals.push(v ?? null);
-    }
-    keys = keys.flatMap((k) => vals.map((v) => [...k, v]));
-  }
-  return [...new Set(keys.map((k) => JSON.stringify(k)))];
 }
 
 function sortKey(doc: unknown, path: string, dir: 1 | -1): unknown {

@@ -1,0 +1,211 @@
+/**
+ * The Collection port over one SQLite table (tables.ts). Every write is a read-modify-write in
+ * JS (query.ts applyUpdate) run inside the store's group transaction, in its own savepoint
+ * (documentStore.ts `write`): an operation takes effect fully or not at all, in call order.
+ * Queries go through sqlFilter.ts; when the filter or the sort cannot be pushed down exactly,
+ * SQL narrows the rows and query.ts compileFilter/compareBy finish in JS.
+ * Tests: core/test/store.contract.ts via core/test/store.embedded.test.ts.
+ */
+import { randomBytes } from 'node:crypto';
+import type { Statement } from 'better-sqlite3';
+import type {
+  Collection,
+  Doc,
+  Filter,
+  FindOptions,
+  SortSpec,
+  Update,
+  UpdateResult,
+} from '../../ports/store.js';
+import {
+  applyUpdate,
+  compareBy,
+  compileFilter,
+  storable,
+  upsertSeed,
+  validateUpdate,
+  valuesEqual,
+} from './query.js';
+import { toOrderBy, toWhere } from './sqlFilter.js';
+import type { Raw, Table } from './tables.js';
+
+/** What a collection needs from the store: statements, the group transaction, counters. */
+export interface StoreCore {
+  stmt(sql: string): Statement;
+  write<R>(op: () => R): Promise<R>;
+  read<R>(op: () => R): Promise<R>;
+  examined(n: number): void;
+}
+
+const newId = () =>
+  Math.floor(Date.now() / 1000)
+    .toString(16)
+    .padStart(8, '0') + randomBytes(8).toString('hex');
+
+export class SqliteCollection<T extends Doc> implements Collection<T> {
+  readonly name: string;
+  constructor(
+    private readonly core: StoreCore,
+    private readonly table: Table,
+  ) {
+    this.name = table.coll;
+  }
+
+  /** Matching documents (fresh objects) in sort order, after skip/limit. */
+  private select(filter: Filter, opts: FindOptions = {}): Raw[] {
+    const pred = compileFilter(filter);
+    const cmp = opts.sort && Object.keys(opts.sort).length ? compareBy(opts.sort) : undefined;
+    const skip = Math.max(0, opts.skip ?? 0);
+    const limit = opts.limit && opts.limit > 0 ? opts.limit : 0;
+    const { t, plain } = this.table;
+    const where = toWhere(filter, plain);
+    const order = where.exact ? toOrderBy(opts.sort, plain) : null;
+    if (order !== null) {
+      const params = [...where.params];
+      let sql = `SELECT doc FROM ${t} WHERE ${where.sql}${order}`;
+      if (limit || skip) {
+        sql += ' LIMIT ? OFFSET ?';
+        params.push(limit || -1, skip);
+      }
+      const rows = this.core.stmt(sql).all(...params) as string[];
+      this.core.examined(rows.length);
+      return rows.map((r) => JSON.parse(r) as Raw);
+    }
+    const rows = this.core.stmt(`SELECT doc FROM ${t} WHERE ${where.sql}`).all(...where.params);
+    this.core.examined(rows.length);
+    const out: Raw[] = [];
+    for (const r of rows as string[]) {
+      const doc = JSON.parse(r) as Raw;
+      if (pred(doc)) out.push(doc);
+    }
+    if (cmp) out.sort(cmp);
+    return skip || limit ? out.slice(skip, limit ? skip + limit : undefined) : out;
+  }
+
+  private put(prev: Raw | undefined, next: Raw): void {
+    if (typeof next._id !== 'string') throw new TypeError(`${this.name}: _id must be a string`);
+    this.table.checkWrite(next);
+    const { t } = this.table;
+    try {
+      if (prev)
+        this.core.stmt(`UPDATE ${t} SET doc = ? WHERE _id = ?`).run(JSON.stringify(next), next._id);
+      else
+        this.core
+          .stmt(`INSERT INTO ${t} (_id, doc) VALUES (?, ?)`)
+          .run(next._id, JSON.stringify(next));
+    } catch (err) {
+      throw this.table.duplicate(err, next) ?? err;
+    }
+  }
+
+  private remove(id: string): void {
+    this.core.stmt(`DELETE FROM ${this.table.t} WHERE _id = ?`).run(id);
+  }
+
+  /** Applies `update` to `cur`; returns the new document, or undefined when nothing changed. */
+  private modify(cur: Raw, update: Update): Raw | undefined {
+    const next = storable(applyUpdate(cur, update, false)) as Raw;
+    if (valuesEqual(next, cur)) return undefined;
+    this.put(cur, next);
+    return next;
+  }
+
+  private upsert(filter: Filter, update: Update): Raw {
+    const seeded = applyUpdate(upsertSeed(filter), update, true);
+    const doc = storable(seeded._id === undefined ? { _id: newId(), ...seeded } : seeded) as Raw;
+    this.put(undefined, doc);
+    return doc;
+  }
+
+  insertOne(doc: T): Promise<void> {
+    return this.core.write(() => this.put(undefined, storable(doc) as Raw));
+  }
+
+  insertMany(docs: T[]): Promise<void> {
+    // Ordered: the documents before a failure stay (they commit with the group), so the error
+    // is returned from the savepoint and thrown after the commit.
+    return this.core
+      .write(() => {
+        for (const [i, doc] of docs.entries()) {
+          try {
+            this.put(undefined, storable(doc) as Raw);
+          } catch (err) {
+            if (i === 0) throw err;
+            if (err && typeof err === 'object' && 'insertedCount' in err)
+              (err as { insertedCount: number }).insertedCount = i;
+            return err as Error;
+          }
+        }
+        return undefined;
+      })
+      .then((err) => {
+        if (err) throw err;
+      });
+  }
+
+  findOne(filter: Filter, options?: FindOptions): Promise<T | null> {
+    return this.core.read(
+      () => (this.select(filter, { ...options, limit: 1 })[0] as T | undefined) ?? null,
+    );
+  }
+
+  find(filter: Filter, options?: FindOptions): Promise<T[]> {
+    return this.core.read(() => this.select(filter, options) as unknown as T[]);
+  }
+
+  count(filter: Filter): Promise<number> {
+    return this.core.read(() => {
+      compileFilter(filter);
+      const where = toWhere(filter, this.table.plain);
+      if (!where.exact) return this.select(filter).length;
+      const sql = `SELECT count(*) FROM ${this.table.t} WHERE ${where.sql}`;
+      return this.core.stmt(sql).get(...where.params) as number;
+    });
+  }
+
+  updateOne(filter: Filter, update: Update, options?: { upsert?: boolean }): Promise<UpdateResult> {
+    return this.core.write(() => {
+      validateUpdate(update);
+      const [cur] = this.select(filter, { limit: 1 });
+      if (cur) return { matched: 1, modified: this.modify(cur, update) ? 1 : 0 };
+      if (!options?.upsert) return { matched: 0, modified: 0 };
+      return { matched: 0, modified: 0, upsertedId: this.upsert(filter, update)._id };
+    });
+  }
+
+  findOneAndUpdate(
+    filter: Filter,
+    update: Update,
+    options?: { upsert?: boolean; returnDocument?: 'before' | 'after'; sort?: SortSpec },
+  ): Promise<T | null> {
+    return this.core.write(() => {
+      validateUpdate(update);
+      const [cur] = this.select(filter, { sort: options?.sort, limit: 1 });
+      let after: Raw | undefined;
+      if (cur) after = this.modify(cur, update) ?? cur;
+      else if (options?.upsert) after = this.upsert(filter, update);
+      return ((options?.returnDocument === 'after' ? after : cur) as T | undefined) ?? null;
+    });
+  }
+
+  deleteOne(filter: Filter): Promise<number> {
+    return this.core.write(() => {
+      const [doc] = this.select(filter, { limit: 1 });
+      if (doc) this.remove(doc._id);
+      return doc ? 1 : 0;
+    });
+  }
+
+  deleteMany(filter: Filter): Promise<number> {
+    return this.core.write(() => {
+      compileFilter(filter);
+      const where = toWhere(filter, this.table.plain);
+      if (where.exact)
+        return this.core.stmt(`DELETE FROM ${this.table.t} WHERE ${where.sql}`).run(...where.params)
+          .changes;
+      const docs = this.select(filter);
+      for (const doc of docs) this.remove(doc._id);
+      return docs.length;
+    });
+  }
+}

@@ -1,0 +1,180 @@
+/**
+ * Translation of the Store port's filter and sort languages (core/src/ports/store.ts) to SQL
+ * over a collection table `(_id TEXT PRIMARY KEY, doc TEXT)`, so SQLite's expression indexes
+ * on `json_extract(doc,'$.field')` serve the query, and sort + skip + limit run in SQL.
+ *
+ * Exactness: a condition is pushed only when SQL gives MongoDB's answer for it, that is on a
+ * PLAIN field — `_id`, or a field of a declared index whose values in every document of the
+ * collection are only strings, numbers, null or missing (no arrays anywhere along the path, no
+ * booleans, no objects: documentStore.ts tracks this per field). On plain fields SQLite's order
+ * (NULL < numbers < text) is MongoDB's (null < numbers < strings), `null` matches missing through
+ * `IS NULL`, and ranges keep MongoDB's type brackets with the `'' ` bound (every number sorts
+ * below the empty string, every string at or above it). Anything else is left to the JS
+ * predicate (query.ts compileFilter): the pushed part is then a superset prefilter, `exact` is
+ * false and the caller sorts, skips and limits in JS.
+ * Strings compare by UTF-8 bytes in SQL (as MongoDB does) and by UTF-16 code units in the JS
+ * fallback; the two differ only between astral characters and U+E000..U+FFFF.
+ * Tests: core/test/store.contract.ts (through store.embedded.test.ts), and
+ * store.embedded.test.ts "pushes the events page down onto the (session_id, seq) index".
+ */
+import type { Filter, SortSpec } from '../../ports/store.js';
+
+/** Segments SQLite's JSON path takes unquoted; other field names are never indexed or pushed. */
+const SEGMENT = /^[A-Za-z_][A-Za-z0-9_]*$/;
+
+export const indexableField = (field: string): boolean =>
+  field === '_id' || field.split('.').every((s) => SEGMENT.test(s));
+
+export const jsonPath = (field: string): string => `$.${field}`;
+
+/** The SQL expression of a field: the same text in index definitions and queries. */
+export const fieldExpr = (field: string): string =>
+  field === '_id' ? '_id' : `json_extract(doc,'${jsonPath(field)}')`;
+
+export interface SqlWhere {
+  sql: string;
+  params: unknown[];
+  /** True when `sql` selects exactly the filter's matches. */
+  exact: boolean;
+}
+
+type Part = { sql: string; params: unknown[] } | null;
+
+const isObj = (v: unknown): v is Record<string, unknown> =>
+  typeof v === 'object' && v !== null && !Array.isArray(v);
+const scalar = (v: unknown): v is string | number =>
+  typeof v === 'string' || (typeof v === 'number' && Number.isFinite(v));
+const isOps = (c: unknown): c is Record<string, unknown> =>
+  isObj(c) && Object.keys(c).some((k) => k.startsWith('$'));
+
+function eq(e: string, v: unknown): Part {
+  if (v === null) return { sql: `${e} IS NULL`, params: [] };
+  return scalar(v) ? { sql: `${e} = ?`, params: [v] } : null;
+}
+
+function inList(e: string, list: unknown, negate: boolean): Part {
+  if (!Array.isArray(list) || !list.every((v) => v === null || scalar(v))) return null;
+  const vals = list.filter((v) => v !== null);
+  const hasNull = vals.length < list.length;
+  const marks = vals.map(() => '?').join(',');
+  if (!negate) {
+    const alts = [
+      ...(vals.length ? [`${e} IN (${marks})`] : []),
+      ...(hasNull ? [`${e} IS NULL`] : []),
+    ];
+    return { sql: alts.length ? `(${alts.join(' OR ')})` : '0', params: vals };
+  }
+  if (!vals.length) return { sql: hasNull ? `${e} IS NOT NULL` : '1', params: [] };
+  return {
+    sql: hasNull
+      ? `(${e} IS NOT NULL AND ${e} NOT IN (${marks}))`
+      : `(${e} IS NULL OR ${e} NOT IN (${marks}))`,
+    params: vals,
+  };
+}
+
+const RANGE: Record<string, string> = { $gt: '>', $gte: '>=', $lt: '<', $lte: '<=' };
+
+function op(field: string, e: string, name: string, arg: unknown): Part {
+  switch (name) {
+    case '$eq':
+      return eq(e, arg);
+    case '$ne': {
+      if (arg === null) return { sql: `${e} IS NOT NULL`, params: [] };
+      return scalar(arg) ? { sql: `(${e} IS NULL OR ${e} <> ?)`, params: [arg] } : null;
+    }
+    case '$in':
+      return inList(e, arg, false);
+    case '$nin':
+      return inList(e, arg, true);
+    case '$exists': {
+      if (field === '_id') return { sql: arg ? '1' : '0', params: [] };
+      const t = `json_type(doc,'${jsonPath(field)}')`;
+      return { sql: `${t} IS ${arg ? 'NOT ' : ''}NULL`, params: [] };
+    }
+    default: {
+      const cmp = RANGE[name];
+      if (!cmp || !scalar(arg)) return null;
+      // Type bracket: numbers sort below '' and strings at or above it.
+      const bracket = typeof arg === 'number' ? `${e} < ''` : `${e} >= ''`;
+      return { sql: `(${e} ${cmp} ? AND ${bracket})`, params: [arg] };
+    }
+  }
+}
+
+/** Numbers anywhere in a condition (`_id` has TEXT affinity, which would turn 5 into '5'). */
+const hasNumber = (v: unknown): boolean =>
+  typeof v === 'number' ||
+  (typeof v === 'object' && v !== null && Object.values(v).some(hasNumber));
+
+/**
+ * Equality with a string or number on a top-level field that is not plain (e.g. `tenant_id`,
+ * which every tenant-scoped query adds): exact without an index — the value itself, type
+ * checked, or an element of an array held there.
+ */
+function guardedEq(field: string, cond: unknown): Part {
+  const v = isOps(cond) && Object.keys(cond).length === 1 && '$eq' in cond ? cond.$eq : cond;
+  if (!scalar(v) || field.includes('.') || !SEGMENT.test(field)) return null;
+  const p = jsonPath(field);
+  const types = typeof v === 'string' ? "('text')" : "('integer','real')";
+  return {
+    sql: `((json_extract(doc,'${p}') = ? AND json_type(doc,'${p}') IN ${types}) OR (json_type(doc,'${p}') = 'array' AND EXISTS (SELECT 1 FROM json_each(doc,'${p}') WHERE value = ? AND type IN ${types})))`,
+    params: [v, v],
+  };
+}
+
+function condition(field: string, cond: unknown, plain: (f: string) => boolean): Part {
+  if (field === '_id' && hasNumber(cond)) return null;
+  if (!plain(field)) return guardedEq(field, cond);
+  const e = fieldExpr(field);
+  if (!isOps(cond)) return eq(e, cond);
+  const parts: string[] = [];
+  const params: unknown[] = [];
+  for (const [name, arg] of Object.entries(cond)) {
+    const p = op(field, e, name, arg);
+    if (!p) return null;
+    parts.push(p.sql);
+    params.push(...p.params);
+  }
+  return { sql: parts.join(' AND '), params };
+}
+
+/**
+ * WHERE clause for `filter` (already validated by compileFilter). `plain(field)` says whether
+ * the field is plain in this collection (see the header).
+ */
+export function toWhere(filter: Filter, plain: (field: string) => boolean): SqlWhere {
+  const parts: string[] = [];
+  const params: unknown[] = [];
+  let exact = true;
+  for (const [key, cond] of Object.entries(filter)) {
+    let p: Part;
+    if (key === '$or') {
+      const alts = (cond as Filter[]).map((f) => toWhere(f, plain));
+      p = alts.every((a) => a.exact)
+        ? {
+            sql: `(${alts.map((a) => `(${a.sql})`).join(' OR ')})`,
+            params: alts.flatMap((a) => a.params),
+          }
+        : null;
+    } else p = condition(key, cond, plain);
+    if (!p) {
+      exact = false;
+      continue;
+    }
+    parts.push(p.sql);
+    params.push(...p.params);
+  }
+  return { sql: parts.length ? parts.join(' AND ') : '1', params, exact };
+}
+
+/** ORDER BY clause for `sort` when every sort field is plain; null otherwise (sort in JS). */
+export function toOrderBy(
+  sort: SortSpec | undefined,
+  plain: (field: string) => boolean,
+): string | null {
+  const keys = Object.entries(sort ?? {});
+  if (!keys.length) return '';
+  if (!keys.every(([f]) => plain(f))) return null;
+  return ` ORDER BY ${keys.map(([f, d]) => `${fieldExpr(f)} ${d === -1 ? 'DESC' : 'ASC'}`).join(', ')}`;
+}

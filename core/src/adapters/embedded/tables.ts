@@ -1,0 +1,211 @@
+/**
+ * One SQLite table per collection, `(_id TEXT PRIMARY KEY, doc TEXT NOT NULL)` with the document
+ * as JSON (a rowid table: event documents of ~1 KB are past the size WITHOUT ROWID suits), and
+ * one expression index per declared index on `json_extract(doc,'$.field')` for each field in
+ * order (UNIQUE for unique ones). Guarantees:
+ * - index declarations persist in `_af_indexes`; declaring a name again with other fields or
+ *   uniqueness throws; field names other than dotted identifiers are refused at declaration;
+ * - `plain(field)` is true only for `_id` and indexed fields that never held an array (anywhere
+ *   along the path), a boolean or an object in any document (tracked in `_af_fields`, checked
+ *   by a scan when a field is first indexed and on every write after): sqlFilter.ts pushes
+ *   conditions and sorts on those fields only;
+ * - unique indexes keep MongoDB's semantics for the values the domain uses — strings, numbers,
+ *   null and missing (missing counts as null, so at most one document per key lacks the field:
+ *   SQLite's UNIQUE treats NULLs as distinct, so `checkUnique` looks those up before the
+ *   write). A boolean, object or array in a unique-indexed field is refused with a TypeError
+ *   (MongoDB's per-element array keys are not supported by this store);
+ * - SQLite unique violations become DuplicateKeyError naming the declared index and the key.
+ * Tests: core/test/store.contract.ts (unique cases) and store.embedded.test.ts "refuses
+ * booleans and arrays in unique-indexed fields …", "missing and null collide in a unique index".
+ */
+import type { Database, Statement } from 'better-sqlite3';
+import { DuplicateKeyError, type Doc, type IndexSpec } from '../../ports/store.js';
+import { fieldExpr, indexableField, jsonPath } from './sqlFilter.js';
+
+export type Raw = Doc & Record<string, unknown>;
+
+export const quoteIdent = (s: string) => `"${s.replace(/"/g, '""')}"`;
+
+interface IndexInfo {
+  name: string;
+  sqlName: string;
+  fields: string[];
+  unique: boolean;
+}
+
+const isObj = (v: unknown): v is Record<string, unknown> =>
+  typeof v === 'object' && v !== null && !Array.isArray(v);
+
+/** The value under a dotted path, or `nonPlain` when an array, boolean or object is met. */
+const NON_PLAIN = Symbol('non-plain');
+function plainValueAt(doc: unknown, field: string): unknown {
+  let cur: unknown = doc;
+  for (const seg of field.split('.')) {
+    if (Array.isArray(cur)) return NON_PLAIN;
+    if (!isObj(cur)) return undefined;
+    cur = cur[seg];
+  }
+  if (cur === undefined || cur === null || typeof cur === 'string' || typeof cur === 'number')
+    return cur;
+  return NON_PLAIN;
+}
+
+/** SQL condition true for rows holding a non-plain value at `field` (see plainValueAt). */
+function nonPlainSql(field: string): string {
+  const segs = field.split('.');
+  const prefixes = segs
+    .slice(0, -1)
+    .map((_, i) => `json_type(doc,'${jsonPath(segs.slice(0, i + 1).join('.'))}') = 'array'`);
+  const last = `json_type(doc,'${jsonPath(field)}') IN ('true','false','object','array')`;
+  return [...prefixes, last].join(' OR ');
+}
+
+export function createMetaTables(db: Database): void {
+  db.exec(
+    `CREATE TABLE IF NOT EXISTS _af_indexes (coll TEXT NOT NULL, name TEXT NOT NULL, fields TEXT NOT NULL, uniq INTEGER NOT NULL, PRIMARY KEY (coll, name));
+     CREATE TABLE IF NOT EXISTS _af_fields (coll TEXT NOT NULL, field TEXT NOT NULL, mixed INTEGER NOT NULL, PRIMARY KEY (coll, field));`,
+  );
+}
+
+export const tableName = (coll: string) => quoteIdent(`d:${coll}`);
+
+export function createTable(db: Database, coll: string): void {
+  db.exec(
+    `CREATE TABLE IF NOT EXISTS ${tableName(coll)} (_id TEXT PRIMARY KEY, doc TEXT NOT NULL)`,
+  );
+}
+
+export class Table {
+  readonly t: string;
+  private readonly indexes = new Map<string, IndexInfo>();
+  private readonly bySqlName = new Map<string, IndexInfo>();
+  /** Indexed field → whether some document held a non-plain value there. */
+  private readonly fields = new Map<string, boolean>();
+  private uniques: IndexInfo[] = [];
+
+  constructor(
+    private readonly db: Database,
+    readonly coll: string,
+    private readonly stmt: (sql: string) => Statement,
+  ) {
+    this.t = tableName(coll);
+    createTable(db, coll);
+    const idx = db
+      .prepare('SELECT name, fields, uniq FROM _af_indexes WHERE coll = ?')
+      .all(coll) as Array<{ name: string; fields: string; uniq: number }>;
+    for (const r of idx) this.remember(r.name, JSON.parse(r.fields) as string[], r.uniq === 1);
+    const fs = db.prepare('SELECT field, mixed FROM _af_fields WHERE coll = ?').all(coll) as Array<{
+      field: string;
+      mixed: number;
+    }>;
+    for (const r of fs) this.fields.set(r.field, r.mixed === 1);
+  }
+
+  readonly plain = (field: string): boolean => field === '_id' || this.fields.get(field) === false;
+
+  private remember(name: string, fields: string[], unique: boolean): IndexInfo {
+    const info = { name, sqlName: `ix:${this.coll}:${name}`, fields, unique };
+    this.indexes.set(name, info);
+    this.bySqlName.set(info.sqlName, info);
+    this.uniques = [...this.indexes.values()].filter((i) => i.unique);
+    return info;
+  }
+
+  declare(spec: IndexSpec): void {
+    const entries = Object.entries(spec.fields);
+    if (entries.length === 0) throw new Error(`index on ${this.coll} needs at least one field`);
+    const fields = entries.map(([f]) => f);
+    const bad = fields.find((f) => !indexableField(f));
+    if (bad !== undefined)
+      throw new Error(
+        `index on ${this.coll}: field ${JSON.stringify(bad)} is not supported by the embedded store (dotted identifiers only)`,
+      );
+    const name = spec.name ?? entries.map(([f, d]) => `${f}_${d}`).join('_');
+    const unique = spec.unique === true;
+    const same = this.indexes.get(name);
+    if (same) {
+      if (same.unique !== unique || same.fields.join() !== fields.join())
+        throw new Error(`index ${name} on ${this.coll} is already declared differently`);
+      return;
+    }
+    for (const f of fields) {
+      if (f === '_id' || this.fields.has(f)) continue;
+      const mixed = this.db
+        .prepare(`SELECT 1 FROM ${this.t} WHERE ${nonPlainSql(f)} LIMIT 1`)
+        .get();
+      if (unique && mixed)
+        throw new TypeError(
+          `unique index ${name} on ${this.coll}: documents hold booleans, objects or arrays in ${f}; the embedded store supports strings, numbers, null or missing there`,
+        );
+      this.db
+        .prepare('INSERT OR REPLACE INTO _af_fields (coll, field, mixed) VALUES (?, ?, ?)')
+        .run(this.coll, f, mixed ? 1 : 0);
+      this.fields.set(f, Boolean(mixed));
+    }
+    const info = { name, sqlName: `ix:${this.coll}:${name}`, fields, unique };
+    const cols = entries.map(([f, d]) => `${fieldExpr(f)}${d === -1 ? ' DESC' : ''}`).join(', ');
+    try {
+      this.db.exec(
+        `CREATE ${unique ? 'UNIQUE ' : ''}INDEX IF NOT EXISTS ${quoteIdent(info.sqlName)} ON ${this.t} (${cols})`,
+      );
+    } catch (err) {
+      throw this.duplicate(err, null, info) ?? err;
+    }
+    this.db
+      .prepare('INSERT INTO _af_indexes (coll, name, fields, uniq) VALUES (?, ?, ?, ?)')
+      .run(this.coll, name, JSON.stringify(fields), unique ? 1 : 0);
+    this.remember(name, fields, unique);
+  }
+
+  /**
+   * Before writing `doc`: refuses non-plain values in unique fields, throws DuplicateKeyError
+   * for a null/missing key another document already holds, and records indexed fields that
+   * turn non-plain.
+   */
+  checkWrite(doc: Raw): void {
+    for (const ix of this.uniques) {
+      const vals = ix.fields.map((f) => (f === '_id' ? doc._id : plainValueAt(doc, f)));
+      const i = vals.indexOf(NON_PLAIN);
+      if (i >= 0)
+        throw new TypeError(
+          `${this.coll}: unique index ${ix.name} takes strings, numbers, null or missing in ${ix.fields[i]}; the embedded store refuses booleans, objects and arrays there`,
+        );
+      if (!vals.some((v) => v === undefined || v === null)) continue;
+      const where = ix.fields.map((f) => `${fieldExpr(f)} IS ?`).join(' AND ');
+      const other = this.stmt(`SELECT _id FROM ${this.t} WHERE ${where} AND _id <> ? LIMIT 1`).get(
+        ...vals.map((v) => v ?? null),
+        doc._id,
+      );
+      if (other !== undefined) throw new DuplicateKeyError(this.coll, ix.name, keyOf(ix, doc));
+    }
+    for (const [field, mixed] of this.fields) {
+      if (mixed || plainValueAt(doc, field) !== NON_PLAIN) continue;
+      this.stmt('UPDATE _af_fields SET mixed = 1 WHERE coll = ? AND field = ?').run(
+        this.coll,
+        field,
+      );
+      this.fields.set(field, true);
+    }
+  }
+
+  /** DuplicateKeyError for a SQLite constraint error, or null when `err` is something else. */
+  duplicate(err: unknown, doc: Raw | null, only?: IndexInfo): DuplicateKeyError | null {
+    const e = err as { code?: string; message?: string };
+    if (e?.code === 'SQLITE_CONSTRAINT_PRIMARYKEY')
+      return new DuplicateKeyError(this.coll, '_id_', { _id: doc?._id });
+    if (e?.code !== 'SQLITE_CONSTRAINT_UNIQUE') return null;
+    const m = /index '(.*)'$/.exec(e.message ?? '');
+    const ix = only ?? (m ? this.bySqlName.get(m[1]) : undefined);
+    if (!ix) return new DuplicateKeyError(this.coll, '_id_', { _id: doc?._id });
+    return new DuplicateKeyError(this.coll, ix.name, doc ? keyOf(ix, doc) : {});
+  }
+}
+
+function keyOf(ix: IndexInfo, doc: Raw): Record<string, unknown> {
+  return Object.fromEntries(
+    ix.fields.map((f) => {
+      const v = f === '_id' ? doc._id : plainValueAt(doc, f);
+      return [f, v === undefined ? null : v];
+    }),
+  );
+}
