@@ -69,6 +69,19 @@ async function measure(
   };
 }
 
+/** The section's figures; the flat keys are the issue #14 goal rows. */
+export interface EventsFigures {
+  /** Single-event appends per second, one session, one at a time. */
+  sequentialPerS: number;
+  /** Events per second, one session, 10 events per append. */
+  sequentialBatch10PerS: number;
+  /** Single-event appends per second across all sessions at once. */
+  concurrentPerS: number;
+  /** The slowest single append() of the whole section, ms. */
+  maxAppendMs: number;
+  rows: AppendFigures[];
+}
+
 export interface EventsSectionLabels {
   /** Section heading. */
   title: string;
@@ -86,7 +99,7 @@ export async function eventsSection(
   s: BenchSettings,
   turns?: TurnFigures,
   labels: EventsSectionLabels = EMBEDDED,
-): Promise<AppendFigures[]> {
+): Promise<EventsFigures> {
   printSection(labels.title);
   const { sessionIds } = await p.sessions(Math.max(1, s.sessions));
   const ms = s.seconds * 1000;
@@ -113,5 +126,11 @@ export async function eventsSection(
         ]
       : [],
   );
-  return rows;
+  return {
+    sequentialPerS: rows[0]!.eventsPerSec,
+    sequentialBatch10PerS: rows[1]!.eventsPerSec,
+    concurrentPerS: rows[2]!.eventsPerSec,
+    maxAppendMs: Math.max(...rows.map((r) => r.latency.max)),
+    rows,
+  };
 }

@@ -121,7 +121,16 @@ const lastSeq = async (p: BenchPlatform, ids: string[]) => {
   return sum;
 };
 
+/** The section's figures; the flat keys are the issue #14 goal rows (sequential p50/p99, concurrent rate). */
 export interface TurnFigures {
+  /** POST -> first agent.message_chunk, sequential turns on one session, ms. */
+  firstChunkP50Ms: number;
+  firstChunkP99Ms: number;
+  /** POST -> session.status_idle, sequential turns on one session, ms. */
+  idleP50Ms: number;
+  idleP99Ms: number;
+  /** Turns per second across all sessions, each session one turn at a time. */
+  turnsPerS: number;
   sequential: {
     turns: number;
     errors: number;
@@ -265,6 +274,11 @@ export async function turnsSection(
       ],
     );
     return {
+      firstChunkP50Ms: firstS.p50,
+      firstChunkP99Ms: firstS.p99,
+      idleP50Ms: idleS.p50,
+      idleP99Ms: idleS.p99,
+      turnsPerS: concurrent.turnsPerSec,
       sequential: {
         turns: idle.length,
         errors: seqErrors,

@@ -14,7 +14,7 @@ import type { ChatMessage, ContentBlock, EventDoc } from '@agentfleet/core';
  * Proved by test/system-message.test.ts, test/self-hosted-lane.test.ts and the turn tests
  * (test/sdk-flow.test.ts).
  */
-export function buildHistory(events: EventDoc[]): ChatMessage[] {
+export function buildHistory(events: readonly EventDoc[]): ChatMessage[] {
   const out: ChatMessage[] = [];
   const push = (role: ChatMessage['role'], blocks: ContentBlock[]) => {
     if (!blocks.length) return;

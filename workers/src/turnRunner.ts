@@ -36,6 +36,7 @@ import { SelfHostedLane } from './selfHosted.js';
 import { outputWarnings } from './turnOutputs.js';
 import { memoryWarnings, withMemoryPrompt } from './turnMemory.js';
 import { SkillLoadError, withSkillPrompt } from './skillPrompt.js';
+import { SessionLogCache } from './sessionLogCache.js';
 
 /**
  * Runs session turns. Guarantees: one turn per session at a time (session lease, fenced
@@ -59,6 +60,8 @@ export class TurnRunner {
     private readonly log: Logger,
     private readonly tools: ToolExecutor = new ToolExecutor({ sandbox: null, web: null }),
     private readonly sandbox: SandboxManager | null = null,
+    /** The session logs this worker read (./sessionLogCache.ts): a turn reads only new events. */
+    private readonly logs: SessionLogCache = new SessionLogCache(p.events),
   ) {}
 
   private get maxConcurrentTurns() {
@@ -166,12 +169,12 @@ export class TurnRunner {
     const { sessions, runs } = this.p.collections;
     await sessions.updateOne(tenant, { _id: sid }, { $max: { fence: lease.token } });
     for (;;) {
-      const s = await sessions.get(tenant, sid);
+      const [s, orphan] = await Promise.all([sessions.get(tenant, sid), runs.get(tenant, sid)]);
       if (!s || s.deleted_at || s.terminated_at) {
+        this.logs.forget(tenant, sid);
         await runs.deleteMany(tenant, { _id: sid });
         return;
       }
-      const orphan = await runs.get(tenant, sid);
       if (orphan) {
         await this.recover(tenant, s, orphan.start_seq, orphan.input_to, lease);
         continue;
@@ -204,7 +207,9 @@ export class TurnRunner {
       return;
     }
     const startSeq = s.last_seq + 1;
-    await this.p.collections.runs.updateOne(
+    // The run record and session.status_running are issued together, the record first (each
+    // store applies a caller's writes in call order), so a started turn always has its record.
+    const record = this.p.collections.runs.updateOne(
       tenant,
       { _id: s._id },
       {
@@ -219,7 +224,10 @@ export class TurnRunner {
       },
       { upsert: true },
     );
-    await this.append(tenant, s._id, lease, [{ type: 'session.status_running', payload: {} }]);
+    const running = this.append(tenant, s._id, lease, [
+      { type: 'session.status_running', payload: {} },
+    ]);
+    await Promise.all([record, running]);
     this.p.metrics.turnsStarted.inc();
     await this.loop(tenant, s, lease, inputTo, interruptSeq);
   }
@@ -312,8 +320,12 @@ export class TurnRunner {
         $set: { recoveries: 0 },
       }),
     );
-    await this.markProcessed(tenant, sid, processed);
-    await this.p.collections.runs.deleteOne(tenant, { _id: sid });
+    // processed_seq moved with the idle: the pending flag and the run record go together (either
+    // one lost in a crash is repaired: drain clears a stale flag, recover a finished run).
+    await Promise.all([
+      this.clearPending(tenant, sid, processed),
+      this.p.collections.runs.deleteOne(tenant, { _id: sid }),
+    ]);
     this.p.metrics.turnsFinished.inc({
       stop_reason: String(end.stop_reason.type),
       interrupted: end.interrupted ? 'true' : 'false',
@@ -323,8 +335,12 @@ export class TurnRunner {
   private async markProcessed(tenant: string, sid: string, upTo: number) {
     const { sessions } = this.p.collections;
     await sessions.updateOne(tenant, { _id: sid }, { $max: { processed_seq: upTo } });
-    // Cleared only if no newer input arrived meanwhile (compare-and-set on input_seq).
-    await sessions.updateOne(
+    await this.clearPending(tenant, sid, upTo);
+  }
+
+  /** Cleared only if no newer input arrived meanwhile (compare-and-set on input_seq). */
+  private async clearPending(tenant: string, sid: string, upTo: number) {
+    await this.p.collections.sessions.updateOne(
       tenant,
       { _id: sid, input_seq: { $lte: upTo } },
       { $set: { pending: false } },
@@ -368,7 +384,7 @@ export class TurnRunner {
       lane,
     );
     // Calls held for confirmation by an earlier turn are settled before the model sees them.
-    const log = await this.p.events.all(tenant, sid);
+    const log = await this.logs.all(tenant, sid);
     const held = await calls.settleHeld(log, lane ? inputTo : Infinity);
     if (held.length) return { stop_reason: { type: 'requires_action', event_ids: held } };
     // The pinned skills' SKILL.md bodies, inlined into the system prompt (./skillPrompt.ts).
@@ -387,7 +403,7 @@ export class TurnRunner {
       const history = await resolveFileBlocks(
         this.p.files,
         tenant,
-        buildHistory(await this.p.events.all(tenant, sid)),
+        buildHistory(await this.logs.all(tenant, sid)),
       );
       const outcome = await modelRequest(
         this.p,

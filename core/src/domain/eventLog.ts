@@ -93,8 +93,11 @@ export class EventLog {
       throw err;
     }
     this.metrics?.eventsAppended.inc({}, written.length);
-    for (const e of written) await this.pubsub.publish(sessionChannel(sessionId), renderEvent(e));
-    for (const hook of this.appendHooks) await hook(tenant, sessionId, written).catch(() => {});
+    // Issued together, in seq order (each adapter delivers in call order), after the write.
+    const channel = sessionChannel(sessionId);
+    await Promise.all(written.map((e) => this.pubsub.publish(channel, renderEvent(e))));
+    if (this.appendHooks.length)
+      await Promise.all(this.appendHooks.map((h) => h(tenant, sessionId, written).catch(() => {})));
     return written;
   }
 

@@ -1,0 +1,121 @@
+/**
+ * The worker's session log cache (workers/src/sessionLogCache.ts): a turn reads only the events
+ * appended since its last read. Proves, against an in-process platform and the scripted model:
+ * the next turn's model request carries the whole conversation, including events the worker did
+ * not append itself (written to the log directly, as another process would); `all` equals the
+ * store's own full read after every append; cached events are frozen; the byte bound holds (a
+ * log over it is served whole but not kept, least recently used sessions go first); `forget`
+ * drops an entry.
+ */
+import { SessionLogCache } from '@agentfleet/workers';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startPlatform, waitFor, type TestPlatform } from './harness.js';
+
+const TENANT = 'tnt_default';
+let t: TestPlatform;
+let agentId: string;
+let envId: string;
+
+beforeAll(async () => {
+  t = await startPlatform({ env: { SANDBOX_DRIVER: 'none', RATE_LIMIT_PER_MINUTE: '100000' } });
+  agentId = (await t.client.beta.agents.create({ name: 'log-cache', model: 'claude-sonnet-4-5' }))
+    .id;
+  envId = (await t.client.beta.environments.create({ name: 'log-cache' })).id;
+});
+afterAll(async () => {
+  await t?.close();
+});
+
+const newSession = async () =>
+  (await t.client.beta.sessions.create({ agent: agentId, environment_id: envId })).id;
+const text = (s: string) => ({
+  type: 'user.message' as const,
+  content: [{ type: 'text' as const, text: s }],
+});
+
+async function turn(sid: string, message: string) {
+  const before = t.model.requests.length;
+  const sent = (await t.client.beta.sessions.events.send(sid, { events: [text(message)] })) as any;
+  const seq = sent.data.at(-1).seq as number;
+  await waitFor(async () => {
+    const evs = (await t.client.beta.sessions.events.list(sid, { limit: 1000 })).data as any[];
+    return evs.some((e) => e.type === 'session.status_idle' && e.seq > seq);
+  }, 15_000);
+  return t.model.requests.slice(before).at(-1)!.body;
+}
+
+const userTexts = (body: any): string[] =>
+  (body.messages as any[])
+    .filter((m) => m.role === 'user')
+    .flatMap((m) => (typeof m.content === 'string' ? [m.content] : m.content))
+    .map((b: any) => (typeof b === 'string' ? b : b.text))
+    .filter(Boolean);
+
+describe('session log cache', () => {
+  it('each turn sends the whole conversation, including events appended by someone else', async () => {
+    const sid = await newSession();
+    expect(userTexts(await turn(sid, 'one'))).toEqual(['one']);
+    expect(userTexts(await turn(sid, 'two'))).toEqual(['one', 'two']);
+    // Written straight to the log (as a gateway in another process would), not through the worker.
+    await t.server.platform.events.append(TENANT, sid, [
+      { type: 'user.message', payload: { content: [{ type: 'text', text: 'aside' }] } },
+    ]);
+    const third = await turn(sid, 'three');
+    expect(userTexts(third)).toEqual(['one', 'two', 'aside', 'three']);
+    expect((third.messages as any[]).filter((m) => m.role === 'assistant')).toHaveLength(2);
+  });
+
+  it('serves what the store holds after every append; cached events are frozen', async () => {
+    const sid = await newSession();
+    const log = t.server.platform.events;
+    const cache = new SessionLogCache(log);
+    for (let i = 0; i < 5; i++) {
+      await log.append(TENANT, sid, [
+        { type: 'user.message', payload: { content: [{ type: 'text', text: `m${i}` }] } },
+        { type: 'agent.message', payload: { content: [{ type: 'text', text: `a${i}` }] } },
+      ]);
+      const cached = await cache.all(TENANT, sid);
+      expect(cached.map((e) => [e._id, e.seq])).toEqual(
+        (await log.all(TENANT, sid)).map((e) => [e._id, e.seq]),
+      );
+    }
+    const [first] = await cache.all(TENANT, sid);
+    expect(() => {
+      (first!.payload as any).content[0].text = 'changed';
+    }).toThrow(TypeError);
+    expect(((await cache.all(TENANT, sid))[0]!.payload as any).content[0].text).toBe('m0');
+    expect(cache.stats().sessions).toBe(1);
+    cache.forget(TENANT, sid);
+    expect(cache.stats()).toEqual({ bytes: 0, sessions: 0 });
+    expect(await cache.all(TENANT, sid)).toHaveLength(10);
+  });
+
+  it('holds at most its byte bound: a bigger log is served whole but not kept; LRU goes first', async () => {
+    const log = t.server.platform.events;
+    const [a, b, big] = [await newSession(), await newSession(), await newSession()];
+    const fill = (sid: string, n: number, size: number) =>
+      log.append(
+        TENANT,
+        sid,
+        Array.from({ length: n }, () => ({
+          type: 'agent.message',
+          payload: { content: [{ type: 'text', text: 'x'.repeat(size) }] },
+        })),
+      );
+    await fill(a, 4, 1000);
+    await fill(b, 4, 1000);
+    await fill(big, 20, 1000);
+    const cache = new SessionLogCache(log, 10_000);
+    expect(await cache.all(TENANT, big)).toHaveLength(20);
+    expect(cache.stats()).toEqual({ bytes: 0, sessions: 0 });
+    await cache.all(TENANT, a);
+    await cache.all(TENANT, b);
+    expect(cache.stats().sessions).toBe(2);
+    expect(cache.stats().bytes).toBeLessThanOrEqual(10_000);
+    await fill(a, 2, 1000); // a grows past what both fit in: b (least recently used) goes
+    expect(await cache.all(TENANT, a)).toHaveLength(6);
+    expect(cache.stats().sessions).toBe(1);
+    expect(cache.stats().bytes).toBeLessThanOrEqual(10_000);
+    expect(await cache.all(TENANT, b)).toHaveLength(4);
+  });
+});

@@ -1,0 +1,106 @@
+/**
+ * The worker's in-process copy of session event logs, so a turn reads only the events appended
+ * since its last read instead of the whole log on every model request (the log grows with the
+ * session: a full read per request made turn overhead grow with the session's age).
+ *
+ * Guarantees:
+ * - `all(tenant, sessionId)` returns what `EventLog.all` returns at the time of the call: the
+ *   cached prefix plus every event the store holds after it (read with `EventLog.range`, so
+ *   spilled payloads arrive whole). Events are immutable once written and `seq` is gap-free, so
+ *   a cached prefix is never stale, whichever process appended to the log: no invalidation or
+ *   staleness bound is needed. Only a contiguous run of seqs is kept; an event read past a gap
+ *   (a concurrent append still landing) is returned but re-read next time.
+ * - Cached events are deep-frozen: a caller that mutates one throws instead of corrupting the
+ *   next turn's history.
+ * - Memory is bounded: at most `maxBytes` of payload JSON across sessions (default 64 MiB); the
+ *   least recently used sessions are dropped first, and a log larger than the bound is never
+ *   cached (it is read from the store each time, as before).
+ * - A deleted session's entry is never served: its log reads come after the turn checked that
+ *   the session exists, and `forget` drops it.
+ * Proven by test/turn-log-cache.test.ts.
+ */
+import type { EventDoc, EventLog } from '@agentfleet/core';
+
+const PAGE = 10_000;
+export const DEFAULT_LOG_CACHE_BYTES = 64 * 2 ** 20;
+
+interface Entry {
+  events: EventDoc[];
+  bytes: number;
+}
+
+function deepFreeze<T>(v: T): T {
+  if (v && typeof v === 'object' && !Object.isFrozen(v)) {
+    Object.freeze(v);
+    for (const x of Object.values(v as object)) deepFreeze(x);
+  }
+  return v;
+}
+
+export class SessionLogCache {
+  private readonly entries = new Map<string, Entry>();
+  private bytes = 0;
+
+  constructor(
+    private readonly log: Pick<EventLog, 'range'>,
+    private readonly maxBytes = DEFAULT_LOG_CACHE_BYTES,
+  ) {}
+
+  /** Every event of the session, ascending by seq (see the file header). */
+  async all(tenant: string, sessionId: string): Promise<readonly EventDoc[]> {
+    const key = `${tenant}\u0000${sessionId}`;
+    const entry = this.entries.get(key);
+    const cached = entry?.events ?? [];
+    const fresh: EventDoc[] = [];
+    let after = cached.length ? cached[cached.length - 1]!.seq : 0;
+    for (;;) {
+      const page = await this.log.range(tenant, sessionId, after, PAGE);
+      fresh.push(...page);
+      if (page.length < PAGE) break;
+      after = page[page.length - 1]!.seq;
+    }
+    // Keep the contiguous run that extends the cached prefix.
+    let last = cached.length ? cached[cached.length - 1]!.seq : undefined;
+    let keep = 0;
+    let added = 0;
+    for (const e of fresh) {
+      if (last !== undefined && e.seq !== last + 1) break;
+      last = e.seq;
+      added += JSON.stringify(e.payload).length + 200;
+      keep++;
+    }
+    const all = fresh.length ? [...cached, ...fresh] : cached;
+    if (entry) this.entries.delete(key); // re-inserted below as the most recently used
+    const next: Entry = {
+      events: keep ? [...cached, ...fresh.slice(0, keep).map(deepFreeze)] : cached,
+      bytes: (entry?.bytes ?? 0) + added,
+    };
+    this.bytes += added;
+    if (next.bytes > this.maxBytes) this.bytes -= next.bytes;
+    else this.entries.set(key, next);
+    this.evict();
+    return all;
+  }
+
+  /** Drops a session's entry (its log was deleted). */
+  forget(tenant: string, sessionId: string): void {
+    const key = `${tenant}\u0000${sessionId}`;
+    const entry = this.entries.get(key);
+    if (!entry) return;
+    this.entries.delete(key);
+    this.bytes -= entry.bytes;
+  }
+
+  /** Payload bytes held (estimate) and sessions cached. */
+  stats(): { bytes: number; sessions: number } {
+    return { bytes: this.bytes, sessions: this.entries.size };
+  }
+
+  private evict(): void {
+    for (const [key, entry] of this.entries) {
+      if (this.bytes <= this.maxBytes) return;
+      this.entries.delete(key);
+      this.bytes -= entry.bytes;
+    }
+  }
+}
