@@ -32,21 +32,6 @@ const per = (v: number | undefined, unit = '/s') =>
 const x = (v: number | undefined) => (v === undefined ? undefined : `${fmt(v, 2)}×`);
 const both = (...parts: Array<string | undefined>) =>
   parts.every((p) => p === undefined) ? undefined : parts.map((p) => p ?? '—').join(' / ');
-const events = (r: Results, i: number, key: string) => {
-  const rows = r.get('events');
-  if (!Array.isArray(rows)) return undefined;
-  const v = (rows[i] as Record<string, unknown> | undefined)?.[key];
-  return typeof v === 'number' ? v : undefined;
-};
-const eventsMax = (r: Results) => {
-  const rows = r.get('events');
-  if (!Array.isArray(rows)) return undefined;
-  const maxes = rows
-    .map((row) => (row as { latency?: { max?: number } }).latency?.max)
-    .filter((v): v is number => typeof v === 'number');
-  return maxes.length ? Math.max(...maxes) : undefined;
-};
-
 const ROWS: Row[] = [
   {
     measure: 'store at 1M events: RSS / restart / events?limit=100 p50',
@@ -93,7 +78,8 @@ const ROWS: Row[] = [
     measure: 'appends: concurrent / sequential on one session',
     goal: '≥ 20k/s / ≥ 5k/s',
     section: 'events',
-    measured: (r) => both(per(events(r, 2, 'eventsPerSec')), per(events(r, 0, 'eventsPerSec'))),
+    measured: (r) =>
+      both(per(get(r, 'events', 'concurrentPerS')), per(get(r, 'events', 'sequentialPerS'))),
     baseline: (r) => {
       const v = both(
         per(get(r, 'floors', 'append.concurrentPerSec')),
@@ -106,7 +92,7 @@ const ROWS: Row[] = [
     measure: 'slowest single append in the run',
     goal: '≤ 50 ms',
     section: 'events',
-    measured: (r) => ms(eventsMax(r)),
+    measured: (r) => ms(get(r, 'events', 'maxAppendMs')),
     baseline: (r) => {
       const v = ms(get(r, 'floors', 'append.maxMs'));
       return v && `floor (raw SQLite): ${v}`;
