@@ -309,6 +309,32 @@ describe('embedded store performance', () => {
     await store.close();
   });
 
+  it('finds a boolean flag through its index, and keeps MongoDB equality on mixed fields', async () => {
+    const store = await openEmbeddedStore({});
+    const c = store.collection<{ _id: string; pending?: unknown; f?: unknown }>({
+      name: 'flags',
+      indexes: [{ fields: { pending: 1 } }, { fields: { f: 1 } }],
+    });
+    await c.insertMany(
+      Array.from({ length: 500 }, (_, i) => ({ _id: `s${i}`, pending: i % 50 === 0 })),
+    );
+    const before = store.stats().docsExamined;
+    expect((await c.find({ pending: true })).map((d) => d._id).sort()).toEqual(
+      Array.from({ length: 10 }, (_, i) => `s${i * 50}`).sort(),
+    );
+    expect(store.stats().docsExamined - before).toBe(10);
+    const mixed = [1, true, '1', 'x', { a: 1 }, [true, 'x'], null];
+    await c.insertMany(mixed.map((f, i) => ({ _id: `m${i}`, f })));
+    const ids = async (filter: Record<string, unknown>) =>
+      (await c.find(filter)).map((d) => d._id).sort();
+    expect(await ids({ f: true })).toEqual(['m1', 'm5']);
+    expect(await ids({ f: 1 })).toEqual(['m0']);
+    expect(await ids({ f: 'x' })).toEqual(['m3', 'm5']);
+    expect(await ids({ f: '1' })).toEqual(['m2']);
+    expect(await ids({ f: { $gt: 0 } })).toEqual(['m0']);
+    await store.close();
+  });
+
   it('pushes the tenant-scoped events page down onto the (session_id, seq) index: reads only the page', async () => {
     const store = await openEmbeddedStore({});
     const events = store.collection<{

@@ -58,7 +58,7 @@ export class SqliteCollection<T extends Doc> implements Collection<T> {
     const skip = Math.max(0, opts.skip ?? 0);
     const limit = opts.limit && opts.limit > 0 ? opts.limit : 0;
     const { t, plain } = this.table;
-    const where = toWhere(filter, plain);
+    const where = toWhere(filter, this.table);
     const order = where.exact ? toOrderBy(opts.sort, plain) : null;
     if (order !== null) {
       const params = [...where.params];
@@ -156,7 +156,7 @@ export class SqliteCollection<T extends Doc> implements Collection<T> {
   count(filter: Filter): Promise<number> {
     return this.core.read(() => {
       compileFilter(filter);
-      const where = toWhere(filter, this.table.plain);
+      const where = toWhere(filter, this.table);
       if (!where.exact) return this.select(filter).length;
       const sql = `SELECT count(*) FROM ${this.table.t} WHERE ${where.sql}`;
       return this.core.stmt(sql).get(...where.params) as number;
@@ -199,7 +199,7 @@ export class SqliteCollection<T extends Doc> implements Collection<T> {
   deleteMany(filter: Filter): Promise<number> {
     return this.core.write(() => {
       compileFilter(filter);
-      const where = toWhere(filter, this.table.plain);
+      const where = toWhere(filter, this.table);
       if (where.exact)
         return this.core.stmt(`DELETE FROM ${this.table.t} WHERE ${where.sql}`).run(...where.params)
           .changes;

@@ -9,7 +9,10 @@
  * booleans, no objects: documentStore.ts tracks this per field). On plain fields SQLite's order
  * (NULL < numbers < text) is MongoDB's (null < numbers < strings), `null` matches missing through
  * `IS NULL`, and ranges keep MongoDB's type brackets with the `'' ` bound (every number sorts
- * below the empty string, every string at or above it). Anything else is left to the JS
+ * below the empty string, every string at or above it). Equality with a string, number or
+ * boolean is also pushed on other fields, type-checked with json_type (guardedEq: through the
+ * index when the field is indexed and never held an array, with a json_each branch for arrays
+ * on top-level fields). Anything else is left to the JS
  * predicate (query.ts compileFilter): the pushed part is then a superset prefilter, `exact` is
  * false and the caller sorts, skips and limits in JS.
  * Strings compare by UTF-8 bytes in SQL (as MongoDB does) and by UTF-16 code units in the JS
@@ -107,27 +110,47 @@ const hasNumber = (v: unknown): boolean =>
   typeof v === 'number' ||
   (typeof v === 'object' && v !== null && Object.values(v).some(hasNumber));
 
+/** What the collection knows about its fields (tables.ts). */
+export interface FieldInfo {
+  /** `_id`, or an indexed field holding only strings, numbers, null or missing. */
+  plain(field: string): boolean;
+  /** `_id`, or an indexed field that never held an array (anywhere along its path). */
+  arrayFree(field: string): boolean;
+}
+
+const TYPES = {
+  string: "('text')",
+  number: "('integer','real')",
+  true: "('true')",
+  false: "('false')",
+};
+
 /**
- * Equality with a string or number on a top-level field that is not plain (e.g. `tenant_id`,
- * which every tenant-scoped query adds): exact without an index — the value itself, type
- * checked, or an element of an array held there.
+ * Equality with a string, number or boolean on a field that is not plain (e.g. `tenant_id`,
+ * which every tenant-scoped query adds, or a boolean flag): the value itself, type checked —
+ * through the index when the field is indexed and array-free — or, on a top-level field, also
+ * an element of an array held there.
  */
-function guardedEq(field: string, cond: unknown): Part {
+function guardedEq(field: string, cond: unknown, info: FieldInfo): Part {
   const v = isOps(cond) && Object.keys(cond).length === 1 && '$eq' in cond ? cond.$eq : cond;
-  if (!scalar(v) || field.includes('.') || !SEGMENT.test(field)) return null;
+  if (!scalar(v) && typeof v !== 'boolean') return null;
+  const types = typeof v === 'boolean' ? TYPES[`${v}`] : TYPES[typeof v as 'string' | 'number'];
+  const bound = typeof v === 'boolean' ? Number(v) : v;
   const p = jsonPath(field);
-  const types = typeof v === 'string' ? "('text')" : "('integer','real')";
+  const self = `${fieldExpr(field)} = ? AND json_type(doc,'${p}') IN ${types}`;
+  if (info.arrayFree(field)) return { sql: `(${self})`, params: [bound] };
+  if (field.includes('.') || !SEGMENT.test(field)) return null;
   return {
-    sql: `((json_extract(doc,'${p}') = ? AND json_type(doc,'${p}') IN ${types}) OR (json_type(doc,'${p}') = 'array' AND EXISTS (SELECT 1 FROM json_each(doc,'${p}') WHERE value = ? AND type IN ${types})))`,
-    params: [v, v],
+    sql: `((${self}) OR (json_type(doc,'${p}') = 'array' AND EXISTS (SELECT 1 FROM json_each(doc,'${p}') WHERE value = ? AND type IN ${types})))`,
+    params: [bound, bound],
   };
 }
 
-function condition(field: string, cond: unknown, plain: (f: string) => boolean): Part {
+function condition(field: string, cond: unknown, info: FieldInfo): Part {
   if (field === '_id' && hasNumber(cond)) return null;
-  if (!plain(field)) return guardedEq(field, cond);
+  if (!info.plain(field)) return guardedEq(field, cond, info);
   const e = fieldExpr(field);
-  if (!isOps(cond)) return eq(e, cond);
+  if (!isOps(cond)) return eq(e, cond) ?? guardedEq(field, cond, info);
   const parts: string[] = [];
   const params: unknown[] = [];
   for (const [name, arg] of Object.entries(cond)) {
@@ -140,24 +163,24 @@ function condition(field: string, cond: unknown, plain: (f: string) => boolean):
 }
 
 /**
- * WHERE clause for `filter` (already validated by compileFilter). `plain(field)` says whether
- * the field is plain in this collection (see the header).
+ * WHERE clause for `filter` (already validated by compileFilter), for a collection whose
+ * fields `info` describes.
  */
-export function toWhere(filter: Filter, plain: (field: string) => boolean): SqlWhere {
+export function toWhere(filter: Filter, info: FieldInfo): SqlWhere {
   const parts: string[] = [];
   const params: unknown[] = [];
   let exact = true;
   for (const [key, cond] of Object.entries(filter)) {
     let p: Part;
     if (key === '$or') {
-      const alts = (cond as Filter[]).map((f) => toWhere(f, plain));
+      const alts = (cond as Filter[]).map((f) => toWhere(f, info));
       p = alts.every((a) => a.exact)
         ? {
             sql: `(${alts.map((a) => `(${a.sql})`).join(' OR ')})`,
             params: alts.flatMap((a) => a.params),
           }
         : null;
-    } else p = condition(key, cond, plain);
+    } else p = condition(key, cond, info);
     if (!p) {
       exact = false;
       continue;

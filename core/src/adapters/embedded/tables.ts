@@ -8,7 +8,8 @@
  * - `plain(field)` is true only for `_id` and indexed fields that never held an array (anywhere
  *   along the path), a boolean or an object in any document (tracked in `_af_fields`, checked
  *   by a scan when a field is first indexed and on every write after): sqlFilter.ts pushes
- *   conditions and sorts on those fields only;
+ *   conditions and sorts on those fields; `arrayFree(field)` (no array ever) lets it push
+ *   type-checked equality through the index on fields holding booleans or objects too;
  * - unique indexes keep MongoDB's semantics for the values the domain uses — strings, numbers,
  *   null and missing (missing counts as null, so at most one document per key lacks the field:
  *   SQLite's UNIQUE treats NULLs as distinct, so `checkUnique` looks those up before the
@@ -36,34 +37,45 @@ interface IndexInfo {
 const isObj = (v: unknown): v is Record<string, unknown> =>
   typeof v === 'object' && v !== null && !Array.isArray(v);
 
-/** The value under a dotted path, or `nonPlain` when an array, boolean or object is met. */
+/** The value under a dotted path, NON_PLAIN for a boolean or object, ARRAY when an array is met. */
 const NON_PLAIN = Symbol('non-plain');
+const ARRAY = Symbol('array');
 function plainValueAt(doc: unknown, field: string): unknown {
   let cur: unknown = doc;
   for (const seg of field.split('.')) {
-    if (Array.isArray(cur)) return NON_PLAIN;
+    if (Array.isArray(cur)) return ARRAY;
     if (!isObj(cur)) return undefined;
     cur = cur[seg];
   }
   if (cur === undefined || cur === null || typeof cur === 'string' || typeof cur === 'number')
     return cur;
-  return NON_PLAIN;
+  return Array.isArray(cur) ? ARRAY : NON_PLAIN;
+}
+
+/** SQL condition true for rows holding an array at or along `field`. */
+function arraySql(field: string): string {
+  const segs = field.split('.');
+  return segs
+    .map((_, i) => `json_type(doc,'${jsonPath(segs.slice(0, i + 1).join('.'))}') = 'array'`)
+    .join(' OR ');
 }
 
 /** SQL condition true for rows holding a non-plain value at `field` (see plainValueAt). */
 function nonPlainSql(field: string): string {
-  const segs = field.split('.');
-  const prefixes = segs
-    .slice(0, -1)
-    .map((_, i) => `json_type(doc,'${jsonPath(segs.slice(0, i + 1).join('.'))}') = 'array'`);
-  const last = `json_type(doc,'${jsonPath(field)}') IN ('true','false','object','array')`;
-  return [...prefixes, last].join(' OR ');
+  return `${arraySql(field)} OR json_type(doc,'${jsonPath(field)}') IN ('true','false','object')`;
+}
+
+interface FieldState {
+  /** Some document held a boolean, object or array there. */
+  mixed: boolean;
+  /** Some document held an array there or along the path. */
+  arrays: boolean;
 }
 
 export function createMetaTables(db: Database): void {
   db.exec(
     `CREATE TABLE IF NOT EXISTS _af_indexes (coll TEXT NOT NULL, name TEXT NOT NULL, fields TEXT NOT NULL, uniq INTEGER NOT NULL, PRIMARY KEY (coll, name));
-     CREATE TABLE IF NOT EXISTS _af_fields (coll TEXT NOT NULL, field TEXT NOT NULL, mixed INTEGER NOT NULL, PRIMARY KEY (coll, field));`,
+     CREATE TABLE IF NOT EXISTS _af_fields (coll TEXT NOT NULL, field TEXT NOT NULL, mixed INTEGER NOT NULL, arrays INTEGER NOT NULL, PRIMARY KEY (coll, field));`,
   );
 }
 
@@ -80,7 +92,7 @@ export class Table {
   private readonly indexes = new Map<string, IndexInfo>();
   private readonly bySqlName = new Map<string, IndexInfo>();
   /** Indexed field → whether some document held a non-plain value there. */
-  private readonly fields = new Map<string, boolean>();
+  private readonly fields = new Map<string, FieldState>();
   private uniques: IndexInfo[] = [];
 
   constructor(
@@ -94,14 +106,18 @@ export class Table {
       .prepare('SELECT name, fields, uniq FROM _af_indexes WHERE coll = ?')
       .all(coll) as Array<{ name: string; fields: string; uniq: number }>;
     for (const r of idx) this.remember(r.name, JSON.parse(r.fields) as string[], r.uniq === 1);
-    const fs = db.prepare('SELECT field, mixed FROM _af_fields WHERE coll = ?').all(coll) as Array<{
-      field: string;
-      mixed: number;
-    }>;
-    for (const r of fs) this.fields.set(r.field, r.mixed === 1);
+    const fs = db
+      .prepare('SELECT field, mixed, arrays FROM _af_fields WHERE coll = ?')
+      .all(coll) as Array<{ field: string; mixed: number; arrays: number }>;
+    for (const r of fs) this.fields.set(r.field, { mixed: r.mixed === 1, arrays: r.arrays === 1 });
   }
 
-  readonly plain = (field: string): boolean => field === '_id' || this.fields.get(field) === false;
+  readonly plain = (field: string): boolean =>
+    field === '_id' || this.fields.get(field)?.mixed === false;
+
+  /** An indexed field that never held an array (booleans and objects allowed). */
+  readonly arrayFree = (field: string): boolean =>
+    field === '_id' || this.fields.get(field)?.arrays === false;
 
   private remember(name: string, fields: string[], unique: boolean): IndexInfo {
     const info = { name, sqlName: `ix:${this.coll}:${name}`, fields, unique };
@@ -130,17 +146,20 @@ export class Table {
     }
     for (const f of fields) {
       if (f === '_id' || this.fields.has(f)) continue;
-      const mixed = this.db
-        .prepare(`SELECT 1 FROM ${this.t} WHERE ${nonPlainSql(f)} LIMIT 1`)
-        .get();
+      const probe = (cond: string) =>
+        this.db.prepare(`SELECT 1 FROM ${this.t} WHERE ${cond} LIMIT 1`).get() !== undefined;
+      const mixed = probe(nonPlainSql(f));
+      const arrays = mixed && probe(arraySql(f));
       if (unique && mixed)
         throw new TypeError(
           `unique index ${name} on ${this.coll}: documents hold booleans, objects or arrays in ${f}; the embedded store supports strings, numbers, null or missing there`,
         );
       this.db
-        .prepare('INSERT OR REPLACE INTO _af_fields (coll, field, mixed) VALUES (?, ?, ?)')
-        .run(this.coll, f, mixed ? 1 : 0);
-      this.fields.set(f, Boolean(mixed));
+        .prepare(
+          'INSERT OR REPLACE INTO _af_fields (coll, field, mixed, arrays) VALUES (?, ?, ?, ?)',
+        )
+        .run(this.coll, f, mixed ? 1 : 0, arrays ? 1 : 0);
+      this.fields.set(f, { mixed, arrays });
     }
     const info = { name, sqlName: `ix:${this.coll}:${name}`, fields, unique };
     const cols = entries.map(([f, d]) => `${fieldExpr(f)}${d === -1 ? ' DESC' : ''}`).join(', ');
@@ -165,7 +184,7 @@ export class Table {
   checkWrite(doc: Raw): void {
     for (const ix of this.uniques) {
       const vals = ix.fields.map((f) => (f === '_id' ? doc._id : plainValueAt(doc, f)));
-      const i = vals.indexOf(NON_PLAIN);
+      const i = vals.findIndex((v) => v === NON_PLAIN || v === ARRAY);
       if (i >= 0)
         throw new TypeError(
           `${this.coll}: unique index ${ix.name} takes strings, numbers, null or missing in ${ix.fields[i]}; the embedded store refuses booleans, objects and arrays there`,
@@ -178,13 +197,18 @@ export class Table {
       );
       if (other !== undefined) throw new DuplicateKeyError(this.coll, ix.name, keyOf(ix, doc));
     }
-    for (const [field, mixed] of this.fields) {
-      if (mixed || plainValueAt(doc, field) !== NON_PLAIN) continue;
-      this.stmt('UPDATE _af_fields SET mixed = 1 WHERE coll = ? AND field = ?').run(
+    for (const [field, st] of this.fields) {
+      if (st.arrays) continue;
+      const v = plainValueAt(doc, field);
+      if (v !== ARRAY && (st.mixed || v !== NON_PLAIN)) continue;
+      const next = { mixed: true, arrays: v === ARRAY };
+      this.stmt('UPDATE _af_fields SET mixed = ?, arrays = ? WHERE coll = ? AND field = ?').run(
+        1,
+        next.arrays ? 1 : 0,
         this.coll,
         field,
       );
-      this.fields.set(field, true);
+      this.fields.set(field, next);
     }
   }
 
