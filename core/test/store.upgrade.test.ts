@@ -253,3 +253,151 @@ function corruptLine(dir: string): void {
   lines.splice(1, 0, '{"c":"agents","op":"put","doc":{');
   writeFileSync(join(dir, newest), lines.join('\n'));
 }
+
+/**
+ * A large store in the old files' format (snapshot 0 + log 0), as the old store wrote them:
+ * `docs` events of ~1 KB over 100 sessions; the log updates the first 1,000 and deletes the
+ * next 1,000. Answers the expected event count.
+ */
+function writeLargeLegacyStore(dir: string, docs: number): number {
+  const event = (i: number, type: string) => ({
+    _id: `sevt_${String(i).padStart(10, '0')}`,
+    tenant_id: 'tnt_default',
+    session_id: `sess_${i % 100}`,
+    seq: Math.floor(i / 100) + 1,
+    type,
+    payload: { content: [{ type: 'text', text: `event ${i} `.padEnd(800, 'x') }] },
+    created_at: '2026-11-01T00:00:00.000Z',
+  });
+  const snap = join(dir, 'snapshot-000000000000.jsonl');
+  writeFileSync(snap, `${JSON.stringify({ snapshot: 1, gen: 0 })}\n`);
+  for (let i = 0; i < docs; i += 5000) {
+    let chunk = '';
+    for (let j = i; j < Math.min(docs, i + 5000); j++)
+      chunk += `${JSON.stringify({ c: 'events', op: 'put', doc: event(j, 'agent.message') })}\n`;
+    appendFileSync(snap, chunk);
+  }
+  appendFileSync(snap, `${JSON.stringify({ end: docs })}\n`);
+  let log = '';
+  for (let j = 0; j < 1000; j++)
+    log += `${JSON.stringify({ c: 'events', op: 'put', doc: event(j, 'user.message') })}\n`;
+  for (let j = 1000; j < 2000; j++)
+    log += `${JSON.stringify({ c: 'events', op: 'del', id: event(j, '')._id })}\n`;
+  writeFileSync(join(dir, 'wal-000000000000.log'), log);
+  return docs - 1000;
+}
+
+const child = join(here, 'fixtures/legacy-import-child.ts');
+function runChild(dir: string, onSpawn?: (kill: () => void) => void) {
+  const p = spawn(process.execPath, ['--import', 'tsx', child, dir, 'events'], {
+    cwd: repoRoot,
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let stdout = '',
+    stderr = '';
+  p.stdout.on('data', (d: Buffer) => (stdout += d));
+  p.stderr.on('data', (d: Buffer) => (stderr += d));
+  onSpawn?.(() => p.kill('SIGKILL'));
+  return new Promise<{ signal: NodeJS.Signals | null; stdout: string; stderr: string }>((ok) =>
+    p.on('close', (_code, signal) => ok({ signal, stdout, stderr })),
+  );
+}
+
+describe('a crash during the import', () => {
+  it('a kill -9 mid-import leaves the old files in place; the next open imports them completely, once', async () => {
+    const dir = tempDir();
+    const expected = writeLargeLegacyStore(dir, 60_000);
+    const sizes = () =>
+      Object.fromEntries(readdirSync(dir).map((f) => [f, statSync(join(dir, f)).size]));
+    const before = sizes();
+    const importing = join(dir, 'store.sqlite3.importing');
+    const killed = await runChild(dir, (kill) => {
+      const poll = setInterval(() => {
+        if (existsSync(importing)) {
+          clearInterval(poll);
+          kill();
+        }
+      }, 2);
+    });
+    expect(killed.stdout, 'the import finished before it could be killed').toBe('');
+    expect(killed.signal).toBe('SIGKILL');
+    expect(existsSync(join(dir, 'store.sqlite3'))).toBe(false);
+    const after = sizes();
+    for (const [f, size] of Object.entries(before)) expect(after[f], f).toBe(size);
+    expect(readdirSync(dir).filter((f) => f.startsWith('pre-sqlite-'))).toEqual([]);
+
+    const done = await runChild(dir);
+    expect(done.stdout).toBe(`opened ${expected}\n`);
+    const lines = done.stderr
+      .split('\n')
+      .filter(Boolean)
+      .map((l) => (JSON.parse(l) as { msg: string }).msg)
+      .filter((m) => IMPORT_LINE.test(m));
+    expect(lines).toHaveLength(1);
+    expect(lines[0]).toContain(`imported ${expected} documents in 1 collections`);
+    expect(existsSync(importing)).toBe(false);
+    const store = await openEmbeddedStore({ dir, logger: capture().logger });
+    try {
+      const events = store.collection<StoredDoc>({ name: 'events' });
+      expect(await events.count({})).toBe(expected);
+      expect((await events.findOne({ _id: 'sevt_0000000999' }))?.type).toBe('user.message');
+      expect(await events.findOne({ _id: 'sevt_0000001999' })).toBeNull();
+      expect((await events.findOne({ _id: 'sevt_0000059999' }))?.seq).toBe(600);
+    } finally {
+      await store.close();
+    }
+  });
+});
+
+describe('a platform on a data dir written by the old store', () => {
+  it('serves the old agent over GET /v1/agents/:id, the tenant key still works, and events list as before', async () => {
+    const dataDir = tempDir();
+    mkdirSync(join(dataDir, 'store'));
+    copyFixture(join(dataDir, 'store'));
+    const model = await startScriptedModelServer();
+    const operatorKey = 'op-legacy-upgrade-test';
+    const server = await startServer('all', {
+      PORT: '0',
+      HOST: '127.0.0.1',
+      DATA_DIR: dataDir,
+      API_KEY: operatorKey,
+      // The secret the fixture was written under (test/harness.ts).
+      PLATFORM_ROOT_SECRET: 'test-root-secret-0123456789abcdef0123456789',
+      ANTHROPIC_API_KEY: 'sk-test-vendor',
+      ANTHROPIC_BASE_URL: model.url,
+      SANDBOX_DRIVER: 'none',
+      LOG_LEVEL: 'error',
+    });
+    const get = async (path: string, key: string) => {
+      const res = await fetch(`${server.url}${path}`, {
+        headers: { 'x-api-key': key, 'anthropic-beta': 'managed-agents-2026-04-01' },
+      });
+      return { status: res.status, body: (await res.json()) as any };
+    };
+    try {
+      const agent = await get(`/v1/agents/${manifest.agentId}`, operatorKey);
+      expect(agent.status).toBe(200);
+      expect(agent.body).toMatchObject({ id: manifest.agentId, version: 4, system: 'You are v4' });
+      const theirs = await get(`/v1/agents/${manifest.tenantAgentId}`, manifest.tenant.apiKey);
+      expect(theirs.status).toBe(200);
+      expect(theirs.body).toMatchObject({ name: 'tenant-agent', version: 3 });
+      expect((await get(`/v1/agents/${manifest.agentId}`, manifest.tenant.apiKey)).status).toBe(
+        404,
+      );
+      const sessionId = manifest.collections.sessions.find((s) => !s.deleted_at)!._id;
+      const page = await get(`/v1/sessions/${sessionId}/events?limit=100`, operatorKey);
+      expect(page.status).toBe(200);
+      const stored = manifest.collections.events
+        .filter((e) => e.session_id === sessionId)
+        .sort((a, b) => (a.seq as number) - (b.seq as number));
+      expect(page.body.data.map((e: any) => e.id)).toEqual(stored.slice(0, 100).map((e) => e._id));
+      expect(page.body.has_more).toBe(stored.length > 100);
+    } finally {
+      await server.close();
+      await model.close();
+    }
+    const storeDir = readdirSync(join(dataDir, 'store'));
+    expect(storeDir.filter((f) => f.startsWith('pre-sqlite-'))).toHaveLength(1);
+    expect(storeDir.filter((f) => OLD_FILE.test(f))).toEqual([]);
+  });
+});
