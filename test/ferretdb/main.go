@@ -45,17 +45,28 @@ func main() {
 	listen := flag.String("listen", "127.0.0.1:27017", "TCP listen address (host:port)")
 	data := flag.String("data", "", "data directory for the SQLite databases (created if missing)")
 	logLevel := flag.String("log-level", "warn", "log level: debug, info, warn or error")
+	backend := flag.String("backend", "sqlite", "storage backend: sqlite or postgresql")
+	pgURL := flag.String("postgresql-url", "", "PostgreSQL URL for -backend postgresql (e.g. postgres://u@127.0.0.1:5432/ferretdb)")
+	serialize := flag.Bool("serialize", true, "run write commands one at a time per namespace (see Atomicity)")
 	flag.Parse()
 
-	if err := run(*listen, *data, *logLevel); err != nil {
+	if err := run(*listen, *data, *logLevel, *backend, *pgURL, *serialize); err != nil {
 		fmt.Fprintln(os.Stderr, "ferretdb:", err)
 		os.Exit(1)
 	}
 }
 
-func run(listen, data, logLevel string) error {
+func run(listen, data, logLevel, backend, pgURL string, serialize bool) error {
 	if data == "" {
 		return errors.New("-data is required")
+	}
+
+	if backend != "sqlite" && backend != "postgresql" {
+		return fmt.Errorf("invalid -backend %q: sqlite or postgresql", backend)
+	}
+
+	if backend == "postgresql" && pgURL == "" {
+		return errors.New("-postgresql-url is required with -backend postgresql")
 	}
 
 	var level slog.Level
@@ -86,12 +97,18 @@ func run(listen, data, logLevel string) error {
 	q.Add("_pragma", "synchronous(full)")
 	sqliteURL := (&url.URL{Scheme: "file", Opaque: filepath.ToSlash(dir) + "/", RawQuery: q.Encode()}).String()
 
-	f, err := ferretdb.New(&ferretdb.Config{
+	cfg := &ferretdb.Config{
 		Listener:  ferretdb.ListenerConfig{TCP: "127.0.0.1:0"},
 		Logger:    logger,
-		Handler:   "sqlite",
+		Handler:   backend,
 		SQLiteURL: sqliteURL,
-	})
+	}
+	if backend == "postgresql" {
+		cfg.SQLiteURL = ""
+		cfg.PostgreSQLURL = pgURL
+	}
+
+	f, err := ferretdb.New(cfg)
 	if err != nil {
 		pub.Close()
 		return err
@@ -119,9 +136,10 @@ func run(listen, data, logLevel string) error {
 		return err
 	}
 
-	p := &proxy{backend: u.Host, logger: logger, conns: map[net.Conn]struct{}{}}
+	p := &proxy{backend: u.Host, logger: logger, serialize: serialize, conns: map[net.Conn]struct{}{}}
 
-	logger.Info("ferretdb listening", "listen", pub.Addr().String(), "backend", u.Host, "sqlite", sqliteURL)
+	logger.Info("ferretdb listening", "listen", pub.Addr().String(), "ferretdb", u.Host,
+		"backend", backend, "serialize", serialize)
 
 	served := make(chan struct{})
 
@@ -145,8 +163,9 @@ func run(listen, data, logLevel string) error {
 
 // proxy forwards MongoDB wire-protocol traffic to FerretDB, serializing write commands per namespace.
 type proxy struct {
-	backend string
-	logger  *slog.Logger
+	backend   string
+	logger    *slog.Logger
+	serialize bool // false: forward write commands without the stripe lock (measurement only)
 
 	mu    sync.Mutex
 	conns map[net.Conn]struct{}
@@ -269,7 +288,7 @@ func (p *proxy) handle(client net.Conn) {
 func (p *proxy) roundTrip(req []byte, client, backend net.Conn, br *bufio.Reader) error {
 	var held *sync.Mutex
 
-	if ns, ok := writeNamespace(req); ok {
+	if ns, ok := writeNamespace(req); ok && p.serialize {
 		h := fnv.New32a()
 		_, _ = h.Write([]byte(ns))
 		held = &stripes[h.Sum32()%uint32(len(stripes))]

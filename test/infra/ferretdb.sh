@@ -1,5 +1,12 @@
 #!/usr/bin/env bash
-# FerretDB v1 (SQLite backend) for the MongoDB store tests: up | down | restart | status.
+# FerretDB v1 for the MongoDB store tests: up | down | restart | status | build.
+#
+# Backend: FERRETDB_BACKEND=postgresql (default; a private PostgreSQL cluster run by
+# test/infra/postgres.sh, which `up` starts first) or sqlite (SQLite files in ferretdb/data/).
+# load/README.md says what was measured to choose the default. The backend chosen at `up` is
+# recorded in ferretdb/backend, and `restart` keeps it.
+# FERRETDB_SERIALIZE=0 turns the wrapper's write serializer off (measurement only: without it
+# concurrent single-document updates lose writes on both backends; see load/README.md).
 #
 # The server is the Go wrapper in test/ferretdb (FerretDB's embeddable package plus a proxy that
 # makes single-document writes atomic; see test/ferretdb/main.go). It is built once per source
@@ -7,8 +14,8 @@
 #   <infra dir>/bin/ferretdb-<hash of go.mod, go.sum, main.go>
 # and runs on 127.0.0.1 and a free port, with everything under
 # ${AGENTFLEET_INFRA_DIR:-$HOME/.cache/agentfleet/infra}:
-#   ferretdb/data/          SQLite databases (one file per MongoDB database)
-#   ferretdb/port, ferretdb/ferretdb.pid, ferretdb/ferretdb.log
+#   ferretdb/data/          SQLite databases (one file per MongoDB database; sqlite backend)
+#   ferretdb/port, ferretdb/backend, ferretdb/ferretdb.pid, ferretdb/ferretdb.log
 #   mongo.env               MONGODB_URL=mongodb://127.0.0.1:<port>/agentfleet
 #
 # `up` is idempotent (a running server is left alone) and waits until the server answers a
@@ -27,6 +34,7 @@ PIDFILE="$DIR/ferretdb.pid"
 PORTFILE="$DIR/port"
 LOG="$DIR/ferretdb.log"
 ENV_FILE="$INFRA_DIR/mongo.env"
+BACKEND_FILE="$DIR/backend"
 start_timeout="${FERRETDB_START_TIMEOUT:-30}"
 stop_timeout="${FERRETDB_STOP_TIMEOUT:-20}"
 
@@ -111,11 +119,24 @@ write_env() {
   mv -f "$ENV_FILE.tmp" "$ENV_FILE"
 }
 
+# backend_args: the wrapper's backend flags; starts PostgreSQL first for the postgresql backend.
+backend_args() {
+  BACKEND_ARGS=(-backend "$BACKEND" -serialize="$([ "${FERRETDB_SERIALIZE:-1}" = 0 ] && echo false || echo true)")
+  [ "$BACKEND" = postgresql ] || return 0
+  AGENTFLEET_INFRA_DIR="$INFRA_DIR" bash "$here/postgres.sh" up >>"$LOG" 2>&1 || die "PostgreSQL did not start; see $LOG"
+  local url
+  url="$(sed -n 's/^POSTGRESQL_URL=//p' "$INFRA_DIR/postgres.env")"
+  [ -n "$url" ] || die "no POSTGRESQL_URL in $INFRA_DIR/postgres.env"
+  BACKEND_ARGS+=(-postgresql-url "$url")
+}
+
 # start [keep-port]: starts on the recorded port (restart) or on a fresh free port.
 start() {
   local keep="${1:-}" attempt p pid status
   ensure_binary
   mkdir -p "$DATA"
+  echo "$BACKEND" >"$BACKEND_FILE"
+  backend_args
   for attempt in 1 2 3; do
     p="$(port)"
     if [ -z "$p" ] || { [ -z "$keep" ] && ! port_free "$p"; }; then
@@ -123,7 +144,7 @@ start() {
       echo "$p" >"$PORTFILE"
     fi
     echo "--- $(date -u +%FT%TZ) starting on 127.0.0.1:$p" >>"$LOG"
-    setsid "$BIN" -listen "127.0.0.1:$p" -data "$DATA" -log-level "${FERRETDB_LOG_LEVEL:-warn}" \
+    setsid "$BIN" -listen "127.0.0.1:$p" -data "$DATA" -log-level "${FERRETDB_LOG_LEVEL:-warn}" "${BACKEND_ARGS[@]}" \
       </dev/null >>"$LOG" 2>&1 &
     pid=$!
     echo "$pid" >"$PIDFILE"
@@ -131,7 +152,7 @@ start() {
     wait_ping "$pid" "$p" "$start_timeout" || status=$?
     if [ "$status" -eq 0 ]; then
       write_env
-      log "up on 127.0.0.1:$p (pid $pid, data $DATA)"
+      log "up on 127.0.0.1:$p (pid $pid, backend $BACKEND, data $DATA)"
       return 0
     fi
     if [ "$status" -eq 1 ]; then
@@ -162,9 +183,16 @@ stop() {
   rm -f "$PIDFILE"
 }
 
+case "${FERRETDB_BACKEND:-postgresql}" in
+  postgresql | sqlite) BACKEND="${FERRETDB_BACKEND:-postgresql}" ;;
+  *) die "FERRETDB_BACKEND must be postgresql or sqlite (got '$FERRETDB_BACKEND')" ;;
+esac
+
 case "${1:-}" in
   up)
-    if running_pid >/dev/null && pings; then write_env; log "already up on 127.0.0.1:$(port)"; exit 0; fi
+    if running_pid >/dev/null && pings && [ "$(cat "$BACKEND_FILE" 2>/dev/null)" = "$BACKEND" ]; then
+      write_env; log "already up on 127.0.0.1:$(port) (backend $BACKEND)"; exit 0
+    fi
     stop
     start
     ;;
@@ -174,6 +202,7 @@ case "${1:-}" in
     ;;
   restart)
     [ -n "$(port)" ] || die "no port recorded in $PORTFILE; run 'up' first"
+    [ -z "${FERRETDB_BACKEND:-}" ] && [ -f "$BACKEND_FILE" ] && BACKEND="$(cat "$BACKEND_FILE")"
     stop
     start keep-port
     ;;

@@ -1,8 +1,10 @@
 /**
  * Duplicate-key failures as the port's DuplicateKeyError(collection, index name, key,
  * insertedCount). MongoDB reports code 11000 and names the index in the message ("... index:
- * email_1 dup key: ..."); FerretDB does so only for updates (SQLite's "UNIQUE constraint failed:
- * index '<table>_<index>'"). Otherwise the index is found by looking up the document that
+ * email_1 dup key: ..."); FerretDB does so only for inserts. On updates FerretDB passes its
+ * backend's error through: SQLite's "UNIQUE constraint failed: index '<table>_<index>'", or
+ * PostgreSQL's 'duplicate key value violates unique constraint "<table>_<index>_<fnv32a of the
+ * index name, 8 hex>_idx"' (FerretDB v1's PostgreSQL index naming), matched by that hash. Otherwise the index is found by looking up the document that
  * already holds the key of the document being written. With ordered inserts, insertedCount is
  * the number inserted before the failing one. Proved by core/test/store.contract.ts ("enforces
  * unique indexes on insert, update and upsert, …", "enforces compound unique indexes such as
@@ -21,6 +23,7 @@ interface UniqueIndex {
 interface DuplicateInfo {
   index?: string;
   sqliteIndex?: string;
+  pgIndex?: string;
   keyValue?: unknown;
   insertedCount: number;
 }
@@ -45,6 +48,8 @@ export async function toDuplicateKeyError(
     ix = indexes
       .filter((i) => info.sqliteIndex === i.name || info.sqliteIndex!.endsWith(`_${i.name}`))
       .sort((a, b) => b.name.length - a.name.length)[0];
+  } else if (info.pgIndex) {
+    ix = indexes.find((i) => info.pgIndex!.endsWith(`_${fnv1a32Hex(i.name)}_idx`));
   }
   if (!ix && doc) ix = await holderIndex(c, doc, indexes).catch(() => undefined);
   const name = ix?.name ?? info.index ?? (indexes.length === 1 ? indexes[0].name : 'unknown');
@@ -105,7 +110,16 @@ function duplicateInfo(err: unknown): DuplicateInfo | null {
   }
   const sqlite = /UNIQUE constraint failed: index '([^']+)'/.exec(msg);
   if (sqlite) return { sqliteIndex: sqlite[1], insertedCount };
+  const pg = /duplicate key value violates unique constraint "([^"]+)"/.exec(msg);
+  if (pg) return { pgIndex: pg[1], insertedCount };
   return null;
+}
+
+/** 32-bit FNV-1a of the UTF-8 bytes of `s`, as 8 lowercase hex digits (Go's hash/fnv New32a). */
+function fnv1a32Hex(s: string): string {
+  let h = 0x811c9dc5;
+  for (const b of Buffer.from(s, 'utf8')) h = Math.imul(h ^ b, 0x01000193) >>> 0;
+  return h.toString(16).padStart(8, '0');
 }
 
 function getPath(doc: unknown, path: string): unknown {
