@@ -35,6 +35,8 @@ export interface StoreCore {
   write<R>(op: () => R): Promise<R>;
   read<R>(op: () => R): Promise<R>;
   examined(n: number): void;
+  /** Bytes handed to SQLite (paces WAL checkpoints). */
+  wrote(bytes: number): void;
 }
 
 const newId = () =>
@@ -86,19 +88,18 @@ export class SqliteCollection<T extends Doc> implements Collection<T> {
     if (typeof next._id !== 'string') throw new TypeError(`${this.name}: _id must be a string`);
     this.table.checkWrite(next);
     const { t } = this.table;
+    const json = JSON.stringify(next);
+    this.core.wrote(json.length);
     try {
-      if (prev)
-        this.core.stmt(`UPDATE ${t} SET doc = ? WHERE _id = ?`).run(JSON.stringify(next), next._id);
-      else
-        this.core
-          .stmt(`INSERT INTO ${t} (_id, doc) VALUES (?, ?)`)
-          .run(next._id, JSON.stringify(next));
+      if (prev) this.core.stmt(`UPDATE ${t} SET doc = ? WHERE _id = ?`).run(json, next._id);
+      else this.core.stmt(`INSERT INTO ${t} (_id, doc) VALUES (?, ?)`).run(next._id, json);
     } catch (err) {
       throw this.table.duplicate(err, next) ?? err;
     }
   }
 
   private remove(id: string): void {
+    this.core.wrote(100);
     this.core.stmt(`DELETE FROM ${this.table.t} WHERE _id = ?`).run(id);
   }
 
@@ -200,9 +201,12 @@ export class SqliteCollection<T extends Doc> implements Collection<T> {
     return this.core.write(() => {
       compileFilter(filter);
       const where = toWhere(filter, this.table);
-      if (where.exact)
-        return this.core.stmt(`DELETE FROM ${this.table.t} WHERE ${where.sql}`).run(...where.params)
-          .changes;
+      if (where.exact) {
+        const sql = `DELETE FROM ${this.table.t} WHERE ${where.sql}`;
+        const { changes } = this.core.stmt(sql).run(...where.params);
+        this.core.wrote(changes * 100);
+        return changes;
+      }
       const docs = this.select(filter);
       for (const doc of docs) this.remove(doc._id);
       return docs.length;

@@ -13,7 +13,8 @@
  *   commit, so it also survives power loss. stats().synchronous reads the PRAGMA back;
  * - if COMMIT fails, every operation of the group rejects and the store refuses every later
  *   one; healthy() is false;
- * - the WAL is checkpointed (TRUNCATE) once it passes `checkpointAfterBytes` (stats().compactions);
+ * - the WAL is checkpointed off the event loop (checkpointer.ts, PASSIVE) each time about
+ *   `checkpointAfterBytes` of documents were written since the last one (stats().compactions);
  * - one process owns a dir (lock.ts); the first open of a dir holding the pre-SQLite store's
  *   files imports them once (migrate.ts).
  * Why a rowid table and not WITHOUT ROWID: see tables.ts.
@@ -27,6 +28,7 @@ import Database from 'better-sqlite3';
 import type { Statement } from 'better-sqlite3';
 import type { Collection, CollectionSpec, Doc, DocumentStore } from '../../ports/store.js';
 import { createLogger, type Logger } from '../../log.js';
+import { Checkpointer } from './checkpointer.js';
 import { SqliteCollection, type StoreCore } from './collection.js';
 import { acquireLock, fsyncDir } from './lock.js';
 import { importLegacyStore } from './migrate.js';
@@ -37,7 +39,7 @@ export type StoreSync = 'normal' | 'full';
 export interface EmbeddedStoreOptions {
   /** Data directory; without it the database is in memory. */
   dir?: string;
-  /** WAL size that triggers a checkpoint; default 16 MiB. */
+  /** Document bytes written between WAL checkpoints; default 4 MiB. */
   checkpointAfterBytes?: number;
   /** Pre-SQLite name of checkpointAfterBytes, still accepted. */
   compactAfterBytes?: number;
@@ -84,14 +86,14 @@ class Embedded implements EmbeddedStore, StoreCore {
   private readonly rollbackTo: Statement;
   private syncs = 0;
   private records = 0;
-  private checkpoints = 0;
   private rowsRead = 0;
-  private checkpointError?: string;
+  private bytesSinceCheckpoint = 0;
 
   constructor(
     private readonly db: Database.Database,
     private readonly walFile: string | null,
     private readonly checkpointAfter: number,
+    private readonly checkpointer?: Checkpointer,
     private readonly unlock?: () => Promise<void>,
   ) {
     this.savepoint = db.prepare('SAVEPOINT op');
@@ -112,6 +114,10 @@ class Embedded implements EmbeddedStore, StoreCore {
 
   examined(n: number): void {
     this.rowsRead += n;
+  }
+
+  wrote(bytes: number): void {
+    this.bytesSinceCheckpoint += bytes;
   }
 
   private live(): void {
@@ -189,14 +195,8 @@ class Embedded implements EmbeddedStore, StoreCore {
   }
 
   private maybeCheckpoint(): void {
-    if (!this.walFile || this.walBytes() < this.checkpointAfter) return;
-    try {
-      this.db.pragma('wal_checkpoint(TRUNCATE)');
-      this.checkpoints++;
-      this.checkpointError = undefined;
-    } catch (err) {
-      this.checkpointError = String(err);
-    }
+    if (!this.checkpointer || this.bytesSinceCheckpoint < this.checkpointAfter) return;
+    if (this.checkpointer.request()) this.bytesSinceCheckpoint = 0;
   }
 
   collection<T extends Doc>(spec: CollectionSpec): Collection<T> {
@@ -223,6 +223,7 @@ class Embedded implements EmbeddedStore, StoreCore {
     this.commit();
     this.closed = true;
     try {
+      await this.checkpointer?.close();
       this.db.close();
     } finally {
       await this.unlock?.();
@@ -235,9 +236,9 @@ class Embedded implements EmbeddedStore, StoreCore {
       syncs: this.syncs,
       records: this.records,
       logBytes: this.walBytes(),
-      compactions: this.checkpoints,
+      compactions: this.checkpointer?.checkpoints ?? 0,
       docsExamined: this.rowsRead,
-      compactionError: this.checkpointError,
+      compactionError: this.checkpointer?.error,
       synchronous: SYNC_NAMES[level] ?? 'normal',
     };
   }
@@ -259,7 +260,7 @@ export async function openEmbeddedStore(
   options: EmbeddedStoreOptions = {},
 ): Promise<EmbeddedStore> {
   const sync = options.sync ?? 'normal';
-  const checkpointAfter = options.checkpointAfterBytes ?? options.compactAfterBytes ?? 16 << 20;
+  const checkpointAfter = options.checkpointAfterBytes ?? options.compactAfterBytes ?? 4 << 20;
   if (options.dir === undefined) {
     const db = new Database(':memory:');
     tune(db, sync, false);
@@ -280,7 +281,7 @@ export async function openEmbeddedStore(
       db.close();
       throw err;
     }
-    return new Embedded(db, `${file}-wal`, checkpointAfter, unlock);
+    return new Embedded(db, `${file}-wal`, checkpointAfter, new Checkpointer(file), unlock);
   } catch (err) {
     await unlock();
     throw err;
