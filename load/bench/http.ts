@@ -12,13 +12,11 @@ import { fmt, fmtInt, printSection, printTable } from './stats.js';
 import type { BenchSettings } from './settings.js';
 
 export interface HttpFigures {
-  /** The platform's and the bare route's first measured round (latency figures). */
+  /** Each target over all its rounds (rps, requests); latency figures of its first round. */
   platform: LoadResult;
   bare: LoadResult;
   /** platform req/s over bare req/s, both over all rounds. */
   ratio: number;
-  platformRps: number;
-  bareRps: number;
 }
 
 const ORDER = ['platform', 'bare', 'bare', 'platform'] as const;
@@ -54,10 +52,20 @@ export async function httpSection(p: BenchPlatform, s: BenchSettings): Promise<H
       });
       rounds.push({ target, r });
     }
-    const total = (t: 'platform' | 'bare') => {
+    /** One target's rounds as one result; latency figures are those of its first round. */
+    const total = (t: 'platform' | 'bare'): LoadResult => {
       const of = rounds.filter((x) => x.target === t).map((x) => x.r);
       const ok = of.reduce((a, r) => a + r.requests - r.errors, 0);
-      return { rps: ok / (of.reduce((a, r) => a + r.elapsedMs, 0) / 1000), first: of[0]! };
+      const elapsedMs = of.reduce((a, r) => a + r.elapsedMs, 0);
+      return {
+        ...of[0]!,
+        requests: of.reduce((a, r) => a + r.requests, 0),
+        errors: of.reduce((a, r) => a + r.errors, 0),
+        errorSamples: [...new Set(of.flatMap((r) => r.errorSamples))].slice(0, 5),
+        elapsedMs,
+        rps: ok / (elapsedMs / 1000),
+        bytes: of.reduce((a, r) => a + r.bytes, 0),
+      };
     };
     const pt = total('platform');
     const bt = total('bare');
@@ -84,10 +92,10 @@ export async function httpSection(p: BenchPlatform, s: BenchSettings): Promise<H
       [
         `platform ${fmtInt(pt.rps)} req/s, bare ${fmtInt(bt.rps)} req/s over all rounds`,
         `ratio platform/bare req/s: ${fmt(ratio, 3)} (platform adds auth, rate limit, store read, serialization)`,
-        ...rounds.flatMap((x) => x.r.errorSamples).map((e) => `error sample: ${e}`),
+        ...[...pt.errorSamples, ...bt.errorSamples].map((e) => `error sample: ${e}`),
       ],
     );
-    return { platform: pt.first, bare: bt.first, ratio, platformRps: pt.rps, bareRps: bt.rps };
+    return { platform: pt, bare: bt, ratio };
   } finally {
     await bare.close();
   }

@@ -17,6 +17,7 @@ import { floorsSection } from './baselines.js';
 import { printGoals } from './goals.js';
 import { egressSection } from './egress.js';
 import { memorySearchSection } from './memorySearch.js';
+import { memorySection } from './memory.js';
 import { eventsSection } from './events.js';
 import { httpSection } from './http.js';
 import {
@@ -64,6 +65,7 @@ const SECTIONS: Section[] = [
   { name: 'egress', platform: null, real: false, run: () => egressSection() },
   { name: 'memory-search', platform: null, real: false, run: () => memorySearchSection() },
   { name: 'floors', platform: null, real: false, run: (_p, s) => floorsSection(s) },
+  { name: 'memory', platform: null, real: false, run: (_p, s) => memorySection(s) },
   {
     name: 'real-turns',
     platform: 'real',
