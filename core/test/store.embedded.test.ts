@@ -335,6 +335,19 @@ describe('embedded store performance', () => {
     expect(await ids({ f: 'x' })).toEqual(['m3', 'm5']);
     expect(await ids({ f: '1' })).toEqual(['m2']);
     expect(await ids({ f: { $gt: 0 } })).toEqual(['m0']);
+    expect(await ids({ f: { $in: ['x', '1'] } })).toEqual(['m2', 'm3', 'm5']);
+    expect(await ids({ f: { $in: [true, 1] } })).toEqual(['m0', 'm1', 'm5']);
+    const tags = store.collection<{ _id: string; tags?: unknown }>({ name: 'tags' });
+    await tags.insertMany([
+      { _id: 't1', tags: ['a', 'b'] },
+      { _id: 't2', tags: 'a' },
+      { _id: 't3', tags: [1, 'c'] },
+      { _id: 't4', tags: { a: 1 } },
+    ]);
+    const tagIds = async (filter: Record<string, unknown>, sort?: Record<string, 1 | -1>) =>
+      (await tags.find(filter, { sort, limit: 10 })).map((d) => d._id);
+    expect(await tagIds({ tags: { $in: ['a', 'c'] } }, { _id: -1 })).toEqual(['t3', 't2', 't1']);
+    expect(await tagIds({ tags: 1 })).toEqual(['t3']);
     await store.close();
   });
 

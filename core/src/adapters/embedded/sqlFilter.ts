@@ -126,23 +126,31 @@ const TYPES = {
 };
 
 /**
- * Equality with a string, number or boolean on a field that is not plain (e.g. `tenant_id`,
+ * Equality with a string, number or boolean (or `$in` of one such kind) on a field that is not plain (e.g. `tenant_id`,
  * which every tenant-scoped query adds, or a boolean flag): the value itself, type checked —
  * through the index when the field is indexed and array-free — or, on a top-level field, also
  * an element of an array held there.
  */
 function guardedEq(field: string, cond: unknown, info: FieldInfo): Part {
-  const v = isOps(cond) && Object.keys(cond).length === 1 && '$eq' in cond ? cond.$eq : cond;
-  if (!scalar(v) && typeof v !== 'boolean') return null;
-  const types = typeof v === 'boolean' ? TYPES[`${v}`] : TYPES[typeof v as 'string' | 'number'];
-  const bound = typeof v === 'boolean' ? Number(v) : v;
+  const ops = isOps(cond) ? cond : undefined;
+  const only = ops && Object.keys(ops).length === 1 ? Object.keys(ops)[0] : undefined;
+  if (ops && only !== '$eq' && only !== '$in') return null;
+  const vals = ops ? (only === '$in' ? ops.$in : [ops.$eq]) : [cond];
+  if (!Array.isArray(vals) || vals.length === 0) return null;
+  // One type class per condition (a $in mixing strings and numbers stays in JS).
+  const kind = typeof vals[0] === 'boolean' ? `${vals[0]}` : typeof vals[0];
+  const same = (v: unknown) => (typeof v === 'boolean' ? `${v}` : typeof v) === kind;
+  if (!vals.every((v) => (scalar(v) || typeof v === 'boolean') && same(v))) return null;
+  const types = TYPES[kind as keyof typeof TYPES];
+  const bound = vals.map((v) => (typeof v === 'boolean' ? Number(v) : v));
+  const list = bound.length === 1 ? '= ?' : `IN (${bound.map(() => '?').join(',')})`;
   const p = jsonPath(field);
-  const self = `${fieldExpr(field)} = ? AND json_type(doc,'${p}') IN ${types}`;
-  if (info.arrayFree(field)) return { sql: `(${self})`, params: [bound] };
+  const self = `${fieldExpr(field)} ${list} AND json_type(doc,'${p}') IN ${types}`;
+  if (info.arrayFree(field)) return { sql: `(${self})`, params: bound };
   if (field.includes('.') || !SEGMENT.test(field)) return null;
   return {
-    sql: `((${self}) OR (json_type(doc,'${p}') = 'array' AND EXISTS (SELECT 1 FROM json_each(doc,'${p}') WHERE value = ? AND type IN ${types})))`,
-    params: [bound, bound],
+    sql: `((${self}) OR (json_type(doc,'${p}') = 'array' AND EXISTS (SELECT 1 FROM json_each(doc,'${p}') WHERE value ${list} AND type IN ${types})))`,
+    params: [...bound, ...bound],
   };
 }
 
