@@ -188,11 +188,13 @@ export class TurnRunner {
           );
         return;
       }
-      await this.runTurn(tenant, s, lease);
+      // A turn that ended with no newer input (pending cleared, run record gone) ends the drain.
+      if (await this.runTurn(tenant, s, lease)) return;
     }
   }
 
-  private async runTurn(tenant: string, s: SessionDoc, lease: Lease): Promise<void> {
+  /** True when the turn ended and no input arrived meanwhile (nothing left to drain). */
+  private async runTurn(tenant: string, s: SessionDoc, lease: Lease): Promise<boolean> {
     const inputTo = s.input_seq;
     // Input older than the newest interrupt was cancelled by it.
     const interruptSeq = s.interrupt_seq ?? 0;
@@ -204,7 +206,7 @@ export class TurnRunner {
           $max: { processed_seq: inputTo, idle_seq: idleSeq },
         }));
       await this.markProcessed(tenant, s._id, inputTo);
-      return;
+      return false;
     }
     const startSeq = s.last_seq + 1;
     // The run record and session.status_running are issued together, the record first (each
@@ -229,17 +231,17 @@ export class TurnRunner {
     ]);
     await Promise.all([record, running]);
     this.p.metrics.turnsStarted.inc();
-    await this.loop(tenant, s, lease, inputTo, interruptSeq);
+    return this.loop(tenant, s, lease, inputTo, interruptSeq);
   }
 
-  /** The agent loop; ends the turn with one session.status_idle. */
+  /** The agent loop; ends the turn with one session.status_idle. True: see `finish`. */
   private async loop(
     tenant: string,
     s: SessionDoc,
     lease: Lease,
     inputTo: number,
     interruptSeq: number,
-  ): Promise<void> {
+  ): Promise<boolean> {
     const sid = s._id;
     const abort = new AbortController();
     this.active.set(sid, abort);
@@ -266,7 +268,7 @@ export class TurnRunner {
         : undefined;
       if (reason === 'lease_lost' || err instanceof StaleLeaseError)
         throw new StaleLeaseError('lease lost mid-turn');
-      if (reason === 'terminated') return;
+      if (reason === 'terminated') return false;
       if (reason === 'interrupt') end = { stop_reason: { type: 'end_turn' }, interrupted: true };
       else {
         this.log.error('turn failed', {
@@ -282,7 +284,7 @@ export class TurnRunner {
       await unsubscribe();
       await mcp.close();
     }
-    await this.finish(tenant, sid, lease, inputTo, end);
+    return this.finish(tenant, sid, lease, inputTo, end);
   }
 
   private async finish(
@@ -291,7 +293,7 @@ export class TurnRunner {
     lease: Lease,
     inputTo: number,
     end: TurnEnd,
-  ): Promise<void> {
+  ): Promise<boolean> {
     const s = await this.p.collections.sessions.get(tenant, sid);
     const processed = Math.max(inputTo, end.interrupted ? (s?.interrupt_seq ?? 0) : 0);
     // Files the turn wrote under /mnt/session/outputs are durable before the turn reports idle;
@@ -322,7 +324,7 @@ export class TurnRunner {
     );
     // processed_seq moved with the idle: the pending flag and the run record go together (either
     // one lost in a crash is repaired: drain clears a stale flag, recover a finished run).
-    await Promise.all([
+    const [cleared] = await Promise.all([
       this.clearPending(tenant, sid, processed),
       this.p.collections.runs.deleteOne(tenant, { _id: sid }),
     ]);
@@ -330,6 +332,7 @@ export class TurnRunner {
       stop_reason: String(end.stop_reason.type),
       interrupted: end.interrupted ? 'true' : 'false',
     });
+    return cleared;
   }
 
   private async markProcessed(tenant: string, sid: string, upTo: number) {
@@ -338,13 +341,14 @@ export class TurnRunner {
     await this.clearPending(tenant, sid, upTo);
   }
 
-  /** Cleared only if no newer input arrived meanwhile (compare-and-set on input_seq). */
-  private async clearPending(tenant: string, sid: string, upTo: number) {
-    await this.p.collections.sessions.updateOne(
+  /** Cleared only if no newer input arrived meanwhile (compare-and-set on input_seq): true then. */
+  private async clearPending(tenant: string, sid: string, upTo: number): Promise<boolean> {
+    const r = await this.p.collections.sessions.updateOne(
       tenant,
       { _id: sid, input_seq: { $lte: upTo } },
       { $set: { pending: false } },
     );
+    return r.matched > 0;
   }
 
   private append(
