@@ -30,6 +30,7 @@ import {
 } from './real.js';
 import { loadSettings, type BenchSettings } from './settings.js';
 import { storeSection } from './store.js';
+import { storeScaleSection } from './storeScale.js';
 import { sandboxSection } from './sandbox.js';
 import { fmt, printSection } from './stats.js';
 import { turnsSection, type TurnFigures } from './turns.js';
@@ -61,6 +62,7 @@ const SECTIONS: Section[] = [
     run: (p, s, r) => eventsSection(p!, s, r.get('turns') as TurnFigures | undefined),
   },
   { name: 'store', platform: null, real: false, run: (_p, s) => storeSection(s) },
+  { name: 'store-scale', platform: null, real: false, run: (_p, s) => storeScaleSection(s) },
   { name: 'sandbox', platform: null, real: false, run: () => sandboxSection() },
   { name: 'egress', platform: null, real: false, run: () => egressSection() },
   { name: 'memory-search', platform: null, real: false, run: () => memorySearchSection() },

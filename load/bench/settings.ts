@@ -12,6 +12,8 @@ export interface BenchSettings {
   sessions: number;
   /** Fixed latency of each scripted model response in the worker-process section, ms (BENCH_MODEL_DELAY_MS, default 50). */
   modelDelayMs: number;
+  /** Events in the store-scale section's store (BENCH_STORE_EVENTS, default 1,000,000). */
+  storeEvents: number;
 }
 
 function num(
@@ -38,5 +40,6 @@ export function loadSettings(env: Record<string, string | undefined> = process.e
     turns: Math.floor(num(env, 'BENCH_TURNS', 200, 1, 100_000)),
     sessions: Math.floor(num(env, 'BENCH_SESSIONS', 8, 1, 256)),
     modelDelayMs: Math.floor(num(env, 'BENCH_MODEL_DELAY_MS', 50, 0, 10_000)),
+    storeEvents: Math.floor(num(env, 'BENCH_STORE_EVENTS', 1_000_000, 1000, 20_000_000)),
   };
 }
