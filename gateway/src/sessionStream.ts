@@ -1,6 +1,6 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { EXTENSION_CANONICAL_TYPES, StreamQuery } from '@agentfleet/schemas';
-import { ApiError, followSession, type Platform, type StreamItem } from '@agentfleet/core';
+import { ApiError, followSessionBatches, type Platform, type StreamItem } from '@agentfleet/core';
 import { queryOf, tenantOf } from './http.js';
 import { encodeFrame, FrameCache, SseWriter } from './sse.js';
 
@@ -23,6 +23,8 @@ type IdReq = FastifyRequest<{ Params: { id: string } }>;
 export interface StreamMode {
   chunks: boolean;
   deltas: Set<string>;
+  /** Names the frame format (same key, same frames for the same items). */
+  key: string;
 }
 
 const streamQuery = queryOf(StreamQuery);
@@ -31,6 +33,19 @@ const streamQuery = queryOf(StreamQuery);
 const plainFrames = new FrameCache();
 /** The SDK preview frame of a live event (null: the event has none). */
 const sdkFrames = new FrameCache();
+/** A batch's frames in one buffer, per stream mode (a shared live batch: encoded once per mode). */
+const batchCaches = new Map<string, FrameCache>();
+
+function batchFrames(batch: readonly StreamItem[], mode: StreamMode): Buffer | null {
+  let cache = batchCaches.get(mode.key);
+  if (!cache) batchCaches.set(mode.key, (cache = new FrameCache()));
+  return cache.get(batch, () => {
+    const parts: Buffer[] = [];
+    const sink = { send: (b: Buffer) => void parts.push(b) };
+    for (const item of batch) writeItem(sink, item, mode);
+    return parts.length === 0 ? null : parts.length === 1 ? parts[0]! : Buffer.concat(parts);
+  });
+}
 
 export async function streamSession(p: Platform, req: IdReq, reply: FastifyReply) {
   const tenant = tenantOf(req);
@@ -47,7 +62,12 @@ export async function streamSession(p: Platform, req: IdReq, reply: FastifyReply
       );
     afterSeq = n;
   } else if (q.replay === '1' || q.replay === 'true') afterSeq = 0;
-  const mode: StreamMode = { chunks: !!q.include, deltas: new Set(q.event_deltas ?? []) };
+  const deltas = new Set(q.event_deltas ?? []);
+  const mode: StreamMode = {
+    chunks: !!q.include,
+    deltas,
+    key: `${q.include ? 'chunks' : ''}|${[...deltas].sort().join(',')}`,
+  };
   const abort = new AbortController();
   req.raw.once('close', () => abort.abort());
   let sse: SseWriter | null = null;
@@ -57,7 +77,7 @@ export async function streamSession(p: Platform, req: IdReq, reply: FastifyReply
     sse.signal.addEventListener('abort', () => abort.abort(), { once: true });
   };
   try {
-    for await (const item of followSession(
+    for await (const batch of followSessionBatches(
       p.collections,
       p.events,
       p.coordination.pubsub,
@@ -70,9 +90,15 @@ export async function streamSession(p: Platform, req: IdReq, reply: FastifyReply
         onReady: open,
       },
     )) {
-      writeItem(sse!, item, mode);
       // Nothing follows a deleted session's last event.
-      if (item.type === 'session.deleted') break;
+      const end = batch.findIndex((item) => item.type === 'session.deleted');
+      if (end < 0) {
+        const bytes = batchFrames(batch, mode);
+        if (bytes) sse!.send(bytes);
+        continue;
+      }
+      for (const item of batch.slice(0, end + 1)) writeItem(sse!, item, mode);
+      return;
     }
   } finally {
     (sse as SseWriter | null)?.close();
@@ -80,7 +106,11 @@ export async function streamSession(p: Platform, req: IdReq, reply: FastifyReply
 }
 
 /** Queues the frames `mode` shows for one item (none, one, or a chunk plus its SDK preview). */
-export function writeItem(sse: SseWriter, item: StreamItem, mode: StreamMode): void {
+export function writeItem(
+  sse: Pick<SseWriter, 'send'>,
+  item: StreamItem,
+  mode: Omit<StreamMode, 'key'>,
+): void {
   if ('ephemeral' in item && item.ephemeral) {
     if (mode.chunks)
       sse.send(

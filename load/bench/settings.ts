@@ -12,6 +12,8 @@ export interface BenchSettings {
   sessions: number;
   /** Fixed latency of each scripted model response in the worker-process section, ms (BENCH_MODEL_DELAY_MS, default 50). */
   modelDelayMs: number;
+  /** SSE subscribers of the fan-out section (BENCH_FANOUT_SUBSCRIBERS, default 1000). */
+  fanoutSubscribers: number;
   /** Events in the store-scale section's store (BENCH_STORE_EVENTS, default 1,000,000). */
   storeEvents: number;
 }
@@ -40,6 +42,7 @@ export function loadSettings(env: Record<string, string | undefined> = process.e
     turns: Math.floor(num(env, 'BENCH_TURNS', 200, 1, 100_000)),
     sessions: Math.floor(num(env, 'BENCH_SESSIONS', 8, 1, 256)),
     modelDelayMs: Math.floor(num(env, 'BENCH_MODEL_DELAY_MS', 50, 0, 10_000)),
+    fanoutSubscribers: Math.floor(num(env, 'BENCH_FANOUT_SUBSCRIBERS', 1000, 1, 10_000)),
     storeEvents: Math.floor(num(env, 'BENCH_STORE_EVENTS', 1_000_000, 1000, 20_000_000)),
   };
 }
