@@ -19,6 +19,7 @@ import { egressSection } from './egress.js';
 import { memorySearchSection } from './memorySearch.js';
 import { memorySection } from './memory.js';
 import { eventsSection } from './events.js';
+import { fanoutSection } from './fanout.js';
 import { httpSection } from './http.js';
 import {
   describeServers,
@@ -61,6 +62,7 @@ const SECTIONS: Section[] = [
     real: false,
     run: (p, s, r) => eventsSection(p!, s, r.get('turns') as TurnFigures | undefined),
   },
+  { name: 'fanout', platform: null, real: false, run: (_p, s) => fanoutSection(s) },
   { name: 'store', platform: null, real: false, run: (_p, s) => storeSection(s) },
   { name: 'store-scale', platform: null, real: false, run: (_p, s) => storeScaleSection(s) },
   { name: 'sandbox', platform: null, real: false, run: () => sandboxSection() },
