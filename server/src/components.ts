@@ -11,6 +11,7 @@
 import { join } from 'node:path';
 import {
   createDirectoryObjectStore,
+  createLogger,
   embeddedCoordination,
   EmbeddedBus,
   openEmbeddedStore,
@@ -83,6 +84,7 @@ export async function selectComponents(
       store = await openEmbeddedStore({
         dir: join(config.dataDir, 'store'),
         sync: config.storeSync,
+        logger: createLogger(config.logLevel),
       });
       router = singleStore(store);
       closers.push(() => store.close());
