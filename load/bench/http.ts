@@ -3,7 +3,10 @@
  * JSON document of the same size, with the same client settings, in the same run. The two are
  * measured in alternating rounds (platform, bare, bare, platform: ABBA), each half of
  * BENCH_SECONDS, so a load change on a shared machine lands on both sides; the ratio is total
- * successful requests over total measured time of each side.
+ * successful requests over total measured time of each side. Also printed: each server's
+ * event-loop busy time per request (performance.eventLoopUtilization over its rounds; both
+ * servers run on this process's main loop, the client on a worker thread), whose ratio is the
+ * throughput ratio where the server loop is the bottleneck, and moves less with other load.
  */
 import Fastify from 'fastify';
 import type { BenchPlatform } from './context.js';
@@ -17,6 +20,9 @@ export interface HttpFigures {
   bare: LoadResult;
   /** platform req/s over bare req/s, both over all rounds. */
   ratio: number;
+  /** Event-loop busy time per request of each server (same loop, same process), µs. */
+  platformBusyUs: number;
+  bareBusyUs: number;
 }
 
 const ORDER = ['platform', 'bare', 'bare', 'platform'] as const;
@@ -41,17 +47,27 @@ export async function httpSection(p: BenchPlatform, s: BenchSettings): Promise<H
       warmupMs: s.warmupMs,
     };
     const urls = { platform: p.url, bare: bareUrl };
-    const rounds: Array<{ target: 'platform' | 'bare'; r: LoadResult }> = [];
+    const rounds: Array<{ target: 'platform' | 'bare'; r: LoadResult; busyMs: number }> = [];
     for (const [i, target] of ORDER.entries()) {
-      const warm = i === ORDER.indexOf(target);
+      // Warm-up apart, so each round's event-loop figure covers only its measured requests.
+      if (i === ORDER.indexOf(target) && s.warmupMs > 0)
+        await runLoad({ ...common, url: urls[target], durationMs: s.warmupMs, warmupMs: 0 });
+      const elu = performance.eventLoopUtilization();
       const r = await runLoad({
         ...common,
         url: urls[target],
         durationMs: (s.seconds * 1000) / 2,
-        warmupMs: warm ? s.warmupMs : 0,
+        warmupMs: 0,
       });
-      rounds.push({ target, r });
+      rounds.push({ target, r, busyMs: performance.eventLoopUtilization(elu).active });
     }
+    /** Server event-loop busy time per request, µs: both servers share this process's loop. */
+    const busyUs = (t: 'platform' | 'bare') => {
+      const of = rounds.filter((x) => x.target === t);
+      return (
+        (1000 * of.reduce((a, x) => a + x.busyMs, 0)) / of.reduce((a, x) => a + x.r.requests, 0)
+      );
+    };
     /** One target's rounds as one result; latency figures are those of its first round. */
     const total = (t: 'platform' | 'bare'): LoadResult => {
       const of = rounds.filter((x) => x.target === t).map((x) => x.r);
@@ -70,6 +86,8 @@ export async function httpSection(p: BenchPlatform, s: BenchSettings): Promise<H
     const pt = total('platform');
     const bt = total('bare');
     const ratio = pt.rps / bt.rps;
+    const platformBusyUs = busyUs('platform');
+    const bareBusyUs = busyUs('bare');
     const row = (name: string, r: LoadResult) => [
       name,
       fmtInt(r.rps),
@@ -81,7 +99,7 @@ export async function httpSection(p: BenchPlatform, s: BenchSettings): Promise<H
       r.thread,
     ];
     printTable(
-      `GET, ${s.connections} keep-alive connections, rounds of ${s.seconds / 2}s (first of each target after ${s.warmupMs / 1000}s warm-up), body ${docBytes} bytes`,
+      `GET, ${s.connections} keep-alive connections, rounds of ${s.seconds / 2}s (each target warmed up ${s.warmupMs / 1000}s before its first), body ${docBytes} bytes`,
       ['round', 'req/s', 'requests', 'p50 ms', 'p99 ms', 'max ms', 'errors', 'client'],
       rounds.map((x, i) =>
         row(
@@ -92,10 +110,11 @@ export async function httpSection(p: BenchPlatform, s: BenchSettings): Promise<H
       [
         `platform ${fmtInt(pt.rps)} req/s, bare ${fmtInt(bt.rps)} req/s over all rounds`,
         `ratio platform/bare req/s: ${fmt(ratio, 3)} (platform adds auth, rate limit, store read, serialization)`,
+        `server event-loop busy per request: platform ${fmt(platformBusyUs, 1)} µs, bare ${fmt(bareBusyUs, 1)} µs (bare/platform ${fmt(bareBusyUs / platformBusyUs, 3)}: the ratio where the server loop is the bottleneck; less sensitive to other load on the machine)`,
         ...[...pt.errorSamples, ...bt.errorSamples].map((e) => `error sample: ${e}`),
       ],
     );
-    return { platform: pt, bare: bt, ratio };
+    return { platform: pt, bare: bt, ratio, platformBusyUs, bareBusyUs };
   } finally {
     await bare.close();
   }
