@@ -1,8 +1,10 @@
 /**
  * Section: SSE fan-out. BENCH_FANOUT_SUBSCRIBERS (default 1,000) SSE subscribers, opened by a
  * separate client process (fanoutClient.ts), on ONE session during back-to-back streaming
- * turns of a zero-latency model that writes 200 text deltas per turn (fanoutModel.ts), platform
- * in-process on the embedded adapters (GET …/events/stream?include=chunks). Baseline in the same
+ * turns of a zero-latency model that writes 200 text deltas per turn (fanoutModel.ts), through
+ * GET …/events/stream?include=chunks. The platform (embedded adapters, temp data dir) runs as its
+ * own process, `server/src/cli.ts all` like `npm start` (BENCH_FANOUT_PLATFORM=process, the
+ * default), or in this process (BENCH_FANOUT_PLATFORM=inprocess). Baseline in the same
  * run, with the same client: a naive node:http SSE broadcast in this process that writes each
  * frame to each subscriber with its own `res.write(JSON.stringify(...))`, in bursts of 200
  * frames (one turn's chunks) with an event-loop turn between bursts, frames of the same shape
@@ -20,9 +22,13 @@ import { fork, type ChildProcess } from 'node:child_process';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { fileURLToPath } from 'node:url';
-import { startBenchPlatform } from './context.js';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { benchClient, startBenchPlatform, type BenchClient } from './context.js';
 import type { ClientReport } from './fanoutClient.js';
 import { startStampedModel, stampedText } from './fanoutModel.js';
+import { startPlatformProcess, stopProcess } from './procs.js';
 import type { BenchSettings } from './settings.js';
 import { fmt, fmtInt, printSection, printTable, sleep } from './stats.js';
 import { openStream, turn } from './turns.js';
@@ -95,12 +101,49 @@ async function openAll(c: Client, url: string, headers: Record<string, string>, 
     );
 }
 
+/** The platform under test: in this process, or `server/src/cli.ts all` as a child process. */
+async function startPlatformUnderTest(
+  s: BenchSettings,
+  modelUrl: string,
+): Promise<{ client: BenchClient; close(): Promise<void> }> {
+  if (s.fanoutPlatform === 'inprocess') {
+    const p = await startBenchPlatform({ ANTHROPIC_BASE_URL: modelUrl });
+    return { client: p, close: () => p.close() };
+  }
+  const dataDir = mkdtempSync(join(tmpdir(), 'agentfleet-bench-fanout-'));
+  const apiKey = `op-bench-${Math.random().toString(36).slice(2)}`;
+  try {
+    const proc = await startPlatformProcess('all', {
+      DATA_DIR: dataDir,
+      API_KEY: apiKey,
+      PLATFORM_ROOT_SECRET: 'bench-root-secret-0123456789abcdef0123456789',
+      ANTHROPIC_API_KEY: 'sk-bench-vendor',
+      ANTHROPIC_BASE_URL: modelUrl,
+      LOG_LEVEL: 'error',
+      RATE_LIMIT_PER_MINUTE: String(Number.MAX_SAFE_INTEGER),
+    });
+    const client = benchClient(proc.url, apiKey);
+    return {
+      client,
+      async close() {
+        client.agent.destroy();
+        await stopProcess(proc.child);
+        rmSync(dataDir, { recursive: true, force: true });
+      },
+    };
+  } catch (err) {
+    rmSync(dataDir, { recursive: true, force: true });
+    throw err;
+  }
+}
+
 /** The platform: back-to-back turns on one session for `seconds`, `n` subscribers reading. */
 async function measurePlatform(c: Client, s: BenchSettings, n: number) {
   const model = await startStampedModel(CHUNKS_PER_TURN, CHUNK_CHARS);
   try {
-    const p = await startBenchPlatform({ ANTHROPIC_BASE_URL: model.url });
+    const platform = await startPlatformUnderTest(s, model.url);
     try {
+      const p = platform.client;
       const [sid] = (await p.sessions(1)).sessionIds;
       const url = `${p.url}/v1/sessions/${sid}/events/stream?include=chunks`;
       await openAll(c, url, { 'x-api-key': p.apiKey, accept: 'text/event-stream' }, n);
@@ -121,7 +164,7 @@ async function measurePlatform(c: Client, s: BenchSettings, n: number) {
         await c.ask({ cmd: 'close' }, 'closedAll');
       }
     } finally {
-      await p.close();
+      await platform.close();
     }
   } finally {
     await model.close();
@@ -189,7 +232,7 @@ const rate = (r: ClientReport) => (r.frames * 1000) / r.windowMs;
 export async function fanoutSection(s: BenchSettings): Promise<FanoutFigures> {
   const n = s.fanoutSubscribers;
   printSection(
-    `Fan-out: ${fmtInt(n)} SSE subscribers (separate client process) on one session, ${CHUNKS_PER_TURN}-chunk turns, zero-latency model; platform in-process vs a naive node:http SSE broadcast, same client`,
+    `Fan-out: ${fmtInt(n)} SSE subscribers (separate client process) on one session, ${CHUNKS_PER_TURN}-chunk turns, zero-latency model; platform ${s.fanoutPlatform === 'process' ? 'as its own process (cli.ts all)' : 'in-process'} vs a naive node:http SSE broadcast in this process, same client`,
   );
   const c = startClient();
   try {

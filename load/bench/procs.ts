@@ -16,7 +16,7 @@ const STOP_GRACE_MS = 8_000;
 const OUTPUT_LIMIT = 20_000;
 
 export interface PlatformProcess {
-  role: 'gateway' | 'worker';
+  role: 'all' | 'gateway' | 'worker';
   pid: number;
   /** http://127.0.0.1:<port>: the REST API of a gateway, /healthz, /readyz and /metrics of a worker. */
   url: string;
@@ -84,7 +84,7 @@ export async function stopProcess(c: ChildProcess): Promise<void> {
 
 /** Starts one platform process on 127.0.0.1 and waits until it prints "started" (bounded). */
 export async function startPlatformProcess(
-  role: 'gateway' | 'worker',
+  role: 'all' | 'gateway' | 'worker',
   env: Record<string, string>,
 ): Promise<PlatformProcess> {
   installExitHook();

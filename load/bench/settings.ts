@@ -14,6 +14,8 @@ export interface BenchSettings {
   modelDelayMs: number;
   /** SSE subscribers of the fan-out section (BENCH_FANOUT_SUBSCRIBERS, default 1000). */
   fanoutSubscribers: number;
+  /** Where the fan-out section's platform runs (BENCH_FANOUT_PLATFORM): 'process' (default, `server/src/cli.ts all`, like `npm start`) or 'inprocess'. */
+  fanoutPlatform: 'process' | 'inprocess';
   /** Events in the store-scale section's store (BENCH_STORE_EVENTS, default 1,000,000). */
   storeEvents: number;
 }
@@ -33,6 +35,12 @@ function num(
   return n;
 }
 
+function fanoutPlatform(raw: string | undefined): 'process' | 'inprocess' {
+  if (raw === undefined || raw === '' || raw === 'process') return 'process';
+  if (raw === 'inprocess') return 'inprocess';
+  throw new Error(`BENCH_FANOUT_PLATFORM must be 'process' or 'inprocess' (got '${raw}')`);
+}
+
 export function loadSettings(env: Record<string, string | undefined> = process.env): BenchSettings {
   const seconds = num(env, 'BENCH_SECONDS', 8, 0.5, 600);
   return {
@@ -43,6 +51,7 @@ export function loadSettings(env: Record<string, string | undefined> = process.e
     sessions: Math.floor(num(env, 'BENCH_SESSIONS', 8, 1, 256)),
     modelDelayMs: Math.floor(num(env, 'BENCH_MODEL_DELAY_MS', 50, 0, 10_000)),
     fanoutSubscribers: Math.floor(num(env, 'BENCH_FANOUT_SUBSCRIBERS', 1000, 1, 10_000)),
+    fanoutPlatform: fanoutPlatform(env.BENCH_FANOUT_PLATFORM),
     storeEvents: Math.floor(num(env, 'BENCH_STORE_EVENTS', 1_000_000, 1000, 20_000_000)),
   };
 }
