@@ -50,6 +50,7 @@ export interface StoreScaleFigures {
 const EVENTS_PER_SESSION = 1000;
 const QUERIES = 2000;
 const BATCH = 1000;
+const FILL_IN_FLIGHT = 8;
 const MIN_FREE_BYTES = 4 * 2 ** 30;
 const CHILD_BOUND_MS = 300_000;
 const TEXT = 'The tool returned the listing below; I will now summarise what changed. '.repeat(12);
@@ -113,18 +114,30 @@ async function fill(dir: string, events: number, sessions: number): Promise<numb
     const evs = store.collection<EventDoc>(COLLECTIONS.events);
     const t0 = performance.now();
     let lastReport = t0;
+    // FILL_IN_FLIGHT batches in flight: the store's group commit takes them in one transaction.
+    const inFlight = new Set<Promise<void>>();
     for (let i = 0; i < events; i += BATCH) {
       const batch: EventDoc[] = [];
       for (let j = i; j < Math.min(events, i + BATCH); j++) batch.push(event(j, sessions, now));
-      await evs.insertMany(batch);
+      const p: Promise<void> = evs.insertMany(batch).finally(() => inFlight.delete(p));
+      inFlight.add(p);
+      if (inFlight.size >= FILL_IN_FLIGHT) await Promise.race(inFlight);
       if (performance.now() - lastReport > 10_000) {
         lastReport = performance.now();
         console.log(`  filling: ${fmtInt(i + BATCH)} of ${fmtInt(events)} events`);
       }
     }
+    await Promise.all(inFlight);
     return events / ((performance.now() - t0) / 1000);
   } finally {
-    await store.close();
+    // A ref'd timer while closing: the store's checkpoint worker is unref'd and close() awaits
+    // its exit, so with nothing else pending the process would exit mid-close (exit code 13).
+    const keepAlive = setInterval(() => undefined, 1000);
+    try {
+      await store.close();
+    } finally {
+      clearInterval(keepAlive);
+    }
   }
 }
 
