@@ -3,8 +3,8 @@
  *
  * Guarantees (proved by test/budget.test.ts; compaction summary calls by
  * test/compaction-usage.test.ts):
- * - Each model request's usage is priced at the model's list price when its response is
- *   appended, and the cost moves in the same session update as that request's token usage and
+ * - Each model request's usage is priced at the model's list price as read when the request
+ *   started (its model card is read once for the provider and the price), and the cost moves in the same session update as that request's token usage and
  *   log head (`usageUpdate`), so a redelivered command or a recovered turn, which never re-runs
  *   a finished request, never counts it twice. A request with no list price marks the session's
  *   usage unpriced instead. A harness `pi` compaction summary call (./compaction) is a model
@@ -29,26 +29,39 @@ import {
 } from '@agentfleet/core';
 import type { TurnEnd } from './turnEvents.js';
 
+/** The model's list price (null: unpriced), read from its model card. */
+export type ListPrice = Awaited<ReturnType<typeof modelListPrice>>;
+
+/** The list price of a session's model; a request reads it while it streams (./modelRequest.ts). */
+export function listPriceOf(p: Platform, tenant: string, modelId: string): Promise<ListPrice> {
+  return modelListPrice(p.collections, tenant, modelId, p.models.hasVendorFallback);
+}
+
 /** The session update that records one request's list cost (merge into its usage update). */
 export async function costUpdate(
   p: Platform,
   tenant: string,
   modelId: string,
   usage: ModelUsage,
+  known?: Promise<ListPrice>,
 ): Promise<{ inc: Record<string, number>; set: Record<string, unknown> }> {
-  const price = await modelListPrice(p.collections, tenant, modelId, p.models.hasVendorFallback);
+  const price = await (known ?? listPriceOf(p, tenant, modelId));
   if (!price) return { inc: {}, set: { unpriced_usage: true } };
   return { inc: { list_cost_nanos: usageCostNanos(usage, price) }, set: {} };
 }
 
-/** The session update for one finished model request: its token usage and its list cost. */
+/**
+ * The session update for one finished model request: its token usage and its list cost
+ * (`price`: the price read when the request started, else read now).
+ */
 export async function usageUpdate(
   p: Platform,
   tenant: string,
   modelId: string,
   usage: ModelUsage,
+  price?: Promise<ListPrice>,
 ): Promise<{ $inc: Record<string, number>; $set: Record<string, unknown> }> {
-  const cost = await costUpdate(p, tenant, modelId, usage);
+  const cost = await costUpdate(p, tenant, modelId, usage, price);
   return {
     $inc: {
       'usage.input_tokens': usage.input_tokens,

@@ -52,8 +52,11 @@ export async function spillPayload(
   payload: Record<string, unknown>,
   threshold = SPILL_THRESHOLD_BYTES,
 ): Promise<{ stored: Record<string, unknown>; key?: string }> {
-  const bytes = Buffer.from(JSON.stringify(payload), 'utf8');
-  if (bytes.length <= threshold) return { stored: payload };
+  const json = JSON.stringify(payload);
+  // Most payloads are small: sized without copying them into a buffer.
+  if (json.length * 3 <= threshold || Buffer.byteLength(json, 'utf8') <= threshold)
+    return { stored: payload };
+  const bytes = Buffer.from(json, 'utf8');
   const key = spillKey(tenant, sessionId, eventId);
   await objects.put(key, bytes, { contentType: 'application/json' });
   const kept: Record<string, unknown> = {};
