@@ -11,11 +11,13 @@ import { encodeFrame, FrameCache, SseWriter } from './sse.js';
  * `Last-Event-ID: <seq>` replays only seq > N. The SDK's `event_deltas[]` turns message/thinking
  * chunks into its `event_start`/`event_delta` frames. The stream ends after `session.deleted`.
  *
- * Each live event is one object shared by every local follower (core's sharedSubscribe), so its
- * frame bytes are encoded once per format (FrameCache) and only queued per subscriber; SseWriter
- * coalesces a subscriber's frames of one event-loop turn into one write.
+ * Encode once: core's sharedSubscribe hands every local follower the same array of the same
+ * event objects per event-loop turn, so each event's frame is encoded once per format and a
+ * whole live batch once per stream mode (at most 8 modes: include × event_deltas); a subscriber
+ * only queues the shared bytes, and SseWriter coalesces its frames of one turn into one write.
  * Tests: test/sessions-events.test.ts (replay, Last-Event-ID, include, event_deltas, /messages),
- * test/sse-fanout.test.ts (coalescing, shared frames, slow consumer, end on delete).
+ * test/sse-fanout.test.ts (one write per tick in every mode, slow consumer, end on delete),
+ * core/test/liveEvents.shared.test.ts (one subscription, shared batches).
  */
 
 type IdReq = FastifyRequest<{ Params: { id: string } }>;

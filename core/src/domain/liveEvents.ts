@@ -35,7 +35,8 @@ const shared = new WeakMap<PubSub, Map<string, SharedChannel>>();
  * order, to every local follower in ONE call on the next `setImmediate`, as the SAME array of
  * the SAME message objects (decoded once; followers and their writers treat both as read-only,
  * so an SSE writer can cache the frames it encodes for a message or a whole batch). Resolves
- * once the subscription is in place, like PubSub.subscribe. Proven by test/sse-fanout.test.ts.
+ * once the subscription is in place, like PubSub.subscribe. Proven by
+ * core/test/liveEvents.shared.test.ts and test/sse-fanout.test.ts.
  */
 export async function sharedSubscribe(
   pubsub: PubSub,
@@ -49,7 +50,7 @@ export async function sharedSubscribe(
     const listeners = new Set<BatchListener>();
     let pending: unknown[] | null = null;
     const deliver = () => {
-      const batch = pending!;
+      const batch = Object.freeze(pending!);
       pending = null;
       // A snapshot: a follower leaving from inside its listener does not disturb this delivery.
       for (const l of [...listeners]) l(batch);
