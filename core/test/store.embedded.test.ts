@@ -4,7 +4,7 @@
  * acknowledged write; one process per dir; STORE_SYNC; group commit; the events page pushed
  * down onto its index; the unique-index semantics the store supports and refuses.
  */
-import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
+import { spawn } from 'node:child_process';
 import { once } from 'node:events';
 import { mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -67,7 +67,7 @@ const startWriter = (dir: string, prefix: string) =>
   });
 
 /** Calls `onLine` per stdout line of the writer. */
-function lines(child: ChildProcessWithoutNullStreams, onLine: (line: string) => void): void {
+function lines(child: { stdout: NodeJS.ReadableStream }, onLine: (line: string) => void): void {
   let pending = '';
   child.stdout.on('data', (d: Buffer) => {
     const ls = (pending + d.toString()).split('\n');
