@@ -5,7 +5,7 @@
  * - every write is atomic on one document; there are no multi-document transactions and no
  *   change streams (FerretDB, used in CI, has neither);
  * - a write that resolved is durable: a crash of the process after the promise resolved loses
- *   nothing (the embedded adapter fsyncs its write-ahead log before resolving);
+ *   nothing (the embedded adapter resolves only after its SQLite transaction committed);
  * - unique indexes are enforced on insert and update; a violation throws DuplicateKeyError and
  *   writes nothing.
  *
