@@ -1,6 +1,6 @@
 /**
  * The fan-out section's client, run as its own process (fork of this file, IPC messages): opens
- * `n` SSE connections (node:http, no keep-alive agent) to one URL on 127.0.0.1 and counts, per
+ * `n` SSE connections (raw sockets, `connection: close`) to one URL on 127.0.0.1 and counts, per
  * measurement window, the chunk frames delivered (frames whose data holds `"delta":"<ms>|`) and
  * the latency of each one: the time this process read it minus the stamp in the frame (see
  * fanoutModel.ts; both on this machine's Date.now() clock, ms resolution). The same client
@@ -10,7 +10,7 @@
  * | {cmd:'exit'}; child → {opened, failed} after open, {started} after start, {report: ClientReport} after stop,
  * {closedAll} after close (every connection destroyed).
  */
-import http from 'node:http';
+import net from 'node:net';
 
 export interface ClientReport {
   frames: number;
@@ -37,49 +37,71 @@ let bytes = 0;
 let closed = 0;
 let measuring = false;
 let windowStart = 0;
-const requests: http.ClientRequest[] = [];
+const sockets: net.Socket[] = [];
 
+/**
+ * One SSE connection over a raw socket (`connection: close`, no agent). The body is scanned as
+ * it arrives, HTTP chunk framing included: both servers write whole frames per chunk, so a
+ * chunk-size line never splits a frame, and one socket read may carry many chunks (the client's
+ * cost then does not grow with the number of chunks, only with the bytes and frames).
+ */
 function openOne(url: string, headers: Record<string, string>): Promise<boolean> {
+  const u = new URL(url);
   return new Promise((resolve) => {
-    const req = http.get(url, { agent: false, headers }, (res) => {
-      if (res.statusCode !== 200) {
-        res.resume();
-        resolve(false);
+    const socket = net.connect(Number(u.port), u.hostname);
+    sockets.push(socket);
+    let head = true;
+    let rest = '';
+    socket.on('data', (d: Buffer) => {
+      let text = d.toString('latin1');
+      if (head) {
+        const end = (rest + text).indexOf('\r\n\r\n');
+        if (end < 0) {
+          rest += text;
+          return;
+        }
+        const all = rest + text;
+        head = false;
+        rest = '';
+        if (!all.startsWith('HTTP/1.1 200 ')) {
+          socket.destroy();
+          resolve(false);
+          return;
+        }
+        resolve(true);
+        text = all.slice(end + 4);
+      }
+      if (!measuring) {
+        rest = '';
         return;
       }
-      let rest = '';
-      res.on('data', (d: Buffer) => {
-        if (!measuring) {
-          rest = '';
-          return;
-        }
-        const now = Date.now();
-        bytes += d.length;
-        const buf = rest + d.toString('latin1');
-        const end = buf.lastIndexOf('\n\n');
-        if (end < 0) {
-          rest = buf;
-          return;
-        }
-        rest = buf.slice(end + 2);
-        let i = buf.indexOf(MARK);
-        while (i >= 0 && i < end) {
-          frames++;
-          const bar = buf.indexOf('|', i);
-          if (bar < 0) break;
-          const stamp = Number(buf.slice(i + MARK.length, bar));
-          if (samples < MAX_SAMPLES && Number.isFinite(stamp)) latencies[samples++] = now - stamp;
-          i = buf.indexOf(MARK, bar);
-        }
-      });
-      res.on('close', () => {
-        if (measuring) closed++;
-      });
-      res.on('error', () => {});
-      resolve(true);
+      const now = Date.now();
+      bytes += d.length;
+      const buf = rest + text;
+      const end = buf.lastIndexOf('\n\n');
+      if (end < 0) {
+        rest = buf;
+        return;
+      }
+      rest = buf.slice(end + 2);
+      let i = buf.indexOf(MARK);
+      while (i >= 0 && i < end) {
+        frames++;
+        const bar = buf.indexOf('|', i);
+        if (bar < 0) break;
+        const stamp = Number(buf.slice(i + MARK.length, bar));
+        if (samples < MAX_SAMPLES && Number.isFinite(stamp)) latencies[samples++] = now - stamp;
+        i = buf.indexOf(MARK, bar);
+      }
     });
-    req.on('error', () => resolve(false));
-    requests.push(req);
+    socket.on('close', () => {
+      if (head) resolve(false);
+      else if (measuring) closed++;
+    });
+    socket.on('error', () => {});
+    const lines = [`GET ${u.pathname}${u.search} HTTP/1.1`, `host: ${u.host}`, 'connection: close'];
+    for (const [k, v] of Object.entries(headers)) lines.push(`${k}: ${v}`);
+    socket.write(lines.join('\r\n') + '\r\n\r\n');
   });
 }
 
@@ -120,10 +142,10 @@ process.on('message', (m: Msg) => {
     measuring = false;
     process.send!({ report: report() });
   } else if (m.cmd === 'close') {
-    for (const r of requests.splice(0)) r.destroy();
+    for (const so of sockets.splice(0)) so.destroy();
     process.send!({ closedAll: true });
   } else if (m.cmd === 'exit') {
-    for (const r of requests) r.destroy();
+    for (const so of sockets) so.destroy();
     process.disconnect();
     process.exit(0);
   }
