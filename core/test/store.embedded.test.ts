@@ -6,6 +6,7 @@
  */
 import { spawn } from 'node:child_process';
 import { once } from 'node:events';
+import { closeSync, openSync } from 'node:fs';
 import { mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
@@ -179,6 +180,24 @@ describe('embedded store lock, settings and lifecycle', () => {
       holder.kill('SIGKILL');
       await once(holder, 'close');
     }
+  }, 30_000);
+
+  it('close() resolves in a process with nothing else pending after the checkpoint worker started', async () => {
+    // Output goes to a file, not a pipe: an open pipe would keep the child's event loop alive.
+    const dir = await tempDir();
+    const log = join(dir, 'out.log');
+    const fd = openSync(log, 'w');
+    const child = spawn(
+      process.execPath,
+      ['--import', 'tsx', join(here, 'fixtures/store-close.ts'), join(dir, 'store')],
+      { cwd: repoRoot, stdio: ['ignore', fd, fd] },
+    );
+    const [code] = (await once(child, 'close')) as [number | null];
+    closeSync(fd);
+    const out = await readFile(log, 'utf8');
+    expect(out).toMatch(/checkpoints [1-9]/);
+    expect(out.trim().endsWith('closed'), out).toBe(true);
+    expect(code).toBe(0);
   }, 30_000);
 
   it('takes over a stale lock left by a dead process', async () => {

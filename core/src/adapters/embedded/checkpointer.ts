@@ -67,6 +67,9 @@ export class Checkpointer {
     const worker = this.worker;
     if (!worker) return;
     const exited = new Promise<void>((resolve) => worker.once('exit', () => resolve()));
+    // Unref'd while idle; ref'd for the close, or a process with nothing else pending would
+    // exit before the worker's 'exit' arrives (close() would never resolve).
+    worker.ref();
     worker.postMessage('close');
     await exited;
   }
