@@ -276,7 +276,7 @@ export async function fanoutSection(s: BenchSettings): Promise<FanoutFigures> {
       ],
       [
         `ratio: ${fmt(figures.ratio)}× the naive broadcast (goal ≥ 2.0×)`,
-        "bytes/frame: all bytes read / chunk frames (the platform's include its other frames of a turn)",
+        "bytes/frame: wire bytes read (HTTP chunk framing included) / chunk frames; the platform's include its other frames of a turn",
         'latency: model write (platform) or frame build (naive) → client read; cut: connections ended by the server in the window',
       ],
     );
