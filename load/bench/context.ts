@@ -8,7 +8,7 @@ import http from 'node:http';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { startServer, type RunningServer } from '@agentfleet/server';
+import { startServer, type ComponentOverrides, type RunningServer } from '@agentfleet/server';
 
 /** The operator key's tenant (core's DEFAULT_TENANT). */
 export const OPERATOR_TENANT = 'tnt_default';
@@ -130,25 +130,32 @@ export function benchClient(url: string, apiKey: string): BenchClient {
  * Starts the whole platform in this process. `env` is merged over the bench's settings (the real
  * adapters' URLs and FLEET_NAMESPACE select Kafka, MongoDB and Redis instead of the embedded ones).
  */
-export async function startBenchPlatform(env: Record<string, string> = {}): Promise<BenchPlatform> {
+export async function startBenchPlatform(
+  env: Record<string, string> = {},
+  overrides: ComponentOverrides = {},
+): Promise<BenchPlatform> {
   const model = await startScriptedModel();
   const dataDir = mkdtempSync(join(tmpdir(), 'agentfleet-bench-'));
   const apiKey = `op-bench-${Math.random().toString(36).slice(2)}`;
   let server: RunningServer;
   try {
-    server = await startServer('all', {
-      PORT: '0',
-      HOST: '127.0.0.1',
-      DATA_DIR: dataDir,
-      API_KEY: apiKey,
-      PLATFORM_ROOT_SECRET: 'bench-root-secret-0123456789abcdef0123456789',
-      ANTHROPIC_API_KEY: 'sk-bench-vendor',
-      ANTHROPIC_BASE_URL: model.url,
-      LOG_LEVEL: 'error',
-      // The bench drives far more than the default 6000 requests/min per tenant.
-      RATE_LIMIT_PER_MINUTE: String(Number.MAX_SAFE_INTEGER),
-      ...env,
-    });
+    server = await startServer(
+      'all',
+      {
+        PORT: '0',
+        HOST: '127.0.0.1',
+        DATA_DIR: dataDir,
+        API_KEY: apiKey,
+        PLATFORM_ROOT_SECRET: 'bench-root-secret-0123456789abcdef0123456789',
+        ANTHROPIC_API_KEY: 'sk-bench-vendor',
+        ANTHROPIC_BASE_URL: model.url,
+        LOG_LEVEL: 'error',
+        // The bench drives far more than the default 6000 requests/min per tenant.
+        RATE_LIMIT_PER_MINUTE: String(Number.MAX_SAFE_INTEGER),
+        ...env,
+      },
+      overrides,
+    );
   } catch (err) {
     await model.close();
     rmSync(dataDir, { recursive: true, force: true });

@@ -36,6 +36,7 @@ import { sandboxSection } from './sandbox.js';
 import { fmt, printSection } from './stats.js';
 import { turnsSection, type TurnFigures } from './turns.js';
 import { workersSection } from './workers.js';
+import { storeShareSection } from './realShare.js';
 
 /** Which in-process platform a section needs: embedded adapters, the real servers, or none. */
 type PlatformKind = 'embedded' | 'real' | null;
@@ -91,6 +92,12 @@ const SECTIONS: Section[] = [
           'f. Event log appends/s on FerretDB (MongoDB store adapter, EventLog.append in-process)',
         turnsSection: 'section e',
       }),
+  },
+  {
+    name: 'real-store-share',
+    platform: null,
+    real: true,
+    run: (_p, s, _r, servers) => storeShareSection(servers!, s),
   },
   {
     name: 'workers',

@@ -54,6 +54,13 @@ export interface WorkerFigures {
   one: WorkerPhase;
   two: WorkerPhase;
   ratio: number;
+  oneWorkerTurnsPerS: number;
+  twoWorkersTurnsPerS: number;
+  /** twoWorkersTurnsPerS / oneWorkerTurnsPerS (the same as `ratio`). */
+  scaling: number;
+  /** Turn p50 (POST → idle) with 1 and 2 workers, ms. */
+  oneWorkerIdleP50Ms: number;
+  twoWorkersIdleP50Ms: number;
 }
 
 /** Sum of a counter's samples in a Prometheus text exposition (/metrics takes the operator key); NaN when unreadable. */
@@ -289,7 +296,16 @@ export async function workersSection(
         ...runs.map(procLine),
       ],
     );
-    return { one, two, ratio };
+    return {
+      one,
+      two,
+      ratio,
+      oneWorkerTurnsPerS: one.turnsPerSec,
+      twoWorkersTurnsPerS: two.turnsPerSec,
+      scaling: ratio,
+      oneWorkerIdleP50Ms: one.idle.p50,
+      twoWorkersIdleP50Ms: two.idle.p50,
+    };
   } finally {
     await model.close();
   }

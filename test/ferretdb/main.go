@@ -1,23 +1,26 @@
-// Command ferretdb runs FerretDB v1 (the embeddable package) with the SQLite backend for the
-// tests and local development. FerretDB's own cmd/ferretdb panics when built with `go install`
+// Command ferretdb runs FerretDB v1 (the embeddable package) on PostgreSQL or SQLite for the
+// tests and local development (test/infra/ferretdb.sh chooses; load/README.md has the measurements). FerretDB's own cmd/ferretdb panics when built with `go install`
 // (it needs generated version files), so this wrapper embeds github.com/FerretDB/FerretDB/ferretdb.
 //
 // Usage: ferretdb -listen 127.0.0.1:27017 -data /path/to/dir [-log-level warn]
 //
-// It serves until SIGTERM or SIGINT, then closes the listener, every connection and the SQLite
-// databases before exiting 0.
+//	[-backend sqlite|postgresql] [-postgresql-url postgres://…] [-serialize=true|false]
 //
-// Durability: SQLite runs in WAL mode with synchronous=FULL, so a write is fsynced before its
-// reply is sent.
+// It serves until SIGTERM or SIGINT, then closes the listener, every connection and the backend
+// before exiting 0.
+//
+// Durability: SQLite runs in WAL mode with synchronous=FULL, and PostgreSQL commits with fsync on
+// (its defaults), so a write is durable before its reply is sent.
 //
 // Atomicity: FerretDB v1 executes update, findAndModify and delete as "query, change in Go,
 // write back by _id" without holding anything in between, so concurrent writers lose updates
-// (100 concurrent {$inc: {n: 1}} end with n≈4) and a compare-and-swap such as
+// (100 concurrent {$inc: {n: 1}} end with n≈7 on SQLite, n≈95 on PostgreSQL) and a compare-and-swap such as
 // findAndModify({_id, version: 1}, {$inc: {version: 1}}) can succeed for several callers. MongoDB
 // makes each single-document write atomic. To give every client MongoDB's semantics, FerretDB
 // listens on a private loopback port and this wrapper serves the public address through a small
 // wire-protocol proxy that runs write commands (insert, update, delete, findAndModify) one at a
 // time per namespace (database.collection); reads and everything else pass straight through.
+// -serialize=false turns that off (measurement only: store.mongo.test.ts then fails on both backends).
 package main
 
 import (

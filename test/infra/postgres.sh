@@ -3,8 +3,12 @@
 # backend: install | up | down | restart | status.
 #
 # Never the Debian-managed cluster: its own initdb'd cluster on 127.0.0.1 and a free port, TCP
-# only (no Unix socket), trust authentication (loopback, test data only), fsync on (the default:
-# an acknowledged write survives a crash, as with the SQLite backend's synchronous=FULL).
+# only (no Unix socket), trust authentication (loopback, test data only). Durability as a
+# standalone MongoDB's default write concern (w:1, j:false: the journal is flushed every 100 ms):
+# synchronous_commit=off with wal_writer_delay=100ms, so a commit does not wait for its WAL fsync
+# and a crash of PostgreSQL itself (not of FerretDB, which the restart tests bounce) may lose the
+# last ~300 ms of acknowledged writes. POSTGRES_SYNCHRONOUS_COMMIT=on waits for the fsync (load/README.md
+# measured turns about 3x slower with it on this machine).
 # Everything lives in one cluster dir:
 #   data/            the cluster (PGDATA)
 #   port, postgres.log
@@ -121,7 +125,8 @@ EOF
     p="$(free_port)"
     as_owner sh -c "echo $p >'$CL/port'"
   fi
-  as_owner "$BIN/pg_ctl" -D "$CL/data" -l "$CL/postgres.log" -w -t "$start_timeout" -o "-p $p" start >/dev/null \
+  as_owner "$BIN/pg_ctl" -D "$CL/data" -l "$CL/postgres.log" -w -t "$start_timeout" \
+    -o "-p $p -c synchronous_commit=${POSTGRES_SYNCHRONOUS_COMMIT:-off} -c wal_writer_delay=100ms" start >/dev/null \
     || { tail -n 20 "$CL/postgres.log" >&2; die "PostgreSQL did not start on port $p"; }
   "$BIN/psql" -h 127.0.0.1 -p "$p" -U postgres -d postgres -tAc "SELECT 1 FROM pg_database WHERE datname='ferretdb'" | grep -q 1 \
     || "$BIN/psql" -q -h 127.0.0.1 -p "$p" -U postgres -d postgres -c 'CREATE DATABASE ferretdb' >/dev/null
