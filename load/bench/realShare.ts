@@ -1,7 +1,8 @@
 /**
- * Section h: where a real-infra turn's time goes. The platform runs in this process on Kafka +
- * FerretDB + Redis (its own FLEET_NAMESPACE, removed afterwards) with its document store wrapped
- * in a timing wrapper (this bench platform only; the product's store is untouched): every call of
+ * Section f2 (after e and f): where a real-infra turn's time goes. The platform runs in this
+ * process on Kafka + FerretDB + Redis (its own FLEET_NAMESPACE, removed afterwards) with its
+ * document store wrapped in a timing wrapper (this bench platform only; the product's store is
+ * untouched): every call of
  * every Collection method counts, and the store's busy time is the wall time during which at
  * least one call is in flight (overlapping calls are not double-counted). One session runs
  * sequential turns (zero-latency model, SSE open) for BENCH_SECONDS after a warm-up; the share
@@ -115,7 +116,7 @@ export async function storeShareSection(
   s: BenchSettings,
 ): Promise<StoreShareFigures> {
   printSection(
-    'h. Store share of a real-infra turn (in-process platform on Kafka + FerretDB + Redis, document store timed)',
+    'f2. Store share of a real-infra turn (in-process platform on Kafka + FerretDB + Redis, document store timed)',
   );
   const namespace = newNamespace('share');
   const env = realAdapterEnv(servers, namespace);
