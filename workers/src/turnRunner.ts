@@ -121,7 +121,8 @@ export class TurnRunner {
     void run.finally(async () => {
       this.running.delete(run);
       this.draining.delete(sid);
-      // A command skipped while this drain was letting go: its input is still pending.
+      // Input that arrived after the drain's last check (its command skipped while this drain
+      // was letting go, or sent before the release): still pending, taken now.
       const s = await this.p.collections.sessions.get(tenant, sid).catch(() => null);
       if (!failed && s?.pending && !s.terminated_at && !s.deleted_at)
         void this.handle(cmd).catch((err) =>
@@ -130,38 +131,30 @@ export class TurnRunner {
     });
   }
 
-  private async runSession(tenant: string, sid: string, first: Lease): Promise<void> {
-    let lease: Lease | null = first;
-    while (lease) {
-      const held = lease;
-      const renew = setInterval(
-        () => {
-          this.p.coordination.leases.renew(held, this.p.config.turn.leaseTtlMs).then(
-            (ok) => {
-              if (!ok) this.active.get(sid)?.abort(new TurnAborted('lease_lost'));
-            },
-            () => {},
-          );
-        },
-        Math.max(250, Math.floor(this.p.config.turn.leaseTtlMs / 3)),
-      );
-      try {
-        await this.drain(tenant, sid, held);
-      } catch (err) {
-        if (err instanceof StaleLeaseError) return;
-        throw err;
-      } finally {
-        clearInterval(renew);
-        await this.p.coordination.leases.release(held);
-      }
-      // Input that arrived after the last check but before the release: take it now.
-      const s = await this.p.collections.sessions.get(tenant, sid);
-      if (!s || s.deleted_at || s.terminated_at || !s.pending) return;
-      lease = await this.p.coordination.leases.acquire(
-        `session:${sid}`,
-        this.owner,
-        this.p.config.turn.leaseTtlMs,
-      );
+  /**
+   * Drains the session under one lease. Input that arrived after the drain's last check but
+   * before the release is taken by `handle`'s re-check once this returns (one session read).
+   */
+  private async runSession(tenant: string, sid: string, held: Lease): Promise<void> {
+    const renew = setInterval(
+      () => {
+        this.p.coordination.leases.renew(held, this.p.config.turn.leaseTtlMs).then(
+          (ok) => {
+            if (!ok) this.active.get(sid)?.abort(new TurnAborted('lease_lost'));
+          },
+          () => {},
+        );
+      },
+      Math.max(250, Math.floor(this.p.config.turn.leaseTtlMs / 3)),
+    );
+    try {
+      await this.drain(tenant, sid, held);
+    } catch (err) {
+      if (err instanceof StaleLeaseError) return;
+      throw err;
+    } finally {
+      clearInterval(renew);
+      await this.p.coordination.leases.release(held);
     }
   }
 
