@@ -5,6 +5,8 @@
  *   gets the frames its own mode asks for (chunks, SDK previews, both) from the shared encodings;
  * - a subscriber that stops reading is cut once SSE_MAX_BUFFERED_BYTES are waiting for it, while
  *   a reading subscriber of the same session gets every frame, in order;
+ * - a history replay larger than that bound goes at the client's pace instead (never cut), and
+ *   the live events that arrived meanwhile follow it;
  * - the stream ends after `session.deleted`.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -123,6 +125,42 @@ describe('SSE fan-out', () => {
     } finally {
       slow.socket.destroy();
       fast.socket.destroy();
+    }
+  });
+
+  it('a replay larger than SSE_MAX_BUFFERED_BYTES to a client that stops reading is paced, not cut; live events follow it', async () => {
+    const sid = await newSession();
+    const big = 'y'.repeat(200 * 1024);
+    const N = 60; // 12 MB of history: far more than the bound and the kernel's socket buffers
+    for (let i = 0; i < N; i += 10)
+      await t.server.platform.events.append(
+        'tnt_default',
+        sid,
+        Array.from({ length: 10 }, () => ({
+          type: 'user.message',
+          payload: { content: [{ type: 'text', text: big }] },
+        })),
+      );
+    const before = await openStreamCount();
+    const s = await open(sid, 'replay=1&include=chunks');
+    try {
+      // The replay's first bytes: the server has written it; the client stops reading.
+      await new Promise<void>((resolve) => (s.onData = () => resolve()));
+      s.socket.pause();
+      await t.server.platform.events.publishLive(sid, chunk(0, 'live-after-replay'));
+      // One request through the same server: the live event has reached the stream by now.
+      expect(await openStreamCount()).toBe(before + 1);
+      s.socket.resume();
+      await waitFor(async () => s.frames().some((f) => f.event === 'agent.message_chunk'));
+      const frames = s.frames();
+      expect(frames.map((f) => f.id ?? f.event)).toEqual([
+        ...Array.from({ length: N }, (_, i) => String(i + 1)),
+        'agent.message_chunk',
+      ]);
+      expect(frames.at(-1)!.data.delta).toBe('live-after-replay');
+      expect(await openStreamCount()).toBe(before + 1);
+    } finally {
+      s.socket.destroy();
     }
   });
 

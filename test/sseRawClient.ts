@@ -21,6 +21,8 @@ export interface RawSseStream {
   closed: Promise<void>;
   /** Called after each body chunk is parsed. */
   onChunk: (() => void) | null;
+  /** Called on each socket read after the response head (a chunk may still be incomplete). */
+  onData: (() => void) | null;
 }
 
 export function parseFrames(body: string): SseFrame[] {
@@ -57,14 +59,27 @@ export function openRawSse(
       frames: () => parseFrames(stream.chunks.join('')),
       closed: new Promise<void>((r) => (closedResolve = r)),
       onChunk: null,
+      onData: null,
     };
     socket.on('close', () => {
       closedResolve();
       if (!headDone) reject(new Error(`${path}: closed before the response head`));
     });
     socket.on('error', () => {});
+    // Bytes not parsed yet: joined only once a whole chunk is there (a multi-MB chunk arrives
+    // in many reads).
+    let parts: Buffer[] = [];
+    let partsLength = 0;
+    let need = 0;
     socket.on('data', (d: Buffer) => {
-      buf = Buffer.concat([buf, d]);
+      if (headDone) stream.onData?.();
+      parts.push(d);
+      partsLength += d.length;
+      if (partsLength < need) return;
+      buf = Buffer.concat([buf, ...parts]);
+      parts = [];
+      partsLength = 0;
+      need = 0;
       if (!headDone) {
         const end = buf.indexOf('\r\n\r\n');
         if (end < 0) return;
@@ -82,7 +97,10 @@ export function openRawSse(
         const eol = buf.indexOf('\r\n');
         if (eol < 0) return;
         const size = parseInt(buf.subarray(0, eol).toString('latin1'), 16);
-        if (buf.length < eol + 2 + size + 2) return;
+        if (buf.length < eol + 2 + size + 2) {
+          need = eol + 2 + size + 2 - buf.length;
+          return;
+        }
         if (size > 0) stream.chunks.push(buf.subarray(eol + 2, eol + 2 + size).toString('utf8'));
         buf = buf.subarray(eol + 2 + size + 2);
         stream.onChunk?.();

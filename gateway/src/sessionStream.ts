@@ -73,6 +73,10 @@ export async function streamSession(p: Platform, req: IdReq, reply: FastifyReply
   const abort = new AbortController();
   req.raw.once('close', () => abort.abort());
   let sse: SseWriter | null = null;
+  // The replay (and the first live batch after it) go at the client's pace; after that, live
+  // events never wait for one client (a client that falls behind is cut, see sse.ts).
+  let paced = afterSeq !== null;
+  let replayOver = false;
   // Headers go out only once the live subscription is in place (onReady).
   const open = () => {
     sse = new SseWriter(req, reply, p.config.sseMaxBufferedBytes);
@@ -90,8 +94,13 @@ export async function streamSession(p: Platform, req: IdReq, reply: FastifyReply
         includeLive: mode.chunks || mode.deltas.size > 0,
         signal: abort.signal,
         onReady: open,
+        onLive: () => (replayOver = true),
       },
     )) {
+      if (paced) {
+        await sse!.whenWritable();
+        if (replayOver) paced = false;
+      }
       // Nothing follows a deleted session's last event.
       const end = batch.findIndex((item) => item.type === 'session.deleted');
       if (end < 0) {

@@ -13,7 +13,7 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
  *   `maxBufferedBytes` (SSE_MAX_BUFFERED_BYTES), the stream is a slow consumer and is cut
  *   (socket destroyed, its queue dropped). A slow consumer never slows the publisher or other
  *   streams; its client resumes with Last-Event-ID (canonical events carry their seq as id, so
- *   the resume has no gap and no duplicate).
+ *   the resume has no gap and no duplicate). A history replay is paced instead (whenWritable).
  * - close() writes what is still queued, then ends the response.
  */
 /** Open streams, so shutdown can end them instead of waiting on clients forever. */
@@ -114,6 +114,27 @@ export class SseWriter {
     this.queue = [];
     this.queuedBytes = 0;
     this.reply.raw.write(out);
+  }
+
+  /**
+   * Resolves once the socket takes more (at once if it does): writes what is queued first when
+   * that is over 64 KiB. A writer that controls its own pace (a history replay) awaits this
+   * between batches, so a large replay to a slow client is paced rather than cut.
+   */
+  whenWritable(): Promise<void> {
+    const raw = this.reply.raw;
+    if (this.closed) return Promise.resolve();
+    if (this.queuedBytes >= 64 * 1024) this.writeQueued();
+    if (!raw.writableNeedDrain) return Promise.resolve();
+    return new Promise((resolve) => {
+      const done = () => {
+        raw.off('drain', done);
+        raw.off('close', done);
+        resolve();
+      };
+      raw.on('drain', done);
+      raw.on('close', done);
+    });
   }
 
   /** A slow consumer: drop what is queued and destroy the connection. */

@@ -16,6 +16,8 @@ export interface FollowOptions {
    * stream open can rely on every later event reaching it.
    */
   onReady?: () => void;
+  /** Called once the replay is over (at once without one), before the first live batch. */
+  onLive?: () => void;
 }
 
 const PAGE = 500;
@@ -159,6 +161,7 @@ export async function* followSessionBatches(
         if (rows.length < PAGE || opts.signal.aborted) break;
       }
     }
+    opts.onLive?.();
     while (!opts.signal.aborted) {
       if (queue.length === 0) {
         await new Promise<void>((r) => {
