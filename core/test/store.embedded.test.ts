@@ -301,6 +301,41 @@ describe('embedded store unique indexes', () => {
   });
 });
 
+describe('embedded store document depth', () => {
+  it('refuses a document nesting past SQLite JSON depth (1000) with a TypeError, writing nothing, with or without indexes; 900 levels are kept', async () => {
+    const store = await openEmbeddedStore({});
+    const c = store.collection<{ _id: string; d?: unknown }>({
+      name: 'deep',
+      indexes: [{ fields: { k: 1 } }],
+    });
+    const nest = (levels: number) => {
+      let v: unknown = 'leaf';
+      for (let i = 0; i < levels; i++) v = { a: v };
+      return v;
+    };
+    await expect(c.insertOne({ _id: 'x', d: nest(1200) })).rejects.toThrow(
+      /cannot store document\.d\.a\.a.*…: the document nests deeper than 1000 levels/,
+    );
+    expect(await c.count({})).toBe(0);
+    const plain = store.collection<{ _id: string; d?: unknown }>({ name: 'deep-plain' });
+    await expect(plain.insertOne({ _id: 'x', d: nest(1001) })).rejects.toThrow(/nests deeper/);
+    await plain.insertOne({ _id: 'x', d: nest(999) });
+    expect(await plain.count({ _id: 'x' })).toBe(1);
+    await c.insertOne({ _id: 'y', d: nest(900) });
+    let got = (await c.findOne({ _id: 'y' }))?.d;
+    let depth = 0;
+    while (got && typeof got === 'object') {
+      got = (got as { a: unknown }).a;
+      depth++;
+    }
+    expect([depth, got]).toEqual([900, 'leaf']);
+    await expect(c.updateOne({ _id: 'y' }, { $set: { d: nest(1200) } })).rejects.toThrow(
+      /nests deeper/,
+    );
+    await store.close();
+  });
+});
+
 describe('embedded store performance', () => {
   it('group-commits concurrent writes: 1000 concurrent inserts share a few commits', async () => {
     const store = await openEmbeddedStore({ dir: await tempDir() });

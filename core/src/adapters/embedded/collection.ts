@@ -65,10 +65,10 @@ export class SqliteCollection<T extends Doc> implements Collection<T> {
     if (order !== null) {
       const params = [...where.params];
       let sql = `SELECT doc FROM ${t} WHERE ${where.sql}${order}`;
-      if (limit || skip) {
-        sql += ' LIMIT ? OFFSET ?';
-        params.push(limit || -1, skip);
-      }
+      // Written into the SQL, not bound: with a bound LIMIT this SQLite build (STAT4) plans an
+      // _id lookup ~4x slower (20-36 µs vs 4-6 µs); both are integers checked here, and the
+      // statement cache keeps the few distinct page sizes the domain uses.
+      if (limit || skip) sql += ` LIMIT ${Math.floor(limit) || -1} OFFSET ${Math.floor(skip)}`;
       const rows = this.core.stmt(sql).all(...params) as string[];
       this.core.examined(rows.length);
       return rows.map((r) => JSON.parse(r) as Raw);
@@ -94,6 +94,10 @@ export class SqliteCollection<T extends Doc> implements Collection<T> {
       if (prev) this.core.stmt(`UPDATE ${t} SET doc = ? WHERE _id = ?`).run(json, next._id);
       else this.core.stmt(`INSERT INTO ${t} (_id, doc) VALUES (?, ?)`).run(next._id, json);
     } catch (err) {
+      if (err instanceof Error && /malformed JSON/.test(err.message))
+        throw new TypeError(
+          `${this.name}: document ${next._id} nests deeper than the embedded store's limit (SQLite JSON depth 1000)`,
+        );
       throw this.table.duplicate(err, next) ?? err;
     }
   }

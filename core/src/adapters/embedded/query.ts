@@ -32,28 +32,78 @@ export function clone<T>(v: T): T {
   return out as T;
 }
 
+/** Deepest nesting of objects and arrays a document may have (SQLite's JSON depth limit). */
+export const MAX_DOCUMENT_DEPTH = 1000;
+
 /**
  * Copy of `v` restricted to what every adapter stores identically: plain objects, arrays,
- * strings, finite numbers, booleans and null. Object properties that are `undefined` are
- * dropped (array slots become null); anything else (Date, Map, NaN, bigint...) throws.
+ * strings, finite numbers, booleans and null, nested at most {@link MAX_DOCUMENT_DEPTH} levels.
+ * Object properties that are `undefined` are dropped (array slots become null); anything else
+ * (Date, Map, NaN, bigint...) throws a TypeError naming the path. The copy is made without
+ * building paths; only a refused value is walked again to name where it is.
  */
 export function storable(v: unknown, at = 'document'): unknown {
+  try {
+    return copyStorable(v, 1);
+  } catch (err) {
+    if (err !== REFUSED) throw err;
+    explain(v, at, 1);
+    throw new TypeError(`cannot store ${at}: only JSON values are supported`);
+  }
+}
+
+const REFUSED = new Error('refused');
+
+function copyStorable(v: unknown, depth: number): unknown {
   if (v === null || typeof v === 'string' || typeof v === 'boolean') return v;
   if (typeof v === 'number') {
-    if (!Number.isFinite(v)) throw new TypeError(`cannot store non-finite number at ${at}`);
+    if (!Number.isFinite(v)) throw REFUSED;
     return v === 0 ? 0 : v;
   }
-  if (Array.isArray(v))
-    return v.map((e, i) => (e === undefined ? null : storable(e, `${at}.${i}`)));
+  if (depth > MAX_DOCUMENT_DEPTH) throw REFUSED;
+  if (Array.isArray(v)) {
+    const out = new Array<unknown>(v.length);
+    for (let i = 0; i < v.length; i++)
+      out[i] = v[i] === undefined ? null : copyStorable(v[i], depth + 1);
+    return out;
+  }
   if (typeof v === 'object') {
     const proto = Object.getPrototypeOf(v);
     if (proto === Object.prototype || proto === null) {
       const out: Obj = {};
       for (const k of Object.keys(v)) {
         const e = (v as Obj)[k];
-        if (e !== undefined) out[k] = storable(e, `${at}.${k}`);
+        if (e !== undefined) out[k] = copyStorable(e, depth + 1);
       }
       return out;
+    }
+  }
+  throw REFUSED;
+}
+
+/** The slow walk of a refused value: throws the TypeError naming its path. */
+function explain(v: unknown, at: string, depth: number): unknown {
+  if (v === null || typeof v === 'string' || typeof v === 'boolean') return v;
+  if (typeof v === 'number') {
+    if (!Number.isFinite(v)) throw new TypeError(`cannot store non-finite number at ${at}`);
+    return v;
+  }
+  if ((Array.isArray(v) || (typeof v === 'object' && v !== null)) && depth > MAX_DOCUMENT_DEPTH)
+    throw new TypeError(
+      `cannot store ${at.length > 120 ? `${at.slice(0, 120)}…` : at}: the document nests deeper than ${MAX_DOCUMENT_DEPTH} levels`,
+    );
+  if (Array.isArray(v)) {
+    v.forEach((e, i) => e !== undefined && explain(e, `${at}.${i}`, depth + 1));
+    return v;
+  }
+  if (typeof v === 'object') {
+    const proto = Object.getPrototypeOf(v);
+    if (proto === Object.prototype || proto === null) {
+      for (const k of Object.keys(v)) {
+        const e = (v as Obj)[k];
+        if (e !== undefined) explain(e, `${at}.${k}`, depth + 1);
+      }
+      return v;
     }
   }
   const kind = typeof v === 'object' ? (v.constructor?.name ?? 'object') : typeof v;
