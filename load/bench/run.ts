@@ -134,7 +134,13 @@ async function main(): Promise<void> {
   const started = performance.now();
   // Hard bound on the whole run: an unref'd timer only fires if something is still running.
   // Child processes of section g are SIGKILLed on exit (procs.ts).
-  const boundS = 15 * s.seconds + 90 + (real.servers ? 12 * s.seconds + 180 : 0);
+  // Sections a-d and the floors: ~15 × BENCH_SECONDS; fan-out and memory start their own
+  // processes (~4 × BENCH_SECONDS + 150 s); store-scale fills BENCH_STORE_EVENTS at >= 5k/s.
+  const boundS =
+    19 * s.seconds +
+    240 +
+    Math.ceil(s.storeEvents / 5000) +
+    (real.servers ? 12 * s.seconds + 180 : 0);
   const watchdog = setTimeout(() => {
     console.error(
       `bench: still running after ${Math.round((performance.now() - started) / 1000)} s; exiting`,
