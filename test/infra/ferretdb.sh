@@ -123,6 +123,8 @@ write_env() {
 backend_args() {
   BACKEND_ARGS=(-backend "$BACKEND" -serialize="$([ "${FERRETDB_SERIALIZE:-1}" = 0 ] && echo false || echo true)")
   [ "$BACKEND" = postgresql ] || return 0
+  # Inserts need no serializing on PostgreSQL (test/ferretdb/main.go); FERRETDB_SERIALIZE_INSERTS=1 keeps it.
+  [ "${FERRETDB_SERIALIZE_INSERTS:-0}" = 1 ] || BACKEND_ARGS+=(-serialize-inserts=false)
   AGENTFLEET_INFRA_DIR="$INFRA_DIR" bash "$here/postgres.sh" up >>"$LOG" 2>&1 || die "PostgreSQL did not start; see $LOG"
   local url
   url="$(sed -n 's/^POSTGRESQL_URL=//p' "$INFRA_DIR/postgres.env")"
