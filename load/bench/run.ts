@@ -172,7 +172,15 @@ async function main(): Promise<void> {
   let platformKind: PlatformKind = null;
   let skipPrinted = false;
   try {
+    // BENCH_ONLY=turns,events runs only the named sections (names as in SECTIONS).
+    const only = process.env.BENCH_ONLY?.split(',').map((n) => n.trim());
+    const unknown = only?.filter((n) => !SECTIONS.some((x) => x.name === n)) ?? [];
+    if (unknown.length)
+      throw new Error(
+        `BENCH_ONLY: unknown section(s) ${unknown.join(', ')}; known: ${SECTIONS.map((x) => x.name).join(', ')}`,
+      );
     for (const section of SECTIONS) {
+      if (only && !only.includes(section.name)) continue;
       if (section.real && !real.servers) {
         if (!skipPrinted) {
           printSection(
