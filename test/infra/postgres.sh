@@ -148,7 +148,13 @@ case "$cmd" in
   up | down | restart | status) ;;
   *) echo "usage: $0 install|up|down|restart|status" >&2; exit 2 ;;
 esac
-BIN="$(pg_bin)" || die "PostgreSQL binaries not found (run: $0 install)"
+if ! BIN="$(pg_bin)"; then
+  case "$cmd" in
+    down) exit 0 ;;
+    status) echo "down"; exit 1 ;;
+  esac
+  die "PostgreSQL binaries not found (run: $0 install)"
+fi
 cluster_dir
 case "$cmd" in
   up)
