@@ -10,13 +10,13 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
+import { createLocalDriver } from '../src/adapters/bubblewrap/driver.js';
 import {
   NAMESPACE_ARGS,
   checkBubblewrap,
-  createLocalDriver,
   systemBindArgs,
   writeSystemFiles,
-} from '../src/sandbox/local.js';
+} from '../src/adapters/bubblewrap/layout.js';
 import { latencyRow, type LatencyRow } from './latencyRow.js';
 
 export type SandboxBenchRow = LatencyRow;
