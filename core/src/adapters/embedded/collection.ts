@@ -55,8 +55,6 @@ export class SqliteCollection<T extends Doc> implements Collection<T> {
 
   /** Matching documents (fresh objects) in sort order, after skip/limit. */
   private select(filter: Filter, opts: FindOptions = {}): Raw[] {
-    const pred = compileFilter(filter);
-    const cmp = opts.sort && Object.keys(opts.sort).length ? compareBy(opts.sort) : undefined;
     const skip = Math.max(0, opts.skip ?? 0);
     const limit = opts.limit && opts.limit > 0 ? opts.limit : 0;
     const { t, plain } = this.table;
@@ -73,6 +71,9 @@ export class SqliteCollection<T extends Doc> implements Collection<T> {
       this.core.examined(rows.length);
       return rows.map((r) => JSON.parse(r) as Raw);
     }
+    // Not exact in SQL: the JS predicate and sort, compiled only here (most queries never need them).
+    const pred = compileFilter(filter);
+    const cmp = opts.sort && Object.keys(opts.sort).length ? compareBy(opts.sort) : undefined;
     const rows = this.core.stmt(`SELECT doc FROM ${t} WHERE ${where.sql}`).all(...where.params);
     this.core.examined(rows.length);
     const out: Raw[] = [];
