@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Starts the real servers for fleet mode and the real-adapter tests, on free loopback ports:
 # Redis (Debian's redis-server), Apache Kafka (KRaft, jars from Maven Central) and FerretDB v1
-# (built from test/ferretdb; FERRETDB_BACKEND=postgresql, the default, runs it on a private
-# PostgreSQL cluster per set started by test/infra/postgres.sh; sqlite on SQLite files). Downloads and builds are cached under
+# (built from test/ferretdb; FERRETDB_BACKEND=sqlite, the default, on SQLite files;
+# postgresql on a private PostgreSQL cluster per set started by test/infra/postgres.sh). Downloads and builds are cached under
 # ${AGENTFLEET_INFRA_DIR:-$HOME/.cache/agentfleet/infra}; nothing is written to the repo.
 #
 # Two sets are started: the main one (REDIS_URL, KAFKA_BROKERS, MONGODB_URL), shared by the
@@ -20,7 +20,7 @@ mkdir -p "$dir" "$faults"
 bash "$here/redis.sh" install > "$dir/redis.install.log" 2>&1 || { tail -n 40 "$dir/redis.install.log"; exit 1; }
 bash "$here/kafka.sh" fetch > "$dir/kafka.fetch.log" 2>&1 || { tail -n 40 "$dir/kafka.fetch.log"; exit 1; }
 bash "$here/ferretdb.sh" build > "$dir/ferretdb.build.log" 2>&1 || { tail -n 40 "$dir/ferretdb.build.log"; exit 1; }
-if [ "${FERRETDB_BACKEND:-postgresql}" = postgresql ]; then
+if [ "${FERRETDB_BACKEND:-sqlite}" = postgresql ]; then
   bash "$here/postgres.sh" install > "$dir/postgres.install.log" 2>&1 || { tail -n 40 "$dir/postgres.install.log"; exit 1; }
 fi
 
