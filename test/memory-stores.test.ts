@@ -236,15 +236,21 @@ describe('memories', () => {
     const mm = c.beta.memoryStores.memories;
     const notes = await mm.create(s.id, { path: '/notes', content: 'n' });
     const deep = await mm.create(s.id, { path: '/docs/a/b.md', content: 'b' });
-    const cases: Array<[Promise<unknown>, string, string]> = [
-      [mm.create(s.id, { path: '/notes', content: 'again' }), '/notes', notes.id],
-      [mm.create(s.id, { path: '/notes/todo.md', content: 'x' }), '/notes', notes.id],
-      [mm.create(s.id, { path: '/docs/a', content: 'x' }), '/docs/a/b.md', deep.id],
-      [mm.update(deep.id, { memory_store_id: s.id, path: '/notes' }), '/notes', notes.id],
-      [mm.update(notes.id, { memory_store_id: s.id, path: '/docs' }), '/docs/a/b.md', deep.id],
+    // One at a time: a request started early whose 409 arrives before its turn in the loop would
+    // be an unhandled rejection until then.
+    const cases: Array<[() => Promise<unknown>, string, string]> = [
+      [() => mm.create(s.id, { path: '/notes', content: 'again' }), '/notes', notes.id],
+      [() => mm.create(s.id, { path: '/notes/todo.md', content: 'x' }), '/notes', notes.id],
+      [() => mm.create(s.id, { path: '/docs/a', content: 'x' }), '/docs/a/b.md', deep.id],
+      [() => mm.update(deep.id, { memory_store_id: s.id, path: '/notes' }), '/notes', notes.id],
+      [
+        () => mm.update(notes.id, { memory_store_id: s.id, path: '/docs' }),
+        '/docs/a/b.md',
+        deep.id,
+      ],
     ];
-    for (const [p, path, id] of cases) {
-      const { status, error } = await apiError(p);
+    for (const [request, path, id] of cases) {
+      const { status, error } = await apiError(request());
       expect(status).toBe(409);
       expect(error).toMatchObject({ conflicting_path: path, conflicting_memory_id: id });
       expect(error.details).toMatchObject({ error_type: 'memory_path_conflict_error' });
