@@ -127,6 +127,27 @@ export function benchClient(url: string, apiKey: string): BenchClient {
 }
 
 /**
+ * The settings every bench platform runs with, in-process or as processes: its data dir and
+ * operator key, a fixed root secret, the vendor fallback pointed at the scripted model, quiet
+ * logs, and no effective rate limit (the bench drives far more than the default 6000/min).
+ */
+export function benchPlatformEnv(o: {
+  dataDir: string;
+  apiKey: string;
+  modelUrl: string;
+}): Record<string, string> {
+  return {
+    DATA_DIR: o.dataDir,
+    API_KEY: o.apiKey,
+    PLATFORM_ROOT_SECRET: 'bench-root-secret-0123456789abcdef0123456789',
+    ANTHROPIC_API_KEY: 'sk-bench-vendor',
+    ANTHROPIC_BASE_URL: o.modelUrl,
+    LOG_LEVEL: 'error',
+    RATE_LIMIT_PER_MINUTE: String(Number.MAX_SAFE_INTEGER),
+  };
+}
+
+/**
  * Starts the whole platform in this process. `env` is merged over the bench's settings (the real
  * adapters' URLs and FLEET_NAMESPACE select Kafka, MongoDB and Redis instead of the embedded ones).
  */
@@ -144,14 +165,7 @@ export async function startBenchPlatform(
       {
         PORT: '0',
         HOST: '127.0.0.1',
-        DATA_DIR: dataDir,
-        API_KEY: apiKey,
-        PLATFORM_ROOT_SECRET: 'bench-root-secret-0123456789abcdef0123456789',
-        ANTHROPIC_API_KEY: 'sk-bench-vendor',
-        ANTHROPIC_BASE_URL: model.url,
-        LOG_LEVEL: 'error',
-        // The bench drives far more than the default 6000 requests/min per tenant.
-        RATE_LIMIT_PER_MINUTE: String(Number.MAX_SAFE_INTEGER),
+        ...benchPlatformEnv({ dataDir, apiKey, modelUrl: model.url }),
         ...env,
       },
       overrides,

@@ -25,7 +25,7 @@ import { fileURLToPath } from 'node:url';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { benchClient, startBenchPlatform, type BenchClient } from './context.js';
+import { benchClient, benchPlatformEnv, startBenchPlatform, type BenchClient } from './context.js';
 import type { ClientReport } from './fanoutClient.js';
 import { startStampedModel, stampedText } from './fanoutModel.js';
 import { startPlatformProcess, stopProcess } from './procs.js';
@@ -113,15 +113,7 @@ async function startPlatformUnderTest(
   const dataDir = mkdtempSync(join(tmpdir(), 'agentfleet-bench-fanout-'));
   const apiKey = `op-bench-${Math.random().toString(36).slice(2)}`;
   try {
-    const proc = await startPlatformProcess('all', {
-      DATA_DIR: dataDir,
-      API_KEY: apiKey,
-      PLATFORM_ROOT_SECRET: 'bench-root-secret-0123456789abcdef0123456789',
-      ANTHROPIC_API_KEY: 'sk-bench-vendor',
-      ANTHROPIC_BASE_URL: modelUrl,
-      LOG_LEVEL: 'error',
-      RATE_LIMIT_PER_MINUTE: String(Number.MAX_SAFE_INTEGER),
-    });
+    const proc = await startPlatformProcess('all', benchPlatformEnv({ dataDir, apiKey, modelUrl }));
     const client = benchClient(proc.url, apiKey);
     return {
       client,

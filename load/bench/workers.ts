@@ -14,6 +14,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import {
   benchClient,
+  benchPlatformEnv,
   startScriptedModel,
   type BenchClient,
   type ScriptedModel,
@@ -202,13 +203,7 @@ async function fleetRun(
   try {
     const env: Record<string, string> = {
       ...realAdapterEnv(servers, namespace),
-      DATA_DIR: dataDir,
-      API_KEY: apiKey,
-      PLATFORM_ROOT_SECRET: 'bench-root-secret-0123456789abcdef0123456789',
-      ANTHROPIC_API_KEY: 'sk-bench-vendor',
-      ANTHROPIC_BASE_URL: model.url,
-      LOG_LEVEL: 'error',
-      RATE_LIMIT_PER_MINUTE: String(Number.MAX_SAFE_INTEGER),
+      ...benchPlatformEnv({ dataDir, apiKey, modelUrl: model.url }),
       SHUTDOWN_GRACE_MS: '2000',
     };
     const t0 = nowMs();
