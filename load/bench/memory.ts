@@ -9,9 +9,9 @@
  * beside it, which splits pages the sandboxes share). Without bwrap the sandbox rows print
  * "skipped".
  */
-import { fork, spawnSync } from 'node:child_process';
-import { fileURLToPath } from 'node:url';
+import { spawnSync } from 'node:child_process';
 import type { MemoryChildResult, MemorySample } from './memoryChild.js';
+import { runResultChild } from './procs.js';
 import type { BenchSettings } from './settings.js';
 import { fmt, fmtInt, printSection, printTable } from './stats.js';
 
@@ -42,26 +42,12 @@ function bwrapProblem(): string | null {
 }
 
 function runChild(n: number, m: number, noSandbox: string | null): Promise<MemoryChildResult> {
-  const entry = fileURLToPath(new URL('./memoryChild.ts', import.meta.url));
-  const child = fork(entry, [String(n), String(m), noSandbox ?? ''], {
-    execArgv: ['--expose-gc', '--conditions=source', '--import', 'tsx'],
-    stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
-  });
-  return new Promise((resolve, reject) => {
-    const timer = setTimeout(() => {
-      child.kill('SIGKILL');
-      reject(new Error(`memory bench child still running after ${CHILD_BOUND_MS / 1000} s`));
-    }, CHILD_BOUND_MS);
-    child.on('message', (m: { result?: MemoryChildResult; error?: string }) => {
-      clearTimeout(timer);
-      if (m.result) resolve(m.result);
-      else reject(new Error(m.error ?? 'memory bench child failed'));
-    });
-    child.on('exit', (code) => {
-      clearTimeout(timer);
-      reject(new Error(`memory bench child exited with code ${code}`));
-    });
-  });
+  return runResultChild<MemoryChildResult>(
+    new URL('./memoryChild.ts', import.meta.url),
+    [String(n), String(m), noSandbox ?? ''],
+    'memory bench child',
+    { boundMs: CHILD_BOUND_MS, execArgv: ['--expose-gc'] },
+  );
 }
 
 export async function memorySection(s: BenchSettings): Promise<MemoryFigures> {

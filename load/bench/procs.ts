@@ -5,7 +5,7 @@
  * here is tracked so it can be stopped at the end (SIGTERM, then SIGKILL) and is SIGKILLed when
  * this process exits by any route (including the run's watchdog).
  */
-import { spawn, type ChildProcess } from 'node:child_process';
+import { fork, spawn, type ChildProcess } from 'node:child_process';
 import { createServer } from 'node:net';
 import { fileURLToPath } from 'node:url';
 
@@ -141,4 +141,36 @@ export async function startPlatformProcess(
     throw new Error(`${(err as Error).message}:\n${out.slice(-4000)}`);
   }
   return { role, pid: child.pid!, url: `http://127.0.0.1:${port}`, child, output: () => out };
+}
+
+/**
+ * Runs a bench child (a TypeScript module under load/bench, through tsx) that answers with one
+ * IPC message `{ result }` or `{ error }`; resolves with the result. The child is SIGKILLed past
+ * `boundMs`; an exit without an answer rejects. `label` names the child in the errors.
+ */
+export function runResultChild<T>(
+  entry: URL,
+  args: string[],
+  label: string,
+  opts: { boundMs: number; execArgv?: string[] },
+): Promise<T> {
+  const child = fork(fileURLToPath(entry), args, {
+    execArgv: [...(opts.execArgv ?? []), '--conditions=source', '--import', 'tsx'],
+    stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
+  });
+  return new Promise((resolve, reject) => {
+    const timer = setTimeout(() => {
+      child.kill('SIGKILL');
+      reject(new Error(`${label} still running after ${opts.boundMs / 1000} s`));
+    }, opts.boundMs);
+    child.on('message', (m: { result?: T; error?: string }) => {
+      clearTimeout(timer);
+      if (m.result) resolve(m.result);
+      else reject(new Error(m.error ?? `${label} failed`));
+    });
+    child.on('exit', (code) => {
+      clearTimeout(timer);
+      reject(new Error(`${label} exited with code ${code}`));
+    });
+  });
 }

@@ -11,11 +11,9 @@
  * is gone, nothing of it is measured). Skipped with one line when the temp dir's file system has
  * less than 4 GB free. The temp dirs are deleted afterwards. Figures only, no thresholds.
  */
-import { fork } from 'node:child_process';
 import { mkdtempSync, readdirSync, rmSync, statfsSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import {
   COLLECTIONS,
   newId,
@@ -24,6 +22,7 @@ import {
   type Doc,
   type EventDoc,
 } from '@agentfleet/core';
+import { runResultChild } from './procs.js';
 import type { BenchSettings } from './settings.js';
 import { fmt, fmtInt, printSection, printTable } from './stats.js';
 import { sessionId, TENANT, type StoreScaleChildResult } from './storeScaleChild.js';
@@ -142,26 +141,12 @@ async function fill(dir: string, events: number, sessions: number): Promise<numb
 }
 
 function runChild(dir: string, sessions: number): Promise<StoreScaleChildResult> {
-  const entry = fileURLToPath(new URL('./storeScaleChild.ts', import.meta.url));
-  const child = fork(entry, [dir, String(sessions), String(QUERIES)], {
-    execArgv: ['--conditions=source', '--import', 'tsx'],
-    stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
-  });
-  return new Promise((resolve, reject) => {
-    const timer = setTimeout(() => {
-      child.kill('SIGKILL');
-      reject(new Error(`store-scale child still running after ${CHILD_BOUND_MS / 1000} s`));
-    }, CHILD_BOUND_MS);
-    child.on('message', (m: { result?: StoreScaleChildResult; error?: string }) => {
-      clearTimeout(timer);
-      if (m.result) resolve(m.result);
-      else reject(new Error(m.error ?? 'store-scale child failed'));
-    });
-    child.on('exit', (code) => {
-      clearTimeout(timer);
-      reject(new Error(`store-scale child exited with code ${code}`));
-    });
-  });
+  return runResultChild<StoreScaleChildResult>(
+    new URL('./storeScaleChild.ts', import.meta.url),
+    [dir, String(sessions), String(QUERIES)],
+    'store-scale child',
+    { boundMs: CHILD_BOUND_MS },
+  );
 }
 
 async function measure(events: number): Promise<StoreScaleRun> {
