@@ -95,10 +95,6 @@ export class SqliteCollection<T extends Doc> implements Collection<T> {
       if (prev) this.core.stmt(`UPDATE ${t} SET doc = ? WHERE _id = ?`).run(json, next._id);
       else this.core.stmt(`INSERT INTO ${t} (_id, doc) VALUES (?, ?)`).run(next._id, json);
     } catch (err) {
-      if (err instanceof Error && /malformed JSON/.test(err.message))
-        throw new TypeError(
-          `${this.name}: document ${next._id} nests deeper than the embedded store's limit (SQLite JSON depth 1000)`,
-        );
       throw this.table.duplicate(err, next) ?? err;
     }
   }
