@@ -81,6 +81,8 @@ class Embedded implements EmbeddedStore, StoreCore {
   private group: Waiter[] | null = null;
   private readonly tables = new Map<string, Table>();
   private readonly stmts = new Map<string, Statement>();
+  private readonly begin: Statement;
+  private readonly commitGroup: Statement;
   private readonly savepoint: Statement;
   private readonly release: Statement;
   private readonly rollbackTo: Statement;
@@ -96,6 +98,9 @@ class Embedded implements EmbeddedStore, StoreCore {
     private readonly checkpointer?: Checkpointer,
     private readonly unlock?: () => Promise<void>,
   ) {
+    // Prepared once: the group's BEGIN and COMMIT run on every tick that writes.
+    this.begin = db.prepare('BEGIN IMMEDIATE');
+    this.commitGroup = db.prepare('COMMIT');
     this.savepoint = db.prepare('SAVEPOINT op');
     this.release = db.prepare('RELEASE op');
     this.rollbackTo = db.prepare('ROLLBACK TO op');
@@ -135,7 +140,7 @@ class Embedded implements EmbeddedStore, StoreCore {
     try {
       this.live();
       if (!this.group) {
-        this.db.exec('BEGIN IMMEDIATE');
+        this.begin.run();
         this.group = [];
         setImmediate(() => this.commit());
       }
@@ -170,7 +175,7 @@ class Embedded implements EmbeddedStore, StoreCore {
     if (!waiters) return;
     this.group = null;
     try {
-      this.db.exec('COMMIT');
+      this.commitGroup.run();
     } catch (err) {
       this.failed = err as Error;
       try {
