@@ -290,6 +290,58 @@ describe('events', () => {
     expect((await t.client.beta.sessions.retrieve(s.id)).status).toBe('idle');
   });
 
+  it('a session whose idle event is in the log reads idle before the head update lands', async () => {
+    // An append is two writes: the events, then the session head (last_seq, idle_seq). A reader
+    // that saw the idle event in the log must not see the session running in between. The window
+    // is made here by writing the turn's run record and idle event without the head update.
+    const { agent } = await agentWithModel();
+    const s = await t.client.beta.sessions.create({ agent: agent.id, environment_id: envId });
+    const c = t.server.platform.collections;
+    const doc = (await c.sessions.get('tnt_default', s.id))!;
+    const start = doc.last_seq + 1;
+    await c.runs.updateOne(
+      'tnt_default',
+      { _id: s.id },
+      {
+        $set: {
+          run_id: 'run_window',
+          owner: 'test',
+          token: 0,
+          start_seq: start,
+          input_to: doc.input_seq,
+          started_at: new Date().toISOString(),
+        },
+      },
+      { upsert: true },
+    );
+    const event = (seq: number, type: string) => ({
+      _id: `sevt_window_${seq}`,
+      tenant_id: 'tnt_default',
+      session_id: s.id,
+      seq,
+      type,
+      payload: {},
+      created_at: new Date().toISOString(),
+    });
+    await c.events.insertMany('tnt_default', [event(start, 'session.status_running')]);
+    await c.sessions.updateOne('tnt_default', { _id: s.id }, { $max: { last_seq: start } });
+    expect((await t.client.beta.sessions.retrieve(s.id)).status).toBe('running');
+    const listed = async () =>
+      (await t.client.beta.sessions.list({ agent_id: agent.id } as any)).data.find(
+        (x) => x.id === s.id,
+      )!.status;
+    expect(await listed()).toBe('running');
+    // The idle event is appended; the head (and idle_seq) is not yet.
+    await c.events.insertMany('tnt_default', [event(start + 1, 'session.status_idle')]);
+    expect((await t.client.beta.sessions.retrieve(s.id)).status).toBe('idle');
+    expect(await listed()).toBe('idle');
+    const byStatus = await json(
+      await t.http(`/v1/sessions?agent_id=${agent.id}&statuses[]=running`),
+    );
+    expect(byStatus.body.data.map((x: any) => x.id)).not.toContain(s.id);
+    await c.runs.deleteOne('tnt_default', { _id: s.id });
+  });
+
   it('messages sent during a turn run next, in order', async () => {
     const { agent, model } = await agentWithModel();
     const s = await t.client.beta.sessions.create({ agent: agent.id, environment_id: envId });

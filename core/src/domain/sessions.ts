@@ -47,8 +47,9 @@ export function deriveStatus(
 
 /**
  * A run record counts once it started after the session's last session.status_idle: the turn
- * appends its idle event (recording `idle_seq` atomically) before it deletes the record, so a
- * reader that has seen the idle event never sees the session as running.
+ * appends its idle event (its head update records `idle_seq`) before it deletes the record.
+ * The event and the head are two writes, so a reader can see the idle event while the session
+ * document still holds the previous `idle_seq`; `SessionService.liveRuns` closes that window.
  */
 export const runIsLive = (
   s: Pick<SessionDoc, 'idle_seq'>,
@@ -178,7 +179,32 @@ export class SessionService {
   async get(tenant: string, id: string) {
     const s = await this.getDoc(tenant, id);
     const run = await this.c.runs.get(tenant, id);
-    return renderSession(s, runIsLive(s, run));
+    const [live] = await this.liveRuns(tenant, [[s, run]]);
+    return renderSession(s, live!);
+  }
+
+  /**
+   * `runIsLive`, and for a run that looks live, whether its session.status_idle is already in
+   * the log past the head this reader saw (appended, head update not yet visible): then the
+   * turn has ended, so a client that read the idle event never sees the session running.
+   * Usually no event lies past the head, so the check reads at most a few rows.
+   */
+  private async liveRuns(
+    tenant: string,
+    pairs: Array<[SessionDoc, RunDoc | null | undefined]>,
+  ): Promise<Array<boolean | 'rescheduling'>> {
+    return Promise.all(
+      pairs.map(async ([s, run]) => {
+        const live = runIsLive(s, run);
+        if (!live) return live;
+        const ended = await this.c.events.findOne(tenant, {
+          session_id: s._id,
+          seq: { $gt: Math.max(s.last_seq, run!.start_seq - 1) },
+          type: 'session.status_idle',
+        });
+        return ended ? false : live;
+      }),
+    );
   }
 
   async list(
@@ -203,7 +229,12 @@ export class SessionService {
           d,
         ]),
       );
-      const live = runs.map((r) => [r._id, docs.has(r._id) && runIsLive(docs.get(r._id)!, r)]);
+      const withDoc = runs.filter((r) => docs.has(r._id));
+      const states = await this.liveRuns(
+        tenant,
+        withDoc.map((r) => [docs.get(r._id)!, r]),
+      );
+      const live = withDoc.map((r, i) => [r._id, states[i]!] as const);
       const running = live.filter(([, l]) => l === true).map(([id]) => id);
       const rescheduling = live.filter(([, l]) => l === 'rescheduling').map(([id]) => id);
       const busy = [...running, ...rescheduling];
@@ -222,7 +253,11 @@ export class SessionService {
         r,
       ]),
     );
-    return { ...page, data: page.data.map((s) => renderSession(s, runIsLive(s, runs.get(s._id)))) };
+    const states = await this.liveRuns(
+      tenant,
+      page.data.map((s) => [s, runs.get(s._id)]),
+    );
+    return { ...page, data: page.data.map((s, i) => renderSession(s, states[i]!)) };
   }
 
   async update(tenant: string, id: string, b: SessionUpdate) {
