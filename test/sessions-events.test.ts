@@ -342,6 +342,32 @@ describe('events', () => {
     await c.runs.deleteOne('tnt_default', { _id: s.id });
   });
 
+  it('a log head left behind its events (a crash between the two writes) is repaired by the next append', async () => {
+    const { agent, model } = await agentWithModel();
+    const s = await t.client.beta.sessions.create({ agent: agent.id, environment_id: envId });
+    const c = t.server.platform.collections;
+    const before = (await c.sessions.get('tnt_default', s.id))!.last_seq;
+    // The events of an append whose head update never happened.
+    await c.events.insertMany('tnt_default', [
+      {
+        _id: 'sevt_orphaned_head',
+        session_id: s.id,
+        seq: before + 1,
+        type: 'agent.message',
+        payload: { content: [{ type: 'text', text: 'written before the crash' }] },
+        created_at: new Date().toISOString(),
+      },
+    ]);
+    t.model.script(model, { steps: [{ text: 'answered' }] });
+    await say(s.id, 'after the crash');
+    const events = await untilIdle(s.id);
+    expect(events.map((e: any) => e.seq)).toEqual(events.map((_: unknown, i: number) => i + 1));
+    expect(events[before]).toMatchObject({ id: 'sevt_orphaned_head', seq: before + 1 });
+    expect(events[before + 1]).toMatchObject({ type: 'user.message', seq: before + 2 });
+    const head = (await c.sessions.get('tnt_default', s.id))!.last_seq;
+    expect(head).toBe(events.at(-1).seq);
+  });
+
   it('messages sent during a turn run next, in order', async () => {
     const { agent, model } = await agentWithModel();
     const s = await t.client.beta.sessions.create({ agent: agent.id, environment_id: envId });

@@ -60,6 +60,14 @@ export class TenantCollection<T extends Doc & { tenant_id: string }> {
   private async c(tenant: string): Promise<Collection<T>> {
     return this.on(await this.router.forTenant(tenant));
   }
+  /**
+   * The tenant's store and this collection on it, for `DocumentStore.transaction` (the caller
+   * adds `tenant_id` to its filters and documents itself there).
+   */
+  async handle(tenant: string): Promise<{ store: DocumentStore; collection: Collection<T> }> {
+    const store = await this.router.forTenant(tenant);
+    return { store, collection: this.on(store) };
+  }
   async insert(tenant: string, doc: Omit<T, 'tenant_id'>): Promise<void> {
     return (await this.c(tenant)).insertOne({ ...(doc as T), tenant_id: tenant });
   }

@@ -3,7 +3,7 @@ import { ApiError, notFound, StaleLeaseError } from '../errors.js';
 import { newId, PREFIX } from '../ids.js';
 import type { PubSub } from '../ports/coordination.js';
 import { DuplicateKeyError, type Update } from '../ports/store.js';
-import type { Collections, EventDoc } from './collections.js';
+import type { Collections, EventDoc, SessionDoc } from './collections.js';
 import { nowIso } from '../util.js';
 import type { PlatformMetrics } from '../metrics.js';
 import type { ObjectStore } from '../ports/objectStore.js';
@@ -38,9 +38,13 @@ export const controlChannel = (sessionId: string) => `session-control:${sessionI
  * The session event log.
  *
  * Guarantees: `seq` is gap-free per session and never duplicated. The next seq is read from
- * the session's log head and claimed by inserting under the unique (session_id, seq) index;
- * a lost race or a crash between the insert and the head update is repaired from the events
- * themselves. Appends carrying a fencing token older than the session's are refused.
+ * the session's log head and claimed by inserting under the unique (session_id, seq) index.
+ * On a store with transactions (embedded) the head read, the insert and the head update are
+ * one transaction (`appendAtomically`). Elsewhere they are separate writes: a lost race or a
+ * crash between the insert and the head update is repaired from the events themselves
+ * (test/sessions-events.test.ts "a log head left behind its events"), and readers of session
+ * status allow for events past the head (sessions.ts liveRuns). Appends carrying a fencing
+ * token older than the session's are refused.
  * Every appended event is published live after it is durable. A payload over 500 KB is stored
  * as an `_spilled` reference to a blob written before the append (./eventSpill.ts); every read
  * here, and `hydrate` for callers that query the collection themselves, serves it whole.
@@ -109,30 +113,12 @@ export class EventLog {
     opts: AppendOptions,
     written: EventDoc[],
   ): Promise<void> {
+    if (await this.appendAtomically(tenant, sessionId, ided, stored, opts, written)) return;
     let pending = ided;
     while (pending.length) {
-      const s = await this.c.sessions.get(tenant, sessionId);
-      if (!s || s.deleted_at) throw notFound('session', sessionId);
-      if (opts.fence !== undefined && s.fence > opts.fence)
-        throw new StaleLeaseError(
-          `session ${sessionId}: lease token ${opts.fence} superseded by ${s.fence}`,
-        );
-      if (s.terminated_at && !opts.allowTerminated)
-        throw new ApiError(
-          'invalid_request',
-          `session ${sessionId} is terminated and accepts no events`,
-        );
+      const s = appendable(await this.c.sessions.get(tenant, sessionId), sessionId, opts);
       const firstSeq = s.last_seq + 1;
-      const now = nowIso();
-      const docs: EventDoc[] = pending.map((d, i) => ({
-        _id: d.id,
-        tenant_id: tenant,
-        session_id: sessionId,
-        seq: firstSeq + i,
-        type: d.type,
-        payload: d.payload,
-        created_at: now,
-      }));
+      const docs = eventDocs(tenant, sessionId, pending, firstSeq);
       let batch = docs;
       try {
         await this.c.events.insertMany(
@@ -155,6 +141,42 @@ export class EventLog {
     }
   }
 
+  /**
+   * On a store with transactions (embedded): read the head, insert the events and move the head
+   * in one transaction, so no reader ever sees events past the head and one commit is waited
+   * for instead of two. False when the store has none, or when the head is behind the log (a
+   * log written before this path existed, or by a crashed two-write append): the repairing loop
+   * of `appendDocs` takes over.
+   */
+  private async appendAtomically(
+    tenant: string,
+    sessionId: string,
+    ided: Array<EventDraft & { id: string }>,
+    stored: Map<string, Record<string, unknown>>,
+    opts: AppendOptions,
+    written: EventDoc[],
+  ): Promise<boolean> {
+    const { store, collection: events } = await this.c.events.handle(tenant);
+    if (!store.transaction) return false;
+    const { collection: sessions } = await this.c.sessions.handle(tenant);
+    try {
+      const docs = await store.transaction((tx) => {
+        const key = { _id: sessionId, tenant_id: tenant };
+        const s = appendable(tx(sessions).findOne(key), sessionId, opts);
+        const firstSeq = s.last_seq + 1;
+        const docs = eventDocs(tenant, sessionId, ided, firstSeq);
+        tx(events).insertMany(docs.map((d) => ({ ...d, payload: stored.get(d._id) ?? d.payload })));
+        tx(sessions).updateOne(key, headUpdate(docs, opts, firstSeq));
+        return docs;
+      });
+      written.push(...docs);
+      return true;
+    } catch (err) {
+      if (err instanceof DuplicateKeyError && err.index !== '_id_') return false;
+      throw err;
+    }
+  }
+
   private async advanceHead(
     tenant: string,
     sessionId: string,
@@ -163,17 +185,7 @@ export class EventLog {
     firstSeq: number,
   ) {
     if (!batch.length) return;
-    const last = batch[batch.length - 1]!.seq;
-    const extra = opts.sessionUpdate?.(last, firstSeq) ?? {};
-    await this.c.sessions.updateOne(
-      tenant,
-      { _id: sessionId },
-      {
-        ...extra,
-        $max: { ...(extra.$max ?? {}), last_seq: last },
-        $set: { ...(extra.$set ?? {}), updated_at: nowIso() },
-      },
-    );
+    await this.c.sessions.updateOne(tenant, { _id: sessionId }, headUpdate(batch, opts, firstSeq));
   }
 
   private async repairHead(tenant: string, sessionId: string) {
@@ -218,6 +230,50 @@ export class EventLog {
       await this.c.events.find(tenant, { session_id: sessionId }, { sort: { seq: 1 } }),
     );
   }
+}
+
+/** The session, when `opts` may append to it; otherwise the refusal. */
+function appendable(s: SessionDoc | null, sessionId: string, opts: AppendOptions): SessionDoc {
+  if (!s || s.deleted_at) throw notFound('session', sessionId);
+  if (opts.fence !== undefined && s.fence > opts.fence)
+    throw new StaleLeaseError(
+      `session ${sessionId}: lease token ${opts.fence} superseded by ${s.fence}`,
+    );
+  if (s.terminated_at && !opts.allowTerminated)
+    throw new ApiError(
+      'invalid_request',
+      `session ${sessionId} is terminated and accepts no events`,
+    );
+  return s;
+}
+
+function eventDocs(
+  tenant: string,
+  sessionId: string,
+  drafts: Array<EventDraft & { id: string }>,
+  firstSeq: number,
+): EventDoc[] {
+  const now = nowIso();
+  return drafts.map((d, i) => ({
+    _id: d.id,
+    tenant_id: tenant,
+    session_id: sessionId,
+    seq: firstSeq + i,
+    type: d.type,
+    payload: d.payload,
+    created_at: now,
+  }));
+}
+
+/** The log head moves to the batch's last seq, with the caller's session fields. */
+function headUpdate(batch: EventDoc[], opts: AppendOptions, firstSeq: number): Update {
+  const last = batch[batch.length - 1]!.seq;
+  const extra = opts.sessionUpdate?.(last, firstSeq) ?? {};
+  return {
+    ...extra,
+    $max: { ...(extra.$max ?? {}), last_seq: last },
+    $set: { ...(extra.$set ?? {}), updated_at: nowIso() },
+  };
 }
 
 /** Served shape: the SDK's flat event plus the spec's `data`, `seq`, `session_id`, `created_at`. */

@@ -3,7 +3,8 @@
  *
  * Guarantees every adapter must keep (see core/test/store.contract.ts):
  * - every write is atomic on one document; there are no multi-document transactions and no
- *   change streams (FerretDB, used in CI, has neither);
+ *   change streams (FerretDB, used in CI, has neither). An adapter MAY offer `transaction`
+ *   (the embedded one does); callers keep a path that works without it;
  * - a write that resolved is durable: a crash of the process after the promise resolved loses
  *   nothing (the embedded adapter resolves only after its SQLite transaction committed);
  * - unique indexes are enforced on insert and update; a violation throws DuplicateKeyError and
@@ -94,9 +95,28 @@ export interface Collection<T extends Doc> {
   deleteMany(filter: Filter): Promise<number>;
 }
 
+/**
+ * A collection's synchronous view inside `DocumentStore.transaction`. `insertMany` is all or
+ * nothing there: the first failure throws, and the transaction rolls back.
+ */
+export interface TxCollection<T extends Doc> {
+  findOne(filter: Filter, options?: FindOptions): T | null;
+  insertMany(docs: T[]): void;
+  updateOne(filter: Filter, update: Update, options?: { upsert?: boolean }): UpdateResult;
+}
+
+/** Opens a collection of the same store inside a transaction. */
+export type TxScope = <T extends Doc>(collection: Collection<T>) => TxCollection<T>;
+
 export interface DocumentStore {
   /** Declares (idempotently) and returns a collection; indexes are created if missing. */
   collection<T extends Doc>(spec: CollectionSpec): Collection<T>;
+  /**
+   * Optional: runs `fn` synchronously as one transaction over any documents of this store.
+   * It commits (durably, like a single write) when `fn` returns and writes nothing when it
+   * throws; the promise rejects with what `fn` threw. No other operation interleaves with it.
+   */
+  transaction?<R>(fn: (tx: TxScope) => R): Promise<R>;
   /** Resolves when the store is reachable and its collections are ready. */
   ready(): Promise<void>;
   /** True while the store can serve requests (readiness endpoint). */

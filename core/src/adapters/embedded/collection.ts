@@ -14,6 +14,7 @@ import type {
   Filter,
   FindOptions,
   SortSpec,
+  TxCollection,
   Update,
   UpdateResult,
 } from '../../ports/store.js';
@@ -119,6 +120,19 @@ export class SqliteCollection<T extends Doc> implements Collection<T> {
     return doc;
   }
 
+  /** The synchronous view used inside the store's transaction (documentStore.ts). */
+  txView(core: StoreCore): TxCollection<T> | null {
+    if (core !== this.core) return null;
+    return {
+      findOne: (filter, options) =>
+        (this.select(filter, { ...options, limit: 1 })[0] as T | undefined) ?? null,
+      insertMany: (docs) => {
+        for (const doc of docs) this.put(undefined, storable(doc) as Raw);
+      },
+      updateOne: (filter, update, options) => this.updateNow(filter, update, options),
+    };
+  }
+
   insertOne(doc: T): Promise<void> {
     return this.core.write(() => this.put(undefined, storable(doc) as Raw));
   }
@@ -165,14 +179,16 @@ export class SqliteCollection<T extends Doc> implements Collection<T> {
     });
   }
 
+  private updateNow(filter: Filter, update: Update, options?: { upsert?: boolean }): UpdateResult {
+    validateUpdate(update);
+    const [cur] = this.select(filter, { limit: 1 });
+    if (cur) return { matched: 1, modified: this.modify(cur, update) ? 1 : 0 };
+    if (!options?.upsert) return { matched: 0, modified: 0 };
+    return { matched: 0, modified: 0, upsertedId: this.upsert(filter, update)._id };
+  }
+
   updateOne(filter: Filter, update: Update, options?: { upsert?: boolean }): Promise<UpdateResult> {
-    return this.core.write(() => {
-      validateUpdate(update);
-      const [cur] = this.select(filter, { limit: 1 });
-      if (cur) return { matched: 1, modified: this.modify(cur, update) ? 1 : 0 };
-      if (!options?.upsert) return { matched: 0, modified: 0 };
-      return { matched: 0, modified: 0, upsertedId: this.upsert(filter, update)._id };
-    });
+    return this.core.write(() => this.updateNow(filter, update, options));
   }
 
   findOneAndUpdate(

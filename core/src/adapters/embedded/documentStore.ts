@@ -26,7 +26,7 @@ import { mkdir } from 'node:fs/promises';
 import { dirname, join, resolve } from 'node:path';
 import Database from 'better-sqlite3';
 import type { Statement } from 'better-sqlite3';
-import type { Collection, CollectionSpec, Doc, DocumentStore } from '../../ports/store.js';
+import type { Collection, CollectionSpec, Doc, DocumentStore, TxScope } from '../../ports/store.js';
 import { createLogger, type Logger } from '../../log.js';
 import { Checkpointer } from './checkpointer.js';
 import { SqliteCollection, type StoreCore } from './collection.js';
@@ -68,6 +68,7 @@ export interface EmbeddedStoreStats {
 
 export interface EmbeddedStore extends DocumentStore {
   stats(): EmbeddedStoreStats;
+  transaction<R>(fn: (tx: TxScope) => R): Promise<R>;
 }
 
 const STATEMENT_CACHE = 512;
@@ -202,6 +203,17 @@ class Embedded implements EmbeddedStore, StoreCore {
   private maybeCheckpoint(): void {
     if (!this.checkpointer || this.bytesSinceCheckpoint < this.checkpointAfter) return;
     if (this.checkpointer.request()) this.bytesSinceCheckpoint = 0;
+  }
+
+  /** One savepoint of the group for the whole of `fn`: its writes commit together or not at all. */
+  transaction<R>(fn: (tx: TxScope) => R): Promise<R> {
+    return this.write(() =>
+      fn(<T extends Doc>(c: Collection<T>) => {
+        const view = c instanceof SqliteCollection ? (c as SqliteCollection<T>).txView(this) : null;
+        if (!view) throw new TypeError('transaction: the collection is not of this store');
+        return view;
+      }),
+    );
   }
 
   collection<T extends Doc>(spec: CollectionSpec): Collection<T> {

@@ -1,0 +1,134 @@
+/**
+ * The embedded store's optional `transaction` (ports/store.ts): several documents commit
+ * together, a throw writes nothing and rejects with what was thrown, an insert conflict inside
+ * it rolls back the whole of it (not only the failing document), it is one write of its group,
+ * a reopened store holds what it committed, and a collection of another store is refused.
+ * The event log appends through it (core/src/domain/eventLog.ts appendAtomically): see
+ * test/sessions-events.test.ts for the log head behind the log after a crashed two-write append.
+ */
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterEach, describe, expect, it } from 'vitest';
+import { openEmbeddedStore } from '../src/adapters/embedded/documentStore.js';
+import { DuplicateKeyError } from '../src/ports/store.js';
+
+interface Item {
+  _id: string;
+  n: number;
+  k?: string;
+}
+
+const dirs: string[] = [];
+afterEach(async () => {
+  for (const dir of dirs.splice(0)) await rm(dir, { recursive: true, force: true });
+});
+const tempDir = async () => {
+  const dir = await mkdtemp(join(tmpdir(), 'embedded-tx-'));
+  dirs.push(dir);
+  return dir;
+};
+
+describe('embedded store transaction', () => {
+  it('commits reads, inserts and updates of several collections together; a reopen keeps them', async () => {
+    const dir = await tempDir();
+    const store = await openEmbeddedStore({ dir });
+    const heads = store.collection<Item>({ name: 'heads' });
+    const rows = store.collection<Item>({ name: 'rows' });
+    await heads.insertOne({ _id: 'h', n: 0 });
+    const got = await store.transaction((tx) => {
+      const head = tx(heads).findOne({ _id: 'h' })!;
+      tx(rows).insertMany([
+        { _id: 'r1', n: head.n + 1 },
+        { _id: 'r2', n: head.n + 2 },
+      ]);
+      return tx(heads).updateOne({ _id: 'h' }, { $max: { n: head.n + 2 } });
+    });
+    expect(got).toEqual({ matched: 1, modified: 1 });
+    await store.close();
+    const again = await openEmbeddedStore({ dir });
+    expect(await again.collection<Item>({ name: 'heads' }).findOne({ _id: 'h' })).toEqual({
+      _id: 'h',
+      n: 2,
+    });
+    expect((await again.collection<Item>({ name: 'rows' }).find({})).map((r) => r._id)).toEqual([
+      'r1',
+      'r2',
+    ]);
+    await again.close();
+  });
+
+  it('a throw after writes writes nothing and rejects with the thrown error', async () => {
+    const store = await openEmbeddedStore({});
+    const c = store.collection<Item>({ name: 'c' });
+    await c.insertOne({ _id: 'a', n: 1 });
+    const boom = new Error('refused after writing');
+    await expect(
+      store.transaction((tx) => {
+        tx(c).updateOne({ _id: 'a' }, { $set: { n: 99 } });
+        tx(c).insertMany([{ _id: 'b', n: 2 }]);
+        throw boom;
+      }),
+    ).rejects.toBe(boom);
+    expect(await c.find({})).toEqual([{ _id: 'a', n: 1 }]);
+    await store.close();
+  });
+
+  it('a unique conflict in insertMany rolls back the documents before it and the other writes', async () => {
+    const store = await openEmbeddedStore({});
+    const c = store.collection<Item>({
+      name: 'u',
+      indexes: [{ fields: { k: 1 }, unique: true }],
+    });
+    await c.insertOne({ _id: 'taken', n: 0, k: 'x' });
+    const err = await store
+      .transaction((tx) => {
+        tx(c).updateOne({ _id: 'taken' }, { $set: { n: 5 } });
+        tx(c).insertMany([
+          { _id: 'new1', n: 1, k: 'y' },
+          { _id: 'new2', n: 2, k: 'x' },
+        ]);
+      })
+      .catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(DuplicateKeyError);
+    expect(await c.find({})).toEqual([{ _id: 'taken', n: 0, k: 'x' }]);
+    await store.close();
+  });
+
+  it('is one write of its group: a failing transaction leaves the writes around it', async () => {
+    const store = await openEmbeddedStore({ dir: await tempDir() });
+    const c = store.collection<Item>({ name: 'g' });
+    const results = await Promise.allSettled([
+      c.insertOne({ _id: 'before', n: 1 }),
+      store.transaction((tx) => {
+        tx(c).insertMany([{ _id: 'inside', n: 2 }]);
+        throw new Error('no');
+      }),
+      store.transaction((tx) => tx(c).insertMany([{ _id: 'kept', n: 3 }])),
+      c.insertOne({ _id: 'after', n: 4 }),
+    ]);
+    expect(results.map((r) => r.status)).toEqual([
+      'fulfilled',
+      'rejected',
+      'fulfilled',
+      'fulfilled',
+    ]);
+    expect(store.stats().syncs).toBe(1);
+    expect((await c.find({}, { sort: { n: 1 } })).map((d) => d._id)).toEqual([
+      'before',
+      'kept',
+      'after',
+    ]);
+    await store.close();
+  });
+
+  it('refuses a collection of another store', async () => {
+    const a = await openEmbeddedStore({});
+    const b = await openEmbeddedStore({});
+    const foreign = b.collection<Item>({ name: 'x' });
+    await expect(a.transaction((tx) => tx(foreign).findOne({}))).rejects.toThrow(
+      /not of this store/,
+    );
+    await Promise.all([a.close(), b.close()]);
+  });
+});
