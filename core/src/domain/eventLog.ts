@@ -86,7 +86,8 @@ export class EventLog {
       }
     const written: EventDoc[] = [];
     try {
-      await this.appendDocs(tenant, sessionId, ided, stored, opts, written);
+      const job = { tenant, sessionId, drafts: ided, stored, opts, written };
+      if (!(await this.appendAtomically(job))) await this.appendDocs(job);
     } catch (err) {
       // The blobs of events not appended (refused, failed, or already stored under the same
       // id by an earlier attempt) go; a crash here leaves them under the session's spill
@@ -105,16 +106,10 @@ export class EventLog {
     return written;
   }
 
-  private async appendDocs(
-    tenant: string,
-    sessionId: string,
-    ided: Array<EventDraft & { id: string }>,
-    stored: Map<string, Record<string, unknown>>,
-    opts: AppendOptions,
-    written: EventDoc[],
-  ): Promise<void> {
-    if (await this.appendAtomically(tenant, sessionId, ided, stored, opts, written)) return;
-    let pending = ided;
+  /** The two-write append: insert, then move the head; repairs the head after a lost race. */
+  private async appendDocs(job: AppendJob): Promise<void> {
+    const { tenant, sessionId, stored, opts, written } = job;
+    let pending = job.drafts;
     while (pending.length) {
       const s = appendable(await this.c.sessions.get(tenant, sessionId), sessionId, opts);
       const firstSeq = s.last_seq + 1;
@@ -148,14 +143,8 @@ export class EventLog {
    * log written before this path existed, or by a crashed two-write append): the repairing loop
    * of `appendDocs` takes over.
    */
-  private async appendAtomically(
-    tenant: string,
-    sessionId: string,
-    ided: Array<EventDraft & { id: string }>,
-    stored: Map<string, Record<string, unknown>>,
-    opts: AppendOptions,
-    written: EventDoc[],
-  ): Promise<boolean> {
+  private async appendAtomically(job: AppendJob): Promise<boolean> {
+    const { tenant, sessionId, stored, opts, written } = job;
     const { store, collection: events } = await this.c.events.handle(tenant);
     if (!store.transaction) return false;
     const { collection: sessions } = await this.c.sessions.handle(tenant);
@@ -164,7 +153,7 @@ export class EventLog {
         const key = { _id: sessionId, tenant_id: tenant };
         const s = appendable(tx(sessions).findOne(key), sessionId, opts);
         const firstSeq = s.last_seq + 1;
-        const docs = eventDocs(tenant, sessionId, ided, firstSeq);
+        const docs = eventDocs(tenant, sessionId, job.drafts, firstSeq);
         tx(events).insertMany(docs.map((d) => ({ ...d, payload: stored.get(d._id) ?? d.payload })));
         tx(sessions).updateOne(key, headUpdate(docs, opts, firstSeq));
         return docs;
@@ -230,6 +219,16 @@ export class EventLog {
       await this.c.events.find(tenant, { session_id: sessionId }, { sort: { seq: 1 } }),
     );
   }
+}
+
+/** One append call: its drafts (ids assigned), spilled payloads, options, and what it wrote. */
+interface AppendJob {
+  tenant: string;
+  sessionId: string;
+  drafts: Array<EventDraft & { id: string }>;
+  stored: Map<string, Record<string, unknown>>;
+  opts: AppendOptions;
+  written: EventDoc[];
 }
 
 /** The session, when `opts` may append to it; otherwise the refusal. */
