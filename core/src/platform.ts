@@ -4,7 +4,13 @@ import type { StoreRouter } from './domain/collections.js';
 import type { CommandBus } from './ports/bus.js';
 import type { Coordination } from './ports/coordination.js';
 import type { DocumentStore } from './ports/store.js';
-import { openCollections, type Collections } from './domain/collections.js';
+import {
+  COLLECTIONS,
+  openCollections,
+  type AgentDoc,
+  type Collections,
+} from './domain/collections.js';
+import { AGENT_CACHE_MAX, DocReadCache, InvalidatingCollection } from './domain/docReadCache.js';
 import { AgentService } from './domain/agents.js';
 import { AuthService } from './domain/auth.js';
 import { EnvironmentService } from './domain/environments.js';
@@ -39,6 +45,12 @@ export interface Adapters {
   coordination: Coordination;
   /** Snapshots, outputs, files: GridFS beside each tenant's documents (fleet), else a directory. */
   objects: ObjectStore;
+  /**
+   * True only when this process is the store's only writer (the embedded store, which holds its
+   * data dir's lock): agent documents are then read through an exact in-process cache
+   * (core/src/domain/docReadCache.ts). Unset for shared stores (MongoDB, FerretDB) and overrides.
+   */
+  exclusiveStore?: boolean;
   close(): Promise<void>;
 }
 
@@ -109,6 +121,10 @@ export async function createPlatform(config: Config, adapters: Adapters): Promis
   await store.ready();
   const { bus, coordination, router, objects } = adapters;
   const collections = openCollections(router);
+  // One process owns the embedded store: agents are read through an exact cache there.
+  const agentCache = adapters.exclusiveStore ? new DocReadCache<AgentDoc>(AGENT_CACHE_MAX) : null;
+  if (agentCache)
+    collections.agents = new InvalidatingCollection(COLLECTIONS.agents, router, agentCache);
   const secrets = new SecretBox(config.rootSecret);
   // Tenants' model card base_urls are under the egress policy (EGRESS_ALLOW_PRIVATE_HOSTS).
   const egressPolicy = createEgressPolicy({ allowPrivateHosts: config.egress.allowPrivateHosts });
@@ -136,6 +152,11 @@ export async function createPlatform(config: Config, adapters: Adapters): Promis
   const agents = new AgentService(collections, models, secrets, {
     sandboxes: config.sandbox.driver !== 'none',
   });
+  metrics.registry.gauge(
+    'agentfleet_agent_cache_entries',
+    'Agent documents held in the in-process agent cache (embedded store only; 0 elsewhere)',
+    () => agentCache?.size ?? 0,
+  );
   // Snapshots, outputs and files: GridFS in fleet mode (every machine), else a directory
   // (the processes of one machine); chosen by the composition root from OBJECT_STORE.
   const files = new FileService(collections, objects, { maxBytes: config.maxFileBytes });

@@ -72,6 +72,8 @@ export async function selectComponents(
   let store: DocumentStore;
   let router: StoreRouter;
   let objects: ObjectStore | undefined = overrides.objects;
+  // The embedded store opened here holds its data dir's lock: this process is its only writer.
+  let exclusiveStore = false;
   try {
     if (overrides.store) ({ store, router } = overrides.store);
     else if (config.infra.mongodbUrl || config.fleet.storeBackends?.default) {
@@ -87,6 +89,7 @@ export async function selectComponents(
         logger: createLogger(config.logLevel),
       });
       router = singleStore(store);
+      exclusiveStore = true;
       closers.push(() => store.close());
     }
     objects ??= createDirectoryObjectStore(config.objectStoreDir);
@@ -98,7 +101,7 @@ export async function selectComponents(
     const close = async () => {
       for (const c of closers) await c();
     };
-    return { store, router, bus, coordination, objects, close };
+    return { store, router, bus, coordination, objects, exclusiveStore, close };
   } catch (err) {
     for (const c of closers) await c().catch(() => {});
     throw err;

@@ -5,6 +5,7 @@ import { newId, PREFIX } from '../ids.js';
 import { DuplicateKeyError } from '../ports/store.js';
 import type { SecretBox } from '../crypto.js';
 import type { AgentDoc, Collections } from './collections.js';
+import { InvalidatingCollection } from './docReadCache.js';
 import { createdAtBounds, decodeCursor, makePage, pageById, type Page } from './pagination.js';
 import type { ModelResolver } from './models.js';
 import { applyMetadataPatch } from './metadata.js';
@@ -265,8 +266,13 @@ export class AgentService {
     return render({ ...doc, tenant_id: tenant });
   }
 
+  /** The agent's document; through the exact in-process cache where the platform set one up. */
   async getDoc(tenant: string, id: string): Promise<AgentDoc> {
-    const doc = await this.c.agents.get(tenant, id);
+    const agents = this.c.agents;
+    const doc =
+      agents instanceof InvalidatingCollection
+        ? await agents.getCached(tenant, id)
+        : await agents.get(tenant, id);
     if (!doc) throw notFound('agent', id);
     return doc;
   }

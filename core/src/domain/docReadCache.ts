@@ -1,0 +1,159 @@
+/**
+ * An in-process read cache of one tenant collection's documents by id, exact only where this
+ * process is the store's only writer: the embedded store, which holds its data dir's lock
+ * (`Adapters.exclusiveStore`, set by server/src/components.ts). With a shared store (MongoDB,
+ * FerretDB, several gateway processes) it is not used: a write by another process could not
+ * invalidate it, and no cross-process invalidation is built.
+ *
+ * Guarantees (tested through HTTP in test/agent-cache.test.ts):
+ * - every write through the collection (insert, update, findOneAndUpdate, delete, whatever its
+ *   filter) drops the written id (or, for a filter not on one `_id`, every entry) AFTER the
+ *   write settled, so a read that follows an acknowledged write misses and reads the store;
+ * - a read that missed stores its result only if no write settled while it was reading (a
+ *   generation counter), so a value read before a write can never be cached after it;
+ * - only found documents are cached (an unknown or another tenant's id is read each time); the
+ *   key is the (tenant, id) pair, so a tenant never reads another tenant's document;
+ * - cached documents are deep-frozen: a caller cannot change what the next reader gets;
+ * - at most `max` entries (LRU).
+ * The collection refuses `handle()` (raw transaction access, whose writes it could not see),
+ * and at construction checks that every method of TenantCollection is classified as a read or
+ * an invalidating write here, so a method added later cannot write around the cache.
+ */
+import { LRUCache } from 'lru-cache';
+import type { Doc, Filter, Update } from '../ports/store.js';
+import { TenantCollection, type StoreRouter } from './collections.js';
+import type { CollectionSpec } from '../ports/store.js';
+
+/** Agents held by the embedded deployment's agent cache, at most. */
+export const AGENT_CACHE_MAX = 1000;
+
+function deepFreeze<T>(v: T): T {
+  if (v && typeof v === 'object' && !Object.isFrozen(v)) {
+    Object.freeze(v);
+    for (const x of Object.values(v)) deepFreeze(x);
+  }
+  return v;
+}
+
+export class DocReadCache<T extends object> {
+  private readonly docs: LRUCache<string, T>;
+  private generation = 0;
+  constructor(max: number) {
+    this.docs = new LRUCache<string, T>({ max });
+  }
+
+  /** Entries held (the agentfleet_agent_cache_entries gauge). */
+  get size(): number {
+    return this.docs.size;
+  }
+
+  /** The cached document, or `load()`'s (deep-frozen), cached unless a write settled meanwhile. */
+  async read(tenant: string, id: string, load: () => Promise<T | null>): Promise<T | null> {
+    const key = `${tenant}\u0000${id}`;
+    const hit = this.docs.get(key);
+    if (hit) return hit;
+    const generation = this.generation;
+    const doc = await load();
+    if (!doc) return null;
+    deepFreeze(doc);
+    if (generation === this.generation) this.docs.set(key, doc);
+    return doc;
+  }
+
+  /** A write settled: drop `id` of `tenant` (or everything when the write was not on one id). */
+  written(tenant: string, id: unknown): void {
+    this.generation++;
+    if (typeof id === 'string') this.docs.delete(`${tenant}\u0000${id}`);
+    else this.docs.clear();
+  }
+}
+
+/** TenantCollection's methods that only read (everything else must be overridden below). */
+const READS = new Set(['constructor', 'on', 'c', 'get', 'findOne', 'find', 'count', 'scanAll']);
+const WRITES = new Set([
+  'insert',
+  'insertMany',
+  'updateOne',
+  'findOneAndUpdate',
+  'deleteOne',
+  'deleteMany',
+]);
+
+/** Raw store access for transactions: writes there would bypass the cache, so it is refused. */
+const REFUSED = new Set(['handle']);
+
+const idOf = (filter: Filter): unknown => (filter as { _id?: unknown })._id;
+
+/** A tenant collection whose every write invalidates `cache` once it settled. */
+export class InvalidatingCollection<
+  T extends Doc & { tenant_id: string },
+> extends TenantCollection<T> {
+  constructor(
+    spec: CollectionSpec,
+    router: StoreRouter,
+    readonly cache: DocReadCache<T>,
+  ) {
+    super(spec, router);
+    for (const name of Object.getOwnPropertyNames(TenantCollection.prototype)) {
+      if (REFUSED.has(name))
+        Object.defineProperty(this, name, {
+          value: () =>
+            Promise.reject(
+              new Error(
+                `${spec.name}: a read-cached collection refuses ${name}() (its writes would bypass the cache)`,
+              ),
+            ),
+        });
+      else if (!READS.has(name) && !WRITES.has(name))
+        throw new Error(
+          `TenantCollection.${name} is neither a read nor an invalidating write of docReadCache.ts: classify it there`,
+        );
+    }
+  }
+
+  private async settle<R>(tenant: string, id: unknown, write: () => Promise<R>): Promise<R> {
+    try {
+      return await write();
+    } finally {
+      this.cache.written(tenant, id);
+    }
+  }
+
+  override insert(tenant: string, doc: Omit<T, 'tenant_id'>) {
+    return this.settle(tenant, doc._id, () => super.insert(tenant, doc));
+  }
+  override insertMany(tenant: string, docs: Array<Omit<T, 'tenant_id'>>) {
+    return this.settle(tenant, undefined, () => super.insertMany(tenant, docs));
+  }
+  override updateOne(
+    tenant: string,
+    filter: Filter,
+    update: Update,
+    options?: { upsert?: boolean },
+  ) {
+    return this.settle(tenant, idOf(filter), () =>
+      super.updateOne(tenant, filter, update, options),
+    );
+  }
+  override findOneAndUpdate(
+    tenant: string,
+    filter: Filter,
+    update: Update,
+    options?: { returnDocument?: 'before' | 'after'; upsert?: boolean },
+  ) {
+    return this.settle(tenant, idOf(filter), () =>
+      super.findOneAndUpdate(tenant, filter, update, options),
+    );
+  }
+  override deleteOne(tenant: string, filter: Filter) {
+    return this.settle(tenant, idOf(filter), () => super.deleteOne(tenant, filter));
+  }
+  override deleteMany(tenant: string, filter: Filter) {
+    return this.settle(tenant, idOf(filter), () => super.deleteMany(tenant, filter));
+  }
+
+  /** The document by id through the cache (deep-frozen), or null. */
+  getCached(tenant: string, id: string): Promise<T | null> {
+    return this.cache.read(tenant, id, () => this.get(tenant, id));
+  }
+}
