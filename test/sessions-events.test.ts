@@ -297,6 +297,10 @@ describe('events', () => {
     const { agent } = await agentWithModel();
     const s = await t.client.beta.sessions.create({ agent: agent.id, environment_id: envId });
     const c = t.server.platform.collections;
+    // Held like a running worker holds it, so the recovery scan leaves the run record alone.
+    const leases = t.server.platform.coordination.leases;
+    const lease = (await leases.acquire(`session:${s.id}`, 'test-worker', 60_000))!;
+    expect(lease).toBeTruthy();
     const doc = (await c.sessions.get('tnt_default', s.id))!;
     const start = doc.last_seq + 1;
     await c.runs.updateOne(
@@ -340,6 +344,7 @@ describe('events', () => {
     );
     expect(byStatus.body.data.map((x: any) => x.id)).not.toContain(s.id);
     await c.runs.deleteOne('tnt_default', { _id: s.id });
+    await leases.release(lease);
   });
 
   it('a log head left behind its events (a crash between the two writes) is repaired by the next append', async () => {
