@@ -2,6 +2,8 @@
  * The agent document cache (core/src/domain/docReadCache.ts), through HTTP:
  * - the embedded deployment reads agents through it (agentfleet_agent_cache_entries grows on
  *   GET); on the real store (CI's MongoDB/FerretDB) it stays off (the gauge stays 0);
+ * - a cached agent is serialized once (gateway/src/routes/agents.ts): the same bytes and
+ *   content-type as fastify's own serialization of the same agent;
  * - an update (POST and PATCH), a new version, an archive (POST …/archive and DELETE) is
  *   visible on the very next GET after its answer, also when that agent was cached before;
  * - another tenant's id answers 404 even while the owner's copy is cached;
@@ -64,6 +66,19 @@ describe('agent cache', () => {
     await getAgent(t, a.id);
     if (REAL) expect(await cacheEntries()).toBe(0);
     else expect(await cacheEntries()).toBeGreaterThan(0);
+  });
+
+  it('a cached GET answers the same bytes and content-type as the uncached create answer', async () => {
+    const created = await t.http('/v1/agents', {
+      method: 'POST',
+      json: { name: 'bytes', model: 'claude-sonnet-4-5', metadata: { k: 'v' }, system: 'é ✓' },
+    });
+    const createdText = await created.text();
+    for (let i = 0; i < 3; i++) {
+      const got = await t.http(`/v1/agents/${JSON.parse(createdText).id}`);
+      expect(got.headers.get('content-type')).toBe(created.headers.get('content-type'));
+      expect(await got.text()).toBe(createdText);
+    }
   });
 
   it('an update is visible on the next GET, by POST and by PATCH, with the old version kept', async () => {

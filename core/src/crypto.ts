@@ -1,7 +1,7 @@
 import {
   createCipheriv,
   createDecipheriv,
-  createHash,
+  hash,
   hkdfSync,
   randomBytes,
   timingSafeEqual,
@@ -42,7 +42,8 @@ export class SecretBox {
   }
 }
 
-export const sha256 = (s: string) => createHash('sha256').update(s).digest('hex');
+/** Hex SHA-256 (one-shot `hash`: no Hash object per call; every authenticated request hashes its key). */
+export const sha256 = (s: string) => hash('sha256', s, 'hex');
 export const randomToken = (bytes = 32) => randomBytes(bytes).toString('base64url');
 export function safeEqual(a: string, b: string): boolean {
   const x = Buffer.from(a);

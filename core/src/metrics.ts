@@ -50,6 +50,20 @@ export class Counter extends Metric {
   get(labels: Labels = {}): number {
     return this.values.get(key(labels))?.v ?? 0;
   }
+  /**
+   * One series, for a hot path that bumps it repeatedly: no label key per call. The series is
+   * created at its first inc, as with inc(labels).
+   */
+  series(labels: Labels = {}): { inc(by?: number): void } {
+    const k = key(labels);
+    let cur = this.values.get(k);
+    return {
+      inc: (by = 1) => {
+        if (!cur && !(cur = this.values.get(k))) this.values.set(k, (cur = { labels, v: 0 }));
+        cur.v += by;
+      },
+    };
+  }
   lines(): string[] {
     return [...this.values.values()].map((x) => `${this.name}${fmtLabels(x.labels)} ${x.v}`);
   }
@@ -100,13 +114,22 @@ export class Histogram extends Metric {
     super(name, help, 'histogram');
   }
   observe(value: number, labels: Labels = {}): void {
+    this.record(this.entry(key(labels), labels), value);
+  }
+  /** One series, for a hot path that observes it repeatedly: no label key per call. */
+  series(labels: Labels = {}): { observe(value: number): void } {
     const k = key(labels);
+    return { observe: (value) => this.record(this.entry(k, labels), value) };
+  }
+  private entry(k: string, labels: Labels) {
     let cur = this.values.get(k);
     if (!cur)
       this.values.set(k, (cur = { labels, counts: this.buckets.map(() => 0), sum: 0, n: 0 }));
-    this.buckets.forEach((b, i) => {
-      if (value <= b) cur!.counts[i]!++;
-    });
+    return cur;
+  }
+  private record(cur: { counts: number[]; sum: number; n: number }, value: number): void {
+    const b = this.buckets;
+    for (let i = 0; i < b.length; i++) if (value <= b[i]!) cur.counts[i]!++;
     cur.sum += value;
     cur.n++;
   }

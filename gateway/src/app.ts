@@ -109,10 +109,27 @@ export async function buildApp(p: Platform, opts: AppOptions): Promise<FastifyIn
       ),
   );
 
+  // Each (method, route pattern, status) resolves its two series once (bounded: route patterns).
+  const series = new Map<
+    string,
+    { count: { inc(): void }; duration: { observe(seconds: number): void } }
+  >();
   app.addHook('onResponse', (req, reply, done) => {
     const route = (req.routeCfg ? req.routeCfg.url : req.routeOptions.url) ?? 'unmatched';
-    p.metrics.httpRequests.inc({ method: req.method, route, status: reply.statusCode });
-    p.metrics.httpDuration.observe(reply.elapsedTime / 1000, { method: req.method, route });
+    const method = req.method;
+    const status = reply.statusCode;
+    const k = `${method} ${status} ${route}`;
+    let s = series.get(k);
+    if (!s)
+      series.set(
+        k,
+        (s = {
+          count: p.metrics.httpRequests.series({ method, route, status }),
+          duration: p.metrics.httpDuration.series({ method, route }),
+        }),
+      );
+    s.count.inc();
+    s.duration.observe(reply.elapsedTime / 1000);
     done();
   });
   opsRoutes(app, p);

@@ -5,7 +5,7 @@ import { newId, PREFIX } from '../ids.js';
 import { DuplicateKeyError } from '../ports/store.js';
 import type { SecretBox } from '../crypto.js';
 import type { AgentDoc, Collections } from './collections.js';
-import { InvalidatingCollection } from './docReadCache.js';
+import { deepFreeze, InvalidatingCollection } from './docReadCache.js';
 import { createdAtBounds, decodeCursor, makePage, pageById, type Page } from './pagination.js';
 import type { ModelResolver } from './models.js';
 import { applyMetadataPatch } from './metadata.js';
@@ -277,9 +277,21 @@ export class AgentService {
     return doc;
   }
 
+  /** Rendered agents of cached (deep-frozen, so unchanging) documents: one render per document. */
+  private readonly rendered = new WeakMap<AgentDoc, Agent>();
+
+  /**
+   * The agent, or one of its versions. From a cached document the same deep-frozen object is
+   * answered each time (the gateway serializes it once: routes/agents.ts).
+   */
   async get(tenant: string, id: string, version?: number): Promise<Agent> {
     const doc = await this.getDoc(tenant, id);
-    if (version === undefined || version === doc.version) return render(doc);
+    if (version === undefined || version === doc.version) {
+      if (!Object.isFrozen(doc)) return render(doc);
+      let agent = this.rendered.get(doc);
+      if (!agent) this.rendered.set(doc, (agent = deepFreeze(render(doc))));
+      return agent;
+    }
     return this.getVersion(tenant, id, version);
   }
 

@@ -27,7 +27,8 @@ import type { CollectionSpec } from '../ports/store.js';
 /** Agents held by the embedded deployment's agent cache, at most. */
 export const AGENT_CACHE_MAX = 1000;
 
-function deepFreeze<T>(v: T): T {
+/** Freezes `v` and everything it holds (objects already frozen are taken as frozen through). */
+export function deepFreeze<T>(v: T): T {
   if (v && typeof v === 'object' && !Object.isFrozen(v)) {
     Object.freeze(v);
     for (const x of Object.values(v)) deepFreeze(x);

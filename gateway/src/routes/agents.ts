@@ -14,6 +14,8 @@ const updateBody = bodyOf(AgentUpdate);
 const listQuery = queryOf(AgentListQuery);
 const getQuery = queryOf(AgentRetrieveQuery);
 const versionsQuery = queryOf(VersionListQuery);
+/** fastify's content-type for a serialized object. */
+const JSON_UTF8 = 'application/json; charset=utf-8';
 
 /** Spec paths plus the SDK's (POST for update, POST …/archive, ?version= on retrieve). */
 export function agentRoutes(app: FastifyInstance, p: Platform) {
@@ -21,9 +23,16 @@ export function agentRoutes(app: FastifyInstance, p: Platform) {
     reply.code(200).send(await p.agents.create(tenantOf(req), createBody(req))),
   );
   app.get('/v1/agents', async (req) => p.agents.list(tenantOf(req), listQuery(req)));
-  app.get<{ Params: { id: string } }>('/v1/agents/:id', async (req) =>
-    p.agents.get(tenantOf(req), req.params.id, getQuery(req).version),
-  );
+  // A frozen agent (rendered from the agent cache, unchanging) is serialized once: the same
+  // bytes and content-type fastify's default serializer gives (test/agent-cache.test.ts).
+  const serialized = new WeakMap<object, string>();
+  app.get<{ Params: { id: string } }>('/v1/agents/:id', async (req, reply) => {
+    const agent = await p.agents.get(tenantOf(req), req.params.id, getQuery(req).version);
+    if (!Object.isFrozen(agent)) return agent;
+    let json = serialized.get(agent);
+    if (json === undefined) serialized.set(agent, (json = JSON.stringify(agent)));
+    return reply.type(JSON_UTF8).send(json);
+  });
   app.get<{ Params: { id: string } }>('/v1/agents/:id/versions', async (req) =>
     p.agents.listVersions(tenantOf(req), req.params.id, versionsQuery(req)),
   );
