@@ -53,3 +53,15 @@ export function valueDepth(value: unknown, max = MAX_JSON_DEPTH): number {
   }
   return deepest;
 }
+
+/**
+ * Freezes `v` and everything it holds, so a cached value cannot be changed by a caller (objects
+ * already frozen are taken as frozen through).
+ */
+export function deepFreeze<T>(v: T): T {
+  if (v && typeof v === 'object' && !Object.isFrozen(v)) {
+    Object.freeze(v);
+    for (const x of Object.values(v)) deepFreeze(x);
+  }
+  return v;
+}

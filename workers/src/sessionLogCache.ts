@@ -19,7 +19,7 @@
  *   the session exists, and `forget` drops it.
  * Proven by test/turn-log-cache.test.ts.
  */
-import type { EventDoc, EventLog } from '@agentfleet/core';
+import { deepFreeze, type EventDoc, type EventLog } from '@agentfleet/core';
 
 const PAGE = 10_000;
 export const DEFAULT_LOG_CACHE_BYTES = 64 * 2 ** 20;
@@ -27,14 +27,6 @@ export const DEFAULT_LOG_CACHE_BYTES = 64 * 2 ** 20;
 interface Entry {
   events: EventDoc[];
   bytes: number;
-}
-
-function deepFreeze<T>(v: T): T {
-  if (v && typeof v === 'object' && !Object.isFrozen(v)) {
-    Object.freeze(v);
-    for (const x of Object.values(v as object)) deepFreeze(x);
-  }
-  return v;
 }
 
 export class SessionLogCache {

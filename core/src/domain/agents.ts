@@ -5,7 +5,7 @@ import { newId, PREFIX } from '../ids.js';
 import { DuplicateKeyError } from '../ports/store.js';
 import type { SecretBox } from '../crypto.js';
 import type { AgentDoc, Collections } from './collections.js';
-import { deepFreeze, InvalidatingCollection } from './docReadCache.js';
+import { InvalidatingCollection } from './docReadCache.js';
 import { createdAtBounds, decodeCursor, makePage, pageById, type Page } from './pagination.js';
 import type { ModelResolver } from './models.js';
 import { applyMetadataPatch } from './metadata.js';
@@ -20,7 +20,7 @@ import {
   type SessionSkillSource,
 } from './sessionSkills.js';
 import { normalizeBuiltinToolSettings } from '../tools/webToolConfig.js';
-import { MAX_STORED_JSON_DEPTH, nowIso, valueDepth } from '../util.js';
+import { deepFreeze, MAX_STORED_JSON_DEPTH, nowIso, valueDepth } from '../util.js';
 
 type ModelInput = AgentCreate['model'];
 

@@ -23,18 +23,10 @@ import { LRUCache } from 'lru-cache';
 import type { Doc, Filter, Update } from '../ports/store.js';
 import { TenantCollection, type StoreRouter } from './collections.js';
 import type { CollectionSpec } from '../ports/store.js';
+import { deepFreeze } from '../util.js';
 
 /** Agents held by the embedded deployment's agent cache, at most. */
 export const AGENT_CACHE_MAX = 1000;
-
-/** Freezes `v` and everything it holds (objects already frozen are taken as frozen through). */
-export function deepFreeze<T>(v: T): T {
-  if (v && typeof v === 'object' && !Object.isFrozen(v)) {
-    Object.freeze(v);
-    for (const x of Object.values(v)) deepFreeze(x);
-  }
-  return v;
-}
 
 export class DocReadCache<T extends object> {
   private readonly docs: LRUCache<string, T>;
