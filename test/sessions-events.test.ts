@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { BETA, readSse, startPlatform, waitFor, type TestPlatform } from './harness.js';
+import { json, sessionHelpers } from './sessionHelpers.js';
 
 let t: TestPlatform;
 let envId: string;
@@ -11,36 +12,7 @@ afterAll(async () => {
   await t?.close();
 });
 
-const json = async (r: Response) => ({ status: r.status, body: (await r.json()) as any });
-let modelN = 0;
-/** A fresh wire model per test keeps scripted queues apart. */
-async function agentWithModel(system = 'sys') {
-  const model = `scripted-${++modelN}`;
-  await t.http('/v1/svc/model_cards', {
-    method: 'POST',
-    headers: BETA,
-    json: {
-      model_id: model,
-      provider: 'anthropic',
-      model,
-      base_url: t.model.url,
-      api_key: 'sk-card',
-    },
-  });
-  const agent = await t.client.beta.agents.create({ name: `agent-${modelN}`, model, system });
-  return { model, agent };
-}
-const say = (sid: string, text: string) =>
-  t.client.beta.sessions.events.send(sid, {
-    events: [{ type: 'user.message', content: [{ type: 'text', text }] }],
-  });
-async function untilIdle(sid: string, count = 1) {
-  return waitFor(async () => {
-    const ev = await json(await t.http(`/v1/sessions/${sid}/events?limit=1000`));
-    const idles = ev.body.data.filter((e: any) => e.type === 'session.status_idle');
-    return idles.length >= count ? ev.body.data : null;
-  });
-}
+const { agentWithModel, say, untilIdle } = sessionHelpers(() => t);
 
 describe('sessions', () => {
   it('creates with the spec body and the SDK body; lists with filters; derived status', async () => {
@@ -288,89 +260,6 @@ describe('events', () => {
     const later = await untilIdle(s.id, 2);
     expect(later.at(-1).type).toBe('session.status_idle');
     expect((await t.client.beta.sessions.retrieve(s.id)).status).toBe('idle');
-  });
-
-  it('a session whose idle event is in the log reads idle before the head update lands', async () => {
-    // An append is two writes: the events, then the session head (last_seq, idle_seq). A reader
-    // that saw the idle event in the log must not see the session running in between. The window
-    // is made here by writing the turn's run record and idle event without the head update.
-    const { agent } = await agentWithModel();
-    const s = await t.client.beta.sessions.create({ agent: agent.id, environment_id: envId });
-    const c = t.server.platform.collections;
-    // Held like a running worker holds it, so the recovery scan leaves the run record alone.
-    const leases = t.server.platform.coordination.leases;
-    const lease = (await leases.acquire(`session:${s.id}`, 'test-worker', 60_000))!;
-    expect(lease).toBeTruthy();
-    const doc = (await c.sessions.get('tnt_default', s.id))!;
-    const start = doc.last_seq + 1;
-    await c.runs.updateOne(
-      'tnt_default',
-      { _id: s.id },
-      {
-        $set: {
-          run_id: 'run_window',
-          owner: 'test',
-          token: 0,
-          start_seq: start,
-          input_to: doc.input_seq,
-          started_at: new Date().toISOString(),
-        },
-      },
-      { upsert: true },
-    );
-    const event = (seq: number, type: string) => ({
-      _id: `sevt_window_${seq}`,
-      tenant_id: 'tnt_default',
-      session_id: s.id,
-      seq,
-      type,
-      payload: {},
-      created_at: new Date().toISOString(),
-    });
-    await c.events.insertMany('tnt_default', [event(start, 'session.status_running')]);
-    await c.sessions.updateOne('tnt_default', { _id: s.id }, { $max: { last_seq: start } });
-    expect((await t.client.beta.sessions.retrieve(s.id)).status).toBe('running');
-    const listed = async () =>
-      (await t.client.beta.sessions.list({ agent_id: agent.id } as any)).data.find(
-        (x) => x.id === s.id,
-      )!.status;
-    expect(await listed()).toBe('running');
-    // The idle event is appended; the head (and idle_seq) is not yet.
-    await c.events.insertMany('tnt_default', [event(start + 1, 'session.status_idle')]);
-    expect((await t.client.beta.sessions.retrieve(s.id)).status).toBe('idle');
-    expect(await listed()).toBe('idle');
-    const byStatus = await json(
-      await t.http(`/v1/sessions?agent_id=${agent.id}&statuses[]=running`),
-    );
-    expect(byStatus.body.data.map((x: any) => x.id)).not.toContain(s.id);
-    await c.runs.deleteOne('tnt_default', { _id: s.id });
-    await leases.release(lease);
-  });
-
-  it('a log head left behind its events (a crash between the two writes) is repaired by the next append', async () => {
-    const { agent, model } = await agentWithModel();
-    const s = await t.client.beta.sessions.create({ agent: agent.id, environment_id: envId });
-    const c = t.server.platform.collections;
-    const before = (await c.sessions.get('tnt_default', s.id))!.last_seq;
-    // The events of an append whose head update never happened.
-    await c.events.insertMany('tnt_default', [
-      {
-        _id: 'sevt_orphaned_head',
-        session_id: s.id,
-        seq: before + 1,
-        type: 'agent.message',
-        payload: { content: [{ type: 'text', text: 'written before the crash' }] },
-        created_at: new Date().toISOString(),
-      },
-    ]);
-    t.model.script(model, { steps: [{ text: 'answered' }] });
-    await say(s.id, 'after the crash');
-    const events = await untilIdle(s.id);
-    expect(events.map((e: any) => e.seq)).toEqual(events.map((_: unknown, i: number) => i + 1));
-    expect(events[before]).toMatchObject({ id: 'sevt_orphaned_head', seq: before + 1 });
-    expect(events[before + 1]).toMatchObject({ type: 'user.message', seq: before + 2 });
-    const head = (await c.sessions.get('tnt_default', s.id))!.last_seq;
-    expect(head).toBe(events.at(-1).seq);
   });
 
   it('messages sent during a turn run next, in order', async () => {

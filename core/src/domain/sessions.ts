@@ -30,32 +30,9 @@ import { resolveSessionResources } from './sessionResources.js';
 export { refuseUnbuiltEvents } from './unsupported.js';
 export { cascadeSessionDelete } from './sessionCascade.js';
 import { MAX_STORED_JSON_DEPTH, nowIso, valueDepth } from '../util.js';
+import { deriveStatus, liveRuns } from './sessionStatus.js';
 
-/**
- * Derived, never stored: terminated if a terminated timestamp is set; rescheduling if the run
- * record was orphaned (its worker died) and waits to be resumed; running if a run record exists;
- * else idle. Rescheduling is proved by test/rescheduling.test.ts.
- */
-export function deriveStatus(
-  s: Pick<SessionDoc, 'terminated_at'>,
-  hasRun: boolean | 'rescheduling',
-): RuntimeStatus {
-  if (s.terminated_at) return 'terminated';
-  if (hasRun === 'rescheduling') return 'rescheduling';
-  return hasRun ? 'running' : 'idle';
-}
-
-/**
- * A run record counts once it started after the session's last session.status_idle: the turn
- * appends its idle event (its head update records `idle_seq`) before it deletes the record.
- * The event and the head are two writes, so a reader can see the idle event while the session
- * document still holds the previous `idle_seq`; `SessionService.liveRuns` closes that window.
- */
-export const runIsLive = (
-  s: Pick<SessionDoc, 'idle_seq'>,
-  run: Pick<RunDoc, 'start_seq' | 'rescheduled_at'> | null | undefined,
-): boolean | 'rescheduling' =>
-  !!run && run.start_seq > (s.idle_seq ?? 0) && (run.rescheduled_at ? 'rescheduling' : true);
+export { deriveStatus, runIsLive } from './sessionStatus.js';
 
 export type { SessionFileResource, SessionResource } from './sessionResources.js';
 
@@ -179,32 +156,8 @@ export class SessionService {
   async get(tenant: string, id: string) {
     const s = await this.getDoc(tenant, id);
     const run = await this.c.runs.get(tenant, id);
-    const [live] = await this.liveRuns(tenant, [[s, run]]);
+    const [live] = await liveRuns(this.c, tenant, [[s, run]]);
     return renderSession(s, live!);
-  }
-
-  /**
-   * `runIsLive`, and for a run that looks live, whether its session.status_idle is already in
-   * the log past the head this reader saw (appended, head update not yet visible): then the
-   * turn has ended, so a client that read the idle event never sees the session running.
-   * Usually no event lies past the head, so the check reads at most a few rows.
-   */
-  private async liveRuns(
-    tenant: string,
-    pairs: Array<[SessionDoc, RunDoc | null | undefined]>,
-  ): Promise<Array<boolean | 'rescheduling'>> {
-    return Promise.all(
-      pairs.map(async ([s, run]) => {
-        const live = runIsLive(s, run);
-        if (!live) return live;
-        const ended = await this.c.events.findOne(tenant, {
-          session_id: s._id,
-          seq: { $gt: Math.max(s.last_seq, run!.start_seq - 1) },
-          type: 'session.status_idle',
-        });
-        return ended ? false : live;
-      }),
-    );
   }
 
   async list(
@@ -230,7 +183,8 @@ export class SessionService {
         ]),
       );
       const withDoc = runs.filter((r) => docs.has(r._id));
-      const states = await this.liveRuns(
+      const states = await liveRuns(
+        this.c,
         tenant,
         withDoc.map((r) => [docs.get(r._id)!, r]),
       );
@@ -253,7 +207,8 @@ export class SessionService {
         r,
       ]),
     );
-    const states = await this.liveRuns(
+    const states = await liveRuns(
+      this.c,
       tenant,
       page.data.map((s) => [s, runs.get(s._id)]),
     );
