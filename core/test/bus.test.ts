@@ -68,6 +68,27 @@ const kafkaOptions = (over: Partial<KafkaBusOptions> = {}): KafkaBusOptions => (
   ...over,
 });
 
+/** Per partition of `topic`: the group's committed offset and the log's high watermark. */
+async function groupLag(brokers: string[], groupId: string, topicName: string) {
+  const admin = new Kafka({
+    clientId: 'bus-test-lag',
+    brokers,
+    logLevel: logLevel.NOTHING,
+  }).admin();
+  await admin.connect();
+  try {
+    const [committed] = await admin.fetchOffsets({ groupId, topics: [topicName] });
+    const high = await admin.fetchTopicOffsets(topicName);
+    return high.map((h) => ({
+      p: h.partition,
+      committed: committed?.partitions.find((c) => c.partition === h.partition)?.offset,
+      high: h.high,
+    }));
+  } finally {
+    await admin.disconnect();
+  }
+}
+
 /** Reads `<topic>.dlq` from the beginning until it has a letter for every id (or times out). */
 async function readDeadLetters(ids: string[], timeoutMs = 20_000): Promise<DeadLetter[]> {
   const kafka = new Kafka({ clientId: 'bus-test-dlq-reader', brokers, logLevel: logLevel.NOTHING });
@@ -321,9 +342,15 @@ describe.skipIf(!brokers.length)('Kafka bus', () => {
           () => acked.every((a) => handledIds.has(a.id)),
           90_000,
           'every acknowledged command to be handled',
-        ).catch((e) => {
+        ).catch(async (e) => {
           const missing = acked.filter((a) => !handledIds.has(a.id)).map((a) => a.id);
-          throw new Error(`${(e as Error).message}: ${missing.length} of ${acked.length} missing`);
+          // Which it was: still in the log past the group's offsets (the consumer stopped
+          // fetching), or committed past (lost). Printed for the next investigation.
+          const lag = await groupLag(restartBrokers, group, topic).catch((err) => String(err));
+          throw new Error(
+            `${(e as Error).message}: ${missing.length} of ${acked.length} missing; ` +
+              `partitions (committed/high): ${JSON.stringify(lag)}; bus: ${JSON.stringify(bus.stats())}`,
+          );
         });
         // Order per key: redeliveries may repeat commands, but first deliveries keep publish order.
         for (const s of sessions) {
