@@ -5,13 +5,31 @@
  * group joins with everything paused, commits the current end of those partitions and leaves, so
  * every command published after consume() resolved reaches the group even if its first consumer
  * dies before handling anything. (kafkajs's admin.setOffsets does the same but waits out a 5 s
- * fetch.) A failure here is logged, never thrown: the group then starts where kafkajs puts it.
+ * fetch.) A retriable error (a coordinator still loading after a broker restart) is asked again
+ * for up to 30 s; a failure here is logged, never thrown: the group then starts where kafkajs
+ * puts it.
  * Every Kafka test in core/test/bus.test.ts runs with initialOffset 'latest' (the contract
  * suite's groups each publish right after consume() and must receive it).
  */
 import type { Admin, Kafka } from 'kafkajs';
 import type { Logger } from '../../log.js';
+import { sleep } from '../../util.js';
 import { groupTimeouts, withTimeout, type KafkaBusOptions } from './options.js';
+
+const ANSWER_WITHIN_MS = 30_000;
+
+/** `ask()`, asked again (250 ms, doubling to 2 s) while it fails with a retriable Kafka error. */
+async function untilAnswered<T>(ask: () => Promise<T>): Promise<T> {
+  const end = Date.now() + ANSWER_WITHIN_MS;
+  for (let wait = 250; ; wait = Math.min(wait * 2, 2_000)) {
+    try {
+      return await ask();
+    } catch (err) {
+      if (!(err as { retriable?: boolean }).retriable || Date.now() + wait > end) throw err;
+      await sleep(wait);
+    }
+  }
+}
 
 export async function initGroupOffsets(
   kafka: Kafka,
@@ -33,9 +51,19 @@ export async function initGroupOffsets(
     }
     return out;
   };
-  if (!(await missing()).length) return;
-  const { groups } = await admin.describeGroups([group]);
-  if (groups[0] && !['Empty', 'Dead'].includes(groups[0].state)) return; // a running member already started it
+  try {
+    // A broker that just (re)started answers NOT_COORDINATOR or COORDINATOR_LOAD_IN_PROGRESS for
+    // a while (retriable): asked again until it answers (CI: the group read right after a restart).
+    if (!(await untilAnswered(missing)).length) return;
+    const { groups } = await untilAnswered(() => admin.describeGroups([group]));
+    if (groups[0] && !['Empty', 'Dead'].includes(groups[0].state)) return; // a running member already started it
+  } catch (err) {
+    log.warn('could not read the offsets of a new group', {
+      group,
+      error: (err as Error).message,
+    });
+    return;
+  }
 
   const c = opts.consumer ?? {};
   const init = kafka.consumer({
