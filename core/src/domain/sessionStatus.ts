@@ -1,7 +1,7 @@
 /**
  * A session's runtime status, derived on every read and never stored: from the session document,
  * its run record and, while a turn looks live, the events past the log head.
- * Proved by test/sessions-events.test.ts ("…reads idle before the head update lands") and
+ * Proved by test/session-log-head.test.ts ("…reads idle before the head update lands") and
  * test/rescheduling.test.ts.
  */
 import type { RuntimeStatus } from '@agentfleet/schemas';

@@ -124,8 +124,7 @@ export class SqliteCollection<T extends Doc> implements Collection<T> {
   txView(core: StoreCore): TxCollection<T> | null {
     if (core !== this.core) return null;
     return {
-      findOne: (filter, options) =>
-        (this.select(filter, { ...options, limit: 1 })[0] as T | undefined) ?? null,
+      findOne: (filter, options) => this.findOneNow(filter, options),
       insertMany: (docs) => {
         for (const doc of docs) this.put(undefined, storable(doc) as Raw);
       },
@@ -159,10 +158,12 @@ export class SqliteCollection<T extends Doc> implements Collection<T> {
       });
   }
 
+  private findOneNow(filter: Filter, options?: FindOptions): T | null {
+    return (this.select(filter, { ...options, limit: 1 })[0] as T | undefined) ?? null;
+  }
+
   findOne(filter: Filter, options?: FindOptions): Promise<T | null> {
-    return this.core.read(
-      () => (this.select(filter, { ...options, limit: 1 })[0] as T | undefined) ?? null,
-    );
+    return this.core.read(() => this.findOneNow(filter, options));
   }
 
   find(filter: Filter, options?: FindOptions): Promise<T[]> {

@@ -13,18 +13,19 @@
  */
 import type { Admin, Kafka } from 'kafkajs';
 import type { Logger } from '../../log.js';
-import { sleep } from '../../util.js';
+import { backoffDelay, sleep } from '../../util.js';
 import { groupTimeouts, withTimeout, type KafkaBusOptions } from './options.js';
 
 const ANSWER_WITHIN_MS = 30_000;
 
-/** `ask()`, asked again (250 ms, doubling to 2 s) while it fails with a retriable Kafka error. */
+/** `ask()`, asked again (jittered backoff from 250 ms to 2 s) while it fails with a retriable Kafka error. */
 async function untilAnswered<T>(ask: () => Promise<T>): Promise<T> {
   const end = Date.now() + ANSWER_WITHIN_MS;
-  for (let wait = 250; ; wait = Math.min(wait * 2, 2_000)) {
+  for (let attempt = 1; ; attempt++) {
     try {
       return await ask();
     } catch (err) {
+      const wait = backoffDelay(attempt, 250, 2_000);
       if (!(err as { retriable?: boolean }).retriable || Date.now() + wait > end) throw err;
       await sleep(wait);
     }
