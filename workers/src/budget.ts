@@ -43,23 +43,23 @@ export async function costUpdate(
   tenant: string,
   modelId: string,
   usage: ModelUsage,
-  known?: Promise<ListPrice>,
+  known?: ListPrice,
 ): Promise<{ inc: Record<string, number>; set: Record<string, unknown> }> {
-  const price = await (known ?? listPriceOf(p, tenant, modelId));
+  const price = known !== undefined ? known : await listPriceOf(p, tenant, modelId);
   if (!price) return { inc: {}, set: { unpriced_usage: true } };
   return { inc: { list_cost_nanos: usageCostNanos(usage, price) }, set: {} };
 }
 
 /**
  * The session update for one finished model request: its token usage and its list cost
- * (`price`: the price read when the request started, else read now).
+ * (`price`: the price read with the model card when the request started, else read now).
  */
 export async function usageUpdate(
   p: Platform,
   tenant: string,
   modelId: string,
   usage: ModelUsage,
-  price?: Promise<ListPrice>,
+  price?: ListPrice,
 ): Promise<{ $inc: Record<string, number>; $set: Record<string, unknown> }> {
   const cost = await costUpdate(p, tenant, modelId, usage, price);
   return {

@@ -22,7 +22,7 @@ import {
 } from '@agentfleet/core';
 import type { buildHistory } from './history.js';
 import { consumeModelStream, type ToolCall } from './modelStream.js';
-import { listPriceOf, usageUpdate } from './budget.js';
+import { usageUpdate } from './budget.js';
 import { providerRequest } from './modelSettings.js';
 import { sessionError, spanEnd, toModelError, zeroUsage, type TurnEnd } from './turnEvents.js';
 import type { McpTools } from './mcpTurn.js';
@@ -89,13 +89,10 @@ export async function modelAttempts(
 ): Promise<AttemptOutcome> {
   const sid = s._id;
   for (let attempt = 1; ; attempt++) {
-    // The model card is read for the provider and for the list price while the span start is
-    // written (one store round trip on the way to the first token instead of three); a failed
-    // read surfaces below, inside the span, as before.
+    // The model card is read once, for the provider and the list price, while the span start is
+    // written; a failed read surfaces below, inside the span, as before.
     const resolving = p.models.resolve(tenant, s.agent.model);
-    const price = listPriceOf(p, tenant, s.agent.model.id);
     resolving.catch(() => {});
-    price.catch(() => {});
     const [start] = await append([{ type: 'span.model_request_start', payload: {} }]);
     try {
       const resolved = await resolving;
@@ -126,7 +123,7 @@ export async function modelAttempts(
       // The list cost moves with the token usage, in the update that appends these events.
       await append(
         [...r.drafts, spanEnd(start!._id, false, r.usage, r.stop, s.agent.model.speed)],
-        await usageUpdate(p, tenant, s.agent.model.id, r.usage, price),
+        await usageUpdate(p, tenant, s.agent.model.id, r.usage, resolved.listPrice),
       );
       return { kind: 'ok', stop: r.stop, toolUses: r.toolUses };
     } catch (err) {

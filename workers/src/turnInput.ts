@@ -11,7 +11,7 @@
  * Proven by test/sdk-flow.test.ts (custom tools), test/permission-policy.test.ts and
  * test/self-hosted-lane.test.ts (worker results).
  */
-import type { EventDraft, Platform, SessionDoc } from '@agentfleet/core';
+import type { EventDoc, EventDraft, SessionDoc } from '@agentfleet/core';
 
 /** The idle that asks the client for the calls still unanswered. */
 export const requiresAction = (eventIds: string[]): EventDraft => ({
@@ -20,36 +20,37 @@ export const requiresAction = (eventIds: string[]): EventDraft => ({
 });
 
 /** Input event types that start (or resume) a turn. */
-const TURN_INPUT_TYPES = [
+const TURN_INPUT_TYPES = new Set([
   'user.message',
   'user.custom_tool_result',
   'user.tool_confirmation',
   'user.tool_result',
-];
+]);
 
 /**
  * Whether input in (processed_seq or the last interrupt, inputTo] may start a turn now. When it
  * answers some but not all of the calls a requires_action idle named, `remaining` lists the rest
  * (the SDK: "resolving fewer than all re-emits session.status_idle with the remainder").
+ * `log` is the session's log read after `s` (the worker's SessionLogCache): every event up to
+ * `inputTo` is in it, ascending by seq, so the answer needs no query of its own.
  */
-export async function turnInputReady(
-  p: Platform,
-  tenant: string,
+export function turnInputReady(
+  log: readonly EventDoc[],
   s: SessionDoc,
   inputTo: number,
   interruptSeq: number,
-): Promise<{ ready: boolean; remaining: string[] }> {
-  const live = await p.collections.events.find(
-    tenant,
-    {
-      session_id: s._id,
-      type: { $in: TURN_INPUT_TYPES },
-      seq: { $gt: Math.max(s.processed_seq, interruptSeq), $lte: inputTo },
-    },
-    { limit: 1 },
-  );
-  if (!live.length) return { ready: false, remaining: [] };
-  const remaining = await unansweredCalls(p, tenant, s, inputTo);
+): { ready: boolean; remaining: string[] } {
+  const after = Math.max(s.processed_seq, interruptSeq);
+  let live = false;
+  for (let i = log.length - 1; i >= 0 && log[i]!.seq > after; i--) {
+    const e = log[i]!;
+    if (e.seq <= inputTo && TURN_INPUT_TYPES.has(e.type)) {
+      live = true;
+      break;
+    }
+  }
+  if (!live) return { ready: false, remaining: [] };
+  const remaining = unansweredCalls(log, inputTo);
   return { ready: remaining.length === 0, remaining };
 }
 
@@ -57,43 +58,26 @@ export async function turnInputReady(
  * The calls the last requires_action idle named that are still unanswered: the turn resumes
  * once there are none (or a new user.message arrives, which answers them all).
  */
-async function unansweredCalls(
-  p: Platform,
-  tenant: string,
-  s: SessionDoc,
-  inputTo: number,
-): Promise<string[]> {
-  const [idle] = await p.collections.events.find(
-    tenant,
-    { session_id: s._id, type: 'session.status_idle' },
-    { sort: { seq: -1 }, limit: 1 },
-  );
+function unansweredCalls(log: readonly EventDoc[], inputTo: number): string[] {
+  let at = log.length - 1;
+  while (at >= 0 && log[at]!.type !== 'session.status_idle') at--;
+  const idle = at >= 0 ? log[at]! : undefined;
   const wanted: string[] =
     (idle?.payload as any)?.stop_reason?.type === 'requires_action'
       ? ((idle!.payload as any).stop_reason.event_ids ?? [])
       : [];
   if (!wanted.length) return [];
-  const [message] = await p.collections.events.find(
-    tenant,
-    { session_id: s._id, seq: { $gt: idle!.seq, $lte: inputTo }, type: 'user.message' },
-    { limit: 1 },
-  );
-  if (message) return [];
+  for (let i = at + 1; i < log.length && log[i]!.seq <= inputTo; i++)
+    if (log[i]!.type === 'user.message') return [];
   // An answer counts wherever it is in the log: the SDK lets a client answer a call as soon as
   // its event arrives, before the session.status_idle that lists it.
-  const answers = (field: string, type: string) =>
-    p.collections.events.find(tenant, {
-      session_id: s._id,
-      seq: { $lte: inputTo },
-      type,
-      [`payload.${field}`]: { $in: wanted },
-    });
-  const got = new Set([
-    ...(await answers('custom_tool_use_id', 'user.custom_tool_result')).map(
-      (e) => e.payload.custom_tool_use_id,
-    ),
-    ...(await answers('tool_use_id', 'user.tool_confirmation')).map((e) => e.payload.tool_use_id),
-    ...(await answers('tool_use_id', 'user.tool_result')).map((e) => e.payload.tool_use_id),
-  ]);
+  const got = new Set<string>();
+  for (const e of log) {
+    if (e.seq > inputTo) break;
+    const p = e.payload as Record<string, unknown>;
+    if (e.type === 'user.custom_tool_result') got.add(p.custom_tool_use_id as string);
+    else if (e.type === 'user.tool_confirmation' || e.type === 'user.tool_result')
+      got.add(p.tool_use_id as string);
+  }
   return wanted.filter((id) => !got.has(id));
 }

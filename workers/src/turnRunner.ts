@@ -2,11 +2,11 @@
  * The turn loop: composes the session lease, the run record, model requests
  * (./modelRequest.ts, streamed by ./modelStream.ts), tool dispatch under permission policies
  * (./permissions.ts, executed by ./tools.ts; MCP servers by ./mcpTurn.ts), stop reasons
- * and error events (./turnEvents.ts) and crash recovery (./turnRecovery.ts). A self_hosted
+ * and error events (./turnEvents.ts), interrupts (./turnControl.ts) and crash recovery
+ * (./turnRecovery.ts). A self_hosted
  * session's toolset runs in the customer's worker, with no sandbox here (./selfHosted.ts).
  */
 import {
-  controlChannel,
   newId,
   PREFIX,
   StaleLeaseError,
@@ -37,6 +37,7 @@ import { outputWarnings } from './turnOutputs.js';
 import { memoryWarnings, withMemoryPrompt } from './turnMemory.js';
 import { SkillLoadError, withSkillPrompt } from './skillPrompt.js';
 import { SessionLogCache } from './sessionLogCache.js';
+import { TurnControl } from './turnControl.js';
 
 /**
  * Runs session turns. Guarantees: one turn per session at a time (session lease, fenced
@@ -53,6 +54,10 @@ export class TurnRunner {
   private readonly active = new Map<string, AbortController>();
   private readonly running = new Set<Promise<void>>();
   private readonly draining = new Set<string>();
+  /** Appends this worker made to each session it drains (see modelLoop's history reads). */
+  private readonly appended = new Map<string, number>();
+  /** Each drain's control channel subscription (./turnControl.ts). */
+  private readonly controls = new Map<string, TurnControl>();
 
   constructor(
     private readonly p: Platform,
@@ -136,6 +141,7 @@ export class TurnRunner {
    * before the release is taken by `handle`'s re-check once this returns (one session read).
    */
   private async runSession(tenant: string, sid: string, held: Lease): Promise<void> {
+    let control: TurnControl | undefined;
     const renew = setInterval(
       () => {
         this.p.coordination.leases.renew(held, this.p.config.turn.leaseTtlMs).then(
@@ -148,12 +154,19 @@ export class TurnRunner {
       Math.max(250, Math.floor(this.p.config.turn.leaseTtlMs / 3)),
     );
     try {
+      control = await TurnControl.open(this.p.coordination.pubsub, sid);
+      this.controls.set(sid, control);
       await this.drain(tenant, sid, held);
     } catch (err) {
       if (err instanceof StaleLeaseError) return;
       throw err;
     } finally {
       clearInterval(renew);
+      this.appended.delete(sid);
+      this.controls.delete(sid);
+      await control
+        ?.close()
+        .catch((err) => this.log.warn('unsubscribe failed', { err: String(err) }));
       await this.p.coordination.leases.release(held);
     }
   }
@@ -191,7 +204,7 @@ export class TurnRunner {
     const inputTo = s.input_seq;
     // Input older than the newest interrupt was cancelled by it.
     const interruptSeq = s.interrupt_seq ?? 0;
-    const input = await turnInputReady(this.p, tenant, s, inputTo, interruptSeq);
+    const input = turnInputReady(await this.logs.all(tenant, s._id), s, inputTo, interruptSeq);
     if (!input.ready) {
       // Some calls answered, not all: the idle is re-emitted with the remainder (SDK).
       if (input.remaining.length)
@@ -238,22 +251,15 @@ export class TurnRunner {
     const sid = s._id;
     const abort = new AbortController();
     this.active.set(sid, abort);
-    const unsubscribe = await this.p.coordination.pubsub.subscribe(
-      controlChannel(sid),
-      (m: any) => {
-        if (m?.type === 'interrupt' && (m.seq > interruptSeq || m.reason === 'terminated'))
-          abort.abort(new TurnAborted(m.reason === 'terminated' ? 'terminated' : 'interrupt'));
-      },
-    );
+    // The drain's control subscription predates its session read (./turnControl.ts).
+    const control = this.controls.get(sid)!;
+    control.register(abort, interruptSeq);
     let end: TurnEnd = { stop_reason: { type: 'end_turn' } };
     // The agent's MCP servers: connected on first need, closed with the turn.
     const append = this.fenced(tenant, sid, lease);
     const sandbox = SelfHostedLane.of(s) ? null : this.sandbox; // the worker is the sandbox
     const mcp = new McpTurn(this.p, sandbox, s, append, this.log, abort.signal);
     try {
-      // An interrupt may have landed between reading the session and subscribing.
-      const fresh = await this.p.collections.sessions.get(tenant, sid);
-      if ((fresh?.interrupt_seq ?? 0) > interruptSeq) abort.abort(new TurnAborted('interrupt'));
       end = await this.modelLoop(tenant, s, lease, abort.signal, mcp, inputTo);
     } catch (err) {
       const reason = abort.signal.aborted
@@ -274,7 +280,7 @@ export class TurnRunner {
       }
     } finally {
       this.active.delete(sid);
-      await unsubscribe();
+      control.unregister(abort);
       await mcp.close();
     }
     return this.finish(tenant, sid, lease, inputTo, end);
@@ -353,6 +359,7 @@ export class TurnRunner {
   ): Promise<EventDoc[]> {
     const update =
       typeof extra === 'function' ? (last: number) => extra(last) : extra ? () => extra : undefined;
+    this.appended.set(sid, (this.appended.get(sid) ?? 0) + 1);
     return this.p.events.append(tenant, sid, drafts, { fence: lease.token, sessionUpdate: update });
   }
 
@@ -381,7 +388,8 @@ export class TurnRunner {
       lane,
     );
     // Calls held for confirmation by an earlier turn are settled before the model sees them.
-    const log = await this.logs.all(tenant, sid);
+    let log = await this.logs.all(tenant, sid);
+    let logAt = this.appended.get(sid);
     const held = await calls.settleHeld(log, lane ? inputTo : Infinity);
     if (held.length) return { stop_reason: { type: 'requires_action', event_ids: held } };
     // The pinned skills' SKILL.md bodies, inlined into the system prompt (./skillPrompt.ts).
@@ -397,11 +405,14 @@ export class TurnRunner {
       if (signal.aborted) throw signal.reason;
       const overBudget = await budgetStop(this.p, tenant, sid);
       if (overBudget) return overBudget;
-      const history = await resolveFileBlocks(
-        this.p.files,
-        tenant,
-        buildHistory(await this.logs.all(tenant, sid)),
-      );
+      // The history changes only with this turn's own appends: input appended meanwhile by
+      // others enters at the next session.status_running (./history.ts), so the log is read
+      // again only after this worker appended.
+      if (this.appended.get(sid) !== logAt) {
+        log = await this.logs.all(tenant, sid);
+        logAt = this.appended.get(sid);
+      }
+      const history = await resolveFileBlocks(this.p.files, tenant, buildHistory(log));
       const outcome = await modelRequest(
         this.p,
         tenant,

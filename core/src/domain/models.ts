@@ -38,6 +38,7 @@ import { createProvider, providerProtocol } from '../adapters/modelProviders.js'
 import type { ModelProvider } from '../ports/modelProvider.js';
 import { CONNECTION_HEADERS } from '../ports/modelProviderHelpers.js';
 import { checkPiConfig } from './piConfig.js';
+import { listPriceOfCard, type TokenPrices } from './prices.js';
 import type { Collections, ModelCardDoc } from './collections.js';
 import { nowIso } from '../util.js';
 import { DEFAULT_TENANT } from './auth.js';
@@ -63,6 +64,8 @@ export interface ResolvedModel {
   source: 'model_card' | 'vendor_fallback';
   /** The card's pi_config (read by workers/src/modelSettings.ts); null for the vendor fallback. */
   piConfig: Record<string, unknown> | null;
+  /** The list price read with the same card (prices.ts `modelListPrice`); null: none. */
+  listPrice: TokenPrices | null;
 }
 
 const PI_API: Record<string, 'anthropic' | 'openai'> = {
@@ -398,6 +401,7 @@ export class ModelResolver {
         supportsFast: r.supportsFast,
         source: 'model_card',
         piConfig: r.card.pi_config ?? null,
+        listPrice: listPriceOfCard(r.card, model.id, this.hasVendorFallback),
       };
     }
     return {
@@ -412,6 +416,7 @@ export class ModelResolver {
       supportsFast: true,
       source: 'vendor_fallback',
       piConfig: null,
+      listPrice: listPriceOfCard(null, model.id, true),
     };
   }
 

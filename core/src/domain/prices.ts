@@ -15,7 +15,7 @@
  * - Costs round up per request, so the tracked cost is never below the list charge.
  */
 import type { ModelUsage } from '../ports/modelProvider.js';
-import type { Collections } from './collections.js';
+import type { Collections, ModelCardDoc } from './collections.js';
 
 /** USD per million tokens. */
 export interface TokenPrices {
@@ -122,6 +122,15 @@ export async function modelListPrice(
   hasVendorFallback: boolean,
 ): Promise<TokenPrices | null> {
   const card = await c.modelCards.findOne(tenant, { model_id: modelId });
+  return listPriceOfCard(card, modelId, hasVendorFallback);
+}
+
+/** `modelListPrice` for a model card already read (null: the model has none). */
+export function listPriceOfCard(
+  card: Pick<ModelCardDoc, 'pi_config' | 'provider' | 'model'> | null,
+  modelId: string,
+  hasVendorFallback: boolean,
+): TokenPrices | null {
   if (card) {
     const own = cardListPrice(card.pi_config);
     if (own) return own;

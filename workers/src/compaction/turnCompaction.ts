@@ -229,7 +229,7 @@ export class TurnCompaction {
     }
     // The usage moves with the span end that records it (a call that threw reported none).
     const update = answered
-      ? await usageUpdate(this.p, this.tenant, this.s.agent.model.id, usage)
+      ? await usageUpdate(this.p, this.tenant, this.s.agent.model.id, usage, resolved.listPrice)
       : undefined;
     await this.append(
       [
