@@ -15,34 +15,77 @@ import type { ChatMessage, ContentBlock, EventDoc } from '@agentfleet/core';
  * (test/sdk-flow.test.ts).
  */
 export function buildHistory(events: readonly EventDoc[]): ChatMessage[] {
-  const out: ChatMessage[] = [];
-  const push = (role: ChatMessage['role'], blocks: ContentBlock[]) => {
+  return new HistoryBuilder().build(events);
+}
+
+/**
+ * `buildHistory` as a fold kept between calls: a session's log only grows (events are immutable
+ * and the worker's SessionLogCache hands back the same objects for the prefix it holds), so a
+ * call whose log extends the previous one folds only the new events. Any other log (shorter, or
+ * a different object at the previous end) is folded from the start. Each call returns fresh
+ * message objects and arrays; the blocks are shared between calls, so with `freeze` (a builder
+ * kept across turns) each is frozen: a caller that mutated one would throw instead of changing
+ * the next request's history.
+ * Proved equal to a fresh build by test/history-builder.test.ts.
+ */
+export class HistoryBuilder {
+  private out: ChatMessage[] = [];
+  private waiting: ContentBlock[] = [];
+  private waitingResults: ContentBlock[] = [];
+  private waitingSystem: ContentBlock[] = [];
+  private seen = 0;
+  private last: EventDoc | undefined;
+
+  constructor(private readonly freeze = false) {}
+
+  build(events: readonly EventDoc[]): ChatMessage[] {
+    if (events.length < this.seen || (this.seen && events[this.seen - 1] !== this.last))
+      this.reset();
+    for (let i = this.seen; i < events.length; i++) this.fold(events[i]!);
+    this.seen = events.length;
+    this.last = events[events.length - 1];
+    const out = this.out.map((m) => ({ role: m.role, content: [...m.content] }));
+    // A conversation must open with a user turn.
+    let first = 0;
+    while (first < out.length && out[first]!.role !== 'user') first++;
+    return answerEveryToolCall(first ? out.slice(first) : out);
+  }
+
+  private reset(): void {
+    this.out = [];
+    this.waiting = [];
+    this.waitingResults = [];
+    this.waitingSystem = [];
+    this.seen = 0;
+    this.last = undefined;
+  }
+
+  private push(role: ChatMessage['role'], blocks: ContentBlock[]): void {
     if (!blocks.length) return;
-    const last = out[out.length - 1];
+    if (this.freeze) for (const b of blocks) Object.freeze(b);
+    const last = this.out[this.out.length - 1];
     if (last && last.role === role) last.content.push(...blocks);
-    else out.push({ role, content: [...blocks] });
-  };
-  let waiting: ContentBlock[] = [];
-  let waitingResults: ContentBlock[] = [];
-  let waitingSystem: ContentBlock[] = [];
-  for (const e of events) {
+    else this.out.push({ role, content: [...blocks] });
+  }
+
+  private fold(e: EventDoc): void {
     const p = e.payload as any;
     switch (e.type) {
       case 'user.message':
-        waiting.push(
+        this.waiting.push(
           ...(((p.content ?? []) as any[]).filter((b) => b.type !== 'redacted') as ContentBlock[]),
         );
         break;
       case 'session.status_running':
         // Tool results first: the protocols require them at the head of the user turn.
-        push('user', [...waitingResults, ...waiting]);
-        push('system', waitingSystem);
-        waiting = [];
-        waitingResults = [];
-        waitingSystem = [];
+        this.push('user', [...this.waitingResults, ...this.waiting]);
+        this.push('system', this.waitingSystem);
+        this.waiting = [];
+        this.waitingResults = [];
+        this.waitingSystem = [];
         break;
       case 'system.message':
-        waitingSystem.push(
+        this.waitingSystem.push(
           ...((p.content ?? []) as any[])
             .filter((b) => b.type === 'text')
             .map((b) => ({ type: 'text' as const, text: String(b.text) })),
@@ -50,12 +93,12 @@ export function buildHistory(events: readonly EventDoc[]): ChatMessage[] {
         break;
       case 'agent.thinking':
         if (p.signature)
-          push('assistant', [
+          this.push('assistant', [
             { type: 'thinking', thinking: p.thinking ?? '', signature: p.signature },
           ]);
         break;
       case 'agent.message':
-        push(
+        this.push(
           'assistant',
           ((p.content ?? []) as any[]).filter((b) => b.type === 'text') as ContentBlock[],
         );
@@ -63,10 +106,12 @@ export function buildHistory(events: readonly EventDoc[]): ChatMessage[] {
       case 'agent.tool_use':
       case 'agent.mcp_tool_use':
       case 'agent.custom_tool_use':
-        push('assistant', [{ type: 'tool_use', id: e._id, name: p.name, input: p.input ?? {} }]);
+        this.push('assistant', [
+          { type: 'tool_use', id: e._id, name: p.name, input: p.input ?? {} },
+        ]);
         break;
       case 'agent.tool_result':
-        push('user', [
+        this.push('user', [
           {
             type: 'tool_result',
             tool_use_id: p.tool_use_id,
@@ -76,7 +121,7 @@ export function buildHistory(events: readonly EventDoc[]): ChatMessage[] {
         ]);
         break;
       case 'agent.mcp_tool_result':
-        push('user', [
+        this.push('user', [
           {
             type: 'tool_result',
             tool_use_id: p.mcp_tool_use_id,
@@ -86,7 +131,7 @@ export function buildHistory(events: readonly EventDoc[]): ChatMessage[] {
         ]);
         break;
       case 'user.custom_tool_result':
-        waitingResults.push({
+        this.waitingResults.push({
           type: 'tool_result',
           tool_use_id: p.custom_tool_use_id,
           content: p.content ?? [],
@@ -94,7 +139,7 @@ export function buildHistory(events: readonly EventDoc[]): ChatMessage[] {
         });
         break;
       case 'user.tool_result':
-        waitingResults.push({
+        this.waitingResults.push({
           type: 'tool_result',
           tool_use_id: p.tool_use_id,
           content: ((p.content ?? []) as any[]).map(searchResultAsText),
@@ -105,9 +150,6 @@ export function buildHistory(events: readonly EventDoc[]): ChatMessage[] {
         break;
     }
   }
-  // A conversation must open with a user turn.
-  while (out.length && out[0]!.role !== 'user') out.shift();
-  return answerEveryToolCall(out);
 }
 
 /** A search_result block (SDK) as the text the model reads; other blocks are kept. */

@@ -17,9 +17,14 @@
  *   cached (it is read from the store each time, as before).
  * - A deleted session's entry is never served: its log reads come after the turn checked that
  *   the session exists, and `forget` drops it.
- * Proven by test/turn-log-cache.test.ts.
+ * - `history(tenant, sessionId, log)` builds the model history from a log this cache returned,
+ *   with a fold kept in the session's entry (./history.ts HistoryBuilder): only the events past
+ *   the previous call are folded. It goes with the entry (eviction, `forget`); a session that
+ *   is not cached gets a full build.
+ * Proven by test/turn-log-cache.test.ts and test/history-builder.test.ts.
  */
-import { deepFreeze, type EventDoc, type EventLog } from '@agentfleet/core';
+import { deepFreeze, type ChatMessage, type EventDoc, type EventLog } from '@agentfleet/core';
+import { HistoryBuilder } from './history.js';
 
 const PAGE = 10_000;
 export const DEFAULT_LOG_CACHE_BYTES = 64 * 2 ** 20;
@@ -27,6 +32,7 @@ export const DEFAULT_LOG_CACHE_BYTES = 64 * 2 ** 20;
 interface Entry {
   events: EventDoc[];
   bytes: number;
+  history?: HistoryBuilder;
 }
 
 export class SessionLogCache {
@@ -66,12 +72,21 @@ export class SessionLogCache {
     const next: Entry = {
       events: keep ? [...cached, ...fresh.slice(0, keep).map(deepFreeze)] : cached,
       bytes: (entry?.bytes ?? 0) + added,
+      history: entry?.history,
     };
     this.bytes += added;
     if (next.bytes > this.maxBytes) this.bytes -= next.bytes;
     else this.entries.set(key, next);
     this.evict();
     return all;
+  }
+
+  /** The model history of `log` (what `all` returned), folded incrementally (file header). */
+  history(tenant: string, sessionId: string, log: readonly EventDoc[]): ChatMessage[] {
+    const entry = this.entries.get(`${tenant}\u0000${sessionId}`);
+    if (!entry) return new HistoryBuilder().build(log);
+    entry.history ??= new HistoryBuilder(true);
+    return entry.history.build(log);
   }
 
   /** Drops a session's entry (its log was deleted). */

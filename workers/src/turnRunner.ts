@@ -22,7 +22,6 @@ import {
   type SandboxManager,
 } from '@agentfleet/core';
 import type { CommandEnvelope } from '@agentfleet/schemas';
-import { buildHistory } from './history.js';
 import { resolveFileBlocks } from './fileBlocks.js';
 import { requiresAction, turnInputReady } from './turnInput.js';
 import { ToolCallDispatcher } from './permissions.js';
@@ -412,7 +411,11 @@ export class TurnRunner {
         log = await this.logs.all(tenant, sid);
         logAt = this.appended.get(sid);
       }
-      const history = await resolveFileBlocks(this.p.files, tenant, buildHistory(log));
+      const history = await resolveFileBlocks(
+        this.p.files,
+        tenant,
+        this.logs.history(tenant, sid, log),
+      );
       const outcome = await modelRequest(
         this.p,
         tenant,
