@@ -10,7 +10,9 @@
  *   usage unpriced instead. A harness `pi` compaction summary call (./compaction) is a model
  *   request of the session like any other: its usage and cost move with its
  *   span.compaction_summarize_end the same way.
- * - Before every model request the turn re-reads the session (`budgetStop`): once a budgeted
+ * - Before every model request the turn checks the session (`budgetStop`; the first request of
+ *   a turn with the session document the turn started from, read moments before, every later
+ *   one with a fresh read): once a budgeted
  *   session's cost reached its ceiling (or its usage is unpriced) the turn ends with the SDK's
  *   `budget_reached` stop reason and no model request is made, until the budget is raised or
  *   removed. A turn started by a new user message then ends at once the same way.
@@ -79,8 +81,9 @@ export async function budgetStop(
   p: Platform,
   tenant: string,
   sessionId: string,
+  current?: SessionDoc,
 ): Promise<TurnEnd | null> {
-  let s = await p.collections.sessions.get(tenant, sessionId);
+  let s = current ?? (await p.collections.sessions.get(tenant, sessionId));
   if (s?.budget) s = await reconcileUsage(p, tenant, s);
   return s && budgetReached(s) ? { stop_reason: { type: 'budget_reached' } } : null;
 }

@@ -282,7 +282,7 @@ export class TurnRunner {
       control.unregister(abort);
       await mcp.close();
     }
-    return this.finish(tenant, sid, lease, inputTo, end);
+    return this.finish(tenant, sid, lease, inputTo, end, s);
   }
 
   private async finish(
@@ -291,8 +291,11 @@ export class TurnRunner {
     lease: Lease,
     inputTo: number,
     end: TurnEnd,
+    started?: SessionDoc,
   ): Promise<boolean> {
-    const s = await this.p.collections.sessions.get(tenant, sid);
+    // The turn's own session document serves, unless an interrupt moved interrupt_seq.
+    const s =
+      started && !end.interrupted ? started : await this.p.collections.sessions.get(tenant, sid);
     const processed = Math.max(inputTo, end.interrupted ? (s?.interrupt_seq ?? 0) : 0);
     // Files the turn wrote under /mnt/session/outputs are durable before the turn reports idle;
     // each file that was not stored (quota, name) gets a session.warning naming it, before idle.
@@ -402,11 +405,10 @@ export class TurnRunner {
     await mcp.ready();
     for (let i = 0; i < this.p.config.turn.maxModelRequests; i++) {
       if (signal.aborted) throw signal.reason;
-      const overBudget = await budgetStop(this.p, tenant, sid);
+      // The first request checks the session the turn started from (read moments ago).
+      const overBudget = await budgetStop(this.p, tenant, sid, i === 0 ? s : undefined);
       if (overBudget) return overBudget;
-      // The history changes only with this turn's own appends: input appended meanwhile by
-      // others enters at the next session.status_running (./history.ts), so the log is read
-      // again only after this worker appended.
+      // Re-read only after this turn appended: others' input enters at the next turn (history.ts).
       if (this.appended.get(sid) !== logAt) {
         log = await this.logs.all(tenant, sid);
         logAt = this.appended.get(sid);
