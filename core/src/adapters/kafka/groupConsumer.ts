@@ -5,6 +5,10 @@
  *   to 'ack' (commandProcessor.ts: handler resolved, or dead-lettered); a commit that fails
  *   stays pending for the next commit; offsets pending for a partition this member lost at a
  *   rebalance are dropped (the new owner commits them);
+ * - commits run in the background, one at a time, carrying every partition's latest handled
+ *   offset: handling never waits for a commit. kafkajs retries a commit for tens of seconds
+ *   around a rebalance or a broker restart, and a partition's next message would otherwise wait
+ *   behind it (kafkajs#1732); on Kafka a turn command no longer waits a commit round trip;
  * - while a handler runs the member keeps heartbeating, so a long handler does not cost the
  *   group its partitions;
  * - a consumer that kafkajs will not restart itself (a non-retriable crash) is replaced after
@@ -51,6 +55,9 @@ export class GroupConsumer {
   stopping = false;
   private stopped: Promise<void> | null = null;
   private restartTimer: NodeJS.Timeout | null = null;
+  /** The background commit in flight, and whether offsets were handled since it started. */
+  private committing: Promise<void> | null = null;
+  private commitAgain = false;
   private readonly log: Logger;
 
   private readonly processing: CommandProcessorContext;
@@ -153,12 +160,28 @@ export class GroupConsumer {
       if (outcome !== 'ack') return;
       const offset = (BigInt(message.offset) + 1n).toString();
       this.pending.set(`${topic}:${partition}`, { topic, partition, offset });
-      if (!this.stopping) await this.commitPending();
+      if (!this.stopping) this.commitSoon();
     } finally {
       clearInterval(beat);
       this.inFlight.delete(done);
       finish();
     }
+  }
+
+  /** Starts a background commit, or asks the one in flight to commit again when it is done. */
+  private commitSoon(): void {
+    if (this.committing) {
+      this.commitAgain = true;
+      return;
+    }
+    this.committing = (async () => {
+      do {
+        this.commitAgain = false;
+        await this.commitPending();
+      } while (this.commitAgain && !this.stopping);
+    })().finally(() => {
+      this.committing = null;
+    });
   }
 
   private async commitPending(): Promise<void> {
@@ -198,6 +221,7 @@ export class GroupConsumer {
       this.step('drain');
       while (this.inFlight.size) await Promise.allSettled([...this.inFlight]);
       this.step('commit');
+      while (this.committing) await this.committing;
       for (let i = 0; i < 3 && this.pending.size; i++) {
         await this.commitPending();
         if (this.pending.size) await sleep(200 * (i + 1));
