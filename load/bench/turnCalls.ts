@@ -1,0 +1,88 @@
+/**
+ * Standalone (not a section of `npm run bench`): the store calls of one turn on the embedded
+ * platform, by collection and method, then the POST → first chunk / idle p50 of N sequential
+ * turns on one session (default 1,000; `N=`). A turn here is section b's: zero-latency scripted
+ * model, SSE ?include=chunks open, platform, client and model in this process.
+ * `PROF=<file>` also writes a CPU profile of the timed turns (Chrome DevTools format).
+ *
+ *   npx tsx --conditions=source load/bench/turnCalls.ts
+ *
+ * The counter wraps TenantCollection's methods in this process only (the product is untouched).
+ */
+import { writeFileSync } from 'node:fs';
+import { Session } from 'node:inspector/promises';
+import { EventLog, TenantCollection } from '@agentfleet/core';
+import { startBenchPlatform } from './context.js';
+import { sleep, summarize } from './stats.js';
+import { openStream, turn } from './turns.js';
+
+const METHODS = [
+  'insert',
+  'insertMany',
+  'get',
+  'findOne',
+  'find',
+  'count',
+  'updateOne',
+  'findOneAndUpdate',
+  'deleteOne',
+  'deleteMany',
+  'scanAll',
+] as const;
+
+const counts = new Map<string, number>();
+let counting = false;
+const proto = TenantCollection.prototype as unknown as Record<string, (...a: unknown[]) => unknown>;
+for (const m of METHODS) {
+  const orig = proto[m]!;
+  proto[m] = function (this: { spec: { name: string } }, ...a: unknown[]) {
+    if (counting)
+      counts.set(`${this.spec.name}.${m}`, (counts.get(`${this.spec.name}.${m}`) ?? 0) + 1);
+    return orig.apply(this, a);
+  };
+}
+
+const log = EventLog.prototype as unknown as Record<string, (...a: unknown[]) => unknown>;
+const append = log.append!;
+log.append = function (this: unknown, ...a: unknown[]) {
+  if (counting) counts.set('EventLog.append', (counts.get('EventLog.append') ?? 0) + 1);
+  return append.apply(this, a);
+};
+
+const n = Number(process.env.N ?? 1000);
+const p = await startBenchPlatform({ SANDBOX_DRIVER: 'none' });
+try {
+  const [sid] = (await p.sessions(1)).sessionIds;
+  const stream = await openStream(p, sid!);
+  await sleep(100);
+  for (let i = 0; i < 50; i++) await turn(p, stream, sid!);
+  counting = true;
+  await turn(p, stream, sid!);
+  await sleep(200); // the drain's last reads after the idle
+  counting = false;
+  console.log('store calls of one turn (an EventLog.append is one embedded transaction):');
+  for (const [k, v] of [...counts].sort((a, b) => b[1] - a[1])) console.log(`  ${v}  ${k}`);
+  const prof = process.env.PROF ? new Session() : null;
+  if (prof) {
+    prof.connect();
+    await prof.post('Profiler.enable');
+    await prof.post('Profiler.start');
+  }
+  const first: number[] = [];
+  const idle: number[] = [];
+  for (let i = 0; i < n; i++) {
+    const t = await turn(p, stream, sid!);
+    first.push(t.firstChunkMs);
+    idle.push(t.idleMs);
+  }
+  if (prof)
+    writeFileSync(process.env.PROF!, JSON.stringify((await prof.post('Profiler.stop')).profile));
+  const f = summarize(first);
+  const d = summarize(idle);
+  console.log(
+    `${n} sequential turns: first chunk p50 ${f.p50.toFixed(2)} ms, idle p50 ${d.p50.toFixed(2)} ms, idle mean ${d.mean.toFixed(2)} ms`,
+  );
+  stream.close();
+} finally {
+  await p.close();
+}
