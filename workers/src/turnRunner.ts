@@ -3,8 +3,8 @@
  * (./modelRequest.ts, streamed by ./modelStream.ts), tool dispatch under permission policies
  * (./permissions.ts, executed by ./tools.ts; MCP servers by ./mcpTurn.ts), stop reasons
  * and error events (./turnEvents.ts), interrupts (./turnControl.ts) and crash recovery
- * (./turnRecovery.ts). A self_hosted
- * session's toolset runs in the customer's worker, with no sandbox here (./selfHosted.ts).
+ * (./turnRecovery.ts). A self_hosted session's toolset runs in the customer's worker, with no
+ * sandbox here (./selfHosted.ts).
  */
 import {
   newId,
