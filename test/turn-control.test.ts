@@ -6,7 +6,7 @@
  * covered by test/sessions-events.test.ts (interrupt and cancel mid-turn).
  */
 import { controlChannel, embeddedCoordination } from '@agentfleet/core';
-import { TurnControl } from '@agentfleet/workers';
+import { TurnAborted, TurnControl } from '@agentfleet/workers';
 import { describe, expect, it } from 'vitest';
 
 const reasonOf = (a: AbortController) => (a.signal.reason as { reason?: string })?.reason;
@@ -51,6 +51,21 @@ describe('TurnControl', () => {
     expect(reasonOf(later)).toBe('terminated');
     await a.close();
     await b.close();
+  });
+
+  it('abortTurn (a lost lease) aborts the registered turn only, not one registered later', async () => {
+    const { pubsub } = embeddedCoordination();
+    const control = await TurnControl.open(pubsub, 'sesn_d');
+    control.abortTurn(new TurnAborted('lease_lost')); // no turn registered: nothing to abort
+    const turn = new AbortController();
+    control.register(turn, 0);
+    control.abortTurn(new TurnAborted('lease_lost'));
+    expect(reasonOf(turn)).toBe('lease_lost');
+    control.unregister(turn);
+    const next = new AbortController();
+    control.register(next, 0);
+    expect(next.signal.aborted).toBe(false);
+    await control.close();
   });
 
   it('after close, signals reach nothing', async () => {

@@ -12,10 +12,10 @@
  *   span.compaction_summarize_end the same way.
  * - Before every model request the turn checks the session (`budgetStop`; the first request of
  *   a turn with the session document the turn started from, read moments before, every later
- *   one with a fresh read): once a budgeted
- *   session's cost reached its ceiling (or its usage is unpriced) the turn ends with the SDK's
- *   `budget_reached` stop reason and no model request is made, until the budget is raised or
- *   removed. A turn started by a new user message then ends at once the same way.
+ *   one with a fresh read): once a budgeted session's cost reached its ceiling (or its usage is
+ *   unpriced) the turn ends with the SDK's `budget_reached` stop reason and no model request is
+ *   made, until the budget is raised or removed. A turn started by a new user message then ends
+ *   at once the same way.
  * - A crash between a request's event insert and its session update (two documents) would lose
  *   that request's usage: before that check, a budgeted session's token counts are compared
  *   with its span.model_request_end and span.compaction_summarize_end events, and usage the

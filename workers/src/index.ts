@@ -4,3 +4,4 @@ export { ToolExecutor, toolSpecs, classify } from './tools.js';
 export { startWorker, type RunningWorker } from './startWorker.js';
 export { SessionLogCache, DEFAULT_LOG_CACHE_BYTES } from './sessionLogCache.js';
 export { TurnControl } from './turnControl.js';
+export { TurnAborted } from './turnEvents.js';

@@ -24,7 +24,7 @@
  * Proven by test/turn-log-cache.test.ts and test/history-builder.test.ts.
  */
 import { deepFreeze, type ChatMessage, type EventDoc, type EventLog } from '@agentfleet/core';
-import { HistoryBuilder } from './history.js';
+import { buildHistory, HistoryBuilder } from './history.js';
 
 const PAGE = 10_000;
 export const DEFAULT_LOG_CACHE_BYTES = 64 * 2 ** 20;
@@ -84,7 +84,7 @@ export class SessionLogCache {
   /** The model history of `log` (what `all` returned), folded incrementally (file header). */
   history(tenant: string, sessionId: string, log: readonly EventDoc[]): ChatMessage[] {
     const entry = this.entries.get(`${tenant}\u0000${sessionId}`);
-    if (!entry) return new HistoryBuilder().build(log);
+    if (!entry) return buildHistory(log);
     entry.history ??= new HistoryBuilder(true);
     return entry.history.build(log);
   }

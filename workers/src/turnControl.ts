@@ -6,8 +6,10 @@
  * is either in that read (`interrupt_seq`) or delivered here; one delivered while no turn is
  * registered is remembered, and the next turn registered with an older `interruptSeq` is
  * aborted at once (what the per-turn session re-read used to catch). A terminate aborts the
- * registered turn, and any turn registered after it. Proven by test/sessions-events.test.ts
- * (interrupt and cancel mid-turn) and test/sdk-flow.test.ts (delete mid-turn).
+ * registered turn, and any turn registered after it. It holds the drain's running turn, so the
+ * lease renewal aborts that turn through it (`abortTurn`). Proven by test/turn-control.test.ts,
+ * test/sessions-events.test.ts (interrupt and cancel mid-turn) and test/sdk-flow.test.ts (delete
+ * mid-turn).
  */
 import { controlChannel, type PubSub } from '@agentfleet/core';
 import { TurnAborted } from './turnEvents.js';
@@ -35,6 +37,11 @@ export class TurnControl {
     this.turn = { abort, interruptSeq };
     if (this.terminated) abort.abort(new TurnAborted('terminated'));
     else if (this.maxInterrupt > interruptSeq) abort.abort(new TurnAborted('interrupt'));
+  }
+
+  /** Aborts the registered turn, if any (the drain lost its lease); later turns are not affected. */
+  abortTurn(reason: TurnAborted): void {
+    this.turn?.abort.abort(reason);
   }
 
   /** The turn ended: signals until the next registration are only remembered. */

@@ -50,7 +50,6 @@ import { TurnControl } from './turnControl.js';
 export class TurnRunner {
   private consumer: ConsumerHandle | null = null;
   private scanTimer: NodeJS.Timeout | null = null;
-  private readonly active = new Map<string, AbortController>();
   private readonly running = new Set<Promise<void>>();
   private readonly draining = new Set<string>();
   /** Appends this worker made to each session it drains (see modelLoop's history reads). */
@@ -145,7 +144,7 @@ export class TurnRunner {
       () => {
         this.p.coordination.leases.renew(held, this.p.config.turn.leaseTtlMs).then(
           (ok) => {
-            if (!ok) this.active.get(sid)?.abort(new TurnAborted('lease_lost'));
+            if (!ok) control?.abortTurn(new TurnAborted('lease_lost'));
           },
           () => {},
         );
@@ -249,7 +248,6 @@ export class TurnRunner {
   ): Promise<boolean> {
     const sid = s._id;
     const abort = new AbortController();
-    this.active.set(sid, abort);
     // The drain's control subscription predates its session read (./turnControl.ts).
     const control = this.controls.get(sid)!;
     control.register(abort, interruptSeq);
@@ -278,7 +276,6 @@ export class TurnRunner {
         ]);
       }
     } finally {
-      this.active.delete(sid);
       control.unregister(abort);
       await mcp.close();
     }
@@ -492,7 +489,7 @@ export class TurnRunner {
   async recoveryScan(): Promise<void> {
     await recoveryScan(
       this.p,
-      (sid) => this.active.has(sid) || this.draining.has(sid),
+      (sid) => this.draining.has(sid), // a running turn is always inside its session's drain
       `${this.owner}:scan`,
     );
   }
