@@ -366,6 +366,36 @@ describe('embedded store performance', () => {
     await store.close();
   });
 
+  it('a failing first write of a group (no savepoint) rolls back only itself; the writes after it commit', async () => {
+    const dir = await tempDir();
+    let store = await openEmbeddedStore({ dir });
+    let c = store.collection<Item>({ name: 'f' });
+    await c.insertOne({ _id: 'a', n: 1 });
+    // The group's first write: a transaction that inserts, updates, then throws.
+    const results = await Promise.allSettled([
+      store.transaction((tx) => {
+        tx(c).insertMany([{ _id: 'x', n: 9 }]);
+        tx(c).updateOne({ _id: 'a' }, { $set: { n: 99 } });
+        throw new Error('changed my mind');
+      }),
+      c.insertOne({ _id: 'b', n: 2 }),
+      c.updateOne({ _id: 'a' }, { $inc: { n: 1 } }),
+    ]);
+    expect(results.map((r) => r.status)).toEqual(['rejected', 'fulfilled', 'fulfilled']);
+    expect((results[0] as PromiseRejectedResult).reason.message).toBe('changed my mind');
+    // A first write failing on a duplicate key, alone in its tick.
+    await expect(c.insertOne({ _id: 'b', n: 3 })).rejects.toThrow(/duplicate key/);
+    const expected = [
+      { _id: 'a', n: 2 },
+      { _id: 'b', n: 2 },
+    ];
+    expect(await c.find({}, { sort: { _id: 1 } })).toEqual(expected);
+    await store.close();
+    store = await openEmbeddedStore({ dir });
+    c = store.collection<Item>({ name: 'f' });
+    expect(await c.find({}, { sort: { _id: 1 } })).toEqual(expected);
+    await store.close();
+  });
   it('finds a boolean flag through its index, and keeps MongoDB equality on mixed fields', async () => {
     const store = await openEmbeddedStore({});
     const c = store.collection<{ _id: string; pending?: unknown; f?: unknown }>({

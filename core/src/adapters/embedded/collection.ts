@@ -1,6 +1,6 @@
 /**
  * The Collection port over one SQLite table (tables.ts). Every write is a read-modify-write in
- * JS (query.ts applyUpdate) run inside the store's group transaction, in its own savepoint
+ * JS (query.ts updateInPlace on the freshly parsed document, applyUpdate for upserts) run inside the store's group transaction, in its own savepoint
  * (documentStore.ts `write`): an operation takes effect fully or not at all, in call order.
  * Queries go through sqlFilter.ts; when the filter or the sort cannot be pushed down exactly,
  * SQL narrows the rows and query.ts compileFilter/compareBy finish in JS.
@@ -20,9 +20,11 @@ import type {
 } from '../../ports/store.js';
 import {
   applyUpdate,
+  clone,
   compareBy,
   compileFilter,
   storable,
+  updateInPlace,
   upsertSeed,
   validateUpdate,
   valuesEqual,
@@ -105,8 +107,18 @@ export class SqliteCollection<T extends Doc> implements Collection<T> {
     this.core.stmt(`DELETE FROM ${this.table.t} WHERE _id = ?`).run(id);
   }
 
-  /** Applies `update` to `cur`; returns the new document, or undefined when nothing changed. */
+  /**
+   * Applies `update` to `cur`, a document select() just parsed (so this call owns it): in place
+   * when it can (updateInPlace), otherwise on a copy. Returns the new document, or undefined
+   * when nothing changed (then nothing is written).
+   */
   private modify(cur: Raw, update: Update): Raw | undefined {
+    const changed = updateInPlace(cur, update);
+    if (changed === false) return undefined;
+    if (changed) {
+      this.put(cur, cur);
+      return cur;
+    }
     const next = storable(applyUpdate(cur, update, false)) as Raw;
     if (valuesEqual(next, cur)) return undefined;
     this.put(cur, next);
@@ -199,11 +211,14 @@ export class SqliteCollection<T extends Doc> implements Collection<T> {
   ): Promise<T | null> {
     return this.core.write(() => {
       validateUpdate(update);
-      const [cur] = this.select(filter, { sort: options?.sort, limit: 1 });
+      const [found] = this.select(filter, { sort: options?.sort, limit: 1 });
+      const wantAfter = options?.returnDocument === 'after';
+      // modify() may change its argument in place: the document before is a copy then.
+      const before = found && !wantAfter ? clone(found) : found;
       let after: Raw | undefined;
-      if (cur) after = this.modify(cur, update) ?? cur;
+      if (found) after = this.modify(found, update) ?? found;
       else if (options?.upsert) after = this.upsert(filter, update);
-      return ((options?.returnDocument === 'after' ? after : cur) as T | undefined) ?? null;
+      return ((wantAfter ? after : before) as T | undefined) ?? null;
     });
   }
 

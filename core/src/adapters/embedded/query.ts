@@ -42,12 +42,12 @@ export const MAX_DOCUMENT_DEPTH = 1000;
  * (Date, Map, NaN, bigint...) throws a TypeError naming the path. The copy is made without
  * building paths; only a refused value is walked again to name where it is.
  */
-export function storable(v: unknown, at = 'document'): unknown {
+export function storable(v: unknown, at = 'document', depth = 1): unknown {
   try {
-    return copyStorable(v, 1);
+    return copyStorable(v, depth);
   } catch (err) {
     if (err !== REFUSED) throw err;
-    explain(v, at, 1);
+    explain(v, at, depth);
     throw new TypeError(`cannot store ${at}: only JSON values are supported`);
   }
 }
@@ -395,6 +395,52 @@ export function applyUpdate<T extends object>(doc: T, update: Update, isInsert: 
     throw new Error(`update would modify the immutable field _id`);
   }
   return out as T;
+}
+
+/**
+ * `update` applied to `doc` in place, for a caller that owns `doc` (a document just parsed from
+ * storage, so already storable) and has validated `update` (validateUpdate). Returns whether
+ * any value changed, or `null`, touching nothing, when an operand is `undefined` (the caller
+ * then takes applyUpdate's copying path, which drops such fields). Same result and the same
+ * errors as `storable(applyUpdate(doc, update, false))` compared with valuesEqual against
+ * `doc`, without copying or comparing the whole document: only the values set are copied
+ * (through storable, at their depth) and compared. On a throw `doc` may be half changed.
+ * Tests: core/test/query.update.test.ts (equivalence with applyUpdate on random documents).
+ */
+export function updateInPlace(doc: Obj, update: Update): boolean | null {
+  for (const op of ['$set', '$max'] as const)
+    for (const v of Object.values(update[op] ?? {})) if (v === undefined) return null;
+  const id = doc._id;
+  let changed = false;
+  for (const [op, fields] of Object.entries(update) as Array<[string, Obj]>) {
+    if (op === '$setOnInsert') continue;
+    for (const [path, value] of Object.entries(fields)) {
+      const depth = path.split('.').length + 1;
+      const at = `document.${path}`;
+      const cur = getOne(doc, path);
+      if (op === '$set') {
+        const v = storable(value, at, depth);
+        if (cur === undefined || !valuesEqual(cur, v)) changed = true;
+        setPath(doc, path, v);
+      } else if (op === '$unset') {
+        unsetPath(doc, path);
+        if (cur !== getOne(doc, path)) changed = true;
+      } else if (op === '$inc') {
+        if (cur !== undefined && typeof cur !== 'number')
+          throw new Error(`cannot $inc non-numeric field ${path}`);
+        const v = storable(((cur as number | undefined) ?? 0) + (value as number), at, depth);
+        if (cur === undefined || v !== cur) changed = true;
+        setPath(doc, path, v);
+      } else if (op === '$max') {
+        if (cur === undefined || compareValues(value, cur) > 0) {
+          setPath(doc, path, storable(value, at, depth));
+          changed = true;
+        }
+      }
+    }
+  }
+  if (!valuesEqual(doc._id, id)) throw new Error(`update would modify the immutable field _id`);
+  return changed;
 }
 
 /** The document an upsert starts from: the filter's equality conditions (top level and `$eq`). */
