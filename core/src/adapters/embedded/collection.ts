@@ -30,7 +30,7 @@ import {
   valuesEqual,
 } from './query.js';
 import { toOrderBy, toWhere } from './sqlFilter.js';
-import type { Raw, Table } from './tables.js';
+import type { ColumnValues, Raw, Table } from './tables.js';
 
 /** What a collection needs from the store: statements, the group transaction, counters. */
 export interface StoreCore {
@@ -62,7 +62,7 @@ export class SqliteCollection<T extends Doc> implements Collection<T> {
     const limit = opts.limit && opts.limit > 0 ? opts.limit : 0;
     const { t, plain } = this.table;
     const where = toWhere(filter, this.table);
-    const order = where.exact ? toOrderBy(opts.sort, plain) : null;
+    const order = where.exact ? toOrderBy(opts.sort, this.table) : null;
     if (order !== null) {
       const params = [...where.params];
       let sql = `SELECT doc FROM ${t} WHERE ${where.sql}${order}`;
@@ -88,15 +88,18 @@ export class SqliteCollection<T extends Doc> implements Collection<T> {
     return skip || limit ? out.slice(skip, limit ? skip + limit : undefined) : out;
   }
 
-  private put(prev: Raw | undefined, next: Raw): void {
+  /**
+   * Writes `next`: an insert, or (with `before`, the indexed values of the stored document) an
+   * update that sets only the index columns whose value changed.
+   */
+  private put(next: Raw, before?: ColumnValues): void {
     if (typeof next._id !== 'string') throw new TypeError(`${this.name}: _id must be a string`);
     this.table.checkWrite(next);
-    const { t } = this.table;
     const json = JSON.stringify(next);
     this.core.wrote(json.length);
     try {
-      if (prev) this.core.stmt(`UPDATE ${t} SET doc = ? WHERE _id = ?`).run(json, next._id);
-      else this.core.stmt(`INSERT INTO ${t} (_id, doc) VALUES (?, ?)`).run(next._id, json);
+      if (before) this.table.update(next, json, before);
+      else this.table.insert(next._id, json);
     } catch (err) {
       throw this.table.duplicate(err, next) ?? err;
     }
@@ -113,22 +116,23 @@ export class SqliteCollection<T extends Doc> implements Collection<T> {
    * when nothing changed (then nothing is written).
    */
   private modify(cur: Raw, update: Update): Raw | undefined {
+    const before = this.table.columnValues(cur);
     const changed = updateInPlace(cur, update);
     if (changed === false) return undefined;
     if (changed) {
-      this.put(cur, cur);
+      this.put(cur, before);
       return cur;
     }
     const next = storable(applyUpdate(cur, update, false)) as Raw;
     if (valuesEqual(next, cur)) return undefined;
-    this.put(cur, next);
+    this.put(next, before);
     return next;
   }
 
   private upsert(filter: Filter, update: Update): Raw {
     const seeded = applyUpdate(upsertSeed(filter), update, true);
     const doc = storable(seeded._id === undefined ? { _id: newId(), ...seeded } : seeded) as Raw;
-    this.put(undefined, doc);
+    this.put(doc);
     return doc;
   }
 
@@ -138,14 +142,14 @@ export class SqliteCollection<T extends Doc> implements Collection<T> {
     return {
       findOne: (filter, options) => this.findOneNow(filter, options),
       insertMany: (docs) => {
-        for (const doc of docs) this.put(undefined, storable(doc) as Raw);
+        for (const doc of docs) this.put(storable(doc) as Raw);
       },
       updateOne: (filter, update, options) => this.updateNow(filter, update, options),
     };
   }
 
   insertOne(doc: T): Promise<void> {
-    return this.core.write(() => this.put(undefined, storable(doc) as Raw));
+    return this.core.write(() => this.put(storable(doc) as Raw));
   }
 
   insertMany(docs: T[]): Promise<void> {
@@ -155,7 +159,7 @@ export class SqliteCollection<T extends Doc> implements Collection<T> {
       .write(() => {
         for (const [i, doc] of docs.entries()) {
           try {
-            this.put(undefined, storable(doc) as Raw);
+            this.put(storable(doc) as Raw);
           } catch (err) {
             if (i === 0) throw err;
             if (err && typeof err === 'object' && 'insertedCount' in err)

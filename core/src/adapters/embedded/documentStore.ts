@@ -234,13 +234,41 @@ class Embedded implements EmbeddedStore, StoreCore {
     );
   }
 
+  private table(name: string): Table {
+    let table = this.tables.get(name);
+    if (!table) {
+      table = new Table(this.db, name, (sql) => this.stmt(sql));
+      this.tables.set(name, table);
+    }
+    return table;
+  }
+
+  /**
+   * Opens every collection that has indexes, so a store whose indexes are still on expressions
+   * is converted now, once (tables.ts upgradeIndexes), not in the first request to touch it.
+   */
+  openIndexed(logger?: Logger): void {
+    const names = this.db
+      .prepare('SELECT DISTINCT coll FROM _af_indexes ORDER BY coll')
+      .pluck()
+      .all() as string[];
+    const started = Date.now();
+    let indexes = 0;
+    let collections = 0;
+    for (const name of names) {
+      const n = this.table(name).upgraded;
+      indexes += n;
+      if (n) collections++;
+    }
+    if (indexes)
+      logger?.info(
+        `store: moved ${indexes} indexes of ${collections} collections from expressions onto columns in ${Date.now() - started} ms (once)`,
+      );
+  }
+
   collection<T extends Doc>(spec: CollectionSpec): Collection<T> {
     this.live();
-    let table = this.tables.get(spec.name);
-    if (!table) {
-      table = new Table(this.db, spec.name, (sql) => this.stmt(sql));
-      this.tables.set(spec.name, table);
-    }
+    const table = this.table(spec.name);
     for (const ix of spec.indexes ?? []) table.declare(ix);
     return new SqliteCollection<T>(this, table);
   }
@@ -316,7 +344,14 @@ export async function openEmbeddedStore(
       db.close();
       throw err;
     }
-    return new Embedded(db, `${file}-wal`, checkpointAfter, new Checkpointer(file), unlock);
+    const store = new Embedded(db, `${file}-wal`, checkpointAfter, new Checkpointer(file), unlock);
+    try {
+      store.openIndexed(options.logger ?? createLogger('info'));
+    } catch (err) {
+      db.close(); // the checkpointer has not started; the lock is released below
+      throw err;
+    }
+    return store;
   } catch (err) {
     await unlock();
     throw err;

@@ -30,7 +30,7 @@ export const indexableField = (field: string): boolean =>
 
 export const jsonPath = (field: string): string => `$.${field}`;
 
-/** The SQL expression of a field: the same text in index definitions and queries. */
+/** The SQL expression of a field read from the JSON (an indexed field is read from its column instead: FieldInfo.expr). */
 export const fieldExpr = (field: string): string =>
   field === '_id' ? '_id' : `json_extract(doc,'${jsonPath(field)}')`;
 
@@ -116,6 +116,8 @@ export interface FieldInfo {
   plain(field: string): boolean;
   /** `_id`, or an indexed field that never held an array (anywhere along its path). */
   arrayFree(field: string): boolean;
+  /** The field's SQL expression: `_id`, an indexed field's column, or fieldExpr. */
+  expr(field: string): string;
 }
 
 const TYPES = {
@@ -145,7 +147,7 @@ function guardedEq(field: string, cond: unknown, info: FieldInfo): Part {
   const bound = vals.map((v) => (typeof v === 'boolean' ? Number(v) : v));
   const list = bound.length === 1 ? '= ?' : `IN (${bound.map(() => '?').join(',')})`;
   const p = jsonPath(field);
-  const self = `${fieldExpr(field)} ${list} AND json_type(doc,'${p}') IN ${types}`;
+  const self = `${info.expr(field)} ${list} AND json_type(doc,'${p}') IN ${types}`;
   if (info.arrayFree(field)) return { sql: `(${self})`, params: bound };
   if (field.includes('.') || !SEGMENT.test(field)) return null;
   return {
@@ -157,7 +159,7 @@ function guardedEq(field: string, cond: unknown, info: FieldInfo): Part {
 function condition(field: string, cond: unknown, info: FieldInfo): Part {
   if (field === '_id' && hasNumber(cond)) return null;
   if (!info.plain(field)) return guardedEq(field, cond, info);
-  const e = fieldExpr(field);
+  const e = info.expr(field);
   if (!isOps(cond)) return eq(e, cond) ?? guardedEq(field, cond, info);
   const parts: string[] = [];
   const params: unknown[] = [];
@@ -200,12 +202,9 @@ export function toWhere(filter: Filter, info: FieldInfo): SqlWhere {
 }
 
 /** ORDER BY clause for `sort` when every sort field is plain; null otherwise (sort in JS). */
-export function toOrderBy(
-  sort: SortSpec | undefined,
-  plain: (field: string) => boolean,
-): string | null {
+export function toOrderBy(sort: SortSpec | undefined, info: FieldInfo): string | null {
   const keys = Object.entries(sort ?? {});
   if (!keys.length) return '';
-  if (!keys.every(([f]) => plain(f))) return null;
-  return ` ORDER BY ${keys.map(([f, d]) => `${fieldExpr(f)} ${d === -1 ? 'DESC' : 'ASC'}`).join(', ')}`;
+  if (!keys.every(([f]) => info.plain(f))) return null;
+  return ` ORDER BY ${keys.map(([f, d]) => `${info.expr(f)} ${d === -1 ? 'DESC' : 'ASC'}`).join(', ')}`;
 }

@@ -1,8 +1,16 @@
 /**
  * One SQLite table per collection, `(_id TEXT PRIMARY KEY, doc TEXT NOT NULL)` with the document
- * as JSON (a rowid table: event documents of ~1 KB are past the size WITHOUT ROWID suits), and
- * one expression index per declared index on `json_extract(doc,'$.field')` for each field in
- * order (UNIQUE for unique ones). Guarantees:
+ * as JSON (a rowid table: event documents of ~1 KB are past the size WITHOUT ROWID suits), plus
+ * one column `"f:<field>"` per indexed field (other than `_id`) holding `json_extract(doc,
+ * '$.<field>')`, and one index per declared index on those columns in order (UNIQUE for unique
+ * ones). Why columns and not indexes on the expression: SQLite maintains an index on an
+ * UPDATE only when the statement sets a column the index reads. An expression index reads
+ * `doc`, which every update sets, so each update rewrote every index entry of the document
+ * (a session's log-head move rewrote three); a column is set only when its value changed
+ * (`changedColumns`), so most updates touch no index page. Writes compute the columns in SQL
+ * from the same JSON text (`json_extract`), so a column always equals the expression it
+ * replaces. A store written before the columns existed (indexes on the expression) is
+ * converted once when the collection is opened (`upgradeIndexes`). Guarantees:
  * - index declarations persist in `_af_indexes`; declaring a name again with other fields or
  *   uniqueness throws; field names other than dotted identifiers are refused at declaration;
  * - `plain(field)` is true only for `_id` and indexed fields that never held an array (anywhere
@@ -87,10 +95,32 @@ export function createTable(db: Database, coll: string): void {
   );
 }
 
+/** The column of an indexed field (`_id` is its own column). */
+export const columnOf = (field: string) => quoteIdent(`f:${field}`);
+
+/** A document's indexed values as compared by changedColumns (objects as their JSON text). */
+export type ColumnValues = unknown[];
+
+/** The value under a dotted path the way json_extract finds it: objects only, no array steps. */
+function extractLike(doc: unknown, field: string): unknown {
+  let cur: unknown = doc;
+  for (const seg of field.split('.')) {
+    if (!isObj(cur)) return undefined;
+    cur = cur[seg];
+  }
+  return typeof cur === 'object' && cur !== null ? JSON.stringify(cur) : cur;
+}
+
 export class Table {
   readonly t: string;
+  /** Indexed field → its column, for the fields that have one. */
+  private readonly cols = new Map<string, string>();
+  private colFields: string[] = [];
+  private insertSql = '';
   private readonly indexes = new Map<string, IndexInfo>();
   private readonly bySqlName = new Map<string, IndexInfo>();
+  /** SQLite's "UNIQUE constraint failed: …" column list → the index. */
+  private readonly byColumns = new Map<string, IndexInfo>();
   /** Indexed field → whether some document held a non-plain value there. */
   private readonly fields = new Map<string, FieldState>();
   private uniques: IndexInfo[] = [];
@@ -110,6 +140,98 @@ export class Table {
       .prepare('SELECT field, mixed, arrays FROM _af_fields WHERE coll = ?')
       .all(coll) as Array<{ field: string; mixed: number; arrays: number }>;
     for (const r of fs) this.fields.set(r.field, { mixed: r.mixed === 1, arrays: r.arrays === 1 });
+    const columns = db.prepare(`PRAGMA table_info(${this.t})`).all() as Array<{ name: string }>;
+    for (const { name } of columns)
+      if (name.startsWith('f:')) this.cols.set(name.slice(2), quoteIdent(name));
+    this.columnsChanged();
+    this.upgraded = this.upgradeIndexes();
+  }
+
+  /** Indexes converted from expressions to columns when this table was opened. */
+  readonly upgraded: number;
+
+  /** The SQL expression of a field in queries: `_id`, its column, or json_extract. */
+  readonly expr = (field: string): string =>
+    field === '_id' ? '_id' : (this.cols.get(field) ?? fieldExpr(field));
+
+  private columnsChanged(): void {
+    this.colFields = [...this.cols.keys()];
+    const names = this.colFields.map((f) => `, ${this.cols.get(f)}`).join('');
+    const values = this.colFields.map((f) => `, json_extract(@doc,'${jsonPath(f)}')`).join('');
+    this.insertSql = `INSERT INTO ${this.t} (_id, doc${names}) VALUES (@id, @doc${values})`;
+  }
+
+  /** Adds the column of `field` (filled from every document) unless it exists. */
+  private ensureColumn(field: string): void {
+    if (field === '_id' || this.cols.has(field)) return;
+    const col = columnOf(field);
+    this.db.exec(`ALTER TABLE ${this.t} ADD COLUMN ${col}`);
+    this.db.exec(`UPDATE ${this.t} SET ${col} = ${fieldExpr(field)}`);
+    this.cols.set(field, col);
+    this.columnsChanged();
+  }
+
+  private createIndex(info: IndexInfo, directions: Array<1 | -1>): void {
+    for (const f of info.fields) this.ensureColumn(f);
+    const cols = info.fields
+      .map((f, i) => `${this.expr(f)}${directions[i] === -1 ? ' DESC' : ''}`)
+      .join(', ');
+    this.db.exec(
+      `CREATE ${info.unique ? 'UNIQUE ' : ''}INDEX IF NOT EXISTS ${quoteIdent(info.sqlName)} ON ${this.t} (${cols})`,
+    );
+  }
+
+  /**
+   * Indexes a store made before the columns existed (on json_extract of `doc`) are rebuilt on
+   * columns, once, in one transaction. Sort directions come from the old definition.
+   */
+  private upgradeIndexes(): number {
+    const old = [...this.indexes.values()].flatMap((info) => {
+      const row = this.db
+        .prepare(`SELECT sql FROM sqlite_master WHERE type = 'index' AND name = ?`)
+        .get(info.sqlName) as { sql: string | null } | undefined;
+      return row?.sql?.includes('json_extract(') ? [{ info, sql: row.sql }] : [];
+    });
+    if (!old.length) return 0;
+    this.db.transaction(() => {
+      for (const { info, sql } of old) {
+        const inner = sql.slice(sql.indexOf(' ON ') + 4);
+        const dirs = info.fields.map((f) =>
+          inner.includes(`${fieldExpr(f)} DESC`) ? (-1 as const) : (1 as const),
+        );
+        this.db.exec(`DROP INDEX ${quoteIdent(info.sqlName)}`);
+        this.createIndex(info, dirs);
+      }
+    })();
+    return old.length;
+  }
+
+  /** The indexed values of `doc`, to compare before and after an update. */
+  columnValues(doc: Raw): ColumnValues {
+    return this.colFields.map((f) => extractLike(doc, f));
+  }
+
+  /** Inserts `doc` (its JSON text `json`), columns computed from the same text. */
+  insert(id: string, json: string): void {
+    this.stmt(this.insertSql).run({ id, doc: json });
+  }
+
+  /**
+   * Rewrites the document `next` (JSON text `json`); sets only the columns whose value differs
+   * from `before` (columnValues of the document as it was), so indexes on the others are not
+   * touched.
+   */
+  update(next: Raw, json: string, before: ColumnValues): void {
+    let set = '';
+    for (let i = 0; i < this.colFields.length; i++) {
+      const f = this.colFields[i]!;
+      if (i < before.length && extractLike(next, f) === before[i]) continue;
+      set += `, ${this.cols.get(f)} = json_extract(@doc,'${jsonPath(f)}')`;
+    }
+    this.stmt(`UPDATE ${this.t} SET doc = @doc${set} WHERE _id = @id`).run({
+      id: next._id,
+      doc: json,
+    });
   }
 
   readonly plain = (field: string): boolean =>
@@ -123,6 +245,8 @@ export class Table {
     const info = { name, sqlName: `ix:${this.coll}:${name}`, fields, unique };
     this.indexes.set(name, info);
     this.bySqlName.set(info.sqlName, info);
+    const key = fields.map((f) => `d:${this.coll}.${f === '_id' ? '_id' : `f:${f}`}`).join(', ');
+    this.byColumns.set(key, info);
     this.uniques = [...this.indexes.values()].filter((i) => i.unique);
     return info;
   }
@@ -162,10 +286,10 @@ export class Table {
       this.fields.set(f, { mixed, arrays });
     }
     const info = { name, sqlName: `ix:${this.coll}:${name}`, fields, unique };
-    const cols = entries.map(([f, d]) => `${fieldExpr(f)}${d === -1 ? ' DESC' : ''}`).join(', ');
     try {
-      this.db.exec(
-        `CREATE ${unique ? 'UNIQUE ' : ''}INDEX IF NOT EXISTS ${quoteIdent(info.sqlName)} ON ${this.t} (${cols})`,
+      this.createIndex(
+        info,
+        entries.map(([, d]) => d),
       );
     } catch (err) {
       throw this.duplicate(err, null, info) ?? err;
@@ -190,7 +314,7 @@ export class Table {
           `${this.coll}: unique index ${ix.name} takes strings, numbers, null or missing in ${ix.fields[i]}; the embedded store refuses booleans, objects and arrays there`,
         );
       if (!vals.some((v) => v === undefined || v === null)) continue;
-      const where = ix.fields.map((f) => `${fieldExpr(f)} IS ?`).join(' AND ');
+      const where = ix.fields.map((f) => `${this.expr(f)} IS ?`).join(' AND ');
       const other = this.stmt(`SELECT _id FROM ${this.t} WHERE ${where} AND _id <> ? LIMIT 1`).get(
         ...vals.map((v) => v ?? null),
         doc._id,
@@ -218,8 +342,13 @@ export class Table {
     if (e?.code === 'SQLITE_CONSTRAINT_PRIMARYKEY')
       return new DuplicateKeyError(this.coll, '_id_', { _id: doc?._id });
     if (e?.code !== 'SQLITE_CONSTRAINT_UNIQUE') return null;
-    const m = /index '(.*)'$/.exec(e.message ?? '');
-    const ix = only ?? (m ? this.bySqlName.get(m[1]) : undefined);
+    // SQLite names an index on expressions ("index 'ix:…'"), or the columns of an index on
+    // columns ("d:coll.f:a, d:coll.f:b").
+    const msg = e.message ?? '';
+    const m = /index '(.*)'$/.exec(msg);
+    const cols = /^UNIQUE constraint failed: (.*)$/.exec(msg);
+    const ix =
+      only ?? (m ? this.bySqlName.get(m[1]!) : cols ? this.byColumns.get(cols[1]!) : undefined);
     if (!ix) return new DuplicateKeyError(this.coll, '_id_', { _id: doc?._id });
     return new DuplicateKeyError(this.coll, ix.name, doc ? keyOf(ix, doc) : {});
   }
