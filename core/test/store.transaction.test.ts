@@ -122,6 +122,52 @@ describe('embedded store transaction', () => {
     await store.close();
   });
 
+  it('updateOne with a function of the document: called once with it (frozen), its update applied; a throw in it aborts; no match, no call, no upsert', async () => {
+    const dir = await tempDir();
+    const store = await openEmbeddedStore({ dir });
+    const c = store.collection<Item>({ name: 'fn' });
+    await c.insertOne({ _id: 'a', n: 1, k: 'x' });
+    const seen: Item[] = [];
+    const r = await store.transaction((tx) =>
+      tx(c).updateOne({ _id: 'a' }, (doc) => {
+        seen.push({ ...doc });
+        expect(Object.isFrozen(doc)).toBe(true);
+        return { $inc: { n: doc.n * 10 }, $unset: { k: 1 } };
+      }),
+    );
+    expect(r).toEqual({ matched: 1, modified: 1 });
+    expect(seen).toEqual([{ _id: 'a', n: 1, k: 'x' }]);
+    expect(await c.findOne({ _id: 'a' })).toEqual({ _id: 'a', n: 11 });
+    const err = await store
+      .transaction((tx) => {
+        tx(c).insertMany([{ _id: 'b', n: 0 }]);
+        return tx(c).updateOne({ _id: 'a' }, () => {
+          throw new Error('refused by the reader');
+        });
+      })
+      .catch((e: unknown) => e);
+    expect((err as Error).message).toBe('refused by the reader');
+    let calls = 0;
+    const none = await store.transaction((tx) =>
+      tx(c).updateOne(
+        { _id: 'zz' },
+        () => {
+          calls++;
+          return { $set: { n: 1 } };
+        },
+        { upsert: true },
+      ),
+    );
+    expect(none).toEqual({ matched: 0, modified: 0 });
+    expect(calls).toBe(0);
+    // An invalid update returned by the function is refused like any other.
+    await expect(
+      store.transaction((tx) => tx(c).updateOne({ _id: 'a' }, () => ({ $bad: { n: 1 } }) as never)),
+    ).rejects.toThrow(/unsupported update operator/);
+    expect(await c.find({}, { sort: { _id: 1 } })).toEqual([{ _id: 'a', n: 11 }]);
+    await store.close();
+  });
+
   it('refuses a collection of another store', async () => {
     const a = await openEmbeddedStore({});
     const b = await openEmbeddedStore({});

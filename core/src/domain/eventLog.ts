@@ -150,12 +150,15 @@ export class EventLog {
     const { collection: sessions } = await this.c.sessions.handle(tenant);
     try {
       const docs = await store.transaction((tx) => {
-        const key = { _id: sessionId, tenant_id: tenant };
-        const s = appendable(tx(sessions).findOne(key), sessionId, opts);
-        const firstSeq = s.last_seq + 1;
-        const docs = eventDocs(tenant, sessionId, job.drafts, firstSeq);
+        let docs: EventDoc[] = [];
+        // The head is read and moved in one step (one read of the session document).
+        const { matched } = tx(sessions).updateOne({ _id: sessionId, tenant_id: tenant }, (s) => {
+          const firstSeq = appendable(s, sessionId, opts).last_seq + 1;
+          docs = eventDocs(tenant, sessionId, job.drafts, firstSeq);
+          return headUpdate(docs, opts, firstSeq);
+        });
+        if (!matched) appendable(null, sessionId, opts);
         tx(events).insertMany(docs.map((d) => ({ ...d, payload: stored.get(d._id) ?? d.payload })));
-        tx(sessions).updateOne(key, headUpdate(docs, opts, firstSeq));
         return docs;
       });
       written.push(...docs);
@@ -232,7 +235,11 @@ interface AppendJob {
 }
 
 /** The session, when `opts` may append to it; otherwise the refusal. */
-function appendable(s: SessionDoc | null, sessionId: string, opts: AppendOptions): SessionDoc {
+function appendable(
+  s: Readonly<SessionDoc> | null,
+  sessionId: string,
+  opts: AppendOptions,
+): Readonly<SessionDoc> {
   if (!s || s.deleted_at) throw notFound('session', sessionId);
   if (opts.fence !== undefined && s.fence > opts.fence)
     throw new StaleLeaseError(

@@ -102,7 +102,15 @@ export interface Collection<T extends Doc> {
 export interface TxCollection<T extends Doc> {
   findOne(filter: Filter, options?: FindOptions): T | null;
   insertMany(docs: T[]): void;
-  updateOne(filter: Filter, update: Update, options?: { upsert?: boolean }): UpdateResult;
+  /**
+   * `update` may be a function of the matched document (called once, only when one matched;
+   * what it throws aborts the transaction): a read-then-update of one document in one step.
+   */
+  updateOne(
+    filter: Filter,
+    update: Update | ((doc: Readonly<T>) => Update),
+    options?: { upsert?: boolean },
+  ): UpdateResult;
 }
 
 /** Opens a collection of the same store inside a transaction. */

@@ -136,16 +136,19 @@ export class SqliteCollection<T extends Doc> implements Collection<T> {
     return doc;
   }
 
-  /** The synchronous view used inside the store's transaction (documentStore.ts). */
+  private view?: TxCollection<T>;
+
+  /** The synchronous view used inside the store's transaction (documentStore.ts); made once. */
   txView(core: StoreCore): TxCollection<T> | null {
     if (core !== this.core) return null;
-    return {
+    this.view ??= {
       findOne: (filter, options) => this.findOneNow(filter, options),
       insertMany: (docs) => {
         for (const doc of docs) this.put(storable(doc) as Raw);
       },
       updateOne: (filter, update, options) => this.updateNow(filter, update, options),
     };
+    return this.view;
   }
 
   insertOne(doc: T): Promise<void> {
@@ -196,11 +199,24 @@ export class SqliteCollection<T extends Doc> implements Collection<T> {
     });
   }
 
-  private updateNow(filter: Filter, update: Update, options?: { upsert?: boolean }): UpdateResult {
-    validateUpdate(update);
+  private updateNow(
+    filter: Filter,
+    update: Update | ((doc: Readonly<T>) => Update),
+    options?: { upsert?: boolean },
+  ): UpdateResult {
+    if (typeof update !== 'function') validateUpdate(update);
     const [cur] = this.select(filter, { limit: 1 });
-    if (cur) return { matched: 1, modified: this.modify(cur, update) ? 1 : 0 };
-    if (!options?.upsert) return { matched: 0, modified: 0 };
+    if (cur) {
+      let u = update;
+      if (typeof u === 'function') {
+        // Frozen while the caller reads it: the document is changed in place afterwards.
+        u = u(Object.freeze(cur) as unknown as T);
+        validateUpdate(u);
+        return { matched: 1, modified: this.modify({ ...cur }, u) ? 1 : 0 };
+      }
+      return { matched: 1, modified: this.modify(cur, u) ? 1 : 0 };
+    }
+    if (!options?.upsert || typeof update === 'function') return { matched: 0, modified: 0 };
     return { matched: 0, modified: 0, upsertedId: this.upsert(filter, update)._id };
   }
 

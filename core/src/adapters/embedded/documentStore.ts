@@ -223,15 +223,15 @@ class Embedded implements EmbeddedStore, StoreCore {
     if (this.checkpointer.request()) this.bytesSinceCheckpoint = 0;
   }
 
+  private readonly scope: TxScope = <T extends Doc>(c: Collection<T>) => {
+    const view = c instanceof SqliteCollection ? (c as SqliteCollection<T>).txView(this) : null;
+    if (!view) throw new TypeError('transaction: the collection is not of this store');
+    return view;
+  };
+
   /** One savepoint of the group for the whole of `fn`: its writes commit together or not at all. */
   transaction<R>(fn: (tx: TxScope) => R): Promise<R> {
-    return this.write(() =>
-      fn(<T extends Doc>(c: Collection<T>) => {
-        const view = c instanceof SqliteCollection ? (c as SqliteCollection<T>).txView(this) : null;
-        if (!view) throw new TypeError('transaction: the collection is not of this store');
-        return view;
-      }),
-    );
+    return this.write(() => fn(this.scope));
   }
 
   private table(name: string): Table {
