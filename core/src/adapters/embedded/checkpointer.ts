@@ -1,35 +1,57 @@
 /**
- * WAL checkpoints off the event loop: a worker thread with its own connection to the database
- * runs `PRAGMA wal_checkpoint(PASSIVE)` when asked. A passive checkpoint never blocks the
- * writer (the store's connection keeps committing meanwhile) and copies only committed frames;
- * its fsyncs happen in the worker, so no write waits for a checkpoint. Once everything is
- * checkpointed, SQLite restarts the WAL from its start with the next write, which bounds the
- * file. The worker starts with the first request (short-lived stores never start one). One
+ * WAL checkpoints, nearly all off the event loop: a worker thread with its own connection to
+ * the database runs passive checkpoints when asked; their copying and fsyncs happen there, and
+ * they never block the writer. Passive checkpoints alone do not bound the WAL under sustained
+ * writes: frames committed while one copies are left behind, and SQLite restarts the WAL only
+ * once every frame is copied, so the file grew without bound (4.7 GB after 320k appends
+ * without a pause, measured). So one request runs passive rounds while each still finds more
+ * than SMALL_FRAMES new frames (at most MAX_ROUNDS), and reports back; the store then runs one
+ * TRUNCATE checkpoint on its own connection between two commits (`onCaughtUp`): it copies the
+ * few frames written since the last round, syncs, and empties the WAL file. That step is the
+ * only one on the event loop, and its size is what was committed during one passive round's
+ * tail. The worker starts with the first request (short-lived stores never start one). One
  * request at a time; `close()` ends the worker and its connection (before the store's
  * connection closes, so that last close checkpoints and removes the WAL).
- * Tests: core/test/store.embedded.test.ts "checkpoints the WAL …" and the dir contract variants.
+ * Tests: core/test/store.embedded.test.ts "checkpoints the WAL …", "keeps the WAL bounded
+ * under sustained writes …" and the dir contract variants.
  */
 import { createRequire } from 'node:module';
 import { Worker } from 'node:worker_threads';
 
-const WORKER = `
+const WORKER = () => `
 const { parentPort, workerData } = require('node:worker_threads');
 const Database = require(workerData.binding);
 const db = new Database(workerData.file);
 db.pragma('busy_timeout = 5000');
+const SMALL_FRAMES = ${SMALL_FRAMES};
+const MAX_ROUNDS = ${MAX_ROUNDS};
 parentPort.on('message', (m) => {
   if (m === 'close') { db.close(); process.exit(0); }
   try {
-    const [r] = db.pragma('wal_checkpoint(PASSIVE)');
-    parentPort.postMessage({ ok: true, frames: r.checkpointed });
+    let frames = 0;
+    let seen = 0;
+    for (let round = 0; round < MAX_ROUNDS; round++) {
+      const [r] = db.pragma('wal_checkpoint(PASSIVE)');
+      frames += Math.max(0, r.checkpointed);
+      const fresh = r.log - seen;
+      seen = r.log;
+      if (fresh <= SMALL_FRAMES) break;
+    }
+    parentPort.postMessage({ ok: true, frames });
   } catch (err) {
     parentPort.postMessage({ ok: false, error: String(err) });
   }
 });
 `;
 
+/** New frames a last passive round may find (4 KiB pages: 1 MiB); the rest is the store's. */
+const SMALL_FRAMES = 256;
+const MAX_ROUNDS = 8;
+
 export class Checkpointer {
   checkpoints = 0;
+  /** Called when a request's passive rounds are done (the worker is idle again). */
+  onCaughtUp?: () => void;
   error?: string;
   private inFlight = false;
   private worker?: Worker;
@@ -38,13 +60,14 @@ export class Checkpointer {
 
   private start(): Worker {
     const binding = createRequire(import.meta.url).resolve('better-sqlite3');
-    const worker = new Worker(WORKER, { eval: true, workerData: { file: this.file, binding } });
+    const worker = new Worker(WORKER(), { eval: true, workerData: { file: this.file, binding } });
     worker.unref();
-    worker.on('message', (m: { ok: boolean; frames?: number; error?: string }) => {
+    worker.on('message', (m: { ok: boolean; error?: string }) => {
       this.inFlight = false;
       if (m.ok) {
         this.checkpoints++;
         this.error = undefined;
+        this.onCaughtUp?.();
       } else this.error = m.error;
     });
     worker.on('error', (err) => {

@@ -15,7 +15,9 @@
  * - if COMMIT fails, every operation of the group rejects and the store refuses every later
  *   one; healthy() is false;
  * - the WAL is checkpointed off the event loop (checkpointer.ts, PASSIVE) each time about
- *   `checkpointAfterBytes` of documents were written since the last one (stats().compactions);
+ *   `checkpointAfterBytes` of documents were written since the last one (stats().compactions),
+ *   then emptied between two commits on this connection (stats().walTruncations), so the WAL
+ *   stays bounded under writes that never pause (checkpointer.ts);
  * - one process owns a dir (lock.ts); the first open of a dir holding the pre-SQLite store's
  *   files imports them once (migrate.ts).
  * Why a rowid table and not WITHOUT ROWID: see tables.ts.
@@ -59,6 +61,8 @@ export interface EmbeddedStoreStats {
   logBytes: number;
   /** WAL checkpoints. */
   compactions: number;
+  /** Checkpoints that emptied the WAL file (the step after the worker's rounds). */
+  walTruncations: number;
   /** Rows read from SQLite by queries since open. */
   docsExamined: number;
   /** Last checkpoint failure; the WAL still holds everything, the checkpoint is retried. */
@@ -92,6 +96,8 @@ class Embedded implements EmbeddedStore, StoreCore {
   private records = 0;
   private rowsRead = 0;
   private bytesSinceCheckpoint = 0;
+  private truncatePending = false;
+  private truncations = 0;
 
   constructor(
     private readonly db: Database.Database,
@@ -104,6 +110,7 @@ class Embedded implements EmbeddedStore, StoreCore {
     this.begin = db.prepare('BEGIN IMMEDIATE');
     this.commitGroup = db.prepare('COMMIT');
     this.savepoint = db.prepare('SAVEPOINT op');
+    if (checkpointer) checkpointer.onCaughtUp = () => this.caughtUp();
     this.release = db.prepare('RELEASE op');
     this.rollbackTo = db.prepare('ROLLBACK TO op');
   }
@@ -207,6 +214,7 @@ class Embedded implements EmbeddedStore, StoreCore {
     }
     this.syncs++;
     for (const w of waiters) w.resolve();
+    if (this.truncatePending) this.caughtUp();
     this.maybeCheckpoint();
   }
 
@@ -215,6 +223,27 @@ class Embedded implements EmbeddedStore, StoreCore {
       return this.walFile ? statSync(this.walFile).size : 0;
     } catch {
       return 0;
+    }
+  }
+
+  /**
+   * The checkpointer's passive rounds are done: the few frames committed since its last round
+   * are copied here, on this connection, between two commits (never inside a group), and the
+   * WAL file is emptied (checkpointer.ts says why).
+   */
+  private caughtUp(): void {
+    if (this.closed || this.failed) return;
+    if (this.group) {
+      this.truncatePending = true;
+      return;
+    }
+    this.truncatePending = false;
+    try {
+      const [r] = this.db.pragma('wal_checkpoint(TRUNCATE)') as Array<{ busy: number }>;
+      if (r?.busy === 0) this.truncations++;
+    } catch (err) {
+      // The WAL still holds everything; the next request tries again.
+      if (this.checkpointer) this.checkpointer.error = String(err);
     }
   }
 
@@ -300,6 +329,7 @@ class Embedded implements EmbeddedStore, StoreCore {
       records: this.records,
       logBytes: this.walBytes(),
       compactions: this.checkpointer?.checkpoints ?? 0,
+      walTruncations: this.truncations,
       docsExamined: this.rowsRead,
       compactionError: this.checkpointer?.error,
       synchronous: SYNC_NAMES[level] ?? 'normal',
