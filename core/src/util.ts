@@ -18,7 +18,17 @@ export function backoffDelay(attempt: number, baseMs: number, maxMs: number): nu
   return Math.round(cap / 2 + Math.random() * (cap / 2));
 }
 
-export const nowIso = () => new Date().toISOString();
+let lastMs = 0;
+let lastIso = '';
+/** The current time as ISO 8601; formatted once per millisecond (appends stamp twice each). */
+export const nowIso = (): string => {
+  const ms = Date.now();
+  if (ms !== lastMs) {
+    lastMs = ms;
+    lastIso = new Date(ms).toISOString();
+  }
+  return lastIso;
+};
 
 /**
  * Deepest allowed nesting of objects and arrays in JSON the API accepts (request bodies,
