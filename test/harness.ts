@@ -61,6 +61,27 @@ export interface TestPlatform {
   close(): Promise<void>;
 }
 
+/**
+ * The settings every test platform starts with: loopback, the data dir, the operator key, the
+ * test root secret (upgrade fixtures were written under it) and the scripted model.
+ */
+export function testServerEnv(
+  dataDir: string,
+  operatorKey: string,
+  modelUrl: string,
+): Record<string, string> {
+  return {
+    PORT: '0',
+    HOST: '127.0.0.1',
+    DATA_DIR: dataDir,
+    API_KEY: operatorKey,
+    PLATFORM_ROOT_SECRET: 'test-root-secret-0123456789abcdef0123456789',
+    ANTHROPIC_API_KEY: 'sk-test-vendor',
+    ANTHROPIC_BASE_URL: modelUrl,
+    LOG_LEVEL: process.env.TEST_LOG_LEVEL ?? 'error',
+  };
+}
+
 /** Starts the whole platform (embedded adapters) and a scripted model server on 127.0.0.1. */
 export async function startPlatform(
   opts: {
@@ -74,14 +95,7 @@ export async function startPlatform(
   const dataDir = mkdtempSync(join(tmpdir(), 'agentfleet-test-'));
   const operatorKey = `op-${Math.random().toString(36).slice(2)}`;
   const env: Record<string, string> = {
-    PORT: '0',
-    HOST: '127.0.0.1',
-    DATA_DIR: dataDir,
-    API_KEY: operatorKey,
-    PLATFORM_ROOT_SECRET: 'test-root-secret-0123456789abcdef0123456789',
-    ANTHROPIC_API_KEY: 'sk-test-vendor',
-    ANTHROPIC_BASE_URL: model.url,
-    LOG_LEVEL: process.env.TEST_LOG_LEVEL ?? 'error',
+    ...testServerEnv(dataDir, operatorKey, model.url),
     RECOVERY_SCAN_MS: '500',
     SHUTDOWN_GRACE_MS: '2000',
     ...realAdapterEnv(),

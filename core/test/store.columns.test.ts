@@ -14,10 +14,9 @@ import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterEach, describe, expect, it } from 'vitest';
-import { startServer } from '@agentfleet/server';
 import { openEmbeddedStore } from '../src/adapters/embedded/documentStore.js';
 import { DuplicateKeyError } from '../src/ports/store.js';
-import { startScriptedModelServer } from '../../test/fixtures/scriptedModel.js';
+import { startOnDataDir } from './fixtures/embeddedServer.js';
 
 type Db = {
   prepare(sql: string): { all(...a: unknown[]): unknown[]; get(...a: unknown[]): unknown };
@@ -89,32 +88,7 @@ describe('embedded store: indexed fields in columns', () => {
     expect(before.get('ix:events:session_id_1_seq_1')).toContain(
       `json_extract(doc,'$.session_id'), json_extract(doc,'$.seq')`,
     );
-    const model = await startScriptedModelServer();
-    const operatorKey = 'op-columns-upgrade-test';
-    const server = await startServer('all', {
-      PORT: '0',
-      HOST: '127.0.0.1',
-      DATA_DIR: dataDir,
-      API_KEY: operatorKey,
-      PLATFORM_ROOT_SECRET: 'test-root-secret-0123456789abcdef0123456789',
-      ANTHROPIC_API_KEY: 'sk-test-vendor',
-      ANTHROPIC_BASE_URL: model.url,
-      EGRESS_ALLOW_PRIVATE_HOSTS: new URL(model.url).host,
-      SANDBOX_DRIVER: 'none',
-      LOG_LEVEL: 'error',
-    });
-    const call = async (path: string, init: { method?: string; body?: unknown } = {}) => {
-      const res = await fetch(`${server.url}${path}`, {
-        method: init.method ?? 'GET',
-        headers: {
-          'x-api-key': operatorKey,
-          'anthropic-beta': 'managed-agents-2026-04-01',
-          ...(init.body ? { 'content-type': 'application/json' } : {}),
-        },
-        body: init.body ? JSON.stringify(init.body) : undefined,
-      });
-      return { status: res.status, body: (await res.json()) as any };
-    };
+    const { model, call, close } = await startOnDataDir(dataDir, 'op-columns-upgrade-test');
     const [sid, expected] = Object.entries(manifest.events)[0]!;
     let after: any[] = [];
     try {
@@ -149,8 +123,7 @@ describe('embedded store: indexed fields in columns', () => {
         ),
       ).toBe(true);
     } finally {
-      await server.close();
-      await model.close();
+      await close();
     }
     const upgraded = indexSql(file);
     expect([...upgraded.keys()].sort()).toEqual([...before.keys()].sort());

@@ -31,10 +31,9 @@ import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterEach, describe, expect, it } from 'vitest';
-import { startServer } from '@agentfleet/server';
 import { openEmbeddedStore, type EmbeddedStore } from '../src/adapters/embedded/documentStore.js';
 import type { Logger } from '../src/log.js';
-import { startScriptedModelServer } from '../../test/fixtures/scriptedModel.js';
+import { startOnDataDir } from './fixtures/embeddedServer.js';
 
 type StoredDoc = { _id: string } & Record<string, unknown>;
 interface Manifest {
@@ -354,26 +353,9 @@ describe('a platform on a data dir written by the old store', () => {
     const dataDir = tempDir();
     mkdirSync(join(dataDir, 'store'));
     copyFixture(join(dataDir, 'store'));
-    const model = await startScriptedModelServer();
     const operatorKey = 'op-legacy-upgrade-test';
-    const server = await startServer('all', {
-      PORT: '0',
-      HOST: '127.0.0.1',
-      DATA_DIR: dataDir,
-      API_KEY: operatorKey,
-      // The secret the fixture was written under (test/harness.ts).
-      PLATFORM_ROOT_SECRET: 'test-root-secret-0123456789abcdef0123456789',
-      ANTHROPIC_API_KEY: 'sk-test-vendor',
-      ANTHROPIC_BASE_URL: model.url,
-      SANDBOX_DRIVER: 'none',
-      LOG_LEVEL: 'error',
-    });
-    const get = async (path: string, key: string) => {
-      const res = await fetch(`${server.url}${path}`, {
-        headers: { 'x-api-key': key, 'anthropic-beta': 'managed-agents-2026-04-01' },
-      });
-      return { status: res.status, body: (await res.json()) as any };
-    };
+    const { call, close } = await startOnDataDir(dataDir, operatorKey);
+    const get = (path: string, key: string) => call(path, { key });
     try {
       const agent = await get(`/v1/agents/${manifest.agentId}`, operatorKey);
       expect(agent.status).toBe(200);
@@ -393,8 +375,7 @@ describe('a platform on a data dir written by the old store', () => {
       expect(page.body.data.map((e: any) => e.id)).toEqual(stored.slice(0, 100).map((e) => e._id));
       expect(page.body.has_more).toBe(stored.length > 100);
     } finally {
-      await server.close();
-      await model.close();
+      await close();
     }
     const storeDir = readdirSync(join(dataDir, 'store'));
     expect(storeDir.filter((f) => f.startsWith('pre-sqlite-'))).toHaveLength(1);
