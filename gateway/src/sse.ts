@@ -95,9 +95,12 @@ export class SseWriter {
       this.cut();
       return;
     }
+    // Written once the code that is queueing frames is done (a microtask): everything queued
+    // in one go (a live batch is already one buffer) is one write, and the frames leave in the
+    // same event-loop turn they were queued in rather than one turn later.
     if (!this.flushScheduled) {
       this.flushScheduled = true;
-      setImmediate(this.flush);
+      queueMicrotask(this.flush);
     }
   }
 
