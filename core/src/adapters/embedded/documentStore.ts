@@ -5,9 +5,9 @@
  * - GROUP COMMIT: the first write of a tick opens `BEGIN IMMEDIATE` (if it fails, the
  *   transaction is rolled back and the next write opens it again); each later write of the tick
  *   runs in its own SAVEPOINT (a failing one rolls back only itself and rejects only its own
- *   promise) and a setImmediate commits the group. A write resolves only after its COMMIT returned. Reads run
- *   at once, in call order (they see earlier writes of the open group), and resolve after that
- *   group commits too, so no caller observes a state a crash could undo;
+ *   promise) and a setImmediate commits the group. A write resolves only after its COMMIT
+ *   returned. Reads run at once, in call order (they see earlier writes of the open group), and
+ *   resolve after that group commits too, so no caller observes a state a crash could undo;
  * - durability: WAL journal. `sync: 'normal'` (default) — a committed transaction is in the
  *   OS's hands, so it survives kill -9 of the process; power loss may roll back the last commits
  *   but never corrupts the file. `sync: 'full'` (STORE_SYNC=full) fsyncs the WAL on every

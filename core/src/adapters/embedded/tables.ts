@@ -7,10 +7,11 @@
  * UPDATE only when the statement sets a column the index reads. An expression index reads
  * `doc`, which every update sets, so each update rewrote every index entry of the document
  * (a session's log-head move rewrote three); a column is set only when its value changed
- * (`changedColumns`), so most updates touch no index page. Writes compute the columns in SQL
+ * (`update` compares `columnValues` before and after), so most updates touch no index page. Writes compute the columns in SQL
  * from the same JSON text (`json_extract`), so a column always equals the expression it
  * replaces. A store written before the columns existed (indexes on the expression) is
- * converted once when the collection is opened (`upgradeIndexes`). Guarantees:
+ * converted once when the store opens (`upgradeIndexes`, through documentStore.ts
+ * openIndexed). Guarantees:
  * - index declarations persist in `_af_indexes`; declaring a name again with other fields or
  *   uniqueness throws; field names other than dotted identifiers are refused at declaration;
  * - `plain(field)` is true only for `_id` and indexed fields that never held an array (anywhere
@@ -98,7 +99,7 @@ export function createTable(db: Database, coll: string): void {
 /** The column of an indexed field (`_id` is its own column). */
 export const columnOf = (field: string) => quoteIdent(`f:${field}`);
 
-/** A document's indexed values as compared by changedColumns (objects as their JSON text). */
+/** A document's indexed values as `update` compares them (objects as their JSON text). */
 export type ColumnValues = unknown[];
 
 /** The value under a dotted path the way json_extract finds it: objects only, no array steps. */
