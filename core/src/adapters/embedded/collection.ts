@@ -1,7 +1,8 @@
 /**
  * The Collection port over one SQLite table (tables.ts). Every write is a read-modify-write in
- * JS (query.ts updateInPlace on the freshly parsed document, applyUpdate for upserts) run inside the store's group transaction, in its own savepoint
- * (documentStore.ts `write`): an operation takes effect fully or not at all, in call order.
+ * JS (query.ts updateInPlace on the freshly parsed document, applyUpdate for upserts) run inside
+ * the store's group transaction (documentStore.ts `write`): an operation takes effect fully or
+ * not at all, in call order.
  * Queries go through sqlFilter.ts; when the filter or the sort cannot be pushed down exactly,
  * SQL narrows the rows and query.ts compileFilter/compareBy finish in JS.
  * Tests: core/test/store.contract.ts via core/test/store.embedded.test.ts.
