@@ -153,6 +153,44 @@ describe('embedded store: indexed fields in columns', () => {
     expect(indexSql(file)).toEqual(upgraded);
   });
 
+  it('converts a descending and a compound unique expression index, keeping direction, uniqueness and names', async () => {
+    const dir = tempDir();
+    const file = join(dir, 'store.sqlite3');
+    // The first SQLite store's own DDL for these two declarations (tables.ts at 98c5ca7).
+    const old = new Database(file) as Db & { exec(sql: string): void };
+    old.exec(`
+      CREATE TABLE _af_indexes (coll TEXT NOT NULL, name TEXT NOT NULL, fields TEXT NOT NULL, uniq INTEGER NOT NULL, PRIMARY KEY (coll, name));
+      CREATE TABLE _af_fields (coll TEXT NOT NULL, field TEXT NOT NULL, mixed INTEGER NOT NULL, arrays INTEGER NOT NULL, PRIMARY KEY (coll, field));
+      CREATE TABLE "d:jobs" (_id TEXT PRIMARY KEY, doc TEXT NOT NULL);
+      CREATE INDEX "ix:jobs:at_-1" ON "d:jobs" (json_extract(doc,'$.at') DESC);
+      CREATE UNIQUE INDEX "ix:jobs:q_1_n_1" ON "d:jobs" (json_extract(doc,'$.q'), json_extract(doc,'$.n'));
+      INSERT INTO _af_indexes VALUES ('jobs', 'at_-1', '["at"]', 0), ('jobs', 'q_1_n_1', '["q","n"]', 1);
+      INSERT INTO _af_fields VALUES ('jobs', 'at', 0, 0), ('jobs', 'q', 0, 0), ('jobs', 'n', 0, 0);
+    `);
+    const insert = old.prepare('INSERT INTO "d:jobs" (_id, doc) VALUES (?, ?)') as unknown as {
+      run(...a: unknown[]): void;
+    };
+    for (let i = 0; i < 20; i++)
+      insert.run(`j${i}`, JSON.stringify({ _id: `j${i}`, at: (i * 7) % 20, q: `q${i % 2}`, n: i }));
+    old.close();
+    const store = await openEmbeddedStore({ dir });
+    const jobs = store.collection<{ _id: string; at: number; q: string; n: number }>({
+      name: 'jobs',
+      indexes: [{ fields: { at: -1 } }, { fields: { q: 1, n: 1 }, unique: true }],
+    });
+    const sorted = await jobs.find({ at: { $gte: 0 } }, { sort: { at: -1 }, limit: 5 });
+    expect(sorted.map((j) => j.at)).toEqual([19, 18, 17, 16, 15]);
+    const dup = await jobs.insertOne({ _id: 'x', at: 1, q: 'q0', n: 4 }).catch((e: unknown) => e);
+    expect((dup as DuplicateKeyError).index).toBe('q_1_n_1');
+    await store.close();
+    const sql = indexSql(file);
+    expect(sql.get('ix:jobs:at_-1')).toBe('CREATE INDEX "ix:jobs:at_-1" ON "d:jobs" ("f:at" DESC)');
+    expect(sql.get('ix:jobs:q_1_n_1')).toBe(
+      'CREATE UNIQUE INDEX "ix:jobs:q_1_n_1" ON "d:jobs" ("f:q", "f:n")',
+    );
+    expect(stale(file, 'jobs', ['at', 'q', 'n'])).toBe(0);
+  });
+
   it('keeps every column equal to its document through every kind of write; queries agree with the documents', async () => {
     const dir = tempDir();
     const store = await openEmbeddedStore({ dir });
