@@ -12,8 +12,8 @@
  * tail. The worker starts with the first request (short-lived stores never start one). One
  * request at a time; `close()` ends the worker and its connection (before the store's
  * connection closes, so that last close checkpoints and removes the WAL).
- * Tests: core/test/store.embedded.test.ts "checkpoints the WAL …", "keeps the WAL bounded
- * under sustained writes …" and the dir contract variants.
+ * Tests: core/test/store.checkpoint.test.ts, and the checkpointing dir variant of the contract
+ * in core/test/store.embedded.test.ts.
  */
 import { createRequire } from 'node:module';
 import { Worker } from 'node:worker_threads';

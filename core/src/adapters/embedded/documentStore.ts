@@ -22,7 +22,9 @@
  *   files imports them once (migrate.ts).
  * Why a rowid table and not WITHOUT ROWID: see tables.ts.
  * Tests: core/test/store.embedded.test.ts (contract on memory, dir and a checkpointing dir;
- * kill -9 rounds; lock; STORE_SYNC; group commit; pushdown), core/test/store.upgrade.test.ts.
+ * kill -9 rounds; lock; STORE_SYNC; group commit; pushdown), core/test/store.checkpoint.test.ts,
+ * core/test/store.transaction.test.ts, core/test/store.columns.test.ts,
+ * core/test/store.upgrade.test.ts.
  */
 import { existsSync, statSync } from 'node:fs';
 import { mkdir } from 'node:fs/promises';
