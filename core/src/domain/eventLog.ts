@@ -157,7 +157,7 @@ export class EventLog {
           docs = eventDocs(tenant, sessionId, job.drafts, firstSeq);
           return headUpdate(docs, opts, firstSeq);
         });
-        if (!matched) appendable(null, sessionId, opts);
+        if (!matched) throw notFound('session', sessionId);
         tx(events).insertMany(docs.map((d) => ({ ...d, payload: stored.get(d._id) ?? d.payload })));
         return docs;
       });

@@ -61,7 +61,7 @@ export class SqliteCollection<T extends Doc> implements Collection<T> {
   private select(filter: Filter, opts: FindOptions = {}): Raw[] {
     const skip = Math.max(0, opts.skip ?? 0);
     const limit = opts.limit && opts.limit > 0 ? opts.limit : 0;
-    const { t, plain } = this.table;
+    const { t } = this.table;
     const where = toWhere(filter, this.table);
     const order = where.exact ? toOrderBy(opts.sort, this.table) : null;
     if (order !== null) {

@@ -30,7 +30,7 @@ export const indexableField = (field: string): boolean =>
 
 export const jsonPath = (field: string): string => `$.${field}`;
 
-/** The SQL expression of a field read from the JSON (an indexed field is read from its column instead: FieldInfo.expr). */
+/** A field read from the JSON (queries read an indexed field from its column: FieldInfo.expr). */
 export const fieldExpr = (field: string): string =>
   field === '_id' ? '_id' : `json_extract(doc,'${jsonPath(field)}')`;
 

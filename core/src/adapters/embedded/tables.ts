@@ -152,8 +152,7 @@ export class Table {
   readonly upgraded: number;
 
   /** The SQL expression of a field in queries: `_id`, its column, or json_extract. */
-  readonly expr = (field: string): string =>
-    field === '_id' ? '_id' : (this.cols.get(field) ?? fieldExpr(field));
+  readonly expr = (field: string): string => this.cols.get(field) ?? fieldExpr(field);
 
   private columnsChanged(): void {
     this.colFields = [...this.cols.keys()];
