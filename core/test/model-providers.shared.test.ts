@@ -5,11 +5,13 @@
  * policy (a tenant model card's egressFetch), and the SSE reader
  * (core/src/ports/modelProviderHelpers.ts parseSSE).
  */
+import { createServer } from 'node:http';
+import { PassThrough } from 'node:stream';
 import { describe, expect, it } from 'vitest';
 import { AnthropicMessagesProvider } from '../src/adapters/anthropic/provider.js';
 import { OpenAIChatProvider } from '../src/adapters/openai/provider.js';
 import { createProvider, providerProtocol } from '../src/adapters/modelProviders.js';
-import { parseSSE, type SSEEvent } from '../src/ports/modelProviderHelpers.js';
+import { parseSSE, type ByteStream, type SSEEvent } from '../src/ports/modelProviderHelpers.js';
 import { ModelError } from '../src/ports/modelProvider.js';
 import { startScriptedModelServer } from '../../test/fixtures/scriptedModel.js';
 import { createEgressPolicy, egressFetch } from '../src/egress/index.js';
@@ -144,6 +146,85 @@ describe('egress: a provider given egressFetch (a tenant model card)', () => {
   );
 });
 
+describe('the default HTTP path (no egressFetch)', () => {
+  it.each(['anthropic', 'openai'] as const)(
+    '%s: a redirect is an HTTP error, and the target never sees the request or its key',
+    async (protocol) => {
+      const server = scriptedServer();
+      const model = freshModel();
+      server.script(model, { steps: [{ text: 'should not be reached' }] });
+      const redirector = createServer((rq, rs) => {
+        rq.resume();
+        rs.writeHead(307, { location: `${server.url}${rq.url}` }).end();
+      });
+      await new Promise<void>((r) => redirector.listen(0, '127.0.0.1', r));
+      const { port } = redirector.address() as { port: number };
+      try {
+        const before = server.requests.length;
+        const base = `http://127.0.0.1:${port}`;
+        const p = createProvider({
+          protocol,
+          apiKey: KEY,
+          baseUrl: protocol === 'anthropic' ? base : `${base}/v1`,
+        });
+        const err = await collect(p, req(model)).catch((e) => e);
+        expect(err).toBeInstanceOf(ModelError);
+        expect(err.message).toMatch(/^model request failed: HTTP 307: Temporary Redirect/);
+        expect(err.message).not.toContain(KEY);
+        expect(server.requests.length).toBe(before);
+      } finally {
+        redirector.close();
+      }
+    },
+  );
+});
+
+describe('the default HTTP path: one kept-alive connection', () => {
+  it.each(['anthropic', 'openai'] as const)(
+    '%s: sequential requests reuse one connection (the end of each reply is read, not cut)',
+    async (protocol) => {
+      const upstream = scriptedServer();
+      const model = freshModel();
+      const texts = ['one', 'two', 'three', 'four'];
+      upstream.script(model, ...texts.map((text) => ({ steps: [{ text }] })));
+      // A pass-through in front of the scripted server that counts client connections.
+      let connections = 0;
+      const front = createServer(async (rq, rs) => {
+        const body: Buffer[] = [];
+        for await (const c of rq) body.push(c as Buffer);
+        const up = await fetch(`${upstream.url}${rq.url}`, {
+          method: 'POST',
+          headers: rq.headers as Record<string, string>,
+          body: Buffer.concat(body),
+        });
+        rs.writeHead(up.status, { 'content-type': 'text/event-stream' });
+        for await (const c of up.body as AsyncIterable<Uint8Array>) rs.write(c);
+        // The reply's last bytes come a moment after its last event, as over a real network.
+        setTimeout(() => rs.end(), 5);
+      });
+      front.on('connection', () => connections++);
+      await new Promise<void>((r) => front.listen(0, '127.0.0.1', r));
+      const base = `http://127.0.0.1:${(front.address() as { port: number }).port}`;
+      try {
+        const p = createProvider({
+          protocol,
+          apiKey: KEY,
+          baseUrl: protocol === 'anthropic' ? base : `${base}/v1`,
+        });
+        for (const text of texts) {
+          const events = await collect(p, req(model));
+          expect(events.find((e) => e.type === 'text_end')).toMatchObject({ text });
+          await new Promise((r) => setTimeout(r, 20)); // a turn's work between two requests
+        }
+        expect(connections).toBe(1);
+      } finally {
+        front.closeAllConnections();
+        front.close();
+      }
+    },
+  );
+});
+
 describe('parseSSE', () => {
   const enc = new TextEncoder();
   function streamOf(chunks: Uint8Array[]): ReadableStream<Uint8Array> {
@@ -154,7 +235,7 @@ describe('parseSSE', () => {
       },
     });
   }
-  async function all(body: ReadableStream<Uint8Array>): Promise<SSEEvent[]> {
+  async function all(body: ByteStream): Promise<SSEEvent[]> {
     const out: SSEEvent[] = [];
     for await (const e of parseSSE(body)) out.push(e);
     return out;
@@ -189,6 +270,22 @@ describe('parseSSE', () => {
     expect(await all(streamOf([enc.encode('data: a\ndata: b\n')]))).toEqual([
       { event: null, data: 'a\nb', id: null },
     ]);
+  });
+
+  it('reads a Node stream (the default HTTP path) the same way, abort included', async () => {
+    const bytes = enc.encode(wire);
+    const node = new PassThrough();
+    node.end(Buffer.from(bytes));
+    expect(await all(node)).toEqual(expected);
+    const ac = new AbortController();
+    const open = new PassThrough();
+    open.write('data: 1\n\n');
+    const it = parseSSE(open, ac.signal);
+    expect((await it.next()).value).toEqual({ event: null, data: '1', id: null });
+    const pending = it.next();
+    setTimeout(() => ac.abort(), 20);
+    await expect(pending).rejects.toMatchObject({ name: 'AbortError' });
+    expect(open.destroyed).toBe(true);
   });
 
   it('stops promptly with AbortError on abort while waiting for bytes', async () => {

@@ -22,6 +22,8 @@ import {
   type ModelStreamEvent,
   type ProviderConfig,
 } from './modelProvider.js';
+import { STATUS_CODES } from 'node:http';
+import { request as undiciRequest } from 'undici';
 import { egressRefusalIn } from '../egress/policy.js';
 
 export interface SSEEvent {
@@ -35,11 +37,13 @@ export interface SSEEvent {
  * throw an AbortError promptly; returning early (break) cancels the body too.
  */
 export async function* parseSSE(
-  body: ReadableStream<Uint8Array>,
+  body: ByteStream,
   signal?: AbortSignal,
+  /** True once the decoder has read its protocol's last event (see readerOf's cancel). */
+  complete?: () => boolean,
 ): AsyncGenerator<SSEEvent> {
   if (signal?.aborted) throw abortError(signal);
-  const reader = body.getReader();
+  const reader = readerOf(body);
   const onAbort = () => void reader.cancel(signal?.reason).catch(() => {});
   signal?.addEventListener('abort', onAbort, { once: true });
 
@@ -107,9 +111,50 @@ export async function* parseSSE(
     throw err;
   } finally {
     signal?.removeEventListener('abort', onAbort);
-    await reader.cancel().catch(() => {});
+    await reader.cancel(complete?.() ? undefined : STOPPED).catch(() => {});
     reader.releaseLock();
   }
+}
+
+/**
+ * A response body: a WHATWG stream (a `fetch` Response's) or a Node stream (undici `request`'s,
+ * postForEventStream's default path). parseSSE reads either.
+ */
+export type ByteStream = ReadableStream<Uint8Array> | NodeBody;
+
+type NodeBody = AsyncIterable<Uint8Array> & {
+  destroy(error?: Error): unknown;
+  readonly readableEnded?: boolean;
+  /** undici's: reads the rest (up to 128 KiB, else destroys), so the connection is kept. */
+  dump?(): Promise<unknown>;
+};
+
+/** The reason parseSSE cancels a body its consumer stopped reading before the reply ended. */
+const STOPPED = 'stopped before the end of the reply';
+
+interface ByteReader {
+  read(): Promise<IteratorResult<Uint8Array, unknown>>;
+  cancel(reason?: unknown): Promise<void>;
+  releaseLock(): void;
+}
+
+function readerOf(body: ByteStream): ByteReader {
+  if (body instanceof ReadableStream) return body.getReader();
+  const it = body[Symbol.asyncIterator]();
+  return {
+    read: () => it.next(),
+    cancel: async (reason) => {
+      if (body.readableEnded) return;
+      // The decoder read the protocol's last event, only the last bytes (the chunked
+      // terminator) are left: they are read in the background so the keep-alive connection
+      // serves the next request. Not awaited: a server that stalls there must not hold the
+      // turn (undici's body timeout ends it).
+      if (reason === undefined && body.dump) void body.dump().catch(() => {});
+      // Stopped early or aborted: the connection is closed (a pending read then rejects).
+      else body.destroy();
+    },
+    releaseLock: () => {},
+  };
 }
 
 /** The platform's abort error for `signal` (its reason when that is an AbortError). */
@@ -182,14 +227,13 @@ export interface PostStreamOptions {
  * policy refuses becomes a non-retryable ModelError naming base_url (before any connection);
  * aborts rethrow the platform's AbortError.
  */
-export async function postForEventStream(
-  o: PostStreamOptions,
-): Promise<ReadableStream<Uint8Array>> {
+export async function postForEventStream(o: PostStreamOptions): Promise<ByteStream> {
   o.headers.set('content-type', 'application/json');
   o.headers.set('accept', 'text/event-stream');
+  if (!o.fetch) return post(o);
   let res: Response;
   try {
-    res = await (o.fetch ?? fetch)(o.url, {
+    res = await o.fetch(o.url, {
       method: 'POST',
       headers: o.headers,
       body: JSON.stringify(o.body),
@@ -205,6 +249,39 @@ export async function postForEventStream(
   } catch {
     if (o.signal?.aborted) throw abortError(o.signal);
   }
+  throw httpError(res.status, text || res.statusText, o.apiKey);
+}
+
+/**
+ * The default path: undici's `request` on its global keep-alive pool. It does what `fetch` did
+ * here without the WHATWG Request, Response and stream objects (about a third of a model
+ * call's client CPU, load/README.md), and it does not follow redirects: a base URL that
+ * redirects gets the 3xx as an error, and its credentials never go to another address.
+ */
+async function post(o: PostStreamOptions): Promise<ByteStream> {
+  let res: Awaited<ReturnType<typeof undiciRequest>>;
+  try {
+    res = await undiciRequest(o.url, {
+      method: 'POST',
+      headers: Object.fromEntries(o.headers),
+      body: JSON.stringify(o.body),
+      signal: o.signal,
+    });
+  } catch (err) {
+    throw transportError(err, o.signal, o.apiKey);
+  }
+  if (res.statusCode >= 200 && res.statusCode < 300) return res.body;
+  let text = '';
+  try {
+    text = await res.body.text();
+  } catch {
+    if (o.signal?.aborted) throw abortError(o.signal);
+  }
+  throw httpError(res.statusCode, text || (STATUS_CODES[res.statusCode] ?? ''), o.apiKey);
+}
+
+/** A non-2xx reply as the port's error: the upstream's type and message, the key redacted. */
+function httpError(status: number, text: string, apiKey: string): ModelError {
   let payload: unknown;
   try {
     payload = JSON.parse(text);
@@ -212,12 +289,12 @@ export async function postForEventStream(
     payload = undefined;
   }
   const up = upstreamError(payload);
-  const detail = up.message ?? (text.trim().slice(0, 500) || res.statusText);
+  const detail = up.message ?? text.trim().slice(0, 500);
   const msg = redact(
-    `model request failed: HTTP ${res.status}${up.type ? ` ${up.type}` : ''}: ${detail}`,
-    o.apiKey,
+    `model request failed: HTTP ${status}${up.type ? ` ${up.type}` : ''}: ${detail}`,
+    apiKey,
   );
-  throw modelErrorFor(res.status, up.type, msg);
+  return modelErrorFor(status, up.type, msg);
 }
 
 /** Converts anything thrown while talking to the upstream into the error the port promises. */

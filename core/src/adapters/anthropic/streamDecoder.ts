@@ -13,6 +13,7 @@ import {
   modelErrorFor,
   parseJSONEvent,
   parseSSE,
+  type ByteStream,
   parseToolInput,
   truncatedStreamError,
   upstreamError,
@@ -36,7 +37,7 @@ const STOP_REASONS: Record<string, StopReason> = {
 
 /** Decodes one Messages event stream; aborting `signal` ends it with an AbortError. */
 export async function* decodeMessagesStream(
-  body: ReadableStream<Uint8Array>,
+  body: ByteStream,
   signal?: AbortSignal,
 ): AsyncGenerator<ModelStreamEvent> {
   const usage: ModelUsage = {
@@ -67,7 +68,8 @@ export async function* decodeMessagesStream(
     };
   };
 
-  for await (const sse of parseSSE(body, signal)) {
+  let complete = false;
+  for await (const sse of parseSSE(body, signal, () => complete)) {
     const ev = parseJSONEvent(sse.data);
     const type = typeof ev.type === 'string' ? ev.type : sse.event;
     switch (type) {
@@ -149,6 +151,7 @@ export async function* decodeMessagesStream(
         break;
       }
       case 'message_stop': {
+        complete = true;
         const ended = close();
         if (ended) yield ended;
         if (!started) yield { type: 'message_start' };

@@ -22,6 +22,7 @@ import {
   modelErrorFor,
   parseJSONEvent,
   parseSSE,
+  type ByteStream,
   parseToolInput,
   truncatedStreamError,
   upstreamError,
@@ -50,7 +51,7 @@ type OpenBlock =
 
 /** Decodes one chat-completions event stream; aborting `signal` ends it with an AbortError. */
 export async function* decodeChatCompletionsStream(
-  body: ReadableStream<Uint8Array>,
+  body: ByteStream,
   signal?: AbortSignal,
 ): AsyncGenerator<ModelStreamEvent> {
   const usage: ModelUsage = {
@@ -162,8 +163,10 @@ export async function* decodeChatCompletionsStream(
   };
 
   yield { type: 'message_start' };
-  for await (const sse of parseSSE(body, signal)) {
+  let complete = false;
+  for await (const sse of parseSSE(body, signal, () => complete)) {
     if (sse.data.trim() === '[DONE]') {
+      complete = true;
       yield* finishMessage();
       return;
     }
