@@ -16,36 +16,62 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createRequire } from 'node:module';
-import type { ServerResponse } from 'node:http';
+import http, { type ServerResponse } from 'node:http';
 import Fastify from 'fastify';
 import { benchClient, startScriptedModel } from './context.js';
 import type { BenchSettings } from './settings.js';
 import { fmt, fmtInt, nowMs, printSection, printTable, summarize, type Summary } from './stats.js';
-import { openStream, turn } from './turns.js';
+import { clientProcessPhase, openStream, turn } from './turns.js';
+import type { ClientProcessTurns } from './turnClientProcess.js';
 
 export interface FloorFigures {
-  turn: { firstChunk: Summary; idle: Summary; turnsPerSec: number; sessions: number };
+  turn: {
+    firstChunk: Summary;
+    idle: Summary;
+    turnsPerSec: number;
+    sessions: number;
+    /** The same client in its own process (turns.ts clientProcessPhase), as for section b. */
+    clientProcess: ClientProcessTurns;
+  };
   append: { sequentialPerSec: number; concurrentPerSec: number; maxMs: number };
 }
 
 const frame = (event: string, data: unknown) =>
   `event: ${event}\ndata: ${JSON.stringify(data)}\n\n`;
 
+/** Keep-alive connections to the scripted model (the platform keeps its model connection too). */
+const modelAgent = new http.Agent({ keepAlive: true });
+
+/** POSTs a JSON body with node:http; the response body. */
+function postJson(url: string, body: unknown): Promise<http.IncomingMessage> {
+  const payload = JSON.stringify(body);
+  return new Promise((resolve, reject) => {
+    const req = http.request(url, {
+      method: 'POST',
+      agent: modelAgent,
+      headers: {
+        'content-type': 'application/json',
+        'content-length': Buffer.byteLength(payload),
+        'x-api-key': 'floor',
+      },
+    });
+    req.once('response', resolve);
+    req.once('error', reject);
+    req.end(payload);
+  });
+}
+
 /** Streams one model answer from the scripted model into `out` as platform-like SSE frames. */
 async function relay(modelUrl: string, out: ServerResponse | undefined): Promise<void> {
-  const res = await fetch(`${modelUrl}/v1/messages`, {
-    method: 'POST',
-    headers: { 'content-type': 'application/json', 'x-api-key': 'floor' },
-    body: JSON.stringify({
-      model: 'floor',
-      max_tokens: 64,
-      stream: true,
-      messages: [{ role: 'user', content: 'hi' }],
-    }),
+  const res = await postJson(`${modelUrl}/v1/messages`, {
+    model: 'floor',
+    max_tokens: 64,
+    stream: true,
+    messages: [{ role: 'user', content: 'hi' }],
   });
   const decoder = new TextDecoder();
   let buf = '';
-  for await (const chunk of res.body as AsyncIterable<Uint8Array>) {
+  for await (const chunk of res as AsyncIterable<Uint8Array>) {
     buf += decoder.decode(chunk, { stream: true });
     let i: number;
     while ((i = buf.indexOf('\n\n')) >= 0) {
@@ -104,11 +130,20 @@ async function turnFloor(s: BenchSettings): Promise<FloorFigures['turn']> {
         }
       }),
     );
+    const turnsPerSec = turns / ((nowMs() - t0) / 1000);
+    const fresh = ids.map((id) => `${id}c`);
+    const clientProcess = await clientProcessPhase(
+      client,
+      { ...s, seconds: s.seconds / 2 },
+      fresh,
+      'turn floor with the client in its own process',
+    );
     return {
       firstChunk: summarize(first),
       idle: summarize(idle),
-      turnsPerSec: turns / ((nowMs() - t0) / 1000),
+      turnsPerSec,
       sessions: ids.length,
+      clientProcess,
     };
   } finally {
     for (const x of opened) x.close();

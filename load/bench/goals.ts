@@ -32,6 +32,11 @@ const per = (v: number | undefined, unit = '/s') =>
 const x = (v: number | undefined) => (v === undefined ? undefined : `${fmt(v, 2)}×`);
 const both = (...parts: Array<string | undefined>) =>
   parts.every((p) => p === undefined) ? undefined : parts.map((p) => p ?? '—').join(' / ');
+/** A turn figure with the client in the platform's process, then with it in its own process. */
+const clientBoth = (inProcess: string | undefined, own: string | undefined) =>
+  inProcess === undefined && own === undefined
+    ? undefined
+    : `${inProcess ?? '—'} in-process client; ${own ?? '—'} client process`;
 const ROWS: Row[] = [
   {
     measure: 'store at 1M events: RSS / restart / events?limit=100 p50',
@@ -52,14 +57,23 @@ const ROWS: Row[] = [
     goal: '≤ 3 ms / ≤ 5 ms',
     section: 'turns',
     measured: (r) =>
-      both(
-        ms(get(r, 'turns', 'sequential.firstChunk.p50')),
-        ms(get(r, 'turns', 'sequential.idle.p50')),
+      clientBoth(
+        both(
+          ms(get(r, 'turns', 'sequential.firstChunk.p50')),
+          ms(get(r, 'turns', 'sequential.idle.p50')),
+        ),
+        both(
+          ms(get(r, 'turns', 'clientProcess.firstChunk.p50')),
+          ms(get(r, 'turns', 'clientProcess.idle.p50')),
+        ),
       ),
     baseline: (r) => {
-      const v = both(
-        ms(get(r, 'floors', 'turn.firstChunk.p50')),
-        ms(get(r, 'floors', 'turn.idle.p50')),
+      const v = clientBoth(
+        both(ms(get(r, 'floors', 'turn.firstChunk.p50')), ms(get(r, 'floors', 'turn.idle.p50'))),
+        both(
+          ms(get(r, 'floors', 'turn.clientProcess.firstChunk.p50')),
+          ms(get(r, 'floors', 'turn.clientProcess.idle.p50')),
+        ),
       );
       return v && `floor: ${v}`;
     },
@@ -68,9 +82,16 @@ const ROWS: Row[] = [
     measure: 'concurrent turns, 8 sessions',
     goal: '≥ 600 turns/s',
     section: 'turns',
-    measured: (r) => per(get(r, 'turns', 'concurrent.turnsPerSec'), ' turns/s'),
+    measured: (r) =>
+      clientBoth(
+        per(get(r, 'turns', 'concurrent.turnsPerSec'), ' turns/s'),
+        per(get(r, 'turns', 'clientProcess.turnsPerSec'), ' turns/s'),
+      ),
     baseline: (r) => {
-      const v = per(get(r, 'floors', 'turn.turnsPerSec'), ' turns/s');
+      const v = clientBoth(
+        per(get(r, 'floors', 'turn.turnsPerSec'), ' turns/s'),
+        per(get(r, 'floors', 'turn.clientProcess.turnsPerSec'), ' turns/s'),
+      );
       return v && `floor: ${v}`;
     },
   },

@@ -80,6 +80,7 @@ const SECTIONS: Section[] = [
         p!,
         s,
         'e. Turn overhead on Kafka + FerretDB + Redis (platform in-process on the real adapters, zero-latency model, SSE ?include=chunks open)',
+        false,
       ),
   },
   {

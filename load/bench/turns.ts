@@ -7,6 +7,7 @@
 import http from 'node:http';
 import { OPERATOR_TENANT, type BenchClient, type BenchPlatform } from './context.js';
 import type { BenchSettings } from './settings.js';
+import { turnsFromClientProcess, type ClientProcessTurns } from './turnClientProcess.js';
 import {
   fmt,
   fmtInt,
@@ -146,12 +147,15 @@ export interface TurnFigures {
     idle: Summary;
     eventsPerSec: number;
   };
+  /** The same phases with the client in its own process, on fresh sessions (section b only). */
+  clientProcess?: ClientProcessTurns;
 }
 
 export async function turnsSection(
   p: BenchPlatform,
   s: BenchSettings,
   title = 'b. Turn overhead (zero-latency scripted model, SSE ?include=chunks already open)',
+  withClientProcess = true,
 ): Promise<TurnFigures> {
   printSection(title);
   const { sessionIds } = await p.sessions(Math.max(1, s.sessions));
@@ -273,6 +277,7 @@ export async function turnsSection(
         `session.error frames (model retries): ${cSessionErrors}; bus commands retried: ${busAfter.retried - busBefore.retried}, dead-lettered: ${busAfter.deadLettered - busBefore.deadLettered}`,
       ],
     );
+    const clientProcess = withClientProcess ? await clientProcessPhase(p, s) : undefined;
     return {
       firstChunkP50Ms: firstS.p50,
       firstChunkP99Ms: firstS.p99,
@@ -287,8 +292,49 @@ export async function turnsSection(
         eventsPerTurn,
       },
       concurrent,
+      ...(clientProcess ? { clientProcess } : {}),
     };
   } finally {
     for (const st of streams) st.close();
   }
+}
+
+/**
+ * The sequential and concurrent phases again, driven by a client process (turnClient.ts) on
+ * fresh sessions: a user's client is never in the server's process, and in this one its
+ * request building and frame parsing share the event loop with the platform and delay the
+ * frames it times. The turn floor is measured the same way (baselines.ts).
+ */
+export async function clientProcessPhase(
+  p: BenchClient,
+  s: BenchSettings,
+  sessionIds?: string[],
+  label = 'the same with the client in its own process',
+): Promise<ClientProcessTurns> {
+  const ids = sessionIds ?? (await p.sessions(Math.max(1, s.sessions))).sessionIds;
+  const r = await turnsFromClientProcess({
+    url: p.url,
+    apiKey: p.apiKey,
+    sessionIds: ids,
+    turns: s.turns,
+    seconds: s.seconds,
+  });
+  const row = (name: string, x: Summary) => [
+    name,
+    fmtInt(x.n),
+    fmt(x.p50),
+    fmt(x.p99),
+    fmt(x.mean),
+  ];
+  printTable(
+    `${label} (fresh sessions; ${ids.length} for the concurrent phase)`,
+    ['measure', 'n', 'p50 ms', 'p99 ms', 'mean ms'],
+    [
+      row('sequential: POST -> first agent.message_chunk', r.firstChunk),
+      row('sequential: POST -> session.status_idle', r.idle),
+      row(`concurrent: POST -> idle (${fmt(r.turnsPerSec, 1)} turns/s)`, r.concurrentIdle),
+    ],
+    [`errors: ${r.errors}`],
+  );
+  return r;
 }
