@@ -146,10 +146,15 @@ describe('egress: a provider given egressFetch (a tenant model card)', () => {
   );
 });
 
-describe('the default HTTP path (no egressFetch)', () => {
-  it.each(['anthropic', 'openai'] as const)(
-    '%s: a redirect is an HTTP error, and the target never sees the request or its key',
-    async (protocol) => {
+describe('redirects are not followed (the default path and egressFetch)', () => {
+  it.each([
+    ['anthropic', false],
+    ['openai', false],
+    ['anthropic', true],
+    ['openai', true],
+  ] as const)(
+    '%s (egressFetch: %s): a redirect is an HTTP error, and the target never sees the request or its key',
+    async (protocol, viaEgress) => {
       const server = scriptedServer();
       const model = freshModel();
       server.script(model, { steps: [{ text: 'should not be reached' }] });
@@ -162,12 +167,18 @@ describe('the default HTTP path (no egressFetch)', () => {
       try {
         const before = server.requests.length;
         const base = `http://127.0.0.1:${port}`;
+        const opened = [new URL(base).host, new URL(server.url).host];
+        const f = viaEgress
+          ? egressFetch(createEgressPolicy({ allowPrivateHosts: opened }))
+          : undefined;
         const p = createProvider({
           protocol,
           apiKey: KEY,
           baseUrl: protocol === 'anthropic' ? base : `${base}/v1`,
+          ...(f ? { fetch: f } : {}),
         });
         const err = await collect(p, req(model)).catch((e) => e);
+        await f?.close();
         expect(err).toBeInstanceOf(ModelError);
         expect(err.message).toMatch(/^model request failed: HTTP 307: Temporary Redirect/);
         expect(err.message).not.toContain(KEY);

@@ -238,6 +238,8 @@ export async function postForEventStream(o: PostStreamOptions): Promise<ByteStre
       headers: o.headers,
       body: JSON.stringify(o.body),
       signal: o.signal,
+      // As on the default path: a 3xx is the answer, and the key never goes to another address.
+      redirect: 'manual',
     });
   } catch (err) {
     throw transportError(err, o.signal, o.apiKey);
@@ -255,7 +257,7 @@ export async function postForEventStream(o: PostStreamOptions): Promise<ByteStre
 /**
  * The default path: undici's `request` on its global keep-alive pool. It does what `fetch` did
  * here without the WHATWG Request, Response and stream objects (about a third of a model
- * call's client CPU, load/README.md), and it does not follow redirects: a base URL that
+ * call's client CPU, load/README.md). Neither path follows redirects: a base URL that
  * redirects gets the 3xx as an error, and its credentials never go to another address.
  */
 async function post(o: PostStreamOptions): Promise<ByteStream> {
