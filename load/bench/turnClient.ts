@@ -68,6 +68,8 @@ async function run(job: TurnJob): Promise<TurnJobResult> {
   }
 }
 
+// The bench is gone (killed, or gave up on this client): nothing is left to answer.
+process.once('disconnect', () => process.exit(1));
 process.once('message', (job: TurnJob) => {
   run(job).then(
     (result) => process.send!({ result }, () => process.exit(0)),
