@@ -251,7 +251,7 @@ export async function postForEventStream(o: PostStreamOptions): Promise<ByteStre
   } catch {
     if (o.signal?.aborted) throw abortError(o.signal);
   }
-  throw httpError(res.status, text || res.statusText, o.apiKey);
+  throw httpError(res.status, text, res.statusText, o.apiKey);
 }
 
 /**
@@ -279,11 +279,11 @@ async function post(o: PostStreamOptions): Promise<ByteStream> {
   } catch {
     if (o.signal?.aborted) throw abortError(o.signal);
   }
-  throw httpError(res.statusCode, text || (STATUS_CODES[res.statusCode] ?? ''), o.apiKey);
+  throw httpError(res.statusCode, text, STATUS_CODES[res.statusCode] ?? '', o.apiKey);
 }
 
 /** A non-2xx reply as the port's error: the upstream's type and message, the key redacted. */
-function httpError(status: number, text: string, apiKey: string): ModelError {
+function httpError(status: number, text: string, statusText: string, apiKey: string): ModelError {
   let payload: unknown;
   try {
     payload = JSON.parse(text);
@@ -291,7 +291,7 @@ function httpError(status: number, text: string, apiKey: string): ModelError {
     payload = undefined;
   }
   const up = upstreamError(payload);
-  const detail = up.message ?? text.trim().slice(0, 500);
+  const detail = up.message ?? (text.trim().slice(0, 500) || statusText);
   const msg = redact(
     `model request failed: HTTP ${status}${up.type ? ` ${up.type}` : ''}: ${detail}`,
     apiKey,
