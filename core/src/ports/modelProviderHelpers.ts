@@ -25,6 +25,9 @@ import {
 import { STATUS_CODES } from 'node:http';
 import { request as undiciRequest } from 'undici';
 import { egressRefusalIn } from '../egress/policy.js';
+import { readerOf, STOPPED, type ByteStream } from './byteStream.js';
+
+export type { ByteStream } from './byteStream.js';
 
 export interface SSEEvent {
   event: string | null;
@@ -39,7 +42,7 @@ export interface SSEEvent {
 export async function* parseSSE(
   body: ByteStream,
   signal?: AbortSignal,
-  /** True once the decoder has read its protocol's last event (see readerOf's cancel). */
+  /** True once the decoder has read its protocol's last event (see ByteReader's finish). */
   complete?: () => boolean,
 ): AsyncGenerator<SSEEvent> {
   if (signal?.aborted) throw abortError(signal);
@@ -111,50 +114,9 @@ export async function* parseSSE(
     throw err;
   } finally {
     signal?.removeEventListener('abort', onAbort);
-    await reader.cancel(complete?.() ? undefined : STOPPED).catch(() => {});
+    await (complete?.() ? reader.finish() : reader.cancel(STOPPED)).catch(() => {});
     reader.releaseLock();
   }
-}
-
-/**
- * A response body: a WHATWG stream (a `fetch` Response's) or a Node stream (undici `request`'s,
- * postForEventStream's default path). parseSSE reads either.
- */
-export type ByteStream = ReadableStream<Uint8Array> | NodeBody;
-
-type NodeBody = AsyncIterable<Uint8Array> & {
-  destroy(error?: Error): unknown;
-  readonly readableEnded?: boolean;
-  /** undici's: reads the rest (up to 128 KiB, else destroys), so the connection is kept. */
-  dump?(): Promise<unknown>;
-};
-
-/** The reason parseSSE cancels a body its consumer stopped reading before the reply ended. */
-const STOPPED = 'stopped before the end of the reply';
-
-interface ByteReader {
-  read(): Promise<IteratorResult<Uint8Array, unknown>>;
-  cancel(reason?: unknown): Promise<void>;
-  releaseLock(): void;
-}
-
-function readerOf(body: ByteStream): ByteReader {
-  if (body instanceof ReadableStream) return body.getReader();
-  const it = body[Symbol.asyncIterator]();
-  return {
-    read: () => it.next(),
-    cancel: async (reason) => {
-      if (body.readableEnded) return;
-      // The decoder read the protocol's last event, only the last bytes (the chunked
-      // terminator) are left: they are read in the background so the keep-alive connection
-      // serves the next request. Not awaited: a server that stalls there must not hold the
-      // turn (undici's body timeout ends it).
-      if (reason === undefined && body.dump) void body.dump().catch(() => {});
-      // Stopped early or aborted: the connection is closed (a pending read then rejects).
-      else body.destroy();
-    },
-    releaseLock: () => {},
-  };
 }
 
 /** The platform's abort error for `signal` (its reason when that is an AbortError). */
