@@ -21,7 +21,7 @@ import Fastify from 'fastify';
 import { benchClient, startScriptedModel } from './context.js';
 import type { BenchSettings } from './settings.js';
 import { fmt, fmtInt, nowMs, printSection, printTable, summarize, type Summary } from './stats.js';
-import { clientProcessPhase, openStream, turn } from './turns.js';
+import { clientProcessPhase, concurrentTurns, openStream, sequentialTurns } from './turns.js';
 import type { ClientProcessTurns } from './turnClientProcess.js';
 
 export interface FloorFigures {
@@ -111,26 +111,13 @@ async function turnFloor(s: BenchSettings): Promise<FloorFigures['turn']> {
     const ids = Array.from({ length: Math.max(1, s.sessions) }, (_, i) => `sesn_floor${i}`);
     const st = await Promise.all(ids.map((id) => openStream(client, id)));
     opened.push(...st);
-    const first: number[] = [];
-    const idle: number[] = [];
-    const until = nowMs() + s.seconds * 500;
-    while (first.length < s.turns && nowMs() < until) {
-      const t = await turn(client, st[0]!, ids[0]!);
-      first.push(t.firstChunkMs);
-      idle.push(t.idleMs);
-    }
-    let turns = 0;
-    const end = nowMs() + s.seconds * 500;
+    // Half of BENCH_SECONDS per phase; a failed floor turn fails the section.
+    const seq = await sequentialTurns(client, st[0]!, ids[0]!, s.turns, s.seconds / 2);
     const t0 = nowMs();
-    await Promise.all(
-      ids.map(async (id, i) => {
-        while (nowMs() < end) {
-          await turn(client, st[i]!, id);
-          turns++;
-        }
-      }),
-    );
-    const turnsPerSec = turns / ((nowMs() - t0) / 1000);
+    const conc = await concurrentTurns(client, st, ids, s.seconds / 2);
+    const turnsPerSec = conc.idle.length / ((nowMs() - t0) / 1000);
+    if (seq.errors || conc.errors)
+      throw new Error(`turn floor: ${seq.errors + conc.errors} turns failed`);
     const fresh = ids.map((id) => `${id}c`);
     const clientProcess = await clientProcessPhase(
       client,
@@ -139,8 +126,8 @@ async function turnFloor(s: BenchSettings): Promise<FloorFigures['turn']> {
       'turn floor with the client in its own process',
     );
     return {
-      firstChunk: summarize(first),
-      idle: summarize(idle),
+      firstChunk: summarize(seq.first),
+      idle: summarize(seq.idle),
       turnsPerSec,
       sessions: ids.length,
       clientProcess,

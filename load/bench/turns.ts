@@ -115,6 +115,75 @@ export async function turn(p: BenchClient, stream: Stream, sessionId: string): P
   }
 }
 
+/** One phase's timings: `first` and `idle` per turn (ms), failed turns, session.error frames. */
+export interface PhaseTimings {
+  first: number[];
+  idle: number[];
+  errors: number;
+  sessionErrors: number;
+}
+
+/**
+ * Sequential turns on one session, `turns` of them or for `seconds`, whichever ends first;
+ * stops after 3 failed turns (the first failures are logged).
+ */
+export async function sequentialTurns(
+  c: BenchClient,
+  stream: Stream,
+  sessionId: string,
+  turns: number,
+  seconds: number,
+): Promise<PhaseTimings> {
+  const out: PhaseTimings = { first: [], idle: [], errors: 0, sessionErrors: 0 };
+  const end = nowMs() + seconds * 1000;
+  while (out.idle.length + out.errors < turns && nowMs() < end) {
+    try {
+      const t = await turn(c, stream, sessionId);
+      out.idle.push(t.idleMs);
+      out.sessionErrors += t.sessionErrors;
+      if (!Number.isNaN(t.firstChunkMs)) out.first.push(t.firstChunkMs);
+    } catch (err) {
+      out.errors++;
+      console.error(`  turn error: ${(err as Error).message}`);
+      if (out.errors >= 3) break;
+    }
+  }
+  return out;
+}
+
+/**
+ * Every session loops turns (one at a time each) for `seconds`; a session stops after 3 failed
+ * turns (its first failure is logged). `perSession`: turns each session completed.
+ */
+export async function concurrentTurns(
+  c: BenchClient,
+  streams: Stream[],
+  sessionIds: string[],
+  seconds: number,
+): Promise<PhaseTimings & { perSession: number[] }> {
+  const out = { first: [], idle: [] as number[], errors: 0, sessionErrors: 0 };
+  const perSession = sessionIds.map(() => 0);
+  const end = nowMs() + seconds * 1000;
+  await Promise.all(
+    sessionIds.map(async (id, i) => {
+      let errs = 0;
+      while (nowMs() < end) {
+        try {
+          const t = await turn(c, streams[i]!, id);
+          out.idle.push(t.idleMs);
+          perSession[i]!++;
+          out.sessionErrors += t.sessionErrors;
+        } catch (err) {
+          out.errors++;
+          if (++errs === 1) console.error(`  turn error: ${(err as Error).message}`);
+          if (errs >= 3) break;
+        }
+      }
+    }),
+  );
+  return { ...out, perSession };
+}
+
 const lastSeq = async (p: BenchPlatform, ids: string[]) => {
   let sum = 0;
   for (const id of ids)
@@ -168,23 +237,12 @@ export async function turnsSection(
     // Sequential turns on one session.
     const sid = sessionIds[0]!;
     const seqBefore = await lastSeq(p, [sid]);
-    const first: number[] = [];
-    const idle: number[] = [];
-    let seqErrors = 0;
-    let seqSessionErrors = 0;
-    const seqEnd = nowMs() + s.seconds * 1000;
-    while (idle.length + seqErrors < s.turns && nowMs() < seqEnd) {
-      try {
-        const t = await turn(p, streams[0]!, sid);
-        idle.push(t.idleMs);
-        seqSessionErrors += t.sessionErrors;
-        if (!Number.isNaN(t.firstChunkMs)) first.push(t.firstChunkMs);
-      } catch (err) {
-        seqErrors++;
-        console.error(`  turn error: ${(err as Error).message}`);
-        if (seqErrors >= 3) break;
-      }
-    }
+    const {
+      first,
+      idle,
+      errors: seqErrors,
+      sessionErrors: seqSessionErrors,
+    } = await sequentialTurns(p, streams[0]!, sid, s.turns, s.seconds);
     const eventsPerTurn = idle.length ? ((await lastSeq(p, [sid])) - seqBefore) / idle.length : NaN;
     const firstS = summarize(first);
     const idleS = summarize(idle);
@@ -211,30 +269,14 @@ export async function turnsSection(
 
     // Concurrent turns: every session loops turns for `seconds`.
     const before = await lastSeq(p, sessionIds);
-    const cIdle: number[] = [];
-    const perSession = sessionIds.map(() => 0);
-    let cErrors = 0;
-    let cSessionErrors = 0;
     const busBefore = p.server.platform.bus.stats();
     const t0 = nowMs();
-    const cEnd = t0 + s.seconds * 1000;
-    await Promise.all(
-      sessionIds.map(async (id, i) => {
-        let errs = 0;
-        while (nowMs() < cEnd) {
-          try {
-            const t = await turn(p, streams[i]!, id);
-            cIdle.push(t.idleMs);
-            perSession[i]!++;
-            cSessionErrors += t.sessionErrors;
-          } catch (err) {
-            cErrors++;
-            if (++errs === 1) console.error(`  turn error: ${(err as Error).message}`);
-            if (errs >= 3) break;
-          }
-        }
-      }),
-    );
+    const {
+      idle: cIdle,
+      perSession,
+      errors: cErrors,
+      sessionErrors: cSessionErrors,
+    } = await concurrentTurns(p, streams, sessionIds, s.seconds);
     const elapsed = (nowMs() - t0) / 1000;
     const events = (await lastSeq(p, sessionIds)) - before;
     const busAfter = p.server.platform.bus.stats();
