@@ -3,11 +3,10 @@
  * checkpoints every checkpointAfterBytes and nothing is lost across a reopen; under writes that
  * never pause the WAL stays bounded (the store empties it between two commits).
  */
-import { mkdtemp, readdir, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { afterEach, describe, expect, it } from 'vitest';
+import { readdir } from 'node:fs/promises';
+import { describe, expect, it } from 'vitest';
 import { openEmbeddedStore } from '../src/adapters/embedded/documentStore.js';
+import { useTempDirs } from './fixtures/tempDirs.js';
 
 interface Item {
   _id: string;
@@ -15,15 +14,7 @@ interface Item {
   pad?: string;
 }
 
-const dirs: string[] = [];
-const tempDir = async () => {
-  const dir = await mkdtemp(join(tmpdir(), 'embedded-checkpoint-'));
-  dirs.push(dir);
-  return dir;
-};
-afterEach(async () => {
-  for (const dir of dirs.splice(0)) await rm(dir, { recursive: true, force: true });
-});
+const tempDir = useTempDirs('embedded-checkpoint-');
 
 describe('embedded store WAL checkpoints', () => {
   it('checkpoints the WAL in a worker every checkpointAfterBytes, losing nothing across reopen', async () => {

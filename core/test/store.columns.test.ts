@@ -8,15 +8,15 @@
  *   do not change indexed fields, $unset, findOneAndUpdate, upserts and rolled-back writes;
  *   queries through the indexes answer as the documents say.
  */
-import { cpSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { cpSync, readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
-import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { openEmbeddedStore } from '../src/adapters/embedded/documentStore.js';
 import { DuplicateKeyError } from '../src/ports/store.js';
 import { startOnDataDir } from './fixtures/embeddedServer.js';
+import { useTempDirs } from './fixtures/tempDirs.js';
 
 type Db = {
   prepare(sql: string): { all(...a: unknown[]): unknown[]; get(...a: unknown[]): unknown };
@@ -35,15 +35,7 @@ const manifest = JSON.parse(readFileSync(join(fixture, 'manifest.json'), 'utf8')
   deletedSession: string;
 };
 
-const dirs: string[] = [];
-const tempDir = () => {
-  const d = mkdtempSync(join(tmpdir(), 'store-columns-'));
-  dirs.push(d);
-  return d;
-};
-afterEach(() => {
-  for (const d of dirs.splice(0)) rmSync(d, { recursive: true, force: true });
-});
+const tempDir = useTempDirs('store-columns-');
 
 /** The ix:* indexes of a store file: name → CREATE INDEX text. */
 function indexSql(file: string): Map<string, string> {

@@ -11,25 +11,18 @@ import { mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { openEmbeddedStore } from '../src/adapters/embedded/documentStore.js';
 import { loadConfig } from '../src/config.js';
 import { DuplicateKeyError } from '../src/ports/store.js';
 import { storeContract } from './store.contract.js';
+import { useTempDirs } from './fixtures/tempDirs.js';
 
 const here = dirname(fileURLToPath(import.meta.url));
 const repoRoot = resolve(here, '../..');
 const writer = join(here, 'fixtures/store-writer.ts');
 
-const dirs: string[] = [];
-const tempDir = async () => {
-  const dir = await mkdtemp(join(tmpdir(), 'embedded-store-'));
-  dirs.push(dir);
-  return dir;
-};
-afterEach(async () => {
-  for (const dir of dirs.splice(0)) await rm(dir, { recursive: true, force: true });
-});
+const tempDir = useTempDirs('embedded-store-');
 
 storeContract('embedded (memory)', async () => {
   const store = await openEmbeddedStore({});

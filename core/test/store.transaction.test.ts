@@ -6,12 +6,10 @@
  * The event log appends through it (core/src/domain/eventLog.ts appendAtomically): see
  * test/session-log-head.test.ts for the log head behind the log after a crashed two-write append.
  */
-import { mkdtemp, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { openEmbeddedStore } from '../src/adapters/embedded/documentStore.js';
 import { DuplicateKeyError } from '../src/ports/store.js';
+import { useTempDirs } from './fixtures/tempDirs.js';
 
 interface Item {
   _id: string;
@@ -19,15 +17,7 @@ interface Item {
   k?: string;
 }
 
-const dirs: string[] = [];
-afterEach(async () => {
-  for (const dir of dirs.splice(0)) await rm(dir, { recursive: true, force: true });
-});
-const tempDir = async () => {
-  const dir = await mkdtemp(join(tmpdir(), 'embedded-tx-'));
-  dirs.push(dir);
-  return dir;
-};
+const tempDir = useTempDirs('embedded-tx-');
 
 describe('embedded store transaction', () => {
   it('commits reads, inserts and updates of several collections together; a reopen keeps them', async () => {

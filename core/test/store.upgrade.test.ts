@@ -20,20 +20,19 @@ import {
   cpSync,
   existsSync,
   mkdirSync,
-  mkdtempSync,
   readdirSync,
   readFileSync,
   rmSync,
   statSync,
   writeFileSync,
 } from 'node:fs';
-import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { openEmbeddedStore, type EmbeddedStore } from '../src/adapters/embedded/documentStore.js';
 import type { Logger } from '../src/log.js';
 import { startOnDataDir } from './fixtures/embeddedServer.js';
+import { useTempDirs } from './fixtures/tempDirs.js';
 
 type StoredDoc = { _id: string } & Record<string, unknown>;
 interface Manifest {
@@ -57,15 +56,7 @@ const IMPORT_LINE =
   /^store: imported (\d+) documents in (\d+) collections from the pre-SQLite store; old files kept in (.+)$/;
 const OLD_FILE = /^(wal-\d{12}\.log|snapshot-\d{12}\.jsonl)$/;
 
-const dirs: string[] = [];
-afterEach(() => {
-  for (const d of dirs.splice(0)) rmSync(d, { recursive: true, force: true });
-});
-function tempDir(): string {
-  const dir = mkdtempSync(join(tmpdir(), 'legacy-upgrade-'));
-  dirs.push(dir);
-  return dir;
-}
+const tempDir = useTempDirs('legacy-upgrade-');
 function copyFixture(dir = tempDir()): string {
   cpSync(join(fixture, 'store'), dir, { recursive: true });
   return dir;
