@@ -7,9 +7,9 @@
  * UPDATE only when the statement sets a column the index reads. An expression index reads
  * `doc`, which every update sets, so each update rewrote every index entry of the document
  * (a session's log-head move rewrote three); a column is set only when its value changed
- * (`update` compares `columnValues` before and after), so most updates touch no index page. Writes compute the columns in SQL
- * from the same JSON text (`json_extract`), so a column always equals the expression it
- * replaces. A store written before the columns existed (indexes on the expression) is
+ * (`update` compares `columnValues` before and after), so most updates touch no index page.
+ * Writes compute the columns in SQL from the same JSON text (`json_extract`), so a column
+ * always equals the expression it replaces. A store written before the columns existed (indexes on the expression) is
  * converted once when the store opens (`upgradeIndexes`, through documentStore.ts
  * openIndexed). Guarantees:
  * - index declarations persist in `_af_indexes`; declaring a name again with other fields or
