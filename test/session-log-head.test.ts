@@ -2,10 +2,11 @@
  * The log head and the session status derived from it: an append writes the events, then the
  * session's head (one transaction on the embedded store, two writes on MongoDB). A client that
  * read the idle event never reads the session running, and a head left behind its events (a
- * crash between the two writes) is repaired by the next append.
+ * crash between the two writes) is repaired by the next append. On a store with transactions
+ * the turn's idle also clears the session's pending flag in the same write.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startPlatform, type TestPlatform } from './harness.js';
+import { startPlatform, waitFor, type TestPlatform } from './harness.js';
 import { json, sessionHelpers } from './sessionHelpers.js';
 
 let t: TestPlatform;
@@ -102,5 +103,25 @@ describe('log head', () => {
     expect(events[before + 1]).toMatchObject({ type: 'user.message', seq: before + 2 });
     const head = (await c.sessions.get('tnt_default', s.id))!.last_seq;
     expect(head).toBe(events.at(-1).seq);
+  });
+
+  it('on a store with transactions the idle and the cleared pending flag are one write', async () => {
+    const { agent, model } = await agentWithModel();
+    const s = await t.client.beta.sessions.create({ agent: agent.id, environment_id: envId });
+    const c = t.server.platform.collections;
+    const atomic = !!(await c.sessions.handle('tnt_default')).store.transaction;
+    // Read the session as soon as the idle is durable (hooks run before the append returns).
+    const atIdle: boolean[] = [];
+    t.server.platform.events.onAppended(async (tenant, sid, written) => {
+      if (sid === s.id && written.some((e) => e.type === 'session.status_idle'))
+        atIdle.push((await c.sessions.get(tenant, sid))!.pending === true);
+    });
+    t.model.script(model, { steps: [{ text: 'ok' }] });
+    await say(s.id, 'hi');
+    await untilIdle(s.id);
+    await waitFor(async () => atIdle.length === 1, 5000);
+    // Embedded: in the idle's own transaction. MongoDB: the separate compare-and-set after it.
+    if (atomic) expect(atIdle).toEqual([false]);
+    await waitFor(async () => (await c.sessions.get('tnt_default', s.id))!.pending === false, 5000);
   });
 });

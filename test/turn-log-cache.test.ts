@@ -118,4 +118,46 @@ describe('session log cache', () => {
     expect(cache.stats().bytes).toBeLessThanOrEqual(10_000);
     expect(await cache.all(TENANT, b)).toHaveLength(4);
   });
+
+  it("keeps the worker's own appends: a read through them needs no store read; a gap is read", async () => {
+    const sid = await newSession();
+    const log = t.server.platform.events;
+    let reads = 0;
+    const cache = new SessionLogCache({
+      range: (...a: Parameters<typeof log.range>) => {
+        reads++;
+        return log.range(...a);
+      },
+    });
+    const msg = (text: string) => ({
+      type: 'agent.message',
+      payload: { content: [{ type: 'text', text }] },
+    });
+    await log.append(TENANT, sid, [msg('a')]);
+    expect(await cache.all(TENANT, sid)).toHaveLength(1);
+    expect(reads).toBe(1);
+    const own = msg('b');
+    const written = await log.append(TENANT, sid, [own, msg('c')]);
+    cache.appended(TENANT, sid, written);
+    const through = await cache.all(TENANT, sid, written.at(-1)!.seq);
+    expect(reads).toBe(1);
+    expect(through.map((e) => e.seq)).toEqual([1, 2, 3]);
+    expect(through.map((e) => e._id)).toEqual((await log.all(TENANT, sid)).map((e) => e._id));
+    // Kept copies are frozen; the appender's own payload objects are not.
+    expect(Object.isFrozen(through[1]!.payload)).toBe(true);
+    expect(Object.isFrozen(own.payload)).toBe(false);
+    // Past the cached run, or without `through`, the store is read.
+    await cache.all(TENANT, sid, 4);
+    expect(reads).toBe(2);
+    await cache.all(TENANT, sid);
+    expect(reads).toBe(3);
+    // An append that does not extend the cached run (someone else's came first) is not kept.
+    await log.append(TENANT, sid, [msg('d')]);
+    const mine = await log.append(TENANT, sid, [msg('e')]);
+    cache.appended(TENANT, sid, mine);
+    const after = await cache.all(TENANT, sid, mine[0]!.seq);
+    expect(reads).toBe(4);
+    expect(after.map((e) => e.seq)).toEqual([1, 2, 3, 4, 5]);
+    expect(after.map((e) => (e.payload as any).content[0].text)).toEqual(['a', 'b', 'c', 'd', 'e']);
+  });
 });

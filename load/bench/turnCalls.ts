@@ -4,6 +4,8 @@
  * turns on one session (default 1,000; `N=`). A turn here is section b's: zero-latency scripted
  * model, SSE ?include=chunks open, platform, client and model in this process.
  * `PROF=<file>` also writes a CPU profile of the timed turns (Chrome DevTools format).
+ * `CONCURRENT=<sessions>` times (and profiles) section b's concurrent phase instead, driven by
+ * a client process on that many fresh sessions for `SECONDS` (default 6), and prints turns/s.
  *
  *   npx tsx --conditions=source load/bench/turnCalls.ts
  *
@@ -14,6 +16,7 @@ import { Session } from 'node:inspector/promises';
 import { EventLog, TenantCollection } from '@agentfleet/core';
 import { startBenchPlatform } from './context.js';
 import { sleep, summarize } from './stats.js';
+import { turnsFromClientProcess } from './turnClientProcess.js';
 import { openStream, turn } from './turns.js';
 
 const METHODS = [
@@ -67,6 +70,38 @@ try {
     prof.connect();
     await prof.post('Profiler.enable');
     await prof.post('Profiler.start');
+  }
+  const concurrent = Number(process.env.CONCURRENT ?? 0);
+  if (concurrent > 0) {
+    const ids = (await p.sessions(concurrent)).sessionIds;
+    const elu0 = performance.eventLoopUtilization();
+    const cpu0 = process.cpuUsage();
+    const perSecond: string[] = [];
+    let last = performance.eventLoopUtilization();
+    const tick = setInterval(() => {
+      const now = performance.eventLoopUtilization();
+      perSecond.push((100 * performance.eventLoopUtilization(now, last).utilization).toFixed(0));
+      last = now;
+    }, 1000);
+    const r = await turnsFromClientProcess({
+      url: p.url,
+      apiKey: p.apiKey,
+      sessionIds: ids,
+      turns: 20,
+      seconds: Number(process.env.SECONDS ?? 6),
+    });
+    clearInterval(tick);
+    if (prof)
+      writeFileSync(process.env.PROF!, JSON.stringify((await prof.post('Profiler.stop')).profile));
+    console.log(`event loop busy % per second: ${perSecond.join(' ')}`);
+    console.log(
+      `${concurrent} sessions, client process: ${r.turnsPerSec.toFixed(1)} turns/s, idle p50 ${r.concurrentIdle.p50.toFixed(2)} ms, ${r.errors} errors; ` +
+        `event loop ${(100 * performance.eventLoopUtilization(elu0).utilization).toFixed(0)} % busy, ` +
+        `process CPU ${((process.cpuUsage(cpu0).user + process.cpuUsage(cpu0).system) / 1000).toFixed(0)} ms`,
+    );
+    stream.close();
+    await p.close();
+    process.exit(0);
   }
   const first: number[] = [];
   const idle: number[] = [];

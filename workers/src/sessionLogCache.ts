@@ -17,6 +17,12 @@
  *   cached (it is read from the store each time, as before).
  * - A deleted session's entry is never served: its log reads come after the turn checked that
  *   the session exists, and `forget` drops it.
+ * - `appended(tenant, sessionId, written)` adds the events this worker just appended (what
+ *   `EventLog.append` returned) when they extend the cached run directly; otherwise it does
+ *   nothing and the next read fetches them. `all(…, through)` with `through` at or below the
+ *   cached run's last seq answers from the cache without a store read: a prefix of the log that
+ *   holds every event up to `through` (the turn's own last append: events others append after
+ *   it enter at the next turn, history.ts, turnInput.ts).
  * - `history(tenant, sessionId, log)` builds the model history from a log this cache returned,
  *   with a fold kept in the session's entry (./history.ts HistoryBuilder): only the events past
  *   the previous call are folded. It goes with the entry (eviction, `forget`); a session that
@@ -44,10 +50,15 @@ export class SessionLogCache {
     private readonly maxBytes = DEFAULT_LOG_CACHE_BYTES,
   ) {}
 
-  /** Every event of the session, ascending by seq (see the file header). */
-  async all(tenant: string, sessionId: string): Promise<readonly EventDoc[]> {
+  /**
+   * Every event of the session, ascending by seq (see the file header); with `through`, a prefix
+   * holding at least every event up to that seq, from the cache when it reaches that far.
+   */
+  async all(tenant: string, sessionId: string, through?: number): Promise<readonly EventDoc[]> {
     const key = `${tenant}\u0000${sessionId}`;
     const entry = this.entries.get(key);
+    if (through !== undefined && entry?.events.length && entry.events.at(-1)!.seq >= through)
+      return entry.events;
     const cached = entry?.events ?? [];
     const fresh: EventDoc[] = [];
     let after = cached.length ? cached[cached.length - 1]!.seq : 0;
@@ -79,6 +90,36 @@ export class SessionLogCache {
     else this.entries.set(key, next);
     this.evict();
     return all;
+  }
+
+  /**
+   * The events this worker appended to the session (`EventLog.append`'s result), kept when they
+   * extend the cached run (file header). They are copied before being frozen: the caller's
+   * payload objects stay its own.
+   */
+  appended(tenant: string, sessionId: string, written: readonly EventDoc[]): void {
+    const key = `${tenant}\u0000${sessionId}`;
+    const entry = this.entries.get(key);
+    if (!entry?.events.length || !written.length) return;
+    let last = entry.events.at(-1)!.seq;
+    let added = 0;
+    for (const e of written) {
+      if (e.seq !== ++last) return; // not contiguous: the next read fetches the run
+      added += JSON.stringify(e.payload).length + 200;
+    }
+    // Copied the way the store reads them back (JSON): the same object shapes as the events
+    // read from the store, so the turn's scans of the log stay monomorphic.
+    const copies = written.map((e) => deepFreeze(JSON.parse(JSON.stringify(e)) as EventDoc));
+    const next: Entry = {
+      ...entry,
+      events: [...entry.events, ...copies],
+      bytes: entry.bytes + added,
+    };
+    this.entries.delete(key);
+    this.bytes += added;
+    if (next.bytes > this.maxBytes) this.bytes -= next.bytes;
+    else this.entries.set(key, next);
+    this.evict();
   }
 
   /** The model history of `log` (what `all` returned), folded incrementally (file header). */

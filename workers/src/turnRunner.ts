@@ -1,10 +1,10 @@
 /**
- * The turn loop: composes the session lease, the run record, model requests
- * (./modelRequest.ts, streamed by ./modelStream.ts), tool dispatch under permission policies
- * (./permissions.ts, executed by ./tools.ts; MCP servers by ./mcpTurn.ts), stop reasons
- * and error events (./turnEvents.ts), interrupts (./turnControl.ts) and crash recovery
- * (./turnRecovery.ts). A self_hosted session's toolset runs in the customer's worker, with no
- * sandbox here (./selfHosted.ts).
+ * The turn loop: composes the session lease, fenced appends (./turnAppends.ts), the run record,
+ * model requests (./modelRequest.ts, streamed by ./modelStream.ts), tool dispatch under
+ * permission policies (./permissions.ts, run by ./tools.ts; MCP by ./mcpTurn.ts), stop reasons
+ * and error events (./turnEvents.ts), interrupts (./turnControl.ts), crash recovery
+ * (./turnRecovery.ts). A self_hosted session's tools run in the customer's worker
+ * (./selfHosted.ts).
  */
 import {
   newId,
@@ -12,8 +12,6 @@ import {
   StaleLeaseError,
   sleep,
   nowIso,
-  type EventDoc,
-  type EventDraft,
   type Lease,
   type Logger,
   type Platform,
@@ -25,7 +23,7 @@ import type { CommandEnvelope } from '@agentfleet/schemas';
 import { resolveFileBlocks } from './fileBlocks.js';
 import { requiresAction, turnInputReady } from './turnInput.js';
 import { ToolCallDispatcher } from './permissions.js';
-import { modelRequest, type AppendFenced } from './modelRequest.js';
+import { modelRequest } from './modelRequest.js';
 import { budgetStop } from './budget.js';
 import { ToolExecutor } from './tools.js';
 import { McpTurn } from './mcpTurn.js';
@@ -37,6 +35,7 @@ import { memoryWarnings, withMemoryPrompt } from './turnMemory.js';
 import { SkillLoadError, withSkillPrompt } from './skillPrompt.js';
 import { SessionLogCache } from './sessionLogCache.js';
 import { TurnControl } from './turnControl.js';
+import { SessionAppends } from './turnAppends.js';
 
 /**
  * Runs session turns. Guarantees: one turn per session at a time (session lease, fenced
@@ -52,8 +51,6 @@ export class TurnRunner {
   private scanTimer: NodeJS.Timeout | null = null;
   private readonly running = new Set<Promise<void>>();
   private readonly draining = new Set<string>();
-  /** Appends this worker made to each session it drains (see modelLoop's history reads). */
-  private readonly appended = new Map<string, number>();
   /** Each drain's control channel subscription (./turnControl.ts). */
   private readonly controls = new Map<string, TurnControl>();
 
@@ -65,7 +62,10 @@ export class TurnRunner {
     private readonly sandbox: SandboxManager | null = null,
     /** The session logs this worker read (./sessionLogCache.ts): a turn reads only new events. */
     private readonly logs: SessionLogCache = new SessionLogCache(p.events),
-  ) {}
+  ) {
+    this.appends = new SessionAppends(p.events, logs);
+  }
+  private readonly appends: SessionAppends;
 
   private get maxConcurrentTurns() {
     return this.p.config.turn.maxConcurrent;
@@ -160,7 +160,7 @@ export class TurnRunner {
       throw err;
     } finally {
       clearInterval(renew);
-      this.appended.delete(sid);
+      this.appends.forget(sid);
       this.controls.delete(sid);
       await control
         ?.close()
@@ -171,9 +171,19 @@ export class TurnRunner {
 
   private async drain(tenant: string, sid: string, lease: Lease): Promise<void> {
     const { sessions, runs } = this.p.collections;
-    await sessions.updateOne(tenant, { _id: sid }, { $max: { fence: lease.token } });
+    // The fence moves before anything is read; the document it answers is the first read.
+    let fenced: Promise<SessionDoc | null> | null = sessions.findOneAndUpdate(
+      tenant,
+      { _id: sid },
+      { $max: { fence: lease.token } },
+      { returnDocument: 'after' },
+    );
     for (;;) {
-      const [s, orphan] = await Promise.all([sessions.get(tenant, sid), runs.get(tenant, sid)]);
+      const [s, orphan] = await Promise.all([
+        fenced ?? sessions.get(tenant, sid),
+        runs.get(tenant, sid),
+      ]);
+      fenced = null;
       if (!s || s.deleted_at || s.terminated_at) {
         this.logs.forget(tenant, sid);
         await runs.deleteMany(tenant, { _id: sid });
@@ -206,9 +216,15 @@ export class TurnRunner {
     if (!input.ready) {
       // Some calls answered, not all: the idle is re-emitted with the remainder (SDK).
       if (input.remaining.length)
-        await this.append(tenant, s._id, lease, [requiresAction(input.remaining)], (idleSeq) => ({
-          $max: { processed_seq: inputTo, idle_seq: idleSeq },
-        }));
+        await this.appends.append(
+          tenant,
+          s._id,
+          lease,
+          [requiresAction(input.remaining)],
+          (idleSeq) => ({
+            $max: { processed_seq: inputTo, idle_seq: idleSeq },
+          }),
+        );
       await this.markProcessed(tenant, s._id, inputTo);
       return false;
     }
@@ -230,7 +246,7 @@ export class TurnRunner {
       },
       { upsert: true },
     );
-    const running = this.append(tenant, s._id, lease, [
+    const running = this.appends.append(tenant, s._id, lease, [
       { type: 'session.status_running', payload: {} },
     ]);
     await Promise.all([record, running]);
@@ -253,7 +269,7 @@ export class TurnRunner {
     control.register(abort, interruptSeq);
     let end: TurnEnd = { stop_reason: { type: 'end_turn' } };
     // The agent's MCP servers: connected on first need, closed with the turn.
-    const append = this.fenced(tenant, sid, lease);
+    const append = this.appends.fenced(tenant, sid, lease);
     const sandbox = SelfHostedLane.of(s) ? null : this.sandbox; // the worker is the sandbox
     const mcp = new McpTurn(this.p, sandbox, s, append, this.log, abort.signal);
     try {
@@ -271,7 +287,7 @@ export class TurnRunner {
           session_id: sid,
           err: String((err as Error)?.stack ?? err),
         });
-        await this.append(tenant, sid, lease, [
+        await this.appends.append(tenant, sid, lease, [
           sessionError('unknown_error', 'the turn failed unexpectedly', 'terminal'),
         ]);
       }
@@ -299,38 +315,42 @@ export class TurnRunner {
     const warnings = await outputWarnings(this.sandbox, s, this.log);
     // Mounted memory stores: the turn's changes become memory writes (./turnMemory.ts).
     const memory = await memoryWarnings(this.p, this.sandbox, s, this.log);
-    await this.append(
+    // With the append one transaction (embedded store), the pending flag is cleared in it, under
+    // the same condition as clearPending; `cleared` stays undefined on the two-write path.
+    let cleared: boolean | undefined;
+    const idle = {
+      type: 'session.status_idle',
+      payload: {
+        stop_reason: end.stop_reason,
+        stop_details: null,
+        ...(end.interrupted ? { interrupted: true } : {}),
+      },
+    };
+    await this.appends.append(
       tenant,
       sid,
       lease,
-      [
-        ...warnings,
-        ...memory,
-        {
-          type: 'session.status_idle',
-          payload: {
-            stop_reason: end.stop_reason,
-            stop_details: null,
-            ...(end.interrupted ? { interrupted: true } : {}),
-          },
-        },
-      ],
-      (idleSeq) => ({
-        $max: { processed_seq: processed, idle_seq: idleSeq },
-        $set: { recoveries: 0 },
-      }),
+      [...warnings, ...memory, idle],
+      (idleSeq, current) => {
+        cleared = current ? current.input_seq <= processed : undefined;
+        return {
+          $max: { processed_seq: processed, idle_seq: idleSeq },
+          $set: { recoveries: 0, ...(cleared ? { pending: false } : {}) },
+        };
+      },
     );
-    // processed_seq moved with the idle: the pending flag and the run record go together (either
-    // one lost in a crash is repaired: drain clears a stale flag, recover a finished run).
-    const [cleared] = await Promise.all([
-      this.clearPending(tenant, sid, processed),
+    // processed_seq moved with the idle: the pending flag (unless cleared above) and the run
+    // record go now (either one lost in a crash is repaired: drain clears a stale flag, recover
+    // a finished run).
+    const [done] = await Promise.all([
+      cleared ?? this.clearPending(tenant, sid, processed),
       this.p.collections.runs.deleteOne(tenant, { _id: sid }),
     ]);
     this.p.metrics.turnsFinished.inc({
       stop_reason: String(end.stop_reason.type),
       interrupted: end.interrupted ? 'true' : 'false',
     });
-    return cleared;
+    return done;
   }
 
   private async markProcessed(tenant: string, sid: string, upTo: number) {
@@ -349,23 +369,6 @@ export class TurnRunner {
     return r.matched > 0;
   }
 
-  private append(
-    tenant: string,
-    sid: string,
-    lease: Lease,
-    drafts: EventDraft[],
-    extra?: Record<string, any> | ((lastSeq: number) => Record<string, any>),
-  ): Promise<EventDoc[]> {
-    const update =
-      typeof extra === 'function' ? (last: number) => extra(last) : extra ? () => extra : undefined;
-    this.appended.set(sid, (this.appended.get(sid) ?? 0) + 1);
-    return this.p.events.append(tenant, sid, drafts, { fence: lease.token, sessionUpdate: update });
-  }
-
-  private fenced(tenant: string, sid: string, lease: Lease): AppendFenced {
-    return (drafts, extra) => this.append(tenant, sid, lease, drafts, extra);
-  }
-
   private async modelLoop(
     tenant: string,
     s: SessionDoc,
@@ -377,7 +380,7 @@ export class TurnRunner {
     const sid = s._id;
     const session = { tenantId: tenant, sessionId: sid, environmentId: s.environment_id };
     const lane = SelfHostedLane.of(s);
-    const append = this.fenced(tenant, sid, lease);
+    const append = this.appends.fenced(tenant, sid, lease);
     const calls = new ToolCallDispatcher(
       s.agent.tools as any[],
       this.tools,
@@ -387,8 +390,9 @@ export class TurnRunner {
       lane,
     );
     // Calls held for confirmation by an earlier turn are settled before the model sees them.
-    let log = await this.logs.all(tenant, sid);
-    let logAt = this.appended.get(sid);
+    // Every event up to the turn's own last append (status_running); see sessionLogCache.ts.
+    let log = await this.logs.all(tenant, sid, this.appends.lastSeq(sid));
+    let logAt = this.appends.count(sid);
     const held = await calls.settleHeld(log, lane ? inputTo : Infinity);
     if (held.length) return { stop_reason: { type: 'requires_action', event_ids: held } };
     // The pinned skills' SKILL.md bodies, inlined into the system prompt (./skillPrompt.ts).
@@ -406,9 +410,9 @@ export class TurnRunner {
       const overBudget = await budgetStop(this.p, tenant, sid, i === 0 ? s : undefined);
       if (overBudget) return overBudget;
       // Re-read only after this turn appended: others' input enters at the next turn (history.ts).
-      if (this.appended.get(sid) !== logAt) {
-        log = await this.logs.all(tenant, sid);
-        logAt = this.appended.get(sid);
+      if (this.appends.count(sid) !== logAt) {
+        log = await this.logs.all(tenant, sid, this.appends.lastSeq(sid));
+        logAt = this.appends.count(sid);
       }
       const history = await resolveFileBlocks(
         this.p.files,
@@ -419,7 +423,7 @@ export class TurnRunner {
         this.p,
         tenant,
         withMemory,
-        this.fenced(tenant, sid, lease),
+        this.appends.fenced(tenant, sid, lease),
         history,
         signal,
         mcp,
@@ -470,7 +474,7 @@ export class TurnRunner {
       { _id: sid },
       { $set: { owner: this.owner, token: lease.token, rescheduled_at: null } },
     );
-    await this.append(tenant, sid, lease, reconciliationDrafts(turn, SelfHostedLane.of(s)));
+    await this.appends.append(tenant, sid, lease, reconciliationDrafts(turn, SelfHostedLane.of(s)));
     const done = lastResponseFinished(turn);
     if (done) {
       await this.finish(tenant, sid, lease, inputTo, { stop_reason: { type: 'end_turn' } });

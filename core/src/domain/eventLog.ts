@@ -19,8 +19,12 @@ export interface EventDraft {
 export interface AppendOptions {
   /** Lease fencing token of the writer; refused when a newer holder exists. */
   fence?: number;
-  /** Extra session fields to move in the same atomic update as the log head. */
-  sessionUpdate?: (lastSeq: number, first: number) => Update;
+  /**
+   * Extra session fields to move in the same atomic update as the log head. `current` is the
+   * session document as the update finds it, given when the append is one transaction (a store
+   * with transactions: the update may depend on it); absent on the two-write path.
+   */
+  sessionUpdate?: (lastSeq: number, first: number, current?: Readonly<SessionDoc>) => Update;
   /** Terminal writes (termination, deletion) may append to a terminated session. */
   allowTerminated?: boolean;
 }
@@ -155,7 +159,7 @@ export class EventLog {
         const { matched } = tx(sessions).updateOne({ _id: sessionId, tenant_id: tenant }, (s) => {
           const firstSeq = appendable(s, sessionId, opts).last_seq + 1;
           docs = eventDocs(tenant, sessionId, job.drafts, firstSeq);
-          return headUpdate(docs, opts, firstSeq);
+          return headUpdate(docs, opts, firstSeq, s);
         });
         if (!matched) throw notFound('session', sessionId);
         tx(events).insertMany(docs.map((d) => ({ ...d, payload: stored.get(d._id) ?? d.payload })));
@@ -272,9 +276,14 @@ function eventDocs(
 }
 
 /** The log head moves to the batch's last seq, with the caller's session fields. */
-function headUpdate(batch: EventDoc[], opts: AppendOptions, firstSeq: number): Update {
+function headUpdate(
+  batch: EventDoc[],
+  opts: AppendOptions,
+  firstSeq: number,
+  current?: Readonly<SessionDoc>,
+): Update {
   const last = batch[batch.length - 1]!.seq;
-  const extra = opts.sessionUpdate?.(last, firstSeq) ?? {};
+  const extra = opts.sessionUpdate?.(last, firstSeq, current) ?? {};
   return {
     ...extra,
     $max: { ...(extra.$max ?? {}), last_seq: last },
