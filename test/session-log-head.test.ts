@@ -3,7 +3,8 @@
  * session's head (one transaction on the embedded store, two writes on MongoDB). A client that
  * read the idle event never reads the session running, and a head left behind its events (a
  * crash between the two writes) is repaired by the next append. On a store with transactions
- * the turn's idle also clears the session's pending flag in the same write.
+ * the turn's idle also clears the session's pending flag in the same write. A caller's fresh read
+ * of the session places an unfenced append without another read, and a stale one only collides.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startPlatform, waitFor, type TestPlatform } from './harness.js';
@@ -123,5 +124,53 @@ describe('log head', () => {
     // Embedded: in the idle's own transaction. MongoDB: the separate compare-and-set after it.
     if (atomic) expect(atIdle).toEqual([false]);
     await waitFor(async () => (await c.sessions.get('tnt_default', s.id))!.pending === false, 5000);
+  });
+
+  it('an append placed by a stale read of the session collides, re-reads and stays gap-free', async () => {
+    const s = await t.client.beta.sessions.create({
+      agent: (await agentWithModel()).agent.id,
+      environment_id: envId,
+    });
+    const c = t.server.platform.collections;
+    const log = t.server.platform.events;
+    const T = 'tnt_default';
+    const msg = (text: string) => ({
+      type: 'agent.message',
+      payload: { content: [{ type: 'text', text }] },
+    });
+    const stale = (await c.sessions.get(T, s.id))!;
+    await log.append(T, s.id, [msg('one'), msg('two')]);
+    // A head behind its events sends any store down the two-write path (MongoDB always takes it).
+    const behind = async (id: string) => {
+      const head = (await c.sessions.get(T, s.id))!.last_seq;
+      await c.events.insertMany(T, [
+        {
+          _id: id,
+          session_id: s.id,
+          seq: head + 1,
+          type: 'agent.message',
+          payload: {},
+          created_at: new Date().toISOString(),
+        },
+      ]);
+    };
+    await behind('sevt_behind_1');
+    const [three] = await log.append(T, s.id, [msg('three')], { readSession: stale });
+    const seqs = (await log.all(T, s.id)).map((e) => e.seq);
+    expect(seqs).toEqual(seqs.map((_, i) => i + 1));
+    expect(three!.seq).toBe(seqs.at(-1));
+    expect((await c.sessions.get(T, s.id))!.last_seq).toBe(three!.seq);
+    // A fenced append is checked against the stored session, whatever it was handed (here an
+    // exact head with an old fence).
+    await c.sessions.updateOne(T, { _id: s.id }, { $max: { fence: 5 } });
+    const handed = { ...(await c.sessions.get(T, s.id))!, fence: 0 };
+    await expect(
+      log.append(T, s.id, [msg('stale writer')], { fence: 1, readSession: handed }),
+    ).rejects.toThrow(/superseded/);
+    expect(
+      (await log.all(T, s.id)).some(
+        (e) => (e.payload as any).content?.[0]?.text === 'stale writer',
+      ),
+    ).toBe(false);
   });
 });

@@ -33,6 +33,8 @@ export interface StoreShareFigures {
   storeMsPerTurn: number;
   /** Store calls per Collection method during the measurement. */
   callsByMethod: Record<string, number>;
+  /** Store calls per turn by `collection.method`. */
+  perTurnByCall: Record<string, number>;
 }
 
 /** Busy-time accounting shared by every wrapped collection. */
@@ -41,11 +43,15 @@ class StoreClock {
   busyMs = 0;
   calls = 0;
   byMethod: Record<string, number> = {};
+  /** Calls per `collection.method`. */
+  byCall: Record<string, number> = {};
   private since = 0;
 
-  async time<R>(method: string, op: () => Promise<R>): Promise<R> {
+  async time<R>(method: string, op: () => Promise<R>, collection = ''): Promise<R> {
     this.calls++;
     this.byMethod[method] = (this.byMethod[method] ?? 0) + 1;
+    const call = `${collection}.${method}`;
+    this.byCall[call] = (this.byCall[call] ?? 0) + 1;
     if (this.inFlight++ === 0) this.since = nowMs();
     try {
       return await op();
@@ -58,6 +64,7 @@ class StoreClock {
     this.busyMs = 0;
     this.calls = 0;
     this.byMethod = {};
+    this.byCall = {};
     if (this.inFlight > 0) this.since = nowMs();
   }
 }
@@ -83,7 +90,7 @@ function timedCollection<T extends Doc>(c: Collection<T>, clock: StoreClock): Co
   for (const m of METHODS) {
     const fn = (c[m] as (...a: unknown[]) => Promise<unknown>).bind(c);
     (timed as unknown as Record<string, unknown>)[m] = (...args: unknown[]) =>
-      clock.time(m, () => fn(...args));
+      clock.time(m, () => fn(...args), c.name);
   }
   return timed;
 }
@@ -152,6 +159,9 @@ export async function storeShareSection(
           storeCallsPerTurn: clock.calls / Math.max(1, times.length),
           storeMsPerTurn: busy / Math.max(1, times.length),
           callsByMethod: { ...clock.byMethod },
+          perTurnByCall: Object.fromEntries(
+            Object.entries(clock.byCall).map(([k, n]) => [k, n / Math.max(1, times.length)]),
+          ),
         };
         printTable(
           `1 session, sequential turns for ${s.seconds}s (after ${s.warmupMs / 1000}s warm-up), zero-latency model, SSE open`,
@@ -169,6 +179,10 @@ export async function storeShareSection(
             `store calls by method: ${Object.entries(figures.callsByMethod)
               .sort((a, b) => b[1] - a[1])
               .map(([m, n]) => `${m} ${n}`)
+              .join(', ')}`,
+            `per turn by collection.method: ${Object.entries(figures.perTurnByCall)
+              .sort((a, b) => b[1] - a[1])
+              .map(([k, n]) => `${k} ${fmt(n, 1)}`)
               .join(', ')}`,
             "store busy % = wall time with >= 1 store call in flight / the turns' wall time; the rest is the platform, Kafka and Redis",
           ],

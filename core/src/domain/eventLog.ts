@@ -27,6 +27,12 @@ export interface AppendOptions {
   sessionUpdate?: (lastSeq: number, first: number, current?: Readonly<SessionDoc>) => Update;
   /** Terminal writes (termination, deletion) may append to a terminated session. */
   allowTerminated?: boolean;
+  /**
+   * The session as the caller just read and checked it (no fence): on the two-write path its
+   * log head places the first attempt without another read. A head that moved meanwhile only
+   * makes that attempt collide on (session_id, seq), and the repairing loop reads it afresh.
+   */
+  readSession?: Readonly<SessionDoc>;
 }
 
 /**
@@ -114,8 +120,12 @@ export class EventLog {
   private async appendDocs(job: AppendJob): Promise<void> {
     const { tenant, sessionId, stored, opts, written } = job;
     let pending = job.drafts;
+    // A fenced append always reads the session: its fence is checked against the newest holder.
+    let known = opts.fence === undefined ? opts.readSession : undefined;
     while (pending.length) {
-      const s = appendable(await this.c.sessions.get(tenant, sessionId), sessionId, opts);
+      const read = known ?? (await this.c.sessions.get(tenant, sessionId));
+      known = undefined;
+      const s = appendable(read, sessionId, opts);
       const firstSeq = s.last_seq + 1;
       const docs = eventDocs(tenant, sessionId, pending, firstSeq);
       let batch = docs;

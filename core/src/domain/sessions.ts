@@ -280,6 +280,7 @@ export class SessionService {
     const wantsTurn = events.some((e) => e.type !== 'user.interrupt');
     const lastInterrupt = events.map((e) => e.type).lastIndexOf('user.interrupt');
     const written = await this.log.append(tenant, id, drafts, {
+      readSession: s,
       sessionUpdate: (_last, first) => {
         const max: Record<string, number> = {};
         const lastInput = events.reduce(
