@@ -216,6 +216,38 @@ describe('rotation: every field takes effect on the next request', () => {
   });
 });
 
+describe('a card created or deleted for a model in use', () => {
+  it('takes effect on the next request: fallback key, then the card, then the fallback again', async () => {
+    const modelId = `full-late-${++n}`;
+    const agent = await tenant.client.beta.agents.create({ name: modelId, model: modelId });
+    const { id: sid } = await tenant.client.beta.sessions.create({
+      agent: agent.id,
+      environment_id: envId,
+    });
+    await turn(sid); // no card yet: the fallback vendor key, the model id on the wire
+    const card = await createCard({
+      model_id: modelId,
+      model: `${modelId}-wire`,
+      api_key: 'sk-late-7777',
+    });
+    expect(card.status, card.text).toBe(200);
+    await turn(sid);
+    const del = await t.http(`/v1/svc/model_cards/${card.body.id}`, {
+      method: 'DELETE',
+      key: tenant.apiKey,
+      headers: BETA,
+    });
+    expect(del.status).toBe(200);
+    await turn(sid);
+    const sent = t.model.requests.filter((r) => r.model.startsWith(modelId));
+    expect(sent.map((r) => [r.model, r.headers['x-api-key']])).toEqual([
+      [modelId, 'sk-test-vendor'],
+      [`${modelId}-wire`, 'sk-late-7777'],
+      [modelId, 'sk-test-vendor'],
+    ]);
+  });
+});
+
 describe('internal key route: agent workers only', () => {
   it('the worker credential reads the cleartext key, live after rotation; everyone else gets 403', async () => {
     const card = await createCard({ model_id: 'keyed', model: 'k', api_key: 'sk-keyed-1234' });

@@ -26,7 +26,7 @@ const receivers: WebhookReceiver[] = [];
 
 beforeAll(async () => {
   dep = await startWebhookReceiver(DEPLOYMENT_KEY);
-  for (let i = 0; i < 7; i++) receivers.push(await startWebhookReceiver());
+  for (let i = 0; i < 8; i++) receivers.push(await startWebhookReceiver());
   t = await startPlatform({
     env: {
       SANDBOX_DRIVER: 'none',
@@ -132,6 +132,20 @@ describe('webhook delivery', () => {
     expect(d).toMatchObject({ state: 'succeeded', attempts: 1, last_status: 200 });
     expect(d.event_id).toBe(got!.event!.id);
     expect(d.message_id).toBe(got!.headers['webhook-id']);
+  });
+
+  it('an endpoint created after events went nowhere gets the next one (no stale endpoint list)', async () => {
+    const a = await t.newTenant('hooks-late');
+    const sid = await sessionOf(a);
+    // The idle finds no endpoint of this tenant (the embedded store keeps that lookup).
+    await runTurn(a.client, sid, 'before');
+    await waitFor(async () => dep.received.some((x) => x.event?.data.id === sid));
+    const r = receivers[7]!;
+    const ep = await endpointFor(a, r, { event_types: ['session.status_idled'] });
+    await runTurn(a.client, sid, 'after');
+    const [got] = await r.waitFor(1);
+    expect(got!.event!.data).toMatchObject({ type: 'session.status_idled', id: sid });
+    expect(await deliveriesOf(a, ep.id)).toHaveLength(1);
   });
 
   it('500 twice then 200: three attempts, same id and body, fresh timestamp and signature each', async () => {

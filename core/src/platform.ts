@@ -10,7 +10,13 @@ import {
   type AgentDoc,
   type Collections,
 } from './domain/collections.js';
-import { AGENT_CACHE_MAX, DocReadCache, InvalidatingCollection } from './domain/docReadCache.js';
+import {
+  AGENT_CACHE_MAX,
+  DocReadCache,
+  InvalidatingCollection,
+  QUERY_CACHE_MAX,
+  QueryReadCache,
+} from './domain/docReadCache.js';
 import { AgentService } from './domain/agents.js';
 import { AuthService } from './domain/auth.js';
 import { EnvironmentService } from './domain/environments.js';
@@ -123,8 +129,20 @@ export async function createPlatform(config: Config, adapters: Adapters): Promis
   const collections = openCollections(router);
   // One process owns the embedded store: agents are read through an exact cache there.
   const agentCache = adapters.exclusiveStore ? new DocReadCache<AgentDoc>(AGENT_CACHE_MAX) : null;
-  if (agentCache)
+  if (agentCache) {
     collections.agents = new InvalidatingCollection(COLLECTIONS.agents, router, agentCache);
+    // Read on every turn, written rarely: their lookups are kept until the next write.
+    collections.modelCards = new InvalidatingCollection(
+      COLLECTIONS.modelCards,
+      router,
+      new QueryReadCache(QUERY_CACHE_MAX),
+    );
+    collections.webhookEndpoints = new InvalidatingCollection(
+      COLLECTIONS.webhookEndpoints,
+      router,
+      new QueryReadCache(QUERY_CACHE_MAX),
+    );
+  }
   const secrets = new SecretBox(config.rootSecret);
   // Tenants' model card base_urls are under the egress policy (EGRESS_ALLOW_PRIVATE_HOSTS).
   const egressPolicy = createEgressPolicy({ allowPrivateHosts: config.egress.allowPrivateHosts });

@@ -15,6 +15,7 @@
  *   key is the (tenant, id) pair, so a tenant never reads another tenant's document;
  * - cached documents are deep-frozen: a caller cannot change what the next reader gets;
  * - at most `max` entries (LRU).
+ * QueryReadCache (below) keeps query results instead, under the same conditions.
  * The collection refuses `handle()` (raw transaction access, whose writes it could not see),
  * and at construction checks that every method of TenantCollection is classified as a read or
  * an invalidating write here, so a method added later cannot write around the cache.
@@ -61,6 +62,46 @@ export class DocReadCache<T extends object> {
   }
 }
 
+/**
+ * Results of a collection's reads by a key of the caller's (a filter, a list), "none" (null)
+ * included, per tenant; any write to the collection drops them all (with the same generation
+ * rule as DocReadCache, and the same exclusive-store condition). For small collections written
+ * rarely and read on every turn: model cards (the turn's model lookup), webhook endpoints (the
+ * endpoints an event goes to). Results are deep-frozen.
+ */
+export class QueryReadCache<V extends object> {
+  private static readonly NONE = Symbol('none');
+  private readonly results: LRUCache<string, V | typeof QueryReadCache.NONE>;
+  private generation = 0;
+  constructor(max: number) {
+    this.results = new LRUCache({ max });
+  }
+
+  get size(): number {
+    return this.results.size;
+  }
+
+  async read(tenant: string, key: string, load: () => Promise<V | null>): Promise<V | null> {
+    const k = `${tenant}\u0000${key}`;
+    const hit = this.results.get(k);
+    if (hit !== undefined) return hit === QueryReadCache.NONE ? null : (hit as V);
+    const generation = this.generation;
+    const value = await load();
+    if (value !== null) deepFreeze(value);
+    if (generation === this.generation) this.results.set(k, value ?? QueryReadCache.NONE);
+    return value;
+  }
+
+  /** A write to the collection settled (whichever tenant or document): every result goes. */
+  written(_tenant?: string, _id?: unknown): void {
+    this.generation++;
+    this.results.clear();
+  }
+}
+
+/** Results kept by the embedded deployment's model card and webhook endpoint caches, at most. */
+export const QUERY_CACHE_MAX = 1000;
+
 /** TenantCollection's methods that only read (everything else must be overridden below). */
 const READS = new Set(['constructor', 'on', 'c', 'get', 'findOne', 'find', 'count', 'scanAll']);
 const WRITES = new Set([
@@ -84,7 +125,7 @@ export class InvalidatingCollection<
   constructor(
     spec: CollectionSpec,
     router: StoreRouter,
-    readonly cache: DocReadCache<T>,
+    readonly cache: DocReadCache<T> | QueryReadCache<object>,
   ) {
     super(spec, router);
     for (const name of Object.getOwnPropertyNames(TenantCollection.prototype)) {
@@ -147,6 +188,22 @@ export class InvalidatingCollection<
 
   /** The document by id through the cache (deep-frozen), or null. */
   getCached(tenant: string, id: string): Promise<T | null> {
+    if (!(this.cache instanceof DocReadCache)) return this.get(tenant, id);
     return this.cache.read(tenant, id, () => this.get(tenant, id));
   }
+}
+
+/**
+ * `load()`'s result through the collection's QueryReadCache under `key` (deep-frozen), or read
+ * afresh where the platform set none up (a shared store).
+ */
+export function readThrough<V extends object>(
+  collection: object,
+  tenant: string,
+  key: string,
+  load: () => Promise<V | null>,
+): Promise<V | null> {
+  if (collection instanceof InvalidatingCollection && collection.cache instanceof QueryReadCache)
+    return (collection.cache as unknown as QueryReadCache<V>).read(tenant, key, load);
+  return load();
 }

@@ -38,7 +38,7 @@ import { createProvider, providerProtocol } from '../adapters/modelProviders.js'
 import type { ModelProvider } from '../ports/modelProvider.js';
 import { CONNECTION_HEADERS } from '../ports/modelProviderHelpers.js';
 import { checkPiConfig } from './piConfig.js';
-import { listPriceOfCard, type TokenPrices } from './prices.js';
+import { cardOf, listPriceOfCard, type TokenPrices } from './prices.js';
 import type { Collections, ModelCardDoc } from './collections.js';
 import { nowIso } from '../util.js';
 import { DEFAULT_TENANT } from './auth.js';
@@ -359,7 +359,7 @@ export class ModelResolver {
   }
 
   private async lookup(tenant: string, modelId: string) {
-    const card = await this.c.modelCards.findOne(tenant, { model_id: modelId });
+    const card = await cardOf(this.c, tenant, modelId);
     if (card) {
       const p = protocolOf(card.provider, card.pi_config);
       if (!p) return null;

@@ -16,6 +16,7 @@
  */
 import type { ModelUsage } from '../ports/modelProvider.js';
 import type { Collections, ModelCardDoc } from './collections.js';
+import { readThrough } from './docReadCache.js';
 
 /** USD per million tokens. */
 export interface TokenPrices {
@@ -121,8 +122,22 @@ export async function modelListPrice(
   modelId: string,
   hasVendorFallback: boolean,
 ): Promise<TokenPrices | null> {
-  const card = await c.modelCards.findOne(tenant, { model_id: modelId });
+  const card = await cardOf(c, tenant, modelId);
   return listPriceOfCard(card, modelId, hasVendorFallback);
+}
+
+/**
+ * The tenant's card for a model, or null: through the embedded store's exact query cache
+ * (docReadCache.ts QueryReadCache) where the platform set one up, else read.
+ */
+export function cardOf(
+  c: Pick<Collections, 'modelCards'>,
+  tenant: string,
+  modelId: string,
+): Promise<ModelCardDoc | null> {
+  return readThrough(c.modelCards, tenant, `model_id:${modelId}`, () =>
+    c.modelCards.findOne(tenant, { model_id: modelId }),
+  );
 }
 
 /** `modelListPrice` for a model card already read (null: the model has none). */

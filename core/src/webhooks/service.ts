@@ -23,6 +23,7 @@ import type { WebhookEventName } from '@agentfleet/schemas';
 import type { Config } from '../config.js';
 import type { SecretBox } from '../crypto.js';
 import type { Collections } from '../domain/collections.js';
+import { readThrough } from '../domain/docReadCache.js';
 import type { HttpFetch } from '../egress/dispatcher.js';
 import type { EgressPolicy } from '../egress/policy.js';
 import { newId } from '../ids.js';
@@ -109,7 +110,12 @@ export class WebhookService {
   ): Promise<void> {
     const targets: string[] = [];
     if (this.deps.config.deploymentEndpoint) targets.push(DEPLOYMENT_ENDPOINT_ID);
-    for (const ep of await this.deps.c.webhookEndpoints.find(tenant, { disabled: false }))
+    // Through the embedded store's exact query cache where the platform set one up.
+    const endpoints = this.deps.c.webhookEndpoints;
+    const enabled = await readThrough(endpoints, tenant, 'enabled', () =>
+      endpoints.find(tenant, { disabled: false }),
+    );
+    for (const ep of enabled ?? [])
       if (!ep.event_types.length || ep.event_types.includes(type)) targets.push(ep._id);
     if (!targets.length) return; // nobody listens: nothing to record
     const eventId = opts.key
