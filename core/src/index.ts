@@ -13,6 +13,7 @@ export * from './domain/pagination.js';
 export * from './domain/modelInfo.js';
 export { AgentService, normalizeModel, normalizeTools, renderSpec } from './domain/agents.js';
 export { render as renderAgent } from './domain/agents.js';
+export { SHARED_QUERY_CACHE_TTL_MS } from './domain/docReadCache.js';
 export { SKILLS_MOUNT_ROOT, skillPromptSection, systemWithSkills } from './domain/sessionSkills.js';
 export * from './domain/compactionSettings.js';
 export { render as renderEnvironment } from './domain/environments.js';

@@ -16,6 +16,8 @@ import {
   InvalidatingCollection,
   QUERY_CACHE_MAX,
   QueryReadCache,
+  SHARED_QUERY_CACHE_TTL_MS,
+  announceWrites,
 } from './domain/docReadCache.js';
 import { AgentService } from './domain/agents.js';
 import { AuthService } from './domain/auth.js';
@@ -129,18 +131,22 @@ export async function createPlatform(config: Config, adapters: Adapters): Promis
   const collections = openCollections(router);
   // One process owns the embedded store: agents are read through an exact cache there.
   const agentCache = adapters.exclusiveStore ? new DocReadCache<AgentDoc>(AGENT_CACHE_MAX) : null;
-  if (agentCache) {
+  if (agentCache)
     collections.agents = new InvalidatingCollection(COLLECTIONS.agents, router, agentCache);
-    // Read on every turn, written rarely: their lookups are kept until the next write.
-    collections.modelCards = new InvalidatingCollection(
-      COLLECTIONS.modelCards,
+  // Read on every turn, written rarely: their lookups are kept until the next write, which a
+  // shared store's processes announce to each other (docReadCache.ts QueryReadCache).
+  const announcers: Array<() => Promise<void>> = [];
+  for (const name of ['modelCards', 'webhookEndpoints'] as const) {
+    const shared = !adapters.exclusiveStore;
+    const cache = new QueryReadCache(QUERY_CACHE_MAX, shared ? SHARED_QUERY_CACHE_TTL_MS : 0);
+    const spec = COLLECTIONS[name];
+    const writes = shared ? await announceWrites(coordination.pubsub, spec.name, cache) : null;
+    if (writes) announcers.push(writes.stop);
+    (collections as Record<typeof name, unknown>)[name] = new InvalidatingCollection(
+      spec,
       router,
-      new QueryReadCache(QUERY_CACHE_MAX),
-    );
-    collections.webhookEndpoints = new InvalidatingCollection(
-      COLLECTIONS.webhookEndpoints,
-      router,
-      new QueryReadCache(QUERY_CACHE_MAX),
+      cache,
+      writes?.announce,
     );
   }
   const secrets = new SecretBox(config.rootSecret);
@@ -318,6 +324,7 @@ export async function createPlatform(config: Config, adapters: Adapters): Promis
     async close() {
       await memorySearch.idle();
       await tenantFetch.close().catch(() => {});
+      for (const stop of announcers) await stop().catch(() => {});
       await mcpProxy.close();
       await adapters.close();
     },

@@ -3,7 +3,7 @@
  * process is the store's only writer: the embedded store, which holds its data dir's lock
  * (`Adapters.exclusiveStore`, set by server/src/components.ts). With a shared store (MongoDB,
  * FerretDB, several gateway processes) it is not used: a write by another process could not
- * invalidate it, and no cross-process invalidation is built.
+ * invalidate it.
  *
  * Guarantees (tested through HTTP in test/agent-cache.test.ts):
  * - every write through the collection (insert, update, findOneAndUpdate, delete, whatever its
@@ -15,7 +15,8 @@
  *   key is the (tenant, id) pair, so a tenant never reads another tenant's document;
  * - cached documents are deep-frozen: a caller cannot change what the next reader gets;
  * - at most `max` entries (LRU).
- * QueryReadCache (below) keeps query results instead, under the same conditions.
+ * QueryReadCache (below) keeps query results instead, and also serves shared stores, where
+ * writes are announced over pub/sub and results expire.
  * The collection refuses `handle()` (raw transaction access, whose writes it could not see),
  * and at construction checks that every method of TenantCollection is classified as a read or
  * an invalidating write here, so a method added later cannot write around the cache.
@@ -24,6 +25,7 @@ import { LRUCache } from 'lru-cache';
 import type { Doc, Filter, Update } from '../ports/store.js';
 import { TenantCollection, type StoreRouter } from './collections.js';
 import type { CollectionSpec } from '../ports/store.js';
+import type { PubSub } from '../ports/coordination.js';
 import { deepFreeze } from '../util.js';
 
 /** Agents held by the embedded deployment's agent cache, at most. */
@@ -64,17 +66,22 @@ export class DocReadCache<T extends object> {
 
 /**
  * Results of a collection's reads by a key of the caller's (a filter, a list), "none" (null)
- * included, per tenant; any write to the collection drops them all (with the same generation
- * rule as DocReadCache, and the same exclusive-store condition). For small collections written
- * rarely and read on every turn: model cards (the turn's model lookup), webhook endpoints (the
- * endpoints an event goes to). Results are deep-frozen.
+ * included, per tenant; any write to the collection drops them all, with the same generation
+ * rule as DocReadCache. Results are deep-frozen. For small collections written rarely and read
+ * on every turn: model cards (the turn's model lookup), webhook endpoints (where an event goes).
+ * - Exclusive store (embedded): exact, like DocReadCache.
+ * - Shared store (MongoDB, several processes): every write through the collection also
+ *   announces itself on the coordination pub/sub (`announceWrites`), and every process's cache
+ *   empties on the announcement, so another process's write applies there as soon as it is
+ *   delivered; a result is kept at most `ttlMs` (SHARED_QUERY_CACHE_TTL_MS), which bounds the
+ *   staleness if an announcement is lost (Redis reconnecting), as with API keys (auth.ts).
  */
 export class QueryReadCache<V extends object> {
   private static readonly NONE = Symbol('none');
   private readonly results: LRUCache<string, V | typeof QueryReadCache.NONE>;
   private generation = 0;
-  constructor(max: number) {
-    this.results = new LRUCache({ max });
+  constructor(max: number, ttlMs?: number) {
+    this.results = new LRUCache({ max, ...(ttlMs ? { ttl: ttlMs } : {}) });
   }
 
   get size(): number {
@@ -99,7 +106,29 @@ export class QueryReadCache<V extends object> {
   }
 }
 
-/** Results kept by the embedded deployment's model card and webhook endpoint caches, at most. */
+/** How long a shared store's query cache keeps a result without hearing of a write. */
+export const SHARED_QUERY_CACHE_TTL_MS = 2_000;
+
+/**
+ * On a shared store: `cache` empties when any process announces a write to `collection`, and
+ * the returned function announces this process's writes (InvalidatingCollection `onWritten`).
+ * Resolves to the announcer and the unsubscribe.
+ */
+export async function announceWrites(
+  pubsub: PubSub,
+  collection: string,
+  cache: QueryReadCache<object>,
+): Promise<{ announce: () => void; stop: () => Promise<void> }> {
+  const channel = `store-written:${collection}`;
+  const stop = await pubsub.subscribe(channel, () => cache.written());
+  return {
+    // A lost announcement is bounded by the TTL; the write itself already settled.
+    announce: () => void pubsub.publish(channel, 1).catch(() => {}),
+    stop,
+  };
+}
+
+/** Results kept by the model card and webhook endpoint caches, at most. */
 export const QUERY_CACHE_MAX = 1000;
 
 /** TenantCollection's methods that only read (everything else must be overridden below). */
@@ -126,6 +155,8 @@ export class InvalidatingCollection<
     spec: CollectionSpec,
     router: StoreRouter,
     readonly cache: DocReadCache<T> | QueryReadCache<object>,
+    /** Called after each write settled, with the cache emptied (QueryReadCache on a shared store). */
+    private readonly onWritten?: () => void,
   ) {
     super(spec, router);
     for (const name of Object.getOwnPropertyNames(TenantCollection.prototype)) {
@@ -150,6 +181,7 @@ export class InvalidatingCollection<
       return await write();
     } finally {
       this.cache.written(tenant, id);
+      this.onWritten?.();
     }
   }
 
