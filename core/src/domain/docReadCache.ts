@@ -227,7 +227,7 @@ export class InvalidatingCollection<
 
 /**
  * `load()`'s result through the collection's QueryReadCache under `key` (deep-frozen), or read
- * afresh where the platform set none up (a shared store).
+ * afresh where the collection has none.
  */
 export function readThrough<V extends object>(
   collection: object,

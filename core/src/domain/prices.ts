@@ -127,8 +127,8 @@ export async function modelListPrice(
 }
 
 /**
- * The tenant's card for a model, or null: through the embedded store's exact query cache
- * (docReadCache.ts QueryReadCache) where the platform set one up, else read.
+ * The tenant's card for a model, or null: through the platform's model card cache
+ * (docReadCache.ts QueryReadCache) where it set one up, else read.
  */
 export function cardOf(
   c: Pick<Collections, 'modelCards'>,

@@ -110,7 +110,7 @@ export class WebhookService {
   ): Promise<void> {
     const targets: string[] = [];
     if (this.deps.config.deploymentEndpoint) targets.push(DEPLOYMENT_ENDPOINT_ID);
-    // Through the embedded store's exact query cache where the platform set one up.
+    // Through the platform's endpoint cache (docReadCache.ts QueryReadCache).
     const endpoints = this.deps.c.webhookEndpoints;
     const enabled = await readThrough(endpoints, tenant, 'enabled', () =>
       endpoints.find(tenant, { disabled: false }),
