@@ -33,6 +33,8 @@ import { deepFreeze, type ChatMessage, type EventDoc, type EventLog } from '@age
 import { buildHistory, HistoryBuilder } from './history.js';
 
 const PAGE = 10_000;
+/** What an event counts against the byte bound (an estimate: its payload's JSON and a margin). */
+const eventBytes = (e: EventDoc) => JSON.stringify(e.payload).length + 200;
 export const DEFAULT_LOG_CACHE_BYTES = 64 * 2 ** 20;
 
 interface Entry {
@@ -75,21 +77,11 @@ export class SessionLogCache {
     for (const e of fresh) {
       if (last !== undefined && e.seq !== last + 1) break;
       last = e.seq;
-      added += JSON.stringify(e.payload).length + 200;
+      added += eventBytes(e);
       keep++;
     }
-    const all = fresh.length ? [...cached, ...fresh] : cached;
-    if (entry) this.entries.delete(key); // re-inserted below as the most recently used
-    const next: Entry = {
-      events: keep ? [...cached, ...fresh.slice(0, keep).map(deepFreeze)] : cached,
-      bytes: (entry?.bytes ?? 0) + added,
-      history: entry?.history,
-    };
-    this.bytes += added;
-    if (next.bytes > this.maxBytes) this.bytes -= next.bytes;
-    else this.entries.set(key, next);
-    this.evict();
-    return all;
+    this.extend(key, entry, fresh.slice(0, keep).map(deepFreeze), added);
+    return fresh.length ? [...cached, ...fresh] : cached;
   }
 
   /**
@@ -105,18 +97,27 @@ export class SessionLogCache {
     let added = 0;
     for (const e of written) {
       if (e.seq !== ++last) return; // not contiguous: the next read fetches the run
-      added += JSON.stringify(e.payload).length + 200;
+      added += eventBytes(e);
     }
     // Copied the way the store reads them back (JSON): the same object shapes as the events
     // read from the store, so the turn's scans of the log stay monomorphic.
     const copies = written.map((e) => deepFreeze(JSON.parse(JSON.stringify(e)) as EventDoc));
+    this.extend(key, entry, copies, added);
+  }
+
+  /**
+   * The session's entry with `events` (frozen, extending its run; `bytes` of them) added, as
+   * the most recently used; dropped instead when it grows past the bound.
+   */
+  private extend(key: string, entry: Entry | undefined, events: EventDoc[], bytes: number): void {
+    const cached = entry?.events ?? [];
+    if (entry) this.entries.delete(key); // re-inserted below as the most recently used
     const next: Entry = {
-      ...entry,
-      events: [...entry.events, ...copies],
-      bytes: entry.bytes + added,
+      events: events.length ? [...cached, ...events] : cached,
+      bytes: (entry?.bytes ?? 0) + bytes,
+      history: entry?.history,
     };
-    this.entries.delete(key);
-    this.bytes += added;
+    this.bytes += bytes;
     if (next.bytes > this.maxBytes) this.bytes -= next.bytes;
     else this.entries.set(key, next);
     this.evict();
