@@ -10,11 +10,10 @@ export type AppendExtra =
  * A worker's appends to the sessions it drains: each carries the drain's lease token (a newer
  * holder refuses it), and what it wrote goes into the worker's log cache
  * (./sessionLogCache.ts `appended`), so the turn's next read through its own last append
- * (`lastSeq`) needs no store read. `count` changes with every append a drain issues (the turn
- * loop re-reads its log only after one). `forget` when the drain ends.
+ * (`lastSeq`, which also tells the turn loop that it appended since its last read) needs no
+ * store read. `forget` when the drain ends.
  */
 export class SessionAppends {
-  private readonly counts = new Map<string, number>();
   private readonly seqs = new Map<string, number>();
 
   constructor(
@@ -35,7 +34,6 @@ export class SessionAppends {
         : extra
           ? () => extra
           : undefined;
-    this.counts.set(sid, (this.counts.get(sid) ?? 0) + 1);
     const written = this.events.append(tenant, sid, drafts, {
       fence: lease.token,
       sessionUpdate: update,
@@ -51,18 +49,12 @@ export class SessionAppends {
     return (drafts, extra) => this.append(tenant, sid, lease, drafts, extra);
   }
 
-  /** Appends issued for the session since its drain began. */
-  count(sid: string): number | undefined {
-    return this.counts.get(sid);
-  }
-
-  /** The highest seq the drain's appends got. */
+  /** The highest seq the drain's appends got (undefined before its first). */
   lastSeq(sid: string): number | undefined {
     return this.seqs.get(sid);
   }
 
   forget(sid: string): void {
-    this.counts.delete(sid);
     this.seqs.delete(sid);
   }
 }

@@ -391,8 +391,8 @@ export class TurnRunner {
     );
     // Calls held for confirmation by an earlier turn are settled before the model sees them.
     // Every event up to the turn's own last append (status_running); see sessionLogCache.ts.
-    let log = await this.logs.all(tenant, sid, this.appends.lastSeq(sid));
-    let logAt = this.appends.count(sid);
+    let logAt = this.appends.lastSeq(sid);
+    let log = await this.logs.all(tenant, sid, logAt);
     const held = await calls.settleHeld(log, lane ? inputTo : Infinity);
     if (held.length) return { stop_reason: { type: 'requires_action', event_ids: held } };
     // The pinned skills' SKILL.md bodies, inlined into the system prompt (./skillPrompt.ts).
@@ -410,9 +410,9 @@ export class TurnRunner {
       const overBudget = await budgetStop(this.p, tenant, sid, i === 0 ? s : undefined);
       if (overBudget) return overBudget;
       // Re-read only after this turn appended: others' input enters at the next turn (history.ts).
-      if (this.appends.count(sid) !== logAt) {
-        log = await this.logs.all(tenant, sid, this.appends.lastSeq(sid));
-        logAt = this.appends.count(sid);
+      if (this.appends.lastSeq(sid) !== logAt) {
+        logAt = this.appends.lastSeq(sid);
+        log = await this.logs.all(tenant, sid, logAt);
       }
       const history = await resolveFileBlocks(
         this.p.files,
