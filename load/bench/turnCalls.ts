@@ -5,7 +5,8 @@
  * model, SSE ?include=chunks open, platform, client and model in this process.
  * `PROF=<file>` also writes a CPU profile of the timed turns (Chrome DevTools format).
  * `CONCURRENT=<sessions>` times (and profiles) section b's concurrent phase instead, driven by
- * a client process on that many fresh sessions for `SECONDS` (default 6), and prints turns/s.
+ * a client process on that many fresh sessions for `BENCH_SECONDS` (default 6), and prints
+ * turns/s and the event loop's busy share.
  *
  *   npx tsx --conditions=source load/bench/turnCalls.ts
  *
@@ -17,7 +18,7 @@ import { EventLog, TenantCollection } from '@agentfleet/core';
 import { startBenchPlatform } from './context.js';
 import { sleep, summarize } from './stats.js';
 import { turnsFromClientProcess } from './turnClientProcess.js';
-import { openStream, turn } from './turns.js';
+import { openStream, turn, type Stream } from './turns.js';
 
 const METHODS = [
   'insert',
@@ -72,52 +73,58 @@ try {
     await prof.post('Profiler.start');
   }
   const concurrent = Number(process.env.CONCURRENT ?? 0);
-  if (concurrent > 0) {
-    const ids = (await p.sessions(concurrent)).sessionIds;
-    const elu0 = performance.eventLoopUtilization();
-    const cpu0 = process.cpuUsage();
-    const perSecond: string[] = [];
-    let last = performance.eventLoopUtilization();
-    const tick = setInterval(() => {
-      const now = performance.eventLoopUtilization();
-      perSecond.push((100 * performance.eventLoopUtilization(now, last).utilization).toFixed(0));
-      last = now;
-    }, 1000);
+  const line =
+    concurrent > 0 ? await concurrentPhase(concurrent) : await sequentialPhase(stream, sid!);
+  if (prof)
+    writeFileSync(process.env.PROF!, JSON.stringify((await prof.post('Profiler.stop')).profile));
+  console.log(line);
+  stream.close();
+} finally {
+  await p.close();
+}
+
+/** N sequential turns on the measured session. */
+async function sequentialPhase(stream: Stream, sid: string) {
+  const first: number[] = [];
+  const idle: number[] = [];
+  for (let i = 0; i < n; i++) {
+    const t = await turn(p, stream, sid);
+    first.push(t.firstChunkMs);
+    idle.push(t.idleMs);
+  }
+  const f = summarize(first);
+  const d = summarize(idle);
+  return `${n} sequential turns: first chunk p50 ${f.p50.toFixed(2)} ms, idle p50 ${d.p50.toFixed(2)} ms, idle mean ${d.mean.toFixed(2)} ms`;
+}
+
+/** Section b's concurrent phase from a client process on `sessions` fresh sessions. */
+async function concurrentPhase(sessions: number) {
+  const ids = (await p.sessions(sessions)).sessionIds;
+  const elu0 = performance.eventLoopUtilization();
+  const cpu0 = process.cpuUsage();
+  const perSecond: string[] = [];
+  let last = elu0;
+  const tick = setInterval(() => {
+    const now = performance.eventLoopUtilization();
+    perSecond.push((100 * performance.eventLoopUtilization(now, last).utilization).toFixed(0));
+    last = now;
+  }, 1000);
+  try {
     const r = await turnsFromClientProcess({
       url: p.url,
       apiKey: p.apiKey,
       sessionIds: ids,
       turns: 20,
-      seconds: Number(process.env.SECONDS ?? 6),
+      seconds: Number(process.env.BENCH_SECONDS ?? 6),
     });
-    clearInterval(tick);
-    if (prof)
-      writeFileSync(process.env.PROF!, JSON.stringify((await prof.post('Profiler.stop')).profile));
-    console.log(`event loop busy % per second: ${perSecond.join(' ')}`);
-    console.log(
-      `${concurrent} sessions, client process: ${r.turnsPerSec.toFixed(1)} turns/s, idle p50 ${r.concurrentIdle.p50.toFixed(2)} ms, ${r.errors} errors; ` +
-        `event loop ${(100 * performance.eventLoopUtilization(elu0).utilization).toFixed(0)} % busy, ` +
-        `process CPU ${((process.cpuUsage(cpu0).user + process.cpuUsage(cpu0).system) / 1000).toFixed(0)} ms`,
+    const cpu = process.cpuUsage(cpu0);
+    return (
+      `event loop busy % per second: ${perSecond.join(' ')}\n` +
+      `${sessions} sessions, client process: ${r.turnsPerSec.toFixed(1)} turns/s, idle p50 ${r.concurrentIdle.p50.toFixed(2)} ms, ${r.errors} errors; ` +
+      `event loop ${(100 * performance.eventLoopUtilization(elu0).utilization).toFixed(0)} % busy, ` +
+      `process CPU ${((cpu.user + cpu.system) / 1000).toFixed(0)} ms`
     );
-    stream.close();
-    await p.close();
-    process.exit(0);
+  } finally {
+    clearInterval(tick);
   }
-  const first: number[] = [];
-  const idle: number[] = [];
-  for (let i = 0; i < n; i++) {
-    const t = await turn(p, stream, sid!);
-    first.push(t.firstChunkMs);
-    idle.push(t.idleMs);
-  }
-  if (prof)
-    writeFileSync(process.env.PROF!, JSON.stringify((await prof.post('Profiler.stop')).profile));
-  const f = summarize(first);
-  const d = summarize(idle);
-  console.log(
-    `${n} sequential turns: first chunk p50 ${f.p50.toFixed(2)} ms, idle p50 ${d.p50.toFixed(2)} ms, idle mean ${d.mean.toFixed(2)} ms`,
-  );
-  stream.close();
-} finally {
-  await p.close();
 }
