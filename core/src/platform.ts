@@ -136,8 +136,8 @@ export async function createPlatform(config: Config, adapters: Adapters): Promis
   // Read on every turn, written rarely: their lookups are kept until the next write, which a
   // shared store's processes announce to each other (docReadCache.ts QueryReadCache).
   const announcers: Array<() => Promise<void>> = [];
+  const shared = !adapters.exclusiveStore;
   for (const name of ['modelCards', 'webhookEndpoints'] as const) {
-    const shared = !adapters.exclusiveStore;
     const cache = new QueryReadCache(QUERY_CACHE_MAX, shared ? SHARED_QUERY_CACHE_TTL_MS : 0);
     const spec = COLLECTIONS[name];
     const writes = shared ? await announceWrites(coordination.pubsub, spec.name, cache) : null;
