@@ -42,14 +42,22 @@ class StoreClock {
   inFlight = 0;
   busyMs = 0;
   calls = 0;
-  byMethod: Record<string, number> = {};
   /** Calls per `collection.method`. */
   byCall: Record<string, number> = {};
   private since = 0;
 
-  async time<R>(method: string, op: () => Promise<R>, collection = ''): Promise<R> {
+  /** Calls per method, all collections together. */
+  get byMethod(): Record<string, number> {
+    const out: Record<string, number> = {};
+    for (const [call, n] of Object.entries(this.byCall)) {
+      const method = call.slice(call.lastIndexOf('.') + 1);
+      out[method] = (out[method] ?? 0) + n;
+    }
+    return out;
+  }
+
+  async time<R>(method: string, op: () => Promise<R>, collection: string): Promise<R> {
     this.calls++;
-    this.byMethod[method] = (this.byMethod[method] ?? 0) + 1;
     const call = `${collection}.${method}`;
     this.byCall[call] = (this.byCall[call] ?? 0) + 1;
     if (this.inFlight++ === 0) this.since = nowMs();
@@ -63,7 +71,6 @@ class StoreClock {
   reset(): void {
     this.busyMs = 0;
     this.calls = 0;
-    this.byMethod = {};
     this.byCall = {};
     if (this.inFlight > 0) this.since = nowMs();
   }
@@ -158,7 +165,7 @@ export async function storeShareSection(
           storeCalls: clock.calls,
           storeCallsPerTurn: clock.calls / Math.max(1, times.length),
           storeMsPerTurn: busy / Math.max(1, times.length),
-          callsByMethod: { ...clock.byMethod },
+          callsByMethod: clock.byMethod,
           perTurnByCall: Object.fromEntries(
             Object.entries(clock.byCall).map(([k, n]) => [k, n / Math.max(1, times.length)]),
           ),
