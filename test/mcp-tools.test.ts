@@ -181,9 +181,19 @@ async function echoTurn(client: TestPlatform['client'], sid: string, token?: str
 describe('MCP tools in a turn: auth modes (TS SDK)', () => {
   it('none: the tool runs, the server gets no Authorization', async () => {
     const sid = await session([{ type: 'url', name: 'srv', url: open.url }], [toolset('srv')]);
+    const writes: string[][] = [];
+    t.server.platform.events.onAppended(async (_tenant, id, written) => {
+      if (id === sid) writes.push(written.map((e) => e.type));
+    });
     await echoTurn(t.client, sid);
     expect(open.seen.length).toBeGreaterThan(0);
     for (const s of open.seen) expect(s.authorization).toBeUndefined();
+    // The turn held a connection: its final answer is written before the connection closes, and
+    // the idle after (workers/src/turnFinish.ts).
+    expect(writes.slice(-2)).toEqual([
+      ['agent.message', 'span.model_request_end'],
+      ['session.status_idle'],
+    ]);
   });
 
   it('inline authorization_token: the bearer reaches the server, never an event or the model', async () => {

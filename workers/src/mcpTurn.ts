@@ -174,6 +174,11 @@ export class McpTurn implements McpTools {
     }
   }
 
+  /** True while the turn holds a connection (`close` has work to do). */
+  get connected(): boolean {
+    return this.conns.size > 0;
+  }
+
   /** Closes every connection and ends the sandbox hold of stdio servers. */
   async close(): Promise<void> {
     await Promise.allSettled([...this.conns.values()].map((c) => c.close()));

@@ -24,7 +24,14 @@ import type { buildHistory } from './history.js';
 import { consumeModelStream, type ToolCall } from './modelStream.js';
 import { usageUpdate } from './budget.js';
 import { providerRequest } from './modelSettings.js';
-import { sessionError, spanEnd, toModelError, zeroUsage, type TurnEnd } from './turnEvents.js';
+import {
+  sessionError,
+  spanEnd,
+  toModelError,
+  zeroUsage,
+  type HeldAnswer,
+  type TurnEnd,
+} from './turnEvents.js';
 import type { McpTools } from './mcpTurn.js';
 import { isContextOverflow } from './compaction/overflow.js';
 import { TurnCompaction } from './compaction/turnCompaction.js';
@@ -39,7 +46,7 @@ export type AppendFenced = (
 
 /** `stopped`: the turn ends with `end` (harness `pi`: a compaction summary call reached the budget). */
 export type ModelOutcome =
-  | { kind: 'ok'; stop: string; toolUses: ToolCall[] }
+  | { kind: 'ok'; stop: string; toolUses: ToolCall[]; held?: HeldAnswer }
   | { kind: 'error'; exhausted: boolean }
   | { kind: 'stopped'; end: TurnEnd };
 /** Harness `pi` only: the provider said the request exceeds its context window. */
@@ -60,7 +67,9 @@ export interface PiRequestOptions {
  * One model call with streaming, retried on retryable errors; appends the canonical events. A
  * harness `pi` session's call goes through its context compaction, which sends the history
  * rebuilt from the session's last compaction boundary instead of `history`
- * (./compaction/turnCompaction.ts).
+ * (./compaction/turnCompaction.ts). `holdFinal`: a final answer (no tool call to run) is not
+ * appended but returned as `held`, for the turn's idle write (./turnFinish.ts); harness `pi`
+ * always appends it.
  */
 export async function modelRequest(
   p: Platform,
@@ -70,11 +79,26 @@ export async function modelRequest(
   history: ReturnType<typeof buildHistory>,
   signal: AbortSignal,
   mcp?: Pick<McpTools, 'specs' | 'lookup'>,
+  holdFinal = false,
 ): Promise<ModelOutcome> {
   if (s.agent.harness === 'pi')
     return new TurnCompaction(p, tenant, s, append, signal).request(mcp);
-  return (await modelAttempts(p, tenant, s, append, history, signal, mcp)) as ModelOutcome;
+  return (await modelAttempts(
+    p,
+    tenant,
+    s,
+    append,
+    history,
+    signal,
+    mcp,
+    undefined,
+    holdFinal,
+  )) as ModelOutcome;
 }
+
+/** A model answer that ends the turn: no tool call to run. */
+export const isFinalAnswer = (stop: string, toolUses: readonly unknown[]) =>
+  stop !== 'tool_use' || !toolUses.length;
 
 /** The attempts of one model call (see the file header); `pi` set for harness `pi` sessions. */
 export async function modelAttempts(
@@ -86,6 +110,7 @@ export async function modelAttempts(
   signal: AbortSignal,
   mcp?: Pick<McpTools, 'specs' | 'lookup'>,
   pi?: PiRequestOptions,
+  holdFinal = false,
 ): Promise<AttemptOutcome> {
   const sid = s._id;
   for (let attempt = 1; ; attempt++) {
@@ -121,10 +146,13 @@ export async function modelAttempts(
       });
       p.metrics.modelRequests.inc({ protocol: resolved.protocol, outcome: 'ok' });
       // The list cost moves with the token usage, in the update that appends these events.
-      await append(
-        [...r.drafts, spanEnd(start!._id, false, r.usage, r.stop, s.agent.model.speed)],
-        await usageUpdate(p, tenant, s.agent.model.id, r.usage, resolved.listPrice),
-      );
+      const held: HeldAnswer = {
+        drafts: [...r.drafts, spanEnd(start!._id, false, r.usage, r.stop, s.agent.model.speed)],
+        update: await usageUpdate(p, tenant, s.agent.model.id, r.usage, resolved.listPrice),
+      };
+      if (holdFinal && isFinalAnswer(r.stop, r.toolUses))
+        return { kind: 'ok', stop: r.stop, toolUses: r.toolUses, held };
+      await append(held.drafts, held.update);
       return { kind: 'ok', stop: r.stop, toolUses: r.toolUses };
     } catch (err) {
       if (signal.aborted) {

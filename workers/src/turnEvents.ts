@@ -13,8 +13,21 @@ import {
   type ModelUsage,
 } from '@agentfleet/core';
 
-/** How a turn ended: the session.status_idle stop reason, and whether an interrupt ended it. */
-export type TurnEnd = { stop_reason: Record<string, unknown>; interrupted?: boolean };
+/**
+ * How a turn ended: the session.status_idle stop reason, whether an interrupt ended it, and the
+ * final model answer when it is appended with the idle (./turnFinish.ts).
+ */
+export type TurnEnd = {
+  stop_reason: Record<string, unknown>;
+  interrupted?: boolean;
+  held?: HeldAnswer;
+};
+
+/** A final model answer not yet appended: its events and the session update carrying its usage. */
+export interface HeldAnswer {
+  drafts: EventDraft[];
+  update: { $inc: Record<string, number>; $set: Record<string, unknown> };
+}
 
 /** The reason a turn's abort signal fired. */
 export class TurnAborted extends Error {

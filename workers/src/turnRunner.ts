@@ -23,15 +23,20 @@ import type { CommandEnvelope } from '@agentfleet/schemas';
 import { resolveFileBlocks } from './fileBlocks.js';
 import { requiresAction, turnInputReady } from './turnInput.js';
 import { ToolCallDispatcher } from './permissions.js';
-import { modelRequest } from './modelRequest.js';
+import { isFinalAnswer, modelRequest } from './modelRequest.js';
 import { budgetStop } from './budget.js';
 import { ToolExecutor } from './tools.js';
 import { McpTurn } from './mcpTurn.js';
 import { sessionError, TurnAborted, type TurnEnd } from './turnEvents.js';
 import { lastResponseFinished, reconciliationDrafts, recoveryScan } from './turnRecovery.js';
 import { SelfHostedLane } from './selfHosted.js';
-import { outputWarnings } from './turnOutputs.js';
-import { memoryWarnings, withMemoryPrompt } from './turnMemory.js';
+import { withMemoryPrompt } from './turnMemory.js';
+import {
+  answerMayWaitForIdle,
+  finishTurn,
+  markProcessed,
+  type TurnFinishDeps,
+} from './turnFinish.js';
 import { SkillLoadError, withSkillPrompt } from './skillPrompt.js';
 import { SessionLogCache } from './sessionLogCache.js';
 import { TurnControl } from './turnControl.js';
@@ -64,8 +69,10 @@ export class TurnRunner {
     private readonly logs: SessionLogCache = new SessionLogCache(p.events),
   ) {
     this.appends = new SessionAppends(p.events, logs);
+    this.ending = { p, sandbox, log, appends: this.appends };
   }
   private readonly appends: SessionAppends;
+  private readonly ending: TurnFinishDeps;
 
   private get maxConcurrentTurns() {
     return this.p.config.turn.maxConcurrent;
@@ -225,7 +232,7 @@ export class TurnRunner {
             $max: { processed_seq: inputTo, idle_seq: idleSeq },
           }),
         );
-      await this.markProcessed(tenant, s._id, inputTo);
+      await markProcessed(this.p, tenant, s._id, inputTo);
       return false;
     }
     const startSeq = s.last_seq + 1;
@@ -298,7 +305,7 @@ export class TurnRunner {
     return this.finish(tenant, sid, lease, inputTo, end, s);
   }
 
-  private async finish(
+  private finish(
     tenant: string,
     sid: string,
     lease: Lease,
@@ -306,67 +313,7 @@ export class TurnRunner {
     end: TurnEnd,
     started?: SessionDoc,
   ): Promise<boolean> {
-    // The turn's own session document serves, unless an interrupt moved interrupt_seq.
-    const s =
-      started && !end.interrupted ? started : await this.p.collections.sessions.get(tenant, sid);
-    const processed = Math.max(inputTo, end.interrupted ? (s?.interrupt_seq ?? 0) : 0);
-    // Files the turn wrote under /mnt/session/outputs are durable before the turn reports idle;
-    // each file that was not stored (quota, name) gets a session.warning naming it, before idle.
-    const warnings = await outputWarnings(this.sandbox, s, this.log);
-    // Mounted memory stores: the turn's changes become memory writes (./turnMemory.ts).
-    const memory = await memoryWarnings(this.p, this.sandbox, s, this.log);
-    // With the append one transaction (embedded store), the pending flag is cleared in it, under
-    // the same condition as clearPending; `cleared` stays undefined on the two-write path.
-    let cleared: boolean | undefined;
-    const idle = {
-      type: 'session.status_idle',
-      payload: {
-        stop_reason: end.stop_reason,
-        stop_details: null,
-        ...(end.interrupted ? { interrupted: true } : {}),
-      },
-    };
-    await this.appends.append(
-      tenant,
-      sid,
-      lease,
-      [...warnings, ...memory, idle],
-      (idleSeq, current) => {
-        cleared = current ? current.input_seq <= processed : undefined;
-        return {
-          $max: { processed_seq: processed, idle_seq: idleSeq },
-          $set: { recoveries: 0, ...(cleared ? { pending: false } : {}) },
-        };
-      },
-    );
-    // processed_seq moved with the idle: the pending flag (unless cleared above) and the run
-    // record go now (either one lost in a crash is repaired: drain clears a stale flag, recover
-    // a finished run).
-    const [done] = await Promise.all([
-      cleared ?? this.clearPending(tenant, sid, processed),
-      this.p.collections.runs.deleteOne(tenant, { _id: sid }),
-    ]);
-    this.p.metrics.turnsFinished.inc({
-      stop_reason: String(end.stop_reason.type),
-      interrupted: end.interrupted ? 'true' : 'false',
-    });
-    return done;
-  }
-
-  private async markProcessed(tenant: string, sid: string, upTo: number) {
-    const { sessions } = this.p.collections;
-    await sessions.updateOne(tenant, { _id: sid }, { $max: { processed_seq: upTo } });
-    await this.clearPending(tenant, sid, upTo);
-  }
-
-  /** Cleared only if no newer input arrived meanwhile (compare-and-set on input_seq): true then. */
-  private async clearPending(tenant: string, sid: string, upTo: number): Promise<boolean> {
-    const r = await this.p.collections.sessions.updateOne(
-      tenant,
-      { _id: sid, input_seq: { $lte: upTo } },
-      { $set: { pending: false } },
-    );
-    return r.matched > 0;
+    return finishTurn(this.ending, tenant, sid, lease, inputTo, end, started);
   }
 
   private async modelLoop(
@@ -427,12 +374,14 @@ export class TurnRunner {
         history,
         signal,
         mcp,
+        answerMayWaitForIdle(this.sandbox, sid, mcp.connected),
       );
       if (outcome.kind === 'error')
         return { stop_reason: { type: outcome.exhausted ? 'retries_exhausted' : 'end_turn' } };
       if (outcome.kind === 'stopped') return outcome.end;
-      if (outcome.stop !== 'tool_use' || !outcome.toolUses.length) {
-        return { stop_reason: { type: outcome.stop === 'refusal' ? 'refusal' : 'end_turn' } };
+      if (isFinalAnswer(outcome.stop, outcome.toolUses)) {
+        const type = outcome.stop === 'refusal' ? 'refusal' : 'end_turn';
+        return { stop_reason: { type }, held: outcome.held };
       }
       // Calls allowed by policy run now; held and client-executed ones end with requires_action.
       const waiting = await calls.dispatch(outcome.toolUses);
@@ -458,7 +407,7 @@ export class TurnRunner {
     this.p.metrics.turnRecoveries.inc();
     const turn = await this.p.events.range(tenant, sid, startSeq - 1, 100_000);
     if (turn.some((e) => e.type === 'session.status_idle')) {
-      await this.markProcessed(tenant, sid, inputTo);
+      await markProcessed(this.p, tenant, sid, inputTo);
       await this.p.collections.runs.deleteOne(tenant, { _id: sid });
       return;
     }

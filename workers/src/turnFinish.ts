@@ -1,0 +1,111 @@
+/**
+ * How a turn ends: the one session.status_idle, appended with the turn's last events, and the
+ * session bookkeeping that moves with it (processed_seq, idle_seq, the pending flag, the run
+ * record). A turn whose model answer is final and that has nothing left to do before the idle
+ * (no active sandbox to sync, no MCP connection to close) appends that answer (its events and
+ * usage, `TurnEnd.held`) in the same write as the idle: one transaction on the embedded store,
+ * one insert and one head update on MongoDB, instead of two of each. A crash before that write
+ * loses what a crash during the model stream loses today: the open span is reconciled and the
+ * request made again (./turnRecovery.ts). Proven by test/turn-final-write.test.ts,
+ * test/crash-recovery.test.ts and test/sessions-events.test.ts.
+ */
+import type { Lease, Logger, Platform, SandboxManager, SessionDoc } from '@agentfleet/core';
+import type { SessionAppends } from './turnAppends.js';
+import type { TurnEnd } from './turnEvents.js';
+import { outputWarnings } from './turnOutputs.js';
+import { memoryWarnings } from './turnMemory.js';
+
+export interface TurnFinishDeps {
+  p: Platform;
+  sandbox: SandboxManager | null;
+  log: Logger;
+  appends: SessionAppends;
+}
+
+/** True when nothing runs between a final answer and the idle (see the file header). */
+export function answerMayWaitForIdle(
+  sandbox: SandboxManager | null,
+  sid: string,
+  mcpConnected: boolean,
+): boolean {
+  return !mcpConnected && sandbox?.state(sid) !== 'active';
+}
+
+/** Appends the turn's idle (after a held answer, output and memory warnings). True: see drain. */
+export async function finishTurn(
+  d: TurnFinishDeps,
+  tenant: string,
+  sid: string,
+  lease: Lease,
+  inputTo: number,
+  end: TurnEnd,
+  started?: SessionDoc,
+): Promise<boolean> {
+  // The turn's own session document serves, unless an interrupt moved interrupt_seq.
+  const s = started && !end.interrupted ? started : await d.p.collections.sessions.get(tenant, sid);
+  const processed = Math.max(inputTo, end.interrupted ? (s?.interrupt_seq ?? 0) : 0);
+  // Files the turn wrote under /mnt/session/outputs are durable before the turn reports idle;
+  // each file that was not stored (quota, name) gets a session.warning naming it, before idle.
+  const warnings = await outputWarnings(d.sandbox, s, d.log);
+  // Mounted memory stores: the turn's changes become memory writes (./turnMemory.ts).
+  const memory = await memoryWarnings(d.p, d.sandbox, s, d.log);
+  // With the append one transaction (embedded store), the pending flag is cleared in it, under
+  // the same condition as clearPending; `cleared` stays undefined on the two-write path.
+  let cleared: boolean | undefined;
+  const idle = {
+    type: 'session.status_idle',
+    payload: {
+      stop_reason: end.stop_reason,
+      stop_details: null,
+      ...(end.interrupted ? { interrupted: true } : {}),
+    },
+  };
+  const held = end.held;
+  await d.appends.append(
+    tenant,
+    sid,
+    lease,
+    [...(held?.drafts ?? []), ...warnings, ...memory, idle],
+    (idleSeq, current) => {
+      cleared = current ? current.input_seq <= processed : undefined;
+      return {
+        ...(held ? { $inc: held.update.$inc } : {}),
+        $max: { processed_seq: processed, idle_seq: idleSeq },
+        $set: { ...held?.update.$set, recoveries: 0, ...(cleared ? { pending: false } : {}) },
+      };
+    },
+  );
+  // processed_seq moved with the idle: the pending flag (unless cleared above) and the run
+  // record go now (either one lost in a crash is repaired: drain clears a stale flag, recover
+  // a finished run).
+  const [done] = await Promise.all([
+    cleared ?? clearPending(d.p, tenant, sid, processed),
+    d.p.collections.runs.deleteOne(tenant, { _id: sid }),
+  ]);
+  d.p.metrics.turnsFinished.inc({
+    stop_reason: String(end.stop_reason.type),
+    interrupted: end.interrupted ? 'true' : 'false',
+  });
+  return done;
+}
+
+export async function markProcessed(p: Platform, tenant: string, sid: string, upTo: number) {
+  const { sessions } = p.collections;
+  await sessions.updateOne(tenant, { _id: sid }, { $max: { processed_seq: upTo } });
+  await clearPending(p, tenant, sid, upTo);
+}
+
+/** Cleared only if no newer input arrived meanwhile (compare-and-set on input_seq): true then. */
+export async function clearPending(
+  p: Platform,
+  tenant: string,
+  sid: string,
+  upTo: number,
+): Promise<boolean> {
+  const r = await p.collections.sessions.updateOne(
+    tenant,
+    { _id: sid, input_seq: { $lte: upTo } },
+    { $set: { pending: false } },
+  );
+  return r.matched > 0;
+}
