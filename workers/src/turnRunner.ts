@@ -302,18 +302,7 @@ export class TurnRunner {
       control.unregister(abort);
       await mcp.close();
     }
-    return this.finish(tenant, sid, lease, inputTo, end, s);
-  }
-
-  private finish(
-    tenant: string,
-    sid: string,
-    lease: Lease,
-    inputTo: number,
-    end: TurnEnd,
-    started?: SessionDoc,
-  ): Promise<boolean> {
-    return finishTurn(this.ending, tenant, sid, lease, inputTo, end, started);
+    return finishTurn(this.ending, tenant, sid, lease, inputTo, end, s);
   }
 
   private async modelLoop(
@@ -412,7 +401,7 @@ export class TurnRunner {
       return;
     }
     if (recoveries > this.p.config.turn.maxRecoveries) {
-      await this.finish(tenant, sid, lease, inputTo, {
+      await finishTurn(this.ending, tenant, sid, lease, inputTo, {
         stop_reason: { type: 'retries_exhausted' },
       });
       return;
@@ -426,7 +415,9 @@ export class TurnRunner {
     await this.appends.append(tenant, sid, lease, reconciliationDrafts(turn, SelfHostedLane.of(s)));
     const done = lastResponseFinished(turn);
     if (done) {
-      await this.finish(tenant, sid, lease, inputTo, { stop_reason: { type: 'end_turn' } });
+      await finishTurn(this.ending, tenant, sid, lease, inputTo, {
+        stop_reason: { type: 'end_turn' },
+      });
       return;
     }
     await this.loop(
