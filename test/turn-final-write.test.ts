@@ -1,13 +1,14 @@
 /**
  * A turn's final model answer and its idle are one write (workers/src/turnFinish.ts): the
  * answer's events, its span end and the session.status_idle are appended together, and the
- * answer's usage moves with the idle's session update. An answer that calls a tool is written
+ * answer's usage moves with the idle's session update (harness `pi` too). An answer that calls a tool is written
  * before the tool runs; a turn with an active sandbox writes its final answer before the
  * outputs are synced, and the idle after them.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startPlatform, waitFor, type TestPlatform } from './harness.js';
 import { sessionHelpers } from './sessionHelpers.js';
+import { piSession, turn } from './compactionHelpers.js';
 
 let t: TestPlatform;
 let envId: string;
@@ -62,6 +63,22 @@ describe('the final answer and the idle', () => {
     expect((await t.client.beta.sessions.retrieve(s.id)).usage).toMatchObject({
       input_tokens: 20,
       output_tokens: 4,
+    });
+  });
+
+  it('harness pi (its requests go through compaction): the same one write', async () => {
+    const s = await piSession(t, envId, 'anthropic', { pi: { contextWindow: 100_000 } });
+    t.model.script(s.wire, { steps: [{ text: 'pi done' }] });
+    await turn(t, s.sid, 'hi');
+    await waitFor(async () => turnWrites(s.sid).at(-1)?.includes('session.status_idle'), 5000);
+    expect(turnWrites(s.sid)).toEqual([
+      ['session.status_running'],
+      ['span.model_request_start'],
+      ['agent.message', 'span.model_request_end', 'session.status_idle'],
+    ]);
+    expect((await t.client.beta.sessions.retrieve(s.sid)).usage).toMatchObject({
+      input_tokens: 10,
+      output_tokens: 2,
     });
   });
 

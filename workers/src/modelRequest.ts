@@ -68,8 +68,7 @@ export interface PiRequestOptions {
  * harness `pi` session's call goes through its context compaction, which sends the history
  * rebuilt from the session's last compaction boundary instead of `history`
  * (./compaction/turnCompaction.ts). `holdFinal`: a final answer (no tool call to run) is not
- * appended but returned as `held`, for the turn's idle write (./turnFinish.ts); harness `pi`
- * always appends it.
+ * appended but returned as `held`, for the turn's idle write (./turnFinish.ts).
  */
 export async function modelRequest(
   p: Platform,
@@ -82,7 +81,7 @@ export async function modelRequest(
   holdFinal = false,
 ): Promise<ModelOutcome> {
   if (s.agent.harness === 'pi')
-    return new TurnCompaction(p, tenant, s, append, signal).request(mcp);
+    return new TurnCompaction(p, tenant, s, append, signal).request(mcp, holdFinal);
   return (await modelAttempts(
     p,
     tenant,

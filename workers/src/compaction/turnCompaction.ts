@@ -44,7 +44,12 @@ import {
   type SessionDoc,
 } from '@agentfleet/core';
 import { estimateRequestTokens, providerRequest } from '../modelSettings.js';
-import { modelAttempts, type AppendFenced, type ModelOutcome } from '../modelRequest.js';
+import {
+  modelAttempts,
+  type AppendFenced,
+  type ModelOutcome,
+  type PiRequestOptions,
+} from '../modelRequest.js';
 import { resolveFileBlocks } from '../fileBlocks.js';
 import { sessionError, toModelError, zeroUsage } from '../turnEvents.js';
 import { budgetStop, usageUpdate } from '../budget.js';
@@ -110,21 +115,36 @@ export class TurnCompaction {
     return { events, history };
   }
 
-  /** One model request of the turn, compacting first or on overflow (see the file header). */
-  async request(mcp?: Pick<McpTools, 'specs' | 'lookup'>): Promise<ModelOutcome> {
+  /**
+   * One model request of the turn, compacting first or on overflow (see the file header);
+   * `holdFinal` as in modelRequest (../modelRequest.ts).
+   */
+  async request(
+    mcp?: Pick<McpTools, 'specs' | 'lookup'>,
+    holdFinal = false,
+  ): Promise<ModelOutcome> {
     const load = () => this.load();
     const { p, s, signal } = this;
     const sessionId = s._id;
+    const attempts = (history: ChatMessage[], onOverflow: PiRequestOptions['onOverflow']) =>
+      modelAttempts(
+        p,
+        this.tenant,
+        s,
+        this.append,
+        history,
+        signal,
+        mcp,
+        { sessionId, onOverflow },
+        holdFinal,
+      );
     let resolved: ResolvedModel;
     try {
       resolved = await p.models.resolve(this.tenant, s.agent.model);
     } catch {
       // modelRequest reports the failure as the session.error it is.
       const { history } = await load();
-      const out = await modelAttempts(p, this.tenant, s, this.append, history, signal, mcp, {
-        sessionId,
-        onOverflow: 'limit',
-      });
+      const out = await attempts(history, 'limit');
       return out.kind === 'overflow' ? { kind: 'error', exhausted: false } : out;
     }
     const mainRequest = (history: ChatMessage[]) =>
@@ -160,10 +180,7 @@ export class TurnCompaction {
         return { kind: 'error', exhausted: false };
       }
     }
-    const first = await modelAttempts(p, this.tenant, s, this.append, history, signal, mcp, {
-      sessionId,
-      onOverflow: 'return',
-    });
+    const first = await attempts(history, 'return');
     if (first.kind !== 'overflow') return first;
     const stopped = await this.compact(
       'overflow',
@@ -174,10 +191,7 @@ export class TurnCompaction {
     );
     if (stopped) return stopped;
     ({ history } = await load());
-    const retry = await modelAttempts(p, this.tenant, s, this.append, history, signal, mcp, {
-      sessionId,
-      onOverflow: 'limit',
-    });
+    const retry = await attempts(history, 'limit');
     return retry.kind === 'overflow' ? { kind: 'error', exhausted: false } : retry;
   }
 
