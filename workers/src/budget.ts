@@ -52,6 +52,9 @@ export async function costUpdate(
   return { inc: { list_cost_nanos: usageCostNanos(usage, price) }, set: {} };
 }
 
+/** The session update that records one finished model request's usage and list cost. */
+export type UsageUpdate = { $inc: Record<string, number>; $set: Record<string, unknown> };
+
 /**
  * The session update for one finished model request: its token usage and its list cost
  * (`price`: the price read with the model card when the request started, else read now).
@@ -62,7 +65,7 @@ export async function usageUpdate(
   modelId: string,
   usage: ModelUsage,
   price?: ListPrice,
-): Promise<{ $inc: Record<string, number>; $set: Record<string, unknown> }> {
+): Promise<UsageUpdate> {
   const cost = await costUpdate(p, tenant, modelId, usage, price);
   return {
     $inc: {

@@ -82,24 +82,19 @@ export async function modelRequest(
 ): Promise<ModelOutcome> {
   if (s.agent.harness === 'pi')
     return new TurnCompaction(p, tenant, s, append, signal).request(mcp, holdFinal);
-  return (await modelAttempts(
-    p,
-    tenant,
-    s,
-    append,
-    history,
-    signal,
-    mcp,
-    undefined,
+  return (await modelAttempts(p, tenant, s, append, history, signal, mcp, {
     holdFinal,
-  )) as ModelOutcome;
+  })) as ModelOutcome;
 }
 
 /** A model answer that ends the turn: no tool call to run. */
 export const isFinalAnswer = (stop: string, toolUses: readonly unknown[]) =>
   stop !== 'tool_use' || !toolUses.length;
 
-/** The attempts of one model call (see the file header); `pi` set for harness `pi` sessions. */
+/**
+ * The attempts of one model call (see the file header); `pi` set for harness `pi` sessions,
+ * `holdFinal` as in modelRequest.
+ */
 export async function modelAttempts(
   p: Platform,
   tenant: string,
@@ -108,8 +103,7 @@ export async function modelAttempts(
   history: ReturnType<typeof buildHistory>,
   signal: AbortSignal,
   mcp?: Pick<McpTools, 'specs' | 'lookup'>,
-  pi?: PiRequestOptions,
-  holdFinal = false,
+  { pi, holdFinal = false }: { pi?: PiRequestOptions; holdFinal?: boolean } = {},
 ): Promise<AttemptOutcome> {
   const sid = s._id;
   for (let attempt = 1; ; attempt++) {

@@ -12,6 +12,7 @@ import {
   type EventDraft,
   type ModelUsage,
 } from '@agentfleet/core';
+import type { UsageUpdate } from './budget.js';
 
 /**
  * How a turn ended: the session.status_idle stop reason, whether an interrupt ended it, and the
@@ -26,7 +27,7 @@ export type TurnEnd = {
 /** A final model answer not yet appended: its events and the session update carrying its usage. */
 export interface HeldAnswer {
   drafts: EventDraft[];
-  update: { $inc: Record<string, number>; $set: Record<string, unknown> };
+  update: UsageUpdate;
 }
 
 /** The reason a turn's abort signal fired. */

@@ -127,17 +127,10 @@ export class TurnCompaction {
     const { p, s, signal } = this;
     const sessionId = s._id;
     const attempts = (history: ChatMessage[], onOverflow: PiRequestOptions['onOverflow']) =>
-      modelAttempts(
-        p,
-        this.tenant,
-        s,
-        this.append,
-        history,
-        signal,
-        mcp,
-        { sessionId, onOverflow },
+      modelAttempts(p, this.tenant, s, this.append, history, signal, mcp, {
+        pi: { sessionId, onOverflow },
         holdFinal,
-      );
+      });
     let resolved: ResolvedModel;
     try {
       resolved = await p.models.resolve(this.tenant, s.agent.model);
