@@ -1,9 +1,12 @@
 /**
- * A turn's final model answer and its idle are one write (workers/src/turnFinish.ts): the
- * answer's events, its span end and the session.status_idle are appended together, and the
- * answer's usage moves with the idle's session update (harness `pi` too). An answer that calls a tool is written
- * before the tool runs; a turn with an active sandbox writes its final answer before the
- * outputs are synced, and the idle after them.
+ * A turn's final model answer and its idle are one write (workers/src/turnFinish.ts) on a store
+ * that appends in one transaction (embedded): the answer's events, its span end and the
+ * session.status_idle are appended together, and the answer's usage moves with the idle's
+ * session update (harness `pi` too). On the two-write path (MongoDB, FerretDB: the idle event is
+ * visible before its head update) the answer keeps its own append, and its usage is in the
+ * session before the idle is written. An answer that calls a tool is written before the tool
+ * runs; a turn with an active sandbox writes its final answer before the outputs are synced, and
+ * the idle after them.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startPlatform, waitFor, type TestPlatform } from './harness.js';
@@ -12,13 +15,24 @@ import { piSession, turn } from './compactionHelpers.js';
 
 let t: TestPlatform;
 let envId: string;
+let atomic: boolean;
 /** Each append's event types, in order, per session. */
 const writes = new Map<string, string[][]>();
+/** Per session: its input tokens as read right after each append with a span end completed. */
+const usageAfterAnswer = new Map<string, number[]>();
 beforeAll(async () => {
   t = await startPlatform({ env: { SANDBOX_DRIVER: 'local' } });
   envId = (await t.client.beta.environments.create({ name: 'final-write' })).id;
-  t.server.platform.events.onAppended(async (_tenant, sid, written) => {
-    writes.set(sid, [...(writes.get(sid) ?? []), written.map((e) => e.type)]);
+  const { events, collections } = t.server.platform;
+  atomic = await events.appendsAtomically('tnt_default');
+  events.onAppended(async (tenant, sid, written) => {
+    const types = written.map((e) => e.type);
+    writes.set(sid, [...(writes.get(sid) ?? []), types]);
+    // Hooks run before the append returns, so before the turn writes its idle.
+    if (types.includes('span.model_request_end') && !types.includes('session.status_idle')) {
+      const doc: any = await collections.sessions.get(tenant, sid);
+      usageAfterAnswer.set(sid, [...(usageAfterAnswer.get(sid) ?? []), doc.usage.input_tokens]);
+    }
   });
 });
 afterAll(async () => {
@@ -36,19 +50,26 @@ function turnWrites(sid: string, n = 1): string[][] {
   return all.slice(from, to + 1);
 }
 
+/** A one-request turn's writes: the answer in the idle's write only where appends are atomic. */
+const finalWrites = () => [
+  ['session.status_running'],
+  ['span.model_request_start'],
+  ...(atomic
+    ? [['agent.message', 'span.model_request_end', 'session.status_idle']]
+    : [['agent.message', 'span.model_request_end'], ['session.status_idle']]),
+];
+
 describe('the final answer and the idle', () => {
-  it('are appended in one write, with the answer usage in the idle update', async () => {
+  it('are one write where appends are atomic, with the answer usage in the idle update; else the usage lands before the idle', async () => {
     const { agent, model } = await agentWithModel();
     const s = await t.client.beta.sessions.create({ agent: agent.id, environment_id: envId });
     t.model.script(model, { steps: [{ text: 'done' }] });
     await say(s.id, 'hi');
     await untilIdle(s.id);
     await waitFor(async () => turnWrites(s.id).at(-1)?.includes('session.status_idle'), 5000);
-    expect(turnWrites(s.id)).toEqual([
-      ['session.status_running'],
-      ['span.model_request_start'],
-      ['agent.message', 'span.model_request_end', 'session.status_idle'],
-    ]);
+    expect(turnWrites(s.id)).toEqual(finalWrites());
+    // Two writes: the answer's usage was in the session before the idle was written.
+    expect(usageAfterAnswer.get(s.id)).toEqual(atomic ? undefined : [10]);
     const after = await t.client.beta.sessions.retrieve(s.id);
     expect(after.status).toBe('idle');
     // The scripted model reports 10 input tokens and one output token per 4 characters.
@@ -66,16 +87,13 @@ describe('the final answer and the idle', () => {
     });
   });
 
-  it('harness pi (its requests go through compaction): the same one write', async () => {
+  it('harness pi (its requests go through compaction): the same writes', async () => {
     const s = await piSession(t, envId, 'anthropic', { pi: { contextWindow: 100_000 } });
     t.model.script(s.wire, { steps: [{ text: 'pi done' }] });
     await turn(t, s.sid, 'hi');
     await waitFor(async () => turnWrites(s.sid).at(-1)?.includes('session.status_idle'), 5000);
-    expect(turnWrites(s.sid)).toEqual([
-      ['session.status_running'],
-      ['span.model_request_start'],
-      ['agent.message', 'span.model_request_end', 'session.status_idle'],
-    ]);
+    expect(turnWrites(s.sid)).toEqual(finalWrites());
+    expect(usageAfterAnswer.get(s.sid)).toEqual(atomic ? undefined : [10]);
     expect((await t.client.beta.sessions.retrieve(s.sid)).usage).toMatchObject({
       input_tokens: 10,
       output_tokens: 2,
@@ -112,5 +130,7 @@ describe('the final answer and the idle', () => {
     expect((await t.client.beta.sessions.retrieve(s.id)).usage).toMatchObject({
       input_tokens: 20,
     });
+    // Each answer written apart from the idle carried its usage: in the session after its write.
+    expect(usageAfterAnswer.get(s.id)).toEqual([10, 20]);
   });
 });

@@ -3,8 +3,8 @@
  * session bookkeeping that moves with it (processed_seq, idle_seq, the pending flag, the run
  * record). A turn whose model answer is final and that has nothing left to do before the idle
  * (no active sandbox to sync, no MCP connection to close) appends that answer (its events and
- * usage, `TurnEnd.held`) in the same write as the idle: one transaction on the embedded store,
- * one insert and one head update on MongoDB, instead of two of each. A crash before that write
+ * usage, `TurnEnd.held`) in the same write as the idle: one transaction on the embedded store
+ * instead of two (only there: see answerMayWaitForIdle). A crash before that write
  * loses what a crash during the model stream loses today: the open span is reconciled and the
  * request made again (./turnRecovery.ts). Proven by test/turn-final-write.test.ts,
  * test/crash-recovery.test.ts and test/sessions-events.test.ts.
@@ -22,13 +22,20 @@ export interface TurnFinishDeps {
   appends: SessionAppends;
 }
 
-/** True when nothing runs between a final answer and the idle (see the file header). */
+/**
+ * True when nothing runs between a final answer and the idle (see the file header), and the
+ * store appends atomically (`atomic`: EventLog.appendsAtomically). On the two-write path
+ * (MongoDB, FerretDB) the idle event is visible before its head update, so a client that saw
+ * the idle could read the session without the answer's usage; there the answer keeps its own
+ * append, whose usage lands before the idle is written.
+ */
 export function answerMayWaitForIdle(
   sandbox: SandboxManager | null,
   sid: string,
   mcpConnected: boolean,
+  atomic: boolean,
 ): boolean {
-  return !mcpConnected && sandbox?.state(sid) !== 'active';
+  return atomic && !mcpConnected && sandbox?.state(sid) !== 'active';
 }
 
 /** Appends the turn's idle (after a held answer, output and memory warnings). True: see drain. */

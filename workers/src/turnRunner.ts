@@ -340,6 +340,7 @@ export class TurnRunner {
     if (!prompted) return { stop_reason: { type: 'end_turn' } };
     const withMemory = withMemoryPrompt(prompted, !!this.sandbox && !lane);
     await mcp.ready();
+    const atomic = await this.p.events.appendsAtomically(tenant);
     for (let i = 0; i < this.p.config.turn.maxModelRequests; i++) {
       if (signal.aborted) throw signal.reason;
       // The first request checks the session the turn started from (read moments ago).
@@ -363,7 +364,7 @@ export class TurnRunner {
         history,
         signal,
         mcp,
-        answerMayWaitForIdle(this.sandbox, sid, mcp.connected),
+        answerMayWaitForIdle(this.sandbox, sid, mcp.connected, atomic),
       );
       if (outcome.kind === 'error')
         return { stop_reason: { type: outcome.exhausted ? 'retries_exhausted' : 'end_turn' } };

@@ -73,6 +73,16 @@ export class EventLog {
     this.appendHooks.push(hook);
   }
 
+  /**
+   * True when the tenant's store appends in one transaction (`appendAtomically`): the events and
+   * every session field moved with the head become visible together. On the two-write path a
+   * reader can see the events before the head update's fields.
+   */
+  async appendsAtomically(tenant: string): Promise<boolean> {
+    const { store } = await this.c.events.handle(tenant);
+    return !!store.transaction;
+  }
+
   /** Spilled payloads read back whole: callers that query the events collection directly. */
   hydrate(docs: EventDoc[]): Promise<EventDoc[]> {
     return this.objects ? hydrateEvents(this.objects, docs) : Promise.resolve(docs);
