@@ -5,7 +5,8 @@
  * not append itself (written to the log directly, as another process would); `all` equals the
  * store's own full read after every append; cached events are frozen; the byte bound holds (a
  * log over it is served whole but not kept, least recently used sessions go first); `forget`
- * drops an entry.
+ * drops an entry; an array it returned never changes, and the worker's own append delivered
+ * while a read is out is kept once.
  */
 import { SessionLogCache } from '@agentfleet/workers';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -43,6 +44,12 @@ async function turn(sid: string, message: string) {
   }, 15_000);
   return t.model.requests.slice(before).at(-1)!.body;
 }
+
+const msg = (text: string) => ({
+  type: 'agent.message',
+  payload: { content: [{ type: 'text', text }] },
+});
+const seqs = (l: readonly { seq: number }[]) => l.map((e) => e.seq);
 
 const userTexts = (body: any): string[] =>
   (body.messages as any[])
@@ -129,10 +136,6 @@ describe('session log cache', () => {
         return log.range(...a);
       },
     });
-    const msg = (text: string) => ({
-      type: 'agent.message',
-      payload: { content: [{ type: 'text', text }] },
-    });
     await log.append(TENANT, sid, [msg('a')]);
     expect(await cache.all(TENANT, sid)).toHaveLength(1);
     expect(reads).toBe(1);
@@ -159,5 +162,33 @@ describe('session log cache', () => {
     expect(reads).toBe(4);
     expect(after.map((e) => e.seq)).toEqual([1, 2, 3, 4, 5]);
     expect(after.map((e) => (e.payload as any).content[0].text)).toEqual(['a', 'b', 'c', 'd', 'e']);
+  });
+
+  it('an array it returned never changes; an own append delivered during a read is kept once', async () => {
+    const sid = await newSession();
+    const log = t.server.platform.events;
+    let during: (() => void) | undefined;
+    const cache = new SessionLogCache({
+      range: async (...a: Parameters<typeof log.range>) => {
+        const page = await log.range(...a);
+        during?.();
+        during = undefined;
+        return page;
+      },
+    });
+    await log.append(TENANT, sid, [msg('a')]);
+    const first = await cache.all(TENANT, sid);
+    for (const text of ['b', 'c', 'd'])
+      cache.appended(TENANT, sid, await log.append(TENANT, sid, [msg(text)]));
+    expect(seqs(first)).toEqual([1]);
+    const second = await cache.all(TENANT, sid, 4);
+    expect(seqs(second)).toEqual([1, 2, 3, 4]);
+    // The worker's append (seq 5) is in the store; its `appended` arrives while a read is out.
+    const own = await log.append(TENANT, sid, [msg('e')]);
+    during = () => cache.appended(TENANT, sid, own);
+    expect(seqs(await cache.all(TENANT, sid))).toEqual([1, 2, 3, 4, 5]);
+    expect(seqs(second)).toEqual([1, 2, 3, 4]);
+    expect(seqs(await cache.all(TENANT, sid))).toEqual([1, 2, 3, 4, 5]);
+    expect(seqs(await cache.all(TENANT, sid, 5))).toEqual([1, 2, 3, 4, 5]);
   });
 });

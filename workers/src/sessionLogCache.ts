@@ -11,7 +11,9 @@
  *   staleness bound is needed. Only a contiguous run of seqs is kept; an event read past a gap
  *   (a concurrent append still landing) is returned but re-read next time.
  * - Cached events are deep-frozen: a caller that mutates one throws instead of corrupting the
- *   next turn's history.
+ *   next turn's history. An array `all` returned never changes afterwards: the entry's array
+ *   is copied at its next extension once handed out, and extended in place otherwise (so a
+ *   turn's appends do not each copy the whole log).
  * - Memory is bounded: at most `maxBytes` of payload JSON across sessions (default 64 MiB); the
  *   least recently used sessions are dropped first, and a log larger than the bound is never
  *   cached (it is read from the store each time, as before).
@@ -41,6 +43,11 @@ interface Entry {
   events: EventDoc[];
   bytes: number;
   history?: HistoryBuilder;
+  /**
+   * True once `events` was handed to a caller: the next extension copies it (so an array a
+   * caller holds never changes), the ones after push in place until it is handed out again.
+   */
+  shared: boolean;
 }
 
 export class SessionLogCache {
@@ -60,8 +67,9 @@ export class SessionLogCache {
     const key = `${tenant}\u0000${sessionId}`;
     const entry = this.entries.get(key);
     if (through !== undefined && entry?.events.length && entry.events.at(-1)!.seq >= through)
-      return entry.events;
+      return this.handOut(entry);
     const cached = entry?.events ?? [];
+    const cachedLength = cached.length;
     const fresh: EventDoc[] = [];
     let after = cached.length ? cached[cached.length - 1]!.seq : 0;
     for (;;) {
@@ -80,8 +88,18 @@ export class SessionLogCache {
       added += eventBytes(e);
       keep++;
     }
-    this.extend(key, entry, fresh.slice(0, keep).map(deepFreeze), added);
-    return fresh.length ? [...cached, ...fresh] : cached;
+    // Extended meanwhile (this worker's append landed during the read): answer without keeping;
+    // the next read catches up. The entry's first `cachedLength` events are the ones read after.
+    if (entry && (this.entries.get(key) !== entry || entry.events.length !== cachedLength))
+      return entry.events.slice(0, cachedLength).concat(fresh);
+    const next = this.extend(key, entry, fresh.slice(0, keep).map(deepFreeze), added);
+    // Its events are the cached run with the kept ones; the rest (past a gap) are added here.
+    return keep === fresh.length ? this.handOut(next) : next.events.concat(fresh.slice(keep));
+  }
+
+  private handOut(entry: Entry): readonly EventDoc[] {
+    entry.shared = true;
+    return entry.events;
   }
 
   /**
@@ -107,20 +125,31 @@ export class SessionLogCache {
 
   /**
    * The session's entry with `events` (frozen, extending its run; `bytes` of them) added, as
-   * the most recently used; dropped instead when it grows past the bound.
+   * the most recently used; dropped instead when it grows past the bound (it is returned
+   * either way).
+   * An array handed out is copied once (`Entry.shared`); otherwise the events are pushed in
+   * place, so a turn's appends do not each copy the whole log.
    */
-  private extend(key: string, entry: Entry | undefined, events: EventDoc[], bytes: number): void {
-    const cached = entry?.events ?? [];
+  private extend(
+    key: string,
+    entry: Entry | undefined,
+    events: EventDoc[],
+    bytes: number,
+  ): Entry {
+    const next: Entry = entry ?? { events: [], bytes: 0, shared: false };
     if (entry) this.entries.delete(key); // re-inserted below as the most recently used
-    const next: Entry = {
-      events: events.length ? [...cached, ...events] : cached,
-      bytes: (entry?.bytes ?? 0) + bytes,
-      history: entry?.history,
-    };
+    if (events.length) {
+      if (next.shared) {
+        next.events = next.events.concat(events);
+        next.shared = false;
+      } else for (const e of events) next.events.push(e);
+    }
+    next.bytes += bytes;
     this.bytes += bytes;
     if (next.bytes > this.maxBytes) this.bytes -= next.bytes;
     else this.entries.set(key, next);
     this.evict();
+    return next;
   }
 
   /** The model history of `log` (what `all` returned), folded incrementally (file header). */
