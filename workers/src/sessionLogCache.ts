@@ -28,11 +28,13 @@
  * - `history(tenant, sessionId, log)` builds the model history from a log this cache returned,
  *   with a fold kept in the session's entry (./history.ts HistoryBuilder): only the events past
  *   the previous call are folded. It goes with the entry (eviction, `forget`); a session that
- *   is not cached gets a full build.
+ *   is not cached gets a full build. `settleFrom` is the same for the calls a turn settles
+ *   first (./openCalls.ts).
  * Proven by test/turn-log-cache.test.ts and test/history-builder.test.ts.
  */
 import { deepFreeze, type ChatMessage, type EventDoc, type EventLog } from '@agentfleet/core';
 import { buildHistory, HistoryBuilder } from './history.js';
+import { OpenCalls } from './openCalls.js';
 
 const PAGE = 10_000;
 /** What an event counts against the byte bound (an estimate: its payload's JSON and a margin). */
@@ -43,6 +45,7 @@ interface Entry {
   events: EventDoc[];
   bytes: number;
   history?: HistoryBuilder;
+  open?: OpenCalls;
   /**
    * True once `events` was handed to a caller: the next extension copies it (so an array a
    * caller holds never changes), the ones after push in place until it is handed out again.
@@ -158,6 +161,17 @@ export class SessionLogCache {
     if (!entry) return buildHistory(log);
     entry.history ??= new HistoryBuilder(true);
     return entry.history.build(log);
+  }
+
+  /**
+   * Where a cloud session's `log` (what `all` returned) can be settled from (./openCalls.ts),
+   * folded incrementally in the session's entry; 0 (the whole log) for a session not cached.
+   */
+  settleFrom(tenant: string, sessionId: string, log: readonly EventDoc[]): number {
+    const entry = this.entries.get(`${tenant}\u0000${sessionId}`);
+    if (!entry) return 0;
+    entry.open ??= new OpenCalls();
+    return entry.open.start(log);
   }
 
   /** Drops a session's entry (its log was deleted). */

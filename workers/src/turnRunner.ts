@@ -329,7 +329,9 @@ export class TurnRunner {
     // Every event up to the turn's own last append (status_running); see sessionLogCache.ts.
     let logAt = this.appends.lastSeq(sid);
     let log = await this.logs.all(tenant, sid, logAt);
-    const held = await calls.settleHeld(log, lane ? inputTo : Infinity);
+    // A cloud session's calls settled long ago are not scanned again (./openCalls.ts).
+    const from = lane ? 0 : this.logs.settleFrom(tenant, sid, log);
+    const held = await calls.settleHeld(from ? log.slice(from) : log, lane ? inputTo : Infinity);
     if (held.length) return { stop_reason: { type: 'requires_action', event_ids: held } };
     // The pinned skills' SKILL.md bodies, inlined into the system prompt (./skillPrompt.ts).
     const prompted = await withSkillPrompt(this.p, tenant, s).catch(async (err) => {
