@@ -133,12 +133,7 @@ export class SessionLogCache {
    * An array handed out is copied once (`Entry.shared`); otherwise the events are pushed in
    * place, so a turn's appends do not each copy the whole log.
    */
-  private extend(
-    key: string,
-    entry: Entry | undefined,
-    events: EventDoc[],
-    bytes: number,
-  ): Entry {
+  private extend(key: string, entry: Entry | undefined, events: EventDoc[], bytes: number): Entry {
     const next: Entry = entry ?? { events: [], bytes: 0, shared: false };
     if (entry) this.entries.delete(key); // re-inserted below as the most recently used
     if (events.length) {
