@@ -166,7 +166,8 @@ function searchResultAsText(b: any): ContentBlock | Record<string, unknown> {
 function answerEveryToolCall(messages: ChatMessage[]): ChatMessage[] {
   for (let i = 0; i < messages.length; i++) {
     const m = messages[i]!;
-    if (m.role !== 'assistant') continue;
+    // Checked without allocating: most assistant messages carry no call.
+    if (m.role !== 'assistant' || !m.content.some((b) => b.type === 'tool_use')) continue;
     const ids = m.content.filter((b) => b.type === 'tool_use').map((b) => (b as { id: string }).id);
     if (!ids.length) continue;
     let next = messages[i + 1];

@@ -1,0 +1,41 @@
+/**
+ * Standalone (not a section of `npm run bench`): how a turn's cost grows with its session's
+ * age. One session on the embedded platform, `BLOCKS` blocks (default 8) of `PER` sequential
+ * turns (default 500; each turn adds 5 events), printing each block's POST → idle p50. A turn
+ * here is section b's: zero-latency scripted model, SSE open, platform, client and model in this
+ * process. The model request carries the whole conversation, so its encoding (and the scripted
+ * model's parsing of it) grows with the session whatever the platform does; the rest should not.
+ * `PROF=<file>` writes a CPU profile of the last block (Chrome DevTools format).
+ *
+ *   npx tsx --conditions=source load/bench/sessionAge.ts
+ */
+import { writeFileSync } from 'node:fs';
+import { Session } from 'node:inspector/promises';
+import { startBenchPlatform } from './context.js';
+import { sleep, summarize } from './stats.js';
+import { openStream, turn } from './turns.js';
+
+const blocks = Number(process.env.BLOCKS ?? 8);
+const per = Number(process.env.PER ?? 500);
+const p = await startBenchPlatform({ SANDBOX_DRIVER: 'none' });
+try {
+  const [sid] = (await p.sessions(1)).sessionIds;
+  const stream = await openStream(p, sid!);
+  await sleep(100);
+  for (let b = 0; b < blocks; b++) {
+    const prof = b === blocks - 1 && process.env.PROF ? new Session() : null;
+    if (prof) {
+      prof.connect();
+      await prof.post('Profiler.enable');
+      await prof.post('Profiler.start');
+    }
+    const idle: number[] = [];
+    for (let i = 0; i < per; i++) idle.push((await turn(p, stream, sid!)).idleMs);
+    if (prof)
+      writeFileSync(process.env.PROF!, JSON.stringify((await prof.post('Profiler.stop')).profile));
+    console.log(`turns ${b * per}-${(b + 1) * per}: idle p50 ${summarize(idle).p50.toFixed(2)} ms`);
+  }
+  stream.close();
+} finally {
+  await p.close();
+}
