@@ -167,6 +167,8 @@ export class ToolCallDispatcher {
    * without a confirmation, client-executed calls without a result), in log order; when any
    * remain the turn must end again with requires_action and not call the model. Client input
    * after `upToSeq` (the turn's input: answers, confirmations, messages) is left to the next turn.
+   * Everything read about a call comes after it, so a cloud session's turn passes the log from
+   * its earliest open call (./openCalls.ts) rather than the whole log.
    */
   async settleHeld(all: readonly EventDoc[], upToSeq = Infinity): Promise<string[]> {
     // Client input after the turn's input (answers, confirmations, messages) is the next turn's.
