@@ -39,6 +39,8 @@ export interface Config {
     maxTokens: number;
     leaseTtlMs: number;
     recoveryScanMs: number;
+    /** RECOVERY_SCAN_BATCH: run records and pending sessions a recovery scan reads of each. */
+    recoveryScanBatch: number;
     maxRecoveries: number;
     maxConcurrent: number;
     /** MCP_DISCOVERY_TIMEOUT_MS: connect + tools/list bound per MCP server per turn (spec: 15 s). */
@@ -405,6 +407,7 @@ export function loadConfig(role: Role, env: Env = process.env): ParsedConfig {
     maxTokens: int(env, 'TURN_MAX_TOKENS', 8192, problems, 1, 1_000_000),
     leaseTtlMs: int(env, 'SESSION_LEASE_TTL_MS', 15_000, problems, 1000),
     recoveryScanMs: int(env, 'RECOVERY_SCAN_MS', 5_000, problems, 100),
+    recoveryScanBatch: int(env, 'RECOVERY_SCAN_BATCH', 1000, problems, 1, 100_000),
     maxRecoveries: 5,
     maxConcurrent: int(env, 'WORKER_MAX_CONCURRENT_TURNS', 64, problems, 1, 10_000),
     mcpDiscoveryMs: int(env, 'MCP_DISCOVERY_TIMEOUT_MS', 15_000, problems, 100, 600_000),

@@ -95,21 +95,54 @@ export function lastResponseFinished(turn: EventDoc[]): boolean {
   return !!lastEnd && !lastEnd.payload.is_error && lastEnd.payload.stop_reason !== 'tool_use';
 }
 
+/**
+ * Where a worker's next recovery scan resumes. A scan reads at most a batch
+ * (RECOVERY_SCAN_BATCH) of run records and of pending sessions, in id order after the cursor,
+ * and wraps around after a short page: with more sessions than a batch waiting (busy ones
+ * among them), every one is still reached within a few scans instead of the first batch being
+ * read again and again.
+ */
+export interface RecoveryCursor {
+  runs?: string;
+  pending?: string;
+}
+
+/** The next page of `filter` after `after` in id order, and where the page after it starts. */
+async function scanPage<T extends { _id: string }>(
+  c: { scanAll(filter: Record<string, unknown>, options: object): Promise<T[]> },
+  filter: Record<string, unknown>,
+  after: string | undefined,
+  batch: number,
+): Promise<{ docs: T[]; next: string | undefined }> {
+  const where = after ? { ...filter, _id: { $gt: after } } : filter;
+  const docs = await c.scanAll(where, { sort: { _id: 1 }, limit: batch });
+  // One page per store: every store that filled its page read at least up to the batch-th
+  // smallest id, so resuming after it skips nothing (ids past it may be read twice: harmless).
+  if (docs.length < batch) return { docs, next: undefined };
+  const ids = docs.map((d) => d._id).sort();
+  return { docs, next: ids[batch - 1] };
+}
+
 /** Re-drives orphaned runs (lease expired) and unprocessed input (e.g. a command lost in a crash). */
 export async function recoveryScan(
   p: Platform,
   busyHere: (sid: string) => boolean,
   owner = 'recovery-scan',
+  cursor: RecoveryCursor = {},
 ): Promise<void> {
   const { runs, sessions } = p.collections;
+  const batch = p.config.turn.recoveryScanBatch;
   const candidates = new Map<string, string>();
   const orphans = new Set<string>();
-  for (const r of await runs.scanAll({}, { limit: 1000 })) {
+  const runPage = await scanPage(runs, {}, cursor.runs, batch);
+  const pendingPage = await scanPage(sessions, { pending: true }, cursor.pending, batch);
+  cursor.runs = runPage.next;
+  cursor.pending = pendingPage.next;
+  for (const r of runPage.docs) {
     candidates.set(r._id, r.tenant_id);
     if (!r.rescheduled_at) orphans.add(r._id);
   }
-  for (const s of await sessions.scanAll({ pending: true }, { limit: 1000 }))
-    candidates.set(s._id, s.tenant_id);
+  for (const s of pendingPage.docs) candidates.set(s._id, s.tenant_id);
   for (const [sid, tenant] of candidates) {
     if (busyHere(sid)) continue;
     if (await p.coordination.leases.holder(`session:${sid}`)) continue;

@@ -28,7 +28,12 @@ import { budgetStop } from './budget.js';
 import { ToolExecutor } from './tools.js';
 import { McpTurn } from './mcpTurn.js';
 import { sessionError, TurnAborted, type TurnEnd } from './turnEvents.js';
-import { lastResponseFinished, reconciliationDrafts, recoveryScan } from './turnRecovery.js';
+import {
+  lastResponseFinished,
+  reconciliationDrafts,
+  recoveryScan,
+  type RecoveryCursor,
+} from './turnRecovery.js';
 import { SelfHostedLane } from './selfHosted.js';
 import { withMemoryPrompt } from './turnMemory.js';
 import {
@@ -56,6 +61,8 @@ export class TurnRunner {
   private scanTimer: NodeJS.Timeout | null = null;
   private readonly running = new Set<Promise<void>>();
   private readonly draining = new Set<string>();
+  /** Where this worker's next recovery scan resumes (./turnRecovery.ts RecoveryCursor). */
+  private readonly scanCursor: RecoveryCursor = {};
   /** Each drain's control channel subscription (./turnControl.ts). */
   private readonly controls = new Map<string, TurnControl>();
 
@@ -438,6 +445,7 @@ export class TurnRunner {
       this.p,
       (sid) => this.draining.has(sid), // a running turn is always inside its session's drain
       `${this.owner}:scan`,
+      this.scanCursor,
     );
   }
 }
