@@ -29,20 +29,34 @@ const types = async (sid: string) =>
     (e) => e.type,
   );
 
+/** Six sessions in id order (the scan's order); the first two busy: their leases held. */
+async function sessionsFirstTwoBusy() {
+  const { agent } = await agentWithModel();
+  const ids: string[] = [];
+  for (let i = 0; i < 6; i++)
+    ids.push((await t.client.beta.sessions.create({ agent: agent.id, environment_id: envId })).id);
+  ids.sort();
+  const leases = t.server.platform.coordination.leases;
+  const busy = await Promise.all(
+    ids.slice(0, 2).map((id) => leases.acquire(`session:${id}`, 'busy-worker', 60_000)),
+  );
+  expect(busy.every(Boolean)).toBe(true);
+  const release = async () => {
+    for (const lease of busy) await leases.release(lease!);
+  };
+  return { ids, release };
+}
+
+/** Every one of `ids` has a session.status_idle in its log. */
+const allIdle = (ids: string[]) =>
+  waitFor(async () => {
+    for (const id of ids) if (!(await types(id)).includes('session.status_idle')) return false;
+    return true;
+  }, 15_000);
+
 describe('recovery scan', () => {
   it('reaches every pending session, batch after batch, past busy ones', async () => {
-    const { agent } = await agentWithModel();
-    const ids: string[] = [];
-    for (let i = 0; i < 6; i++)
-      ids.push(
-        (await t.client.beta.sessions.create({ agent: agent.id, environment_id: envId })).id,
-      );
-    ids.sort();
-    const leases = t.server.platform.coordination.leases;
-    const busy = await Promise.all(
-      ids.slice(0, 2).map((id) => leases.acquire(`session:${id}`, 'busy-worker', 60_000)),
-    );
-    expect(busy.every(Boolean)).toBe(true);
+    const { ids, release } = await sessionsFirstTwoBusy();
     // Input whose turn command was lost: in the log and flagged pending, no command published.
     for (const id of ids)
       await t.server.platform.events.append(
@@ -51,33 +65,16 @@ describe('recovery scan', () => {
         [{ type: 'user.message', payload: { content: [{ type: 'text', text: 'hi' }] } }],
         { sessionUpdate: (last) => ({ $max: { input_seq: last }, $set: { pending: true } }) },
       );
-    await waitFor(async () => {
-      for (const id of ids.slice(2))
-        if (!(await types(id)).includes('session.status_idle')) return false;
-      return true;
-    }, 15_000);
+    await allIdle(ids.slice(2));
     for (const id of ids.slice(0, 2))
       expect(await types(id)).not.toContain('session.status_running');
-    for (const lease of busy) await leases.release(lease!);
-    await waitFor(async () => {
-      for (const id of ids.slice(0, 2))
-        if (!(await types(id)).includes('session.status_idle')) return false;
-      return true;
-    }, 15_000);
+    await release();
+    await allIdle(ids.slice(0, 2));
   });
 
   it('reaches every orphaned run record, batch after batch, past busy ones', async () => {
-    const { agent } = await agentWithModel();
-    const ids: string[] = [];
-    for (let i = 0; i < 6; i++)
-      ids.push(
-        (await t.client.beta.sessions.create({ agent: agent.id, environment_id: envId })).id,
-      );
-    ids.sort();
-    const { collections: c, coordination, events } = t.server.platform;
-    const busy = await Promise.all(
-      ids.slice(0, 2).map((id) => coordination.leases.acquire(`session:${id}`, 'busy', 60_000)),
-    );
+    const { ids, release } = await sessionsFirstTwoBusy();
+    const { collections: c, events } = t.server.platform;
     // A turn a dead worker started: its input, its status_running and its run record.
     for (const id of ids) {
       const [input] = await events.append(TENANT, id, [
@@ -102,19 +99,11 @@ describe('recovery scan', () => {
         { upsert: true },
       );
     }
-    await waitFor(async () => {
-      for (const id of ids.slice(2))
-        if (!(await types(id)).includes('session.status_idle')) return false;
-      return true;
-    }, 15_000);
+    await allIdle(ids.slice(2));
     for (const id of ids.slice(2)) expect(await types(id)).toContain('session.status_rescheduled');
     for (const id of ids.slice(0, 2))
       expect(await types(id)).not.toContain('session.status_rescheduled');
-    for (const lease of busy) await coordination.leases.release(lease!);
-    await waitFor(async () => {
-      for (const id of ids.slice(0, 2))
-        if (!(await types(id)).includes('session.status_idle')) return false;
-      return true;
-    }, 15_000);
+    await release();
+    await allIdle(ids.slice(0, 2));
   });
 });
