@@ -9,30 +9,21 @@
  *
  *   npx tsx --conditions=source load/bench/sessionAge.ts
  */
-import { writeFileSync } from 'node:fs';
-import { Session } from 'node:inspector/promises';
 import { startBenchPlatform } from './context.js';
-import { sleep, summarize } from './stats.js';
-import { openStream, turn } from './turns.js';
+import { cpuProfile } from './cpuProfile.js';
+import { summarize } from './stats.js';
+import { sessionWithStream, turn } from './turns.js';
 
 const blocks = Number(process.env.BLOCKS ?? 8);
 const per = Number(process.env.PER ?? 500);
 const p = await startBenchPlatform({ SANDBOX_DRIVER: 'none' });
 try {
-  const [sid] = (await p.sessions(1)).sessionIds;
-  const stream = await openStream(p, sid!);
-  await sleep(100);
+  const { sid, stream } = await sessionWithStream(p);
   for (let b = 0; b < blocks; b++) {
-    const prof = b === blocks - 1 && process.env.PROF ? new Session() : null;
-    if (prof) {
-      prof.connect();
-      await prof.post('Profiler.enable');
-      await prof.post('Profiler.start');
-    }
+    const stop = await cpuProfile(b === blocks - 1 ? process.env.PROF : undefined);
     const idle: number[] = [];
-    for (let i = 0; i < per; i++) idle.push((await turn(p, stream, sid!)).idleMs);
-    if (prof)
-      writeFileSync(process.env.PROF!, JSON.stringify((await prof.post('Profiler.stop')).profile));
+    for (let i = 0; i < per; i++) idle.push((await turn(p, stream, sid)).idleMs);
+    await stop();
     console.log(`turns ${b * per}-${(b + 1) * per}: idle p50 ${summarize(idle).p50.toFixed(2)} ms`);
   }
   stream.close();

@@ -12,13 +12,12 @@
  *
  * The counter wraps TenantCollection's methods in this process only (the product is untouched).
  */
-import { writeFileSync } from 'node:fs';
-import { Session } from 'node:inspector/promises';
 import { EventLog, TenantCollection } from '@agentfleet/core';
 import { startBenchPlatform } from './context.js';
+import { cpuProfile } from './cpuProfile.js';
 import { sleep, summarize } from './stats.js';
 import { turnsFromClientProcess } from './turnClientProcess.js';
-import { openStream, turn, type Stream } from './turns.js';
+import { sessionWithStream, turn, type Stream } from './turns.js';
 
 const METHODS = [
   'insert',
@@ -56,27 +55,19 @@ log.append = function (this: unknown, ...a: unknown[]) {
 const n = Number(process.env.N ?? 1000);
 const p = await startBenchPlatform({ SANDBOX_DRIVER: 'none' });
 try {
-  const [sid] = (await p.sessions(1)).sessionIds;
-  const stream = await openStream(p, sid!);
-  await sleep(100);
-  for (let i = 0; i < 50; i++) await turn(p, stream, sid!);
+  const { sid, stream } = await sessionWithStream(p);
+  for (let i = 0; i < 50; i++) await turn(p, stream, sid);
   counting = true;
-  await turn(p, stream, sid!);
+  await turn(p, stream, sid);
   await sleep(200); // the drain's last reads after the idle
   counting = false;
   console.log('store calls of one turn (an EventLog.append is one embedded transaction):');
   for (const [k, v] of [...counts].sort((a, b) => b[1] - a[1])) console.log(`  ${v}  ${k}`);
-  const prof = process.env.PROF ? new Session() : null;
-  if (prof) {
-    prof.connect();
-    await prof.post('Profiler.enable');
-    await prof.post('Profiler.start');
-  }
+  const stop = await cpuProfile(process.env.PROF);
   const concurrent = Number(process.env.CONCURRENT ?? 0);
   const line =
-    concurrent > 0 ? await concurrentPhase(concurrent) : await sequentialPhase(stream, sid!);
-  if (prof)
-    writeFileSync(process.env.PROF!, JSON.stringify((await prof.post('Profiler.stop')).profile));
+    concurrent > 0 ? await concurrentPhase(concurrent) : await sequentialPhase(stream, sid);
+  await stop();
   console.log(line);
   stream.close();
 } finally {

@@ -75,6 +75,17 @@ export function openStream(p: BenchClient, sessionId: string): Promise<Stream> {
   });
 }
 
+/**
+ * One fresh session of `p` with its SSE stream open; the stream subscribes just after its
+ * headers, so this returns after a moment's wait (the standalone scripts' set-up).
+ */
+export async function sessionWithStream(p: BenchClient): Promise<{ sid: string; stream: Stream }> {
+  const [sid] = (await p.sessions(1)).sessionIds;
+  const stream = await openStream(p, sid!);
+  await sleep(100);
+  return { sid: sid!, stream };
+}
+
 export interface TurnTiming {
   firstChunkMs: number;
   idleMs: number;
