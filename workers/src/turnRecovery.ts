@@ -16,7 +16,16 @@
  * ends with requires_action naming it. Proven by test/crash-recovery.test.ts,
  * test/rescheduling.test.ts and test/self-hosted-lane-crash.test.ts.
  */
-import { nowIso, runIsLive, type EventDoc, type EventDraft, type Platform } from '@agentfleet/core';
+import {
+  nowIso,
+  runIsLive,
+  type Doc,
+  type EventDoc,
+  type EventDraft,
+  type Filter,
+  type Platform,
+  type TenantCollection,
+} from '@agentfleet/core';
 import { spanEnd, zeroUsage } from './turnEvents.js';
 import type { SelfHostedLane } from './selfHosted.js';
 
@@ -108,9 +117,9 @@ export interface RecoveryCursor {
 }
 
 /** The next page of `filter` after `after` in id order, and where the page after it starts. */
-async function scanPage<T extends { _id: string }>(
-  c: { scanAll(filter: Record<string, unknown>, options: object): Promise<T[]> },
-  filter: Record<string, unknown>,
+async function scanPage<T extends Doc & { tenant_id: string }>(
+  c: Pick<TenantCollection<T>, 'scanAll'>,
+  filter: Filter,
   after: string | undefined,
   batch: number,
 ): Promise<{ docs: T[]; next: string | undefined }> {
