@@ -71,18 +71,22 @@ export class SessionLogCache {
     const entry = this.entries.get(key);
     if (through !== undefined && entry?.events.length && entry.events.at(-1)!.seq >= through)
       return this.handOut(entry);
-    const cached = entry?.events ?? [];
-    const cachedLength = cached.length;
+    const cachedLength = entry?.events.length ?? 0;
+    const cachedLast = cachedLength ? entry!.events[cachedLength - 1]!.seq : undefined;
     const fresh: EventDoc[] = [];
-    let after = cached.length ? cached[cached.length - 1]!.seq : 0;
+    let after = cachedLast ?? 0;
     for (;;) {
       const page = await this.log.range(tenant, sessionId, after, PAGE);
       fresh.push(...page);
       if (page.length < PAGE) break;
       after = page[page.length - 1]!.seq;
     }
+    // Extended meanwhile (this worker's append landed during the read): answer without keeping;
+    // the next read catches up. The entry's first `cachedLength` events are the ones read after.
+    if (entry && (this.entries.get(key) !== entry || entry.events.length !== cachedLength))
+      return entry.events.slice(0, cachedLength).concat(fresh);
     // Keep the contiguous run that extends the cached prefix.
-    let last = cached.length ? cached[cached.length - 1]!.seq : undefined;
+    let last = cachedLast;
     let keep = 0;
     let added = 0;
     for (const e of fresh) {
@@ -91,10 +95,6 @@ export class SessionLogCache {
       added += eventBytes(e);
       keep++;
     }
-    // Extended meanwhile (this worker's append landed during the read): answer without keeping;
-    // the next read catches up. The entry's first `cachedLength` events are the ones read after.
-    if (entry && (this.entries.get(key) !== entry || entry.events.length !== cachedLength))
-      return entry.events.slice(0, cachedLength).concat(fresh);
     const next = this.extend(key, entry, fresh.slice(0, keep).map(deepFreeze), added);
     // Its events are the cached run with the kept ones; the rest (past a gap) are added here.
     return keep === fresh.length ? this.handOut(next) : next.events.concat(fresh.slice(keep));
