@@ -88,7 +88,7 @@ describe('HistoryBuilder', () => {
     expect(kept.build(edited)).toEqual(buildHistory(edited));
   });
 
-  it('returned messages are fresh; the blocks a kept builder shares are frozen', () => {
+  it('a kept builder hands out a fresh array of frozen messages, copied once each', () => {
     const log = [
       ev('user.message', { content: [{ type: 'text', text: 'hi' }] }),
       ev('session.status_running', {}),
@@ -96,13 +96,52 @@ describe('HistoryBuilder', () => {
     ];
     const kept = new HistoryBuilder(true);
     const first = kept.build(log);
-    first[0]!.content.push({ type: 'text', text: 'added by a caller' });
+    expect(() => first[0]!.content.push({ type: 'text', text: 'added by a caller' })).toThrow(
+      TypeError,
+    );
+    expect(() => {
+      (first[0] as { role: string }).role = 'assistant';
+    }).toThrow(TypeError);
     first.pop();
     expect(kept.build(log)).toEqual(buildHistory(log));
     const tool = kept.build(log)[1]!.content[0] as { id: string };
     expect(() => {
       tool.id = 'changed';
     }).toThrow(TypeError);
+    // An unchanged message is the same object on the next call; one that grew is a new copy.
+    const grown = [...log, ev('agent.message', { content: [{ type: 'text', text: 'ok' }] })];
+    const second = kept.build(grown);
+    expect(second[0]).toBe(first[0]);
+    const third = kept.build(grown);
+    expect(third[0]).toBe(second[0]);
+    expect(third[1]).toBe(second[1]);
+    expect(second[1]).not.toBe(first[1]);
+    expect(second[1]!.content).toHaveLength(2);
+    expect(second).toEqual(buildHistory(grown));
+  });
+
+  it('an unanswered call gets its error result on every call, also from the reused rewrite', () => {
+    const call = ev('agent.custom_tool_use', { name: 'lookup', input: {} });
+    const log = [
+      ev('user.message', { content: [{ type: 'text', text: 'hi' }] }),
+      ev('session.status_running', {}),
+      call,
+      ev('session.status_idle', { stop_reason: { type: 'requires_action' } }),
+      ev('user.message', { content: [{ type: 'text', text: 'never mind' }] }),
+      ev('session.status_running', {}),
+    ];
+    const kept = new HistoryBuilder(true);
+    const want = [
+      { type: 'tool_result', tool_use_id: call._id, is_error: true },
+      { type: 'text', text: 'never mind' },
+    ];
+    for (let i = 0; i < 3; i++) {
+      const h = kept.build(log);
+      expect(h).toHaveLength(3);
+      expect(h[2]!.content).toMatchObject(want);
+      expect(Object.isFrozen(h[2])).toBe(true);
+    }
+    expect(kept.build(log)).toEqual(buildHistory(log));
   });
 
   it('SessionLogCache.history folds the cached log incrementally and builds uncached logs whole', async () => {

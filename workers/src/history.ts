@@ -22,14 +22,18 @@ export function buildHistory(events: readonly EventDoc[]): ChatMessage[] {
  * `buildHistory` as a fold kept between calls: a session's log only grows (events are immutable
  * and the worker's SessionLogCache hands back the same objects for the prefix it holds), so a
  * call whose log extends the previous one folds only the new events. Any other log (shorter, or
- * a different object at the previous end) is folded from the start. Each call returns fresh
- * message objects and arrays; the blocks are shared between calls, so with `freeze` (a builder
- * kept across turns) each is frozen: a caller that mutated one would throw instead of changing
- * the next request's history.
+ * a different object at the previous end) is folded from the start. Each call returns a fresh
+ * array. Without `freeze` its messages are fresh too. With `freeze` (a builder kept across
+ * turns) the messages, their content arrays and their blocks are frozen and shared between
+ * calls: a message is copied once, when it is complete (or changed since its last copy), not on
+ * every call, so a request on a long session does not copy its whole conversation. A caller
+ * that mutated one would throw instead of changing the next request's history.
  * Proved equal to a fresh build by test/history-builder.test.ts.
  */
 export class HistoryBuilder {
   private out: ChatMessage[] = [];
+  /** With `freeze`: the frozen copy handed out for out[i], until out[i] changes. */
+  private copies: Array<ChatMessage | undefined> = [];
   private waiting: ContentBlock[] = [];
   private waitingResults: ContentBlock[] = [];
   private waitingSystem: ContentBlock[] = [];
@@ -44,15 +48,31 @@ export class HistoryBuilder {
     for (let i = this.seen; i < events.length; i++) this.fold(events[i]!);
     this.seen = events.length;
     this.last = events[events.length - 1];
-    const out = this.out.map((m) => ({ role: m.role, content: [...m.content] }));
+    const out = this.freeze ? this.frozenCopies() : this.out.map(copyMessage);
     // A conversation must open with a user turn.
     let first = 0;
     while (first < out.length && out[first]!.role !== 'user') first++;
     return answerEveryToolCall(first ? out.slice(first) : out);
   }
 
+  /** out[], each message as its frozen copy (made now if out[i] changed since the last). */
+  private frozenCopies(): ChatMessage[] {
+    const out = new Array<ChatMessage>(this.out.length);
+    for (let i = 0; i < this.out.length; i++) {
+      let c = this.copies[i];
+      if (!c) {
+        const m = copyMessage(this.out[i]!);
+        Object.freeze(m.content);
+        c = this.copies[i] = Object.freeze(m);
+      }
+      out[i] = c;
+    }
+    return out;
+  }
+
   private reset(): void {
     this.out = [];
+    this.copies = [];
     this.waiting = [];
     this.waitingResults = [];
     this.waitingSystem = [];
@@ -64,8 +84,10 @@ export class HistoryBuilder {
     if (!blocks.length) return;
     if (this.freeze) for (const b of blocks) Object.freeze(b);
     const last = this.out[this.out.length - 1];
-    if (last && last.role === role) last.content.push(...blocks);
-    else this.out.push({ role, content: [...blocks] });
+    if (last && last.role === role) {
+      last.content.push(...blocks);
+      this.copies[this.out.length - 1] = undefined;
+    } else this.out.push({ role, content: [...blocks] });
   }
 
   private fold(e: EventDoc): void {
@@ -159,39 +181,63 @@ function searchResultAsText(b: any): ContentBlock | Record<string, unknown> {
   return { type: 'text', text: `${b.title} (${b.source})\n${body}` };
 }
 
+const copyMessage = (m: ChatMessage): ChatMessage => ({ role: m.role, content: [...m.content] });
+const isToolUse = (b: ContentBlock) => b.type === 'tool_use';
+const isToolResult = (b: ContentBlock) => b.type === 'tool_result';
+
+/**
+ * A frozen user message after a frozen assistant message, as answerEveryToolCall rewrote it:
+ * both never change, so neither does the rewrite (a kept builder's calls reuse it).
+ */
+const answeredAfter = new WeakMap<ChatMessage, { after: ChatMessage; answered: ChatMessage }>();
+
 /**
  * Every tool_use must be answered by a tool_result in the next user turn. A call left without
  * one (the client sent a message instead, or a restart interrupted it) gets an error result.
+ * The tool results move to the head of that turn. Messages are replaced, never changed: a
+ * kept builder's are frozen and shared.
  */
 function answerEveryToolCall(messages: ChatMessage[]): ChatMessage[] {
   for (let i = 0; i < messages.length; i++) {
     const m = messages[i]!;
     // Checked without allocating: most assistant messages carry no call.
-    if (m.role !== 'assistant' || !m.content.some((b) => b.type === 'tool_use')) continue;
-    const ids = m.content.filter((b) => b.type === 'tool_use').map((b) => (b as { id: string }).id);
-    if (!ids.length) continue;
-    let next = messages[i + 1];
-    if (!next || next.role !== 'user') {
-      if (!next) break; // the last assistant turn: its calls are being answered now
-      next = { role: 'user', content: [] };
-      messages.splice(i + 1, 0, next);
+    if (m.role !== 'assistant' || !m.content.some(isToolUse)) continue;
+    const next = messages[i + 1];
+    if (!next) break; // the last assistant turn: its calls are being answered now
+    const kept = answeredAfter.get(next);
+    if (kept && kept.after === m) {
+      messages[i + 1] = kept.answered;
+      continue;
     }
-    const answered = new Set(
-      next.content
-        .filter((b) => b.type === 'tool_result')
-        .map((b) => (b as { tool_use_id: string }).tool_use_id),
-    );
-    const missing = ids
-      .filter((id) => !answered.has(id))
-      .map((id) => ({
-        type: 'tool_result' as const,
-        tool_use_id: id,
-        content: [{ type: 'text' as const, text: 'no result was provided for this tool call' }],
-        is_error: true,
-      }));
-    const results = next.content.filter((b) => b.type === 'tool_result');
-    const rest = next.content.filter((b) => b.type !== 'tool_result');
-    next.content = [...results, ...missing, ...rest];
+    const answered = answerCalls(m, next.role === 'user' ? next : undefined);
+    if (next.role === 'user') {
+      messages[i + 1] = answered;
+      if (Object.isFrozen(m) && Object.isFrozen(next)) {
+        Object.freeze(answered.content);
+        answeredAfter.set(next, { after: m, answered: Object.freeze(answered) });
+      }
+    } else messages.splice(i + 1, 0, answered);
   }
   return messages;
+}
+
+/** `next` (or an empty user turn) with its tool results first and one for each call of `m`. */
+function answerCalls(m: ChatMessage, next: ChatMessage | undefined): ChatMessage {
+  const blocks = next?.content ?? [];
+  const answered = new Set(
+    blocks.filter(isToolResult).map((b) => (b as { tool_use_id: string }).tool_use_id),
+  );
+  const missing = m.content
+    .filter(isToolUse)
+    .map((b) => (b as { id: string }).id)
+    .filter((id) => !answered.has(id))
+    .map((id) => ({
+      type: 'tool_result' as const,
+      tool_use_id: id,
+      content: [{ type: 'text' as const, text: 'no result was provided for this tool call' }],
+      is_error: true,
+    }));
+  const results = blocks.filter(isToolResult);
+  const rest = blocks.filter((b) => !isToolResult(b));
+  return { role: 'user', content: [...results, ...missing, ...rest] };
 }
