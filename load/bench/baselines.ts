@@ -2,9 +2,9 @@
  * Section "floors": what the goal rows would cost without the platform, measured in the same run
  * on the same machine, so each platform figure is printed beside a floor rather than alone.
  * - turn floor: a bare fastify server with the platform's two routes (POST …/events answers 202
- *   and starts a streaming call to the same scripted model; GET …/events/stream is an SSE stream
- *   that gets one `agent.message_chunk` frame per text delta and `session.status_idle` at the
- *   end), timed by the same client code as section b (turns.ts `openStream` and `turn`): the
+ *   and starts a streaming call to the same scripted model, in its own process as in section b;
+ *   GET …/events/stream is an SSE stream that gets one `agent.message_chunk` frame per text
+ *   delta and `session.status_idle` at the end), timed by the same client code as section b (turns.ts `openStream` and `turn`): the
  *   cost of HTTP in, one model call and SSE out, with no store, bus, lease or event log.
  * - append floor: better-sqlite3 on a temp file with the embedded store's settings (WAL,
  *   synchronous=NORMAL), a table of `(_id, doc JSON)` with an expression index on
@@ -18,7 +18,8 @@ import { join } from 'node:path';
 import { createRequire } from 'node:module';
 import http, { type ServerResponse } from 'node:http';
 import Fastify from 'fastify';
-import { benchClient, startScriptedModel } from './context.js';
+import { benchClient } from './context.js';
+import { startModelProcess } from './procs.js';
 import type { BenchSettings } from './settings.js';
 import { fmt, fmtInt, nowMs, printSection, printTable, summarize, type Summary } from './stats.js';
 import { clientProcessPhase, concurrentTurns, openStream, sequentialTurns } from './turns.js';
@@ -90,7 +91,7 @@ async function relay(modelUrl: string, out: ServerResponse | undefined): Promise
 }
 
 async function turnFloor(s: BenchSettings): Promise<FloorFigures['turn']> {
-  const model = await startScriptedModel();
+  const model = await startModelProcess();
   const streams = new Map<string, ServerResponse>();
   const app = Fastify({ logger: false });
   app.get<{ Params: { id: string } }>('/v1/sessions/:id/events/stream', (req, reply) => {

@@ -1,7 +1,9 @@
 /**
  * The platform under bench: the whole platform in this process (embedded adapters by default,
  * or the real ones when `env` carries their URLs; data dir in a temp dir) and the scripted model
- * server (zero latency, answers 'ok'), both on 127.0.0.1. Also a small JSON client over a
+ * server (zero latency, answers 'ok') in a process of its own, as a provider is (procs.ts
+ * startModelProcess; in this process with `inlineModel`, for a section that scripts it), both
+ * on 127.0.0.1. Also a small JSON client over a
  * keep-alive node:http Agent for setup and turn requests, usable against any gateway URL.
  */
 import http from 'node:http';
@@ -9,6 +11,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { startServer, type ComponentOverrides, type RunningServer } from '@agentfleet/server';
+import { startModelProcess } from './procs.js';
 
 /** The operator key's tenant (core's DEFAULT_TENANT). */
 export const OPERATOR_TENANT = 'tnt_default';
@@ -57,7 +60,8 @@ export interface BenchClient {
 
 export interface BenchPlatform extends BenchClient {
   server: RunningServer;
-  model: ScriptedModel;
+  /** The scripted model, with `inlineModel` only (else it runs in its own process). */
+  model: ScriptedModel | undefined;
   close(): Promise<void>;
 }
 
@@ -164,8 +168,10 @@ export function benchPlatformEnv(o: {
 export async function startBenchPlatform(
   env: Record<string, string> = {},
   overrides: ComponentOverrides = {},
+  { inlineModel = false }: { inlineModel?: boolean } = {},
 ): Promise<BenchPlatform> {
-  const model = await startScriptedModel();
+  const inline = inlineModel ? await startScriptedModel() : undefined;
+  const model: { url: string; close(): Promise<void> } = inline ?? (await startModelProcess());
   const dataDir = mkdtempSync(join(tmpdir(), 'agentfleet-bench-'));
   const apiKey = `op-bench-${Math.random().toString(36).slice(2)}`;
   let server: RunningServer;
@@ -198,7 +204,7 @@ export async function startBenchPlatform(
   return {
     ...client,
     server,
-    model,
+    model: inline,
     async close() {
       client.agent.destroy();
       try {

@@ -127,7 +127,12 @@ async function idleSessions(p: BenchPlatform, agentId: string, envId: string, n:
 }
 
 async function run(n: number, m: number, noSandbox: string | null): Promise<MemoryChildResult> {
-  const p = await startBenchPlatform({ SANDBOX_DRIVER: noSandbox ? 'none' : 'local' });
+  // The model in this process: the sandbox turns script a tool call (below).
+  const p = await startBenchPlatform(
+    { SANDBOX_DRIVER: noSandbox ? 'none' : 'local' },
+    {},
+    { inlineModel: true },
+  );
   try {
     const startup = sample();
     const agent = await p.json<{ id: string }>('POST', '/v1/agents', {
@@ -161,7 +166,7 @@ async function run(n: number, m: number, noSandbox: string | null): Promise<Memo
       });
       if (s.status !== 200) throw new Error(`create session: HTTP ${s.status}`);
       // The fixture also scripts tool calls (test/fixtures/scriptedModel.ts ScriptStep).
-      (p.model.script as (model: string, ...r: unknown[]) => void)(
+      (p.model!.script as (model: string, ...r: unknown[]) => void)(
         MODEL,
         { steps: [{ tool_use: { name: 'bash', input: { command: 'true' } } }] },
         { steps: [{ text: 'done' }] },

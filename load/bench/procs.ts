@@ -1,6 +1,7 @@
 /**
- * Platform processes for the worker-scaling section: `server/src/cli.ts <role>` run as real
- * child processes, the same command line as test/process.ts startProcess. Unlike that helper, a
+ * Child processes of the bench: the scripted model in its own process (startModelProcess, the
+ * model of every platform the bench starts), and platform processes for the worker-scaling
+ * section: `server/src/cli.ts <role>` run as real child processes, the same command line as test/process.ts startProcess. Unlike that helper, a
  * process that fails to start is killed before the error is thrown, and every process started
  * here is tracked so it can be stopped at the end (SIGTERM, then SIGKILL) and is SIGKILLed when
  * this process exits by any route (including the run's watchdog).
@@ -11,6 +12,7 @@ import { fileURLToPath } from 'node:url';
 
 const REPO = fileURLToPath(new URL('../../', import.meta.url));
 const CLI = fileURLToPath(new URL('../../server/src/cli.ts', import.meta.url));
+const MODEL_CHILD = fileURLToPath(new URL('./modelChild.ts', import.meta.url));
 const START_TIMEOUT_MS = 60_000;
 const STOP_GRACE_MS = 8_000;
 const OUTPUT_LIMIT = 20_000;
@@ -141,6 +143,51 @@ export async function startPlatformProcess(
     throw new Error(`${(err as Error).message}:\n${out.slice(-4000)}`);
   }
   return { role, pid: child.pid!, url: `http://127.0.0.1:${port}`, child, output: () => out };
+}
+
+/** The scripted model in its own process (modelChild.ts). */
+export interface ModelProcess {
+  /** http://127.0.0.1:<port>, the platform's ANTHROPIC_BASE_URL. */
+  url: string;
+  close(): Promise<void>;
+}
+
+/**
+ * Starts the scripted model in a process of its own, where a model provider is for a real
+ * platform: its HTTP parsing and answers then use the machine's other core, not the platform's
+ * event loop. Bounded like a platform process; SIGKILLed if this process exits first.
+ */
+export async function startModelProcess(): Promise<ModelProcess> {
+  installExitHook();
+  const child = fork(MODEL_CHILD, [], {
+    cwd: REPO,
+    execArgv: ['--conditions=source', '--import', 'tsx'],
+    stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
+  });
+  live.add(child);
+  child.once('exit', () => live.delete(child));
+  try {
+    const url = await new Promise<string>((resolve, reject) => {
+      const timer = setTimeout(
+        () => reject(new Error(`scripted model did not start within ${START_TIMEOUT_MS / 1000} s`)),
+        START_TIMEOUT_MS,
+      );
+      child.once('message', (m: { url: string }) => {
+        clearTimeout(timer);
+        resolve(m.url);
+      });
+      child.once('exit', (code) => {
+        clearTimeout(timer);
+        reject(new Error(`scripted model exited (${code}) before it started`));
+      });
+    });
+    return { url, close: () => stopProcess(child) };
+  } catch (err) {
+    child.kill('SIGKILL');
+    await waitExit(child, 5_000);
+    live.delete(child);
+    throw err;
+  }
 }
 
 /**

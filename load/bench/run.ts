@@ -1,7 +1,8 @@
 /**
  * `npm run bench`: platform figures on this machine, section by section. Figures only: no
- * assertions, no thresholds. Sections a–d run everything in this process on 127.0.0.1 (the HTTP
- * load loop on a worker thread) on the embedded adapters. Sections e–g need the real servers
+ * assertions, no thresholds. Sections a–d run the platform in this process on 127.0.0.1 (the HTTP
+ * load loop on a worker thread, the scripted model in a process of its own) on the embedded
+ * adapters. Sections e–g need the real servers
  * (REDIS_URL, KAFKA_BROKERS and MONGODB_URL on 127.0.0.1, e.g. from `npm run infra:up`'s
  * fleet.env) and print one "skipped: …" line without them: e and f run the platform in-process on
  * Kafka + FerretDB + Redis, g runs a gateway and worker processes. BENCH_SECONDS (default 8) sets
@@ -161,7 +162,7 @@ async function main(): Promise<void> {
     `settings: BENCH_SECONDS=${s.seconds} (per measurement), warm-up ${s.warmupMs / 1000}s, connections=${s.connections}, turns<=${s.turns}, sessions=${s.sessions}, model delay (section g) ${s.modelDelayMs} ms`,
   );
   console.log(
-    'setup:    a-d: platform in-process (embedded adapters, temp data dir), scripted model with zero latency, all on 127.0.0.1',
+    'setup:    a-d: platform in-process (embedded adapters, temp data dir), scripted model with zero latency in its own process, all on 127.0.0.1',
   );
   console.log(
     `real:     ${real.servers ? `e-g on ${describeServers(real.servers)} (FerretDB v1 behind a write-serializing proxy; a fresh namespace per platform, removed afterwards)` : 'e-g skipped (REDIS_URL, KAFKA_BROKERS, MONGODB_URL not all set)'}`,

@@ -2,8 +2,8 @@
  * Standalone (not a section of `npm run bench`): how a turn's cost grows with its session's
  * age. One session on the embedded platform, `BLOCKS` blocks (default 8) of `PER` sequential
  * turns (default 500; each turn adds 6 events), printing each block's POST → idle p50. A turn
- * here is section b's: zero-latency scripted model, SSE open, platform, client and model in this
- * process. The model request carries the whole conversation, so its encoding (and the scripted
+ * here is section b's: zero-latency scripted model in its own process, SSE open, platform and
+ * client in this process. The model request carries the whole conversation, so its encoding (and the scripted
  * model's parsing of it) grows with the session whatever the platform does; the rest should not.
  * `PROF=<file>` writes a CPU profile of the last block (Chrome DevTools format).
  *

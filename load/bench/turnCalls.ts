@@ -2,7 +2,7 @@
  * Standalone (not a section of `npm run bench`): the store calls of one turn on the embedded
  * platform, by collection and method, then the POST → first chunk / idle p50 of N sequential
  * turns on one session (default 1,000; `N=`). A turn here is section b's: zero-latency scripted
- * model, SSE ?include=chunks open, platform, client and model in this process.
+ * model in its own process, SSE ?include=chunks open, platform and client in this process.
  * `PROF=<file>` also writes a CPU profile of the timed turns (Chrome DevTools format).
  * `CONCURRENT=<sessions>` times (and profiles) section b's concurrent phase instead, driven by
  * a client process on that many fresh sessions for `BENCH_SECONDS` (default 6), and prints
