@@ -113,6 +113,11 @@ function outputCap(req: ModelRequest): Record<string, unknown> {
   return { max_tokens: total, thinking: { type: 'enabled', budget_tokens: budget } };
 }
 
+/** A thinking block the API would refuse: one without its signature. */
+const unsigned = (b: ContentBlock) => b.type === 'thinking' && !b.signature;
+
+/** The message as sent; its content array is shared when no block is left out. */
 function toWireMessage(m: ChatMessage): { role: string; content: ContentBlock[] } {
-  return { role: m.role, content: m.content.filter((b) => b.type !== 'thinking' || !!b.signature) };
+  const content = m.content.some(unsigned) ? m.content.filter((b) => !unsigned(b)) : m.content;
+  return { role: m.role, content };
 }
