@@ -4,8 +4,9 @@
  * - turn floor: a bare fastify server with the platform's two routes (POST …/events answers 202
  *   and starts a streaming call to the same scripted model, in its own process as in section b;
  *   GET …/events/stream is an SSE stream that gets one `agent.message_chunk` frame per text
- *   delta and `session.status_idle` at the end), timed by the same client code as section b (turns.ts `openStream` and `turn`): the
- *   cost of HTTP in, one model call and SSE out, with no store, bus, lease or event log.
+ *   delta and `session.status_idle` at the end), timed by the same client code as section b
+ *   (turns.ts `openStream` and `turn`): the cost of HTTP in, one model call and SSE out, with no
+ *   store, bus, lease or event log.
  * - append floor: better-sqlite3 on a temp file with the embedded store's settings (WAL,
  *   synchronous=NORMAL), a table of `(_id, doc JSON)` with an expression index on
  *   (session_id, seq), ~1 KB documents: one row per transaction (sequential appends on one

@@ -3,8 +3,8 @@
  * or the real ones when `env` carries their URLs; data dir in a temp dir) and the scripted model
  * server (zero latency, answers 'ok') in a process of its own, as a provider is (procs.ts
  * startModelProcess; in this process with `inlineModel`, for a section that scripts it), both
- * on 127.0.0.1. Also a small JSON client over a
- * keep-alive node:http Agent for setup and turn requests, usable against any gateway URL.
+ * on 127.0.0.1. Also a small JSON client over a keep-alive node:http Agent for setup and turn
+ * requests, usable against any gateway URL.
  */
 import http from 'node:http';
 import { mkdtempSync, rmSync } from 'node:fs';

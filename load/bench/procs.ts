@@ -1,10 +1,11 @@
 /**
  * Child processes of the bench: the scripted model in its own process (startModelProcess, the
  * model of every platform the bench starts), and platform processes for the worker-scaling
- * section: `server/src/cli.ts <role>` run as real child processes, the same command line as test/process.ts startProcess. Unlike that helper, a
- * process that fails to start is killed before the error is thrown, and every process started
- * here is tracked so it can be stopped at the end (SIGTERM, then SIGKILL) and is SIGKILLed when
- * this process exits by any route (including the run's watchdog).
+ * section: `server/src/cli.ts <role>` run as real child processes, the same command line as
+ * test/process.ts startProcess. Unlike that helper, a process that fails to start is killed
+ * before the error is thrown, and every process started here is tracked so it can be stopped
+ * at the end (SIGTERM, then SIGKILL) and is SIGKILLed when this process exits by any route
+ * (including the run's watchdog).
  */
 import { fork, spawn, type ChildProcess } from 'node:child_process';
 import { createServer } from 'node:net';

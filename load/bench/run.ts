@@ -2,12 +2,11 @@
  * `npm run bench`: platform figures on this machine, section by section. Figures only: no
  * assertions, no thresholds. Sections a–d run the platform in this process on 127.0.0.1 (the HTTP
  * load loop on a worker thread, the scripted model in a process of its own) on the embedded
- * adapters. Sections e–g need the real servers
- * (REDIS_URL, KAFKA_BROKERS and MONGODB_URL on 127.0.0.1, e.g. from `npm run infra:up`'s
- * fleet.env) and print one "skipped: …" line without them: e and f run the platform in-process on
- * Kafka + FerretDB + Redis, g runs a gateway and worker processes. BENCH_SECONDS (default 8) sets
- * each timed measurement; the default run takes about 90 s, about 2.5 minutes with the real servers.
- * See load/README.md.
+ * adapters. Sections e–g need the real servers (REDIS_URL, KAFKA_BROKERS and MONGODB_URL on
+ * 127.0.0.1, e.g. from `npm run infra:up`'s fleet.env) and print one "skipped: …" line without
+ * them: e and f run the platform in-process on Kafka + FerretDB + Redis, g runs a gateway and
+ * worker processes. BENCH_SECONDS (default 8) sets each timed measurement; the default run
+ * takes about 90 s, about 2.5 minutes with the real servers. See load/README.md.
  *
  * Adding a section: a module under load/bench/ exporting `async (platform, settings) => figures`
  * that prints its own table, listed in SECTIONS below.

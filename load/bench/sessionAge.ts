@@ -3,8 +3,9 @@
  * age. One session on the embedded platform, `BLOCKS` blocks (default 8) of `PER` sequential
  * turns (default 500; each turn adds 6 events), printing each block's POST → idle p50. A turn
  * here is section b's: zero-latency scripted model in its own process, SSE open, platform and
- * client in this process. The model request carries the whole conversation, so its encoding (and the scripted
- * model's parsing of it) grows with the session whatever the platform does; the rest should not.
+ * client in this process. The model request carries the whole conversation, so its encoding
+ * (and the scripted model's parsing of it) grows with the session whatever the platform does;
+ * the rest should not.
  * `PROF=<file>` writes a CPU profile of the last block (Chrome DevTools format).
  *
  *   npx tsx --conditions=source load/bench/sessionAge.ts
