@@ -1,5 +1,5 @@
 import { spawn, spawnSync } from 'node:child_process';
-import { chmodSync, existsSync, mkdtempSync, rmSync, symlinkSync } from 'node:fs';
+import { chmodSync, existsSync, mkdtempSync, readFileSync, rmSync, symlinkSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
@@ -36,6 +36,45 @@ describe('start-up failures are one clear message and exit code 1', () => {
     } finally {
       rmSync(dir, { recursive: true, force: true });
     }
+  });
+
+  it('refuses a Node.js older than the pinned 24, saying which one to use', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'agentfleet-start-'));
+    try {
+      // This process's node, reporting itself as 20 before the CLI's first line runs.
+      const older = `data:text/javascript,Object.defineProperty(process,'version',{value:'v20.19.0'})`;
+      const r = spawnSync(
+        process.execPath,
+        [
+          '--import',
+          older,
+          '--conditions=source',
+          '--import',
+          'tsx',
+          join(REPO, 'server/src/cli.ts'),
+        ],
+        {
+          cwd: REPO,
+          env: { HOME: process.env.HOME ?? '', PATH: process.env.PATH ?? '', DATA_DIR: dir },
+          encoding: 'utf8',
+          timeout: 30_000,
+        },
+      );
+      expect(r.status).toBe(1);
+      expect(r.stderr).toMatch(
+        /Node\.js v20\.19\.0 is too old: agentfleet runs on Node\.js 24 LTS/,
+      );
+      expect(r.stdout).not.toMatch(/started/);
+      expect(existsSync(join(dir, 'operator-key.sha256'))).toBe(false);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  it('npm scripts run on the pinned Node.js (the root devDependency `node`)', () => {
+    const pinned = JSON.parse(readFileSync(join(REPO, 'package.json'), 'utf8')).devDependencies
+      .node;
+    expect(process.version).toBe(`v${pinned}`);
   });
 
   it('refuses to start without bubblewrap, saying how to install it (no unisolated fallback)', () => {

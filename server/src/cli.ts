@@ -25,6 +25,19 @@ const fail = (err: unknown): never => {
   process.exit(1);
 };
 
+// The runtime the project pins and tests (README "Quick start"): the embedded store's binding
+// needs Node 22 or newer, and only 24 is tested. npm scripts run on the pinned one whatever node
+// ran `npm install`; this is for a start with another node on the PATH.
+const MIN_NODE_MAJOR = 24;
+if (Number(process.version.slice(1).split('.')[0]) < MIN_NODE_MAJOR)
+  fail(
+    new Error(
+      `Node.js ${process.version} is too old: agentfleet runs on Node.js ${MIN_NODE_MAJOR} LTS. ` +
+        '`npm start` (and every npm script) uses the one `npm install` put in node_modules/.bin; ' +
+        'to run the CLI yourself, put Node.js 24 on the PATH.',
+    ),
+  );
+
 // `npm start -- rotate-operator-key` runs `cli.ts all rotate-operator-key`: the command may follow the default role.
 const args = process.argv.slice(2);
 const command =
