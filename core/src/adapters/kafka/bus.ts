@@ -54,6 +54,7 @@ import { newId, PREFIX } from '../../ids.js';
 import { createLogger, type Logger } from '../../log.js';
 import { nowIso } from '../../util.js';
 import { GroupConsumer, type ConsumerHost } from './groupConsumer.js';
+import { clampKafkaRequestQueueTimeout } from './negativeTimeout.js';
 import { initGroupOffsets } from './groupOffsets.js';
 import {
   withTimeout,
@@ -62,6 +63,9 @@ import {
   type KafkaConsumerHandle,
 } from './options.js';
 import { dlqTopic, ensureTopics, namespacedGroup, namespacedTopic } from './topics.js';
+
+// Before any client exists: kafkajs's negative throttle-check delay (./negativeTimeout.ts).
+clampKafkaRequestQueueTimeout();
 
 export type { DeadLetter } from './deadLetter.js';
 export type { KafkaBus, KafkaBusOptions, KafkaConsumerHandle, ShutdownStep } from './options.js';
