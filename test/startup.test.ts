@@ -5,10 +5,10 @@ import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { REPO } from './process.js';
 
-const run = (env: Record<string, string>) =>
+const run = (env: Record<string, string>, nodeArgs: string[] = []) =>
   spawnSync(
     process.execPath,
-    ['--conditions=source', '--import', 'tsx', join(REPO, 'server/src/cli.ts'), 'all'],
+    [...nodeArgs, '--conditions=source', '--import', 'tsx', join(REPO, 'server/src/cli.ts'), 'all'],
     {
       cwd: REPO,
       env: { HOME: process.env.HOME ?? '', PATH: process.env.PATH ?? '', ...env },
@@ -43,23 +43,7 @@ describe('start-up failures are one clear message and exit code 1', () => {
     try {
       // This process's node, reporting itself as 20 before the CLI's first line runs.
       const older = `data:text/javascript,Object.defineProperty(process,'version',{value:'v20.19.0'})`;
-      const r = spawnSync(
-        process.execPath,
-        [
-          '--import',
-          older,
-          '--conditions=source',
-          '--import',
-          'tsx',
-          join(REPO, 'server/src/cli.ts'),
-        ],
-        {
-          cwd: REPO,
-          env: { HOME: process.env.HOME ?? '', PATH: process.env.PATH ?? '', DATA_DIR: dir },
-          encoding: 'utf8',
-          timeout: 30_000,
-        },
-      );
+      const r = run({ DATA_DIR: dir }, ['--import', older]);
       expect(r.status).toBe(1);
       expect(r.stderr).toMatch(
         /Node\.js v20\.19\.0 is too old: agentfleet runs on Node\.js 24 LTS/,

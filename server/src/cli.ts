@@ -34,7 +34,7 @@ if (Number(process.version.slice(1).split('.')[0]) < MIN_NODE_MAJOR)
     new Error(
       `Node.js ${process.version} is too old: agentfleet runs on Node.js ${MIN_NODE_MAJOR} LTS. ` +
         '`npm start` (and every npm script) uses the one `npm install` put in node_modules/.bin; ' +
-        'to run the CLI yourself, put Node.js 24 on the PATH.',
+        `to run the CLI yourself, put Node.js ${MIN_NODE_MAJOR} on the PATH.`,
     ),
   );
 
