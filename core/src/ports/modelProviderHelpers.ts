@@ -176,7 +176,8 @@ export function upstreamError(payload: unknown): { type?: string; message?: stri
 export interface PostStreamOptions {
   url: string;
   headers: Headers;
-  body: unknown;
+  /** The request body as JSON (the adapters' `…BodyBytes`, wireText.ts). */
+  body: string | Uint8Array;
   apiKey: string;
   signal?: AbortSignal;
   /** Default: global fetch. A tenant's model card gets `egressFetch` (checked, pinned). */
@@ -198,7 +199,7 @@ export async function postForEventStream(o: PostStreamOptions): Promise<ByteStre
     res = await o.fetch(o.url, {
       method: 'POST',
       headers: o.headers,
-      body: JSON.stringify(o.body),
+      body: o.body,
       signal: o.signal,
       // As on the default path: a 3xx is the answer, and the key never goes to another address.
       redirect: 'manual',
@@ -228,7 +229,7 @@ async function post(o: PostStreamOptions): Promise<ByteStream> {
     res = await undiciRequest(o.url, {
       method: 'POST',
       headers: Object.fromEntries(o.headers),
-      body: JSON.stringify(o.body),
+      body: o.body,
       signal: o.signal,
     });
   } catch (err) {

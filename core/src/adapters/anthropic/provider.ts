@@ -31,7 +31,7 @@ import {
   ANTHROPIC_DEFAULT_BASE_URL,
   ANTHROPIC_FAST_MODE_BETA,
   ANTHROPIC_VERSION,
-  toAnthropicBody,
+  anthropicBodyBytes,
 } from './requestBody.js';
 import { decodeMessagesStream } from './streamDecoder.js';
 
@@ -71,7 +71,7 @@ export class AnthropicMessagesProvider implements ModelProvider {
     const body = await postForEventStream({
       url: `${base}/v1/messages`,
       headers,
-      body: toAnthropicBody(req),
+      body: anthropicBodyBytes(req),
       apiKey,
       signal: req.signal,
       fetch: this.options.fetch,

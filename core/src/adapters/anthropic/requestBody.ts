@@ -8,6 +8,7 @@
  * (core/test/modelProvider.contract.ts, fast mode).
  */
 import type { ChatMessage, ContentBlock, Effort, ModelRequest } from '../../ports/modelProvider.js';
+import { bodyHead, commaJSON, ConversationBytes } from '../../ports/wireText.js';
 
 export const ANTHROPIC_DEFAULT_BASE_URL = 'https://api.anthropic.com';
 export const ANTHROPIC_VERSION = '2023-06-01';
@@ -27,9 +28,42 @@ export const ANTHROPIC_THINKING_BUDGETS: Readonly<Record<Effort, number>> = {
  * `budget + maxTokens` whenever `maxTokens` does not exceed the thinking budget, so the
  * answer keeps the room the caller asked for, within `maxTokensLimit` (outputCap). Thinking
  * blocks without a signature (e.g. from another protocol) cannot be replayed to Anthropic and
- * are dropped.
+ * are dropped. The provider sends anthropicBodyBytes(req), this object as JSON.
  */
 export function toAnthropicBody(req: ModelRequest): Record<string, unknown> {
+  return {
+    ...bodyFields(req),
+    messages: sameRoleRuns(req.messages, (m) => toWireMessage(m).content.length > 0).map((run) => ({
+      role: run[0]!.role,
+      content: run.flatMap((m) => toWireMessage(m).content),
+    })),
+  };
+}
+
+/**
+ * The conversation's bytes, resumed from the last request's (wireText.ts). A message's text leaves
+ * its run open (`,{"role":…,"content":[…`) so a next message of the same role joins it, as in
+ * toAnthropicBody.
+ */
+const conversation = new ConversationBytes(
+  (open, m) => {
+    if (m.role === 'system') return { text: '', open };
+    const { content } = toWireMessage(m);
+    if (!content.length) return { text: '', open };
+    if (open === m.role) return { text: commaJSON(content), open };
+    const start = `${open ? ']}' : ''},{"role":${JSON.stringify(m.role)},"content":[`;
+    return { text: start + commaJSON(content).slice(1), open: m.role };
+  },
+  (open) => (open ? ']}' : ''),
+);
+
+/** toAnthropicBody(req) as UTF-8 JSON, with `messages` last. */
+export function anthropicBodyBytes(req: ModelRequest): Buffer {
+  return conversation.body(bodyHead(bodyFields(req), 'messages'), req.messages, ']}');
+}
+
+/** Everything but `messages`. */
+function bodyFields(req: ModelRequest): Record<string, unknown> {
   const body: Record<string, unknown> = {
     model: req.model,
     max_tokens: req.maxTokens,
@@ -42,12 +76,6 @@ export function toAnthropicBody(req: ModelRequest): Record<string, unknown> {
       text,
     }));
   else if (req.system) body.system = req.system;
-  body.messages = mergeSameRole(
-    req.messages
-      .filter((m) => m.role !== 'system')
-      .map(toWireMessage)
-      .filter((m) => m.content.length > 0),
-  );
   if (req.tools && req.tools.length > 0) {
     body.tools = req.tools.map((t) => ({
       name: t.name,
@@ -66,22 +94,27 @@ export function toAnthropicBody(req: ModelRequest): Record<string, unknown> {
  * role, so their text joins the top-level `system`, in order, after the agent's prompt.
  */
 function systemTexts(messages: ChatMessage[]): string[] {
-  return messages
-    .filter((m) => m.role === 'system')
-    .flatMap((m) => m.content.flatMap((b) => (b.type === 'text' && b.text ? [b.text] : [])));
+  const out: string[] = [];
+  for (const m of messages)
+    if (m.role === 'system')
+      for (const b of m.content) if (b.type === 'text' && b.text) out.push(b.text);
+  return out;
 }
 
-/** Lifting system messages out can leave two user turns side by side: they become one. */
-function mergeSameRole(
-  messages: Array<{ role: string; content: ContentBlock[] }>,
-): Array<{ role: string; content: ContentBlock[] }> {
-  const out: Array<{ role: string; content: ContentBlock[] }> = [];
+/**
+ * The non-system messages that keep content (`kept`), grouped into runs of one role: lifting
+ * system messages out (or dropping an emptied one) can leave two user turns side by side, and
+ * each run is sent as one message.
+ */
+function sameRoleRuns(messages: ChatMessage[], kept: (m: ChatMessage) => boolean): ChatMessage[][] {
+  const runs: ChatMessage[][] = [];
+  let last: ChatMessage[] | undefined;
   for (const m of messages) {
-    const last = out[out.length - 1];
-    if (last && last.role === m.role) last.content = [...last.content, ...m.content];
-    else out.push(m);
+    if (m.role === 'system' || !kept(m)) continue;
+    if (last && last[0]!.role === m.role) last.push(m);
+    else runs.push((last = [m]));
   }
-  return out;
+  return runs;
 }
 
 /** The smallest thinking budget the Messages API accepts. */

@@ -27,7 +27,7 @@ import {
   transportError,
   providerStream,
 } from '../../ports/modelProviderHelpers.js';
-import { OPENAI_DEFAULT_BASE_URL, toOpenAIBody } from './requestBody.js';
+import { OPENAI_DEFAULT_BASE_URL, openAIBodyBytes } from './requestBody.js';
 import { decodeChatCompletionsStream } from './streamDecoder.js';
 
 export type OpenAIProviderOptions = Omit<ProviderConfig, 'protocol'> & {
@@ -59,7 +59,7 @@ export class OpenAIChatProvider implements ModelProvider {
     const body = await postForEventStream({
       url: `${base}/chat/completions`,
       headers,
-      body: toOpenAIBody(req),
+      body: openAIBodyBytes(req),
       apiKey,
       signal: req.signal,
       fetch: this.options.fetch,

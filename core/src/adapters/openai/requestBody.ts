@@ -9,6 +9,7 @@
  * mapping") and the shared contract (core/test/modelProvider.contract.ts, fast mode).
  */
 import type { ChatMessage, ContentBlock, Effort, ModelRequest } from '../../ports/modelProvider.js';
+import { bodyHead, commaJSON, ConversationBytes } from '../../ports/wireText.js';
 
 export const OPENAI_DEFAULT_BASE_URL = 'https://api.openai.com/v1';
 
@@ -26,9 +27,28 @@ export const OPENAI_REASONING_EFFORT: Readonly<Record<Effort, 'low' | 'medium' |
  * when it has one.
  */
 export function toOpenAIBody(req: ModelRequest): Record<string, unknown> {
+  return { ...bodyFields(req), messages: toOpenAIMessages(req.system, req.messages) };
+}
+
+/** The conversation's bytes, resumed from the last request's (wireText.ts). */
+const conversation = new ConversationBytes(
+  (open, m) => ({ text: commaJSON(openAIMessages(m)), open }),
+  () => '',
+);
+
+/** toOpenAIBody(req) as UTF-8 JSON, with `messages` last. */
+export function openAIBodyBytes(req: ModelRequest): Buffer {
+  const system = req.system ? JSON.stringify(systemMessage(req.system)) : '';
+  const head = bodyHead(bodyFields(req), 'messages') + system;
+  return conversation.body(head, req.messages, ']}', !!system);
+}
+
+const systemMessage = (content: string) => ({ role: 'system', content });
+
+/** Everything but `messages`. */
+function bodyFields(req: ModelRequest): Record<string, unknown> {
   const body: Record<string, unknown> = {
     model: req.model,
-    messages: toOpenAIMessages(req.system, req.messages),
     max_completion_tokens:
       req.maxTokensLimit === undefined
         ? req.maxTokens
@@ -63,48 +83,53 @@ export function toOpenAIMessages(
   messages: ChatMessage[],
 ): Array<Record<string, unknown>> {
   const out: Array<Record<string, unknown>> = [];
-  if (system) out.push({ role: 'system', content: system });
-  for (const m of messages) {
-    // A mid-conversation system message (session system.message) stays in place.
-    if (m.role === 'system') {
-      const text = m.content.flatMap((b) => (b.type === 'text' ? [b.text] : [])).join('\n');
-      if (text) out.push({ role: 'system', content: text });
-      continue;
-    }
-    if (m.role === 'assistant') {
-      const text = m.content.flatMap((b) => (b.type === 'text' ? [b.text] : [])).join('\n');
-      const calls = m.content.flatMap((b) =>
-        b.type === 'tool_use'
-          ? [
-              {
-                id: b.id,
-                type: 'function',
-                function: { name: b.name, arguments: JSON.stringify(b.input) },
-              },
-            ]
-          : [],
-      );
-      const msg: Record<string, unknown> = {
-        role: 'assistant',
-        content: text || (calls.length ? null : ''),
-      };
-      if (calls.length) msg.tool_calls = calls;
-      out.push(msg);
-      continue;
-    }
-    for (const b of m.content) {
-      if (b.type === 'tool_result')
-        out.push({ role: 'tool', tool_call_id: b.tool_use_id, content: toolResultText(b.content) });
-    }
-    const rest = m.content.filter(
-      (b) => b.type === 'text' || b.type === 'image' || b.type === 'document',
+  if (system) out.push(systemMessage(system));
+  for (const m of messages) out.push(...openAIMessages(m));
+  return out;
+}
+
+/** The chat-completions messages one ChatMessage becomes (zero or more). */
+function openAIMessages(m: ChatMessage): Array<Record<string, unknown>> {
+  const out: Array<Record<string, unknown>> = [];
+  // A mid-conversation system message (session system.message) stays in place.
+  if (m.role === 'system') {
+    const text = m.content.flatMap((b) => (b.type === 'text' ? [b.text] : [])).join('\n');
+    if (text) out.push({ role: 'system', content: text });
+    return out;
+  }
+  if (m.role === 'assistant') {
+    const text = m.content.flatMap((b) => (b.type === 'text' ? [b.text] : [])).join('\n');
+    const calls = m.content.flatMap((b) =>
+      b.type === 'tool_use'
+        ? [
+            {
+              id: b.id,
+              type: 'function',
+              function: { name: b.name, arguments: JSON.stringify(b.input) },
+            },
+          ]
+        : [],
     );
-    if (rest.length === 0) continue;
-    if (rest.every((b) => b.type === 'text')) {
-      out.push({ role: 'user', content: rest.map((b) => (b as { text: string }).text).join('\n') });
-    } else {
-      out.push({ role: 'user', content: rest.flatMap(toUserPart) });
-    }
+    const msg: Record<string, unknown> = {
+      role: 'assistant',
+      content: text || (calls.length ? null : ''),
+    };
+    if (calls.length) msg.tool_calls = calls;
+    out.push(msg);
+    return out;
+  }
+  for (const b of m.content) {
+    if (b.type === 'tool_result')
+      out.push({ role: 'tool', tool_call_id: b.tool_use_id, content: toolResultText(b.content) });
+  }
+  const rest = m.content.filter(
+    (b) => b.type === 'text' || b.type === 'image' || b.type === 'document',
+  );
+  if (rest.length === 0) return out;
+  if (rest.every((b) => b.type === 'text')) {
+    out.push({ role: 'user', content: rest.map((b) => (b as { text: string }).text).join('\n') });
+  } else {
+    out.push({ role: 'user', content: rest.flatMap(toUserPart) });
   }
   return out;
 }
