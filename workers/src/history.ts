@@ -30,8 +30,10 @@ export function buildHistory(events: readonly EventDoc[]): ChatMessage[] {
  * instead of changing the next request's history. The content arrays are shared but not frozen:
  * V8's `filter` and `map` take a slower path on a frozen array (the wire conversion of 8,000
  * messages: 1.2 ms against 0.3 ms), and nothing on the turn path changes them (the wire
- * conversion and resolveFileBlocks build new arrays).
- * Proved equal to a fresh build by test/history-builder.test.ts.
+ * conversion and resolveFileBlocks build new arrays). The answering of tool calls (`answer`) is
+ * kept too and redone only from the message before the first one that changed, so a call on a
+ * long session costs its new events and one copy of the array (load/README.md, "Requests on long
+ * sessions"). Proved equal to a fresh build by test/history-builder.test.ts.
  */
 export class HistoryBuilder {
   private out: ChatMessage[] = [];
@@ -42,6 +44,14 @@ export class HistoryBuilder {
   private waitingSystem: ContentBlock[] = [];
   private seen = 0;
   private last: EventDoc | undefined;
+  /** With `freeze`: the conversation handed out by the last call, kept to extend. */
+  private result: ChatMessage[] = [];
+  /** result.length before out[i] was answered (`answer`). */
+  private resultAt: number[] = [];
+  /** Index in out[] of the first user message, once answered; -1 before. */
+  private firstUser = -1;
+  /** The first index of out[] that changed since the last call. */
+  private dirty = 0;
 
   constructor(private readonly freeze = false) {}
 
@@ -51,25 +61,54 @@ export class HistoryBuilder {
     for (let i = this.seen; i < events.length; i++) this.fold(events[i]!);
     this.seen = events.length;
     this.last = events[events.length - 1];
-    const out = this.freeze ? this.frozenCopies() : this.out.map(copyMessage);
-    // A conversation must open with a user turn.
-    let first = 0;
-    while (first < out.length && out[first]!.role !== 'user') first++;
-    return answerEveryToolCall(first ? out.slice(first) : out);
+    // Without `freeze` every call copies every message; with it, only what changed is redone.
+    const src = this.freeze ? this.frozenCopies() : this.out.map(copyMessage);
+    // An answer depends on the message before (a user turn after calls) and the one after (an
+    // assistant turn whose calls are followed by no user turn): redo from before the change.
+    const from = this.freeze ? Math.max(0, Math.min(this.dirty, this.resultAt.length) - 1) : 0;
+    this.result.length = from < this.resultAt.length ? this.resultAt[from]! : this.result.length;
+    this.resultAt.length = from;
+    if (this.firstUser >= from) this.firstUser = -1;
+    for (let i = from; i < src.length; i++) {
+      this.resultAt.push(this.result.length);
+      this.answer(src, i);
+    }
+    this.dirty = this.out.length;
+    return this.result.slice();
   }
 
-  /** out[], each message as its frozen copy (made now if out[i] grew since the last). */
-  private frozenCopies(): ChatMessage[] {
-    const out = new Array<ChatMessage>(this.out.length);
-    for (let i = 0; i < this.out.length; i++) {
-      let c = this.copies[i];
-      if (!c) {
-        const m = copyMessage(this.out[i]!);
-        c = this.copies[i] = Object.freeze(m);
-      }
-      out[i] = c;
+  /**
+   * Appends src[i]'s part of the conversation: a conversation opens with a user turn (earlier
+   * messages are left out); every tool_use must be answered by a tool_result in the next user
+   * turn, and a call left without one (the client sent a message instead, or a restart
+   * interrupted it) gets an error result, the tool results first in that turn; an assistant
+   * turn with calls followed by no user turn (but by another message) gets an answering user
+   * turn of its own. The last assistant turn's calls are being answered now: left as they are.
+   */
+  private answer(src: readonly ChatMessage[], i: number): void {
+    const m = src[i]!;
+    if (this.firstUser < 0) {
+      if (m.role !== 'user') return;
+      this.firstUser = i;
     }
-    return out;
+    const prev = i > this.firstUser ? src[i - 1] : undefined;
+    if (m.role === 'user' && prev?.role === 'assistant' && prev.content.some(isToolUse))
+      this.result.push(answeredAfterCalls(prev, m));
+    else this.result.push(m);
+    const next = src[i + 1];
+    if (m.role === 'assistant' && next && next.role !== 'user' && m.content.some(isToolUse)) {
+      const answered = answerCalls(m, undefined);
+      this.result.push(Object.isFrozen(m) ? Object.freeze(answered) : answered);
+    }
+  }
+
+  /** out[], each message as its frozen copy (made now if out[i] changed since the last call). */
+  private frozenCopies(): ChatMessage[] {
+    for (let i = Math.min(this.dirty, this.out.length); i < this.out.length; i++) {
+      if (!this.copies[i]) this.copies[i] = Object.freeze(copyMessage(this.out[i]!));
+    }
+    this.copies.length = this.out.length;
+    return this.copies as ChatMessage[];
   }
 
   private reset(): void {
@@ -80,6 +119,10 @@ export class HistoryBuilder {
     this.waitingSystem = [];
     this.seen = 0;
     this.last = undefined;
+    this.result = [];
+    this.resultAt = [];
+    this.firstUser = -1;
+    this.dirty = 0;
   }
 
   private push(role: ChatMessage['role'], blocks: ContentBlock[]): void {
@@ -89,7 +132,11 @@ export class HistoryBuilder {
     if (last && last.role === role) {
       last.content.push(...blocks);
       this.copies[this.out.length - 1] = undefined;
-    } else this.out.push({ role, content: [...blocks] });
+      this.dirty = Math.min(this.dirty, this.out.length - 1);
+    } else {
+      this.dirty = Math.min(this.dirty, this.out.length);
+      this.out.push({ role, content: [...blocks] });
+    }
   }
 
   private fold(e: EventDoc): void {
@@ -188,38 +235,19 @@ const isToolUse = (b: ContentBlock) => b.type === 'tool_use';
 const isToolResult = (b: ContentBlock) => b.type === 'tool_result';
 
 /**
- * A frozen user message after a frozen assistant message, as answerEveryToolCall rewrote it:
- * both never change, so neither does the rewrite (a kept builder's calls reuse it).
+ * A frozen user message after a frozen assistant message with calls, as answered: both never
+ * change, so neither does the answer (a rebuilt builder's calls reuse it).
  */
 const answeredAfter = new WeakMap<ChatMessage, { after: ChatMessage; answered: ChatMessage }>();
 
-/**
- * Every tool_use must be answered by a tool_result in the next user turn. A call left without
- * one (the client sent a message instead, or a restart interrupted it) gets an error result.
- * The tool results move to the head of that turn. Messages are replaced, never changed: a
- * kept builder's are frozen and shared.
- */
-function answerEveryToolCall(messages: ChatMessage[]): ChatMessage[] {
-  for (let i = 0; i < messages.length; i++) {
-    const m = messages[i]!;
-    // Checked without allocating: most assistant messages carry no call.
-    if (m.role !== 'assistant' || !m.content.some(isToolUse)) continue;
-    const next = messages[i + 1];
-    if (!next) break; // the last assistant turn: its calls are being answered now
-    const kept = answeredAfter.get(next);
-    if (kept && kept.after === m) {
-      messages[i + 1] = kept.answered;
-      continue;
-    }
-    const answered = answerCalls(m, next.role === 'user' ? next : undefined);
-    if (next.role === 'user') {
-      messages[i + 1] = answered;
-      if (Object.isFrozen(m) && Object.isFrozen(next)) {
-        answeredAfter.set(next, { after: m, answered: Object.freeze(answered) });
-      }
-    } else messages.splice(i + 1, 0, answered);
-  }
-  return messages;
+/** User turn `next`, after assistant turn `m` with calls, answering every call of `m`. */
+function answeredAfterCalls(m: ChatMessage, next: ChatMessage): ChatMessage {
+  const kept = answeredAfter.get(next);
+  if (kept && kept.after === m) return kept.answered;
+  const answered = answerCalls(m, next);
+  if (!Object.isFrozen(m) || !Object.isFrozen(next)) return answered;
+  answeredAfter.set(next, { after: m, answered: Object.freeze(answered) });
+  return answered;
 }
 
 /** `next` (or an empty user turn) with its tool results first and one for each call of `m`. */
