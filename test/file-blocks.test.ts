@@ -226,6 +226,33 @@ describe('file-sourced blocks reach the model as content', () => {
     ]);
   });
 
+  it.each([
+    ['anthropic', 'claude-sonnet-4-5', 'claude-sonnet-4-5'],
+    ['openai', OAI_CARD, OAI_WIRE],
+  ])(
+    '%s: a file sent mid-session is resolved in every later request, the text around it kept',
+    async (protocol, card, model) => {
+      const img = await upload(t.client, PNG, 'mid.png', 'image/png');
+      const sid = await sessionOn(card);
+      const texts = (body: any): string[] => JSON.stringify(body.messages).match(/turn \d/g) ?? [];
+      for (let i = 1; i <= 3; i++) await turn(model, sid, [{ type: 'text', text: `turn ${i}` }]);
+      await turn(model, sid, [
+        { type: 'text', text: 'turn 4' },
+        { type: 'image', source: { type: 'file', file_id: img.id } },
+      ]);
+      for (let i = 5; i <= 7; i++) {
+        const body = await turn(model, sid, [{ type: 'text', text: `turn ${i}` }]);
+        expect(texts(body)).toEqual(Array.from({ length: i }, (_, k) => `turn ${k + 1}`));
+        const wire = JSON.stringify(body);
+        expect(wire).not.toContain(img.id);
+        const data = PNG.toString('base64');
+        expect(wire).toContain(
+          protocol === 'anthropic' ? `"data":"${data}"` : `"url":"data:image/png;base64,${data}"`,
+        );
+      }
+    },
+  );
+
   it('a file deleted after it was sent becomes a text note in later requests', async () => {
     const c = t.client;
     const img = await upload(c, PNG, 'gone.png', 'image/png');

@@ -14,7 +14,9 @@
  * - a file that was checked at send time (core/src/domain/inputEvents.ts) but is gone or
  *   expired by the time of a later request becomes a text block saying so, so the session
  *   keeps working and the model is told what is missing.
- * url and base64 sources pass through unchanged.
+ * url and base64 sources pass through unchanged, and so does every message without a
+ * file-sourced block (the same object); a kept history's leading frozen messages without one are
+ * scanned once per session, not on every request.
  * Proved by test/file-blocks.test.ts (both protocols) and test/python/sdk_suite/test_file_blocks.py.
  */
 import {
@@ -42,7 +44,16 @@ export async function resolveFileBlocks(
     if (b?.type === 'tool_result' && Array.isArray(b.content)) b.content.forEach(collect);
     else if (isFileSourced(b)) ids.push(String(b.source.file_id));
   };
-  for (const m of messages) if (m.role !== 'assistant') m.content.forEach(collect);
+  const from = fileFreePrefix(messages);
+  const holders = new Set<ChatMessage>();
+  for (let i = from; i < messages.length; i++) {
+    const m = messages[i]!;
+    if (m.role === 'assistant') continue;
+    const before = ids.length;
+    m.content.forEach(collect);
+    if (ids.length > before) holders.add(m);
+  }
+  rememberFileFree(messages, from, holders);
   if (!ids.length) return messages;
   const resolved = await readWithinBudget(files, tenant, [...new Set(ids)]);
   const resolveBlock = (b: any): any => {
@@ -50,9 +61,34 @@ export async function resolveFileBlocks(
       return { ...b, content: b.content.map(resolveBlock) };
     return isFileSourced(b) ? toBlock(b, resolved.get(String(b.source.file_id))!) : b;
   };
+  // Only the messages that hold a file are copied: the others stay the history's frozen objects,
+  // whose request bytes are kept between calls (core/src/ports/wireText.ts).
   return messages.map((m) =>
-    m.role === 'assistant' ? m : { ...m, content: m.content.map(resolveBlock) as ContentBlock[] },
+    holders.has(m) ? { ...m, content: m.content.map(resolveBlock) as ContentBlock[] } : m,
   );
+}
+
+/**
+ * Per conversation (keyed by its first message): its leading frozen messages, known to hold no
+ * file-sourced block. A kept history hands back the same frozen objects on every call, so a
+ * call on a long session scans only what follows them.
+ */
+const scanned = new WeakMap<ChatMessage, ChatMessage[]>();
+
+/** How many leading messages an earlier call found without a file (the same objects). */
+function fileFreePrefix(messages: ChatMessage[]): number {
+  const kept = messages.length ? scanned.get(messages[0]!) : undefined;
+  if (!kept || kept.length > messages.length) return 0;
+  for (let i = kept.length - 1; i >= 0; i--) if (kept[i] !== messages[i]) return 0;
+  return kept.length;
+}
+
+/** Remembers the leading frozen messages without a file (up to the first that has one). */
+function rememberFileFree(messages: ChatMessage[], from: number, holders: Set<ChatMessage>) {
+  let end = from;
+  while (end < messages.length && Object.isFrozen(messages[end]) && !holders.has(messages[end]!))
+    end++;
+  if (end > from) scanned.set(messages[0]!, messages.slice(0, end));
 }
 
 const isFileSourced = (b: any): boolean =>
