@@ -28,7 +28,7 @@ import { join } from 'node:path';
 import { benchClient, benchPlatformEnv, startBenchPlatform, type BenchClient } from './context.js';
 import type { ClientReport } from './fanoutClient.js';
 import { startStampedModel, stampedText } from './fanoutModel.js';
-import { startPlatformProcess, stopProcess } from './procs.js';
+import { BENCH_CHILD_EXEC_ARGV, startPlatformProcess, stopProcess } from './procs.js';
 import type { BenchSettings } from './settings.js';
 import { fmt, fmtInt, printSection, printTable, sleep } from './stats.js';
 import { openStream, turn } from './turns.js';
@@ -63,7 +63,7 @@ interface Client {
 function startClient(): Client {
   const child = fork(CLIENT, [], {
     cwd: REPO,
-    execArgv: ['--conditions=source', '--import', 'tsx'],
+    execArgv: BENCH_CHILD_EXEC_ARGV,
     stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
   });
   const ask = <T>(msg: object, key: string) =>

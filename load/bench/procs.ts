@@ -1,8 +1,9 @@
 /**
  * Child processes of the bench: the scripted model in its own process (startModelProcess, the
  * model of every platform the bench starts), and platform processes for the worker-scaling
- * section: `server/src/cli.ts <role>` run as real child processes, the same command line as
- * test/process.ts startProcess. Unlike that helper, a process that fails to start is killed
+ * section: the built `server/dist/cli.js <role>` run as real child processes, as `npm start` and
+ * the fleet roles run it (test/process.ts startProcess runs the sources instead). Unlike that
+ * helper, a process that fails to start is killed
  * before the error is thrown, and every process started here is tracked so it can be stopped
  * at the end (SIGTERM, then SIGKILL) and is SIGKILLed when this process exits by any route
  * (including the run's watchdog).
@@ -12,7 +13,14 @@ import { createServer } from 'node:net';
 import { fileURLToPath } from 'node:url';
 
 const REPO = fileURLToPath(new URL('../../', import.meta.url));
-const CLI = fileURLToPath(new URL('../../server/src/cli.ts', import.meta.url));
+/**
+ * How a bench child runs: its TypeScript through tsx, the platform's packages resolved to their
+ * built `dist/` (no `source` condition), the code `npm start` and the fleet roles run.
+ */
+export const BENCH_CHILD_EXEC_ARGV = ['--import', 'tsx'];
+
+/** The built CLI, as `npm start` and the fleet roles run it (`npm run bench` builds first). */
+const CLI = fileURLToPath(new URL('../../server/dist/cli.js', import.meta.url));
 const MODEL_CHILD = fileURLToPath(new URL('./modelChild.ts', import.meta.url));
 const START_TIMEOUT_MS = 60_000;
 const STOP_GRACE_MS = 8_000;
@@ -92,7 +100,7 @@ export async function startPlatformProcess(
 ): Promise<PlatformProcess> {
   installExitHook();
   const port = await freePort();
-  const child = spawn(process.execPath, ['--conditions=source', '--import', 'tsx', CLI, role], {
+  const child = spawn(process.execPath, [CLI, role], {
     cwd: REPO,
     env: {
       PATH: process.env.PATH ?? '',
@@ -162,7 +170,7 @@ export async function startModelProcess(): Promise<ModelProcess> {
   installExitHook();
   const child = fork(MODEL_CHILD, [], {
     cwd: REPO,
-    execArgv: ['--conditions=source', '--import', 'tsx'],
+    execArgv: BENCH_CHILD_EXEC_ARGV,
     stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
   });
   live.add(child);
@@ -203,7 +211,7 @@ export function runResultChild<T>(
   opts: { boundMs: number; execArgv?: string[] },
 ): Promise<T> {
   const child = fork(fileURLToPath(entry), args, {
-    execArgv: [...(opts.execArgv ?? []), '--conditions=source', '--import', 'tsx'],
+    execArgv: [...(opts.execArgv ?? []), ...BENCH_CHILD_EXEC_ARGV],
     stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
   });
   return new Promise((resolve, reject) => {

@@ -8,7 +8,7 @@
  * the rest should not.
  * `PROF=<file>` writes a CPU profile of the last block (Chrome DevTools format).
  *
- *   npx tsx --conditions=source load/bench/sessionAge.ts
+ *   npm run build && npx tsx load/bench/sessionAge.ts   (the built platform, as npm start runs it)
  */
 import { startBenchPlatform } from './context.js';
 import { cpuProfile } from './cpuProfile.js';

@@ -8,7 +8,7 @@
  * 100) on each, then each session's POST → idle p50 and this process's CPU per turn (platform
  * and client; the scripted model runs in its own process).
  *
- *   npx tsx --conditions=source load/bench/sessionSize.ts
+ *   npm run build && npx tsx load/bench/sessionSize.ts   (the built platform, as npm start runs it)
  */
 import { startBenchPlatform } from './context.js';
 import { openStream, turn, type Stream } from './turns.js';

@@ -8,7 +8,7 @@
  * a client process on that many fresh sessions for `BENCH_SECONDS` (default 6), and prints
  * turns/s and the event loop's busy share.
  *
- *   npx tsx --conditions=source load/bench/turnCalls.ts
+ *   npm run build && npx tsx load/bench/turnCalls.ts   (the built platform, as npm start runs it)
  *
  * The counter wraps TenantCollection's methods in this process only (the product is untouched).
  */

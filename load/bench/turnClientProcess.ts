@@ -5,6 +5,7 @@
 import { fork } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import type { TurnJob, TurnJobResult } from './turnClient.js';
+import { BENCH_CHILD_EXEC_ARGV } from './procs.js';
 import { summarize, type Summary } from './stats.js';
 
 const CLIENT = fileURLToPath(new URL('./turnClient.ts', import.meta.url));
@@ -21,7 +22,7 @@ export interface ClientProcessTurns {
 export async function turnsFromClientProcess(job: TurnJob): Promise<ClientProcessTurns> {
   const child = fork(CLIENT, [], {
     cwd: REPO,
-    execArgv: ['--conditions=source', '--import', 'tsx'],
+    execArgv: BENCH_CHILD_EXEC_ARGV,
     stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
   });
   const bound = (2 * job.seconds + 60) * 1000;
