@@ -17,40 +17,45 @@ import type { ChatMessage } from './modelProvider.js';
 
 /**
  * A protocol's encoding of one message: the JSON text it adds to the array's items, each item
- * starting with a comma, and the run left open for protocols that merge same-role messages.
+ * starting with a comma, and the encoder's state after it (for example the run a protocol that
+ * merges same-role messages leaves open). States are values: never changed once returned.
  */
-export type AddMessage = (
-  open: string | undefined,
-  m: ChatMessage,
-) => { text: string; open: string | undefined };
+export type AddMessage<S> = (state: S, m: ChatMessage) => { text: string; state: S };
 
-interface Memo {
+interface Memo<S> {
   msgs: ChatMessage[];
   bytes: Buffer;
-  open: string | undefined;
+  state: S;
 }
 
-export class ConversationBytes {
-  private readonly memo = new WeakMap<ChatMessage, Memo>();
+export class ConversationBytes<S> {
+  private readonly memo = new WeakMap<ChatMessage, Memo<S>>();
 
-  /** `close(open)`: the text that ends a run left open ('' when none is). */
+  /** `close(state)`: the text that ends the items (a run left open); '' when nothing is. */
   constructor(
-    private readonly add: AddMessage,
-    private readonly close: (open: string | undefined) => string,
+    private readonly initial: S,
+    private readonly add: AddMessage<S>,
+    private readonly close: (state: S) => string,
   ) {}
 
   /**
-   * `head`, the items of `messages` (a comma before the first one only with `comma`), `tail`.
+   * `head(state)` (given the state after every message), the items of `messages` (a comma
+   * before the first one only with `comma`), `tail`.
    */
-  body(head: string, messages: readonly ChatMessage[], tail: string, comma = false): Buffer {
+  body(
+    head: (state: S) => string,
+    messages: readonly ChatMessage[],
+    tail: string,
+    comma = false,
+  ): Buffer {
     const n = messages.length;
     const first = messages[0];
     let bytes = EMPTY;
-    let open: string | undefined;
+    let state = this.initial;
     let at = 0;
     const kept = first && this.memo.get(first);
-    if (kept && kept.msgs.length <= n && kept.msgs.every((m, i) => messages[i] === m)) {
-      ({ bytes, open } = kept);
+    if (kept && kept.msgs.length <= n && sameObjects(kept.msgs, messages)) {
+      ({ bytes, state } = kept);
       at = kept.msgs.length;
     }
     // Remember the bytes before the last message (the one most likely to change by the next
@@ -62,24 +67,31 @@ export class ConversationBytes {
       if (i === cut && cut > at) {
         bytes = Buffer.concat([bytes, Buffer.from(text)]);
         text = '';
-        this.memo.set(first!, { msgs: messages.slice(0, cut), bytes, open });
+        this.memo.set(first!, { msgs: messages.slice(0, cut), bytes, state });
       }
-      const added = this.add(open, messages[i]!);
+      const added = this.add(state, messages[i]!);
       text += added.text;
-      open = added.open;
+      state = added.state;
     }
-    text += this.close(open);
+    text += this.close(state);
     // The items' leading comma: in the kept bytes, or else in the new text.
     const skip = comma ? 0 : 1;
     const items = bytes.length ? bytes.subarray(skip) : EMPTY;
     const rest = `${bytes.length ? text : text.slice(skip)}${tail}`;
-    const headBytes = Buffer.byteLength(head);
+    const start = head(state);
+    const headBytes = Buffer.byteLength(start);
     const out = Buffer.allocUnsafe(headBytes + items.length + Buffer.byteLength(rest));
-    out.write(head, 0);
+    out.write(start, 0);
     items.copy(out, headBytes);
     out.write(rest, headBytes + items.length);
     return out;
   }
+}
+
+/** Whether `messages` starts with the objects of `prefix`. */
+function sameObjects(prefix: readonly ChatMessage[], messages: readonly ChatMessage[]): boolean {
+  for (let i = prefix.length - 1; i >= 0; i--) if (prefix[i] !== messages[i]) return false;
+  return true;
 }
 
 const EMPTY: Buffer = Buffer.alloc(0);

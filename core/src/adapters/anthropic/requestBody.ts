@@ -32,7 +32,7 @@ export const ANTHROPIC_THINKING_BUDGETS: Readonly<Record<Effort, number>> = {
  */
 export function toAnthropicBody(req: ModelRequest): Record<string, unknown> {
   return {
-    ...bodyFields(req),
+    ...bodyFields(req, systemTexts(req.messages)),
     messages: sameRoleRuns(req.messages, (m) => toWireMessage(m).content.length > 0).map((run) => ({
       role: run[0]!.role,
       content: run.flatMap((m) => toWireMessage(m).content),
@@ -43,33 +43,41 @@ export function toAnthropicBody(req: ModelRequest): Record<string, unknown> {
 /**
  * The conversation's bytes, resumed from the last request's (wireText.ts). A message's text leaves
  * its run open (`,{"role":…,"content":[…`) so a next message of the same role joins it, as in
- * toAnthropicBody.
+ * toAnthropicBody; the state also carries the mid-conversation system texts (bodyFields).
  */
-const conversation = new ConversationBytes(
-  (open, m) => {
-    if (m.role === 'system') return { text: '', open };
+type Encoding = { open: string | undefined; system: readonly string[] };
+const conversation = new ConversationBytes<Encoding>(
+  { open: undefined, system: [] },
+  (state, m) => {
+    if (m.role === 'system') {
+      const texts = systemTexts([m]);
+      return {
+        text: '',
+        state: texts.length ? { ...state, system: [...state.system, ...texts] } : state,
+      };
+    }
     const { content } = toWireMessage(m);
-    if (!content.length) return { text: '', open };
-    if (open === m.role) return { text: commaJSON(content), open };
-    const start = `${open ? ']}' : ''},{"role":${JSON.stringify(m.role)},"content":[`;
-    return { text: start + commaJSON(content).slice(1), open: m.role };
+    if (!content.length) return { text: '', state };
+    if (state.open === m.role) return { text: commaJSON(content), state };
+    const start = `${state.open ? ']}' : ''},{"role":${JSON.stringify(m.role)},"content":[`;
+    return { text: start + commaJSON(content).slice(1), state: { ...state, open: m.role } };
   },
-  (open) => (open ? ']}' : ''),
+  (state) => (state.open ? ']}' : ''),
 );
 
 /** toAnthropicBody(req) as UTF-8 JSON, with `messages` last. */
 export function anthropicBodyBytes(req: ModelRequest): Buffer {
-  return conversation.body(bodyHead(bodyFields(req), 'messages'), req.messages, ']}');
+  const head = (state: Encoding) => bodyHead(bodyFields(req, state.system), 'messages');
+  return conversation.body(head, req.messages, ']}');
 }
 
-/** Everything but `messages`. */
-function bodyFields(req: ModelRequest): Record<string, unknown> {
+/** Everything but `messages`; `midSystem`: systemTexts(req.messages). */
+function bodyFields(req: ModelRequest, midSystem: readonly string[]): Record<string, unknown> {
   const body: Record<string, unknown> = {
     model: req.model,
     max_tokens: req.maxTokens,
     stream: true,
   };
-  const midSystem = systemTexts(req.messages);
   if (midSystem.length)
     body.system = [...(req.system ? [req.system] : []), ...midSystem].map((text) => ({
       type: 'text',

@@ -31,15 +31,16 @@ export function toOpenAIBody(req: ModelRequest): Record<string, unknown> {
 }
 
 /** The conversation's bytes, resumed from the last request's (wireText.ts). */
-const conversation = new ConversationBytes(
-  (open, m) => ({ text: commaJSON(openAIMessages(m)), open }),
+const conversation = new ConversationBytes<null>(
+  null,
+  (state, m) => ({ text: commaJSON(openAIMessages(m)), state }),
   () => '',
 );
 
 /** toOpenAIBody(req) as UTF-8 JSON, with `messages` last. */
 export function openAIBodyBytes(req: ModelRequest): Buffer {
   const system = req.system ? JSON.stringify(systemMessage(req.system)) : '';
-  const head = bodyHead(bodyFields(req), 'messages') + system;
+  const head = () => bodyHead(bodyFields(req), 'messages') + system;
   return conversation.body(head, req.messages, ']}', !!system);
 }
 
