@@ -9,7 +9,9 @@
  * on a long session therefore costs its new messages (and one copy of the bytes), not a
  * conversion of the whole conversation to JSON and then to UTF-8 (load/README.md, "Requests on
  * long sessions"). Any other call (a different prefix, a message that is not frozen, such as a
- * file-resolved copy) encodes from the start or from its last frozen message.
+ * file-resolved copy) encodes from the start or from its last frozen message. Memory: about the
+ * conversation's JSON once more per session whose history the worker keeps; the memo goes with
+ * the first message, i.e. with the worker's log-cache entry (bounded: DEFAULT_LOG_CACHE_BYTES).
  * Proved equal to JSON.stringify of the object mapping, resumed or not, by
  * core/test/wire-text.test.ts, and on the wire by the request-mapping tests of both protocols.
  */
