@@ -8,6 +8,7 @@ export * from './ports/store.js';
 export * from './ports/bus.js';
 export * from './ports/coordination.js';
 export * from './ports/modelProvider.js';
+export { PrefixMemo } from './ports/prefixMemo.js';
 export * from './domain/collections.js';
 export * from './domain/pagination.js';
 export * from './domain/modelInfo.js';

@@ -21,6 +21,7 @@
  */
 import {
   fileBlockKind,
+  PrefixMemo,
   type ChatMessage,
   type ContentBlock,
   type FileService,
@@ -44,7 +45,7 @@ export async function resolveFileBlocks(
     if (b?.type === 'tool_result' && Array.isArray(b.content)) b.content.forEach(collect);
     else if (isFileSourced(b)) ids.push(String(b.source.file_id));
   };
-  const from = fileFreePrefix(messages);
+  const from = scanned.get(messages)?.length ?? 0;
   const holders = new Set<ChatMessage>();
   for (let i = from; i < messages.length; i++) {
     const m = messages[i]!;
@@ -69,26 +70,18 @@ export async function resolveFileBlocks(
 }
 
 /**
- * Per conversation (keyed by its first message): its leading frozen messages, known to hold no
- * file-sourced block. A kept history hands back the same frozen objects on every call, so a
- * call on a long session scans only what follows them.
+ * Per conversation: its leading frozen messages, known to hold no file-sourced block. A kept
+ * history hands back the same frozen objects on every call, so a call on a long session scans
+ * only what follows them.
  */
-const scanned = new WeakMap<ChatMessage, ChatMessage[]>();
-
-/** How many leading messages an earlier call found without a file (the same objects). */
-function fileFreePrefix(messages: ChatMessage[]): number {
-  const kept = messages.length ? scanned.get(messages[0]!) : undefined;
-  if (!kept || kept.length > messages.length) return 0;
-  for (let i = kept.length - 1; i >= 0; i--) if (kept[i] !== messages[i]) return 0;
-  return kept.length;
-}
+const scanned = new PrefixMemo<true>();
 
 /** Remembers the leading frozen messages without a file (up to the first that has one). */
 function rememberFileFree(messages: ChatMessage[], from: number, holders: Set<ChatMessage>) {
   let end = from;
   while (end < messages.length && Object.isFrozen(messages[end]) && !holders.has(messages[end]!))
     end++;
-  if (end > from) scanned.set(messages[0]!, messages.slice(0, end));
+  if (end > from) scanned.set(messages, end, true);
 }
 
 const isFileSourced = (b: any): boolean =>

@@ -3,8 +3,8 @@
  * previous request of the same conversation. On every model call of a session the worker's kept
  * HistoryBuilder hands back the same frozen ChatMessage objects for the conversation so far
  * (workers/src/history.ts: a frozen message, its blocks and its content array never change), so
- * the encoding of that prefix is fixed. ConversationBytes keeps, per conversation (weakly, keyed
- * by its first message), the bytes of its frozen messages but the last, and the next call whose
+ * the encoding of that prefix is fixed. ConversationBytes keeps, per conversation (PrefixMemo, weakly
+ * keyed by its first message), the bytes of its frozen messages but the last, and the next call whose
  * messages start with those same objects encodes only what follows and copies the rest. A request
  * on a long session therefore costs its new messages (and one copy of the bytes), not a
  * conversion of the whole conversation to JSON and then to UTF-8 (load/README.md, "Requests on
@@ -16,6 +16,7 @@
  * core/test/wire-text.test.ts, and on the wire by the request-mapping tests of both protocols.
  */
 import type { ChatMessage } from './modelProvider.js';
+import { PrefixMemo } from './prefixMemo.js';
 
 /**
  * A protocol's encoding of one message: the JSON text it adds to the array's items, each item
@@ -24,14 +25,8 @@ import type { ChatMessage } from './modelProvider.js';
  */
 export type AddMessage<S> = (state: S, m: ChatMessage) => { text: string; state: S };
 
-interface Memo<S> {
-  msgs: ChatMessage[];
-  bytes: Buffer;
-  state: S;
-}
-
 export class ConversationBytes<S> {
-  private readonly memo = new WeakMap<ChatMessage, Memo<S>>();
+  private readonly memo = new PrefixMemo<{ bytes: Buffer; state: S }>();
 
   /** `close(state)`: the text that ends the items (a run left open); '' when nothing is. */
   constructor(
@@ -51,14 +46,13 @@ export class ConversationBytes<S> {
     comma = false,
   ): Buffer {
     const n = messages.length;
-    const first = messages[0];
     let bytes = EMPTY;
     let state = this.initial;
     let at = 0;
-    const kept = first && this.memo.get(first);
-    if (kept && kept.msgs.length <= n && sameObjects(kept.msgs, messages)) {
-      ({ bytes, state } = kept);
-      at = kept.msgs.length;
+    const kept = this.memo.get(messages);
+    if (kept) {
+      at = kept.length;
+      ({ bytes, state } = kept.value);
     }
     // Remember the bytes before the last message (the one most likely to change by the next
     // call) or before the first message that is not frozen, whichever comes first.
@@ -69,7 +63,7 @@ export class ConversationBytes<S> {
       if (i === cut && cut > at) {
         bytes = Buffer.concat([bytes, Buffer.from(text)]);
         text = '';
-        this.memo.set(first!, { msgs: messages.slice(0, cut), bytes, state });
+        this.memo.set(messages, cut, { bytes, state });
       }
       const added = this.add(state, messages[i]!);
       text += added.text;
@@ -88,12 +82,6 @@ export class ConversationBytes<S> {
     out.write(rest, headBytes + items.length);
     return out;
   }
-}
-
-/** Whether `messages` starts with the objects of `prefix`. */
-function sameObjects(prefix: readonly ChatMessage[], messages: readonly ChatMessage[]): boolean {
-  for (let i = prefix.length - 1; i >= 0; i--) if (prefix[i] !== messages[i]) return false;
-  return true;
 }
 
 const EMPTY: Buffer = Buffer.alloc(0);

@@ -33,7 +33,7 @@ export const ANTHROPIC_THINKING_BUDGETS: Readonly<Record<Effort, number>> = {
 export function toAnthropicBody(req: ModelRequest): Record<string, unknown> {
   return {
     ...bodyFields(req, systemTexts(req.messages)),
-    messages: sameRoleRuns(req.messages, (m) => toWireMessage(m).content.length > 0).map((run) => ({
+    messages: sameRoleRuns(req.messages).map((run) => ({
       role: run[0]!.role,
       content: run.flatMap((m) => toWireMessage(m).content),
     })),
@@ -110,15 +110,15 @@ function systemTexts(messages: ChatMessage[]): string[] {
 }
 
 /**
- * The non-system messages that keep content (`kept`), grouped into runs of one role: lifting
+ * The non-system messages with content left on the wire, grouped into runs of one role: lifting
  * system messages out (or dropping an emptied one) can leave two user turns side by side, and
  * each run is sent as one message.
  */
-function sameRoleRuns(messages: ChatMessage[], kept: (m: ChatMessage) => boolean): ChatMessage[][] {
+function sameRoleRuns(messages: ChatMessage[]): ChatMessage[][] {
   const runs: ChatMessage[][] = [];
   let last: ChatMessage[] | undefined;
   for (const m of messages) {
-    if (m.role === 'system' || !kept(m)) continue;
+    if (m.role === 'system' || !toWireMessage(m).content.length) continue;
     if (last && last[0]!.role === m.role) last.push(m);
     else runs.push((last = [m]));
   }
