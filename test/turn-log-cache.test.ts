@@ -2,12 +2,15 @@
  * The worker's session log cache (workers/src/sessionLogCache.ts): a turn reads only the events
  * appended since its last read. Proves, against an in-process platform and the scripted model:
  * the next turn's model request carries the whole conversation, including events the worker did
- * not append itself (written to the log directly, as another process would); `all` equals the
+ * not append itself (written to the log by another EventLog, as another process would); input
+ * appended in the worker's process reaches its cache through the append hook, so the turn that
+ * consumes it reads no events from the store; `all` equals the
  * store's own full read after every append; cached events are frozen; the byte bound holds (a
  * log over it is served whole but not kept, least recently used sessions go first); `forget`
  * drops an entry; an array it returned never changes, and the worker's own append delivered
  * while a read is out is kept once.
  */
+import { EventLog } from '@agentfleet/core';
 import { SessionLogCache } from '@agentfleet/workers';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startPlatform, waitFor, type TestPlatform } from './harness.js';
@@ -63,13 +66,34 @@ describe('session log cache', () => {
     const sid = await newSession();
     expect(userTexts(await turn(sid, 'one'))).toEqual(['one']);
     expect(userTexts(await turn(sid, 'two'))).toEqual(['one', 'two']);
-    // Written straight to the log (as a gateway in another process would), not through the worker.
-    await t.server.platform.events.append(TENANT, sid, [
+    // Written by another EventLog over the same store, as a gateway in another process would:
+    // no append hook of this process sees it, so the turn reads it from the store.
+    const p = t.server.platform;
+    await new EventLog(p.collections, p.coordination.pubsub).append(TENANT, sid, [
       { type: 'user.message', payload: { content: [{ type: 'text', text: 'aside' }] } },
     ]);
     const third = await turn(sid, 'three');
     expect(userTexts(third)).toEqual(['one', 'two', 'aside', 'three']);
     expect((third.messages as any[]).filter((m) => m.role === 'assistant')).toHaveLength(2);
+  });
+
+  it('input appended in this process is in the cache: the turn that consumes it reads no events', async () => {
+    const sid = await newSession();
+    expect(userTexts(await turn(sid, 'one'))).toEqual(['one']);
+    const events = t.server.platform.events;
+    const range = events.range;
+    let reads = 0;
+    events.range = (...a: Parameters<typeof range>) => {
+      if (a[1] === sid) reads++;
+      return range.apply(events, a);
+    };
+    try {
+      const body = await turn(sid, 'two');
+      expect(userTexts(body)).toEqual(['one', 'two']);
+      expect(reads).toBe(0);
+    } finally {
+      events.range = range;
+    }
   });
 
   it('serves what the store holds after every append; cached events are frozen', async () => {

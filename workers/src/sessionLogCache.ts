@@ -19,9 +19,10 @@
  *   cached (it is read from the store each time, as before).
  * - A deleted session's entry is never served: its log reads come after the turn checked that
  *   the session exists, and `forget` drops it.
- * - `appended(tenant, sessionId, written)` adds the events this worker just appended (what
- *   `EventLog.append` returned) when they extend the cached run directly; otherwise it does
- *   nothing and the next read fetches them. `all(…, through)` with `through` at or below the
+ * - `appended(tenant, sessionId, written)` adds events just appended (what `EventLog.append`
+ *   returned: the worker's own, and through the turn runner's append hook every append made in
+ *   its process, such as the gateway's input when both run there) when they extend the cached
+ *   run directly; otherwise it does nothing and the next read fetches them. `all(…, through)` with `through` at or below the
  *   cached run's last seq answers from the cache without a store read: a prefix of the log that
  *   holds every event up to `through` (the turn's own last append: events others append after
  *   it enter at the next turn, history.ts, turnInput.ts).

@@ -59,6 +59,7 @@ import { SessionAppends } from './turnAppends.js';
 export class TurnRunner {
   private consumer: ConsumerHandle | null = null;
   private scanTimer: NodeJS.Timeout | null = null;
+  private offAppended?: () => void;
   private readonly running = new Set<Promise<void>>();
   private readonly draining = new Set<string>();
   /** Where this worker's next recovery scan resumes (./turnRecovery.ts RecoveryCursor). */
@@ -86,6 +87,12 @@ export class TurnRunner {
   }
 
   async start(): Promise<void> {
+    // Events appended in this process (the gateway's input when it runs here too) extend the
+    // log cache as they are written, so the turn that consumes them reads nothing from the
+    // store (./sessionLogCache.ts `appended`; events from elsewhere are read as before).
+    this.offAppended ??= this.p.events.onAppended(async (tenant, sid, written) =>
+      this.logs.appended(tenant, sid, written),
+    );
     this.consumer = await this.p.bus.consume('turn-runner', {
       'session.turn.requested': (cmd) => this.handle(cmd),
       'session.cancel.requested': async () => {},
@@ -102,6 +109,8 @@ export class TurnRunner {
   /** Stops taking commands, then waits (bounded) for running turns; an abandoned turn is recovered elsewhere. */
   async stop(drainMs = 30_000): Promise<void> {
     if (this.scanTimer) clearInterval(this.scanTimer);
+    this.offAppended?.();
+    this.offAppended = undefined;
     await this.consumer?.stop();
     const all = Promise.allSettled([...this.running]);
     await Promise.race([all, sleep(drainMs)]);
@@ -226,7 +235,9 @@ export class TurnRunner {
     const inputTo = s.input_seq;
     // Input older than the newest interrupt was cancelled by it.
     const interruptSeq = s.interrupt_seq ?? 0;
-    const input = turnInputReady(await this.logs.all(tenant, s._id), s, inputTo, interruptSeq);
+    // Every event up to the input the turn consumes (from the cache when it holds them).
+    const log = await this.logs.all(tenant, s._id, inputTo);
+    const input = turnInputReady(log, s, inputTo, interruptSeq);
     if (!input.ready) {
       // Some calls answered, not all: the idle is re-emitted with the remainder (SDK).
       if (input.remaining.length)

@@ -68,9 +68,13 @@ export class EventLog {
   ) {}
 
   private readonly appendHooks: AppendHook[] = [];
-  /** Registers a hook run after every append (see AppendHook). */
-  onAppended(hook: AppendHook): void {
+  /** Registers a hook run after every append (see AppendHook); the result removes it. */
+  onAppended(hook: AppendHook): () => void {
     this.appendHooks.push(hook);
+    return () => {
+      const i = this.appendHooks.indexOf(hook);
+      if (i >= 0) this.appendHooks.splice(i, 1);
+    };
   }
 
   /**
