@@ -154,7 +154,16 @@ const ROWS: Row[] = [
     measured: (r) => ms(get(r, 'real-turns', 'sequential.idle.p50')),
     baseline: (r) => {
       const v = ms(get(r, 'turns', 'sequential.idle.p50'));
-      return v && `embedded, same run: ${v}`;
+      const share = get(r, 'real-store-share', 'storeSharePct');
+      const inStore = ms(get(r, 'real-store-share', 'storeMsPerTurn'));
+      const turn = ms(get(r, 'real-store-share', 'turnP50Ms'));
+      const parts = [
+        v && `embedded, same run: ${v}`,
+        share === undefined
+          ? undefined
+          : `f2: the store busy ${fmt(share, 0)} % (${inStore} of ${turn})`,
+      ].filter((p) => p !== undefined);
+      return parts.length ? parts.join('; ') : undefined;
     },
   },
   {
@@ -167,7 +176,13 @@ const ROWS: Row[] = [
     },
     baseline: (r) => {
       const v = per(get(r, 'workers', 'one.turnsPerSec'), ' turns/s');
-      return v && `1 worker: ${v}`;
+      const busy = get(r, 'workers', 'oneWorkerCpuBusyPct');
+      const store = get(r, 'workers', 'oneWorkerStoreCpuPct');
+      const cpu =
+        busy === undefined
+          ? ''
+          : `; the machine (2 cores = 100 %) ${fmt(busy, 0)} % busy with 1 worker, FerretDB and PostgreSQL ${fmt(store ?? 0, 0)} %`;
+      return v && `1 worker: ${v}${cpu}`;
     },
   },
   {

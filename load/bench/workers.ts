@@ -19,6 +19,7 @@ import {
   type BenchClient,
   type ScriptedModel,
 } from './context.js';
+import { cpuWindow, describeCpu, type CpuShare } from './cpuShare.js';
 import { startPlatformProcess, stopProcess, type PlatformProcess } from './procs.js';
 import { dropNamespace, newNamespace, realAdapterEnv, type RealServers } from './real.js';
 import type { BenchSettings } from './settings.js';
@@ -49,6 +50,8 @@ export interface WorkerPhase {
   perSession: { min: number; max: number };
   modelRequests: number;
   sessionErrors: number;
+  /** Where the machine's CPU went during the timed window (./cpuShare.ts). */
+  cpu: CpuShare | null;
 }
 
 export interface WorkerFigures {
@@ -62,6 +65,9 @@ export interface WorkerFigures {
   /** Turn p50 (POST → idle) with 1 and 2 workers, ms. */
   oneWorkerIdleP50Ms: number;
   twoWorkersIdleP50Ms: number;
+  /** With 1 worker: the machine's busy share and the store servers' (FerretDB + PostgreSQL), %. */
+  oneWorkerCpuBusyPct?: number;
+  oneWorkerStoreCpuPct?: number;
 }
 
 /** Sum of a counter's samples in a Prometheus text exposition (/metrics takes the operator key); NaN when unreadable. */
@@ -141,6 +147,7 @@ async function phase(
   s: BenchSettings,
   workers: PlatformProcess[],
   operatorKey: string,
+  gatewayPid: number,
 ): Promise<WorkerPhase> {
   const { sessionIds } = await c.sessions(s.sessions);
   const streams: Stream[] = [];
@@ -152,7 +159,13 @@ async function phase(
     await drive(c, model, s.modelDelayMs, sessionIds, streams, s.warmupMs);
     const requestsBefore = model.requests.length;
     const before = await turnsStarted(workers, operatorKey);
+    const cpu = cpuWindow({
+      gateway: [gatewayPid],
+      workers: workers.map((w) => w.pid),
+      'bench (client, model)': [process.pid],
+    });
     const d = await drive(c, model, s.modelDelayMs, sessionIds, streams, s.seconds * 1000);
+    const cpuShare = cpu();
     const after = await turnsStarted(workers, operatorKey);
     const modelRequests = model.requests.length - requestsBefore;
     // The fixture keeps every request body (whole histories): drop them between measurements.
@@ -168,6 +181,7 @@ async function phase(
       perSession: { min: Math.min(...d.perSession), max: Math.max(...d.perSession) },
       modelRequests,
       sessionErrors: d.sessionErrors,
+      cpu: cpuShare,
     };
   } finally {
     for (const st of streams) st.close();
@@ -219,7 +233,7 @@ async function fleetRun(
     }
     const startupS = (nowMs() - t0) / 1000;
     client = benchClient(gateway.url, apiKey);
-    const phaseFigures = await phase(client, model, s, ws, apiKey);
+    const phaseFigures = await phase(client, model, s, ws, apiKey, gateway.pid);
     run = {
       phase: phaseFigures,
       namespace,
@@ -287,6 +301,7 @@ export async function workersSection(
           : []),
         `turns per session: 1 worker min ${one.perSession.min} max ${one.perSession.max}; 2 workers min ${two.perSession.min} max ${two.perSession.max}`,
         `model requests per turn: 1 worker ${fmt(one.modelRequests / one.turns, 2)}, 2 workers ${fmt(two.modelRequests / two.turns, 2)}; session.error frames (model retries): ${one.sessionErrors} / ${two.sessionErrors}`,
+        `machine CPU in the timed window (2 cores busy = 100 %): 1 worker ${describeCpu(one.cpu)}; 2 workers ${describeCpu(two.cpu)}`,
         'each worker count runs on its own fresh namespace (empty database); sessions are spread over the workers by Kafka partition (session id hash), so the split is rarely even',
         ...runs.map(procLine),
       ],
@@ -300,6 +315,10 @@ export async function workersSection(
       scaling: ratio,
       oneWorkerIdleP50Ms: one.idle.p50,
       twoWorkersIdleP50Ms: two.idle.p50,
+      oneWorkerCpuBusyPct: one.cpu?.busyPct,
+      oneWorkerStoreCpuPct: one.cpu?.groups
+        .filter((g) => g.group === 'FerretDB' || g.group === 'PostgreSQL')
+        .reduce((a, g) => a + g.pct, 0),
     };
   } finally {
     await model.close();
