@@ -20,9 +20,9 @@
  * - A deleted session's entry is never served: its log reads come after the turn checked that
  *   the session exists, and `forget` drops it.
  * - `appended(tenant, sessionId, written)` adds events just appended (what `EventLog.append`
- *   returned: the worker's own, and through the turn runner's append hook every append made in
- *   its process, such as the gateway's input when both run there) when they extend the cached
- *   run directly; otherwise it does nothing and the next read fetches them.
+ *   returned; the turn runner's append hook calls it for every append made in its process: the
+ *   worker's own, and the gateway's input when both run there) when they extend the cached run
+ *   directly; otherwise it does nothing and the next read fetches them.
  * - `all(…, through)` with `through` at or below the cached run's last seq answers from the
  *   cache without a store read: a prefix of the log that holds every event up to `through` (the
  *   turn's input, or its own last append: events others append after it enter at the next

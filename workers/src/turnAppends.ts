@@ -1,6 +1,5 @@
 import type { EventDoc, EventDraft, EventLog, Lease, SessionDoc } from '@agentfleet/core';
 import type { AppendFenced } from './modelRequest.js';
-import type { SessionLogCache } from './sessionLogCache.js';
 
 /** Session fields moved with an append's log head (EventLog AppendOptions.sessionUpdate). */
 export type AppendExtra =
@@ -8,18 +7,15 @@ export type AppendExtra =
 
 /**
  * A worker's appends to the sessions it drains: each carries the drain's lease token (a newer
- * holder refuses it), and what it wrote goes into the worker's log cache
- * (./sessionLogCache.ts `appended`), so the turn's next read through its own last append
- * (`lastSeq`, which also tells the turn loop that it appended since its last read) needs no
- * store read. `forget` when the drain ends.
+ * holder refuses it). What it wrote reaches the worker's log cache through the turn runner's
+ * append hook (./turnRunner.ts `start`, ./sessionLogCache.ts `appended`), so the turn's next
+ * read through its own last append (`lastSeq`, which also tells the turn loop that it appended
+ * since its last read) needs no store read. `forget` when the drain ends.
  */
 export class SessionAppends {
   private readonly seqs = new Map<string, number>();
 
-  constructor(
-    private readonly events: Pick<EventLog, 'append'>,
-    private readonly logs: SessionLogCache,
-  ) {}
+  constructor(private readonly events: Pick<EventLog, 'append'>) {}
 
   append(
     tenant: string,
@@ -39,7 +35,6 @@ export class SessionAppends {
       sessionUpdate: update,
     });
     return written.then((w) => {
-      this.logs.appended(tenant, sid, w);
       if (w.length) this.seqs.set(sid, Math.max(this.seqs.get(sid) ?? 0, w.at(-1)!.seq));
       return w;
     });

@@ -76,7 +76,7 @@ export class TurnRunner {
     /** The session logs this worker read (./sessionLogCache.ts): a turn reads only new events. */
     private readonly logs: SessionLogCache = new SessionLogCache(p.events),
   ) {
-    this.appends = new SessionAppends(p.events, logs);
+    this.appends = new SessionAppends(p.events);
     this.ending = { p, sandbox, log, appends: this.appends };
   }
   private readonly appends: SessionAppends;
@@ -87,9 +87,10 @@ export class TurnRunner {
   }
 
   async start(): Promise<void> {
-    // Events appended in this process (the gateway's input when it runs here too) extend the
-    // log cache as they are written, so the turn that consumes them reads nothing from the
-    // store (./sessionLogCache.ts `appended`; events from elsewhere are read as before).
+    // Events appended in this process (the turns' own, and the gateway's input when it runs
+    // here too) extend the log cache as they are written, so a turn reads from the store only
+    // what another process appended (./sessionLogCache.ts `appended`). Removed once the
+    // running turns are done (stop).
     this.offAppended ??= this.p.events.onAppended(async (tenant, sid, written) =>
       this.logs.appended(tenant, sid, written),
     );
@@ -109,11 +110,11 @@ export class TurnRunner {
   /** Stops taking commands, then waits (bounded) for running turns; an abandoned turn is recovered elsewhere. */
   async stop(drainMs = 30_000): Promise<void> {
     if (this.scanTimer) clearInterval(this.scanTimer);
-    this.offAppended?.();
-    this.offAppended = undefined;
     await this.consumer?.stop();
     const all = Promise.allSettled([...this.running]);
     await Promise.race([all, sleep(drainMs)]);
+    this.offAppended?.();
+    this.offAppended = undefined;
   }
 
   /**
