@@ -164,7 +164,7 @@ describe('rotation: every field takes effect on the next request', () => {
       .http('/v1/svc/model_cards', { key: tenant.apiKey, headers: BETA })
       .then(parsed);
     expect(list.body.data.find((c: any) => c.id === s.cardId).base_url).toBe(t.model.url);
-    const moved = await rotate(s.cardId, { base_url: other.url });
+    const moved = await rotate(s.cardId, { base_url: other.url, api_key: 'sk-moved' });
     expect(moved.status, moved.text).toBe(200);
     expect(moved.body.base_url).toBe(other.url);
     await turn(s.sid);

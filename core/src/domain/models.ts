@@ -21,6 +21,13 @@
  *   the next model request on, and a request already under way keeps the key it resolved
  *   (spec rule 2). A create body without `model` is the older body: provider restricted to
  *   LEGACY_PROVIDERS (rule 3). Proved by test/model-cards-full.test.ts.
+ * - The sealed credentials go only to the endpoint they were given for: a rotation that moves
+ *   the card to another base_url must carry api_key (else a 400 naming `api_key`) and, if the
+ *   card has custom headers, custom_headers with real values (else a 400 naming
+ *   `custom_headers`), refused before anything connects; provider never changes. Any change of
+ *   key, endpoint or headers runs the capability probe with the values to be stored; a key the
+ *   provider refuses (401/403) is a 400 naming `api_key`, the card unchanged. Proved by
+ *   test/model-cards-full.test.ts ("a moved card takes no credential along").
  */
 import {
   CUSTOM_HEADER_MASK,
@@ -257,31 +264,43 @@ export class ModelResolver {
     if (body.provider !== undefined && body.provider !== cur.provider)
       throw invalid('provider', 'cannot change; create a new card');
     const set: Partial<ModelCardDoc> = { updated_at: nowIso() };
+    const moved = body.base_url !== undefined && body.base_url !== (cur.base_url ?? undefined);
+    if (body.base_url !== undefined) {
+      await this.checkBaseUrl(tenant, body.base_url, true);
+      set.base_url = body.base_url;
+    }
+    const storedHeaders = this.openHeaders(cur);
+    if (moved && body.api_key === undefined)
+      throw invalid('api_key', 'a card moved to another base_url keeps no key; send api_key');
+    if (moved && body.custom_headers === undefined && Object.keys(storedHeaders).length)
+      throw invalid(
+        'custom_headers',
+        'a card moved to another base_url keeps no header values; send custom_headers',
+      );
     if (body.api_key !== undefined)
       Object.assign(set, {
         api_key_sealed: this.secrets.seal(body.api_key, 'model-card-key'),
         api_key_preview: last4(body.api_key),
       });
-    if (body.base_url !== undefined) {
-      await this.checkBaseUrl(tenant, body.base_url, true);
-      set.base_url = body.base_url;
-    }
     let unset: Record<string, ''> | undefined;
+    let headers = storedHeaders;
     if (body.custom_headers !== undefined) {
       this.checkHeaders(body.custom_headers);
-      // A value equal to the mask (a card read back and sent again) keeps the stored value.
-      const stored = this.openHeaders(cur);
-      const next: Record<string, string> = {};
+      // A value equal to the mask (a card read back and sent again) keeps the stored value,
+      // on the same base_url only.
+      headers = {};
       for (const [name, value] of Object.entries(body.custom_headers)) {
-        if (value !== CUSTOM_HEADER_MASK) next[name] = value;
-        else if (Object.hasOwn(stored, name)) next[name] = stored[name];
+        if (value !== CUSTOM_HEADER_MASK) headers[name] = value;
+        else if (!moved && Object.hasOwn(storedHeaders, name)) headers[name] = storedHeaders[name];
         else
           throw invalid(
             `custom_headers.${name}`,
-            `'${CUSTOM_HEADER_MASK}' is the masked value a card serves; send the real header value`,
+            moved
+              ? 'a card moved to another base_url keeps no header values; send the real value'
+              : `'${CUSTOM_HEADER_MASK}' is the masked value a card serves; send the real header value`,
           );
       }
-      Object.assign(set, this.sealHeaders(next));
+      Object.assign(set, this.sealHeaders(headers));
       unset = { custom_headers: '' };
     }
     if (body.model !== undefined) set.model = body.model;
@@ -290,6 +309,14 @@ export class ModelResolver {
       if (!protocolOf(cur.provider, body.pi_config))
         throw invalid('pi_config.api', `custom provider '${cur.provider}' must keep pi_config.api`);
       set.pi_config = body.pi_config;
+    }
+    const known = providerProtocol(cur.provider);
+    if (known && (moved || body.api_key !== undefined || body.custom_headers !== undefined)) {
+      const apiKey = body.api_key ?? this.secrets.open(cur.api_key_sealed, 'model-card-key');
+      const baseUrl = body.base_url ?? cur.base_url ?? undefined;
+      const probe = await this.probe(tenant, known.protocol, apiKey, baseUrl, headers);
+      if (probe.ok === false && (probe.status === 401 || probe.status === 403))
+        throw invalid('api_key', `rejected by the provider (HTTP ${probe.status})`);
     }
     const after = await this.c.modelCards.findOneAndUpdate(
       tenant,
