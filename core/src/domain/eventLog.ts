@@ -7,7 +7,7 @@ import type { Collections, EventDoc, SessionDoc } from './collections.js';
 import { nowIso } from '../util.js';
 import type { PlatformMetrics } from '../metrics.js';
 import type { ObjectStore } from '../ports/objectStore.js';
-import { hydrateEvents, spillPayload } from './eventSpill.js';
+import { hydrateEvents, servedPrefix, spillPayload } from './eventSpill.js';
 
 export interface EventDraft {
   /** Pre-allocated id (chunk events correlate with it); generated when absent. */
@@ -90,6 +90,11 @@ export class EventLog {
   /** Spilled payloads read back whole: callers that query the events collection directly. */
   hydrate(docs: EventDoc[]): Promise<EventDoc[]> {
     return this.objects ? hydrateEvents(this.objects, docs) : Promise.resolve(docs);
+  }
+
+  /** How many leading `docs` one page of a list serves (./eventSpill.ts servedPrefix). */
+  servedPrefix(docs: EventDoc[]): Promise<number> {
+    return this.objects ? servedPrefix(this.objects, docs) : Promise.resolve(docs.length);
   }
 
   async append(

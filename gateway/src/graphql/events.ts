@@ -53,9 +53,12 @@ export async function listEvents(p: Platform, tenant: string, args: Record<strin
     sort: { seq: down ? -1 : 1 },
     limit: limit + 1,
   });
+  // A page's spilled payloads are bounded in total (core/src/domain/eventSpill.ts servedPrefix):
+  // a page cut short is a shorter page with a next cursor.
+  const served = await p.events.servedPrefix(rows.slice(0, limit));
   const page = makePage(
-    rows,
-    limit,
+    rows.slice(0, served + 1),
+    served,
     (r) => r.seq,
     (r) => r._id,
     { hadCursor: !!cur, backwards },

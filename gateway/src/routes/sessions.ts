@@ -147,9 +147,11 @@ async function listEvents(p: Platform, req: IdReq) {
     sort: { seq: desc ? -1 : 1 },
     limit: limit + 1,
   });
-  const has_more = rows.length > limit;
-  // Spilled payloads (> 500 KB) are served whole (core/src/domain/eventSpill.ts).
-  const data = (await p.events.hydrate(rows.slice(0, limit))).map(renderEvent);
+  // Spilled payloads (> 500 KB) are served whole, a page's total bounded: a page cut short
+  // says has_more (core/src/domain/eventSpill.ts servedPrefix).
+  const served = await p.events.servedPrefix(rows.slice(0, limit));
+  const has_more = rows.length > served;
+  const data = (await p.events.hydrate(rows.slice(0, served))).map(renderEvent);
   const last = data[data.length - 1];
   return {
     data,
