@@ -7,6 +7,9 @@
  * calling API key as the version's `created_by` (`api_actor`). `view` defaults to `basic` on
  * memory create, update and list, and to `full` on retrieve (SDK). The search route is
  * ./memorySearch.ts. Proved by test/memory-stores.test.ts and test/python/sdk_suite/test_memory.py.
+ * The two updates need a body: none at all is a 400 naming `body`, while `{}` (what the Python
+ * SDK sends for an update without fields) changes nothing and answers the object
+ * (test/memory-update-body.test.ts).
  */
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import {
@@ -22,14 +25,14 @@ import {
   MemoryViewQuery,
 } from '@agentfleet/schemas';
 import type { Memory, MemoryActor, Platform } from '@agentfleet/core';
-import { bodyOf, optionalBody, queryOf, tenantOf } from '../http.js';
+import { bodyOf, queryOf, tenantOf } from '../http.js';
 
 const storeCreateBody = bodyOf(MemoryStoreCreate);
-const storeUpdateBody = optionalBody(MemoryStoreUpdate);
+const storeUpdateBody = bodyOf(MemoryStoreUpdate);
 const storeListQuery = queryOf(MemoryStoreListQuery);
 const entriesQuery = queryOf(MemoryEntriesQuery);
 const memoryCreateBody = bodyOf(MemoryCreate);
-const memoryUpdateBody = optionalBody(MemoryUpdate);
+const memoryUpdateBody = bodyOf(MemoryUpdate);
 const memoryListQuery = queryOf(MemoryListQuery);
 const viewQuery = queryOf(MemoryViewQuery);
 const deleteQuery = queryOf(MemoryDeleteQuery);
