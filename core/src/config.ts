@@ -2,6 +2,7 @@ import { join, resolve } from 'node:path';
 import { sha256 } from './crypto.js';
 import { parsePrivateHostRules, type PrivateHostRule } from './egress/policy.js';
 import { parseStoreBackends } from './configStoreBackends.js';
+import { int, parseHttpConfig, type Env, type HttpConfig } from './configHttp.js';
 
 export type Role = 'all' | 'gateway' | 'worker';
 
@@ -27,11 +28,15 @@ export interface Config {
     perMinute: number;
     /** Failed authentications per client address per minute before it gets 429 (AUTH_FAILURES_PER_MINUTE). */
     authFailuresPerMinute: number;
+    /** Failed authentications of all addresses together per minute before unknown keys get 429 (AUTH_FAILURES_GLOBAL_PER_MINUTE). */
+    authFailuresGlobalPerMinute: number;
     /** A GraphQL operation of cost c takes floor(c / this) rate-limit tokens on top of its request's one (GRAPHQL_COST_PER_RATE_LIMIT_TOKEN). */
     graphqlCostPerToken: number;
   };
   /** GraphQL document limits (graphql-armor): depth, aliases, cost and tokens per operation. */
   graphqlLimits: { maxDepth: number; maxAliases: number; maxCost: number; maxTokens: number };
+  /** Connection timeouts and caps, open streams per tenant, trusted proxies (configHttp.ts). */
+  http: HttpConfig;
   /** METRICS_LISTEN: /metrics served only there, without auth; null = on the API port, operator key required. */
   metricsListen: { host: string; port: number } | null;
   turn: {
@@ -185,26 +190,6 @@ export type ParsedConfig = Omit<Config, DataDirSecret> & {
   operatorKeyHash: string | null;
 };
 
-type Env = Record<string, string | undefined>;
-
-function int(
-  env: Env,
-  name: string,
-  def: number,
-  problems: string[],
-  min = 0,
-  max = Number.MAX_SAFE_INTEGER,
-): number {
-  const raw = env[name];
-  if (raw === undefined || raw === '') return def;
-  const n = Number(raw);
-  if (!Number.isInteger(n) || n < min || n > max) {
-    problems.push(`${name} must be an integer between ${min} and ${max} (got '${raw}')`);
-    return def;
-  }
-  return n;
-}
-
 export function loadConfig(role: Role, env: Env = process.env): ParsedConfig {
   const problems: string[] = [];
   const infra = {
@@ -333,6 +318,15 @@ export function loadConfig(role: Role, env: Env = process.env): ParsedConfig {
     problems.push(`LOG_LEVEL must be one of debug, info, warn, error, silent`);
   const perMinute = int(env, 'RATE_LIMIT_PER_MINUTE', 6000, problems, 1);
   const authFailuresPerMinute = int(env, 'AUTH_FAILURES_PER_MINUTE', 30, problems, 1, 1_000_000);
+  const authFailuresGlobalPerMinute = int(
+    env,
+    'AUTH_FAILURES_GLOBAL_PER_MINUTE',
+    1000,
+    problems,
+    1,
+    100_000_000,
+  );
+  const http = parseHttpConfig(env, problems);
   const graphqlCostPerToken = int(
     env,
     'GRAPHQL_COST_PER_RATE_LIMIT_TOKEN',
@@ -425,7 +419,13 @@ export function loadConfig(role: Role, env: Env = process.env): ParsedConfig {
     operatorKeyHash: env.API_KEY ? sha256(env.API_KEY) : null,
     rootSecret: env.PLATFORM_ROOT_SECRET || null,
     vendor: vendorKey ? { apiKey: vendorKey, baseUrl: env.ANTHROPIC_BASE_URL || undefined } : null,
-    rateLimit: { perMinute, authFailuresPerMinute, graphqlCostPerToken },
+    rateLimit: {
+      perMinute,
+      authFailuresPerMinute,
+      authFailuresGlobalPerMinute,
+      graphqlCostPerToken,
+    },
+    http,
     graphqlLimits,
     metricsListen,
     shutdownGraceMs,

@@ -2,6 +2,7 @@ export * from './errors.js';
 export * from './ids.js';
 export * from './crypto.js';
 export * from './config.js';
+export { parseTrustProxy, type HttpConfig } from './configHttp.js';
 export * from './dataDir.js';
 export * from './util.js';
 export * from './ports/store.js';

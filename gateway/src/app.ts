@@ -1,6 +1,6 @@
 import Fastify, { type FastifyInstance } from 'fastify';
 import { ApiError, type Logger, type Platform } from '@agentfleet/core';
-import { errorBody, hasBeta, parseQuery } from './http.js';
+import { hasBeta, parseQuery } from './http.js';
 import { errorHandler } from './errorHandler.js';
 import { newRequestId } from './requestId.js';
 import { registerJsonParser } from './jsonBody.js';
@@ -24,6 +24,13 @@ import { fileRoutes, fileServicesOf, type FileServices } from './routes/files.js
 import { skillRoutes } from './routes/skills.js';
 import { openApiRoute, recordRoutes } from './openapi/index.js';
 import { frameworkErrors, MAX_PARAM_LENGTH } from './frameworkErrors.js';
+import { notFoundHandler } from './methodNotAllowed.js';
+import {
+  guardConnections,
+  maxConnectionsFor,
+  serverTimeouts,
+  trustedProxies,
+} from './connectionGuard.js';
 
 /**
  * Health, readiness (reflects store, bus and coordination connectivity) and Prometheus metrics:
@@ -45,7 +52,12 @@ export function opsRoutes(app: FastifyInstance, p: Platform): void {
 
 /** The process surface of a worker: only ops routes (its /metrics checks the operator key itself). */
 export async function buildOpsApp(p: Platform): Promise<FastifyInstance> {
-  const app = Fastify({ logger: false, forceCloseConnections: 'idle' });
+  const app = Fastify({
+    logger: false,
+    forceCloseConnections: 'idle',
+    ...serverTimeouts(p.config.http),
+  });
+  limitConnections(app, p);
   operatorOnlyMetrics(app, p);
   opsRoutes(app, p);
   return app;
@@ -57,6 +69,16 @@ export interface AppOptions {
   plugins?: Array<(app: FastifyInstance, p: Platform) => Promise<void> | void>;
   /** Files and session outputs; defaults to the platform's own (`p.files`, `p.outputs`) when it has them. */
   files?: FileServices;
+}
+
+/** The timeouts and caps of gateway/src/connectionGuard.ts on an app's server. */
+function limitConnections(app: FastifyInstance, p: Platform): void {
+  const maxConnections = maxConnectionsFor(p.config.http);
+  guardConnections(app.server, {
+    maxConnections,
+    perAddress: Math.min(p.config.http.maxConnectionsPerAddress, maxConnections),
+    trusted: trustedProxies(p.config.http.trustProxy),
+  });
 }
 
 /** The HTTP surface: REST /v1 (and GraphQL via plugins) with one auth, error and rate-limit path. */
@@ -74,7 +96,12 @@ export async function buildApp(p: Platform, opts: AppOptions): Promise<FastifyIn
     },
     // Router errors (over-long path segments, malformed percent-encoding) in the API error shape.
     frameworkErrors,
+    // Header, request and keep-alive timeouts; the client address (req.ip) is X-Forwarded-For's
+    // client only when the peer is a TRUST_PROXY proxy (connectionGuard.ts).
+    ...serverTimeouts(p.config.http),
+    trustProxy: trustedProxies(p.config.http.trustProxy) ?? false,
   });
+  limitConnections(app, p);
   // Every route registered from here on is in the route table (OpenAPI document, tenancy test).
   recordRoutes(app);
 
@@ -101,13 +128,8 @@ export async function buildApp(p: Platform, opts: AppOptions): Promise<FastifyIn
     for (const s of [...openStreams]) s.close();
   });
 
-  app.setNotFoundHandler((req, reply) =>
-    reply
-      .code(404)
-      .send(
-        errorBody('not_found', `no route ${req.method} ${req.url.split('?')[0]}`, String(req.id)),
-      ),
-  );
+  // Unmatched requests: 405 with Allow on a declared path, else 404 (methodNotAllowed.ts).
+  app.setNotFoundHandler(notFoundHandler(app));
 
   // Each (method, route pattern, status) resolves its two series once (bounded: route patterns).
   const series = new Map<

@@ -1,7 +1,7 @@
 import Fastify, { type FastifyInstance } from 'fastify';
-import { ApiError, AuthFailureLimiter, createLogger, type Platform } from '@agentfleet/core';
+import { ApiError, createLogger, type Platform } from '@agentfleet/core';
 import { errorHandler } from './errorHandler.js';
-import { authenticateRequest } from './requestGuards.js';
+import { authenticateRequest, authFailureLimiter } from './requestGuards.js';
 import { openStreams } from './sse.js';
 
 /**
@@ -38,10 +38,7 @@ export function metricsRoute(app: FastifyInstance, p: Platform, opts: { operator
  * require the operator key, with the same failed-authentication limit per address.
  */
 export function operatorOnlyMetrics(app: FastifyInstance, p: Platform): void {
-  const failures = new AuthFailureLimiter(
-    p.coordination.rateLimiter,
-    p.config.rateLimit.authFailuresPerMinute,
-  );
+  const failures = authFailureLimiter(p);
   app.setErrorHandler(errorHandler(createLogger(p.config.logLevel, { component: 'ops-http' })));
   app.addHook('onRequest', async (req, reply) => {
     if (!req.routeOptions.config?.operator) return;

@@ -12,6 +12,7 @@ import {
   claimedSessionPrincipal,
 } from './claimedSession.js';
 import { queryProblem } from './http.js';
+import { ProxiedClients, trustedProxies } from './connectionGuard.js';
 
 /**
  * The gateway's request guards, run in the onRequest hook before any route (REST, GraphQL,
@@ -19,9 +20,13 @@ import { queryProblem } from './http.js';
  * - a query string with a reserved or malformed key is refused with 400 naming the key
  *   ("query strings");
  * - `multipart/form-data` without a boundary is refused with 400 ("multipart");
- * - an address over AUTH_FAILURES_PER_MINUTE failed authentications gets 429 `rate_limited`
- *   with Retry-After, before its key is looked up; keys longer than MAX_API_KEY_LENGTH are
- *   failures without a lookup ("failed authentications");
+ * - a valid key always passes; a key that does not resolve counts as a failure of the client
+ *   address and of the global budget, and past AUTH_FAILURES_PER_MINUTE (that address) or
+ *   AUTH_FAILURES_GLOBAL_PER_MINUTE (all addresses) gets 429 `rate_limited` with Retry-After
+ *   instead of 401; keys longer than MAX_API_KEY_LENGTH are failures without a lookup
+ *   ("failed authentications"; test/auth-limiter.test.ts);
+ * - the client address is the TCP peer, or behind a TRUST_PROXY proxy the X-Forwarded-For
+ *   client (test/auth-limiter.test.ts "TRUST_PROXY");
  * - every authenticated request takes one token of its tenant's rate limit and reports it in
  *   X-RateLimit-* headers (SSE responses included); GraphQL operations take more by cost
  *   (chargeTenant, see graphql/limits.ts).
@@ -90,9 +95,21 @@ export function checkRequestShape(req: FastifyRequest): void {
   }
 }
 
+/** The failed-authentication limiter of one app, with the configured budgets. */
+export const authFailureLimiter = (p: Platform) =>
+  new AuthFailureLimiter(
+    p.coordination.rateLimiter,
+    p.config.rateLimit.authFailuresPerMinute,
+    p.config.rateLimit.authFailuresGlobalPerMinute,
+  );
+
 /**
- * Resolves the request's principal, or throws 401 / 429. Failed attempts count against the
- * client address; an address over its limit is refused before the lookup.
+ * Resolves the request's principal, or throws 401 / 429. The key is looked up first (a hash
+ * lookup, cached for valid keys): a key that resolves always passes, whatever failed before from
+ * its address. Only a key that does not resolve meets the failure limiter: counted against the
+ * client address (`req.ip`: the TCP peer, or X-Forwarded-For's client when the peer is a
+ * TRUST_PROXY proxy) and the global budget, and answered 429 with Retry-After instead of 401
+ * once either is spent.
  */
 export async function authenticateRequest(
   p: Platform,
@@ -102,31 +119,28 @@ export async function authenticateRequest(
 ): Promise<Principal> {
   const key = presentedKey(req);
   if (!key) throw new ApiError('unauthorized', 'missing x-api-key header');
-  const refuse = (seconds: number) => {
-    reply.header('retry-after', seconds);
-    return new ApiError(
-      'rate_limited',
-      `too many failed authentications from this address (limit ${failures.perMinute} per minute); retry after ${seconds} s`,
-    );
-  };
-  const wait = failures.retryAfter(req.ip);
-  if (wait > 0) throw refuse(wait);
   // A Work claim's sessions_token (Bearer only) resolves to its live claim (./claimedSession.ts).
   const claimToken = isSessionsToken(key) && req.headers['x-api-key'] === undefined;
   const principal = claimToken
     ? await claimedSessionPrincipal(p, key)
     : await p.auth.authenticate(key);
-  if (!principal) {
-    const over = await failures.fail(req.ip);
-    if (over > 0) throw refuse(over);
+  if (principal) return principal;
+  const refusal = await failures.fail(req.ip);
+  if (refusal) {
+    reply.header('retry-after', refusal.seconds);
     throw new ApiError(
-      'unauthorized',
-      claimToken
-        ? 'invalid sessions token (unknown, or its work item was claimed again since)'
-        : 'invalid API key',
+      'rate_limited',
+      refusal.scope === 'address'
+        ? `too many failed authentications from this address (limit ${refusal.limit} per minute); retry after ${refusal.seconds} s`
+        : `too many failed authentications from all addresses (limit ${refusal.limit} per minute); retry after ${refusal.seconds} s`,
     );
   }
-  return principal;
+  throw new ApiError(
+    'unauthorized',
+    claimToken
+      ? 'invalid sessions token (unknown, or its work item was claimed again since)'
+      : 'invalid API key',
+  );
 }
 
 const WORKSPACE_HEADERS = ['anthropic-workspace-id', 'vendor-workspace-id'] as const;
@@ -145,16 +159,33 @@ function checkWorkspace(req: FastifyRequest, reply: FastifyReply, tenantId: stri
   reply.header('anthropic-workspace-id', tenantId);
 }
 
+/**
+ * A request through a trusted proxy takes one of its client's slots until its response is done
+ * (connectionGuard.ts ProxiedClients); none left: 429, and the proxy's connection stays open for
+ * its other clients (test/connection-limits.test.ts "behind a trusted proxy").
+ */
+function takeClientSlot(clients: ProxiedClients, req: FastifyRequest, reply: FastifyReply): void {
+  const give = clients.take(req.ip);
+  if (!give) {
+    reply.header('retry-after', 1);
+    throw new ApiError(
+      'rate_limited',
+      `too many requests in flight from this client address (limit ${clients.perAddress}, HTTP_MAX_CONNECTIONS_PER_ADDRESS)`,
+    );
+  }
+  reply.raw.once('close', give);
+}
+
 /** Registers the guards and the auth/rate-limit hook on the gateway app. */
 export function registerRequestGuards(app: FastifyInstance, p: Platform): AuthFailureLimiter {
-  const failures = new AuthFailureLimiter(
-    p.coordination.rateLimiter,
-    p.config.rateLimit.authFailuresPerMinute,
-  );
+  const failures = authFailureLimiter(p);
+  const trusted = trustedProxies(p.config.http.trustProxy);
+  const proxied = trusted && new ProxiedClients(p.config.http.maxConnectionsPerAddress);
   // fastify's req.routeOptions builds a new object on every read: read it once per request.
   app.decorateRequest('routeCfg', null);
   app.addHook('onRequest', async (req, reply) => {
     reply.header('request-id', req.id);
+    if (proxied && trusted(req.socket.remoteAddress)) takeClientSlot(proxied, req, reply);
     const cfg = (req.routeCfg = req.routeOptions.config ?? {});
     if (cfg.public) return checkRequestShape(req);
     const principal = await authenticateRequest(p, failures, req, reply);

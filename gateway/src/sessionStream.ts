@@ -2,7 +2,7 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
 import { EXTENSION_CANONICAL_TYPES, StreamQuery } from '@agentfleet/schemas';
 import { ApiError, followSessionBatches, type Platform, type StreamItem } from '@agentfleet/core';
 import { queryOf, tenantOf } from './http.js';
-import { encodeFrame, FrameCache, SseWriter } from './sse.js';
+import { encodeFrame, FrameCache, SseWriter, takeStreamSlot } from './sse.js';
 
 /**
  * A session's event stream over SSE (GET /v1/sessions/:id/events/stream, GET …/events with
@@ -70,6 +70,8 @@ export async function streamSession(p: Platform, req: IdReq, reply: FastifyReply
     deltas,
     key: `${q.include ? 'chunks' : ''}|${[...deltas].sort().join(',')}`,
   };
+  // One of the tenant's open streams (sse.ts takeStreamSlot), given back when this one ends.
+  const giveSlot = takeStreamSlot(p, tenant, reply);
   const abort = new AbortController();
   req.raw.once('close', () => abort.abort());
   let sse: SseWriter | null = null;
@@ -113,6 +115,7 @@ export async function streamSession(p: Platform, req: IdReq, reply: FastifyReply
     }
   } finally {
     (sse as SseWriter | null)?.close();
+    giveSlot();
   }
 }
 

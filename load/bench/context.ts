@@ -143,7 +143,8 @@ export function benchClient(url: string, apiKey: string): BenchClient {
 /**
  * The settings every bench platform runs with, in-process or as processes: its data dir and
  * operator key, a fixed root secret, the vendor fallback pointed at the scripted model, quiet
- * logs, and no effective rate limit (the bench drives far more than the default 6000/min).
+ * logs, and no effective rate limit, per-address connection cap or per-tenant stream cap (the
+ * bench drives far more than the default 6000/min, 256 connections and 256 streams).
  */
 export function benchPlatformEnv(o: {
   dataDir: string;
@@ -158,6 +159,9 @@ export function benchPlatformEnv(o: {
     ANTHROPIC_BASE_URL: o.modelUrl,
     LOG_LEVEL: 'error',
     RATE_LIMIT_PER_MINUTE: String(Number.MAX_SAFE_INTEGER),
+    // The fan-out section opens BENCH_FANOUT_SUBSCRIBERS streams of one tenant from one address.
+    HTTP_MAX_CONNECTIONS_PER_ADDRESS: '1000000',
+    SSE_MAX_STREAMS_PER_TENANT: '1000000',
   };
 }
 

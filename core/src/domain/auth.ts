@@ -137,41 +137,64 @@ export class AuthService {
   }
 }
 
+/** Why unknown keys are being refused for now, and for how many more seconds. */
+export interface AuthRefusal {
+  scope: 'address' | 'global';
+  seconds: number;
+  limit: number;
+}
+
 /**
- * Failed authentications per client address: at most `perMinute` per fixed minute window,
- * counted in the coordination rate limiter (shared by every gateway in fleet mode). Once an
- * address is over, this process refuses it BEFORE any key lookup until the window ends (a
- * local, bounded record: no round trip per request). Tested in test/api-hardening.test.ts,
- * "failed authentications".
+ * Failed authentications: at most `perMinute` per client address and `globalPerMinute` of all
+ * addresses together per fixed minute window, counted in the coordination rate limiter (shared
+ * by every gateway in fleet mode). It is consulted only for keys that did not resolve: a valid
+ * key never meets it (gateway/src/requestGuards.ts looks the key up first). Once an address,
+ * or everyone, is over, this process answers that address's (or every address's) unknown keys
+ * with 429 until the window ends, from a local, bounded record (no round trip per request).
+ * Tested in test/auth-limiter.test.ts and test/api-hardening.test.ts ("failed authentications").
  */
 export class AuthFailureLimiter {
-  /** address → epoch ms until which it is refused. */
+  /** address → epoch ms until which its unknown keys are refused. */
   private readonly blocked = new LRUCache<string, number>({ max: 10_000 });
+  /** Epoch ms until which every address's unknown keys are refused (the global budget is spent). */
+  private globalUntil = 0;
   constructor(
     private readonly limiter: RateLimiter,
     readonly perMinute: number,
+    readonly globalPerMinute: number,
   ) {}
 
-  /** Seconds until `address` may authenticate again; 0 when it may now. */
-  retryAfter(address: string): number {
+  /** The refusal in force for unknown keys from `address`, or null when they are looked at now. */
+  refusal(address: string): AuthRefusal | null {
+    const now = Date.now();
     const until = this.blocked.get(address);
-    if (until === undefined) return 0;
-    const left = until - Date.now();
-    if (left <= 0) {
-      this.blocked.delete(address);
-      return 0;
-    }
-    return Math.max(1, Math.ceil(left / 1000));
+    if (until !== undefined && until <= now) this.blocked.delete(address);
+    else if (until !== undefined)
+      return { scope: 'address', seconds: secondsLeft(until, now), limit: this.perMinute };
+    if (this.globalUntil > now)
+      return {
+        scope: 'global',
+        seconds: secondsLeft(this.globalUntil, now),
+        limit: this.globalPerMinute,
+      };
+    return null;
   }
 
-  /** Counts one failed authentication; returns the retry-after seconds once the address is over its limit, else 0. */
-  async fail(address: string): Promise<number> {
-    const r = await this.limiter.consume(`authfail:${address}`, this.perMinute, 60_000);
-    if (r.allowed) return 0;
-    this.blocked.set(address, r.resetAt * 1000);
-    return this.retryAfter(address) || 1;
+  /** Counts one failed authentication of `address`; the refusal it brings on, or null while under both budgets. */
+  async fail(address: string): Promise<AuthRefusal | null> {
+    const already = this.refusal(address);
+    if (already) return already;
+    const own = await this.limiter.consume(`authfail:${address}`, this.perMinute, 60_000);
+    if (!own.allowed) this.blocked.set(address, own.resetAt * 1000);
+    else {
+      const all = await this.limiter.consume('authfail-all', this.globalPerMinute, 60_000);
+      if (!all.allowed) this.globalUntil = all.resetAt * 1000;
+    }
+    return this.refusal(address);
   }
 }
+
+const secondsLeft = (until: number, now: number) => Math.max(1, Math.ceil((until - now) / 1000));
 
 const renderKey = (d: ApiKeyDoc) => ({
   id: d._id,

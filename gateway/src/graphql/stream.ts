@@ -7,6 +7,7 @@ import { ApiError, type Logger, type Platform } from '@agentfleet/core';
 import { formatStreamedErrors, tagValidationErrors } from './errors.js';
 import { armorRules } from './limits.js';
 import type { GqlContext } from './schema.js';
+import { takeStreamSlot } from '../sse.js';
 
 const header = (req: FastifyRequest, key: string): string | null => {
   const v = req.headers[key.toLowerCase()];
@@ -76,6 +77,15 @@ export function eventStreamRoute(schema: GraphQLSchema, p: Platform, log: Logger
       await reply.send(body ?? '');
       return;
     }
+    // One of the tenant's open streams (../sse.ts takeStreamSlot): none left, the operations
+    // just started are completed and the answer is 429.
+    let giveSlot: () => void;
+    try {
+      giveSlot = takeStreamSlot(p, req.principal.tenantId, reply);
+    } catch (err) {
+      await body.return(undefined);
+      throw err;
+    }
     reply.hijack();
     const res = reply.raw;
     res.writeHead(init.status, {
@@ -102,6 +112,7 @@ export function eventStreamRoute(schema: GraphQLSchema, p: Platform, log: Logger
     } finally {
       res.off('close', stop);
       open.delete(res);
+      giveSlot();
       res.end();
     }
   }

@@ -20,7 +20,7 @@ import {
 } from '@agentfleet/core';
 import { bodyOf, optionalBody, queryOf, tenantOf } from '../http.js';
 import { streamSession, writeItem } from '../sessionStream.js';
-import { SseWriter } from '../sse.js';
+import { SseWriter, takeStreamSlot } from '../sse.js';
 
 const createBody = bodyOf(SessionCreate);
 const updateBody = optionalBody(SessionUpdate);
@@ -103,26 +103,32 @@ export function sessionRoutes(app: FastifyInstance, p: Platform, log: Logger) {
           ? [{ type: 'text' as const, text: body.content }]
           : body.content;
       const head = (await p.sessions.getDoc(tenant, req.params.id)).last_seq;
-      const [msg] = await p.sessions.send(tenant, req.params.id, [
-        { type: 'user.message', content },
-      ]);
-      const sse = new SseWriter(req, reply, p.config.sseMaxBufferedBytes);
-      let running = false;
-      // Replays from the head read before the append, so nothing between append and subscribe is lost.
-      for await (const item of followSession(
-        p.collections,
-        p.events,
-        p.coordination.pubsub,
-        tenant,
-        req.params.id,
-        { afterSeq: head, includeLive: true, signal: sse.signal },
-      )) {
-        writeItem(sse, item, { chunks: true, deltas: new Set() });
-        const seq = (item as { seq?: number }).seq ?? 0;
-        if (item.type === 'session.status_running' && seq > msg!.seq) running = true;
-        if (item.type === 'session.status_idle' && running) break;
+      // A stream slot first (sse.ts takeStreamSlot): a refused stream appends no message.
+      const giveSlot = takeStreamSlot(p, tenant, reply);
+      try {
+        const [msg] = await p.sessions.send(tenant, req.params.id, [
+          { type: 'user.message', content },
+        ]);
+        const sse = new SseWriter(req, reply, p.config.sseMaxBufferedBytes);
+        let running = false;
+        // Replays from the head read before the append, so nothing between append and subscribe is lost.
+        for await (const item of followSession(
+          p.collections,
+          p.events,
+          p.coordination.pubsub,
+          tenant,
+          req.params.id,
+          { afterSeq: head, includeLive: true, signal: sse.signal },
+        )) {
+          writeItem(sse, item, { chunks: true, deltas: new Set() });
+          const seq = (item as { seq?: number }).seq ?? 0;
+          if (item.type === 'session.status_running' && seq > msg!.seq) running = true;
+          if (item.type === 'session.status_idle' && running) break;
+        }
+        sse.close();
+      } finally {
+        giveSlot();
       }
-      sse.close();
     },
   );
 }
