@@ -7,6 +7,8 @@ export const ERROR_STATUS = {
   unauthorized: 401,
   forbidden: 403,
   not_found: 404,
+  /** A declared path asked with a method none of its routes declares (with `Allow`). */
+  method_not_allowed: 405,
   conflict: 409,
   /** A Work heartbeat from a replaced generation or with a stale expected_last_heartbeat. */
   precondition_failed: 412,

@@ -9,6 +9,7 @@ const CODES: Record<ErrorType, string> = {
   unauthorized: 'UNAUTHENTICATED',
   forbidden: 'FORBIDDEN',
   not_found: 'NOT_FOUND',
+  method_not_allowed: 'METHOD_NOT_ALLOWED',
   conflict: 'CONFLICT',
   precondition_failed: 'PRECONDITION_FAILED',
   rate_limited: 'RATE_LIMITED',
