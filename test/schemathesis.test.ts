@@ -1,7 +1,8 @@
 /**
  * Schemathesis (PyPI, pinned in test/python/requirements.txt) drives the served OpenAPI
  * document (`GET /v1/openapi.json`) against an embedded platform started here (operator key,
- * SANDBOX_DRIVER=none, the scripted model): examples, coverage and fuzzing phases, a fixed
+ * SANDBOX_DRIVER=none, the scripted model): examples, coverage, fuzzing and stateful phases (the
+ * stateful phase chains operations along links schemathesis infers from the document), a fixed
  * seed and a bounded number of examples per operation. It passes only with 0 server errors
  * and every response conforming to the document (status code, content type, headers, body
  * schema). Path ids are real: one resource of each kind is created first and its id given to
@@ -14,7 +15,7 @@
  * without it the test is skipped, and .ci/run fails on any skipped test.
  */
 import { spawn } from 'node:child_process';
-import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { homedir, tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -26,6 +27,8 @@ const SCHEMATHESIS = join(dirname(PYTHON), 'schemathesis');
 const available = existsSync(SCHEMATHESIS);
 /** Examples per operation and phase; ~65 operations finish in a few minutes on 2 cores. */
 const MAX_EXAMPLES = process.env.SCHEMATHESIS_MAX_EXAMPLES ?? '10';
+/** Scenarios of the stateful phase (operations chained along the links it infers). */
+const STATEFUL_EXAMPLES = process.env.SCHEMATHESIS_STATEFUL_EXAMPLES ?? '30';
 const SEED = process.env.SCHEMATHESIS_SEED ?? '20260401';
 const CHECKS = process.env.SCHEMATHESIS_CHECKS?.split(',') ?? [
   'not_a_server_error',
@@ -73,8 +76,13 @@ describe.skipIf(!available)(
       work = mkdtempSync(join(tmpdir(), 'agentfleet-schemathesis-'));
       t = await startPlatform({
         env: {
+          // No limit of the platform is what is tested here: none may answer 429 mid-run (a
+          // valid key always passes the failed-auth limiter; these keep guesses and streams
+          // from schemathesis's own generated requests under every budget too).
           RATE_LIMIT_PER_MINUTE: '10000000',
           AUTH_FAILURES_PER_MINUTE: '1000000',
+          AUTH_FAILURES_GLOBAL_PER_MINUTE: '1000000',
+          SSE_MAX_STREAMS_PER_TENANT: '100000',
           SANDBOX_DRIVER: 'none',
         },
       });
@@ -199,6 +207,8 @@ describe.skipIf(!available)(
           'max-stream-events = 20',
           '[generation]',
           `max-examples = ${Number(MAX_EXAMPLES)}`,
+          '[phases.stateful.generation]',
+          `max-examples = ${Number(STATEFUL_EXAMPLES)}`,
           '[headers]',
           `"x-api-key" = "${t.operatorKey}"`,
         ];
@@ -234,6 +244,7 @@ describe.skipIf(!available)(
         const config = join(work, 'schemathesis.toml');
         writeFileSync(config, `${toml.join('\n')}\n`);
 
+        const reportDir = process.env.SCHEMATHESIS_REPORT_DIR ?? join(work, 'report');
         const { code, out } = await run(
           SCHEMATHESIS,
           [
@@ -245,21 +256,27 @@ describe.skipIf(!available)(
             '--checks',
             CHECKS.join(','),
             '--phases',
-            'examples,coverage,fuzzing',
+            'examples,coverage,fuzzing,stateful',
             '--no-shrink',
-            // SCHEMATHESIS_REPORT_DIR keeps the JUnit report (per-operation results and times).
+            // SCHEMATHESIS_REPORT_DIR keeps the JUnit report (per-operation results and times)
+            // and the console output (output.txt).
             '--report',
             'junit',
             '--report-dir',
-            process.env.SCHEMATHESIS_REPORT_DIR ?? join(work, 'report'),
+            reportDir,
           ],
           15 * 60_000,
         );
+        mkdirSync(reportDir, { recursive: true });
+        writeFileSync(join(reportDir, 'output.txt'), out);
         expect(
           code,
           `schemathesis exit ${code}:\n${out.length > 30_000 ? `…${out.slice(-30_000)}` : out}`,
         ).toBe(0);
         expect(out).toMatch(/Test cases:\s+\d+ generated, \d+ passed/);
+        // The stateful phase ran (it is skipped, not failed, when it finds no links).
+        expect(out).toMatch(/✅\s+Stateful \(in /);
+        expect(out).toMatch(/Scenarios:\s+[1-9]/);
         expect(out).not.toMatch(/Runtime Error|\d+ errors?\b/);
       },
       16 * 60_000,

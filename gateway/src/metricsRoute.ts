@@ -3,6 +3,7 @@ import { ApiError, createLogger, type Platform } from '@agentfleet/core';
 import { errorHandler } from './errorHandler.js';
 import { authenticateRequest, authFailureLimiter } from './requestGuards.js';
 import { openStreams } from './sse.js';
+import { serverTimeouts } from './connectionGuard.js';
 
 /**
  * Where Prometheus metrics are served (tested in test/api-hardening.test.ts, "/metrics"):
@@ -50,7 +51,11 @@ export function operatorOnlyMetrics(app: FastifyInstance, p: Platform): void {
 
 /** The METRICS_LISTEN server: /metrics only, no auth. */
 export async function buildMetricsApp(p: Platform): Promise<FastifyInstance> {
-  const app = Fastify({ logger: false, forceCloseConnections: true });
+  const app = Fastify({
+    logger: false,
+    forceCloseConnections: true,
+    ...serverTimeouts(p.config.http),
+  });
   metricsRoute(app, p, { operator: false });
   return app;
 }
