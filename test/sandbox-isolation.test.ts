@@ -3,7 +3,10 @@
  * loop-mounted disk; the scripted model plays the attacker's agent): the bash tool finds no
  * platform secret in env, /proc/1/environ, /proc/*\/environ or /proc/*\/cmdline; a fork bomb
  * (under `timeout`), a memory hog and a disk filler each end in an `is_error` tool result, the
- * session's next turn works, and another session keeps working while the attack runs.
+ * session's next turn works, and another session keeps working while the attack runs; the
+ * sandbox agent (PID 2) cannot be reached from a command: ptrace, pidfd_getfd and
+ * process_vm_readv fail with EPERM, its /proc mem, fd and environ are closed, and bwrap's PID 1
+ * holds no descriptor of the channel.
  * Small operator caps (SANDBOX_MAX_*) keep each attack quick and bounded.
  */
 import { execFileSync } from 'node:child_process';
@@ -91,7 +94,73 @@ async function bash(sid: string, model: string, command: string) {
   return results[0]!;
 }
 
+/** Run inside the sandbox by the channel test: what a command can do to the agent, as JSON. */
+const CHANNEL_ATTACK = String.raw`import ctypes, json, os
+libc = ctypes.CDLL(None, use_errno=True)
+agent = 2
+out = {"agent_cmdline": open("/proc/2/cmdline", "rb").read().decode(errors="replace")}
+def call(name, *args):
+    ctypes.set_errno(0)
+    r = libc.syscall(*args)
+    out[name] = "ok" if r >= 0 else os.strerror(ctypes.get_errno())
+    return r
+call("ptrace_attach", 101, 16, agent, 0, 0)
+call("process_vm_readv", 310, agent, 0, 0, 0, 0, 0)
+pidfd = call("pidfd_open", 434, agent, 0)
+if pidfd >= 0:
+    call("pidfd_getfd", 438, pidfd, 4, 0)
+    os.close(pidfd)
+for what in ("mem", "environ"):
+    try:
+        with open("/proc/%d/%s" % (agent, what), "rb") as f:
+            f.read(16)
+        out[what] = "read"
+    except OSError as e:
+        out[what] = e.strerror
+try:
+    out["fd"] = os.readlink("/proc/%d/fd/4" % agent)
+except OSError as e:
+    out["fd"] = e.strerror
+out["pid1_fds"] = sorted(int(n) for n in os.listdir("/proc/1/fd"))
+own = {}
+for n in os.listdir("/proc/self/fd"):
+    try:
+        own[n] = os.readlink("/proc/self/fd/" + n)
+    except OSError:
+        pass
+out["own_fds"] = own
+print(json.dumps(out))
+`;
+
 describe('a tenant agent in its sandbox (local driver)', () => {
+  it('cannot reach the sandbox agent: ptrace, pidfd_getfd, process_vm_readv, /proc mem, fd and environ refused', async () => {
+    const sid = await newSession('iso-channel');
+    const r = await bash(
+      sid,
+      'iso-channel',
+      `cat > /tmp/attack.py <<'EOF'\n${CHANNEL_ATTACK}EOF\npython3 /tmp/attack.py`,
+    );
+    expect(r.is_error).toBe(false);
+    const seen = JSON.parse(r.text.split('\n').find((l) => l.startsWith('{'))!);
+    expect(seen.agent_cmdline).toContain('/opt/agentfleet/agent.mjs');
+    expect(seen).toMatchObject({
+      ptrace_attach: 'Operation not permitted',
+      process_vm_readv: 'Operation not permitted',
+      pidfd_open: 'ok',
+      pidfd_getfd: 'Operation not permitted',
+      mem: 'Permission denied',
+      environ: 'Permission denied',
+      fd: 'Permission denied',
+    });
+    // bwrap's init keeps its stdio (the null device, the host's stderr log) and one eventfd,
+    // never the channel (descriptor 4); a command holds its own stdio and nothing inherited
+    expect(seen.pid1_fds).not.toContain(4);
+    expect(seen.pid1_fds.filter((fd: number) => fd > 2).length).toBeLessThanOrEqual(1);
+    expect(Object.keys(seen.own_fds).sort()).toEqual(['0', '1', '2']);
+    // the session goes on
+    expect(await bash(sid, 'iso-channel', 'echo fine')).toMatchObject({ is_error: false });
+  }, 60_000);
+
   it('finds no platform secret in env, /proc/1/environ, /proc/*/environ or /proc/*/cmdline', async () => {
     const sid = await newSession('iso-secrets');
     const r = await bash(

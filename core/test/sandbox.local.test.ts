@@ -289,7 +289,16 @@ describe('protocol client', () => {
     });
     expect(rb).toMatchObject({ method: 'exec', params: { command: 'true' } });
     expect(ra.id).not.toBe(rb.id);
-    f.reply({ jsonrpc: '2.0', id: rb.id, result: { exitCode: 0 } });
+    const done = {
+      exitCode: 0,
+      signal: null,
+      stdout: 'ok',
+      stderr: '',
+      timedOut: false,
+      truncated: false,
+      durationMs: 3,
+    };
+    f.reply({ jsonrpc: '2.0', id: rb.id, result: done });
     f.reply({
       jsonrpc: '2.0',
       id: ra.id,
@@ -299,7 +308,7 @@ describe('protocol client', () => {
         data: { kind: 'not_found', path: '/workspace/a' },
       },
     });
-    expect(await b).toEqual({ exitCode: 0 });
+    expect(await b).toEqual(done);
     await expect(a).rejects.toMatchObject({
       code: -32001,
       kind: 'not_found',

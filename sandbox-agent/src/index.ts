@@ -12,4 +12,5 @@ export { sandboxProgram, type SandboxProgramName } from './program.js';
 export * from './limits/cgroups.js';
 export * from './limits/confinement.js';
 export * from './limits/diskQuota.js';
+export * from './limits/seccomp.js';
 export type { SandboxLimitName, SandboxResources, WarningLog, ExecClient } from './limits/types.js';

@@ -3,8 +3,10 @@
  * directions) and the host's client. Splits a byte stream into lines without quadratic
  * concatenation (archives travel as one long line); a trailing CR is dropped, empty lines are
  * skipped. A line over `maxLineBytes` (default MAX_LINE_BYTES, 400 MiB: V8 strings top out near
- * 512 MiB) is reported to `onTooLong` and dropped WHOLE: the bytes after the limit, up to its
- * newline, are discarded too, never passed on as a line of their own.
+ * 512 MiB; or a function asked as the line grows, for a limit that changes: the host's client
+ * allows what its pending calls may be answered with) is reported to `onTooLong` and dropped
+ * WHOLE: the bytes after the limit, up to its newline, are discarded too, never passed on as a
+ * line of their own. The bytes held are never more than the limit plus one chunk.
  *
  * Proved by sandbox-agent/test/lineSplitter.test.ts.
  */
@@ -13,8 +15,9 @@ import { MAX_LINE_BYTES } from './protocol.js';
 export function lineSplitter(
   onLine: (line: string) => void,
   onTooLong: (bytes: number) => void = () => {},
-  maxLineBytes = MAX_LINE_BYTES,
+  maxLineBytes: number | (() => number) = MAX_LINE_BYTES,
 ): (chunk: Buffer) => void {
+  const limit = typeof maxLineBytes === 'function' ? maxLineBytes : () => maxLineBytes;
   let parts: Buffer[] = [];
   let size = 0;
   let dropping = false;
@@ -26,7 +29,7 @@ export function lineSplitter(
         if (start < chunk.length && !dropping) {
           parts.push(chunk.subarray(start));
           size += chunk.length - start;
-          if (size > maxLineBytes) {
+          if (size > limit()) {
             onTooLong(size);
             parts = [];
             size = 0;
@@ -41,7 +44,7 @@ export function lineSplitter(
         dropping = false;
         continue;
       }
-      if (size + piece.length > maxLineBytes) {
+      if (size + piece.length > limit()) {
         // the whole line arrived before its size was checked: dropped all the same
         onTooLong(size + piece.length);
         parts = [];

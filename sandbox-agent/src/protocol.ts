@@ -6,8 +6,17 @@
 
 /** 2: long-lived processes (procOpen, procWaitPort) and loopback HTTP (httpLocal). */
 export const PROTOCOL_VERSION = 2;
-/** Largest message line either side accepts (V8 strings top out near 512 MiB). */
+/**
+ * Largest message line the agent accepts from the host, and the launcher relays (the host's
+ * client bounds what it accepts per call, far lower: core/src/sandbox/answerLimits.ts).
+ */
 export const MAX_LINE_BYTES = 400 * 1024 * 1024;
+/**
+ * The descriptors a bwrap sandbox is started with: bwrap reads its options from ARGS_FD and its
+ * seccomp program (limits/seccomp.ts) from SECCOMP_FD; the agent serves the protocol on
+ * CHANNEL_FD (`--channel-fd`), a socket only it holds (agent/main.ts).
+ */
+export const SANDBOX_FDS = { args: 3, channel: 4, seccomp: 5 } as const;
 /** The built-in tar's extract (no tar CLI) holds a whole archive in memory: over this, refused. */
 export const MAX_ARCHIVE_BYTES = 256 * 1024 * 1024;
 export const MAX_READ_BYTES = 32 * 1024 * 1024;

@@ -33,6 +33,15 @@
  * `{ code, message, data: { kind, path?, argument? } }`; the message names the path or argument
  * (codes and kinds in ERROR_CODES). The agent program and the shared definitions are in
  * @agentfleet/sandbox-agent (sandbox-agent/src/agent/, sandbox-agent/src/protocol.ts).
+ *
+ * Nothing the agent says is trusted (it runs beside the tenant's commands): the client reads no
+ * line longer than its pending calls may be answered with (answerLimits.ts), fails a call whose
+ * answer is over that call's bound or of the wrong shape, enforces every size cap on the results
+ * itself, and treats a line that is no protocol message (not JSON, or an answer to an id it
+ * never used) as a broken agent: every pending call fails with kind `closed` and the transport
+ * is closed (the drivers then stop the sandbox). A transport reads at most READ_SLICE_BYTES per
+ * turn of the event loop before it yields, so one busy sandbox cannot hold the process.
+ * Proved by core/test/sandbox.channel.test.ts and core/test/sandbox.answers.test.ts.
  */
 import { Readable, type Writable } from 'node:stream';
 import type {
@@ -45,8 +54,10 @@ import type {
   SandboxProcess,
   SandboxProcessChunk,
 } from '../ports/sandbox.js';
+import { AnswerRefused, SMALL_LINE_BYTES, answerLimit, capAnswer } from './answerLimits.js';
 import {
   ERROR_CODES,
+  MAX_LINE_BYTES,
   PROC_READ_WAIT_MS,
   STREAM_CHUNK_BYTES,
   lineSplitter,
@@ -105,6 +116,45 @@ export interface AgentTransport {
   onLine(listener: (line: string) => void): void;
   onClose(listener: (reason?: Error) => void): void;
   close(): void;
+  /** Bounds the lines read from now on (a line over it closes the transport, never buffered). */
+  limitLines?(limit: () => number): void;
+}
+
+/** Bytes a transport reads from its stream in one turn of the event loop before it yields. */
+export const READ_SLICE_BYTES = 4 * 1024 * 1024;
+
+/**
+ * The read side every transport shares: lines split under the client's limit, and the source
+ * paused for a turn of the event loop after READ_SLICE_BYTES (`pause`/`resume` of the stream).
+ */
+export function boundedLineReader(o: {
+  onLine: (line: string) => void;
+  onTooLong: (bytes: number) => void;
+  pause: () => void;
+  resume: () => void;
+}): { push: (chunk: Buffer) => void; limitLines: (limit: () => number) => void } {
+  let limit: () => number = () => MAX_LINE_BYTES;
+  let slice = 0;
+  let yielding = false;
+  const split = lineSplitter(o.onLine, o.onTooLong, () => limit());
+  return {
+    push(chunk) {
+      split(chunk);
+      slice += chunk.length;
+      if (slice >= READ_SLICE_BYTES && !yielding) {
+        yielding = true;
+        o.pause();
+        setImmediate(() => {
+          yielding = false;
+          slice = 0;
+          o.resume();
+        });
+      }
+    },
+    limitLines(l) {
+      limit = l;
+    },
+  };
 }
 
 /** A transport over a pair of Node streams (e.g. a child's stdout and stdin). */
@@ -117,14 +167,17 @@ export function nodeStreamTransport(readable: Readable, writable: Writable): Age
     closed = true;
     for (const l of closeListeners) l(reason);
   };
-  const split = lineSplitter(
-    (line) => {
+  const reader = boundedLineReader({
+    onLine: (line) => {
       for (const l of lineListeners) l(line);
     },
-    (bytes) => fireClose(new Error(`agent sent a line over the limit (${bytes} bytes)`)),
-  );
+    onTooLong: (bytes) =>
+      fireClose(new Error(`the agent sent a line over the limit (${bytes} bytes)`)),
+    pause: () => readable.pause(),
+    resume: () => readable.resume(),
+  });
   readable.on('data', (chunk: Buffer | string) =>
-    split(typeof chunk === 'string' ? Buffer.from(chunk) : chunk),
+    reader.push(typeof chunk === 'string' ? Buffer.from(chunk) : chunk),
   );
   readable.once('end', () => fireClose());
   readable.once('close', () => fireClose());
@@ -141,6 +194,7 @@ export function nodeStreamTransport(readable: Readable, writable: Writable): Age
       writable.end();
       fireClose();
     },
+    limitLines: reader.limitLines,
   };
 }
 
@@ -183,8 +237,20 @@ export function createAgentClient(
   const transferTimeoutMs = options.transferTimeoutMs ?? 600_000;
   const pending = new Map<
     number,
-    { resolve: (v: unknown) => void; reject: (e: Error) => void; timer: NodeJS.Timeout }
+    {
+      method: AgentMethod;
+      params: Record<string, unknown>;
+      limit: number;
+      resolve: (v: unknown) => void;
+      reject: (e: Error) => void;
+      timer: NodeJS.Timeout;
+    }
   >();
+  transport.limitLines?.(() => {
+    let max = SMALL_LINE_BYTES;
+    for (const p of pending.values()) if (p.limit > max) max = p.limit;
+    return max;
+  });
   const notificationListeners: Array<(method: string, params: unknown) => void> = [];
   let nextId = 1;
   let closedWith: SandboxAgentError | null = null;
@@ -198,6 +264,18 @@ export function createAgentClient(
     }
   };
 
+  /** A line that is no protocol message: the agent is broken or hostile, its sandbox is stopped. */
+  const brokeProtocol = (what: string) => {
+    failAll(
+      new SandboxAgentError(
+        ERROR_CODES.closed,
+        `the sandbox agent broke the protocol (${what}): the sandbox is stopped`,
+        'closed',
+      ),
+    );
+    transport.close();
+  };
+
   transport.onLine((line) => {
     let msg: {
       id?: unknown;
@@ -209,22 +287,42 @@ export function createAgentClient(
     try {
       msg = JSON.parse(line);
     } catch {
-      return; // not a protocol line
+      return brokeProtocol('a line that is not JSON');
     }
-    if (!msg || typeof msg !== 'object') return;
+    if (!msg || typeof msg !== 'object') return brokeProtocol('a line that is no JSON-RPC message');
     if ((msg.id === undefined || msg.id === null) && typeof msg.method === 'string') {
       for (const l of notificationListeners) l(msg.method, msg.params);
       return;
     }
-    if (typeof msg.id !== 'number') return;
+    if (msg.id === null && msg.error) return; // the agent refusing a line it could not read
+    if (typeof msg.id !== 'number' || !Number.isInteger(msg.id) || msg.id < 1 || msg.id >= nextId)
+      return brokeProtocol('an answer to a request never sent');
     const p = pending.get(msg.id);
     if (!p) return; // timed out already
     pending.delete(msg.id);
     clearTimeout(p.timer);
+    if (line.length > p.limit) {
+      return p.reject(
+        new SandboxAgentError(
+          ERROR_CODES.too_large,
+          `the sandbox agent's answer to ${p.method} is ${line.length} bytes, over the ${p.limit} bytes it may be: refused`,
+          'too_large',
+        ),
+      );
+    }
     if (msg.error) {
       const e = msg.error;
-      p.reject(new SandboxAgentError(e.code, e.message, e.data?.kind ?? 'internal', e.data ?? {}));
-    } else p.resolve(msg.result);
+      const message = typeof e.message === 'string' ? e.message.slice(0, 8192) : 'error';
+      const code = typeof e.code === 'number' ? e.code : ERROR_CODES.internal;
+      const data = e.data && typeof e.data === 'object' ? e.data : undefined;
+      return p.reject(new SandboxAgentError(code, message, data?.kind ?? 'internal', data ?? {}));
+    }
+    try {
+      p.resolve(capAnswer(p.method, p.params, msg.result));
+    } catch (err) {
+      if (!(err instanceof AnswerRefused)) throw err;
+      p.reject(new SandboxAgentError(ERROR_CODES.internal, err.message, 'internal'));
+    }
   });
   transport.onClose((reason) => {
     failAll(
@@ -255,7 +353,14 @@ export function createAgentClient(
         );
       }, ms);
       timer.unref?.();
-      pending.set(id, { resolve: resolve as (v: unknown) => void, reject, timer });
+      pending.set(id, {
+        method,
+        params,
+        limit: answerLimit(method, params),
+        resolve: resolve as (v: unknown) => void,
+        reject,
+        timer,
+      });
       try {
         transport.send(JSON.stringify({ jsonrpc: '2.0', id, method, params }));
       } catch (err) {

@@ -15,6 +15,8 @@ export interface LauncherArgs {
   env: Record<string, string>;
   /** With bwrap: how many arguments after the program go through a pipe (`--args 3`). */
   pipedArgs: number;
+  /** Files copied readable by nobody (mode 0111) before the agent starts: the agent's node. */
+  execOnlyCopies: Array<{ from: string; to: string }>;
   command: string[];
 }
 
@@ -27,6 +29,7 @@ export function parseLauncherArgs(argv: string[]): LauncherArgs {
     sandboxRoot: null,
     env: {},
     pipedArgs: 0,
+    execOnlyCopies: [],
     command: [],
   };
   for (let i = 0; i < argv.length; i++) {
@@ -39,7 +42,11 @@ export function parseLauncherArgs(argv: string[]): LauncherArgs {
     if (v === undefined) throw new Error(`${a} needs a value`);
     if (a === '--mkdir') out.mkdirs.push(v);
     else if (a === '--bwrap-args') out.pipedArgs = Number(v);
-    else if (a === '--sandbox-root') out.sandboxRoot = v;
+    else if (a === '--exec-only-copy') {
+      const eq = v.indexOf('=');
+      if (eq <= 0 || eq === v.length - 1) throw new Error('--exec-only-copy needs FROM=TO');
+      out.execOnlyCopies.push({ from: v.slice(0, eq), to: v.slice(eq + 1) });
+    } else if (a === '--sandbox-root') out.sandboxRoot = v;
     else if (a === '--limits') {
       const l: Record<string, number> = {};
       for (const part of v.split(',')) {

@@ -22,7 +22,12 @@
  *   when this process gets SIGTERM/SIGINT (Nomad's kill signal), with SIGKILL after 5 s.
  * - This process exits with the agent's exit status (128 + n when the agent was killed by signal n).
  * - `--bwrap-args N`: the command is bwrap; its first N arguments are its options, handed over
- *   through a pipe (`--args 3`) so that they (host paths, env values) do not show inside.
+ *   through a pipe (`--args 3`) so that they (host paths, env values) do not show inside. Then,
+ *   as the local driver does, the seccomp program (limits/seccomp.ts) goes to bwrap on
+ *   SANDBOX_FDS.seccomp and the protocol runs over a socket on SANDBOX_FDS.channel (the agent
+ *   command carries `--channel-fd`), never bwrap's stdio, which its init (PID 1 inside) keeps.
+ * - `--exec-only-copy FROM=TO`: FROM copied to TO readable by nobody (mode 0111), before the
+ *   agent starts: the node binary the agent runs non-dumpable (core's bubblewrap/agentNode.ts).
  * - `--mkdir`/`--file` prepare the task directory before the agent starts (bind sources for
  *   bwrap); `--proxy-forward` serves a unix socket forwarding each connection to HOST:PORT (the
  *   platform's outbound proxy), for a network-less sandbox to bind (agent --proxy-socket).
@@ -38,11 +43,13 @@
  */
 import { spawn } from 'node:child_process';
 import { timingSafeEqual } from 'node:crypto';
-import { existsSync, mkdirSync, rmSync, writeFileSync } from 'node:fs';
+import { chmodSync, copyFileSync, existsSync, mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import * as net from 'node:net';
 import { constants as osConstants } from 'node:os';
 import { dirname } from 'node:path';
 import { lineSplitter } from '../lineSplitter.js';
+import { seccompProgram } from '../limits/seccomp.js';
+import { SANDBOX_FDS } from '../protocol.js';
 import type { SandboxConfinement } from '../limits/confinement.js';
 import { parseLauncherArgs } from './args.js';
 import { confine } from './confine.js';
@@ -90,6 +97,11 @@ export async function runLauncher(
     mkdirSync(dirname(f.path), { recursive: true });
     writeFileSync(f.path, f.content, { mode: 0o644 });
   }
+  for (const c of args.execOnlyCopies) {
+    mkdirSync(dirname(c.to), { recursive: true });
+    copyFileSync(c.from, c.to);
+    chmodSync(c.to, 0o111);
+  }
   if (args.proxyForward) {
     const { socket, host, port } = args.proxyForward;
     rmSync(socket, { force: true });
@@ -117,21 +129,24 @@ export async function runLauncher(
   const piped = rest.slice(0, args.pipedArgs);
   // bwrap reads its options from fd 3: the sandbox's process list shows only the command
   const command = piped.length
-    ? [program, '--args', '3', '--', ...rest.slice(piped.length)]
+    ? [program, '--args', String(SANDBOX_FDS.args), '--', ...rest.slice(piped.length)]
     : [program, ...rest];
-  // with limits: through the wrapper joining the sandbox's cgroups (it sets exactly childEnv)
   const [exe, ...exeArgs] = confinement ? confinement.command(command, childEnv) : command;
-  const agent = spawn(exe, exeArgs, {
-    env: confinement ? {} : childEnv,
-    cwd: '/',
-    stdio: piped.length ? ['pipe', 'pipe', 'inherit', 'pipe'] : ['pipe', 'pipe', 'inherit'],
-  });
+  const stdio: Array<'ignore' | 'pipe' | 'inherit'> = piped.length
+    ? ['ignore', 'ignore', 'inherit']
+    : ['pipe', 'pipe', 'inherit'];
+  if (piped.length) for (const fd of Object.values(SANDBOX_FDS)) stdio[fd] = 'pipe';
+  const agent = spawn(exe, exeArgs, { env: confinement ? {} : childEnv, cwd: '/', stdio });
+  const fds = agent.stdio as unknown as Array<NodeJS.ReadWriteStream | null>;
   if (piped.length) {
-    const argPipe = agent.stdio[3] as NodeJS.WritableStream;
-    argPipe.on('error', () => {});
-    argPipe.end(`${piped.join('\0')}\0`);
+    fds[SANDBOX_FDS.args]!.on('error', () => {});
+    fds[SANDBOX_FDS.args]!.end(`${piped.join('\0')}\0`);
+    fds[SANDBOX_FDS.seccomp]!.on('error', () => {});
+    fds[SANDBOX_FDS.seccomp]!.end(seccompProgram());
   }
-  agent.stdin!.on('error', () => {});
+  const toAgent = (piped.length ? fds[SANDBOX_FDS.channel] : agent.stdin)!;
+  const fromAgent = (piped.length ? fds[SANDBOX_FDS.channel] : agent.stdout)!;
+  toAgent.on('error', () => {});
 
   interface Conn {
     socket: net.Socket;
@@ -146,7 +161,7 @@ export async function runLauncher(
     if (!conn.socket.destroyed) conn.socket.write(`${line}\n`);
   };
 
-  agent.stdout!.on(
+  fromAgent.on(
     'data',
     lineSplitter(
       (line) => {
@@ -222,12 +237,12 @@ export async function runLauncher(
           }
           const parsed = withId(line);
           if (!parsed || parsed.id === null || parsed.id === undefined) {
-            if (!parsed) agent.stdin!.write(`${line}\n`); // notifications pass through
+            if (!parsed) toAgent.write(`${line}\n`); // notifications pass through
             return;
           }
           const id = nextId++;
           inflight.set(id, { conn, id: parsed.id });
-          agent.stdin!.write(`${parsed.replace(id)}\n`);
+          toAgent.write(`${parsed.replace(id)}\n`);
         },
         () => socket.destroy(),
       ),
@@ -244,7 +259,7 @@ export async function runLauncher(
   const stop = () => {
     if (stopping) return;
     stopping = true;
-    agent.stdin!.end(); // the agent exits when its stdin ends, killing what it still runs
+    toAgent.end(); // the agent exits when its channel (or stdin) ends, killing what it still runs
     setTimeout(() => agent.kill('SIGTERM'), 3000).unref();
     setTimeout(() => agent.kill('SIGKILL'), 5000).unref();
   };

@@ -40,7 +40,7 @@ import { randomBytes } from 'node:crypto';
 import { existsSync } from 'node:fs';
 import * as fsp from 'node:fs/promises';
 import { join, resolve } from 'node:path';
-import type { Writable } from 'node:stream';
+import type { Duplex, Writable } from 'node:stream';
 import type { SandboxSpec } from '../../ports/sandbox.js';
 import { checkSandboxSpec, sandboxResources } from '../../ports/sandboxHelpers.js';
 import { baseImageProblem } from '../../domain/baseImage.js';
@@ -53,7 +53,9 @@ import {
   markOwner,
   removeStaleCgroups,
   removeStaleDisks,
+  SANDBOX_FDS,
   SandboxConfinement,
+  seccompProgram,
   sandboxProgram,
   unmountDiskQuota,
   type DiskQuotaTools,
@@ -64,6 +66,7 @@ import {
   type SandboxLimitName,
   type SandboxLimitsProbe,
 } from './limits.js';
+import { agentNodeCopy } from './agentNode.js';
 import {
   BWRAP_MISSING_MESSAGE,
   HOST_CODE_ROOT,
@@ -128,6 +131,8 @@ export function createLocalDriver(opts: LocalDriverOptions): LocalDriver {
   interface Prepared {
     bwrap: string;
     agent: string;
+    /** The execute-only copy of nodeBin the agent runs (agentNode.ts). */
+    node: string;
     probe: SandboxLimitsProbe | null;
     enforce: Set<SandboxLimitName>;
     disk: DiskQuotaTools | null;
@@ -145,8 +150,16 @@ export function createLocalDriver(opts: LocalDriverOptions): LocalDriver {
       const agent = opts.agentPath ?? (await sandboxProgram('agent', join(rootDir, '.agent')));
       if (!existsSync(agent)) throw new Error(`sandbox agent script not found: ${agent}`);
       if (!existsSync(nodeBin)) throw new Error(`node binary not found: ${nodeBin}`);
+      const node = await agentNodeCopy(nodeBin, join(rootDir, '.node'));
       if (opts.limits === false)
-        return { bwrap, agent, probe: null, enforce: new Set<SandboxLimitName>(), disk: null };
+        return {
+          bwrap,
+          agent,
+          node,
+          probe: null,
+          enforce: new Set<SandboxLimitName>(),
+          disk: null,
+        };
       const probe = opts.limits?.probe ?? (await probeSandboxLimits(rootDir));
       if (probe.missing.length && !opts.limits?.probe)
         log?.warn(`sandbox limits this host cannot enforce: ${describeMissing(probe)}`, {
@@ -160,7 +173,7 @@ export function createLocalDriver(opts: LocalDriverOptions): LocalDriver {
         if (stale.length)
           log?.info('removed the disks of sandboxes whose server died', { count: stale.length });
       }
-      return { bwrap, agent, probe, enforce: new Set(probe.enforced), disk };
+      return { bwrap, agent, node, probe, enforce: new Set(probe.enforced), disk };
     })().catch((err) => {
       prepared = null;
       throw err;
@@ -175,7 +188,7 @@ export function createLocalDriver(opts: LocalDriverOptions): LocalDriver {
     const resources = sandboxResources(spec.size, opts.limits ? opts.limits.caps : undefined);
     if (running.has(spec.sessionId))
       throw new Error(`a sandbox for session ${spec.sessionId} is already running`);
-    const { bwrap, agent, probe, enforce, disk } = await prepare();
+    const { bwrap, agent, node, probe, enforce, disk } = await prepare();
     const given =
       typeof opts.proxySocket === 'function'
         ? await opts.proxySocket(spec)
@@ -258,7 +271,7 @@ export function createLocalDriver(opts: LocalDriverOptions): LocalDriver {
     const args = sandboxBwrapOptions({
       systemDir,
       dirs,
-      node: nodeBin,
+      node,
       agent,
       proxySocket: proxySocket ?? null,
       readOnlyBinds: opts.readOnlyBinds,
@@ -270,6 +283,8 @@ export function createLocalDriver(opts: LocalDriverOptions): LocalDriver {
     const command = [
       SANDBOX_PATHS.node,
       SANDBOX_PATHS.agent,
+      '--channel-fd',
+      String(SANDBOX_FDS.channel),
       ...(proxySocket
         ? ['--proxy-socket', SANDBOX_PATHS.proxySocket, '--proxy-listen', listen]
         : []),
@@ -279,18 +294,22 @@ export function createLocalDriver(opts: LocalDriverOptions): LocalDriver {
     // Arguments through a pipe (--args): the sandbox's `ps` and /proc/1/cmdline show no host
     // paths or env values (bwrap takes options from the pipe, the command from argv: only
     // sandbox paths there). An empty environment: bwrap's shows as /proc/1/environ inside.
-    // Through the confinement's wrapper, bwrap starts inside the sandbox's cgroups.
+    // Through the confinement's wrapper, bwrap starts inside the sandbox's cgroups. The channel
+    // is a socket on SANDBOX_FDS.channel, not bwrap's stdio: bwrap's init (PID 1 inside, as
+    // reachable as any command) keeps its stdio but closes the descriptors above 2.
     const [program, ...programArgs] = confinement
-      ? confinement.command([bwrap, '--args', '3', '--', ...command])
-      : [bwrap, '--args', '3', '--', ...command];
-    const child: ChildProcess = spawn(program, programArgs, {
-      stdio: ['pipe', 'pipe', 'pipe', 'pipe'],
-      env: BWRAP_ENV,
-      cwd: '/',
-    });
-    const argPipe = child.stdio[3] as Writable;
+      ? confinement.command([bwrap, '--args', String(SANDBOX_FDS.args), '--', ...command])
+      : [bwrap, '--args', String(SANDBOX_FDS.args), '--', ...command];
+    const stdio: Array<'ignore' | 'pipe'> = ['ignore', 'ignore', 'pipe'];
+    for (const fd of Object.values(SANDBOX_FDS)) stdio[fd] = 'pipe';
+    const child: ChildProcess = spawn(program, programArgs, { stdio, env: BWRAP_ENV, cwd: '/' });
+    const argPipe = (child.stdio as unknown[])[SANDBOX_FDS.args] as Writable;
     argPipe.on('error', () => {});
     argPipe.end(`${args.join('\0')}\0`);
+    const seccompPipe = (child.stdio as unknown[])[SANDBOX_FDS.seccomp] as Writable;
+    seccompPipe.on('error', () => {});
+    seccompPipe.end(seccompProgram());
+    const channel = (child.stdio as unknown[])[SANDBOX_FDS.channel] as Duplex;
     let stderrTail = '';
     child.stderr!.on('data', (c: Buffer) => {
       const s = c.toString('utf8');
@@ -304,7 +323,8 @@ export function createLocalDriver(opts: LocalDriverOptions): LocalDriver {
         res({ code: null, signal: null });
       });
     });
-    const rawApi = createAgentClient(nodeStreamTransport(child.stdout!, child.stdin!));
+    const transport = nodeStreamTransport(channel, channel);
+    const rawApi = createAgentClient(transport);
     const api = confinement ? confinement.reportingLimits(rawApi) : rawApi;
     const ready = new Promise<void>((res) =>
       api.onNotification((m) => {
@@ -332,7 +352,7 @@ export function createLocalDriver(opts: LocalDriverOptions): LocalDriver {
 
     const terminate = async (graceMs: number) => {
       if (child.exitCode === null && child.signalCode === null) {
-        child.stdin!.end(); // the agent exits when its stdin ends
+        channel.end(); // the agent exits when its channel ends
         const t1 = setTimeout(() => child.kill('SIGTERM'), graceMs);
         const t2 = setTimeout(() => child.kill('SIGKILL'), graceMs + 2000);
         await exited;
@@ -355,6 +375,8 @@ export function createLocalDriver(opts: LocalDriverOptions): LocalDriver {
       destroy: () => terminate(500),
     };
     running.set(spec.sessionId, handle);
+    // a channel closed from this side (the agent broke the protocol) stops the sandbox
+    transport.onClose(() => void handle.destroy());
     void exited.then(() => {
       api.close();
       void cleanup();

@@ -17,6 +17,7 @@ import { fileURLToPath } from 'node:url';
 import { SYSTEM_CA_BUNDLES } from '../../egress/ca.js';
 import { SANDBOX_PATHS, SANDBOX_UID, type SandboxTrust } from '../../ports/sandboxHelpers.js';
 import { packageLayerBindArgs } from '../../sandbox/packages/layerEnv.js';
+import { SANDBOX_FDS } from '@agentfleet/sandbox-agent';
 
 export {
   SANDBOX_PATHS,
@@ -208,8 +209,10 @@ export const NAMESPACE_ARGS = [
  * The bwrap options of one sandbox, the same for every driver that runs bwrap (the local
  * driver, and the Nomad launcher which gets them through a pipe): the namespaces, the system
  * read-only, the sandbox's own directories, node and the agent read-only, the proxy socket,
- * the egress CA trust files, extra read-only binds with `hide` covered, the workspace as working directory and an empty
- * environment plus `env`.
+ * the egress CA trust files, extra read-only binds with `hide` covered, the seccomp filter (read
+ * from SANDBOX_FDS.seccomp: the starter passes seccompProgram() there), the workspace as working
+ * directory and an empty environment plus `env`. `node` should be the execute-only copy
+ * (agentNode.ts) where the starter can make one.
  */
 export function sandboxBwrapOptions(o: {
   systemDir: string;
@@ -243,6 +246,9 @@ export function sandboxBwrapOptions(o: {
     ...(o.packages ? packageLayerBindArgs(o.packages) : []),
     ...(o.trust ? trustBindArgs(o.trust) : []),
     ...extraBindArgs(o.readOnlyBinds, o.hide),
+    // the seccomp program (limits/seccomp.ts) on its descriptor: whoever starts bwrap supplies it
+    '--seccomp',
+    String(SANDBOX_FDS.seccomp),
     '--chdir',
     SANDBOX_PATHS.workspace,
     '--clearenv',

@@ -20,6 +20,7 @@
  * test/base-image.test.ts.
  */
 import { dirname } from 'node:path';
+import { SANDBOX_FDS } from '@agentfleet/sandbox-agent';
 import type { SandboxSpec } from '../../ports/sandbox.js';
 import {
   SANDBOX_PATHS,
@@ -159,10 +160,12 @@ export function nomadAgentCommand(spec: SandboxSpec, o: NomadAgentCommandOptions
   const baseEnv = sandboxEnv(spec.env, proxy ? proxy.url : null, trust !== null);
   const env = spec.packages ? withPackageLayerEnv(baseEnv) : baseEnv;
   // the same bwrap options as the local driver's, handed to bwrap through a pipe by the launcher
+  // the agent's node, readable by nobody (the launcher copies it): the agent runs non-dumpable
+  const agentNode = `${TASK_DIR}/agentfleet-node`;
   const bwrapOptions = sandboxBwrapOptions({
     systemDir,
     dirs,
-    node: o.node,
+    node: agentNode,
     agent: o.agent,
     proxySocket: proxy ? proxySocket : null,
     readOnlyBinds: o.readOnlyBinds,
@@ -175,6 +178,8 @@ export function nomadAgentCommand(spec: SandboxSpec, o: NomadAgentCommandOptions
     o.node,
     o.launcher,
     ...launcherArgs,
+    '--exec-only-copy',
+    `${o.node}=${agentNode}`,
     '--bwrap-args',
     String(bwrapOptions.length),
     '--',
@@ -182,6 +187,8 @@ export function nomadAgentCommand(spec: SandboxSpec, o: NomadAgentCommandOptions
     ...bwrapOptions,
     SANDBOX_PATHS.node,
     SANDBOX_PATHS.agent,
+    '--channel-fd',
+    String(SANDBOX_FDS.channel),
     ...(proxy
       ? ['--proxy-socket', SANDBOX_PATHS.proxySocket, '--proxy-listen', SANDBOX_PROXY_LISTEN]
       : []),

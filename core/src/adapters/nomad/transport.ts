@@ -8,8 +8,8 @@
  * no answer (the launcher drops answers for closed connections): they end at their timeout.
  */
 import * as net from 'node:net';
-import { lineSplitter } from '@agentfleet/sandbox-agent';
-import type { AgentTransport } from '../../sandbox/protocol.js';
+import { MAX_LINE_BYTES } from '@agentfleet/sandbox-agent';
+import { boundedLineReader, type AgentTransport } from '../../sandbox/protocol.js';
 
 export interface TcpTransportOptions {
   host: string;
@@ -50,6 +50,7 @@ export async function tcpTransport(o: TcpTransportOptions): Promise<AgentTranspo
   let socket: net.Socket | null = await connectOnce(o);
   let closed = false;
   const queue: string[] = [];
+  let lineLimit: () => number = () => MAX_LINE_BYTES;
 
   const fireClose = (reason?: Error) => {
     if (closed) return;
@@ -60,13 +61,17 @@ export async function tcpTransport(o: TcpTransportOptions): Promise<AgentTranspo
   };
 
   const attach = (s: net.Socket) => {
-    const split = lineSplitter(
-      (line) => {
+    const reader = boundedLineReader({
+      onLine: (line) => {
         for (const l of lineListeners) l(line);
       },
-      (bytes) => fireClose(new Error(`agent sent a line over the limit (${bytes} bytes)`)),
-    );
-    s.on('data', (c: Buffer) => split(c));
+      onTooLong: (bytes) =>
+        fireClose(new Error(`the agent sent a line over the limit (${bytes} bytes)`)),
+      pause: () => s.pause(),
+      resume: () => s.resume(),
+    });
+    reader.limitLines(() => lineLimit());
+    s.on('data', (c: Buffer) => reader.push(c));
     s.on('error', () => {}); // 'close' follows
     s.once('close', () => {
       if (closed || socket !== s) return;
@@ -107,6 +112,9 @@ export async function tcpTransport(o: TcpTransportOptions): Promise<AgentTranspo
     },
     onLine: (l) => void lineListeners.push(l),
     onClose: (l) => void closeListeners.push(l),
+    limitLines: (l) => {
+      lineLimit = l;
+    },
     close() {
       socket?.end();
       fireClose();
