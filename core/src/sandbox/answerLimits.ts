@@ -14,8 +14,8 @@
  * MAX_HTTP_LOCAL_BODY_BYTES + 64 KiB; glob, grep, list 16 MiB; any other answer, and any line
  * while no call is pending, 64 KiB.
  *
- * Proved by core/test/sandbox.channel.test.ts (a forged and an oversized answer from a hostile
- * agent in a real sandbox) and core/test/sandbox.answers.test.ts (each cap).
+ * Proved by core/test/sandbox.answers.test.ts (a hostile agent in a real sandbox: a 300 MiB
+ * line, output over the cap, a line that is not JSON, an answer to no request).
  */
 import {
   DEFAULT_MAX_OUTPUT_BYTES,
