@@ -86,6 +86,30 @@ function forksRefused(sid: string): number {
   return 0;
 }
 
+/** The host uids of the processes in the sandbox of `sid` (from its cgroups on this host). */
+function sandboxHostUids(sid: string): number[] {
+  const dirs = execFileSync(
+    'find',
+    ['/sys/fs/cgroup', '-maxdepth', '6', '-type', 'd', '-name', `agentfleet-sbx-*-local-${sid}-*`],
+    { encoding: 'utf8' },
+  )
+    .split('\n')
+    .filter(Boolean);
+  const uids = new Set<number>();
+  for (const dir of dirs) {
+    if (!existsSync(`${dir}/cgroup.procs`)) continue;
+    for (const pid of readFileSync(`${dir}/cgroup.procs`, 'utf8').split('\n').filter(Boolean)) {
+      try {
+        const status = readFileSync(`/proc/${pid}/status`, 'utf8');
+        uids.add(Number(/^Uid:\s+(\d+)/m.exec(status)![1]));
+      } catch {
+        /* exited meanwhile */
+      }
+    }
+  }
+  return [...uids];
+}
+
 /** One bash call, then the model's closing text. */
 async function bash(sid: string, model: string, command: string) {
   t.model.script(model, call('bash', { command }), say('done'));
@@ -173,6 +197,16 @@ describe('a tenant agent in its sandbox (local driver)', () => {
     expect(r.text).toContain('HOME=/home/user');
     for (const secret of [t.operatorKey, ROOT_SECRET, VENDOR_KEY, t.dataDir])
       expect(r.text).not.toContain(secret);
+  });
+
+  it('runs as the unprivileged sandbox host uid, not root: every process of the sandbox, seen from the host', async () => {
+    const sid = await newSession('iso-uid');
+    const r = await bash(sid, 'iso-uid', 'id -u; echo x > /workspace/f && stat -c %u /workspace/f');
+    expect(r).toMatchObject({ is_error: false, text: expect.stringMatching(/^1000\n1000\n/) });
+    const uids = sandboxHostUids(sid);
+    expect(uids.length).toBeGreaterThan(0);
+    // root runs the platform here (CI): the sandbox is SANDBOX_HOST_UID's default, never uid 0
+    expect(uids).toEqual([process.getuid?.() === 0 ? 100_000 : process.getuid!()]);
   });
 
   it('a fork bomb under timeout: an is_error result, the next turn works, another session works meanwhile', async () => {

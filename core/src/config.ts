@@ -3,6 +3,7 @@ import { sha256 } from './crypto.js';
 import { parsePrivateHostRules, type PrivateHostRule } from './egress/policy.js';
 import { parseStoreBackends } from './configStoreBackends.js';
 import { int, parseHttpConfig, type Env, type HttpConfig } from './configHttp.js';
+import { parseSandboxHostUser } from './configSandboxUser.js';
 
 export type Role = 'all' | 'gateway' | 'worker';
 
@@ -63,13 +64,12 @@ export interface Config {
       namespace: string | null;
       region: string | null;
     } | null;
+    /** SANDBOX_HOST_UID/GID: the host user local sandboxes run as under root (configSandboxUser.ts). */
+    hostUser: { uid: number; gid: number } | null;
     /** SANDBOX_UNSAFE_NO_LIMITS=true: sandboxes run without process/memory/CPU/disk limits (and the worker starts on a host that can enforce none). */
     unsafeNoLimits: boolean;
-    /**
-     * SANDBOX_NOMAD_BASE_IMAGES=true: an environment's base_image runs on Nomad with the docker
-     * task driver. Off by default (base_image refused): those containers have Docker's bridge
-     * network, not only the session proxy, so the operator firewalls the clients' bridge first.
-     */
+    /** SANDBOX_NOMAD_BASE_IMAGES=true: base_image runs on Nomad's docker driver. Off by default (refused): its
+     * containers have Docker's bridge network, not only the session proxy (firewall it first). */
     nomadBaseImages: boolean;
     /**
      * SANDBOX_NOMAD_PROXY_ADVERTISE (+ SANDBOX_NOMAD_PROXY_BIND, default the same address): the
@@ -408,6 +408,7 @@ export function loadConfig(role: Role, env: Env = process.env): ParsedConfig {
   };
   if (env.PLATFORM_ROOT_SECRET !== undefined && env.PLATFORM_ROOT_SECRET.length < 32)
     problems.push('PLATFORM_ROOT_SECRET must be at least 32 characters');
+  const sandboxHostUser = parseSandboxHostUser(env, problems);
   if (problems.length) throw new ConfigError(problems);
 
   const vendorKey = env.ANTHROPIC_API_KEY || env.VENDOR_API_KEY;
@@ -465,6 +466,7 @@ export function loadConfig(role: Role, env: Env = process.env): ParsedConfig {
             region: env.NOMAD_REGION || null,
           }
         : null,
+      hostUser: sandboxHostUser,
       unsafeNoLimits: env.SANDBOX_UNSAFE_NO_LIMITS === 'true',
       nomadBaseImages: env.SANDBOX_NOMAD_BASE_IMAGES === 'true',
       nomadProxy: env.SANDBOX_NOMAD_PROXY_ADVERTISE

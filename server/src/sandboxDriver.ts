@@ -75,6 +75,7 @@ export async function localDriver(
     rootDir: localRoot,
     limits,
     hidePaths: [p.config.dataDir],
+    hostUser: cfg.hostUser ? { ...cfg.hostUser, within: [p.config.dataDir, cfg.rootDir] } : null,
     proxySocket: wiring.proxySocket,
     log: log.child({ component: 'sandbox-local' }),
   });

@@ -43,7 +43,7 @@
  * turn of the event loop before it yields, so one busy sandbox cannot hold the process.
  * Proved by test/sandbox-isolation.test.ts and core/test/sandbox.answers.test.ts.
  */
-import { Readable, type Writable } from 'node:stream';
+import { Readable } from 'node:stream';
 import type {
   ArchiveStream,
   ExecRequest,
@@ -55,16 +55,21 @@ import type {
   SandboxProcessChunk,
 } from '../ports/sandbox.js';
 import { AnswerRefused, SMALL_LINE_BYTES, answerLimit, capAnswer } from './answerLimits.js';
+import type { AgentTransport } from './transport.js';
 import {
   ERROR_CODES,
-  MAX_LINE_BYTES,
   PROC_READ_WAIT_MS,
   STREAM_CHUNK_BYTES,
-  lineSplitter,
   type AgentErrorKind,
   type RpcErrorObject,
 } from '@agentfleet/sandbox-agent';
 
+export {
+  boundedLineReader,
+  nodeStreamTransport,
+  READ_SLICE_BYTES,
+  type AgentTransport,
+} from './transport.js';
 export {
   ERROR_CODES,
   MAX_ARCHIVE_BYTES,
@@ -108,94 +113,6 @@ export class SandboxAgentError extends Error {
   ) {
     super(message);
   }
-}
-
-/** A newline-delimited message stream: `send` one line (no newline), receive lines, learn of the end. */
-export interface AgentTransport {
-  send(line: string): void;
-  onLine(listener: (line: string) => void): void;
-  onClose(listener: (reason?: Error) => void): void;
-  close(): void;
-  /** Bounds the lines read from now on (a line over it closes the transport, never buffered). */
-  limitLines?(limit: () => number): void;
-}
-
-/** Bytes a transport reads from its stream in one turn of the event loop before it yields. */
-export const READ_SLICE_BYTES = 4 * 1024 * 1024;
-
-/**
- * The read side every transport shares: lines split under the client's limit, and the source
- * paused for a turn of the event loop after READ_SLICE_BYTES (`pause`/`resume` of the stream).
- */
-export function boundedLineReader(o: {
-  onLine: (line: string) => void;
-  onTooLong: (bytes: number) => void;
-  pause: () => void;
-  resume: () => void;
-}): { push: (chunk: Buffer) => void; limitLines: (limit: () => number) => void } {
-  let limit: () => number = () => MAX_LINE_BYTES;
-  let slice = 0;
-  let yielding = false;
-  const split = lineSplitter(o.onLine, o.onTooLong, () => limit());
-  return {
-    push(chunk) {
-      split(chunk);
-      slice += chunk.length;
-      if (slice >= READ_SLICE_BYTES && !yielding) {
-        yielding = true;
-        o.pause();
-        setImmediate(() => {
-          yielding = false;
-          slice = 0;
-          o.resume();
-        });
-      }
-    },
-    limitLines(l) {
-      limit = l;
-    },
-  };
-}
-
-/** A transport over a pair of Node streams (e.g. a child's stdout and stdin). */
-export function nodeStreamTransport(readable: Readable, writable: Writable): AgentTransport {
-  const lineListeners: Array<(line: string) => void> = [];
-  const closeListeners: Array<(reason?: Error) => void> = [];
-  let closed = false;
-  const fireClose = (reason?: Error) => {
-    if (closed) return;
-    closed = true;
-    for (const l of closeListeners) l(reason);
-  };
-  const reader = boundedLineReader({
-    onLine: (line) => {
-      for (const l of lineListeners) l(line);
-    },
-    onTooLong: (bytes) =>
-      fireClose(new Error(`the agent sent a line over the limit (${bytes} bytes)`)),
-    pause: () => readable.pause(),
-    resume: () => readable.resume(),
-  });
-  readable.on('data', (chunk: Buffer | string) =>
-    reader.push(typeof chunk === 'string' ? Buffer.from(chunk) : chunk),
-  );
-  readable.once('end', () => fireClose());
-  readable.once('close', () => fireClose());
-  readable.once('error', (err) => fireClose(err));
-  writable.on('error', (err) => fireClose(err));
-  return {
-    send(line) {
-      if (closed) throw new Error('stream closed');
-      writable.write(`${line}\n`);
-    },
-    onLine: (l) => void lineListeners.push(l),
-    onClose: (l) => void closeListeners.push(l),
-    close() {
-      writable.end();
-      fireClose();
-    },
-    limitLines: reader.limitLines,
-  };
 }
 
 export interface AgentClientOptions {

@@ -67,6 +67,7 @@ import {
   type SandboxLimitsProbe,
 } from './limits.js';
 import { agentNodeCopy } from './agentNode.js';
+import { asHostUser, checkHostUser, prepareBinds, SETPRIV } from './hostUser.js';
 import {
   BWRAP_MISSING_MESSAGE,
   HOST_CODE_ROOT,
@@ -127,6 +128,9 @@ export function createLocalDriver(opts: LocalDriverOptions): LocalDriver {
   const nodeBin = opts.node ?? process.execPath;
   const systemDir = join(rootDir, '.system');
   const log = opts.log;
+  const hostUser = opts.hostUser ?? null;
+  /** Directories on the way to bind sources found searchable for hostUser (hostUser.ts). */
+  const reachable = new Set<string>();
   const running = new Map<string, LocalSandboxHandle>();
   interface Prepared {
     bwrap: string;
@@ -151,6 +155,14 @@ export function createLocalDriver(opts: LocalDriverOptions): LocalDriver {
       if (!existsSync(agent)) throw new Error(`sandbox agent script not found: ${agent}`);
       if (!existsSync(nodeBin)) throw new Error(`node binary not found: ${nodeBin}`);
       const node = await agentNodeCopy(nodeBin, join(rootDir, '.node'));
+      if (hostUser) {
+        if (!existsSync(SETPRIV))
+          throw new Error(
+            `${SETPRIV} (util-linux) not found: it starts sandboxes as the sandbox host user`,
+          );
+        const problem = checkHostUser(hostUser, bwrap);
+        if (problem) throw new Error(problem);
+      }
       if (opts.limits === false)
         return {
           bwrap,
@@ -297,9 +309,28 @@ export function createLocalDriver(opts: LocalDriverOptions): LocalDriver {
     // Through the confinement's wrapper, bwrap starts inside the sandbox's cgroups. The channel
     // is a socket on SANDBOX_FDS.channel, not bwrap's stdio: bwrap's init (PID 1 inside, as
     // reachable as any command) keeps its stdio but closes the descriptors above 2.
+    if (hostUser) {
+      try {
+        await prepareBinds(hostUser, args, proxySocket, reachable, rootDir);
+      } catch (err) {
+        await confinement?.release().catch(() => {});
+        await removeTree(hostDir);
+        await fsp.rm(`${hostDir}.owner`, { force: true });
+        await release();
+        throw err;
+      }
+    }
+    // as the sandbox host user (setpriv), after the wrapper joined the cgroups as root
+    const bwrapCommand = asHostUser(hostUser, [
+      bwrap,
+      '--args',
+      String(SANDBOX_FDS.args),
+      '--',
+      ...command,
+    ]);
     const [program, ...programArgs] = confinement
-      ? confinement.command([bwrap, '--args', String(SANDBOX_FDS.args), '--', ...command])
-      : [bwrap, '--args', String(SANDBOX_FDS.args), '--', ...command];
+      ? confinement.command(bwrapCommand)
+      : bwrapCommand;
     const stdio: Array<'ignore' | 'pipe'> = ['ignore', 'ignore', 'pipe'];
     for (const fd of Object.values(SANDBOX_FDS)) stdio[fd] = 'pipe';
     const child: ChildProcess = spawn(program, programArgs, { stdio, env: BWRAP_ENV, cwd: '/' });

@@ -9,6 +9,7 @@ import type { Logger } from '../../log.js';
 import type { SandboxDriver, SandboxHandle, SandboxSpec } from '../../ports/sandbox.js';
 import type { SandboxLimitCaps, SandboxTrust } from '../../ports/sandboxHelpers.js';
 import type { AgentClient } from '../../sandbox/protocol.js';
+import type { SandboxHostUser } from './hostUser.js';
 import type { SandboxLimitsProbe } from './limits.js';
 
 export interface LocalLimitsOptions {
@@ -50,6 +51,11 @@ export interface LocalDriverOptions {
   limits?: false | LocalLimitsOptions;
   /** archive/extract with the `tar` CLI when the sandbox has one ('auto', default) or the agent's built-in ustar code. */
   agentTar?: 'auto' | 'builtin';
+  /**
+   * The unprivileged host user sandboxes run as (hostUser.ts; the platform passes one when it
+   * runs as root). Default none: bwrap runs as this process's user.
+   */
+  hostUser?: SandboxHostUser | null;
   /** start() fails when the agent has not announced itself by then (default 20 s). */
   startTimeoutMs?: number;
   log?: Logger;

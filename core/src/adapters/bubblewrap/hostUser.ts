@@ -1,0 +1,125 @@
+/**
+ * The host user a bwrap sandbox runs as when the platform runs as root: bwrap started as root
+ * maps the sandbox's uid 1000 to host uid 0, so every file a sandbox writes into a directory
+ * bound read-write would be root's on the host. With a SandboxHostUser, bwrap is started
+ * through `setpriv` as that unprivileged uid and gid (no supplementary groups, no capabilities),
+ * so the sandbox's uid 1000 is that uid on the host: its files are that uid's, and the kernel
+ * grants it nothing of root's.
+ *
+ * bwrap opens its bind sources as that user, so before a sandbox starts (`prepareBinds`):
+ * - every directory on the way to a bind source must be searchable by it. A directory under one
+ *   of `within` (the data dir, created 0700 by root) that is not is given the user's group with
+ *   search only (chgrp, g+x: no listing, nothing readable); one outside them refuses the start
+ *   with a message naming it (an operator's directory is not changed behind their back);
+ * - a source bound read-write and owned by root (the sandbox's own directories, a package
+ *   build's staging directory) is given to the user (chown; its contents are the sandbox's);
+ * - the proxy socket is given to the user, who must write it to connect.
+ *
+ * Proved by test/sandbox-isolation.test.ts ("runs as the unprivileged sandbox host uid") and by
+ * every test that runs the platform's local driver as root (they all use it). Package builds
+ * (sandbox/packages/) do not use it: they bind toolchains from the operator's home.
+ */
+import { spawnSync } from 'node:child_process';
+import * as fsp from 'node:fs/promises';
+import { dirname, resolve, sep } from 'node:path';
+
+export interface SandboxHostUser {
+  uid: number;
+  gid: number;
+  /** Directories whose subtree the driver may make searchable for the user (the data dir). */
+  within: string[];
+}
+
+export const SETPRIV = '/usr/bin/setpriv';
+
+/** `command` started as the user: setpriv changes uid and gid, drops groups and capabilities. */
+export function asHostUser(user: SandboxHostUser | null, command: string[]): string[] {
+  if (!user) return command;
+  return [
+    SETPRIV,
+    `--reuid=${user.uid}`,
+    `--regid=${user.gid}`,
+    '--clear-groups',
+    '--inh-caps=-all',
+    '--',
+    ...command,
+  ];
+}
+
+/** The bind sources in a list of bwrap options: read-only and read-write. */
+export function bindSources(args: string[]): { readOnly: string[]; writable: string[] } {
+  const readOnly: string[] = [];
+  const writable: string[] = [];
+  for (let i = 0; i < args.length; i++) {
+    if (args[i] === '--ro-bind' || args[i] === '--ro-bind-try') readOnly.push(args[++i]!);
+    else if (args[i] === '--bind' || args[i] === '--bind-try') writable.push(args[++i]!);
+  }
+  return { readOnly, writable };
+}
+
+const isUnder = (p: string, root: string) => p === root || p.startsWith(root + sep);
+
+/** Whether `user` may search a directory of this mode and ownership. */
+function searchable(st: { mode: number; uid: number; gid: number }, user: SandboxHostUser) {
+  if (st.uid === user.uid) return (st.mode & 0o100) !== 0;
+  if (st.gid === user.gid) return (st.mode & 0o010) !== 0;
+  return (st.mode & 0o001) !== 0;
+}
+
+/** Makes a sandbox's bind sources reachable (and its writable ones its own): see the header. */
+export async function prepareBinds(
+  user: SandboxHostUser,
+  args: string[],
+  proxySocket: string | null,
+  /** Directories found searchable already (kept between sandboxes: not those under `fresh`). */
+  checked: Set<string>,
+  /** The driver's root: the sandboxes' own directories below it are made anew for each. */
+  fresh: string,
+): Promise<void> {
+  const { readOnly, writable } = bindSources(args);
+  const within = user.within.map((w) => resolve(w));
+  for (const source of [...readOnly, ...writable, ...(proxySocket ? [proxySocket] : [])]) {
+    for (let dir = dirname(resolve(source)); ; dir = dirname(dir)) {
+      if (!checked.has(dir)) {
+        const st = await fsp.stat(dir);
+        if (!searchable(st, user)) {
+          // root's own directory (its group root, or the user's already: a concurrent start)
+          const ours = st.uid === 0 && (st.gid === 0 || st.gid === user.gid);
+          if (!within.some((w) => isUnder(dir, w)) || !ours)
+            throw new Error(
+              `the sandbox host user (uid ${user.uid}) cannot reach ${source}: ${dir} is not searchable for it (make it searchable, e.g. chmod o+x, or set SANDBOX_ROOT elsewhere)`,
+            );
+          await fsp.chown(dir, 0, user.gid);
+          await fsp.chmod(dir, (st.mode & 0o7777) | 0o010);
+        }
+        if (!isUnder(dir, fresh) || dir === fresh) checked.add(dir);
+      }
+      if (dir === dirname(dir)) break;
+    }
+  }
+  for (const source of writable) {
+    const st = await fsp.stat(source);
+    if (st.uid === 0) await fsp.chown(source, user.uid, user.gid);
+  }
+  if (proxySocket) await fsp.chown(proxySocket, user.uid, user.gid);
+}
+
+/** Whether bwrap can create its namespaces as the user here (unprivileged user namespaces). */
+export function checkHostUser(user: SandboxHostUser, bwrap: string): string | null {
+  const r = spawnSync(
+    asHostUser(user, [bwrap])[0]!,
+    [
+      ...asHostUser(user, [bwrap]).slice(1),
+      '--unshare-all',
+      '--unshare-user',
+      '--die-with-parent',
+      '--ro-bind',
+      '/',
+      '/',
+      '/bin/true',
+    ],
+    { encoding: 'utf8', timeout: 10_000, env: {} },
+  );
+  if (r.status === 0) return null;
+  return `bubblewrap cannot create sandbox namespaces as the sandbox host user (uid ${user.uid}): ${(r.stderr || r.error?.message || '').trim()} (unprivileged user namespaces must be allowed; set SANDBOX_HOST_UID to another uid, or see the README's Security model)`;
+}
