@@ -3,7 +3,8 @@
  * local (bwrap) sandbox runs as when the platform runs as root (adapters/bubblewrap/hostUser.ts).
  * Default uid 100000 (outside the ranges distributions give accounts), gid the same; uid 0 is
  * refused. Not root: bwrap runs as the platform's own user, and setting either is a problem
- * (it could not be honoured). Proved by test/startup.test.ts and test/sandbox-isolation.test.ts.
+ * (it could not be honoured). Proved by core/test/config.sandboxUser.test.ts and
+ * test/sandbox-isolation.test.ts.
  */
 import { int, type Env } from './configHttp.js';
 
