@@ -3,7 +3,8 @@
  * task binds its own /mnt/memory (core/src/adapters/nomad/command.ts), the warmup mounts the
  * store there through the same sandbox agent protocol, and the write-back at idle turns a
  * bash edit into a new memory version, exactly as on the local driver
- * (test/memory-session.test.ts has the full behaviour).
+ * (test/memory-session.test.ts has the full behaviour); a read_only store is a read-only bind
+ * there too (EROFS inside the sandbox).
  */
 import { createHash } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -66,5 +67,43 @@ describe('memory stores mounted in a session (nomad driver)', () => {
     expect(after.content_sha256).toBe(
       createHash('sha256').update('step 1\nstep 2\n', 'utf8').digest('hex'),
     );
+  }, 180_000);
+
+  it('a read_only store is a read-only filesystem in the task sandbox', async () => {
+    const c = t.client;
+    const store = await c.beta.memoryStores.create({ name: 'Nomad Ref' });
+    await c.beta.memoryStores.memories.create(store.id, {
+      path: '/prefs/color.md',
+      content: 'blue\n',
+    });
+    const env = await c.beta.environments.create({ name: 'memory-nomad-ro' });
+    const agent = await c.beta.agents.create({
+      name: 'memory-nomad-ro',
+      model: MODEL,
+      tools: [{ type: 'agent_toolset_20260401' }],
+    });
+    const session = await c.beta.sessions.create({
+      agent: agent.id,
+      environment_id: env.id,
+      resources: [{ type: 'memory_store', memory_store_id: store.id, access: 'read_only' }],
+    });
+    const dir = '/mnt/memory/nomad-ref';
+    t.model.script(
+      MODEL,
+      call('bash', {
+        command: `cat ${dir}/prefs/color.md; (echo x > ${dir}/prefs/color.md) 2>&1; (rm ${dir}/prefs/color.md) 2>&1; echo done`,
+      }),
+      say('tried'),
+    );
+    const turn = await runTurn(c, session.id, 'try');
+    const text = turn.toolResults[0]?.content?.[0]?.text as string;
+    expect(text).toContain('blue');
+    expect(text.match(/Read-only file system/g)).toHaveLength(2);
+    const list = await c.beta.memoryStores.memories.list(store.id);
+    const [only] = (list as any).data;
+    const kept = await c.beta.memoryStores.memories.retrieve(only.id, {
+      memory_store_id: store.id,
+    });
+    expect(kept.content).toBe('blue\n');
   }, 180_000);
 });

@@ -230,8 +230,11 @@ describe('memory stores mounted in a session (local sandbox)', () => {
     expect(await warnings(session.id)).toHaveLength(3);
   }, 120_000);
 
-  it('read_only access: the agent can read, nothing is written back, and a warning says so', async () => {
-    const store = await storeWith('Reference', { '/faq.md': 'q: a\n' });
+  it('read_only access: a read-only filesystem (EROFS on write, create, rename, chmod, delete) while a read_write mount of the same store in another session writes', async () => {
+    const store = await storeWith('Reference', {
+      '/faq.md': 'q: a\n',
+      '/prefs/color.md': 'blue\n',
+    });
     const session = await client.beta.sessions.create({
       agent: agentId,
       environment_id: envId,
@@ -239,19 +242,35 @@ describe('memory stores mounted in a session (local sandbox)', () => {
     });
     expect(session.resources[0]).toMatchObject({ access: 'read_only' });
     const dir = '/mnt/memory/reference';
-    t.model.script(
-      MODEL,
-      bash(`cat ${dir}/faq.md && echo new > ${dir}/new.md && echo changed > ${dir}/faq.md`),
-      say('tried'),
-    );
+    const attempts = [
+      `echo x > ${dir}/prefs/color.md`,
+      `echo new > ${dir}/new.md`,
+      `mkdir ${dir}/sub`,
+      `mv ${dir}/faq.md ${dir}/moved.md`,
+      `chmod 600 ${dir}/faq.md`,
+      `rm ${dir}/prefs/color.md`,
+      `ln -s faq.md ${dir}/link.md`,
+    ];
+    const script = attempts.map((a) => `(${a}) 2>&1; echo "exit=$?"`).join('; ');
+    t.model.script(MODEL, bash(`cat ${dir}/faq.md ${dir}/prefs/color.md; ${script}`), say('tried'));
     const turn = await runTurn(client, session.id, 'try');
-    expect(resultText(turn)).toContain('q: a');
-    const ws = await warnings(session.id);
-    expect(ws.map((w) => [w.warning, w.path, w.reason]).sort()).toEqual([
-      ['memory_not_written', '/faq.md', 'read_only'],
-      ['memory_not_written', '/new.md', 'read_only'],
-    ]);
-    expect(await contents(store.id)).toEqual({ '/faq.md': 'q: a\n' });
+    const text = resultText(turn);
+    expect(text).toContain('q: a');
+    expect(text).toContain('blue');
+    // every change fails with EROFS, none exits 0
+    expect(text.match(/Read-only file system/g)?.length, text).toBe(attempts.length);
+    expect(text.match(/exit=0/g)).toBeNull();
+    expect(await warnings(session.id)).toEqual([]);
+    expect(await contents(store.id)).toEqual({ '/faq.md': 'q: a\n', '/prefs/color.md': 'blue\n' });
+    // the same store read_write in another session: the write lands
+    const writer = await client.beta.sessions.create({
+      agent: agentId,
+      environment_id: envId,
+      resources: [{ type: 'memory_store', memory_store_id: store.id, access: 'read_write' }],
+    });
+    t.model.script(MODEL, bash(`echo green > ${dir}/prefs/color.md`), say('wrote'));
+    await runTurn(client, writer.id, 'write');
+    expect((await contents(store.id))['/prefs/color.md']).toBe('green\n');
   }, 120_000);
 
   it("the agent's memory_store_id mounts its store read_write", async () => {

@@ -65,9 +65,8 @@ afterAll(async () => {
   await rm(base, { recursive: true, force: true });
 });
 
-let n = 0;
 async function start(driver: LocalDriver): Promise<SandboxHandle> {
-  const h = await driver.start(testSpec(`answers${n++}`));
+  const h = await driver.start(testSpec());
   handles.push(h);
   return h;
 }

@@ -166,6 +166,19 @@ export interface SandboxSpec {
    * `writable` only for the confined build that fills it. Absent or null: no packages.
    */
   packages?: { hostDir: string; writable?: boolean } | null;
+  /**
+   * Directories the sandbox sees read-only (a `read_only` memory store's mount): each exists at
+   * `path` with exactly `files` (paths relative to it) from the start, and every write, create,
+   * rename, chmod or delete under it fails with EROFS inside the sandbox. Refreshed only when a
+   * sandbox starts. Absent: none.
+   */
+  readOnlyTrees?: ReadOnlyTree[];
+}
+
+export interface ReadOnlyTree {
+  /** Absolute path inside the sandbox. */
+  path: string;
+  files: Array<{ path: string; data: Uint8Array }>;
 }
 
 export interface SandboxHandle {

@@ -99,6 +99,19 @@ export function checkSandboxSpec(spec: SandboxSpec): void {
     if (RESERVED_ENV.test(k))
       throw new Error(`sandbox spec: env ${k} is reserved (set by the platform)`);
   }
+  const clean = (p: string) => p.split('/').every((part) => part !== '..' && part !== '.');
+  for (const tree of spec.readOnlyTrees ?? []) {
+    if (
+      !tree.path.startsWith('/') ||
+      tree.path === '/' ||
+      !clean(tree.path) ||
+      tree.path.endsWith('/')
+    )
+      throw new Error(`sandbox spec: read-only tree path '${tree.path}' must be an absolute path`);
+    for (const f of tree.files)
+      if (!f.path || f.path.startsWith('/') || !clean(f.path) || f.path.includes('//'))
+        throw new Error(`sandbox spec: read-only file '${f.path}' must be a relative path`);
+  }
 }
 
 /** Upper bounds the operator puts on every sandbox, whatever its size (tests use small ones). */

@@ -47,6 +47,12 @@ export interface SandboxResource {
    * read): a mounted memory store, so its files are exactly the store's at every warmup.
    */
   directory?: boolean;
+  /**
+   * Part of a read-only tree: a `directory` resource with readOnly is a tree the sandbox sees
+   * read-only (SandboxSpec.readOnlyTrees), its files the readOnly resources under its path.
+   * Given to the driver when the sandbox starts, not written through the agent.
+   */
+  readOnly?: boolean;
 }
 
 export interface SandboxManagerDeps {

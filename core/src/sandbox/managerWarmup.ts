@@ -2,14 +2,17 @@
  * Sandbox warmup, in order: (1) probe `exec true` until it answers (PROBE_ATTEMPTS); (2) read
  * the warm marker: non-empty means /workspace is populated, skip (3); (3) restore the latest
  * snapshot; (4) write the declared resources (files; directories, created empty: a mounted
- * memory store's) — one that cannot be prepared FAILS the warmup;
+ * memory store's) — one that cannot be prepared FAILS the warmup. The resources are listed
+ * before the sandbox starts: the read-only ones (a read_only memory store's tree) go to the
+ * driver in the spec (SandboxSpec.readOnlyTrees), so they are read-only from the start and
+ * refreshed only when a sandbox starts;
  * (5) set the outbound context; (6) set the backup context: only from here on is the sandbox
  * snapshotted, so a half-warmed sandbox never overwrites a good snapshot; (7) write a fresh
  * marker. A failed warmup stops the sandbox (snapshotting it first only if it was warm before).
  * Tested in core/test/sandbox.manager.test.ts (warmup order, failing resources, marker rerun).
  */
 import { sleep } from '../util.js';
-import type { SandboxAgentApi, SandboxHandle } from '../ports/sandbox.js';
+import type { ReadOnlyTree, SandboxAgentApi, SandboxHandle } from '../ports/sandbox.js';
 import { SandboxAgentError } from './protocol.js';
 import { restoreSnapshot, writeSnapshot } from './managerStorage.js';
 import {
@@ -70,35 +73,51 @@ async function makeDirectory(api: SandboxAgentApi, path: string): Promise<void> 
     );
 }
 
-async function mountResources(
-  ctx: ManagerContext,
-  e: Entry,
-  api: SandboxAgentApi,
-): Promise<number> {
-  let list: SandboxResource[];
+async function listResources(ctx: ManagerContext, e: Entry): Promise<SandboxResource[]> {
   try {
-    list = await ctx.deps.resources(e.ref);
+    return await ctx.deps.resources(e.ref);
   } catch (err) {
     throw new SandboxWarmupError(
       'resources',
       `listing the session's resources failed: ${errMessage(err)}`,
     );
   }
+}
+
+async function resourceData(r: SandboxResource): Promise<Uint8Array> {
+  try {
+    return await r.data();
+  } catch (err) {
+    throw new SandboxWarmupError(
+      'resources',
+      `resource ${r.path} could not be prepared: ${errMessage(err)}`,
+      r.path,
+    );
+  }
+}
+
+/** The read-only trees among the resources (SandboxResource.readOnly), for the driver. */
+async function readOnlyTrees(list: SandboxResource[]): Promise<ReadOnlyTree[]> {
+  const trees: ReadOnlyTree[] = [];
+  for (const dir of list.filter((r) => r.readOnly && r.directory)) {
+    const files: ReadOnlyTree['files'] = [];
+    for (const r of list)
+      if (r.readOnly && !r.directory && r.path.startsWith(`${dir.path}/`))
+        files.push({ path: r.path.slice(dir.path.length + 1), data: await resourceData(r) });
+    trees.push({ path: dir.path, files });
+  }
+  return trees;
+}
+
+/** Writes the resources through the agent, but the read-only ones (the driver placed those). */
+async function mountResources(api: SandboxAgentApi, list: SandboxResource[]): Promise<number> {
   for (const r of list) {
+    if (r.readOnly) continue;
     if (r.directory) {
       await makeDirectory(api, r.path);
       continue;
     }
-    let data: Uint8Array;
-    try {
-      data = await r.data();
-    } catch (err) {
-      throw new SandboxWarmupError(
-        'resources',
-        `resource ${r.path} could not be prepared: ${errMessage(err)}`,
-        r.path,
-      );
-    }
+    const data = await resourceData(r);
     try {
       await api.writeFile(r.path, data);
     } catch (err) {
@@ -124,10 +143,12 @@ export async function warmup(
   setState(e, 'warming-up');
   let h = e.handle;
   try {
+    const list = await listResources(ctx, e);
     if (!h) {
+      const trees = await readOnlyTrees(list);
       try {
         const spec = await deps.specFor(e.ref);
-        h = await deps.driver.start(spec);
+        h = await deps.driver.start(trees.length ? { ...spec, readOnlyTrees: trees } : spec);
       } catch (err) {
         throw new SandboxWarmupError('start', `starting the sandbox failed: ${errMessage(err)}`);
       }
@@ -138,7 +159,7 @@ export async function warmup(
     await probe(ctx, api); // (1)
     const marker = await readMarker(api); // (2)
     const restored = marker ? null : await restoreSnapshot(ctx, e, api); // (3)
-    const resources = await mountResources(ctx, e, api); // (4)
+    const resources = await mountResources(api, list); // (4)
     try {
       await deps.setOutboundContext?.({ ...e.ref, sandboxId: h.id }); // (5)
     } catch (err) {

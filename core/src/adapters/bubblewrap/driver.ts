@@ -3,7 +3,9 @@
  * (@agentfleet/sandbox-agent) with the host's node binary, speaking the protocol over the bwrap process's stdin/stdout.
  *
  * Per sandbox a fresh host directory `<rootDir>/<sessionId>/{workspace,tmp,home,outputs,memory}`,
- * bound to /workspace, /tmp, /home/user, /mnt/session/outputs and /mnt/memory (removed when the sandbox
+ * bound to /workspace, /tmp, /home/user, /mnt/session/outputs and /mnt/memory, and the spec's
+ * read-only trees (a read_only memory store) written to `<sessionId>.ro/<n>` and bound read-only
+ * at their paths (removed when the sandbox
  * exits: like a container's filesystem, it does not outlive the sandbox; the manager's snapshots
  * do). With the disk limit, that directory is the sandbox's own filesystem, detached from the
  * host once the sandbox runs: its files are then visible only inside the sandbox. Read-only: /usr (and the /bin, /lib… links or dirs), an allowlist of /etc (no shadow,
@@ -76,6 +78,7 @@ import {
   sandboxBwrapOptions,
   sandboxEnv,
   which,
+  writeReadOnlyTrees,
   writeSystemFiles,
 } from './layout.js';
 
@@ -233,10 +236,22 @@ export function createLocalDriver(opts: LocalDriverOptions): LocalDriver {
     };
     const id = `local-${spec.sessionId}-${randomBytes(4).toString('hex')}`;
     let confinement: SandboxConfinement | null = null;
+    // read-only trees (a read_only memory store): host files beside the sandbox's directory,
+    // outside its disk, bound read-only
+    const treesDir = `${hostDir}.ro`;
+    /** A start that fails before bwrap runs leaves nothing behind. */
+    const abandon = async () => {
+      await confinement?.release().catch(() => {});
+      await removeTree(hostDir);
+      await removeTree(treesDir);
+      await fsp.rm(`${hostDir}.owner`, { force: true });
+      await release();
+    };
     try {
       // leftovers of an instance that died with its host process
       if (disk && isMountPoint(hostDir)) await unmountDiskQuota(disk, image, hostDir);
       await removeTree(hostDir);
+      await removeTree(treesDir);
       await fsp.mkdir(hostDir, { mode: 0o700 });
       await markOwner(hostDir);
       if (probe) {
@@ -253,10 +268,7 @@ export function createLocalDriver(opts: LocalDriverOptions): LocalDriver {
       }
       for (const d of Object.values(dirs)) await fsp.mkdir(d, { recursive: true, mode: 0o755 });
     } catch (err) {
-      await confinement?.release().catch(() => {});
-      await removeTree(hostDir);
-      await fsp.rm(`${hostDir}.owner`, { force: true });
-      await release();
+      await abandon();
       throw err;
     }
 
@@ -280,6 +292,13 @@ export function createLocalDriver(opts: LocalDriverOptions): LocalDriver {
       }
     }
 
+    let readOnlyTrees: Array<{ source: string; target: string }> = [];
+    try {
+      readOnlyTrees = await writeReadOnlyTrees(treesDir, spec.readOnlyTrees ?? []);
+    } catch (err) {
+      await abandon();
+      throw err;
+    }
     const args = sandboxBwrapOptions({
       systemDir,
       dirs,
@@ -291,6 +310,7 @@ export function createLocalDriver(opts: LocalDriverOptions): LocalDriver {
       env,
       packages: spec.packages,
       trust,
+      readOnlyTrees,
     });
     const command = [
       SANDBOX_PATHS.node,
@@ -313,10 +333,7 @@ export function createLocalDriver(opts: LocalDriverOptions): LocalDriver {
       try {
         await prepareBinds(hostUser, args, proxySocket, reachable, rootDir);
       } catch (err) {
-        await confinement?.release().catch(() => {});
-        await removeTree(hostDir);
-        await fsp.rm(`${hostDir}.owner`, { force: true });
-        await release();
+        await abandon();
         throw err;
       }
     }
@@ -377,6 +394,7 @@ export function createLocalDriver(opts: LocalDriverOptions): LocalDriver {
           });
         }
         await removeTree(hostDir);
+        await removeTree(treesDir);
         await fsp.rm(`${hostDir}.owner`, { force: true });
         await release();
       })());

@@ -188,6 +188,27 @@ export async function writeSystemFiles(systemDir: string): Promise<void> {
   }
 }
 
+/** Writes each read-only tree's files under `dir`/<index> (dirs 0755, files 0644): the bind sources. */
+export async function writeReadOnlyTrees(
+  dir: string,
+  trees: ReadonlyArray<{ path: string; files: Array<{ path: string; data: Uint8Array }> }>,
+): Promise<Array<{ source: string; target: string }>> {
+  const out: Array<{ source: string; target: string }> = [];
+  for (const [i, tree] of trees.entries()) {
+    const source = join(dir, String(i));
+    await fsp.mkdir(source, { recursive: true, mode: 0o755 });
+    for (const f of tree.files) {
+      const file = join(source, f.path);
+      if (!file.startsWith(`${source}/`))
+        throw new Error(`read-only file ${f.path} escapes its tree`);
+      await fsp.mkdir(dirname(file), { recursive: true, mode: 0o755 });
+      await fsp.writeFile(file, f.data, { mode: 0o644 });
+    }
+    out.push({ source, target: tree.path });
+  }
+  return out;
+}
+
 /** Namespace flags shared by the driver and the bench. */
 export const NAMESPACE_ARGS = [
   '--unshare-all',
@@ -227,6 +248,8 @@ export function sandboxBwrapOptions(o: {
   packages?: { hostDir: string; writable?: boolean } | null;
   /** The egress CA trust files (trustBindArgs). */
   trust?: SandboxTrust | null;
+  /** Host directories bound read-only over sandbox paths (SandboxSpec.readOnlyTrees). */
+  readOnlyTrees?: Array<{ source: string; target: string }>;
 }): string[] {
   return [
     ...NAMESPACE_ARGS,
@@ -236,6 +259,8 @@ export function sandboxBwrapOptions(o: {
       o.dirs[d],
       SANDBOX_PATHS[d],
     ]),
+    // after the directories they may sit in (a read_only memory store under /mnt/memory)
+    ...(o.readOnlyTrees ?? []).flatMap((t) => ['--ro-bind', t.source, t.target]),
     '--ro-bind',
     o.node,
     SANDBOX_PATHS.node,

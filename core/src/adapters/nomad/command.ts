@@ -105,6 +105,10 @@ export function nomadAgentCommand(spec: SandboxSpec, o: NomadAgentCommandOptions
     throw new Error(
       `environment packages need the bwrap sandbox task on Nomad: they cannot be combined with ${spec.baseImage ? 'base_image' : 'an unwrapped (bwrap: false) task'}`,
     );
+  if (spec.readOnlyTrees?.length && (spec.baseImage || o.bwrap === false))
+    throw new Error(
+      `read_only memory stores need the bwrap sandbox task on Nomad (a read-only bind): they cannot be combined with ${spec.baseImage ? 'base_image' : 'an unwrapped (bwrap: false) task'}`,
+    );
   if (spec.baseImage) {
     // inside the container: the launcher gives the agent exactly the sandbox's environment
     const env = sandboxEnv(spec.env, spec.proxyUrl);
@@ -155,6 +159,14 @@ export function nomadAgentCommand(spec: SandboxSpec, o: NomadAgentCommandOptions
   for (const [name, content] of Object.entries(systemFiles()))
     launcherArgs.push('--file', `${systemDir}/${name}=${Buffer.from(content).toString('base64')}`);
   if (proxy) launcherArgs.push('--proxy-forward', `${proxySocket}=${proxy.target}`);
+  // read-only trees (a read_only memory store): written by the launcher, bound read-only
+  const readOnlyTrees = (spec.readOnlyTrees ?? []).map((tree, i) => {
+    const source = `${root}/ro/${i}`;
+    launcherArgs.push('--mkdir', source);
+    for (const f of tree.files)
+      launcherArgs.push('--file', `${source}/${f.path}=${Buffer.from(f.data).toString('base64')}`);
+    return { source, target: tree.path };
+  });
   // The egress CA comes with the proxy: trusted only where that proxy intercepts.
   const trust = proxy ? (o.trust ?? null) : null;
   const baseEnv = sandboxEnv(spec.env, proxy ? proxy.url : null, trust !== null);
@@ -173,6 +185,7 @@ export function nomadAgentCommand(spec: SandboxSpec, o: NomadAgentCommandOptions
     env,
     packages: spec.packages ? { hostDir: spec.packages.hostDir } : null,
     trust,
+    readOnlyTrees,
   });
   return [
     o.node,

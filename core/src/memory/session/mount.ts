@@ -3,7 +3,10 @@
  * step 4): each store's directory at its mount path, every live memory as a file at
  * `<mount_path><memory path>` with exactly its content, and the store's manifest (path → memory
  * id and content_sha256 as mounted) at MANIFEST_DIR/<store id>.json, the base the write-back at
- * idle diffs against (./writeBack.ts). Guarantees: a store that cannot be read (deleted since
+ * idle diffs against (./writeBack.ts). A `read_only` store's directory and files are a
+ * read-only tree (SandboxResource.readOnly): the driver mounts it read-only, so every change
+ * under it fails with EROFS in the sandbox (test/memory-session.test.ts, "read_only access";
+ * test/memory-session-nomad.test.ts). Guarantees: a store that cannot be read (deleted since
  * the session was created, or the read fails) throws, so the warmup FAILS rather than starting
  * a sandbox without its memory; the manifest is written after the files, from the same read.
  * Proved by test/memory-session.test.ts ("mounts", "a deleted store fails warmup").
@@ -58,11 +61,18 @@ export async function memoryMountResources(
       mount_path: r.mount_path,
       files: {},
     };
-    out.push({ path: r.mount_path, directory: true, data: async () => new Uint8Array() });
+    // read_only: the tree the driver mounts read-only (EROFS on every change inside)
+    const readOnly = r.access === 'read_only' ? { readOnly: true } : {};
+    out.push({
+      path: r.mount_path,
+      directory: true,
+      data: async () => new Uint8Array(),
+      ...readOnly,
+    });
     for (const m of memories) {
       const bytes = Buffer.from(m.content, 'utf8');
       manifest.files[m.path] = { id: m.id, sha256: contentSha256(m.content) };
-      out.push({ path: `${r.mount_path}${m.path}`, data: async () => bytes });
+      out.push({ path: `${r.mount_path}${m.path}`, data: async () => bytes, ...readOnly });
     }
     const json = Buffer.from(JSON.stringify(manifest));
     out.push({ path: manifestPath(r.memory_store_id), data: async () => json });
