@@ -195,7 +195,7 @@ describe('memory search', () => {
     expect(await entries.count(tenant.tenantId, { store_id: store })).toBe(0);
   });
 
-  it('refuses bad input with a 400 naming the field, an unknown store with 404, a non-embedding card with 400', async () => {
+  it('refuses bad input with a 400 naming the field, an unknown store with 404', async () => {
     const store = await storeWith(undefined);
     for (const [body, field] of [
       [{ query: 'x', limit: 0 }, 'limit'],
@@ -212,17 +212,6 @@ describe('memory search', () => {
       expect(r.body.error.message, JSON.stringify(body)).toContain(field);
     }
     expect((await search('memstore_nope', 'x')).status).toBe(404);
-    const chat = await call('/v1/svc/model_cards', {
-      model_id: 'chatty',
-      provider: 'oai-compatible',
-      model: 'chat',
-      base_url: emb.url,
-      api_key: 'sk-chat',
-    });
-    expect(chat.status).toBe(200);
-    const s = await call('/v1/memory_stores', { name: 'x', embedding_model: 'chatty' });
-    const r = await search(s.body.id, 'x');
-    expect(r.status).toBe(400);
-    expect(r.body.error.message).toMatch(/^embedding_model: .*not an embedding model/);
+    // A non-embedding card: test/memory-embedding-model.test.ts.
   });
 });

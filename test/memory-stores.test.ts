@@ -24,7 +24,7 @@
 import { createHash } from 'node:crypto';
 import Anthropic from '@anthropic-ai/sdk';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startPlatform, type TestPlatform } from './harness.js';
+import { BETA, startPlatform, type TestPlatform } from './harness.js';
 
 let t: TestPlatform;
 const dropped: string[] = [];
@@ -118,6 +118,21 @@ describe('memory stores', () => {
     const a: any = await (
       await post('/v1/memory_stores', { name: 'a', agent_id: 'agent_1' })
     ).json();
+    // embedding_model must name an embedding model card (test/memory-embedding-model.test.ts).
+    const card = await t.http('/v1/svc/model_cards', {
+      method: 'POST',
+      key: apiKey,
+      headers: BETA,
+      json: {
+        model_id: 'emb',
+        provider: 'embedder',
+        model: 'e',
+        base_url: 'https://embeddings.example.com/v1',
+        api_key: 'sk-e',
+        pi_config: { api: 'openai-completions', embedding: true },
+      },
+    });
+    expect(card.status, await card.text()).toBe(200);
     const b: any = await (
       await post('/v1/memory_stores', { name: 'b', agent_id: 'agent_2', embedding_model: 'emb' })
     ).json();

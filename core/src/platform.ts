@@ -288,6 +288,7 @@ export async function createPlatform(config: Config, adapters: Adapters): Promis
   const dreams = new DreamService({
     c: collections,
     memory,
+  memory.setEmbeddingModelCheck(memorySearch.checkEmbeddingModel);
     models,
     events,
     bus,

@@ -33,6 +33,8 @@ export const MemoryStoreUpdate = Obj({
   name: Type.Optional(Nullable(StoreName)),
   description: Type.Optional(Nullable(StoreDescription)),
   metadata: Type.Optional(Nullable(MetadataPatch)),
+  /** Spec: validated like create; null returns the store to the platform default. */
+  embedding_model: Type.Optional(Nullable(EmbeddingModel)),
 });
 export type MemoryStoreUpdate = Static<typeof MemoryStoreUpdate>;
 

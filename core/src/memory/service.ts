@@ -67,6 +67,9 @@ export interface MemorySearchHook {
 }
 
 export interface MemoryUpdateInput {
+/** A store's `embedding_model` at create/update: throws a 400 naming the field when unusable. */
+export type EmbeddingModelCheck = (tenant: string, name: string) => Promise<void>;
+
   path?: string | null;
   content?: string | null;
   /** Compare-and-swap: the update applies only while the memory's content has this hash. */
@@ -92,6 +95,7 @@ export class MemoryService {
   private clock: () => number = Date.now;
   private hook: MemorySearchHook | null = null;
   readonly versions: MemoryVersions;
+  private checkEmbeddingModel: EmbeddingModelCheck = async () => {};
 
   constructor(
     private readonly c: Collections,
@@ -112,6 +116,9 @@ export class MemoryService {
   }
   private nowIso(): string {
     return new Date(this.clock()).toISOString();
+  }
+  setEmbeddingModelCheck(check: EmbeddingModelCheck): void {
+    this.checkEmbeddingModel = check;
   }
   private async tellSearch(what: string, f: (h: MemorySearchHook) => Promise<void>): Promise<void> {
     if (!this.hook) return;
@@ -145,6 +152,7 @@ export class MemoryService {
     const now = this.nowIso();
     const id = newId(MEMORY_STORE_PREFIX);
     const doc: Omit<MemoryStoreDoc, 'tenant_id'> = {
+    if (b.embedding_model) await this.checkEmbeddingModel(tenant, b.embedding_model);
       _id: id,
       name: b.name,
       description: b.description ?? '',
@@ -186,6 +194,11 @@ export class MemoryService {
     set.updated_at = this.nowIso();
     const after = await this.c.memoryStores.findOneAndUpdate(
       tenant,
+    if (b.embedding_model !== undefined) {
+      // null (or empty) returns the store to the platform default; a change re-embeds lazily.
+      if (b.embedding_model) await this.checkEmbeddingModel(tenant, b.embedding_model);
+      set.embedding_model = b.embedding_model || null;
+    }
       { _id: id, archived_at: null },
       { $set: set },
       { returnDocument: 'after' },

@@ -11,7 +11,7 @@ export const MEMORY_SEARCH_OPERATIONS: Record<string, OperationDoc> = {
     operationId: 'searchMemoryStore',
     summary: "Search a memory store's memories",
     description:
-      "Semantic search over the store's embedding model (the store's `embedding_model`, a model card with `pi_config.embedding: true`, else the platform's MEMORY_EMBEDDING_MODEL); lexical (BM25-style) when none applies. `mode` says which was used.",
+      "Semantic search over the store's embedding model (the store's `embedding_model`, a model card with `pi_config.embedding: true`, else the platform's MEMORY_EMBEDDING_MODEL); lexical (BM25-style) when none applies. `mode` says which was used; a lexical answer says why in `fallback_reason`.",
     tag: 'memory',
     params: { id: Id('memstore_') },
     body: {

@@ -9,10 +9,14 @@
  *   (provider openai, oai, oai-compatible, openai-compatible, or pi_config.api openai-*). Its
  *   `model` is the wire model, its `base_url` (default https://api.openai.com/v1) the endpoint,
  *   its sealed api_key the bearer and its sealed custom headers go along.
- * - A store's `embedding_model` names such a card (model_id, or card id) in the store's tenant. A store
- *   without one uses the platform default MEMORY_EMBEDDING_MODEL, looked up in the store's
- *   tenant first, else among the operator's cards (tnt_default). Neither → lexical search.
- * - A named card that is missing or not an embedding model is a 400 naming `embedding_model`.
+ * - A store's `embedding_model` names such a card (model_id, or card id) in the store's tenant
+ *   (or the platform default's name, which may be an operator card). A store without one uses the
+ *   platform default MEMORY_EMBEDDING_MODEL, looked up in the store's tenant first, else among
+ *   the operator's cards (tnt_default). Neither → lexical search.
+ * - Store create/update (checkEmbeddingModel) refuses a name that resolves to no embedding model
+ *   with a 400 naming `embedding_model` and listing the workspace's embedding models.
+ * - At search, a model that can no longer be used (card deleted or changed, the platform
+ *   default naming nothing) is lexical search with the reason (chooseEmbeddingModel).
  *
  * Egress: a card of a tenant other than the operator's reaches its base_url through the
  * platform's egress policy (private addresses refused unless EGRESS_ALLOW_PRIVATE_HOSTS opens
@@ -67,29 +71,85 @@ export interface EmbeddingDeps {
   operatorFetch?: HttpFetch;
 }
 
-/** Resolves the embedding model of a store; null = none configured (lexical search). */
+/** The embedding model of a store, or why there is none (the store is searched lexically). */
+export type EmbeddingChoice = { model: EmbeddingModel } | { model: null; reason: string };
+
+const cardNamed = async (d: EmbeddingDeps, tenant: string, name: string, named: boolean) => {
+  // By model_id (a card's name), or by the card's id.
+  const which = { $or: [{ model_id: name }, { _id: name }] };
+  const card = await d.c.modelCards.findOne(tenant, which);
+  if (card || tenant === DEFAULT_TENANT || (named && name !== d.platformDefault)) return card;
+  return d.c.modelCards.findOne(DEFAULT_TENANT, which);
+};
+
+const NOT_EMBEDDING = 'it needs pi_config.embedding = true and an OpenAI-compatible provider';
+
+export async function chooseEmbeddingModel(
+  d: EmbeddingDeps,
+  tenant: string,
+  storeModel: string | null | undefined,
+): Promise<EmbeddingChoice> {
+  const named = storeModel || null;
+  const name = named ?? d.platformDefault;
+  if (!name)
+    return {
+      model: null,
+      reason: 'no embedding model: the store names none and MEMORY_EMBEDDING_MODEL is not set',
+    };
+  const card = await cardNamed(d, tenant, name, !!named);
+  const source = named ? "the store's embedding_model" : 'the platform default';
+  if (!card) return { model: null, reason: `${source} '${name}' names no model card` };
+  if (!isEmbeddingCard(card))
+    return {
+      model: null,
+      reason: `${source} '${name}' is not an embedding model (${NOT_EMBEDDING})`,
+    };
+  return { model: cardModel(d, card) };
+}
+
+/** The embedding model of a store; null = none usable (lexical search). */
 export async function resolveEmbeddingModel(
   d: EmbeddingDeps,
   tenant: string,
   storeModel: string | null | undefined,
 ): Promise<EmbeddingModel | null> {
-  const named = storeModel || null;
-  const name = named ?? d.platformDefault;
-  if (!name) return null;
-  // By model_id (a card's name), or by the card's id.
-  const which = { $or: [{ model_id: name }, { _id: name }] };
-  let card = await d.c.modelCards.findOne(tenant, which);
-  if (!card && !named && tenant !== DEFAULT_TENANT)
-    card = await d.c.modelCards.findOne(DEFAULT_TENANT, which);
-  const field = 'embedding_model';
-  const source = named ? "the store's embedding_model" : 'the platform default';
-  if (!card) throw invalid(field, `no model card '${name}' (${source})`);
-  if (!isEmbeddingCard(card))
-    throw invalid(
-      field,
-      `model card '${name}' (${source}) is not an embedding model: it needs pi_config.embedding = true and an OpenAI-compatible provider`,
-    );
-  return cardModel(d, card);
+  return (await chooseEmbeddingModel(d, tenant, storeModel)).model;
+}
+
+/** Embedding models a store of the tenant may name (model_ids; the platform default last). */
+export async function availableEmbeddingModels(d: EmbeddingDeps, tenant: string) {
+  const cards = await d.c.modelCards.find(
+    tenant,
+    { 'pi_config.embedding': true },
+    { sort: { model_id: 1 }, limit: 100 },
+  );
+  const names = cards.filter(isEmbeddingCard).map((c) => c.model_id);
+  const dflt = d.platformDefault;
+  if (dflt && !names.includes(dflt) && (await chooseEmbeddingModel(d, tenant, null)).model)
+    names.push(dflt);
+  return names;
+}
+
+/**
+ * A store's `embedding_model` at create/update: it must name an embedding model of the
+ * workspace (or the platform default); otherwise a 400 naming `embedding_model` that lists
+ * what is available (test/memory-search.test.ts › 'embedding_model is validated').
+ */
+export async function checkEmbeddingModel(
+  d: EmbeddingDeps,
+  tenant: string,
+  name: string,
+): Promise<void> {
+  const card = await cardNamed(d, tenant, name, true);
+  if (card && isEmbeddingCard(card)) return;
+  const available = await availableEmbeddingModels(d, tenant);
+  const why = card
+    ? `model card '${name}' is not an embedding model (${NOT_EMBEDDING})`
+    : `no embedding model '${name}' in this workspace`;
+  throw invalid(
+    'embedding_model',
+    `${why}; available: ${available.length ? available.join(', ') : 'none'} (omit it for the platform default${d.platformDefault ? '' : ', which is unset: lexical search'})`,
+  );
 }
 
 function cardModel(d: EmbeddingDeps, card: ModelCardDoc): EmbeddingModel {

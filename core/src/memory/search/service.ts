@@ -24,15 +24,19 @@
  * - Deleting a store (MemoryService.deleteStore → dropStore) removes its entries and counter.
  * - Memory is bounded: at most MEMORY_SEARCH_MAX_OPEN_INDEXES stores are open per process
  *   (least recently searched evicted first).
- * - The embedding endpoint failing at search time falls back to lexical search, saying so
- *   (`mode: 'lexical'`, `fallback_reason`); a store naming a missing or non-embedding card is a
- *   400 naming `embedding_model`.
+ * - Every lexical answer says why (`fallback_reason`): no embedding model configured, the
+ *   store's (or the platform default's) model no longer usable (card deleted or changed), or the
+ *   embedding endpoint failing at search time. A store's `embedding_model` is validated at
+ *   create/update (`checkEmbeddingModel`: a 400 naming `embedding_model` listing what is
+ *   available; test/memory-search.test.ts › 'embedding_model is validated').
  */
 import { sha256 } from '../../crypto.js';
 import type { StoreRouter } from '../../domain/collections.js';
 import { notFound } from '../../errors.js';
 import type { Logger } from '../../log.js';
 import {
+  checkEmbeddingModel,
+  chooseEmbeddingModel,
   EmbeddingError,
   resolveEmbeddingModel,
   type EmbeddingDeps,
@@ -73,7 +77,7 @@ export interface MemorySearchAnswer {
   mode: 'semantic' | 'lexical';
   /** The model card (model_id) that embedded the query, in semantic mode. */
   embedding_model?: string;
-  /** Why a store with an embedding model was searched lexically this time. */
+  /** Why the store was searched lexically (set on every lexical answer). */
   fallback_reason?: string;
   /** Live memories not in the semantic index yet (embedding pending). */
   unindexed?: number;
@@ -130,6 +134,10 @@ export class MemorySearchService {
       await this.entries.drop(tenant, storeId);
     },
   };
+
+  /** Handed to MemoryService.setEmbeddingModelCheck. */
+  readonly checkEmbeddingModel = (tenant: string, name: string) =>
+    checkEmbeddingModel(this.o.embedding, tenant, name);
 
   private track(p: Promise<void>): void {
     this.background.add(p);
@@ -189,7 +197,8 @@ export class MemorySearchService {
   ): Promise<MemorySearchAnswer> {
     const store = await this.o.source.store(tenant, storeId);
     if (!store) throw notFound('memory_store', storeId);
-    const model = await resolveEmbeddingModel(this.o.embedding, tenant, store.embedding_model);
+    const choice = await chooseEmbeddingModel(this.o.embedding, tenant, store.embedding_model);
+    const model = choice.model;
     const s = this.openStore(tenant, storeId);
     // The query is embedded while earlier searches of the store finish (outside the queue).
     const queryVector = model?.embed([query]).then((v) => v[0]!);
@@ -213,7 +222,8 @@ export class MemorySearchService {
           return { ...answer, fallback_reason: `embedding model '${model.name}': ${err.message}` };
         }
       }
-      return this.lexical(s, tenant, storeId, query, limit);
+      const answer = await this.lexical(s, tenant, storeId, query, limit);
+      return { ...answer, fallback_reason: 'reason' in choice ? choice.reason : 'none' };
     });
   }
 
