@@ -285,10 +285,10 @@ export async function createPlatform(config: Config, adapters: Adapters): Promis
     log: createLogger(config.logLevel, { component: 'memory-search' }),
   });
   memory.setSearchHook(memorySearch.hook);
+  memory.setEmbeddingModelCheck(memorySearch.checkEmbeddingModel);
   const dreams = new DreamService({
     c: collections,
     memory,
-  memory.setEmbeddingModelCheck(memorySearch.checkEmbeddingModel);
     models,
     events,
     bus,

@@ -26,6 +26,8 @@ export const MemoryStoreCreate = Obj({
   agent_id: Type.Optional(Nullable(Type.String({ minLength: 1, maxLength: 128 }))),
   /** Spec: defaults to the platform setting. */
   embedding_model: Type.Optional(Nullable(EmbeddingModel)),
+  /** Spec: the index name; chosen by the platform, any other value refused (core unsupported.ts). */
+  vector_index: Type.Optional(Nullable(Type.String({ maxLength: 256 }))),
 });
 export type MemoryStoreCreate = Static<typeof MemoryStoreCreate>;
 
@@ -35,6 +37,8 @@ export const MemoryStoreUpdate = Obj({
   metadata: Type.Optional(Nullable(MetadataPatch)),
   /** Spec: validated like create; null returns the store to the platform default. */
   embedding_model: Type.Optional(Nullable(EmbeddingModel)),
+  /** As on create: refused unless null. */
+  vector_index: Type.Optional(Nullable(Type.String({ maxLength: 256 }))),
 });
 export type MemoryStoreUpdate = Static<typeof MemoryStoreUpdate>;
 

@@ -43,6 +43,22 @@ export function refuseExecutionIdentity(value: unknown): void {
 }
 
 /**
+ * Memory store `vector_index` (create/update; the spec's "index name"): every store has its own
+ * search index, built per (tenant, store) from the store's persisted vectors and named by the
+ * platform (served as `vector_index`). An index chosen by the caller (shared with another store,
+ * or living in an external vector database) is not something this deployment can honour, so
+ * any non-null value is refused; null means "the platform's" and is accepted. Proved by
+ * test/memory-vector-index.test.ts.
+ */
+export function refuseVectorIndex(value: unknown): void {
+  if (value !== undefined && value !== null)
+    throw notSupportedYet(
+      'vector_index',
+      "choosing a memory store's vector index (each store has its own index, named by the platform and served as vector_index)",
+    );
+}
+
+/**
  * Environment `scope`: a tenant is one organization with no per-account visibility, so only
  * `organization` is served (the SDK: "API organizations support only 'organization'; 'account'
  * is rejected").

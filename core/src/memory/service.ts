@@ -39,6 +39,7 @@ import { newId } from '../ids.js';
 import type { Logger } from '../log.js';
 import type { Collections } from '../domain/collections.js';
 import { applyMetadataPatch } from '../domain/metadata.js';
+import { refuseVectorIndex } from '../domain/unsupported.js';
 import { createdAtBounds, pageById, type Page } from '../domain/pagination.js';
 import { DuplicateKeyError, type Filter } from '../ports/store.js';
 import {
@@ -66,10 +67,10 @@ export interface MemorySearchHook {
   dropStore(tenant: string, storeId: string): Promise<void>;
 }
 
-export interface MemoryUpdateInput {
 /** A store's `embedding_model` at create/update: throws a 400 naming the field when unusable. */
 export type EmbeddingModelCheck = (tenant: string, name: string) => Promise<void>;
 
+export interface MemoryUpdateInput {
   path?: string | null;
   content?: string | null;
   /** Compare-and-swap: the update applies only while the memory's content has this hash. */
@@ -94,8 +95,8 @@ function checkContent(content: string): number {
 export class MemoryService {
   private clock: () => number = Date.now;
   private hook: MemorySearchHook | null = null;
-  readonly versions: MemoryVersions;
   private checkEmbeddingModel: EmbeddingModelCheck = async () => {};
+  readonly versions: MemoryVersions;
 
   constructor(
     private readonly c: Collections,
@@ -114,11 +115,11 @@ export class MemoryService {
   setSearchHook(hook: MemorySearchHook): void {
     this.hook = hook;
   }
-  private nowIso(): string {
-    return new Date(this.clock()).toISOString();
-  }
   setEmbeddingModelCheck(check: EmbeddingModelCheck): void {
     this.checkEmbeddingModel = check;
+  }
+  private nowIso(): string {
+    return new Date(this.clock()).toISOString();
   }
   private async tellSearch(what: string, f: (h: MemorySearchHook) => Promise<void>): Promise<void> {
     if (!this.hook) return;
@@ -149,10 +150,11 @@ export class MemoryService {
   async createStore(tenant: string, b: MemoryStoreCreate): Promise<MemoryStore> {
     checkWellFormed(b.name, 'name');
     checkWellFormed(b.description ?? '', 'description');
+    refuseVectorIndex(b.vector_index);
+    if (b.embedding_model) await this.checkEmbeddingModel(tenant, b.embedding_model);
     const now = this.nowIso();
     const id = newId(MEMORY_STORE_PREFIX);
     const doc: Omit<MemoryStoreDoc, 'tenant_id'> = {
-    if (b.embedding_model) await this.checkEmbeddingModel(tenant, b.embedding_model);
       _id: id,
       name: b.name,
       description: b.description ?? '',
@@ -184,21 +186,22 @@ export class MemoryService {
 
   async updateStore(tenant: string, id: string, b: MemoryStoreUpdate): Promise<MemoryStore> {
     const s = await this.liveStore(tenant, id);
+    refuseVectorIndex(b.vector_index);
     checkWellFormed(b.name ?? '', 'name');
     checkWellFormed(b.description ?? '', 'description');
     const set: Record<string, unknown> = {};
     if (b.name !== undefined && b.name !== null) set.name = b.name;
     if (b.description !== undefined) set.description = b.description ?? '';
     if (b.metadata !== undefined) set.metadata = applyMetadataPatch(s.metadata, b.metadata);
-    if (Object.keys(set).length === 0) return renderStore(s);
-    set.updated_at = this.nowIso();
-    const after = await this.c.memoryStores.findOneAndUpdate(
-      tenant,
     if (b.embedding_model !== undefined) {
       // null (or empty) returns the store to the platform default; a change re-embeds lazily.
       if (b.embedding_model) await this.checkEmbeddingModel(tenant, b.embedding_model);
       set.embedding_model = b.embedding_model || null;
     }
+    if (Object.keys(set).length === 0) return renderStore(s);
+    set.updated_at = this.nowIso();
+    const after = await this.c.memoryStores.findOneAndUpdate(
+      tenant,
       { _id: id, archived_at: null },
       { $set: set },
       { returnDocument: 'after' },
