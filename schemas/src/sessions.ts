@@ -131,7 +131,8 @@ const ResourceParams = Type.Union([
 
 export const SessionCreate = Obj({
   agent: AgentRef,
-  environment_id: Id('env_'),
+  /** Defaults to the pinned agent version's environment_id (a 400 when neither names one). */
+  environment_id: Type.Optional(Id('env_')),
   title: Type.Optional(Nullable(Type.String({ maxLength: 512 }))),
   metadata: Type.Optional(Metadata),
   resources: Type.Optional(Type.Array(ResourceParams, { maxItems: 100 })),

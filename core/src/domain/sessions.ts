@@ -86,15 +86,23 @@ export class SessionService {
         `agent ${ref.id} version ${version} nests JSON deeper than ${MAX_STORED_JSON_DEPTH} levels (stored before that limit); update its tools or create a new agent`,
       );
     const snapshot = await sessionAgentSnapshot(this.agents, tenant, body.agent, pinned, version);
-    const env = await this.c.environments.get(tenant, body.environment_id);
+    // Without one in the body, the pinned agent version's environment_id is the session's
+    // (test/session-default-environment.test.ts).
+    const envId = body.environment_id ?? pinned.environment_id;
+    if (!envId)
+      throw invalid(
+        'environment_id',
+        `is required: agent ${ref.id} (version ${version}) names no environment_id`,
+      );
+    const env = await this.c.environments.get(tenant, envId);
     if (!env)
       throw withErrorCode(
-        invalid('environment_id', `environment ${body.environment_id} not found`),
+        invalid('environment_id', `environment ${envId} not found`),
         'environment_not_found',
       );
     if (env.archived_at)
       throw withErrorCode(
-        invalid('environment_id', `environment ${body.environment_id} is archived`),
+        invalid('environment_id', `environment ${envId} is archived`),
         'environment_archived',
       );
     refuseUnservableBaseImage(this.opts, env.base_image, 'environment_id');
@@ -115,7 +123,7 @@ export class SessionService {
       agent_id: ref.id,
       agent_version: version,
       agent: snapshot,
-      environment_id: body.environment_id,
+      environment_id: envId,
       environment: snapshotOf(env),
       title: body.title ?? null,
       metadata: body.metadata ?? {},
