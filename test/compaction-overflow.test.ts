@@ -6,6 +6,10 @@
  *   no session.error is left; with `summarize`, the summary call replays the exact request
  *   that overflowed plus the private instruction, without tool_choice;
  * - the history after the boundary is rebuilt from the event log, also after a restart;
+ * - the retry carries the summary first and then the turn's own input, so the model answers the
+ *   user: a model that refuses prompts over a size and echoes the last user text answers the
+ *   turn's question after the retry, on all three strategies, and the summary is never an
+ *   agent.message;
  * - when the retry overflows again, the turn ends with the terminal session.error
  *   compaction_limit_reached_error and the session takes the next message normally;
  * - a request estimated over the window even after compaction is not sent: same error.
@@ -75,8 +79,9 @@ describe('overflow retry (harness pi)', () => {
     expect(toolsOf(summary)).toEqual(toolsOf(failed));
     expect(sessionIdOf(summary)).toBe(s.sid);
     expect(summary.body.tool_choice).toBeUndefined();
+    // the summary first, then the turn's own question
     expect(conversationOf(retry)).toEqual([
-      { role: 'user', text: expect.stringContaining('SUMMARY-O') },
+      { role: 'user', text: expect.stringMatching(/SUMMARY-O[\s\S]*second question: beta$/) },
     ]);
     expectValidEvents(log);
     const boundary = log.find((e) => e.type === 'agent.thread_context_compacted');
@@ -100,6 +105,56 @@ describe('overflow retry (harness pi)', () => {
     expect(conv[0]!.text).toContain('SUMMARY-O');
     expect(conv.slice(1).map((m) => m.text)).toEqual(['a2', 'third question: gamma']);
   });
+
+  it.each(['cc-style', 'opencode-style', 'summarize'] as const)(
+    '%s: the retry answers the user (a model that refuses large prompts and echoes the last user text)',
+    async (strategy) => {
+      const s = await piSession(t, envId, 'anthropic', {
+        metadata: { compaction_strategy: strategy },
+      });
+      const FILLER = 'filler '.repeat(6000); // 42 KB: one copy fits, two do not
+      const LIMIT = 60_000;
+      const lastUserText = (body: any): string => {
+        const last = [...(body.messages as any[])].reverse().find((m) => m.role === 'user');
+        const blocks =
+          typeof last.content === 'string' ? [{ type: 'text', text: last.content }] : last.content;
+        return blocks.filter((b: any) => b.type === 'text').at(-1).text;
+      };
+      const model: ScriptedResponse = {
+        steps: [],
+        decide: (body) => {
+          const text = lastUserText(body);
+          if (
+            text.startsWith('Private compaction instruction') ||
+            /summar/i.test(JSON.stringify(body.system ?? ''))
+          )
+            return say(`SUMMARY-${strategy}`);
+          if (JSON.stringify(body).length > LIMIT) return overflow('anthropic');
+          return say(text);
+        },
+      };
+      t.model.script(s.wire, model, model, model, model);
+      await turn(t, s.sid, `first: ${FILLER}`);
+      const log = await turn(t, s.sid, 'what is the second question?');
+      const reqs = requestsOf(t, s.wire);
+      // turn 1, the refused request, the summary call, the retry
+      expect(reqs).toHaveLength(4);
+      const retry = reqs[3]!;
+      expect(conversationOf(retry).at(-1)!.text).toMatch(/what is the second question\?$/);
+      const boundary = log.find((e) => e.type === 'agent.thread_context_compacted');
+      expect(boundary).toMatchObject({
+        summary: `SUMMARY-${strategy}`,
+        strategy,
+        trigger: 'overflow',
+      });
+      const answers = log
+        .filter((e) => e.type === 'agent.message')
+        .map((e) => e.content.map((b: any) => b.text).join(''));
+      expect(answers.at(-1)).toBe('what is the second question?');
+      for (const a of answers) expect(a).not.toContain('SUMMARY');
+      expect(log.filter((e) => e.type === 'session.error')).toEqual([]);
+    },
+  );
 
   it('anthropic: a retry that overflows again → compaction_limit_reached_error; the session goes on', async () => {
     const s = await piSession(t, envId, 'anthropic');

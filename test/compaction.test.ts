@@ -47,12 +47,14 @@ afterAll(async () => {
 });
 
 const SUMMARY = 'SUMMARY: the user asked about alpha, then beta with a picture.';
-const SMALL_WINDOW = { contextWindow: 3000, reasoning: true };
+const SMALL_WINDOW = { contextWindow: 6000, reasoning: true };
+const LONG_REPLY = `a1 ${'ipsum '.repeat(400)}`;
 
 /**
- * Three turns on a pi session whose threshold is 1500 tokens: the second turn carries an image
- * (counted at 1600 tokens), so it compacts before its request. Requests: [0] turn 1, [1] the
- * summary, [2] turn 2, [3] turn 3.
+ * Three turns on a pi session whose threshold is 2400 tokens: the first turn carries an image
+ * (counted at 1600 tokens) and stays under it; the second turn, after a long reply, crosses it,
+ * so it compacts before its request and sends the summary and its own input. Requests: [0] turn
+ * 1, [1] the summary, [2] turn 2, [3] turn 3.
  */
 async function threeTurns(
   protocol: Protocol,
@@ -62,12 +64,12 @@ async function threeTurns(
 ) {
   const s = await piSession(t, envId, protocol, {
     pi: SMALL_WINDOW,
-    metadata: { compaction_trigger_fraction: '0.5', ...metadata },
+    metadata: { compaction_trigger_fraction: '0.4', ...metadata },
     effort,
   });
-  t.model.script(s.wire, say('a1'), summaryResponse, say('a2'), say('a3'));
-  await turn(t, s.sid, `first question: alpha ${'lorem '.repeat(40)}`);
-  await turn(t, s.sid, 'second question: beta', RED_DOT_PNG);
+  t.model.script(s.wire, say(LONG_REPLY), summaryResponse, say('a2'), say('a3'));
+  await turn(t, s.sid, `first question: alpha ${'lorem '.repeat(40)}`, RED_DOT_PNG);
+  await turn(t, s.sid, 'second question: beta');
   const log = await turn(t, s.sid, 'third question: gamma');
   const reqs = requestsOf(t, s.wire);
   expect(reqs).toHaveLength(4);
@@ -77,12 +79,16 @@ async function threeTurns(
   return { ...s, reqs, log, boundary: boundary[0] };
 }
 
-/** The turn after the compaction sends the summary, then only what came after it. */
+/**
+ * The turn that compacted sends the summary, then its own input (the model answers the user);
+ * the next one the summary, then only what came after it.
+ */
 function expectRebuiltHistory(reqs: any[], summary: string) {
   const second = conversationOf(reqs[2]);
   expect(second).toHaveLength(1);
   expect(second[0]!.role).toBe('user');
   expect(second[0]!.text).toContain(summary);
+  expect(second[0]!.text).toMatch(/second question: beta$/);
   const third = conversationOf(reqs[3]);
   expect(third.map((m) => m.role)).toEqual(['user', 'assistant', 'user']);
   expect(third[0]!.text).toContain(summary);
@@ -123,7 +129,7 @@ describe('compaction strategies (harness pi)', () => {
       trigger: 'threshold',
       fallback_reason: null,
     });
-    expect(r.boundary.estimated_tokens_before).toBeGreaterThan(1500);
+    expect(r.boundary.estimated_tokens_before).toBeGreaterThan(2400);
     const types = r.log.map((e) => e.type);
     const start = types.indexOf('span.compaction_summarize_start');
     expect(start).toBeGreaterThan(-1);
@@ -159,13 +165,14 @@ describe('compaction strategies (harness pi)', () => {
     // The exact history (image bytes included), then the private instruction.
     const msgs = summary.body.messages as any[];
     expect(msgs[0]).toEqual(first.body.messages[0]);
+    expect(msgs[0].content).toContainEqual({
+      type: 'image',
+      source: { type: 'base64', media_type: 'image/png', data: RED_DOT_PNG },
+    });
     expect(msgs.map((m) => m.role)).toEqual(['user', 'assistant', 'user']);
-    expect(msgs[1].content).toEqual([{ type: 'text', text: 'a1' }]);
+    expect(msgs[1].content).toEqual([{ type: 'text', text: LONG_REPLY }]);
     const last = msgs[2].content as any[];
-    expect(last.slice(0, 2)).toEqual([
-      { type: 'text', text: 'second question: beta' },
-      { type: 'image', source: { type: 'base64', media_type: 'image/png', data: RED_DOT_PNG } },
-    ]);
+    expect(last[0]).toEqual({ type: 'text', text: 'second question: beta' });
     expect(last.at(-1).text).toMatch(/^Private compaction instruction/);
     expect(r.boundary).toMatchObject({ summary: SUMMARY, strategy: 'summarize' });
     expectRebuiltHistory(r.reqs, SUMMARY);
@@ -192,10 +199,10 @@ describe('compaction strategies (harness pi)', () => {
     );
     expect(r.boundary).toMatchObject({ strategy: 'truncate', trigger: 'threshold' });
     expect(r.boundary.fallback_reason).toContain('tool call');
-    // The newest messages are kept verbatim (images as placeholders); no tool call was recorded.
+    // The newest messages are kept verbatim (the image's turn is among those omitted); no tool
+    // call was recorded.
     expect(r.boundary.summary).toContain('second question: beta');
-    expect(r.boundary.summary).toContain('[image]');
-    expect(r.boundary.summary).toContain('[1 earlier messages omitted]');
+    expect(r.boundary.summary).toContain('[2 earlier messages omitted]');
     expect(r.boundary.summary).not.toContain('first question');
     expect(r.log.filter((e) => e.type === 'agent.custom_tool_use')).toEqual([]);
     const end = r.log.find((e) => e.type === 'span.compaction_summarize_end');
@@ -210,7 +217,7 @@ describe('compaction events on the SSE stream', () => {
   it('the default stream carries the boundary event, not the summarize spans (extensions; in the log)', async () => {
     const s = await piSession(t, envId, 'anthropic', {
       pi: SMALL_WINDOW,
-      metadata: { compaction_trigger_fraction: '0.5' },
+      metadata: { compaction_trigger_fraction: '0.25' },
     });
     t.model.script(s.wire, say('a1'), say(SUMMARY), say('a2'));
     await turn(t, s.sid, 'first question: alpha');

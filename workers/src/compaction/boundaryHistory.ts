@@ -5,13 +5,18 @@
  * - no boundary: exactly ../history.ts buildHistory (a session that never compacted sends what a
  *   default-harness session sends);
  * - with one: a user turn carrying the boundary's summary, then the session's mid-conversation
- *   system messages from before it (they hold for every later turn), then the conversation
- *   built from the events after it. User input that arrived before the boundary but that no turn
- *   had consumed yet (after the last session.status_running) is kept and enters at the turn that
- *   consumes it, as usual;
+ *   system messages that earlier turns consumed, then the turn the boundary was written in, whole:
+ *   the input that turn consumed (its user message, tool results, system messages, after the
+ *   summary in the same user turn) and what the turn did before the boundary (its tool calls and
+ *   results), then the conversation built from the events after the boundary. So the request
+ *   after a compaction, mid-turn (overflow) or at its start (threshold), still ends with the
+ *   turn's own input and the model answers it, never the summary. User input that arrived
+ *   during that turn is kept and enters at the turn that consumes it, as usual;
  * - derived only from the log, so a worker restart rebuilds the same history.
  * Proved by test/compaction.test.ts (the request after a compaction carries the summary and the
- * later messages only) and test/compaction-overflow.test.ts (after a restart).
+ * later messages only), test/compaction-overflow.test.ts (after a restart; "the retry answers
+ * the user": a model that refuses large prompts and echoes the last user text, all three
+ * strategies).
  */
 import type { ChatMessage, EventDoc } from '@agentfleet/core';
 import { buildHistory } from '../history.js';
@@ -38,23 +43,38 @@ export function boundaryHistory(events: EventDoc[]): ChatMessage[] {
     }
   if (at < 0) return buildHistory(events);
   const boundary = events[at]!;
-  let lastRun = -1;
-  for (let i = at - 1; i >= 0; i--)
-    if (events[i]!.type === 'session.status_running') {
-      lastRun = i;
-      break;
-    }
-  const before = events.slice(0, at);
-  const consumedSystem = before.slice(0, lastRun + 1).filter((e) => e.type === 'system.message');
-  const pending = before.slice(lastRun + 1).filter((e) => INPUT_TYPES.has(e.type));
+  const lastRunBefore = (end: number) => {
+    for (let i = end - 1; i >= 0; i--) if (events[i]!.type === 'session.status_running') return i;
+    return -1;
+  };
+  // the turn the boundary was written in starts at its session.status_running (run); it
+  // consumed the input appended since the turn before it started (prevRun)
+  const run = lastRunBefore(at);
+  const prevRun = run < 0 ? -1 : lastRunBefore(run);
   const synthetic = (type: string, payload: Record<string, unknown>): EventDoc =>
     ({ ...boundary, _id: `${boundary._id}:${type}`, type, payload }) as EventDoc;
   const summary = String((boundary.payload as { summary?: unknown }).summary ?? '');
+  const summaryEvent = synthetic('user.message', {
+    content: [{ type: 'text', text: summaryMessageText(summary) }],
+  });
+  if (run < 0) {
+    // no turn before the boundary: every input before it is still to be consumed
+    const pending = events.slice(0, at).filter((e) => INPUT_TYPES.has(e.type));
+    return buildHistory([
+      summaryEvent,
+      synthetic('session.status_running', {}),
+      ...pending,
+      ...events.slice(at + 1),
+    ]);
+  }
+  const earlierSystem = events.slice(0, prevRun + 1).filter((e) => e.type === 'system.message');
+  const turnInput = events.slice(prevRun + 1, run).filter((e) => INPUT_TYPES.has(e.type));
   return buildHistory([
-    synthetic('user.message', { content: [{ type: 'text', text: summaryMessageText(summary) }] }),
-    ...consumedSystem,
-    synthetic('session.status_running', {}),
-    ...pending,
+    summaryEvent,
+    ...earlierSystem,
+    ...turnInput,
+    events[run]!,
+    ...events.slice(run + 1, at),
     ...events.slice(at + 1),
   ]);
 }
