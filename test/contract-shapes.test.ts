@@ -166,7 +166,7 @@ describe('served shapes match their schemas', () => {
               allowed_domains: ['example.com'],
             },
           ],
-          default_config: { permission_policy: { type: 'auto' } },
+          default_config: { permission_policy: { type: 'always_allow' } },
         },
         { type: 'mcp_toolset', mcp_server_name: 'docs', configs: [{ name: 'search' }] },
         // Every server needs its toolset (SDK); all tools off, so turns never start this one.

@@ -4,7 +4,8 @@
  * the client-executed calls of the same response), user.tool_confirmation allow runs it in the
  * sandbox, deny returns the message as an is_error tool result; per-tool overrides of the
  * toolset default; a server-executed custom tool's policy (extension) is honoured and a
- * client-executed one accepts only always_allow; auto holds as ask (indeterminate); a
+ * client-executed one accepts only always_allow; auto is refused with a 400 naming
+ * `….permission_policy.type` wherever a policy goes (agent and session update); a
  * user.message abandons held calls; confirmations that name no held call of this session are a
  * 400 naming the field, without telling another session's or tenant's ids apart from made-up
  * ones; held calls survive a restart and an interrupt (state is read from the event log).
@@ -235,9 +236,59 @@ describe('permission_policy (TS SDK, local sandbox)', () => {
     });
   });
 
-  it('auto holds the call (no judge: ask, indeterminate); a held call survives a restart and an interrupt; a user.message instead abandons held calls', async () => {
+  it('auto is refused: a 400 naming permission_policy.type wherever a policy goes, nothing stored', async () => {
+    const auto = { type: 'auto' as const };
+    const mcp = { mcp_servers: [{ type: 'url', name: 'm', url: 'https://mcp.example.com/sse' }] };
+    const cases: Array<[any[], string, object]> = [
+      [
+        [{ type: TOOLSET, configs: [{ name: 'bash', permission_policy: auto }] }],
+        'tools[0].configs[0]',
+        {},
+      ],
+      [
+        [{ type: TOOLSET, default_config: { permission_policy: auto } }],
+        'tools[0].default_config',
+        {},
+      ],
+      [
+        [
+          {
+            type: 'mcp_toolset',
+            mcp_server_name: 'm',
+            default_config: { permission_policy: auto },
+          },
+        ],
+        'tools[0].default_config',
+        mcp,
+      ],
+    ];
+    const before = (await t.client.beta.agents.list()).data.length;
+    for (const [tools, field, extra] of cases)
+      await expect(
+        t.client.beta.agents.create({ name: 'auto', model: MODEL, tools, ...extra } as any),
+      ).rejects.toMatchObject({
+        status: 400,
+        message: expect.stringMatching(
+          new RegExp(
+            `${field.replace(/[[\].]/g, '\\$&')}\\.permission_policy\\.type: .*not supported`,
+          ),
+        ),
+      });
+    expect((await t.client.beta.agents.list()).data.length).toBe(before);
+    const sid = await sessionFor([{ type: TOOLSET }]);
+    await expect(
+      t.client.beta.sessions.update(sid, {
+        agent: { tools: [{ type: TOOLSET, default_config: { permission_policy: auto } }] },
+      } as any),
+    ).rejects.toMatchObject({
+      status: 400,
+      message: expect.stringContaining('agent.tools[0].default_config.permission_policy.type'),
+    });
+  });
+
+  it('a held call survives a restart and an interrupt; a user.message instead abandons held calls', async () => {
     const sid = await sessionFor([
-      { type: TOOLSET, configs: [{ name: 'bash', permission_policy: { type: 'auto' } }] },
+      { type: TOOLSET, configs: [{ name: 'bash', permission_policy: ask }] },
     ]);
     t.model.script(
       MODEL,
@@ -249,10 +300,7 @@ describe('permission_policy (TS SDK, local sandbox)', () => {
     const first = await untilIdle(sid, [message('run it')]);
     const use = first.find((e) => e.type === 'agent.tool_use');
     expect(use.evaluated_permission).toBe('ask');
-    expect(use.evaluation).toEqual({
-      type: 'auto',
-      evaluated_permission: { type: 'ask', reason_code: 'indeterminate' },
-    });
+    expect(use.evaluation).toEqual({ type: 'always_ask' });
     expect(first.at(-1).stop_reason).toEqual({ type: 'requires_action', event_ids: [use.id] });
     await t.restart();
     await t.client.beta.sessions.events.send(sid, { events: [{ type: 'user.interrupt' }] });

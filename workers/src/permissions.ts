@@ -9,8 +9,9 @@
  *   ones only always_allow is accepted, core/src/domain/toolPolicy.ts), else always_allow;
  * - every agent.tool_use and agent.mcp_tool_use records the SDK's `evaluated_permission` and
  *   `evaluation` (an MCP call's policy: its toolset's, by server and bare tool name):
- *   always_allow → allow, always_ask → ask, auto → ask with `reason_code: 'indeterminate'` (this deployment
- *   has no per-call judge, so it holds the call rather than guess), a tool that is not enabled
+ *   always_allow → allow, always_ask → ask; `auto` is refused when an agent or session update
+ *   names it (core/src/domain/toolPolicy.ts), and a policy stored before that refusal holds the
+ *   call as ask with `reason_code: 'indeterminate'` (no per-call judge); a tool that is not enabled
  *   → deny without an evaluation (refused before any policy applied);
  * - an `ask` call is never run before the client allows it: the turn ends idle with
  *   `requires_action` naming it, together with the calls of client-executed custom tools; calls
