@@ -1,7 +1,8 @@
 /**
  * Settings the SDK can send but this deployment has not built are refused with a 400 naming the
  * field and saying "not supported yet", and nothing is stored (core/src/domain/unsupported.ts):
- * agent `multiagent`, input events `user.define_outcome` (`system.message`
+ * agent `multiagent`, input events `user.define_outcome`, `user.interrupt.session_thread_id`
+ * (a session has one thread; null accepted) (`system.message`
  * is built: test/system-message.test.ts). Through the official TypeScript SDK and plain HTTP. A model card for a custom
  * provider (protocol from `pi_config.api`) is created without a probe and says so:
  * `{ok: null, reason: 'unsupported_provider'}` (spec, model cards rule 1).
@@ -140,6 +141,25 @@ describe('unbuilt settings are refused, never stored', () => {
       'user.message',
       'system.message',
     ]);
+  });
+
+  it('user.interrupt session_thread_id: refused (no threads here), nothing appended; null is accepted', async () => {
+    const c = t.client;
+    const env = await c.beta.environments.create({ name: 'th' });
+    const a = await c.beta.agents.create({ name: 'th', model: 'claude-sonnet-4-5' });
+    const s = await c.beta.sessions.create({ agent: a.id, environment_id: env.id });
+    await refused(
+      c.beta.sessions.events.send(s.id, {
+        events: [{ type: 'user.interrupt', session_thread_id: 'sthr_other' }],
+      } as any),
+      'events[0].session_thread_id',
+    );
+    expect((await c.beta.sessions.events.list(s.id)).data).toEqual([]);
+    await c.beta.sessions.events.send(s.id, {
+      events: [{ type: 'user.interrupt', session_thread_id: null }],
+    } as any);
+    const types = (await c.beta.sessions.events.list(s.id)).data.map((e) => e.type);
+    expect(types).toContain('user.interrupt');
   });
 });
 
