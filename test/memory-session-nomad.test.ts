@@ -33,6 +33,22 @@ afterAll(async () => {
   await closeFake?.();
 });
 
+/** A session of a new toolset agent with `storeId` attached (`access` as given). */
+async function sessionWith(name: string, storeId: string, access?: 'read_only') {
+  const c = t.client;
+  const env = await c.beta.environments.create({ name });
+  const agent = await c.beta.agents.create({
+    name,
+    model: MODEL,
+    tools: [{ type: 'agent_toolset_20260401' }],
+  });
+  return c.beta.sessions.create({
+    agent: agent.id,
+    environment_id: env.id,
+    resources: [{ type: 'memory_store', memory_store_id: storeId, ...(access ? { access } : {}) }],
+  });
+}
+
 describe('memory stores mounted in a session (nomad driver)', () => {
   it('mounts the store at /mnt/memory/<name>; an edit becomes a new version at idle', async () => {
     const c = t.client;
@@ -41,17 +57,7 @@ describe('memory stores mounted in a session (nomad driver)', () => {
       path: '/plan.md',
       content: 'step 1\n',
     });
-    const env = await c.beta.environments.create({ name: 'memory-nomad' });
-    const agent = await c.beta.agents.create({
-      name: 'memory-nomad',
-      model: MODEL,
-      tools: [{ type: 'agent_toolset_20260401' }],
-    });
-    const session = await c.beta.sessions.create({
-      agent: agent.id,
-      environment_id: env.id,
-      resources: [{ type: 'memory_store', memory_store_id: store.id }],
-    });
+    const session = await sessionWith('memory-nomad', store.id);
     t.model.script(
       MODEL,
       call('bash', {
@@ -76,17 +82,7 @@ describe('memory stores mounted in a session (nomad driver)', () => {
       path: '/prefs/color.md',
       content: 'blue\n',
     });
-    const env = await c.beta.environments.create({ name: 'memory-nomad-ro' });
-    const agent = await c.beta.agents.create({
-      name: 'memory-nomad-ro',
-      model: MODEL,
-      tools: [{ type: 'agent_toolset_20260401' }],
-    });
-    const session = await c.beta.sessions.create({
-      agent: agent.id,
-      environment_id: env.id,
-      resources: [{ type: 'memory_store', memory_store_id: store.id, access: 'read_only' }],
-    });
+    const session = await sessionWith('memory-nomad-ro', store.id, 'read_only');
     const dir = '/mnt/memory/nomad-ref';
     t.model.script(
       MODEL,

@@ -71,16 +71,19 @@ async function turn(sid: string, text: string) {
     .map((e) => ({ text: e.content[0].text as string, is_error: e.is_error as boolean }));
 }
 
-/** Forks refused at the process cap in the sandbox of `sid` (its pids cgroup on this host, named after the session). */
-function forksRefused(sid: string): number {
-  const found = execFileSync(
+/** The cgroup directories of the sandbox of `sid` on this host (named after the session). */
+const sandboxCgroups = (sid: string): string[] =>
+  execFileSync(
     'find',
     ['/sys/fs/cgroup', '-maxdepth', '6', '-type', 'd', '-name', `agentfleet-sbx-*-local-${sid}-*`],
     { encoding: 'utf8' },
   )
     .split('\n')
     .filter(Boolean);
-  for (const dir of found)
+
+/** Forks refused at the process cap in the sandbox of `sid` (its pids cgroup). */
+function forksRefused(sid: string): number {
+  for (const dir of sandboxCgroups(sid))
     if (existsSync(`${dir}/pids.events`))
       return Number(/max (\d+)/.exec(readFileSync(`${dir}/pids.events`, 'utf8'))?.[1] ?? 0);
   return 0;
@@ -88,15 +91,8 @@ function forksRefused(sid: string): number {
 
 /** The host uids of the processes in the sandbox of `sid` (from its cgroups on this host). */
 function sandboxHostUids(sid: string): number[] {
-  const dirs = execFileSync(
-    'find',
-    ['/sys/fs/cgroup', '-maxdepth', '6', '-type', 'd', '-name', `agentfleet-sbx-*-local-${sid}-*`],
-    { encoding: 'utf8' },
-  )
-    .split('\n')
-    .filter(Boolean);
   const uids = new Set<number>();
-  for (const dir of dirs) {
+  for (const dir of sandboxCgroups(sid)) {
     if (!existsSync(`${dir}/cgroup.procs`)) continue;
     for (const pid of readFileSync(`${dir}/cgroup.procs`, 'utf8').split('\n').filter(Boolean)) {
       try {
