@@ -141,7 +141,7 @@ describe('webhook endpoints', () => {
     const ep = await (await call(a, 'POST', '', { url: 'https://hooks.example.com/ok' })).json();
     for (const [body, field] of [
       [{ url: 'http://hooks.example.com/x' }, 'url'],
-      [{ event_types: ['session.created'] }, 'event_types[0]'],
+      [{ event_types: ['user_profile.program_status_updated'] }, 'event_types[0]'],
       [{ disabled: 'no' }, 'disabled'],
     ] as const) {
       const res = await call(a, 'POST', `/${ep.id}`, body);

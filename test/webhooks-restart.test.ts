@@ -33,7 +33,7 @@ it('a delivery waiting for its retry is completed by the next platform on the sa
     method: 'POST',
     key: a.apiKey,
     headers: BETA,
-    json: { url: r.url },
+    json: { url: r.url, event_types: ['session.status_idled'] },
   });
   expect(res.status).toBe(200);
   const ep = (await res.json()) as { id: string; secret: string };

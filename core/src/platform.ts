@@ -244,6 +244,8 @@ export async function createPlatform(config: Config, adapters: Adapters): Promis
   });
   emitSessionStatusWebhooks(events, webhooks);
   vaults.useWebhooks(webhooks);
+  // Each service emits its objects' lifecycle webhooks once a change is stored (webhooks/port.ts).
+  agents.webhooks = environments.webhooks = sessions.webhooks = webhooks;
   // Sessions on self_hosted environments enqueue Work (and the wake-hint webhook).
   const work = new WorkService({
     c: collections,
@@ -260,6 +262,7 @@ export async function createPlatform(config: Config, adapters: Adapters): Promis
     collections,
     createLogger(config.logLevel, { component: 'memory' }),
   );
+  memory.webhooks = webhooks;
   // Search follows every committed memory write; vectors persist beside the memories.
   const memorySearch = new MemorySearchService({
     router,

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Creates or updates the Python venv the Python-driven tests use (test/schemathesis.test.ts):
+# Creates or updates the Python venv the Python-driven tests and `npm run load` use
+# (test/schemathesis.test.ts, test/python-sdk.test.ts, test/load-locust.test.ts, load/locust):
 # $AGENTFLEET_VENV (default $HOME/.cache/agentfleet/venv), with exactly the pins in
 # test/python/requirements.txt. Idempotent: when the venv was built from the same requirements
 # file (its sha256 is stamped in the venv), nothing is downloaded. pip's download cache stays

@@ -33,21 +33,15 @@ import { DuplicateKeyError } from '../ports/store.js';
 import type { Collections } from '../domain/collections.js';
 import type { SessionService } from '../domain/sessions.js';
 import { checkInputEvents } from '../domain/inputEvents.js';
+import type { LifecycleWebhooks } from '../webhooks/port.js';
 import type { DeploymentDoc, DeploymentRunDoc } from './docs.js';
 
 export const STALE_FIRING_MS = 5 * 60_000;
 
 export type DeploymentRunWebhook =
   'deployment_run.started' | 'deployment_run.succeeded' | 'deployment_run.failed';
-/** The webhooks port as this module needs it (platform.webhooks, core/src/webhooks). */
-export interface WebhookEmitter {
-  emit(
-    tenantId: string,
-    type: DeploymentRunWebhook,
-    data: { id: string; [k: string]: unknown },
-    opts?: { key?: string },
-  ): Promise<void>;
-}
+/** The webhooks port (platform.webhooks): deployment_run.* here, deployment.* in ./service.ts. */
+export type WebhookEmitter = LifecycleWebhooks;
 
 export interface FiringContext {
   c: Collections;

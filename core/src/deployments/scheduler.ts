@@ -16,7 +16,8 @@
  *   the tick is (its run's `created_at` shows how late; `scheduled_at` is the minute).
  * - A scheduled run whose error is one of the SDK's pausing errors (every run error but
  *   session_rate_limited_error and session_creation_rejected_error) pauses the deployment with
- *   `paused_reason: {type: 'error', error: {type}}`; a rate-limited fire keeps the schedule going.
+ *   `paused_reason: {type: 'error', error: {type}}` and emits deployment.paused; a rate-limited
+ *   fire keeps the schedule going.
  * - `schedule.last_run_at` is the start of the newest scheduled run; manual runs leave it alone.
  * Proved by test/deployments-runs.test.ts ("one-minute schedule", "exactly once").
  */
@@ -63,8 +64,8 @@ async function fireScheduled(
     { _id: d._id },
     { $max: { last_scheduled_at: scheduledAt, last_run_at: now } },
   );
-  if (run.error && AUTO_PAUSING_RUN_ERRORS.has(run.error.type))
-    await ctx.c.deployments.updateOne(
+  if (run.error && AUTO_PAUSING_RUN_ERRORS.has(run.error.type)) {
+    const r = await ctx.c.deployments.updateOne(
       d.tenant_id,
       { _id: d._id, archived_at: null, paused_reason: null },
       {
@@ -74,6 +75,12 @@ async function fireScheduled(
         },
       },
     );
+    // Keyed by the run: a redriven fire pauses, and emits, once.
+    if (r.modified)
+      await ctx
+        .webhooks()
+        ?.emit(d.tenant_id, 'deployment.paused', { id: d._id }, { key: `${run._id}:paused` });
+  }
   return run;
 }
 

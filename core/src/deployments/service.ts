@@ -14,6 +14,8 @@
  * - `run` fires now even while paused (trigger `manual`); scheduled firing is ./scheduler.ts.
  * - Runs are listed newest first (ids are time-ordered), paged like every list, filtered by
  *   deployment_id, has_error, trigger_type and created_at bounds.
+ * - Webhooks: deployment.created/updated/paused/unpaused/archived once the change is stored,
+ *   never for a refused or no-op call (test/webhooks-types.test.ts).
  * - Time comes from an injectable clock (`setClock`), which the scheduler shares, so tests move
  *   time without sleeping.
  * Proved by test/deployments.test.ts, test/deployments-runs.test.ts and
@@ -46,6 +48,7 @@ import { fireDeployment, manualRunId, type FiringContext } from './firing.js';
 import { tickSchedules, type TickResult } from './scheduler.js';
 
 export const DEPLOYMENT_PREFIX = 'depl_';
+type DeploymentWebhook = `deployment.${'created' | 'updated' | 'paused' | 'unpaused' | 'archived'}`;
 
 export class DeploymentService {
   private clock: () => number = Date.now;
@@ -121,6 +124,7 @@ export class DeploymentService {
       updated_at: now,
     };
     await this.c.deployments.insert(tenant, doc);
+    await this.emit(tenant, 'deployment.created', doc._id);
     return this.get(tenant, doc._id);
   }
 
@@ -186,29 +190,36 @@ export class DeploymentService {
     if (b.description !== undefined) set.description = b.description || null;
     if (b.metadata !== undefined) set.metadata = applyMetadataPatch(d.metadata, b.metadata);
     set.updated_at = now;
-    await this.c.deployments.updateOne(tenant, { _id: id, archived_at: null }, { $set: set });
+    const r = await this.c.deployments.updateOne(
+      tenant,
+      { _id: id, archived_at: null },
+      { $set: set },
+    );
+    if (r.matched) await this.emit(tenant, 'deployment.updated', id);
     return this.get(tenant, id);
   }
 
   async archive(tenant: string, id: string) {
     await this.doc(tenant, id);
     const now = new Date(this.clock()).toISOString();
-    await this.c.deployments.updateOne(
+    const r = await this.c.deployments.updateOne(
       tenant,
       { _id: id, archived_at: null },
       { $set: { archived_at: now, updated_at: now } },
     );
+    if (r.modified) await this.emit(tenant, 'deployment.archived', id);
     return this.get(tenant, id);
   }
 
   async pause(tenant: string, id: string) {
     await this.live(tenant, id);
     const now = new Date(this.clock()).toISOString();
-    await this.c.deployments.updateOne(
+    const r = await this.c.deployments.updateOne(
       tenant,
       { _id: id, archived_at: null, paused_reason: null },
       { $set: { paused_reason: { type: 'manual' }, updated_at: now } },
     );
+    if (r.modified) await this.emit(tenant, 'deployment.paused', id);
     return this.get(tenant, id);
   }
 
@@ -216,12 +227,18 @@ export class DeploymentService {
   async unpause(tenant: string, id: string) {
     await this.live(tenant, id);
     const now = new Date(this.clock()).toISOString();
-    await this.c.deployments.updateOne(
+    const r = await this.c.deployments.updateOne(
       tenant,
       { _id: id, archived_at: null, paused_reason: { $ne: null } },
       { $set: { paused_reason: null, schedule_from: now, updated_at: now } },
     );
+    if (r.modified) await this.emit(tenant, 'deployment.unpaused', id);
     return this.get(tenant, id);
+  }
+
+  /** deployment.* once the change is stored (a no-op pause, unpause or archive emits nothing). */
+  private emit(tenant: string, type: DeploymentWebhook, id: string): Promise<void> {
+    return this.ctx.webhooks()?.emit(tenant, type, { id }) ?? Promise.resolve();
   }
 
   /** A manual run now (even while paused): the run, with its session_id or error. */

@@ -1,3 +1,4 @@
+import type { LifecycleWebhooks } from '../webhooks/port.js';
 import type { Agent, AgentCreate, AgentSpec, AgentUpdate, ModelConfig } from '@agentfleet/schemas';
 import { TOOLSET_TYPE } from '@agentfleet/schemas';
 import { ApiError, conflict, invalid, notFound } from '../errors.js';
@@ -151,6 +152,8 @@ export class AgentService {
     private readonly options: AgentServiceOptions = {},
   ) {}
 
+  /** Lifecycle webhooks agent.created/updated/archived (platform wiring: platform.webhooks). */
+  webhooks: LifecycleWebhooks | null = null;
   private skills: SessionSkillSource | null = null;
   /** The skill service that validates and pins `skills` refs (platform wiring: platform.skills). */
   useSkills(skills: SessionSkillSource): void {
@@ -263,6 +266,7 @@ export class AgentService {
       updated_at: now,
     };
     await this.c.agents.insert(tenant, doc);
+    await this.webhooks?.emit(tenant, 'agent.created', { id });
     return render({ ...doc, tenant_id: tenant });
   }
 
@@ -403,7 +407,9 @@ export class AgentService {
         { $set: { version: next, spec, updated_at: now } },
         { returnDocument: 'after' },
       );
-      if (updated) return render(updated);
+      if (!updated) continue;
+      await this.webhooks?.emit(tenant, 'agent.updated', { id }, { key: `${id}@${next}` });
+      return render(updated);
     }
     throw conflict(`agent ${id} is being updated concurrently; retry`);
   }
@@ -452,11 +458,12 @@ export class AgentService {
   async archive(tenant: string, id: string): Promise<Agent> {
     const now = nowIso();
     await this.getDoc(tenant, id);
-    await this.c.agents.updateOne(
+    const r = await this.c.agents.updateOne(
       tenant,
       { _id: id, archived_at: null },
       { $set: { archived_at: now, updated_at: now } },
     );
+    if (r.modified) await this.webhooks?.emit(tenant, 'agent.archived', { id });
     return render(await this.getDoc(tenant, id));
   }
 }

@@ -13,6 +13,7 @@ import { applyMetadataPatch } from './metadata.js';
 import { validatePackageLists } from '../sandbox/packages/spec.js';
 import { refuseAccountScope } from './unsupported.js';
 import { refuseUnservableBaseImage, type BaseImageSupport } from './baseImage.js';
+import type { LifecycleWebhooks } from '../webhooks/port.js';
 
 const PKG_KINDS = ['pip', 'npm', 'apt', 'cargo', 'gem', 'go'] as const;
 const emptyPackages = () => Object.fromEntries(PKG_KINDS.map((k) => [k, [] as string[]]));
@@ -29,6 +30,9 @@ export class EnvironmentService {
     /** The deployment's sandbox driver: which base_image values can be served (./baseImage.ts). */
     private readonly opts: BaseImageSupport = {},
   ) {}
+
+  /** Lifecycle webhooks environment.* (platform wiring: platform.webhooks). */
+  webhooks: LifecycleWebhooks | null = null;
 
   private apply(doc: Omit<EnvironmentDoc, 'tenant_id'>, b: Body, isCreate: boolean): void {
     // Package names become command arguments in the layer build: refused here, naming the field.
@@ -134,6 +138,7 @@ export class EnvironmentService {
     };
     this.apply(doc, body, true);
     await this.c.environments.insert(tenant, doc);
+    await this.webhooks?.emit(tenant, 'environment.created', { id: doc._id });
     return render({ ...doc, tenant_id: tenant });
   }
 
@@ -173,6 +178,7 @@ export class EnvironmentService {
       { returnDocument: 'after' },
     );
     if (!after) throw notFound('environment', id);
+    await this.webhooks?.emit(tenant, 'environment.updated', { id });
     return render(after);
   }
 
@@ -205,18 +211,20 @@ export class EnvironmentService {
         { agent_ids: users.map((a) => a._id) },
       );
     }
-    await this.c.environments.deleteOne(tenant, { _id: id });
+    if (await this.c.environments.deleteOne(tenant, { _id: id }))
+      await this.webhooks?.emit(tenant, 'environment.deleted', { id });
     return { id, type: 'environment_deleted' };
   }
 
   async archive(tenant: string, id: string): Promise<Environment> {
     await this.getDoc(tenant, id);
     const now = nowIso();
-    await this.c.environments.updateOne(
+    const r = await this.c.environments.updateOne(
       tenant,
       { _id: id, archived_at: null },
       { $set: { archived_at: now, updated_at: now } },
     );
+    if (r.modified) await this.webhooks?.emit(tenant, 'environment.archived', { id });
     return this.get(tenant, id);
   }
 }

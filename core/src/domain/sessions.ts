@@ -31,6 +31,7 @@ export { refuseUnbuiltEvents } from './unsupported.js';
 export { cascadeSessionDelete } from './sessionCascade.js';
 import { MAX_STORED_JSON_DEPTH, nowIso, valueDepth } from '../util.js';
 import { deriveStatus, liveRuns } from './sessionStatus.js';
+import type { LifecycleWebhooks } from '../webhooks/port.js';
 
 export { deriveStatus, runIsLive } from './sessionStatus.js';
 
@@ -60,6 +61,8 @@ export class SessionService {
     private readonly opts: BaseImageSupport = {},
   ) {}
 
+  /** Lifecycle webhooks session.* (platform wiring; status ones: core/src/webhooks/hooks.ts). */
+  webhooks: LifecycleWebhooks | null = null;
   private workQueue: WorkQueue | null = null;
   /** The Work queue of self_hosted environments (platform wiring: WorkService.enqueue). */
   useWorkQueue(q: WorkQueue): void {
@@ -151,6 +154,7 @@ export class SessionService {
     // Self-hosted: its Work item, durable before the answer (core/src/work; test/work-api.test.ts).
     if (env.kind === 'self_hosted')
       await this.workQueue?.(tenant, { id: doc._id, environment_id: env._id });
+    await this.webhooks?.emit(tenant, 'session.created', { id: doc._id });
     if (body.initial_events?.length) await this.send(tenant, doc._id, body.initial_events);
     return this.get(tenant, doc._id);
   }
@@ -250,21 +254,27 @@ export class SessionService {
     await this.c.sessions.updateOne(tenant, { _id: id }, { $set: set });
     const after = await this.get(tenant, id);
     const changed = sessionChanges(renderSession(s, false), after);
-    if (changed)
-      await this.log.append(tenant, id, [{ type: 'session.updated', payload: changed }], {
-        allowTerminated: true,
-      });
+    if (changed) {
+      const [ev] = await this.log.append(
+        tenant,
+        id,
+        [{ type: 'session.updated', payload: changed }],
+        { allowTerminated: true },
+      );
+      await this.webhooks?.emit(tenant, 'session.updated', { id }, { key: ev!._id });
+    }
     return after;
   }
 
   async archive(tenant: string, id: string) {
     await this.getDoc(tenant, id);
     const now = nowIso();
-    await this.c.sessions.updateOne(
+    const r = await this.c.sessions.updateOne(
       tenant,
       { _id: id, archived_at: null },
       { $set: { archived_at: now, updated_at: now } },
     );
+    if (r.modified) await this.webhooks?.emit(tenant, 'session.archived', { id });
     return this.get(tenant, id);
   }
 
@@ -380,6 +390,7 @@ export class SessionService {
       { _id: id },
       { $set: { deleted_at: now, updated_at: now } },
     );
+    await this.webhooks?.emit(tenant, 'session.deleted', { id }, { key: `${id}:deleted` });
     await this.c.runs.deleteMany(tenant, { _id: id });
     await this.c.events.deleteMany(tenant, { session_id: id });
     return { id, type: 'session_deleted' };

@@ -10,7 +10,8 @@
  *   applies to the next upstream request; archived vaults and credentials never match;
  * - session `vault_ids` must name the tenant's live vaults (`checkVaultIds`).
  * - the MCP proxy's refresh flow re-reads (`credentialLive`), persists rotated tokens sealed
- *   (`storeRefreshedTokens`) and records each refresh outcome (`recordRefreshOutcome`);
+ *   (`storeRefreshedTokens`) and records each refresh outcome (`recordRefreshOutcome`; one that
+ *   did not succeed emits vault_credential.refresh_failed);
  * - `mcp_oauth_validate` runs the wired MCP probe (core/src/mcp/validate.ts) on mcp_oauth
  *   credentials only (another type: 400 naming credential_id).
  * Proved by test/vaults.test.ts, test/mcp-proxy*.test.ts and test/python/sdk_suite/test_vaults.py,
@@ -373,11 +374,17 @@ export class VaultService {
    * served; the SDK's BetaManagedAgentsRefreshObject shape, the excerpt already scrubbed).
    */
   async recordRefreshOutcome(tenant: string, id: string, outcome: RefreshRecord): Promise<void> {
-    await this.c.vaultCredentials.updateOne(
+    const d = await this.c.vaultCredentials.findOneAndUpdate(
       tenant,
       { _id: id },
       { $set: { last_refresh: { ...outcome, at: nowIso() } } },
     );
+    // Any outcome but succeeded: the credential holds no usable token (test/webhooks-types.test.ts).
+    if (d && outcome.status !== 'succeeded')
+      await this.webhooks?.emit(tenant, 'vault_credential.refresh_failed', {
+        id,
+        vault_id: d.vault_id,
+      });
   }
 
   /** The newest recorded refresh outcome of credential `id` (tests, operators), or null. */

@@ -37,6 +37,7 @@ import {
 import { conflict, invalid, notFound } from '../errors.js';
 import { newId } from '../ids.js';
 import type { Logger } from '../log.js';
+import type { LifecycleWebhooks } from '../webhooks/port.js';
 import type { Collections } from '../domain/collections.js';
 import { applyMetadataPatch } from '../domain/metadata.js';
 import { refuseVectorIndex } from '../domain/unsupported.js';
@@ -97,6 +98,8 @@ export class MemoryService {
   private hook: MemorySearchHook | null = null;
   private checkEmbeddingModel: EmbeddingModelCheck = async () => {};
   readonly versions: MemoryVersions;
+  /** Lifecycle webhooks memory_store.* (platform wiring: platform.webhooks). */
+  webhooks: LifecycleWebhooks | null = null;
 
   constructor(
     private readonly c: Collections,
@@ -167,6 +170,7 @@ export class MemoryService {
       updated_at: now,
     };
     await this.c.memoryStores.insert(tenant, doc);
+    await this.webhooks?.emit(tenant, 'memory_store.created', { id });
     return renderStore({ ...doc, tenant_id: tenant });
   }
 
@@ -214,21 +218,23 @@ export class MemoryService {
   async archiveStore(tenant: string, id: string): Promise<MemoryStore> {
     await this.storeDoc(tenant, id);
     const now = this.nowIso();
-    await this.c.memoryStores.updateOne(
+    const r = await this.c.memoryStores.updateOne(
       tenant,
       { _id: id, archived_at: null },
       { $set: { archived_at: now, updated_at: now } },
     );
+    if (r.modified) await this.webhooks?.emit(tenant, 'memory_store.archived', { id });
     return this.getStore(tenant, id);
   }
 
   /** Deletes the store, then its memories and versions, then its search index. */
   async deleteStore(tenant: string, id: string) {
     await this.storeDoc(tenant, id);
-    await this.c.memoryStores.deleteOne(tenant, { _id: id });
+    const deleted = await this.c.memoryStores.deleteOne(tenant, { _id: id });
     await this.c.memories.deleteMany(tenant, { store_id: id });
     await this.c.memoryVersions.deleteMany(tenant, { store_id: id });
     await this.tellSearch('dropStore', (h) => h.dropStore(tenant, id));
+    if (deleted) await this.webhooks?.emit(tenant, 'memory_store.deleted', { id });
     return { type: 'memory_store_deleted' as const, id };
   }
 

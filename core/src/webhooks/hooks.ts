@@ -1,27 +1,51 @@
 /**
  * Where session status events become webhooks: a hook on the event log's append
  * (core/src/domain/eventLog.ts), so every writer of these events (turn runner, recovery scan,
- * termination) emits without knowing about webhooks.
+ * termination) emits without knowing about webhooks. It runs after the events are durable.
  *
- * session.status_idle → `session.status_idled`, session.status_rescheduled and
- * session.status_terminated → the same name. The session event's id is the emit key, so an
- * append retried under the same event id emits once. `session.status_run_started` is emitted
- * where Work is enqueued (core/src/work). Proved by test/webhooks.test.ts ("a turn's idle").
+ * - session.status_idle → `session.status_idled`, and the session's state: `session.idled`, or
+ *   `session.requires_action` when the turn stopped for the client (stop reason
+ *   requires_action); a stop reason budget_reached also emits `session.budget_reached`.
+ * - session.status_running → `session.running`.
+ * - session.status_rescheduled and session.status_terminated → the same name.
+ * The session event's id (with the type, for the second and later types of one event) is the
+ * emit key, so an append retried under the same event id emits once. `session.status_run_started`
+ * is emitted where Work is enqueued (core/src/work). Proved by test/webhooks.test.ts ("a turn's
+ * idle") and test/webhooks-types.test.ts.
  */
+import type { WebhookEventName } from '@agentfleet/schemas';
 import type { EventLog } from '../domain/eventLog.js';
-import type { WebhookEventType, WebhookService } from './service.js';
+import type { EventDoc } from '../domain/collections.js';
+import type { WebhookService } from './service.js';
 
-const STATUS_WEBHOOKS: Readonly<Record<string, WebhookEventType>> = {
+const STATUS_WEBHOOKS: Readonly<Record<string, WebhookEventName>> = {
   'session.status_idle': 'session.status_idled',
   'session.status_rescheduled': 'session.status_rescheduled',
   'session.status_terminated': 'session.status_terminated',
+  'session.status_running': 'session.running',
 };
+
+/** The webhook types one session event emits, the first keyed by the event id alone. */
+function typesOf(e: EventDoc): WebhookEventName[] {
+  const first = STATUS_WEBHOOKS[e.type];
+  if (!first) return [];
+  if (e.type !== 'session.status_idle') return [first];
+  const stop = (e.payload as { stop_reason?: { type?: string } } | undefined)?.stop_reason?.type;
+  const types: WebhookEventName[] = [first];
+  types.push(stop === 'requires_action' ? 'session.requires_action' : 'session.idled');
+  if (stop === 'budget_reached') types.push('session.budget_reached');
+  return types;
+}
 
 export function emitSessionStatusWebhooks(events: EventLog, webhooks: WebhookService): void {
   events.onAppended(async (tenant, sessionId, written) => {
-    for (const e of written) {
-      const type = STATUS_WEBHOOKS[e.type];
-      if (type) await webhooks.emit(tenant, type, { id: sessionId }, { key: e._id });
-    }
+    for (const e of written)
+      for (const [i, type] of typesOf(e).entries())
+        await webhooks.emit(
+          tenant,
+          type,
+          { id: sessionId },
+          { key: i ? `${e._id}:${type}` : e._id },
+        );
   });
 }

@@ -17,3 +17,4 @@ export {
 export { DEPLOYMENT_ENDPOINT_ID } from './docs.js';
 export type { WebhookDeliveryDoc, WebhookEndpointDoc, WebhookEventDoc } from './docs.js';
 export { emitSessionStatusWebhooks } from './hooks.js';
+export type { LifecycleWebhooks } from './port.js';

@@ -36,8 +36,8 @@ import { attemptDelivery, type AttemptOutcome, type DeliveryContext } from './de
 import { DEPLOYMENT_ENDPOINT_ID, type WebhookDeliveryDoc } from './docs.js';
 import { messageIdOf, WebhookEndpointService } from './endpoints.js';
 
-/** The contract's event type (helpers work, lane, deploy emit these). */
-export type WebhookEventType = WebhookEventName | `vault.${string}` | `vault_credential.${string}`;
+/** The contract's event type: one of WEBHOOK_EVENT_TYPES (an endpoint's filter names these). */
+export type WebhookEventType = WebhookEventName;
 
 export interface WebhookEmitOptions {
   /** Idempotency key: the same key (per tenant) records and sends one event. */
