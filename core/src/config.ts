@@ -4,6 +4,7 @@ import { parsePrivateHostRules, type PrivateHostRule } from './egress/policy.js'
 import { parseStoreBackends } from './configStoreBackends.js';
 import { int, parseHttpConfig, type Env, type HttpConfig } from './configHttp.js';
 import { parseSandboxHostUser } from './configSandboxUser.js';
+import { refuseMcpSigningKey } from './configMcpSigning.js';
 
 export type Role = 'all' | 'gateway' | 'worker';
 
@@ -409,6 +410,7 @@ export function loadConfig(role: Role, env: Env = process.env): ParsedConfig {
   if (env.PLATFORM_ROOT_SECRET !== undefined && env.PLATFORM_ROOT_SECRET.length < 32)
     problems.push('PLATFORM_ROOT_SECRET must be at least 32 characters');
   const sandboxHostUser = parseSandboxHostUser(env, problems);
+  refuseMcpSigningKey(env, problems);
   if (problems.length) throw new ConfigError(problems);
 
   const vendorKey = env.ANTHROPIC_API_KEY || env.VENDOR_API_KEY;
