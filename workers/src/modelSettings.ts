@@ -20,7 +20,11 @@
  *   fit, the request is refused with a terminal model_request_failed_error, never sent. Harness
  *   `pi` sessions are not trimmed: compaction keeps them under the window (./compaction), and
  *   their output cap is what the window leaves after the input;
- * - harness `pi`: the request carries the session id (`sessionId`, the provider's cache key).
+ * - harness `pi`: the request carries the session id (`sessionId`, the provider's cache key);
+ * - `pi_config.samplingParams` (temperature, topP, topK) and `compat.maxTokensField` go to the
+ *   request as checked at card create/update (core/src/domain/piRequest.ts); a card whose
+ *   `pi_config.input` lacks `image` gets every image block as a text note instead
+ *   (test/pi-request-settings.test.ts).
  * Proved by test/effort-pi-config.test.ts (both protocols, through the scripted model) and, for
  * harness `pi`, test/compaction.test.ts.
  */
@@ -48,6 +52,10 @@ export interface ModelSettings {
   maxTokensLimit?: number;
   headers?: Record<string, string>;
   contextWindow?: number;
+  sampling?: ModelRequest['sampling'];
+  maxTokensField?: ModelRequest['maxTokensField'];
+  /** pi_config.input states no `image`: image blocks are not sent. */
+  textOnly?: boolean;
 }
 
 const positiveInt = (v: unknown) =>
@@ -107,8 +115,48 @@ export function modelSettings(
     if (headers) out.headers = headers;
     const cw = positiveInt(pi.contextWindow);
     if (cw !== undefined) out.contextWindow = cw;
+    const sampling = samplingOf(pi.samplingParams);
+    if (sampling) out.sampling = sampling;
+    const field = (pi.compat as Record<string, unknown> | undefined)?.maxTokensField;
+    if (field === 'max_tokens' || field === 'max_completion_tokens') out.maxTokensField = field;
+    if (Array.isArray(pi.input) && !pi.input.includes('image')) out.textOnly = true;
   }
   return out;
+}
+
+function samplingOf(sp: unknown): ModelRequest['sampling'] {
+  if (!sp || typeof sp !== 'object') return undefined;
+  const out: NonNullable<ModelRequest['sampling']> = {};
+  for (const k of ['temperature', 'topP', 'topK'] as const) {
+    const v = (sp as Record<string, unknown>)[k];
+    if (typeof v === 'number' && Number.isFinite(v)) out[k] = v;
+  }
+  return Object.keys(out).length ? out : undefined;
+}
+
+/** The note an image block is sent as to a model whose card states text-only input. */
+export const IMAGE_LEFT_OUT =
+  '[an image was left out: this model accepts text input only (model card pi_config.input)]';
+
+/** The conversation with every image block (tool results included) as IMAGE_LEFT_OUT. */
+function withoutImages(messages: ChatMessage[]): ChatMessage[] {
+  const note = { type: 'text' as const, text: IMAGE_LEFT_OUT };
+  const hasImage = (c: readonly { type?: unknown }[]) => c.some((b) => b.type === 'image');
+  return messages.map((m) => {
+    if (
+      !m.content.some(
+        (b) => b.type === 'image' || (b.type === 'tool_result' && hasImage(b.content)),
+      )
+    )
+      return m;
+    const content = m.content.map((b): ContentBlock => {
+      if (b.type === 'image') return note;
+      if (b.type === 'tool_result' && hasImage(b.content))
+        return { ...b, content: b.content.map((x) => (x.type === 'image' ? note : x)) };
+      return b;
+    });
+    return { ...m, content };
+  });
 }
 
 // ---- context window ----
@@ -199,6 +247,7 @@ export function providerRequest(
   const system = agent.system ?? undefined;
   const specs = [...toolSpecs(agent.tools as any[]), ...mcpTools];
   const tools = specs.length ? specs : undefined;
+  if (settings.textOnly) history = withoutImages(history);
   let messages = history;
   let limit = settings.maxTokensLimit;
   if (settings.contextWindow !== undefined && pi) {
@@ -225,6 +274,8 @@ export function providerRequest(
     ...(settings.effort ? { effort: settings.effort } : {}),
     ...(settings.effortValue !== undefined ? { effortValue: settings.effortValue } : {}),
     ...(settings.headers ? { headers: settings.headers } : {}),
+    ...(settings.sampling ? { sampling: settings.sampling } : {}),
+    ...(settings.maxTokensField ? { maxTokensField: settings.maxTokensField } : {}),
     speed: agent.model.speed,
     ...(pi ? { sessionId: pi.sessionId } : {}),
     signal,

@@ -45,6 +45,7 @@ import { createProvider, providerProtocol } from '../adapters/modelProviders.js'
 import type { ModelProvider } from '../ports/modelProvider.js';
 import { CONNECTION_HEADERS } from '../ports/modelProviderHelpers.js';
 import { checkPiConfig } from './piConfig.js';
+import { checkPiRequestConfig } from './piRequest.js';
 import { cardOf, listPriceOfCard, type TokenPrices } from './prices.js';
 import type { Collections, ModelCardDoc } from './collections.js';
 import { nowIso } from '../util.js';
@@ -217,6 +218,7 @@ export class ModelResolver {
       );
     this.checkHeaders(body.custom_headers);
     checkPiConfig(body.pi_config);
+    checkPiRequestConfig(body.pi_config, proto.protocol);
     if (Object.values(body.custom_headers ?? {}).includes(CUSTOM_HEADER_MASK)) {
       throw invalid(
         'custom_headers',
@@ -306,8 +308,10 @@ export class ModelResolver {
     if (body.model !== undefined) set.model = body.model;
     if (body.pi_config !== undefined) {
       checkPiConfig(body.pi_config);
-      if (!protocolOf(cur.provider, body.pi_config))
+      const proto = protocolOf(cur.provider, body.pi_config);
+      if (!proto)
         throw invalid('pi_config.api', `custom provider '${cur.provider}' must keep pi_config.api`);
+      checkPiRequestConfig(body.pi_config, proto.protocol);
       set.pi_config = body.pi_config;
     }
     const known = providerProtocol(cur.provider);

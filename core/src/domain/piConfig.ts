@@ -4,8 +4,9 @@
  * request time is a 400 naming it instead: `reasoning` (boolean), `contextWindow` and
  * `maxTokens` (positive integers), `thinkingLevelMap` (level → string, number or null),
  * `headers` (string values, valid names, never a credential or connection header), `cost`
- * (non-negative numbers per token kind). Other keys are descriptive (pi's model metadata) and
- * kept as sent. Proved by test/pi-config-validation.test.ts.
+ * (non-negative numbers per token kind). `samplingParams`, `compat` and `input` are checked
+ * against the card's protocol by ./piRequest.ts. Other keys are descriptive (pi's model
+ * metadata) and kept as sent. Proved by test/pi-config-validation.test.ts.
  *
  * pi_config cannot override the card's identity, provider, wire model, endpoint or credential
  * (spec "Model card"): the keys in CARD_OWNED_KEYS are a 400 naming `pi_config.<key>` that

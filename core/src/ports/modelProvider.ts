@@ -78,6 +78,14 @@ export interface ModelRequest {
    * protocol headers, and the card's sealed `custom_headers` win over them.
    */
   headers?: Record<string, string>;
+  /**
+   * Sampling parameters (a card's `pi_config.samplingParams`, checked against the protocol at
+   * card create/update: core/src/domain/piRequest.ts): Anthropic `temperature`, `top_p`,
+   * `top_k`; OpenAI `temperature`, `top_p`.
+   */
+  sampling?: { temperature?: number; topP?: number; topK?: number };
+  /** OpenAI: the output cap's field (a card's `pi_config.compat.maxTokensField`); default max_completion_tokens. */
+  maxTokensField?: 'max_tokens' | 'max_completion_tokens';
   speed?: 'standard' | 'fast';
   /**
    * The conversation identity the provider may key its prompt cache on (set for harness `pi`

@@ -3,9 +3,11 @@
  * Guarantees: the output cap the caller asked for survives extended thinking (see
  * toAnthropicBody) within the model card's ceiling (outputCap: `maxTokensLimit`; a numeric
  * thinkingLevelMap value is the budget); thinking blocks without a signature are never
- * replayed; mid-conversation system messages join the top-level `system` (systemTexts). Proved by
- * core/test/model-providers.anthropic.test.ts ("request mapping") and the shared contract
- * (core/test/modelProvider.contract.ts, fast mode).
+ * replayed; mid-conversation system messages join the top-level `system` (systemTexts); the
+ * card's samplingParams are sent as `temperature`, `top_p`, `top_k`. Proved by
+ * core/test/model-providers.anthropic.test.ts ("request mapping"), the shared contract
+ * (core/test/modelProvider.contract.ts, fast mode) and, for samplingParams,
+ * test/pi-request-settings.test.ts.
  */
 import type { ChatMessage, ContentBlock, Effort, ModelRequest } from '../../ports/modelProvider.js';
 import { bodyHead, commaJSON, ConversationBytes } from '../../ports/wireText.js';
@@ -92,6 +94,9 @@ function bodyFields(req: ModelRequest, midSystem: readonly string[]): Record<str
     }));
   }
   Object.assign(body, outputCap(req));
+  if (req.sampling?.temperature !== undefined) body.temperature = req.sampling.temperature;
+  if (req.sampling?.topP !== undefined) body.top_p = req.sampling.topP;
+  if (req.sampling?.topK !== undefined) body.top_k = req.sampling.topK;
   if (req.speed === 'fast') body.speed = 'fast';
   if (req.sessionId) body.metadata = { user_id: req.sessionId };
   return body;

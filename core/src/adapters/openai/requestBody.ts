@@ -4,8 +4,9 @@
  * prompt comes first; a mid-conversation system message is a `system` message in place; tool
  * results become `tool` messages placed before the rest of their user
  * turn; tool calls keep their ids; thinking blocks are never sent; the output cap is
- * `max_completion_tokens` (within `maxTokensLimit`); reasoning_effort is the card's own value
- * for the level when it maps one. Proved by core/test/model-providers.openai.test.ts ("request
+ * `max_completion_tokens` (or the card's `compat.maxTokensField`), within `maxTokensLimit`;
+ * `temperature` and `top_p` are the card's samplingParams; reasoning_effort is the card's own
+ * value for the level when it maps one (test/pi-request-settings.test.ts). Proved by core/test/model-providers.openai.test.ts ("request
  * mapping") and the shared contract (core/test/modelProvider.contract.ts, fast mode).
  */
 import type { ChatMessage, ContentBlock, Effort, ModelRequest } from '../../ports/modelProvider.js';
@@ -50,13 +51,15 @@ const systemMessage = (content: string) => ({ role: 'system', content });
 function bodyFields(req: ModelRequest): Record<string, unknown> {
   const body: Record<string, unknown> = {
     model: req.model,
-    max_completion_tokens:
+    [req.maxTokensField ?? 'max_completion_tokens']:
       req.maxTokensLimit === undefined
         ? req.maxTokens
         : Math.min(req.maxTokens, req.maxTokensLimit),
     stream: true,
     stream_options: { include_usage: true },
   };
+  if (req.sampling?.temperature !== undefined) body.temperature = req.sampling.temperature;
+  if (req.sampling?.topP !== undefined) body.top_p = req.sampling.topP;
   if (req.tools && req.tools.length > 0) {
     body.tools = req.tools.map((t) => ({
       type: 'function',
