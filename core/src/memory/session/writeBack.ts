@@ -67,12 +67,16 @@ const stamp = (ms: number) =>
     .replace(/[-:]/g, '')
     .replace(/\.\d+Z$/, 'Z');
 
-/** Regular files under `dir` (absolute paths); null when the directory cannot be listed. */
+/**
+ * Regular files under `dir` (absolute paths); null when the directory cannot be listed or its
+ * listing is over 4 MiB (the host reads the answer on its event loop: a tenant's file names
+ * bound what it must parse, sandbox/answerLimits.ts).
+ */
 async function listFiles(api: SandboxAgentApi, dir: string): Promise<string[] | null> {
   const r = await api.exec({
     command: `find ${quote(dir)} -type f -print0`,
     timeoutMs: 60_000,
-    maxOutputBytes: 16 * 1024 * 1024,
+    maxOutputBytes: 4 * 1024 * 1024,
   });
   if (r.exitCode !== 0 || r.truncated) return null;
   return r.stdout.split('\0').filter(Boolean);
