@@ -6,7 +6,7 @@
  * evaluation and allocation watch with blocking queries, the agent port from the allocation, the
  * token, exit codes from TaskStates, stop and purge. Needs `bwrap`, like the local driver's tests.
  */
-import { readFileSync } from 'node:fs';
+import { readdirSync, readFileSync } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { createServer as createHttpServer } from 'node:http';
 import * as net from 'node:net';
@@ -49,6 +49,36 @@ afterAll(async () => {
   await fake?.close();
   await rm(base, { recursive: true, force: true });
 });
+
+/** Host uids of the sandbox agents under the launcher of allocation `allocId` (the fake runs it here). */
+function agentHostUids(allocId: string): number[] {
+  const parent = new Map<number, number>();
+  const uids: Array<{ pid: number; uid: number }> = [];
+  for (const name of readdirSync('/proc')) {
+    const pid = Number(name);
+    if (!pid) continue;
+    try {
+      const status = readFileSync(`/proc/${pid}/status`, 'utf8');
+      parent.set(pid, Number(/^PPid:\s+(\d+)/m.exec(status)![1]));
+      if (readFileSync(`/proc/${pid}/cmdline`, 'utf8').includes('/opt/agentfleet/agent.mjs'))
+        uids.push({ pid, uid: Number(/^Uid:\s+(\d+)/m.exec(status)![1]) });
+    } catch {
+      /* exited meanwhile */
+    }
+  }
+  const launcher = (pid: number) => {
+    try {
+      return readFileSync(`/proc/${pid}/environ`, 'utf8').includes(`NOMAD_ALLOC_ID=${allocId}\0`);
+    } catch {
+      return false;
+    }
+  };
+  const mine = (pid: number) => {
+    for (let p = parent.get(pid) ?? 0; p > 1; p = parent.get(p) ?? 0) if (launcher(p)) return true;
+    return false;
+  };
+  return uids.filter((u) => mine(u.pid)).map((u) => u.uid);
+}
 
 const newDriver = (extra: Partial<NomadDriverOptions> = {}): NomadDriver =>
   createNomadDriver({
@@ -236,6 +266,34 @@ describe('nomad sandbox driver', () => {
     await h.destroy();
     expect(mounts()).toEqual([]);
   }, 90_000);
+
+  it('the sandbox host user on the client: a root launcher runs bwrap as the unprivileged uid', async () => {
+    const hostUser = { uid: 100_000, gid: 100_000, within: [base] };
+    const d = track(
+      newDriver({
+        agentCommand: (spec) =>
+          nomadAgentCommand(spec, {
+            node: process.execPath,
+            launcher: scripts.launcher,
+            agent: scripts.agent,
+            hostUser,
+          }),
+      }),
+    );
+    const h = await d.start(testSpec());
+    cleanups.push(() => h.destroy());
+    const r = await h.api.exec({
+      command: 'id -u; echo x > /workspace/f && stat -c %u /workspace/f',
+    });
+    expect(r.stdout).toBe('1000\n1000\n');
+    // seen from this host: the sandbox's processes (descendants of this test process running
+    // the agent) are the unprivileged uid, never root
+    const uids = agentHostUids(h.allocId);
+    expect(uids.length).toBeGreaterThan(0);
+    expect(new Set(uids)).toEqual(
+      new Set([process.getuid?.() === 0 ? 100_000 : process.getuid!()]),
+    );
+  }, 60_000);
 
   it("outbound traffic goes through the platform proxy (spec.proxyUrl), via the launcher's unix socket", async () => {
     const seen: string[] = [];

@@ -13,4 +13,5 @@ export * from './limits/cgroups.js';
 export * from './limits/confinement.js';
 export * from './limits/diskQuota.js';
 export * from './limits/seccomp.js';
+export * from './limits/hostUser.js';
 export type { SandboxLimitName, SandboxResources, WarningLog, ExecClient } from './limits/types.js';

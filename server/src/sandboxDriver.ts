@@ -114,6 +114,10 @@ export async function nomadDriver(
         agent: scripts.agent,
         limits: cfg.unsafeNoLimits ? false : { caps: cfg.limitCaps },
         trust: extra.trust,
+        // applied by the launcher when it runs as root on the client
+        hostUser: cfg.hostUser
+          ? { ...cfg.hostUser, within: [p.config.dataDir, cfg.rootDir] }
+          : null,
       }),
     proxy: cfg.nomadProxy ? (spec) => wiring.proxyEndpoint(spec, cfg.nomadProxy!) : undefined,
     // SANDBOX_NOMAD_BASE_IMAGES: a base_image runs with the docker task driver, these files bound into it

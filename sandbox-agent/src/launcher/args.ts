@@ -17,6 +17,8 @@ export interface LauncherArgs {
   pipedArgs: number;
   /** Files copied readable by nobody (mode 0111) before the agent starts: the agent's node. */
   execOnlyCopies: Array<{ from: string; to: string }>;
+  /** With bwrap, run as root: the unprivileged user the sandbox runs as (limits/hostUser.ts). */
+  hostUser: { uid: number; gid: number; within: string[] } | null;
   command: string[];
 }
 
@@ -30,6 +32,7 @@ export function parseLauncherArgs(argv: string[]): LauncherArgs {
     env: {},
     pipedArgs: 0,
     execOnlyCopies: [],
+    hostUser: null,
     command: [],
   };
   for (let i = 0; i < argv.length; i++) {
@@ -42,7 +45,15 @@ export function parseLauncherArgs(argv: string[]): LauncherArgs {
     if (v === undefined) throw new Error(`${a} needs a value`);
     if (a === '--mkdir') out.mkdirs.push(v);
     else if (a === '--bwrap-args') out.pipedArgs = Number(v);
-    else if (a === '--exec-only-copy') {
+    else if (a === '--host-user') {
+      const [uid, gid] = v.split(':').map(Number);
+      if (!Number.isInteger(uid) || !Number.isInteger(gid) || uid! < 1 || gid! < 1)
+        throw new Error('--host-user needs UID:GID, both above 0');
+      out.hostUser = { uid: uid!, gid: gid!, within: out.hostUser?.within ?? [] };
+    } else if (a === '--host-user-within') {
+      if (!out.hostUser) throw new Error('--host-user-within goes after --host-user');
+      out.hostUser.within.push(v);
+    } else if (a === '--exec-only-copy') {
       const eq = v.indexOf('=');
       if (eq <= 0 || eq === v.length - 1) throw new Error('--exec-only-copy needs FROM=TO');
       out.execOnlyCopies.push({ from: v.slice(0, eq), to: v.slice(eq + 1) });

@@ -28,6 +28,10 @@
  *   command carries `--channel-fd`), never bwrap's stdio, which its init (PID 1 inside) keeps.
  * - `--exec-only-copy FROM=TO`: FROM copied to TO readable by nobody (mode 0111), before the
  *   agent starts: the node binary the agent runs non-dumpable (core's bubblewrap/agentNode.ts).
+ * - `--host-user UID:GID [--host-user-within DIR]...`: with bwrap, when this process runs as root,
+ *   bwrap runs as that unprivileged user (limits/hostUser.ts: the bind sources made reachable
+ *   under the DIRs, the writable ones and the proxy socket given to it), as the local driver
+ *   does; not root: ignored (bwrap runs as this process's user).
  * - `--mkdir`/`--file` prepare the task directory before the agent starts (bind sources for
  *   bwrap); `--proxy-forward` serves a unix socket forwarding each connection to HOST:PORT (the
  *   platform's outbound proxy), for a network-less sandbox to bind (agent --proxy-socket).
@@ -48,6 +52,7 @@ import * as net from 'node:net';
 import { constants as osConstants } from 'node:os';
 import { dirname } from 'node:path';
 import { lineSplitter } from '../lineSplitter.js';
+import { asHostUser, checkHostUser, prepareBinds } from '../limits/hostUser.js';
 import { seccompProgram } from '../limits/seccomp.js';
 import { SANDBOX_FDS } from '../protocol.js';
 import type { SandboxConfinement } from '../limits/confinement.js';
@@ -127,10 +132,21 @@ export async function runLauncher(
   const [named, ...rest] = args.command;
   const program = resolveProgram(named, env.PATH);
   const piped = rest.slice(0, args.pipedArgs);
-  // bwrap reads its options from fd 3: the sandbox's process list shows only the command
-  const command = piped.length
-    ? [program, '--args', String(SANDBOX_FDS.args), '--', ...rest.slice(piped.length)]
-    : [program, ...rest];
+  const hostUser = piped.length && process.getuid?.() === 0 ? args.hostUser : null;
+  if (hostUser) {
+    const problem = checkHostUser(hostUser, program);
+    if (problem) throw new Error(problem);
+    const root = args.sandboxRoot ?? '/nonexistent';
+    await prepareBinds(hostUser, piped, args.proxyForward?.socket ?? null, new Set(), root);
+  }
+  // bwrap reads its options from fd 3: the sandbox's process list shows only the command; as
+  // the host user, through setpriv
+  const command = asHostUser(
+    hostUser,
+    piped.length
+      ? [program, '--args', String(SANDBOX_FDS.args), '--', ...rest.slice(piped.length)]
+      : [program, ...rest],
+  );
   const [exe, ...exeArgs] = confinement ? confinement.command(command, childEnv) : command;
   const stdio: Array<'ignore' | 'pipe' | 'inherit'> = piped.length
     ? ['ignore', 'ignore', 'inherit']

@@ -58,6 +58,10 @@ import {
   SANDBOX_FDS,
   SandboxConfinement,
   seccompProgram,
+  asHostUser,
+  checkHostUser,
+  prepareBinds,
+  SETPRIV,
   sandboxProgram,
   unmountDiskQuota,
   type DiskQuotaTools,
@@ -69,7 +73,6 @@ import {
   type SandboxLimitsProbe,
 } from './limits.js';
 import { agentNodeCopy } from './agentNode.js';
-import { asHostUser, checkHostUser, prepareBinds, SETPRIV } from './hostUser.js';
 import {
   BWRAP_MISSING_MESSAGE,
   HOST_CODE_ROOT,

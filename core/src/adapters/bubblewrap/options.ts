@@ -4,12 +4,11 @@
  * and hidden paths, per-sandbox limits, tar mode, start timeout.
  * Tested through core/test/sandbox.local.test.ts and sandbox.limits.test.ts.
  */
-import type { SandboxConfinement } from '@agentfleet/sandbox-agent';
+import type { SandboxConfinement, SandboxHostUser } from '@agentfleet/sandbox-agent';
 import type { Logger } from '../../log.js';
 import type { SandboxDriver, SandboxHandle, SandboxSpec } from '../../ports/sandbox.js';
 import type { SandboxLimitCaps, SandboxTrust } from '../../ports/sandboxHelpers.js';
 import type { AgentClient } from '../../sandbox/protocol.js';
-import type { SandboxHostUser } from './hostUser.js';
 import type { SandboxLimitsProbe } from './limits.js';
 
 export interface LocalLimitsOptions {

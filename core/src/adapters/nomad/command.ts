@@ -41,6 +41,12 @@ export interface NomadAgentCommandOptions {
   launcher: string;
   /** The bundled agent on the client (sandboxProgram('agent'), @agentfleet/sandbox-agent). */
   agent: string;
+  /**
+   * The unprivileged user the bwrap sandbox runs as on a client where the launcher is root (the
+   * launcher's --host-user), with the directories the launcher may make searchable for it (the
+   * task directory always). Default none.
+   */
+  hostUser?: { uid: number; gid: number; within: string[] } | null;
   /** bwrap on the client; false runs the agent unwrapped (no isolation but the task driver's). Default "bwrap". */
   bwrap?: string | false;
   /** Extra client paths bound read-only at the same path inside the sandbox. */
@@ -155,6 +161,11 @@ export function nomadAgentCommand(spec: SandboxSpec, o: NomadAgentCommandOptions
   const proxy = spec.proxyUrl ? insideProxyUrl(spec.proxyUrl) : null;
   const launcherArgs: string[] = [];
   if (limits) launcherArgs.push(...limitArgs, '--sandbox-root', root);
+  if (o.hostUser) {
+    launcherArgs.push('--host-user', `${o.hostUser.uid}:${o.hostUser.gid}`);
+    for (const dir of [TASK_DIR, ...o.hostUser.within])
+      launcherArgs.push('--host-user-within', dir);
+  }
   for (const d of Object.values(dirs)) launcherArgs.push('--mkdir', d);
   for (const [name, content] of Object.entries(systemFiles()))
     launcherArgs.push('--file', `${systemDir}/${name}=${Buffer.from(content).toString('base64')}`);

@@ -1,5 +1,7 @@
 /**
- * The host user a bwrap sandbox runs as when the platform runs as root: bwrap started as root
+ * The host user a bwrap sandbox runs as when the platform (local driver: core's
+ * adapters/bubblewrap/driver.ts) or the Nomad launcher (launcher/launcher.ts, on the client) runs
+ * as root: bwrap started as root
  * maps the sandbox's uid 1000 to host uid 0, so every file a sandbox writes into a directory
  * bound read-write would be root's on the host. With a SandboxHostUser, bwrap is started
  * through `setpriv` as that unprivileged uid and gid (no supplementary groups, no capabilities),
@@ -15,9 +17,10 @@
  *   build's staging directory) is given to the user (chown; its contents are the sandbox's);
  * - the proxy socket is given to the user, who must write it to connect.
  *
- * Proved by test/sandbox-isolation.test.ts ("runs as the unprivileged sandbox host uid") and by
- * every test that runs the platform's local driver as root (they all use it). Package builds
- * (sandbox/packages/) do not use it: they bind toolchains from the operator's home.
+ * Proved by test/sandbox-isolation.test.ts ("runs as the unprivileged sandbox host uid"),
+ * core/test/sandbox.nomad.test.ts ("the sandbox host user on the client") and by every test that
+ * runs the platform's local driver as root (they all use it). Package builds (core's
+ * sandbox/packages/) do not use it: they bind toolchains from the operator's home.
  */
 import { spawnSync } from 'node:child_process';
 import * as fsp from 'node:fs/promises';
