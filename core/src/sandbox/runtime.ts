@@ -284,6 +284,7 @@ export async function createSandboxRuntime(
     rootDir: cfg.rootDir,
     limits: cfg.unsafeNoLimits ? false : { caps: cfg.limitCaps },
     hidePaths: [p.config.dataDir],
+    hostUser: cfg.hostUser ? { ...cfg.hostUser, within: [p.config.dataDir, cfg.rootDir] } : null,
     egress: createEgressPolicy({ allowPrivateHosts: p.config.egress.allowPrivateHosts }),
     log: log.child({ component: 'package-layers' }),
     timeoutMs: cfg.packages.buildTimeoutMs,

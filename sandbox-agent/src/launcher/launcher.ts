@@ -131,13 +131,13 @@ export async function runLauncher(
   const childEnv = { ...args.env };
   const [named, ...rest] = args.command;
   const program = resolveProgram(named, env.PATH);
-  const piped = rest.slice(0, args.pipedArgs);
+  let piped = rest.slice(0, args.pipedArgs);
   const hostUser = piped.length && process.getuid?.() === 0 ? args.hostUser : null;
   if (hostUser) {
     const problem = checkHostUser(hostUser, program);
     if (problem) throw new Error(problem);
     const root = args.sandboxRoot ?? '/nonexistent';
-    await prepareBinds(hostUser, piped, args.proxyForward?.socket ?? null, new Set(), root);
+    piped = await prepareBinds(hostUser, piped, args.proxyForward?.socket ?? null, new Set(), root);
   }
   // bwrap reads its options from fd 3: the sandbox's process list shows only the command; as
   // the host user, through setpriv

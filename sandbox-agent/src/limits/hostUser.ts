@@ -19,8 +19,9 @@
  *
  * Proved by test/sandbox-isolation.test.ts ("runs as the unprivileged sandbox host uid"),
  * core/test/sandbox.nomad.test.ts ("the sandbox host user on the client") and by every test that
- * runs the platform's local driver as root (they all use it). Package builds (core's
- * sandbox/packages/) do not use it: they bind toolchains from the operator's home.
+ * runs the platform's local driver as root (they all use it), package builds included
+ * (test/env-packages-cargo.test.ts: the toolchain under /root reached through the driver's
+ * exposed binds, core's adapters/bubblewrap/exposedBinds.ts).
  */
 import { spawnSync } from 'node:child_process';
 import * as fsp from 'node:fs/promises';
@@ -49,17 +50,6 @@ export function asHostUser(user: SandboxHostUser | null, command: string[]): str
   ];
 }
 
-/** The bind sources in a list of bwrap options: read-only and read-write. */
-export function bindSources(args: string[]): { readOnly: string[]; writable: string[] } {
-  const readOnly: string[] = [];
-  const writable: string[] = [];
-  for (let i = 0; i < args.length; i++) {
-    if (args[i] === '--ro-bind' || args[i] === '--ro-bind-try') readOnly.push(args[++i]!);
-    else if (args[i] === '--bind' || args[i] === '--bind-try') writable.push(args[++i]!);
-  }
-  return { readOnly, writable };
-}
-
 const isUnder = (p: string, root: string) => p === root || p.startsWith(root + sep);
 
 /** Whether `user` may search a directory of this mode and ownership. */
@@ -69,7 +59,13 @@ function searchable(st: { mode: number; uid: number; gid: number }, user: Sandbo
   return (st.mode & 0o001) !== 0;
 }
 
-/** Makes a sandbox's bind sources reachable (and its writable ones its own): see the header. */
+/**
+ * Makes a sandbox's bind sources reachable (and its writable ones its own): see the header. A
+ * read-only source the user cannot reach outside `within` is handed to `expose` when given (the
+ * local driver bind-mounts it under its root, read-only: package builds' toolchains from the
+ * operator's home), else the start is refused. Answers the options with exposed sources
+ * replaced.
+ */
 export async function prepareBinds(
   user: SandboxHostUser,
   args: string[],
@@ -78,33 +74,55 @@ export async function prepareBinds(
   checked: Set<string>,
   /** The driver's root: the sandboxes' own directories below it are made anew for each. */
   fresh: string,
-): Promise<void> {
-  const { readOnly, writable } = bindSources(args);
+  expose?: (source: string) => Promise<string>,
+): Promise<string[]> {
   const within = user.within.map((w) => resolve(w));
-  for (const source of [...readOnly, ...writable, ...(proxySocket ? [proxySocket] : [])]) {
+  /** The first directory on the way to `source` the user cannot search and we may not fix. */
+  const blockedOn = async (source: string): Promise<string | null> => {
     for (let dir = dirname(resolve(source)); ; dir = dirname(dir)) {
       if (!checked.has(dir)) {
         const st = await fsp.stat(dir);
         if (!searchable(st, user)) {
           // root's own directory (its group root, or the user's already: a concurrent start)
           const ours = st.uid === 0 && (st.gid === 0 || st.gid === user.gid);
-          if (!within.some((w) => isUnder(dir, w)) || !ours)
-            throw new Error(
-              `the sandbox host user (uid ${user.uid}) cannot reach ${source}: ${dir} is not searchable for it (make it searchable, e.g. chmod o+x, or set SANDBOX_ROOT elsewhere)`,
-            );
+          if (!within.some((w) => isUnder(dir, w)) || !ours) return dir;
           await fsp.chown(dir, 0, user.gid);
           await fsp.chmod(dir, (st.mode & 0o7777) | 0o010);
         }
         if (!isUnder(dir, fresh) || dir === fresh) checked.add(dir);
       }
-      if (dir === dirname(dir)) break;
+      if (dir === dirname(dir)) return null;
     }
+  };
+  const refuse = (source: string, dir: string) =>
+    new Error(
+      `the sandbox host user (uid ${user.uid}) cannot reach ${source}: ${dir} is not searchable for it (make it searchable, e.g. chmod o+x, or set SANDBOX_ROOT elsewhere)`,
+    );
+  const out = [...args];
+  const writable: string[] = [];
+  for (let i = 0; i < out.length; i++) {
+    const flag = out[i]!;
+    const readOnly = flag === '--ro-bind' || flag === '--ro-bind-try';
+    if (!readOnly && flag !== '--bind' && flag !== '--bind-try') continue;
+    const source = out[++i]!;
+    if (!readOnly) writable.push(source);
+    const blocked = await blockedOn(source);
+    if (!blocked) continue;
+    if (!readOnly || !expose) throw refuse(source, blocked);
+    out[i] = await expose(source);
+    const still = await blockedOn(out[i]!);
+    if (still) throw refuse(out[i]!, still);
+  }
+  if (proxySocket) {
+    const blocked = await blockedOn(proxySocket);
+    if (blocked) throw refuse(proxySocket, blocked);
+    await fsp.chown(proxySocket, user.uid, user.gid);
   }
   for (const source of writable) {
     const st = await fsp.stat(source);
     if (st.uid === 0) await fsp.chown(source, user.uid, user.gid);
   }
-  if (proxySocket) await fsp.chown(proxySocket, user.uid, user.gid);
+  return out;
 }
 
 /** Whether bwrap can create its namespaces as the user here (unprivileged user namespaces). */

@@ -73,6 +73,7 @@ import {
   type SandboxLimitsProbe,
 } from './limits.js';
 import { agentNodeCopy } from './agentNode.js';
+import { createExposedBinds } from './exposedBinds.js';
 import {
   BWRAP_MISSING_MESSAGE,
   HOST_CODE_ROOT,
@@ -137,6 +138,8 @@ export function createLocalDriver(opts: LocalDriverOptions): LocalDriver {
   const hostUser = opts.hostUser ?? null;
   /** Directories on the way to bind sources found searchable for hostUser (hostUser.ts). */
   const reachable = new Set<string>();
+  const exposed = createExposedBinds(join(rootDir, '.binds'));
+  const expose = (source: string) => exposed.expose(source);
   const running = new Map<string, LocalSandboxHandle>();
   interface Prepared {
     bwrap: string;
@@ -168,6 +171,7 @@ export function createLocalDriver(opts: LocalDriverOptions): LocalDriver {
           );
         const problem = checkHostUser(hostUser, bwrap);
         if (problem) throw new Error(problem);
+        await exposed.clear(); // what a killed process left mounted
       }
       if (opts.limits === false)
         return {
@@ -302,7 +306,7 @@ export function createLocalDriver(opts: LocalDriverOptions): LocalDriver {
       await abandon();
       throw err;
     }
-    const args = sandboxBwrapOptions({
+    let args = sandboxBwrapOptions({
       systemDir,
       dirs,
       node,
@@ -334,7 +338,7 @@ export function createLocalDriver(opts: LocalDriverOptions): LocalDriver {
     // reachable as any command) keeps its stdio but closes the descriptors above 2.
     if (hostUser) {
       try {
-        await prepareBinds(hostUser, args, proxySocket, reachable, rootDir);
+        args = await prepareBinds(hostUser, args, proxySocket, reachable, rootDir, expose);
       } catch (err) {
         await abandon();
         throw err;
@@ -479,6 +483,7 @@ export function createLocalDriver(opts: LocalDriverOptions): LocalDriver {
     async close() {
       closed = true;
       await Promise.all([...running.values()].map((h) => h.destroy().catch(() => {})));
+      if (hostUser) await exposed.clear().catch(() => {});
     },
   };
 }

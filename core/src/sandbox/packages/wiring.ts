@@ -15,6 +15,7 @@ import type { LeaseStore } from '../../ports/coordination.js';
 import type { Logger } from '../../log.js';
 import type { SandboxLimitCaps } from '../../ports/sandboxHelpers.js';
 import type { EgressPolicy } from '../../egress/policy.js';
+import type { SandboxHostUser } from '@agentfleet/sandbox-agent';
 import { createLocalDriver } from '../../adapters/bubblewrap/driver.js';
 import { which } from '../../adapters/bubblewrap/layout.js';
 import {
@@ -39,6 +40,8 @@ export interface PackageLayerWiring {
   maxLayerMb?: number;
   /** The coordination port's leases: one build per layer across workers (./layers.ts). */
   leases?: LeaseStore;
+  /** The unprivileged host user builds run as under root (@agentfleet/sandbox-agent hostUser.ts). */
+  hostUser?: SandboxHostUser | null;
 }
 
 export function createPackageLayerService(w: PackageLayerWiring): PackageLayers & {
@@ -51,6 +54,7 @@ export function createPackageLayerService(w: PackageLayerWiring): PackageLayers 
     limits: w.limits,
     readOnlyBinds: buildReadOnlyBinds(tools),
     hidePaths: w.hidePaths,
+    hostUser: w.hostUser ?? null,
     proxySocket: (spec) => {
       const p = proxies.get(spec.sessionId);
       return p ? { path: p.socketPath } : null;
