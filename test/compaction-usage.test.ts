@@ -40,8 +40,8 @@ afterAll(async () => {
 // USD per million tokens: an input token is 0.1 cent, an output token 0.2 cent, a cache read
 // 0.01 cent, a cache write 0.125 cent.
 const COST = { input: 1000, output: 2000, cacheRead: 100, cacheWrite: 1250 };
-const PI = { contextWindow: 3000, cost: COST };
-const TRIGGER = { compaction_trigger_fraction: '0.5' };
+const PI = { contextWindow: 6000, cost: COST };
+const TRIGGER = { compaction_trigger_fraction: '0.4' };
 type Usage = NonNullable<ScriptedResponse['usage']>;
 const U1: Usage = { input_tokens: 1000, output_tokens: 500 }; // 200 cents
 const U2: Usage = { input_tokens: 200, output_tokens: 50 }; // 30 cents
@@ -80,7 +80,11 @@ const plus = (a: Record<string, number>, b: Record<string, number>) =>
 
 const FIRST = `first question: alpha ${'lorem '.repeat(40)}`;
 // The second turn's image counts 1600 tokens: over 0.5 × 3000, so it compacts first.
-const compactingTurn = (sid: string) => turn(t, sid, 'second question: beta', RED_DOT_PNG);
+// The first turn (with an image, 1600 tokens) stays under the 2400-token threshold; its long
+// reply takes the second over it, which compacts and then sends its own input after the summary.
+const A1 = `a1 ${'ipsum '.repeat(400)}`;
+const firstTurn = (sid: string) => turn(t, sid, FIRST, RED_DOT_PNG);
+const compactingTurn = (sid: string) => turn(t, sid, 'second question: beta');
 
 describe('compaction summary usage counts in the session', () => {
   for (const protocol of ['anthropic', 'openai'] as Protocol[]) {
@@ -91,8 +95,8 @@ describe('compaction summary usage counts in the session', () => {
         metadata: TRIGGER,
         budget: cents('100000'),
       });
-      t.model.script(s.wire, reply('a1', U1), reply(SUMMARY, summaryUsage), reply('a2', U2));
-      await turn(t, s.sid, FIRST);
+      t.model.script(s.wire, reply(A1, U1), reply(SUMMARY, summaryUsage), reply('a2', U2));
+      await firstTurn(s.sid);
       const log = await compactingTurn(s.sid);
       expectValidEvents(log);
       expect(requestsOf(t, s.wire)).toHaveLength(3);
@@ -115,7 +119,7 @@ describe('compaction summary usage counts in the session', () => {
     });
     t.model.script(
       s.wire,
-      reply('a1', U1),
+      reply(A1, U1),
       {
         steps: [{ tool_use: { name: 'lookup', input: { word: 'x' } } }],
         stop_reason: 'tool_use',
@@ -123,7 +127,7 @@ describe('compaction summary usage counts in the session', () => {
       },
       reply('a2', U2),
     );
-    await turn(t, s.sid, FIRST);
+    await firstTurn(s.sid);
     const log = await compactingTurn(s.sid);
     const boundary = log.find((e) => e.type === 'agent.thread_context_compacted');
     expect(boundary.strategy).toBe('truncate');
@@ -142,8 +146,8 @@ describe('compaction and the session budget', () => {
       metadata: TRIGGER,
       budget: cents('250'),
     });
-    t.model.script(s.wire, reply('a1', U1), reply(SUMMARY, SUMMARY_USAGE), reply('a3', U2));
-    await turn(t, s.sid, FIRST);
+    t.model.script(s.wire, reply(A1, U1), reply(SUMMARY, SUMMARY_USAGE), reply('a3', U2));
+    await firstTurn(s.sid);
     const log = await compactingTurn(s.sid);
     expect(requestsOf(t, s.wire)).toHaveLength(2);
     expect(log.filter((e) => e.type === 'session.status_idle').at(-1).stop_reason).toEqual({
@@ -181,8 +185,8 @@ describe('compaction and the session budget', () => {
       metadata: TRIGGER,
       budget: cents('200'),
     });
-    t.model.script(s.wire, reply('a1', U1), reply(SUMMARY, SUMMARY_USAGE_OAI), reply('a2', U2));
-    await turn(t, s.sid, FIRST);
+    t.model.script(s.wire, reply(A1, U1), reply(SUMMARY, SUMMARY_USAGE_OAI), reply('a2', U2));
+    await firstTurn(s.sid);
     const log = await compactingTurn(s.sid);
     expect(requestsOf(t, s.wire)).toHaveLength(1);
     expect(log.filter((e) => e.type === 'session.status_idle').at(-1).stop_reason).toEqual({
@@ -209,14 +213,14 @@ describe('compaction usage and the budget crash repair', () => {
     });
     t.model.script(
       s.wire,
-      reply('a1', U1),
+      reply(A1, U1),
       reply(SUMMARY, SUMMARY_USAGE),
       reply('a2', U2),
       reply('a3', U2),
       reply('a4', U2),
       reply('a5', U2),
     );
-    await turn(t, s.sid, FIRST);
+    await firstTurn(s.sid);
     await compactingTurn(s.sid);
     // The budget check before the next request repairs from the spans: nothing is missing.
     await turn(t, s.sid, 'third question');
@@ -301,19 +305,20 @@ describe('compaction usage across a crash', () => {
       const idles = async () => (await log()).filter((e) => e.type === 'session.status_idle');
       crash.model.script(
         MODEL,
-        reply('a1', U1),
+        reply(A1, U1),
         reply(SUMMARY, SUMMARY_USAGE),
         { steps: [{ text: 'partial' }, { delay_ms: 60_000 }], usage: U2 },
         reply('finished after recovery', U2),
       );
       const send = (content: unknown[]) =>
         call(`/v1/sessions/${sid}/events`, { events: [{ type: 'user.message', content }] });
-      expect((await send([{ type: 'text', text: FIRST }])).status).toBe(202);
-      await waitFor(async () => (await idles()).length >= 1);
-      const second = await send([
-        { type: 'text', text: 'second question: beta' },
+      const first = await send([
+        { type: 'text', text: FIRST },
         { type: 'image', source: { type: 'base64', media_type: 'image/png', data: RED_DOT_PNG } },
       ]);
+      expect(first.status).toBe(202);
+      await waitFor(async () => (await idles()).length >= 1);
+      const second = await send([{ type: 'text', text: 'second question: beta' }]);
       expect(second.status).toBe(202);
       // The summary is stored with its usage; the main request after it is mid-stream.
       const reqs = () => crash.model.requests.filter((r) => r.model === MODEL);
