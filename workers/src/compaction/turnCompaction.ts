@@ -3,9 +3,10 @@
  * (harness `pi`)"): each model request of such a session goes through `request`. Guarantees:
  * - threshold: when the request's estimated input (system, tools, history; conservative, see
  *   ../modelSettings.ts) exceeds `compaction_trigger_fraction` × the card's
- *   `pi_config.contextWindow`, the conversation is compacted before the request is sent (not
- *   again when nothing was added since the last boundary). A card without a contextWindow
- *   compacts on overflow only;
+ *   `pi_config.contextWindow`, the conversation is compacted before the request is sent, when
+ *   a compaction can shrink it: not when nothing was added since the last boundary, not twice in
+ *   one turn, not on a first turn (a boundary keeps the running turn's input and work whole).
+ *   A card without a contextWindow compacts on overflow only;
  * - overflow: a provider context-overflow answer (./overflow.ts, both protocols) compacts and
  *   retries the request once; the turn goes on. A request still over the window after
  *   compaction (estimated, or the retry overflowing again) ends the turn with the terminal
@@ -73,13 +74,35 @@ const CONVERSATION_TYPES = new Set([
   'agent.custom_tool_use',
 ]);
 
-function nothingSinceBoundary(events: EventDoc[]): boolean {
-  for (let i = events.length - 1; i >= 0; i--) {
+/** What a boundary keeps of the turn it is written in (./boundaryHistory.ts): its input. */
+const INPUT_TYPES = new Set([
+  'user.message',
+  'user.custom_tool_result',
+  'user.tool_result',
+  'system.message',
+]);
+
+/**
+ * Whether a threshold compaction could shrink the request: only when there is conversation after
+ * the newest boundary that a compaction summarises, i.e. before the running turn (the turn's own
+ * input and work are kept whole, ./boundaryHistory.ts). So no compaction when nothing was added
+ * since the last boundary, when the running turn compacted already, or on the first turn.
+ */
+function nothingToCompact(events: EventDoc[]): boolean {
+  let run = -1;
+  for (let i = events.length - 1; i >= 0 && run < 0; i--) {
+    if (events[i]!.type === BOUNDARY_EVENT) return true; // written in the running turn
+    if (events[i]!.type === 'session.status_running') run = i;
+  }
+  let prevRun = -1;
+  for (let i = run - 1; i >= 0 && prevRun < 0; i--)
+    if (events[i]!.type === 'session.status_running') prevRun = i;
+  for (let i = run - 1; i >= 0; i--) {
     const t = events[i]!.type;
     if (t === BOUNDARY_EVENT) return true;
-    if (CONVERSATION_TYPES.has(t)) return false;
+    if (CONVERSATION_TYPES.has(t) && !(i > prevRun && INPUT_TYPES.has(t))) return false;
   }
-  return false;
+  return true;
 }
 
 /** The settings a stored agent runs with; a value that no longer validates gets the default. */
@@ -150,7 +173,7 @@ export class TurnCompaction {
     let { events, history } = await load();
     if (window !== undefined) {
       let used = estimate(mainRequest(history));
-      if (used > this.settings.triggerFraction * window && !nothingSinceBoundary(events)) {
+      if (used > this.settings.triggerFraction * window && !nothingToCompact(events)) {
         const stopped = await this.compact(
           'threshold',
           resolved,
