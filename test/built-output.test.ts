@@ -134,7 +134,7 @@ describe('the built output (node server/dist/cli.js)', () => {
     }
     const results = seen.filter((e) => e.type === 'agent.tool_result');
     expect(results).toHaveLength(1);
-    expect(results[0].is_error).toBe(false);
+    expect(results[0].is_error, results[0].content[0].text).toBe(false);
     expect(results[0].content[0].text).toMatch(/^built-42\n/);
     const reply = seen.filter((e) => e.type === 'agent.message').at(-1);
     expect(reply.content).toEqual([{ type: 'text', text: 'done from the built output' }]);

@@ -61,10 +61,9 @@ function searchable(st: { mode: number; uid: number; gid: number }, user: Sandbo
 
 /**
  * Makes a sandbox's bind sources reachable (and its writable ones its own): see the header. A
- * read-only source the user cannot reach outside `within` is handed to `expose` when given (the
- * local driver bind-mounts it under its root, read-only: package builds' toolchains from the
- * operator's home), else the start is refused. Answers the options with exposed sources
- * replaced.
+ * source the user cannot reach outside `within` is handed to `expose` when given (the local
+ * driver bind-mounts it where the user can search: core's adapters/bubblewrap/exposedBinds.ts),
+ * else the start is refused. Answers the options with exposed sources replaced.
  */
 export async function prepareBinds(
   user: SandboxHostUser,
@@ -74,7 +73,7 @@ export async function prepareBinds(
   checked: Set<string>,
   /** The driver's root: the sandboxes' own directories below it are made anew for each. */
   fresh: string,
-  expose?: (source: string) => Promise<string>,
+  expose?: (source: string, writable: boolean) => Promise<string>,
 ): Promise<string[]> {
   const within = user.within.map((w) => resolve(w));
   /** The first directory on the way to `source` the user cannot search and we may not fix. */
@@ -108,16 +107,13 @@ export async function prepareBinds(
     if (!readOnly) writable.push(source);
     const blocked = await blockedOn(source);
     if (!blocked) continue;
-    if (!readOnly || !expose) throw refuse(source, blocked);
-    out[i] = await expose(source);
+    if (!expose) throw refuse(source, blocked);
+    out[i] = await expose(source, !readOnly);
     const still = await blockedOn(out[i]!);
     if (still) throw refuse(out[i]!, still);
   }
-  if (proxySocket) {
-    const blocked = await blockedOn(proxySocket);
-    if (blocked) throw refuse(proxySocket, blocked);
-    await fsp.chown(proxySocket, user.uid, user.gid);
-  }
+  // the socket is one of the bind sources above (reached or exposed); connecting needs write on it
+  if (proxySocket) await fsp.chown(proxySocket, user.uid, user.gid);
   for (const source of writable) {
     const st = await fsp.stat(source);
     if (st.uid === 0) await fsp.chown(source, user.uid, user.gid);

@@ -73,7 +73,7 @@ import {
   type SandboxLimitsProbe,
 } from './limits.js';
 import { agentNodeCopy } from './agentNode.js';
-import { createExposedBinds } from './exposedBinds.js';
+import { clearStaleExposures, sandboxExposure } from './exposedBinds.js';
 import {
   BWRAP_MISSING_MESSAGE,
   HOST_CODE_ROOT,
@@ -138,8 +138,6 @@ export function createLocalDriver(opts: LocalDriverOptions): LocalDriver {
   const hostUser = opts.hostUser ?? null;
   /** Directories on the way to bind sources found searchable for hostUser (hostUser.ts). */
   const reachable = new Set<string>();
-  const exposed = createExposedBinds(join(rootDir, '.binds'));
-  const expose = (source: string) => exposed.expose(source);
   const running = new Map<string, LocalSandboxHandle>();
   interface Prepared {
     bwrap: string;
@@ -171,7 +169,7 @@ export function createLocalDriver(opts: LocalDriverOptions): LocalDriver {
           );
         const problem = checkHostUser(hostUser, bwrap);
         if (problem) throw new Error(problem);
-        await exposed.clear(); // what a killed process left mounted
+        await clearStaleExposures(); // what a killed process left mounted
       }
       if (opts.limits === false)
         return {
@@ -246,8 +244,11 @@ export function createLocalDriver(opts: LocalDriverOptions): LocalDriver {
     // read-only trees (a read_only memory store): host files beside the sandbox's directory,
     // outside its disk, bound read-only
     const treesDir = `${hostDir}.ro`;
+    // sources the host user cannot reach, bind-mounted where it can for this start (exposedBinds.ts)
+    const exposure = hostUser ? sandboxExposure(`${process.pid}-${id}`) : null;
     /** A start that fails before bwrap runs leaves nothing behind. */
     const abandon = async () => {
+      await exposure?.release().catch(() => {});
       await confinement?.release().catch(() => {});
       await removeTree(hostDir);
       await removeTree(treesDir);
@@ -338,7 +339,9 @@ export function createLocalDriver(opts: LocalDriverOptions): LocalDriver {
     // reachable as any command) keeps its stdio but closes the descriptors above 2.
     if (hostUser) {
       try {
-        args = await prepareBinds(hostUser, args, proxySocket, reachable, rootDir, expose);
+        args = await prepareBinds(hostUser, args, proxySocket, reachable, rootDir, (s, w) =>
+          exposure!.expose(s, w),
+        );
       } catch (err) {
         await abandon();
         throw err;
@@ -400,6 +403,7 @@ export function createLocalDriver(opts: LocalDriverOptions): LocalDriver {
             error: (err as Error).message,
           });
         }
+        await exposure?.release().catch(() => {});
         await removeTree(hostDir);
         await removeTree(treesDir);
         await fsp.rm(`${hostDir}.owner`, { force: true });
@@ -448,6 +452,12 @@ export function createLocalDriver(opts: LocalDriverOptions): LocalDriver {
       }),
     ]);
     clearTimeout(timer);
+    // bwrap holds its binds now (or never will): the host-side exposure goes
+    await exposure
+      ?.release()
+      .catch((err) =>
+        log?.warn('releasing the sandbox exposure failed', { sandboxId: id, error: String(err) }),
+      );
     if (outcome !== 'ready') {
       await handle.destroy();
       const r = await exited;
@@ -483,7 +493,6 @@ export function createLocalDriver(opts: LocalDriverOptions): LocalDriver {
     async close() {
       closed = true;
       await Promise.all([...running.values()].map((h) => h.destroy().catch(() => {})));
-      if (hostUser) await exposed.clear().catch(() => {});
     },
   };
 }

@@ -1,18 +1,23 @@
 /**
- * Read-only bind sources the sandbox host user cannot reach (a package build's Rust toolchain
- * under the operator's /root), made reachable without changing the operator's directories: each
- * is bind-mounted read-only on the host at `<dir>/<hash of its path>` (under the driver's root,
- * which hostUser.ts makes searchable for that user's group), once, and bwrap binds that instead
- * (the path inside the sandbox is unchanged). `clear` unmounts them all: at the driver's first
- * start (what a killed process left) and at close. Needs root, like the rest of the confinement.
- * Proved by test/env-packages-cargo.test.ts (the cargo build runs as the host user with the
- * toolchain bound from /root) and test/sandbox-isolation.test.ts.
+ * Bind sources the sandbox host user cannot reach (anything under a directory it may not search
+ * that the driver may not open up: a data dir inside a 0700 home or temporary directory, a
+ * package build's Rust toolchain under /root), made reachable without changing the operator's
+ * directories: for one sandbox start each is bind-mounted on the host (read-only unless bound
+ * writable) at `<base>/<sandbox>/<n>`, where `<base>` is a directory of root's that the user may
+ * search (EXPOSE_BASE, /run/agentfleet/sandboxes: 0711), and bwrap binds that instead; the path
+ * inside the sandbox is unchanged. Once bwrap holds its binds (the sandbox is ready, or failed
+ * to start), `release` unmounts them: the sandbox keeps its own copies, nothing of it stays
+ * mounted on the host. `clearStaleExposures` removes what a killed process left. Needs root, like the
+ * rest of the confinement. Proved by test/built-output.test.ts (a data dir under a 0700
+ * directory), test/env-packages-cargo.test.ts (the toolchain under /root) and
+ * test/sandbox-isolation.test.ts.
  */
 import { spawnSync } from 'node:child_process';
-import { createHash } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import * as fsp from 'node:fs/promises';
 import { join } from 'node:path';
+
+export const EXPOSE_BASE = '/run/agentfleet/sandboxes';
 
 /** Whether something is mounted at `path` (a bind mount of the same filesystem included). */
 function mountedAt(path: string): boolean {
@@ -34,40 +39,61 @@ function run(cmd: string, args: string[]): void {
     );
 }
 
-export function createExposedBinds(dir: string) {
-  const made = new Map<string, Promise<string>>();
+/** Unmounts and removes one sandbox's exposure directory; never recursive. */
+async function removeExposure(dir: string): Promise<void> {
+  const names = await fsp.readdir(dir).catch(() => [] as string[]);
+  for (const name of names) {
+    const target = join(dir, name);
+    while (mountedAt(target)) run('umount', ['-l', target]);
+    // an empty mount point directory, or the empty file of a file's
+    await fsp.rmdir(target).catch(() => fsp.unlink(target).catch(() => {}));
+  }
+  await fsp.rmdir(dir).catch(() => {});
+}
+
+export interface Exposure {
+  /** The reachable path standing for `source` (bind-mounted now; read-only unless `writable`). */
+  expose(source: string, writable: boolean): Promise<string>;
+  /** Unmounts everything exposed for this sandbox. */
+  release(): Promise<void>;
+}
+
+/** The exposure of one sandbox start, under EXPOSE_BASE/<name>. */
+export function sandboxExposure(name: string, base = EXPOSE_BASE): Exposure {
+  const dir = join(base, name);
+  let n = 0;
+  let released: Promise<void> | null = null;
   return {
-    /** The reachable read-only path standing for `source` (bind-mounted when first asked). */
-    expose(source: string): Promise<string> {
-      let p = made.get(source);
-      if (!p) {
-        p = (async () => {
-          const target = join(dir, createHash('sha256').update(source).digest('hex').slice(0, 16));
-          const st = await fsp.stat(source);
-          await fsp.mkdir(dir, { recursive: true, mode: 0o755 });
-          if (st.isDirectory()) await fsp.mkdir(target, { recursive: true, mode: 0o755 });
-          else await fsp.writeFile(target, '', { flag: 'a', mode: 0o444 });
-          if (!mountedAt(target)) {
-            run('mount', ['--bind', source, target]);
-            run('mount', ['-o', 'remount,bind,ro', target]);
-          }
-          return target;
-        })();
-        p.catch(() => made.delete(source));
-        made.set(source, p);
-      }
-      return p;
+    async expose(source, writable) {
+      const st = await fsp.stat(source);
+      await fsp.mkdir(base, { recursive: true, mode: 0o711 });
+      await fsp.chmod(base, 0o711);
+      await fsp.mkdir(dir, { recursive: true, mode: 0o711 });
+      const target = join(dir, String(n++));
+      if (st.isDirectory()) await fsp.mkdir(target, { mode: 0o755 });
+      else await fsp.writeFile(target, '', { flag: 'wx', mode: 0o444 });
+      run('mount', ['--bind', source, target]);
+      if (!writable) run('mount', ['-o', 'remount,bind,ro', target]);
+      return target;
     },
-    /** Unmounts every exposed source under `dir` (also those of a process that died). */
-    async clear(): Promise<void> {
-      made.clear();
-      const names = await fsp.readdir(dir).catch(() => [] as string[]);
-      for (const name of names) {
-        const target = join(dir, name);
-        while (mountedAt(target)) run('umount', ['-l', target]);
-        // never recursive: an empty mount point directory, or the empty file of a file's
-        await fsp.rmdir(target).catch(() => fsp.unlink(target).catch(() => {}));
-      }
+    release() {
+      return (released ??= removeExposure(dir));
     },
   };
+}
+
+/** Removes the exposures of processes that are gone (named `<pid>-…`, see the driver). */
+export async function clearStaleExposures(base = EXPOSE_BASE): Promise<void> {
+  const names = await fsp.readdir(base).catch(() => [] as string[]);
+  for (const name of names) {
+    const pid = Number(name.split('-')[0]);
+    if (!Number.isInteger(pid) || pid <= 0) continue;
+    let alive = true;
+    try {
+      process.kill(pid, 0);
+    } catch (err) {
+      alive = (err as NodeJS.ErrnoException).code === 'EPERM';
+    }
+    if (!alive) await removeExposure(join(base, name)).catch(() => {});
+  }
 }
