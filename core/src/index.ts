@@ -112,7 +112,7 @@ export { MAX_SUBSTITUTION_BODY_BYTES } from './sandbox/placeholders.js';
 export { CLI_REGISTRY, knownCliIds, type CliRegistry, type CliSpec } from './egress/cliRegistry.js';
 export { createNomadDriver } from './adapters/nomad/driver.js';
 export { nomadAgentCommand, nomadDockerMounts } from './adapters/nomad/command.js';
-export { sandboxProgram } from '@agentfleet/sandbox-agent';
+export { checkHostUser, sandboxProgram } from '@agentfleet/sandbox-agent';
 export * from './egress/index.js';
 export {
   McpProxy,

@@ -11,6 +11,7 @@ import { join } from 'node:path';
 import {
   BWRAP_MISSING_MESSAGE,
   checkBubblewrap,
+  checkHostUser,
   createLocalDriver,
   createNomadDriver,
   describeMissing,
@@ -49,6 +50,11 @@ export async function localDriver(
     throw new Error(
       `${check.message ?? BWRAP_MISSING_MESSAGE}. Or set SANDBOX_DRIVER=none to run without sandboxes (tools that need one then answer with an error).`,
     );
+  // the sandbox host user: bwrap must create its namespaces as that user (unprivileged userns)
+  const hostUserProblem = cfg.hostUser
+    ? checkHostUser({ ...cfg.hostUser, within: [] }, 'bwrap')
+    : null;
+  if (hostUserProblem) throw new Error(hostUserProblem);
   const localRoot = join(cfg.rootDir, 'local');
   // Per-sandbox limits: refuse a host that can enforce none, name what is missing otherwise.
   let limits: LocalLimitsOptions | false = false;
