@@ -23,12 +23,19 @@ import { buildHistory } from '../history.js';
 
 export const BOUNDARY_EVENT = 'agent.thread_context_compacted';
 
-const INPUT_TYPES = new Set([
+/** The input a turn consumes: what a boundary keeps of the turn it is written in. */
+export const INPUT_TYPES = new Set([
   'user.message',
   'user.custom_tool_result',
   'user.tool_result',
   'system.message',
 ]);
+
+/** Index of the last session.status_running before `end` (a turn's start), -1 when none. */
+export function lastRunBefore(events: readonly EventDoc[], end: number): number {
+  for (let i = end - 1; i >= 0; i--) if (events[i]!.type === 'session.status_running') return i;
+  return -1;
+}
 
 /** The text of the user turn that stands for the summarised conversation. */
 export const summaryMessageText = (summary: string) =>
@@ -43,14 +50,10 @@ export function boundaryHistory(events: EventDoc[]): ChatMessage[] {
     }
   if (at < 0) return buildHistory(events);
   const boundary = events[at]!;
-  const lastRunBefore = (end: number) => {
-    for (let i = end - 1; i >= 0; i--) if (events[i]!.type === 'session.status_running') return i;
-    return -1;
-  };
   // the turn the boundary was written in starts at its session.status_running (run); it
   // consumed the input appended since the turn before it started (prevRun)
-  const run = lastRunBefore(at);
-  const prevRun = run < 0 ? -1 : lastRunBefore(run);
+  const run = lastRunBefore(events, at);
+  const prevRun = run < 0 ? -1 : lastRunBefore(events, run);
   const synthetic = (type: string, payload: Record<string, unknown>): EventDoc =>
     ({ ...boundary, _id: `${boundary._id}:${type}`, type, payload }) as EventDoc;
   const summary = String((boundary.payload as { summary?: unknown }).summary ?? '');

@@ -55,7 +55,7 @@ import { resolveFileBlocks } from '../fileBlocks.js';
 import { sessionError, toModelError, zeroUsage } from '../turnEvents.js';
 import { budgetStop, usageUpdate } from '../budget.js';
 import type { McpTools } from '../mcpTurn.js';
-import { BOUNDARY_EVENT, boundaryHistory } from './boundaryHistory.js';
+import { BOUNDARY_EVENT, boundaryHistory, INPUT_TYPES, lastRunBefore } from './boundaryHistory.js';
 import { fallbackSummary, summaryRequest } from './summaryPayload.js';
 
 export type Trigger = 'threshold' | 'overflow';
@@ -74,14 +74,6 @@ const CONVERSATION_TYPES = new Set([
   'agent.custom_tool_use',
 ]);
 
-/** What a boundary keeps of the turn it is written in (./boundaryHistory.ts): its input. */
-const INPUT_TYPES = new Set([
-  'user.message',
-  'user.custom_tool_result',
-  'user.tool_result',
-  'system.message',
-]);
-
 /**
  * Whether a threshold compaction could shrink the request: only when there is conversation after
  * the newest boundary that a compaction summarises, i.e. before the running turn (the turn's own
@@ -89,14 +81,9 @@ const INPUT_TYPES = new Set([
  * since the last boundary, when the running turn compacted already, or on the first turn.
  */
 function nothingToCompact(events: EventDoc[]): boolean {
-  let run = -1;
-  for (let i = events.length - 1; i >= 0 && run < 0; i--) {
-    if (events[i]!.type === BOUNDARY_EVENT) return true; // written in the running turn
-    if (events[i]!.type === 'session.status_running') run = i;
-  }
-  let prevRun = -1;
-  for (let i = run - 1; i >= 0 && prevRun < 0; i--)
-    if (events[i]!.type === 'session.status_running') prevRun = i;
+  const run = lastRunBefore(events, events.length);
+  for (let i = events.length - 1; i > run; i--) if (events[i]!.type === BOUNDARY_EVENT) return true; // written in the running turn
+  const prevRun = lastRunBefore(events, run);
   for (let i = run - 1; i >= 0; i--) {
     const t = events[i]!.type;
     if (t === BOUNDARY_EVENT) return true;
