@@ -12,10 +12,11 @@
  * directory), test/env-packages-cargo.test.ts (the toolchain under /root) and
  * test/sandbox-isolation.test.ts.
  */
-import { spawnSync } from 'node:child_process';
+import { execFile } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import * as fsp from 'node:fs/promises';
 import { join } from 'node:path';
+import { promisify } from 'node:util';
 
 export const EXPOSE_BASE = '/run/agentfleet/sandboxes';
 
@@ -28,15 +29,16 @@ function mountedAt(path: string): boolean {
     .some((line) => unescape(line.split(' ')[4] ?? '') === path);
 }
 
-function run(cmd: string, args: string[]): void {
-  const r = spawnSync(cmd, args, {
-    encoding: 'utf8',
-    env: { PATH: '/usr/sbin:/usr/bin:/sbin:/bin' },
-  });
-  if (r.status !== 0)
-    throw new Error(
-      `${cmd} ${args.join(' ')} failed: ${(r.stderr || r.error?.message || '').trim()}`,
-    );
+const execFileAsync = promisify(execFile);
+
+/** Runs mount/umount without holding the event loop (other sandboxes' calls go on meanwhile). */
+async function run(cmd: string, args: string[]): Promise<void> {
+  try {
+    await execFileAsync(cmd, args, { env: { PATH: '/usr/sbin:/usr/bin:/sbin:/bin' } });
+  } catch (err) {
+    const e = err as { stderr?: string; message: string };
+    throw new Error(`${cmd} ${args.join(' ')} failed: ${(e.stderr || e.message).trim()}`);
+  }
 }
 
 /** Unmounts and removes one sandbox's exposure directory; never recursive. */
@@ -44,7 +46,7 @@ async function removeExposure(dir: string): Promise<void> {
   const names = await fsp.readdir(dir).catch(() => [] as string[]);
   for (const name of names) {
     const target = join(dir, name);
-    while (mountedAt(target)) run('umount', ['-l', target]);
+    while (mountedAt(target)) await run('umount', ['-l', target]);
     // an empty mount point directory, or the empty file of a file's
     await fsp.rmdir(target).catch(() => fsp.unlink(target).catch(() => {}));
   }
@@ -72,8 +74,8 @@ export function sandboxExposure(name: string, base = EXPOSE_BASE): Exposure {
       const target = join(dir, String(n++));
       if (st.isDirectory()) await fsp.mkdir(target, { mode: 0o755 });
       else await fsp.writeFile(target, '', { flag: 'wx', mode: 0o444 });
-      run('mount', ['--bind', source, target]);
-      if (!writable) run('mount', ['-o', 'remount,bind,ro', target]);
+      await run('mount', ['--bind', source, target]);
+      if (!writable) await run('mount', ['-o', 'remount,bind,ro', target]);
       return target;
     },
     release() {
