@@ -1,37 +1,37 @@
 export * from './errors.js';
 export * from './ids.js';
 export * from './crypto.js';
-export * from './config.js';
-export { parseTrustProxy, type HttpConfig } from './configHttp.js';
-export * from './dataDir.js';
+export * from './config/config.js';
+export { parseTrustProxy, type HttpConfig } from './config/http.js';
+export * from './config/dataDir.js';
 export * from './util.js';
-export * from './ports/store.js';
-export * from './ports/bus.js';
-export * from './ports/coordination.js';
-export * from './ports/modelProvider.js';
-export { PrefixMemo } from './ports/prefixMemo.js';
-export * from './domain/collections.js';
-export * from './domain/pagination.js';
-export * from './domain/modelInfo.js';
-export { AgentService, normalizeModel, normalizeTools, renderSpec } from './domain/agents.js';
-export { render as renderAgent } from './domain/agents.js';
-export { SHARED_QUERY_CACHE_TTL_MS } from './domain/docReadCache.js';
-export { SKILLS_MOUNT_ROOT, skillPromptSection, systemWithSkills } from './domain/sessionSkills.js';
-export * from './domain/compactionSettings.js';
-export { render as renderEnvironment } from './domain/environments.js';
-export { EnvironmentService } from './domain/environments.js';
-export * from './domain/vaults.js';
-export * from './domain/models.js';
-export * from './domain/cardKeys.js';
-export { catalogFor, type CatalogModel } from './domain/modelCatalog.js';
-export * from './domain/prices.js';
-export * from './domain/budget.js';
-export * from './domain/eventLog.js';
-export * from './domain/liveEvents.js';
-export { eventSpillPrefix, SPILL_THRESHOLD_BYTES } from './domain/eventSpill.js';
-export * from './domain/sessions.js';
-export * from './domain/auth.js';
-export * from './domain/files.js';
+export * from './store/port.js';
+export * from './bus/port.js';
+export * from './coordination/port.js';
+export * from './models/port.js';
+export { PrefixMemo } from './models/prefixMemo.js';
+export * from './store/collections.js';
+export * from './api/pagination.js';
+export * from './models/info.js';
+export { AgentService, normalizeModel, normalizeTools, renderSpec } from './agents/agents.js';
+export { render as renderAgent } from './agents/agents.js';
+export { SHARED_QUERY_CACHE_TTL_MS } from './store/readCache.js';
+export { SKILLS_MOUNT_ROOT, skillPromptSection, systemWithSkills } from './sessions/skills.js';
+export * from './sessions/compactionSettings.js';
+export { render as renderEnvironment } from './environments/environments.js';
+export { EnvironmentService } from './environments/environments.js';
+export * from './vaults/vaults.js';
+export * from './models/models.js';
+export * from './models/cardKeys.js';
+export { catalogFor, type CatalogModel } from './models/catalog.js';
+export * from './models/prices.js';
+export * from './sessions/budget.js';
+export * from './events/log.js';
+export * from './events/live.js';
+export { eventSpillPrefix, SPILL_THRESHOLD_BYTES } from './events/spill.js';
+export * from './sessions/sessions.js';
+export * from './auth/auth.js';
+export * from './files/files.js';
 export {
   awaitsWorker,
   checkInputEvents,
@@ -40,7 +40,7 @@ export {
   fileHasExpired,
   isSelfHostedSession,
   WORKER_TOOLSET_TOOLS,
-} from './domain/inputEvents.js';
+} from './sessions/inputEvents.js';
 export * from './platform.js';
 export * from './deployments/index.js';
 export * from './work/index.js';
@@ -54,26 +54,26 @@ export {
 export * from './memory/index.js';
 export * from './dreams/index.js';
 export * from './skills/index.js';
-export { SkillSourceService } from './skills/sources/service.js';
-export { EmbeddedBus } from './adapters/embedded/bus.js';
+export { SkillSourceService } from './skills/sources/sources.js';
+export { EmbeddedBus } from './bus/embedded.js';
 export {
   embeddedCoordination,
   MemoryLeaseStore,
   MemoryPubSub,
   MemoryRateLimiter,
-} from './adapters/embedded/coordination.js';
-export { openEmbeddedStore } from './adapters/embedded/documentStore.js';
+} from './coordination/embedded.js';
+export { openEmbeddedStore } from './store/embedded/documentStore.js';
 export {
   openMongoRouter,
   openGridFsObjects,
   databaseOf,
   type MongoRouter,
-} from './adapters/mongo/router.js';
-export { openKafkaBus, openRedisCoordination } from './adapters/connect.js';
+} from './store/mongo/router.js';
+export { openKafkaBus, openRedisCoordination } from './connect.js';
 export * from './log.js';
 export * from './metrics.js';
-export * from './ports/sandbox.js';
-export * from './ports/objectStore.js';
+export * from './sandbox/port.js';
+export * from './objects/port.js';
 export {
   createSandboxRuntime,
   type SandboxRuntime,
@@ -90,28 +90,28 @@ export {
   checkBubblewrap,
   BWRAP_MISSING_MESSAGE,
   type LocalLimitsOptions,
-} from './adapters/bubblewrap/driver.js';
+} from './sandbox/drivers/bubblewrap/driver.js';
 export {
   describeMissing,
   noLimitsMessage,
   probeSandboxLimits,
-} from './adapters/bubblewrap/limits.js';
-export { createSandboxManager, type SandboxManagerService } from './sandbox/manager.js';
-export { snapshotPrefix } from './domain/snapshotKeys.js';
-export { createDirectoryObjectStore } from './adapters/embedded/objectStore.js';
-export { createOutboundProxy, hostPolicy } from './sandbox/proxy.js';
-export { simpleCommandProgram } from './sandbox/commandSecrets.js';
-export { injectionFor } from './sandbox/vaultInjection.js';
+} from './sandbox/drivers/bubblewrap/limits.js';
+export { createSandboxManager, type SandboxManagerService } from './sandbox/manager/manager.js';
+export { snapshotPrefix } from './sandbox/snapshotKeys.js';
+export { createDirectoryObjectStore } from './objects/directory.js';
+export { createOutboundProxy, hostPolicy } from './egress/proxy/proxy.js';
+export { simpleCommandProgram } from './egress/injection/commandSecrets.js';
+export { injectionFor } from './egress/injection/vaultInjection.js';
 export {
   createCertificateAuthority,
   deploymentCa,
   upstreamTrust,
   writeSandboxTrust,
 } from './egress/ca.js';
-export { MAX_SUBSTITUTION_BODY_BYTES } from './sandbox/placeholders.js';
+export { MAX_SUBSTITUTION_BODY_BYTES } from './egress/injection/placeholders.js';
 export { CLI_REGISTRY, knownCliIds, type CliRegistry, type CliSpec } from './egress/cliRegistry.js';
-export { createNomadDriver } from './adapters/nomad/driver.js';
-export { nomadAgentCommand, nomadDockerMounts } from './adapters/nomad/command.js';
+export { createNomadDriver } from './sandbox/drivers/nomad/driver.js';
+export { nomadAgentCommand, nomadDockerMounts } from './sandbox/drivers/nomad/command.js';
 export { checkHostUser, sandboxProgram } from '@agentfleet/sandbox-agent';
 export * from './egress/index.js';
 export {

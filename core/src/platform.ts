@@ -1,15 +1,15 @@
-import type { Config } from './config.js';
+import type { Config } from './config/config.js';
 import { SecretBox } from './crypto.js';
-import type { StoreRouter } from './domain/collections.js';
-import type { CommandBus } from './ports/bus.js';
-import type { Coordination } from './ports/coordination.js';
-import type { DocumentStore } from './ports/store.js';
+import type { StoreRouter } from './store/collections.js';
+import type { CommandBus } from './bus/port.js';
+import type { Coordination } from './coordination/port.js';
+import type { DocumentStore } from './store/port.js';
 import {
   COLLECTIONS,
   openCollections,
   type AgentDoc,
   type Collections,
-} from './domain/collections.js';
+} from './store/collections.js';
 import {
   AGENT_CACHE_MAX,
   DocReadCache,
@@ -18,19 +18,19 @@ import {
   QueryReadCache,
   SHARED_QUERY_CACHE_TTL_MS,
   announceWrites,
-} from './domain/docReadCache.js';
-import { AgentService } from './domain/agents.js';
-import { AuthService } from './domain/auth.js';
-import { EnvironmentService } from './domain/environments.js';
-import { VaultService } from './domain/vaults.js';
-import { EventLog } from './domain/eventLog.js';
-import { ModelResolver } from './domain/models.js';
+} from './store/readCache.js';
+import { AgentService } from './agents/agents.js';
+import { AuthService } from './auth/auth.js';
+import { EnvironmentService } from './environments/environments.js';
+import { VaultService } from './vaults/vaults.js';
+import { EventLog } from './events/log.js';
+import { ModelResolver } from './models/models.js';
 import { createEgressPolicy, type EgressPolicy } from './egress/policy.js';
 import { egressFetch, type HttpFetch } from './egress/dispatcher.js';
-import { SessionService } from './domain/sessions.js';
+import { SessionService } from './sessions/sessions.js';
 import { platformMetrics, type PlatformMetrics } from './metrics.js';
-import { FileService, OutputService } from './domain/files.js';
-import type { ObjectStore } from './ports/objectStore.js';
+import { FileService, OutputService } from './files/files.js';
+import type { ObjectStore } from './objects/port.js';
 import { createLogger } from './log.js';
 import { McpProxy } from './mcp/proxy.js';
 import { validateOAuthCredential } from './mcp/validate.js';
@@ -40,7 +40,7 @@ import { emitSessionStatusWebhooks, WebhookService } from './webhooks/index.js';
 import { MemoryService } from './memory/index.js';
 import { MemorySearchService } from './memory/search/index.js';
 import { DreamService } from './dreams/index.js';
-import { SkillService } from './skills/service.js';
+import { SkillService } from './skills/skills.js';
 
 /**
  * The adapters a platform runs on, chosen by the composition root (server/src/components.ts):
@@ -56,7 +56,7 @@ export interface Adapters {
   /**
    * True only when this process is the store's only writer (the embedded store, which holds its
    * data dir's lock): agent documents are then read through an exact in-process cache
-   * (core/src/domain/docReadCache.ts). Unset for shared stores (MongoDB, FerretDB) and overrides.
+   * (core/src/store/readCache.ts). Unset for shared stores (MongoDB, FerretDB) and overrides.
    */
   exclusiveStore?: boolean;
   close(): Promise<void>;
@@ -118,7 +118,7 @@ export interface Platform {
   memorySearch: MemorySearchService;
   /** Dreams (core/src/dreams): create/list/cancel here; the worker's `startRunner` runs them. */
   dreams: DreamService;
-  /** Custom and built-in skills with their versions (core/src/skills/service.ts). */
+  /** Custom and built-in skills with their versions (core/src/skills/skills.ts). */
   skills: SkillService;
   close(): Promise<void>;
 }
@@ -185,7 +185,7 @@ export async function createPlatform(config: Config, adapters: Adapters): Promis
   // (the processes of one machine); chosen by the composition root from OBJECT_STORE.
   const files = new FileService(collections, objects, { maxBytes: config.maxFileBytes });
   const outputs = new OutputService(collections, objects);
-  // Which base_image values this deployment can run (core/src/domain/baseImage.ts).
+  // Which base_image values this deployment can run (core/src/environments/baseImage.ts).
   const baseImages = {
     sandboxDriver: config.sandbox.driver,
     nomadBaseImages: config.sandbox.nomadBaseImages,
@@ -256,7 +256,7 @@ export async function createPlatform(config: Config, adapters: Adapters): Promis
   });
   sessions.useWorkQueue((tenant, s) => work.enqueue(tenant, s));
   const skills = new SkillService(collections, objects);
-  // Agent and session `skills` refs are validated and pinned by it (domain/sessionSkills.ts).
+  // Agent and session `skills` refs are validated and pinned by it (sessions/skills.ts).
   agents.useSkills(skills);
   const memory = new MemoryService(
     collections,

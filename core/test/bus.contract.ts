@@ -24,7 +24,7 @@
  */
 import { afterEach, describe, expect, it } from 'vitest';
 import { COMMANDS, type CommandEnvelope, type CommandName } from '@agentfleet/schemas';
-import type { CommandBus, CommandHandlers, ConsumerHandle } from '../src/ports/bus.js';
+import type { CommandBus, CommandHandlers, ConsumerHandle } from '../src/bus/port.js';
 
 export interface BusUnderTest {
   bus: CommandBus;

@@ -11,7 +11,7 @@ import { fileURLToPath } from 'node:url';
 import { Kafka, logLevel } from 'kafkajs';
 import { afterEach, describe, expect, it } from 'vitest';
 import { COMMAND_TOPICS, type CommandEnvelope } from '@agentfleet/schemas';
-import { EmbeddedBus } from '../src/adapters/embedded/bus.js';
+import { EmbeddedBus } from '../src/bus/embedded.js';
 import {
   createKafkaBus,
   dlqTopic,
@@ -19,7 +19,7 @@ import {
   type DeadLetter,
   type KafkaBusOptions,
   type KafkaConsumerHandle,
-} from '../src/adapters/kafka/bus.js';
+} from '../src/bus/kafka/bus.js';
 import { createLogger } from '../src/log.js';
 import { busContract, waitFor } from './bus.contract.js';
 import { withFaultLock } from './faultLock.js';

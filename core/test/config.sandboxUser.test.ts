@@ -1,10 +1,10 @@
 /**
- * SANDBOX_HOST_UID / SANDBOX_HOST_GID (core/src/configSandboxUser.ts): the default under root,
+ * SANDBOX_HOST_UID / SANDBOX_HOST_GID (core/src/config/sandboxUser.ts): the default under root,
  * the values taken, uid 0 and bad values refused, and either refused without root (it could not
  * be honoured). The user in effect: test/sandbox-isolation.test.ts.
  */
 import { describe, expect, it } from 'vitest';
-import { parseSandboxHostUser } from '../src/configSandboxUser.js';
+import { parseSandboxHostUser } from '../src/config/sandboxUser.js';
 
 describe('SANDBOX_HOST_UID', () => {
   it('defaults to uid and gid 100000 under root, and takes both', () => {

@@ -5,7 +5,7 @@
  * Every test uses its own keys and channels, so the suite can run against a shared Redis.
  */
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import type { Coordination } from '../src/ports/coordination.js';
+import type { Coordination } from '../src/coordination/port.js';
 
 export interface CoordinationHandle {
   c: Coordination;

@@ -4,9 +4,9 @@ import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { Redis } from 'ioredis';
 import { describe, expect, it } from 'vitest';
-import { embeddedCoordination } from '../src/adapters/embedded/coordination.js';
-import { createRedisCoordination } from '../src/adapters/redis/coordination.js';
-import type { Coordination } from '../src/ports/coordination.js';
+import { embeddedCoordination } from '../src/coordination/embedded.js';
+import { createRedisCoordination } from '../src/coordination/redis.js';
+import type { Coordination } from '../src/coordination/port.js';
 import { coordinationContract, eventually } from './coordination.contract.js';
 import { withFaultLock } from './faultLock.js';
 

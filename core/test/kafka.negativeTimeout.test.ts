@@ -7,7 +7,7 @@
  */
 import { createRequire } from 'node:module';
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import '../src/adapters/kafka/bus.js';
+import '../src/bus/kafka/bus.js';
 
 const require = createRequire(import.meta.url);
 const RequestQueue = require('kafkajs/src/network/requestQueue/index.js') as {

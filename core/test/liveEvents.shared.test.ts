@@ -1,13 +1,13 @@
 /**
- * sharedSubscribe (core/src/domain/liveEvents.ts) on the embedded pub/sub: many local followers
+ * sharedSubscribe (core/src/events/live.ts) on the embedded pub/sub: many local followers
  * of a channel share one pubsub subscription; a tick's messages reach each follower as ONE
  * batch, in publish order, the same array for every follower; the last follower leaving
  * releases the subscription, and a later follower starts a fresh one.
  */
 import { describe, expect, it } from 'vitest';
-import { MemoryPubSub } from '../src/adapters/embedded/coordination.js';
-import { sharedSubscribe } from '../src/domain/liveEvents.js';
-import type { PubSub } from '../src/ports/coordination.js';
+import { MemoryPubSub } from '../src/coordination/embedded.js';
+import { sharedSubscribe } from '../src/events/live.js';
+import type { PubSub } from '../src/coordination/port.js';
 
 /** The embedded pub/sub, counting the subscriptions made on it and those still open. */
 function countingPubSub() {

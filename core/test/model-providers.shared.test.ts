@@ -1,18 +1,18 @@
 /**
  * What both model-provider adapters share, beyond the port's contract (modelProvider.contract.ts,
  * run by modelProvider.test.ts): the scripted model server itself, the provider-id → protocol
- * table and createProvider (core/src/adapters/modelProviders.ts), providers behind the egress
+ * table and createProvider (core/src/models/providers.ts), providers behind the egress
  * policy (a tenant model card's egressFetch), and the SSE reader
- * (core/src/ports/modelProviderHelpers.ts parseSSE).
+ * (core/src/models/providerHelpers.ts parseSSE).
  */
 import { createServer } from 'node:http';
 import { PassThrough } from 'node:stream';
 import { describe, expect, it } from 'vitest';
-import { AnthropicMessagesProvider } from '../src/adapters/anthropic/provider.js';
-import { OpenAIChatProvider } from '../src/adapters/openai/provider.js';
-import { createProvider, providerProtocol } from '../src/adapters/modelProviders.js';
-import { parseSSE, type ByteStream, type SSEEvent } from '../src/ports/modelProviderHelpers.js';
-import { ModelError } from '../src/ports/modelProvider.js';
+import { AnthropicMessagesProvider } from '../src/models/anthropic/provider.js';
+import { OpenAIChatProvider } from '../src/models/openai/provider.js';
+import { createProvider, providerProtocol } from '../src/models/providers.js';
+import { parseSSE, type ByteStream, type SSEEvent } from '../src/models/providerHelpers.js';
+import { ModelError } from '../src/models/port.js';
 import { startScriptedModelServer } from '../../test/fixtures/scriptedModel.js';
 import { createEgressPolicy, egressFetch } from '../src/egress/index.js';
 import { collect, of, req } from './modelProvider.contract.js';

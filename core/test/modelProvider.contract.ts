@@ -1,5 +1,5 @@
 /**
- * Semantics every ModelProvider adapter must pass (core/src/ports/modelProvider.ts), against the
+ * Semantics every ModelProvider adapter must pass (core/src/models/port.ts), against the
  * scripted model server (test/fixtures/scriptedModel.ts) speaking the adapter's wire protocol:
  * streamed text, thinking and tool use as strictly sequential normalized blocks; usage and stop
  * reasons; auth and custom headers at the configured base URL; speed fast (and its refusal
@@ -21,7 +21,7 @@ import {
   type ModelProvider,
   type ModelRequest,
   type ModelStreamEvent,
-} from '../src/ports/modelProvider.js';
+} from '../src/models/port.js';
 import {
   startScriptedModelServer,
   type ScriptedModelServer,

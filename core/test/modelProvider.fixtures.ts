@@ -8,9 +8,9 @@
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll } from 'vitest';
-import { AnthropicMessagesProvider } from '../src/adapters/anthropic/provider.js';
-import { OpenAIChatProvider } from '../src/adapters/openai/provider.js';
-import type { ModelProvider, ModelRequest } from '../src/ports/modelProvider.js';
+import { AnthropicMessagesProvider } from '../src/models/anthropic/provider.js';
+import { OpenAIChatProvider } from '../src/models/openai/provider.js';
+import type { ModelProvider, ModelRequest } from '../src/models/port.js';
 import {
   startScriptedModelServer,
   type ScriptedModelServer,

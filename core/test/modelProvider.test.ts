@@ -4,8 +4,8 @@
  * Messages) and OpenAIChatProvider (OpenAI chat completions).
  */
 import { expect } from 'vitest';
-import { ANTHROPIC_FAST_MODE_BETA } from '../src/adapters/anthropic/requestBody.js';
-import { createProvider } from '../src/adapters/modelProviders.js';
+import { ANTHROPIC_FAST_MODE_BETA } from '../src/models/anthropic/requestBody.js';
+import { createProvider } from '../src/models/providers.js';
 import { modelProviderContract } from './modelProvider.contract.js';
 
 modelProviderContract({

@@ -1,5 +1,5 @@
 /**
- * Semantics every ObjectStore adapter must pass (core/src/ports/objectStore.ts): the directory
+ * Semantics every ObjectStore adapter must pass (core/src/objects/port.ts): the directory
  * store and GridFS, through core/test/objectStore.test.ts.
  *
  * `open` is called before each test and returns a store; `reopen` closes it and returns a new
@@ -10,7 +10,7 @@
  */
 import { randomBytes } from 'node:crypto';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { ObjectTooLargeError, type ObjectStore } from '../src/ports/objectStore.js';
+import { ObjectTooLargeError, type ObjectStore } from '../src/objects/port.js';
 
 export interface ObjectStoreHandle {
   store: ObjectStore;

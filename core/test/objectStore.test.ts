@@ -18,10 +18,10 @@ import { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import mongoose from 'mongoose';
 import { afterAll, describe, expect, it } from 'vitest';
-import { ConfigError, loadConfig } from '../src/config.js';
-import { createDirectoryObjectStore } from '../src/adapters/embedded/objectStore.js';
-import { openMongoStore, type MongoStore } from '../src/adapters/mongo/documentStore.js';
-import { createGridFsObjectStore } from '../src/adapters/mongo/objectStore.js';
+import { ConfigError, loadConfig } from '../src/config/config.js';
+import { createDirectoryObjectStore } from '../src/objects/directory.js';
+import { openMongoStore, type MongoStore } from '../src/store/mongo/documentStore.js';
+import { createGridFsObjectStore } from '../src/objects/gridfs/objectStore.js';
 import { objectStoreContract } from './objectStore.contract.js';
 
 const url = process.env.MONGODB_URL;

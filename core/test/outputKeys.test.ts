@@ -1,11 +1,11 @@
 /**
- * Output object keys have one builder (domain/files.ts), used by the outputs sync
- * (sandbox/manager.ts) and the outputs API: ids become single key segments, names are checked.
+ * Output object keys have one builder (files/files.ts), used by the outputs sync
+ * (sandbox/manager/manager.ts) and the outputs API: ids become single key segments, names are checked.
  */
 import { describe, expect, it } from 'vitest';
 import { ApiError } from '../src/errors.js';
-import { outputObjectKey, outputsPrefix, SANDBOX_OUTPUTS_DIR } from '../src/domain/files.js';
-import { SANDBOX_PATHS } from '../src/ports/sandboxHelpers.js';
+import { outputObjectKey, outputsPrefix, SANDBOX_OUTPUTS_DIR } from '../src/files/files.js';
+import { SANDBOX_PATHS } from '../src/sandbox/drivers/shared.js';
 
 describe('output object keys', () => {
   it('are outputs/<tenant>/<session>/<name>, each id one segment', () => {

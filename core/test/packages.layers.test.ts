@@ -10,7 +10,7 @@ import { mkdtempSync, readFileSync, readdirSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, expect, it } from 'vitest';
-import { MemoryLeaseStore } from '../src/adapters/embedded/coordination.js';
+import { MemoryLeaseStore } from '../src/coordination/embedded.js';
 import { createEgressPolicy, parsePrivateHostRules } from '../src/egress/policy.js';
 import { createLogger } from '../src/log.js';
 import { createPackageLayerService } from '../src/sandbox/packages/wiring.js';

@@ -1,5 +1,5 @@
 /**
- * CONNECT tunnels through the outbound proxy (core/src/sandbox/proxyTunnel.ts): byte-for-byte
+ * CONNECT tunnels through the outbound proxy (core/src/egress/proxy/tunnel.ts): byte-for-byte
  * tunnels, refusals, malformed targets, no credential hook, idle and close; and the proxy on a
  * unix socket, removed on close.
  */
@@ -11,7 +11,7 @@ import net from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { hostPolicy } from '../src/sandbox/proxy.js';
+import { hostPolicy } from '../src/egress/proxy/proxy.js';
 import {
   connectVia,
   drain,

@@ -6,7 +6,7 @@
  */
 import http from 'node:http';
 import { describe, expect, it } from 'vitest';
-import { hostPolicy } from '../src/sandbox/proxy.js';
+import { hostPolicy } from '../src/egress/proxy/proxy.js';
 import { createEgressPolicy } from '../src/egress/policy.js';
 import {
   connectVia,

@@ -14,7 +14,7 @@ import {
   type OutboundProxy,
   type OutboundProxyOptions,
   type ProxyLogEntry,
-} from '../src/sandbox/proxy.js';
+} from '../src/egress/proxy/proxy.js';
 import { createEgressPolicy } from '../src/egress/policy.js';
 
 // --- local destinations ----------------------------------------------------------------------

@@ -1,12 +1,12 @@
 /**
- * The outbound proxy forwarding absolute-URI http:// requests (core/src/sandbox/proxyForward.ts):
+ * The outbound proxy forwarding absolute-URI http:// requests (core/src/egress/proxy/forward.ts):
  * status, headers and body intact; policy refusals; credential injection and its failure;
  * hop-by-hop headers; what is logged; bad requests, upstream failures and header bounds.
  */
 import http from 'node:http';
 import net from 'node:net';
 import { describe, expect, it } from 'vitest';
-import { hostPolicy, proxyRequestTarget } from '../src/sandbox/proxy.js';
+import { hostPolicy, proxyRequestTarget } from '../src/egress/proxy/proxy.js';
 import { createEgressPolicy } from '../src/egress/policy.js';
 import {
   connectVia,

@@ -1,5 +1,5 @@
 /**
- * TLS interception in the outbound proxy (core/src/sandbox/proxyIntercept.ts) and the
+ * TLS interception in the outbound proxy (core/src/egress/proxy/intercept.ts) and the
  * deployment CA (core/src/egress/ca.ts), against an HTTPS upstream of ours on 127.0.0.1 whose
  * certificate comes from a test CA the proxy trusts only through an EGRESS_CA_CERTS file:
  * - a host with a credential: the client sees a leaf chaining to the deployment CA, the
@@ -19,8 +19,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import tls from 'node:tls';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { openEmbeddedStore } from '../src/adapters/embedded/documentStore.js';
-import { loadConfig } from '../src/config.js';
+import { openEmbeddedStore } from '../src/store/embedded/documentStore.js';
+import { loadConfig } from '../src/config/config.js';
 import { SecretBox } from '../src/crypto.js';
 import {
   createCertificateAuthority,
@@ -40,7 +40,7 @@ import {
   type CredentialHook,
   type OutboundProxy,
   type ProxyLogEntry,
-} from '../src/sandbox/proxy.js';
+} from '../src/egress/proxy/proxy.js';
 import { connectVia, drain, waitFor } from './proxy.fixtures.js';
 
 const ROOT_SECRET = 'intercept-test-root-secret-0123456789abcdef';

@@ -1,12 +1,12 @@
 /**
- * The session network policy of the outbound proxy (core/src/sandbox/proxyPolicy.ts):
+ * The session network policy of the outbound proxy (core/src/egress/proxy/policy.ts):
  * denylist wins, allowlist restricts, `*.suffix` matches subdomains only; and which addresses
  * count as non-public.
  */
 import net from 'node:net';
 import { describe, expect, it } from 'vitest';
-import { hostMatches, hostPolicy, isNonPublicAddress } from '../src/sandbox/proxy.js';
-import { mcpServerHosts, sessionHostPolicy } from '../src/sandbox/proxyPolicy.js';
+import { hostMatches, hostPolicy, isNonPublicAddress } from '../src/egress/proxy/proxy.js';
+import { mcpServerHosts, sessionHostPolicy } from '../src/egress/proxy/policy.js';
 import { PACKAGE_REGISTRY_HOSTS } from '../src/egress/registries.js';
 
 const at = (host: string) => ({

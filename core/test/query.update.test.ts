@@ -5,8 +5,8 @@ import {
   updateInPlace,
   validateUpdate,
   valuesEqual,
-} from '../src/adapters/embedded/query.js';
-import type { Update } from '../src/ports/store.js';
+} from '../src/store/embedded/query.js';
+import type { Update } from '../src/store/port.js';
 
 /** A small deterministic PRNG, so a failure names a reproducible case. */
 function rng(seed: number) {

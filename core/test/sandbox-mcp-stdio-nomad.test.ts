@@ -16,10 +16,10 @@ import { sandboxProgram } from '@agentfleet/sandbox-agent';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startNomadFake, type NomadFake } from '../../test/nomad/fake.js';
 import { bundleStdioMcpServer } from '../../test/fixtures/stdioMcpServerBundle.js';
-import { nomadAgentCommand } from '../src/adapters/nomad/command.js';
-import { createNomadDriver, type NomadDriver } from '../src/adapters/nomad/driver.js';
+import { nomadAgentCommand } from '../src/sandbox/drivers/nomad/command.js';
+import { createNomadDriver, type NomadDriver } from '../src/sandbox/drivers/nomad/driver.js';
 import { sandboxHttpServer, sandboxStdioTransport } from '../src/mcp/sandboxTransports.js';
-import type { SandboxHandle } from '../src/ports/sandbox.js';
+import type { SandboxHandle } from '../src/sandbox/port.js';
 import { testSpec } from './sandbox.contract.js';
 
 const TOKEN = 'nomad-acl-token';

@@ -22,14 +22,14 @@ import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { lineSplitter, sandboxProgram } from '@agentfleet/sandbox-agent';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createLocalDriver, type LocalDriver } from '../src/adapters/bubblewrap/driver.js';
+import { createLocalDriver, type LocalDriver } from '../src/sandbox/drivers/bubblewrap/driver.js';
 import {
   McpStartupError,
   sandboxHttpServer,
   sandboxMcpTransport,
   sandboxStdioTransport,
 } from '../src/mcp/sandboxTransports.js';
-import type { SandboxAgentApi, SandboxHandle } from '../src/ports/sandbox.js';
+import type { SandboxAgentApi, SandboxHandle } from '../src/sandbox/port.js';
 import { bundleStdioMcpServer } from '../../test/fixtures/stdioMcpServerBundle.js';
 import { testSpec } from './sandbox.contract.js';
 

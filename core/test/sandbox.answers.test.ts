@@ -11,8 +11,8 @@ import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createLocalDriver, type LocalDriver } from '../src/adapters/bubblewrap/driver.js';
-import type { SandboxHandle } from '../src/ports/sandbox.js';
+import { createLocalDriver, type LocalDriver } from '../src/sandbox/drivers/bubblewrap/driver.js';
+import type { SandboxHandle } from '../src/sandbox/port.js';
 import { testSpec } from './sandbox.contract.js';
 
 /** Speaks the protocol on --channel-fd like the real agent, then misbehaves as each exec asks. */

@@ -14,7 +14,7 @@ import type {
   SandboxDriver,
   SandboxHandle,
   SandboxSpec,
-} from '../src/ports/sandbox.js';
+} from '../src/sandbox/port.js';
 import { parseTarGz } from '../src/sandbox/protocol.js';
 
 /** A directory's tar.gz through the streaming path (archiveStream), as one buffer. */

@@ -13,13 +13,13 @@ import {
   createLocalDriver,
   type LocalDriver,
   type LocalSandboxHandle,
-} from '../src/adapters/bubblewrap/driver.js';
+} from '../src/sandbox/drivers/bubblewrap/driver.js';
 import { isMountPoint } from '@agentfleet/sandbox-agent';
 import {
   probeSandboxLimits,
   sandboxResources,
   type SandboxLimitsProbe,
-} from '../src/adapters/bubblewrap/limits.js';
+} from '../src/sandbox/drivers/bubblewrap/limits.js';
 import { archiveBytes, testSpec } from './sandbox.contract.js';
 
 const SECRETS = {

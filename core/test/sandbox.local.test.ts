@@ -14,7 +14,7 @@ import {
   createLocalDriver,
   type LocalDriver,
   type LocalDriverOptions,
-} from '../src/adapters/bubblewrap/driver.js';
+} from '../src/sandbox/drivers/bubblewrap/driver.js';
 import {
   createAgentClient,
   createTarGz,

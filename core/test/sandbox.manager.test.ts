@@ -9,15 +9,15 @@ import { mkdtemp, readdir, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { createDirectoryObjectStore } from '../src/adapters/embedded/objectStore.js';
+import { createDirectoryObjectStore } from '../src/objects/directory.js';
 import { createLogger } from '../src/log.js';
-import type { ObjectStore } from '../src/ports/objectStore.js';
-import type { SandboxSpec, SessionRef } from '../src/ports/sandbox.js';
+import type { ObjectStore } from '../src/objects/port.js';
+import type { SandboxSpec, SessionRef } from '../src/sandbox/port.js';
 import {
   createLocalDriver,
   type LocalDriver,
   type LocalSandboxHandle,
-} from '../src/adapters/bubblewrap/driver.js';
+} from '../src/sandbox/drivers/bubblewrap/driver.js';
 import {
   BACKUP_TTL_MS,
   WARM_MARKER,
@@ -29,7 +29,7 @@ import {
   type SandboxManagerDeps,
   type SandboxManagerService,
   type SandboxResource,
-} from '../src/sandbox/manager.js';
+} from '../src/sandbox/manager/manager.js';
 
 const log = createLogger('silent');
 let dir: string;

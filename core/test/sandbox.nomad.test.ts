@@ -16,15 +16,15 @@ import { fileURLToPath } from 'node:url';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { NomadClient } from '@agentfleet/nomad';
 import { startNomadFake, type NomadFake } from '../../test/nomad/fake.js';
-import { INSTANCE_SIZES } from '../src/ports/sandbox.js';
+import { INSTANCE_SIZES } from '../src/sandbox/port.js';
 import {
   allocationExit,
   createNomadDriver,
   type NomadDriver,
   type NomadDriverOptions,
-} from '../src/adapters/nomad/driver.js';
+} from '../src/sandbox/drivers/nomad/driver.js';
 import { sandboxProgram } from '@agentfleet/sandbox-agent';
-import { nomadAgentCommand } from '../src/adapters/nomad/command.js';
+import { nomadAgentCommand } from '../src/sandbox/drivers/nomad/command.js';
 import { processList, sandboxDriverContract, testSpec } from './sandbox.contract.js';
 
 const repoRoot = resolve(dirname(fileURLToPath(import.meta.url)), '../..');

@@ -19,10 +19,10 @@ import { Readable } from 'node:stream';
 import { createGzip, gzipSync } from 'node:zlib';
 import { pack as tarPack } from 'tar-stream';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createDirectoryObjectStore } from '../src/adapters/embedded/objectStore.js';
+import { createDirectoryObjectStore } from '../src/objects/directory.js';
 import { createLogger } from '../src/log.js';
-import { ObjectTooLargeError, type ObjectStore } from '../src/ports/objectStore.js';
-import type { SessionRef } from '../src/ports/sandbox.js';
+import { ObjectTooLargeError, type ObjectStore } from '../src/objects/port.js';
+import type { SessionRef } from '../src/sandbox/port.js';
 import {
   ArchiveFormatError,
   ArchiveLimitError,
@@ -30,8 +30,11 @@ import {
   type ArchiveReadOptions,
   type ArchiveSkipReason,
 } from '../src/sandbox/archive.js';
-import { createLocalDriver, type LocalDriver } from '../src/adapters/bubblewrap/driver.js';
-import { createSandboxManager, type SandboxManagerService } from '../src/sandbox/manager.js';
+import { createLocalDriver, type LocalDriver } from '../src/sandbox/drivers/bubblewrap/driver.js';
+import {
+  createSandboxManager,
+  type SandboxManagerService,
+} from '../src/sandbox/manager/manager.js';
 import { createTar } from '../src/sandbox/protocol.js';
 
 const MIB = 1024 * 1024;

@@ -1,11 +1,11 @@
 /**
- * The embedded store's WAL checkpoints (core/src/adapters/embedded/checkpointer.ts): the worker
+ * The embedded store's WAL checkpoints (core/src/store/embedded/checkpointer.ts): the worker
  * checkpoints every checkpointAfterBytes and nothing is lost across a reopen; under writes that
  * never pause the WAL stays bounded (the store empties it between two commits).
  */
 import { readdir } from 'node:fs/promises';
 import { describe, expect, it } from 'vitest';
-import { openEmbeddedStore } from '../src/adapters/embedded/documentStore.js';
+import { openEmbeddedStore } from '../src/store/embedded/documentStore.js';
 import { useTempDirs } from './fixtures/tempDirs.js';
 
 interface Item {

@@ -12,7 +12,7 @@ import {
   type CollectionSpec,
   type Doc,
   type DocumentStore,
-} from '../src/ports/store.js';
+} from '../src/store/port.js';
 
 export interface ContractHandle {
   store: DocumentStore;

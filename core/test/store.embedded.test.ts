@@ -12,9 +12,9 @@ import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
-import { openEmbeddedStore } from '../src/adapters/embedded/documentStore.js';
-import { loadConfig } from '../src/config.js';
-import { DuplicateKeyError } from '../src/ports/store.js';
+import { openEmbeddedStore } from '../src/store/embedded/documentStore.js';
+import { loadConfig } from '../src/config/config.js';
+import { DuplicateKeyError } from '../src/store/port.js';
 import { storeContract } from './store.contract.js';
 import { useTempDirs } from './fixtures/tempDirs.js';
 

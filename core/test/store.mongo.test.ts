@@ -9,8 +9,8 @@ import { dirname, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { afterAll, describe, expect, it } from 'vitest';
-import { openMongoStore, type MongoStore } from '../src/adapters/mongo/documentStore.js';
-import { DuplicateKeyError, type CollectionSpec, type Doc } from '../src/ports/store.js';
+import { openMongoStore, type MongoStore } from '../src/store/mongo/documentStore.js';
+import { DuplicateKeyError, type CollectionSpec, type Doc } from '../src/store/port.js';
 import { storeContract } from './store.contract.js';
 
 const url = process.env.MONGODB_URL;

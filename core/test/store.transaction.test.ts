@@ -1,14 +1,14 @@
 /**
- * The embedded store's optional `transaction` (ports/store.ts): several documents commit
+ * The embedded store's optional `transaction` (store/port.ts): several documents commit
  * together, a throw writes nothing and rejects with what was thrown, an insert conflict inside
  * it rolls back the whole of it (not only the failing document), it is one write of its group,
  * a reopened store holds what it committed, and a collection of another store is refused.
- * The event log appends through it (core/src/domain/eventLog.ts appendAtomically): see
+ * The event log appends through it (core/src/events/log.ts appendAtomically): see
  * test/session-log-head.test.ts for the log head behind the log after a crashed two-write append.
  */
 import { describe, expect, it } from 'vitest';
-import { openEmbeddedStore } from '../src/adapters/embedded/documentStore.js';
-import { DuplicateKeyError } from '../src/ports/store.js';
+import { openEmbeddedStore } from '../src/store/embedded/documentStore.js';
+import { DuplicateKeyError } from '../src/store/port.js';
 import { useTempDirs } from './fixtures/tempDirs.js';
 
 interface Item {

@@ -8,11 +8,11 @@ import {
   hostPolicy,
   type OutboundProxy,
   type ProxyLogEntry,
-} from '../src/sandbox/proxy.js';
+} from '../src/egress/proxy/proxy.js';
 import { createEgressPolicy, type EgressPolicy } from '../src/egress/policy.js';
 import { TEST_CERT, TEST_KEY } from './fixtures/testCert.js';
 import { htmlToText, WEB_SEARCH_NOT_CONFIGURED, webFetch, webSearch } from '../src/tools/web.js';
-import { loadConfig } from '../src/config.js';
+import { loadConfig } from '../src/config/config.js';
 
 const PAGE = `<!doctype html>
 <html><head><title>Test &amp; Page</title>

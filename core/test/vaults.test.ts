@@ -10,10 +10,10 @@
  * - the stored document holds the secrets only sealed.
  */
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { openEmbeddedStore, type EmbeddedStore } from '../src/adapters/embedded/documentStore.js';
+import { openEmbeddedStore, type EmbeddedStore } from '../src/store/embedded/documentStore.js';
 import { SecretBox } from '../src/crypto.js';
-import { openCollections, singleStore, type Collections } from '../src/domain/collections.js';
-import { VaultService } from '../src/domain/vaults.js';
+import { openCollections, singleStore, type Collections } from '../src/store/collections.js';
+import { VaultService } from '../src/vaults/vaults.js';
 
 const ROOT = 'core-vault-test-root-secret-0123456789abcdef';
 let store: EmbeddedStore;

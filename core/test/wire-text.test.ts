@@ -1,5 +1,5 @@
 /**
- * The request bodies the model adapters send (core/src/ports/wireText.ts): the bytes of
+ * The request bodies the model adapters send (core/src/models/wireText.ts): the bytes of
  * anthropicBodyBytes / openAIBodyBytes parse to exactly toAnthropicBody / toOpenAIBody, on a
  * first call and on every later call that resumes a conversation, whatever the conversation
  * holds (mid-conversation system messages, unsigned thinking that leaves two user turns side by
@@ -8,9 +8,9 @@
  * message is encoded once.
  */
 import { describe, expect, it } from 'vitest';
-import { anthropicBodyBytes, toAnthropicBody } from '../src/adapters/anthropic/requestBody.js';
-import { openAIBodyBytes, toOpenAIBody } from '../src/adapters/openai/requestBody.js';
-import type { ChatMessage, ContentBlock, ModelRequest } from '../src/ports/modelProvider.js';
+import { anthropicBodyBytes, toAnthropicBody } from '../src/models/anthropic/requestBody.js';
+import { openAIBodyBytes, toOpenAIBody } from '../src/models/openai/requestBody.js';
+import type { ChatMessage, ContentBlock, ModelRequest } from '../src/models/port.js';
 
 const PROTOCOLS = [
   { name: 'anthropic', bytes: anthropicBodyBytes, object: toAnthropicBody },

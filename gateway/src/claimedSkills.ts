@@ -4,7 +4,7 @@
  * below, the skill must be one the claimed session's agent declares (its pinned `skills`);
  * any other skill → 403. Skill listing, metadata, create, version create and delete stay
  * outside the capability. A self_hosted worker fetches its session's skills this way: the
- * platform runs no sandbox for it, so nothing is mounted (core/src/domain/sessionSkills.ts).
+ * platform runs no sandbox for it, so nothing is mounted (core/src/sessions/skills.ts).
  * Proved by test/skills-session-work.test.ts.
  */
 import { ApiError, type Platform, type SessionClaim } from '@agentfleet/core';

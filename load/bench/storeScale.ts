@@ -54,7 +54,7 @@ const MIN_FREE_BYTES = 4 * 2 ** 30;
 const CHILD_BOUND_MS = 300_000;
 const TEXT = 'The tool returned the listing below; I will now summarise what changed. '.repeat(12);
 
-/** ~1 KB, shaped as a stored agent.message (core/src/domain/collections.ts EventDoc). */
+/** ~1 KB, shaped as a stored agent.message (core/src/store/collections.ts EventDoc). */
 function event(i: number, sessions: number, created: string): EventDoc {
   return {
     _id: newId(PREFIX.event),

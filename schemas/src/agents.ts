@@ -86,7 +86,7 @@ export const CustomToolParams = Obj({
   /**
    * Extension (the SDK's custom tools have none): the permission policy of a server-executed
    * custom tool (`execution` set); a client-executed one only accepts always_allow, as the
-   * client answers its calls anyway (core/src/domain/toolPolicy.ts).
+   * client answers its calls anyway (core/src/agents/toolPolicy.ts).
    */
   permission_policy: Type.Optional(Nullable(Policy)),
 });

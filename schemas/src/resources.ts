@@ -221,7 +221,7 @@ export const SessionUsage = Obj({
   output_tokens: TokenCount,
   cache_read_input_tokens: TokenCount,
   cache_creation_input_tokens: TokenCount,
-  /** Tracked list cost in cents (core/src/domain/budget.ts); null once usage had no list price. */
+  /** Tracked list cost in cents (core/src/sessions/budget.ts); null once usage had no list price. */
   list_cost: Type.Optional(
     Nullable(
       Obj({ amount: Type.String({ pattern: '^(0|[1-9][0-9]*)$' }), currency: Type.Literal('USD') }),

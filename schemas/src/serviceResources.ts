@@ -82,7 +82,7 @@ export const TenantCreated = Obj({
 });
 
 const Support = Obj({ supported: Type.Boolean() });
-/** The SDK's BetaModelCapabilities (projected conservatively: core/src/domain/modelInfo.ts). */
+/** The SDK's BetaModelCapabilities (projected conservatively: core/src/models/info.ts). */
 export const ModelCapabilities = Obj({
   batch: Support,
   citations: Support,
@@ -133,7 +133,7 @@ export const ModelObject = Obj({
   allowed_fallback_models: Nullable(Type.Array(Type.String())),
   capabilities: Nullable(ModelCapabilities),
 });
-/** The SDK's ModelListParams (paged in core/src/domain/modelInfo.ts pageModels). */
+/** The SDK's ModelListParams (paged in core/src/models/info.ts pageModels). */
 export const ModelListQuery = Obj({
   limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 1000 })),
   after_id: Type.Optional(Type.String({ minLength: 1 })),

@@ -30,7 +30,7 @@ export const UserCustomToolResultParams = Obj({
 });
 /**
  * SDK BetaManagedAgentsSystemMessageEventParams: text-only system content, at most one per
- * request, last, right after the user event it accompanies (core/src/domain/inputEvents.ts).
+ * request, last, right after the user event it accompanies (core/src/sessions/inputEvents.ts).
  */
 export const SystemMessageParams = Obj({
   type: Type.Literal('system.message'),
@@ -39,7 +39,7 @@ export const SystemMessageParams = Obj({
 /**
  * SDK BetaManagedAgentsUserToolConfirmationEventParams: answers an agent.tool_use (or
  * agent.mcp_tool_use) held by an always_ask (or undecided auto) permission policy. It must name
- * a call of this session still awaiting confirmation (core/src/domain/toolConfirmation.ts).
+ * a call of this session still awaiting confirmation (core/src/sessions/toolConfirmation.ts).
  */
 export const UserToolConfirmationParams = Obj({
   type: Type.Literal('user.tool_confirmation'),
@@ -50,7 +50,7 @@ export const UserToolConfirmationParams = Obj({
 /**
  * SDK BetaManagedAgentsUserToolResultEventParams: a self-hosted worker's result for an
  * agent.tool_use it executed (the ama_worker lane); accepted only on sessions of a self_hosted
- * environment and only for a call awaiting the worker (core/src/domain/inputEvents.ts).
+ * environment and only for a call awaiting the worker (core/src/sessions/inputEvents.ts).
  */
 export const UserToolResultParams = Obj({
   type: Type.Literal('user.tool_result'),

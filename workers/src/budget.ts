@@ -1,5 +1,5 @@
 /**
- * The turn side of session budgets (core/src/domain/budget.ts).
+ * The turn side of session budgets (core/src/sessions/budget.ts).
  *
  * Guarantees (proved by test/budget.test.ts; compaction summary calls by
  * test/compaction-usage.test.ts):

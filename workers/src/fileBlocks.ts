@@ -11,7 +11,7 @@
  * - bounded: the files of one request are read up to FileService.maxBytes in all (the upload
  *   cap, MAX_FILE_BYTES, default 32 MiB), newest first, each once however often it appears;
  *   an older file past that budget becomes a text note saying it was left out;
- * - a file that was checked at send time (core/src/domain/inputEvents.ts) but is gone or
+ * - a file that was checked at send time (core/src/sessions/inputEvents.ts) but is gone or
  *   expired by the time of a later request becomes a text block saying so, so the session
  *   keeps working and the model is told what is missing.
  * url and base64 sources pass through unchanged, and so does every message without a
@@ -63,7 +63,7 @@ export async function resolveFileBlocks(
     return isFileSourced(b) ? toBlock(b, resolved.get(String(b.source.file_id))!) : b;
   };
   // Only the messages that hold a file are copied: the others stay the history's frozen objects,
-  // whose request bytes are kept between calls (core/src/ports/wireText.ts).
+  // whose request bytes are kept between calls (core/src/models/wireText.ts).
   return messages.map((m) =>
     holders.has(m) ? { ...m, content: m.content.map(resolveBlock) as ContentBlock[] } : m,
   );

@@ -6,7 +6,7 @@
  *   card whose pi_config does not say `reasoning: true` gets no thinking at all; otherwise the
  *   level is the nearest one the card supports (ties go to the lower level). With a
  *   `thinkingLevelMap`, the supported levels are the ones /v1/models reports
- *   (core/src/domain/modelInfo.ts capabilitiesOf): its low/medium/high/xhigh entries that are
+ *   (core/src/models/info.ts capabilitiesOf): its low/medium/high/xhigh entries that are
  *   not null (`max` is never claimed, so it normalises down); with no map, low/medium/high (the
  *   runtime library's defaults; one rule with /v1/models: core effortLevels). The map's value for
  *   the level goes to the provider (`effortValue`); no level supported → no thinking;
@@ -22,7 +22,7 @@
  *   their output cap is what the window leaves after the input;
  * - harness `pi`: the request carries the session id (`sessionId`, the provider's cache key);
  * - `pi_config.samplingParams` (temperature, topP, topK) and `compat.maxTokensField` go to the
- *   request as checked at card create/update (core/src/domain/piRequest.ts); a card whose
+ *   request as checked at card create/update (core/src/models/piRequest.ts); a card whose
  *   `pi_config.input` lacks `image` gets every image block as a text note instead
  *   (test/pi-request-settings.test.ts).
  * Proved by test/effort-pi-config.test.ts (both protocols, through the scripted model) and, for

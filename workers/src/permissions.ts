@@ -6,11 +6,11 @@
  *   toolset's `default_config.permission_policy`, else `always_allow`; this covers the built-in
  *   agent toolset and `mcp_toolset` (per server and tool name); a custom tool's policy is its
  *   own `permission_policy` (an extension: the SDK's custom tools have none; on client-executed
- *   ones only always_allow is accepted, core/src/domain/toolPolicy.ts), else always_allow;
+ *   ones only always_allow is accepted, core/src/agents/toolPolicy.ts), else always_allow;
  * - every agent.tool_use and agent.mcp_tool_use records the SDK's `evaluated_permission` and
  *   `evaluation` (an MCP call's policy: its toolset's, by server and bare tool name):
  *   always_allow → allow, always_ask → ask; `auto` is refused when an agent or session update
- *   names it (core/src/domain/toolPolicy.ts), and a policy stored before that refusal holds the
+ *   names it (core/src/agents/toolPolicy.ts), and a policy stored before that refusal holds the
  *   call as ask with `reason_code: 'indeterminate'` (no per-call judge); a tool that is not enabled
  *   → deny without an evaluation (refused before any policy applied);
  * - an `ask` call is never run before the client allows it: the turn ends idle with

@@ -15,7 +15,7 @@
  * - the platform starts no sandbox for the session (the worker is the sandbox): a custom tool
  *   with `execution` (sandbox or http) is refused at session create and, should one still be
  *   called, answered with an is_error result without touching a sandbox; stdio MCP servers are
- *   refused at create and get no sandbox here (core/src/domain/unsupported.ts refuseOnSelfHosted);
+ *   refused at create and get no sandbox here (core/src/api/unsupported.ts refuseOnSelfHosted);
  * - a call the client abandoned (a user.message after the idle instead of the result) gets an
  *   is_error agent.tool_result, so a late worker result is refused (400, already answered)
  *   instead of answering the call twice;

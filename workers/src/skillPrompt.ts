@@ -2,7 +2,7 @@
  * The system prompt a session's model requests carry: the agent's prompt followed by the full
  * SKILL.md body of each skill the session pinned at creation, in order, each wrapped exactly as
  * `<source name="skill:{id}"><skill name="{name}">{body}</skill></source>` (blank-line
- * separated; core/src/domain/sessionSkills.ts systemWithSkills). Guarantees:
+ * separated; core/src/sessions/skills.ts systemWithSkills). Guarantees:
  * - the bodies are read at the start of every turn from the PINNED versions (versions are
  *   immutable), so a newer skill version never reaches a running session, and nothing is left
  *   for the model to read lazily; both provider protocols get the same system text;

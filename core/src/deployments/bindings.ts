@@ -6,7 +6,7 @@
  * memory_store has no materializer here, and a self_hosted environment mounts nothing), the
  * agent's tools on a self_hosted environment (`agent.tools[i].execution`,
  * `agent.mcp_servers[i].type`, as session create refuses them),
- * `initial_events[i]` (the send-time checks of core/src/domain/inputEvents.ts) and `budget`.
+ * `initial_events[i]` (the send-time checks of core/src/sessions/inputEvents.ts) and `budget`.
  * Another tenant's ids are "not found", like missing ones. Proved by test/deployments.test.ts
  * ("bad input").
  */
@@ -16,12 +16,12 @@ import type {
   DeploymentResourceParam,
 } from '@agentfleet/schemas';
 import { ApiError, invalid, withErrorCode } from '../errors.js';
-import type { Collections, EnvironmentDoc } from '../domain/collections.js';
-import { checkVaultIds } from '../domain/vaults.js';
-import { checkInputEvents } from '../domain/inputEvents.js';
-import { checkCreateBudget } from '../domain/budget.js';
-import { notSupportedYet, refuseOnSelfHosted } from '../domain/unsupported.js';
-import type { DeploymentDoc } from './docs.js';
+import type { Collections, EnvironmentDoc } from '../store/collections.js';
+import { checkVaultIds } from '../vaults/vaults.js';
+import { checkInputEvents } from '../sessions/inputEvents.js';
+import { checkCreateBudget } from '../sessions/budget.js';
+import { notSupportedYet, refuseOnSelfHosted } from '../api/unsupported.js';
+import type { DeploymentDoc } from './records.js';
 
 export type AgentParam = string | { type: 'agent'; id: string; version?: number };
 

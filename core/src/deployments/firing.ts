@@ -28,13 +28,13 @@ import { createHash, randomBytes } from 'node:crypto';
 import type { DeploymentRunErrorType } from '@agentfleet/schemas';
 import { ApiError } from '../errors.js';
 import type { Logger } from '../log.js';
-import type { RateLimiter } from '../ports/coordination.js';
-import { DuplicateKeyError } from '../ports/store.js';
-import type { Collections } from '../domain/collections.js';
-import type { SessionService } from '../domain/sessions.js';
-import { checkInputEvents } from '../domain/inputEvents.js';
+import type { RateLimiter } from '../coordination/port.js';
+import { DuplicateKeyError } from '../store/port.js';
+import type { Collections } from '../store/collections.js';
+import type { SessionService } from '../sessions/sessions.js';
+import { checkInputEvents } from '../sessions/inputEvents.js';
 import type { LifecycleWebhooks } from '../webhooks/port.js';
-import type { DeploymentDoc, DeploymentRunDoc } from './docs.js';
+import type { DeploymentDoc, DeploymentRunDoc } from './records.js';
 
 export const STALE_FIRING_MS = 5 * 60_000;
 

@@ -24,7 +24,7 @@
 import { AUTO_PAUSING_RUN_ERRORS } from '@agentfleet/schemas';
 import type { Logger } from '../log.js';
 import { latestOccurrence } from './cron.js';
-import type { DeploymentDoc, DeploymentRunDoc } from './docs.js';
+import type { DeploymentDoc, DeploymentRunDoc } from './records.js';
 import { closeStaleFirings, fireDeployment, scheduledRunId, type FiringContext } from './firing.js';
 
 export interface TickResult {

@@ -25,9 +25,9 @@
  */
 import { MAX_MEMORY_BYTES } from '@agentfleet/schemas';
 import { ApiError } from '../errors.js';
-import type { MemoryActor, MemoryDoc } from '../memory/docs.js';
+import type { MemoryActor, MemoryDoc } from '../memory/records.js';
 import { ancestorsOf, checkWellFormed } from '../memory/paths.js';
-import type { MemoryService } from '../memory/service.js';
+import type { MemoryService } from '../memory/memory.js';
 import { DreamFailure } from './run.js';
 
 export type ReadMemory = Pick<MemoryDoc, '_id' | 'path' | 'content_sha256' | 'version_id'> & {

@@ -13,8 +13,8 @@
  *   dream's hold.
  */
 import { ApiError, invalid } from '../errors.js';
-import type { Collections } from '../domain/collections.js';
-import { FINAL_STATUSES, LIVE_STATUSES } from './docs.js';
+import type { Collections } from '../store/collections.js';
+import { FINAL_STATUSES, LIVE_STATUSES } from './records.js';
 
 /** Rounds of take-over attempts before answering 409 (each round is one CAS). */
 const ROUNDS = 5;

@@ -5,7 +5,7 @@
  */
 import type { DreamCreate } from '@agentfleet/schemas';
 import { invalid } from '../errors.js';
-import type { Collections } from '../domain/collections.js';
+import type { Collections } from '../store/collections.js';
 
 /** Checks the body against the tenant's stores and sessions; returns the inputs (ids sorted). */
 export async function checkInputs(c: Collections, tenant: string, b: DreamCreate) {

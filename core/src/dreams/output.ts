@@ -5,10 +5,10 @@
  */
 import { ApiError } from '../errors.js';
 import type { Logger } from '../log.js';
-import type { Collections } from '../domain/collections.js';
-import type { MemoryService } from '../memory/service.js';
+import type { Collections } from '../store/collections.js';
+import type { MemoryService } from '../memory/memory.js';
 import { applyToStore, checkAnswer, conflictFailure, type ReadMemory } from './apply.js';
-import type { DreamDoc } from './docs.js';
+import type { DreamDoc } from './records.js';
 import { DreamFailure } from './run.js';
 
 export interface OutputDeps {

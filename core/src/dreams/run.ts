@@ -5,9 +5,9 @@
  * read. A model error, an unparsable or invalid answer, a timeout or a cancel throws a
  * DreamFailure (or the abort reason) before anything is written. Proved by test/dreams.test.ts.
  */
-import type { ChatMessage, ModelProvider, ModelUsage } from '../ports/modelProvider.js';
+import type { ChatMessage, ModelProvider, ModelUsage } from '../models/port.js';
 import { checkMemoryPath } from '../memory/paths.js';
-import type { DreamDoc } from './docs.js';
+import type { DreamDoc } from './records.js';
 
 /** A failure recorded on the dream as its `error` ({type, message}). */
 export class DreamFailure extends Error {

@@ -1,8 +1,8 @@
 /**
  * The deployment's egress CA: the certificate authority the session proxy uses to terminate
- * HTTPS for hosts that have a credential to inject (core/src/sandbox/proxyIntercept.ts), and
+ * HTTPS for hosts that have a credential to inject (core/src/egress/proxy/intercept.ts), and
  * that every sandbox trusts (its certificate is installed into the sandbox's trust store at
- * warmup, core/src/adapters/bubblewrap/layout.ts).
+ * warmup, core/src/sandbox/drivers/bubblewrap/layout.ts).
  *
  * Guarantees:
  * - One CA per deployment, generated once: the first process to need it inserts it into the
@@ -33,7 +33,7 @@ import { promisify } from 'node:util';
 import { LRUCache } from 'lru-cache';
 import forge from 'node-forge';
 import type { SecretBox } from '../crypto.js';
-import { DuplicateKeyError, type Doc, type DocumentStore } from '../ports/store.js';
+import { DuplicateKeyError, type Doc, type DocumentStore } from '../store/port.js';
 
 const { pki } = forge;
 const generateKeyPairAsync = promisify(generateKeyPair);
@@ -265,7 +265,7 @@ export async function upstreamTrust(extraCaFile: string | null): Promise<tls.Sec
   return tls.createSecureContext({ ca });
 }
 
-/** Host files a sandbox's trust store is made of (see SandboxTrust in ports/sandboxHelpers.ts). */
+/** Host files a sandbox's trust store is made of (see SandboxTrust in sandbox/drivers/shared.ts). */
 export interface SandboxTrustFiles {
   /** The deployment CA certificate alone (NODE_EXTRA_CA_CERTS). */
   caCert: string;

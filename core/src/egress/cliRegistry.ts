@@ -2,7 +2,7 @@
  * The capability registry of `cap_cli` credentials (spec "Vault and credentials", rule 2:
  * "`cap_cli` binds by cli_id lookup in the capability spec registry"): each known CLI's id,
  * the API hosts it talks to and the header form it authenticates with. The session's egress
- * proxy sets that header on requests to those hosts (core/src/sandbox/vaultInjection.ts), so
+ * proxy sets that header on requests to those hosts (core/src/egress/injection/vaultInjection.ts), so
  * the CLI inside the sandbox works without ever holding the token.
  *
  * Kept small and checked against each CLI's own client code:
@@ -16,12 +16,12 @@
  *   `Authorization: Bearer <t>`; HF_TOKEN.
  * `env`: the variable the CLI reads its token from; every exec in the sandbox gets it set to a
  * placeholder (`afv_ph_…`, not the token), so the CLI believes it is logged in and sends a
- * request, whose header the proxy then replaces (core/src/sandbox/commandSecrets.ts).
+ * request, whose header the proxy then replaces (core/src/egress/injection/commandSecrets.ts).
  * Hosts use the proxy's patterns (exact name, or `*.suffix`). A credential never opens a host:
  * the session's network policy and the platform's egress policy still decide what is reached.
  *
  * An unknown cli_id is refused at credential create and update (400 `auth.cli_id`, listing
- * these ids: core/src/domain/vaultCredentials.ts). Proved by test/sandbox-credentials.test.ts
+ * these ids: core/src/vaults/credentials.ts). Proved by test/sandbox-credentials.test.ts
  * ("cap_cli credentials").
  */
 

@@ -1,6 +1,6 @@
 /**
  * The one egress policy for every request the platform makes on a tenant's behalf: sandbox
- * traffic through the session proxy (core/src/sandbox/proxy.ts), web_fetch, custom http tools
+ * traffic through the session proxy (core/src/egress/proxy/proxy.ts), web_fetch, custom http tools
  * (sent from the sandbox, so through that proxy), and server-side calls to tenant-supplied
  * URLs (model card base_url of tenants other than the operator's, through egressDispatcher in
  * ./dispatcher.ts). MCP servers, webhooks and skill sources call the same `resolve`.

@@ -3,7 +3,7 @@
  * `allow_package_managers: true` (SDK BetaLimitedNetwork: "Permits outbound access to public
  * package registries (PyPI, npm, etc.) beyond those listed in the allowed_hosts array"): one
  * list per package manager the environment's `packages` know (pip, npm, apt, cargo, gem, go).
- * Entries use the proxy's host patterns (core/src/sandbox/proxyPolicy.ts: exact name, or
+ * Entries use the proxy's host patterns (core/src/egress/proxy/policy.ts: exact name, or
  * `*.suffix` for every subdomain). Opening a name never opens a private address: the egress
  * policy still refuses those after DNS (./policy.ts).
  *

@@ -9,7 +9,7 @@
  * The caller keeps `api` valid (inside `SandboxManager.run`) until it closes the connection:
  * workers/src/mcpStdio.ts. Proven by test/mcp-tools-stdio.test.ts (real bwrap sandbox).
  */
-import type { SandboxAgentApi } from '../ports/sandbox.js';
+import type { SandboxAgentApi } from '../sandbox/port.js';
 import { connectMcpTransport, toServerError, type McpConnection } from './client.js';
 import { sandboxMcpTransport, type StdioServerConfig } from './sandboxTransports.js';
 

@@ -20,10 +20,10 @@
  */
 import { randomUUID } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
-import type { VaultService, ResolvedCredential } from '../domain/vaults.js';
+import type { VaultService, ResolvedCredential } from '../vaults/vaults.js';
 import type { HttpFetch } from '../egress/dispatcher.js';
 import type { Logger } from '../log.js';
-import type { LeaseStore } from '../ports/coordination.js';
+import type { LeaseStore } from '../coordination/port.js';
 import { captureResponse } from './oauthScrub.js';
 import type { RefreshRecord } from './oauthTypes.js';
 

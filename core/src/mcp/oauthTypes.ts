@@ -5,7 +5,7 @@
  * BetaManagedAgentsCredentialValidation. A captured body is always scrubbed of tokens
  * (./oauthScrub.ts) before it is put in one of these.
  */
-import type { ResolvedCredential } from '../domain/vaults.js';
+import type { ResolvedCredential } from '../vaults/vaults.js';
 
 /** An HTTP answer captured for a refresh or a probe (SDK BetaManagedAgentsRefreshHTTPResponse). */
 export interface CapturedHttpResponse {

@@ -28,13 +28,13 @@
  * Proved by test/mcp-proxy.test.ts, test/mcp-proxy-oauth.test.ts and test/mcp-proxy-sse.test.ts.
  */
 import type { SecretBox } from '../crypto.js';
-import type { Collections } from '../domain/collections.js';
-import type { VaultService } from '../domain/vaults.js';
+import type { Collections } from '../store/collections.js';
+import type { VaultService } from '../vaults/vaults.js';
 import { upstreamTrust } from '../egress/ca.js';
 import { egressFetch, type HttpFetch } from '../egress/dispatcher.js';
 import { egressRefusalIn, type EgressPolicy } from '../egress/policy.js';
 import type { Logger } from '../log.js';
-import type { LeaseStore } from '../ports/coordination.js';
+import type { LeaseStore } from '../coordination/port.js';
 import { OAuthRefresher, type OAuthRefresherOptions } from './oauthRefresh.js';
 import { downstreamHeaders, errorResponse, upstreamHeaders } from './proxyHttp.js';
 import { resolveForwardPath, rewriteEndpointEvents } from './sseEndpoint.js';

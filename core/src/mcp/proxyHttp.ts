@@ -9,7 +9,7 @@
  * Proved by test/mcp-proxy.test.ts.
  */
 
-import { HOP_BY_HOP } from '../sandbox/proxyHelpers.js';
+import { HOP_BY_HOP } from '../egress/proxy/helpers.js';
 
 const NEVER_UPSTREAM = new Set([
   'authorization',

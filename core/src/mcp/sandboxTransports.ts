@@ -38,7 +38,7 @@ import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/
 import { ReadBuffer, serializeMessage } from '@modelcontextprotocol/sdk/shared/stdio.js';
 import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
 import type { JSONRPCMessage } from '@modelcontextprotocol/sdk/types.js';
-import type { SandboxAgentApi, SandboxProcess } from '../ports/sandbox.js';
+import type { SandboxAgentApi, SandboxProcess } from '../sandbox/port.js';
 import { SandboxAgentError } from '../sandbox/protocol.js';
 
 export const DEFAULT_READY_TIMEOUT_MS = 60_000;

@@ -18,7 +18,7 @@
  *   `resolvePolicy(tools, tool, server)`).
  * Proven by test/mcp-tools.test.ts.
  */
-import type { ToolSpec } from '../ports/modelProvider.js';
+import type { ToolSpec } from '../models/port.js';
 import type { McpTool } from './client.js';
 
 /** Which MCP server and which of its tools a prefixed model tool name stands for. */

@@ -16,7 +16,7 @@
  */
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
-import type { ResolvedCredential } from '../domain/vaults.js';
+import type { ResolvedCredential } from '../vaults/vaults.js';
 import type { HttpFetch } from '../egress/dispatcher.js';
 import type { OAuthRefresher } from './oauthRefresh.js';
 import { captureResponse } from './oauthScrub.js';

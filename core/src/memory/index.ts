@@ -3,7 +3,7 @@ export {
   sha256Hex,
   type MemorySearchHook,
   type MemoryUpdateInput,
-} from './service.js';
+} from './memory.js';
 export {
   nextSweepAt,
   startMemoryVersionSweeper,
@@ -21,4 +21,4 @@ export {
 export type { Memory, MemoryStore, MemoryVersion } from './render.js';
 export type { MemoryListItem } from './listing.js';
 export { checkMemoryPath, checkPathPrefix } from './paths.js';
-export * from './docs.js';
+export * from './records.js';

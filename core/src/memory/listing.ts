@@ -7,10 +7,10 @@
  * test/memory-stores.test.ts ("list memories").
  */
 import type { MemoryListQuery } from '@agentfleet/schemas';
-import type { Collections } from '../domain/collections.js';
-import { decodeCursor, makePage, type Page } from '../domain/pagination.js';
-import type { Filter } from '../ports/store.js';
-import type { MemoryDoc } from './docs.js';
+import type { Collections } from '../store/collections.js';
+import { decodeCursor, makePage, type Page } from '../api/pagination.js';
+import type { Filter } from '../store/port.js';
+import type { MemoryDoc } from './records.js';
 import { checkPathPrefix, underPrefix } from './paths.js';
 import { renderMemory, type Memory } from './render.js';
 

@@ -4,7 +4,7 @@
  * `view: 'basic'` serves `content: null` (size and hash stay set); a redacted or `deleted`
  * version serves null content, hash and size, and a redacted one a null path.
  */
-import type { MemoryDoc, MemoryStoreDoc, MemoryVersionDoc } from './docs.js';
+import type { MemoryDoc, MemoryStoreDoc, MemoryVersionDoc } from './records.js';
 
 export type View = 'basic' | 'full';
 

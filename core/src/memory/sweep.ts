@@ -14,10 +14,10 @@
  * Proved by test/memory-stores.test.ts ("retention sweep").
  */
 import { Cron } from 'croner';
-import type { Collections } from '../domain/collections.js';
+import type { Collections } from '../store/collections.js';
 import type { Logger } from '../log.js';
-import type { LeaseStore } from '../ports/coordination.js';
-import type { MemoryVersionDoc } from './docs.js';
+import type { LeaseStore } from '../coordination/port.js';
+import type { MemoryVersionDoc } from './records.js';
 
 export const VERSION_RETENTION_MS = 30 * 24 * 60 * 60 * 1000;
 export const SWEEP_SCHEDULE = '0 3 * * *';

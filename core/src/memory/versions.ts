@@ -9,15 +9,15 @@
 import type { MemoryVersionListQuery } from '@agentfleet/schemas';
 import { conflict, notFound } from '../errors.js';
 import { newId } from '../ids.js';
-import type { Collections } from '../domain/collections.js';
-import { createdAtBounds, pageById } from '../domain/pagination.js';
-import type { Filter } from '../ports/store.js';
+import type { Collections } from '../store/collections.js';
+import { createdAtBounds, pageById } from '../api/pagination.js';
+import type { Filter } from '../store/port.js';
 import {
   MEMORY_VERSION_PREFIX,
   type MemoryActor,
   type MemoryVersionDoc,
   type MemoryVersionOperation,
-} from './docs.js';
+} from './records.js';
 import { renderVersion, type View } from './render.js';
 import { createHash } from 'node:crypto';
 

@@ -18,10 +18,10 @@
  *   not sent again by the agent, nor rewritten (the server checks too).
  */
 import type { Logger } from '../log.js';
-import { checkFilename } from '../domain/files.js';
-import { InvalidObjectKeyError } from '../adapters/embedded/objectStore.js';
-import { ObjectTooLargeError, type ObjectStore } from '../ports/objectStore.js';
-import type { OutputSkipReason, OutputSyncReport, SandboxAgentApi } from '../ports/sandbox.js';
+import { checkFilename } from '../files/files.js';
+import { InvalidObjectKeyError } from '../objects/directory.js';
+import { ObjectTooLargeError, type ObjectStore } from '../objects/port.js';
+import type { OutputSkipReason, OutputSyncReport, SandboxAgentApi } from './port.js';
 import { readTarGz, type ArchiveSkipReason } from './archive.js';
 import { SandboxAgentError } from './protocol.js';
 

@@ -53,7 +53,7 @@ import type {
   SandboxAgentApi,
   SandboxProcess,
   SandboxProcessChunk,
-} from '../ports/sandbox.js';
+} from './port.js';
 import { AnswerRefused, SMALL_LINE_BYTES, answerLimit, capAnswer } from './answerLimits.js';
 import type { AgentTransport } from './transport.js';
 import {

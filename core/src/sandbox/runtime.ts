@@ -9,22 +9,22 @@ import {
   type SandboxDriver,
   type SandboxSpec,
   type SessionRef,
-} from '../ports/sandbox.js';
-import { environmentSnapshot } from '../domain/sessions.js';
+} from './port.js';
+import { environmentSnapshot } from '../sessions/sessions.js';
 import { withMemoryMounts } from '../memory/session/sandboxResources.js';
-import { skillResources } from '../domain/sessionSkills.js';
+import { skillResources } from '../sessions/skills.js';
 import {
   createOutboundProxy,
   type CredentialLookup,
   type EgressCredentials,
   type OutboundProxy,
   type ProxyInterception,
-} from './proxy.js';
+} from '../egress/proxy/proxy.js';
 import { loadDeploymentCa, upstreamTrust, writeSandboxTrust } from '../egress/ca.js';
-import type { SandboxTrust } from '../ports/sandboxHelpers.js';
-import { sessionHostPolicy } from './proxyPolicy.js';
+import type { SandboxTrust } from './drivers/shared.js';
+import { sessionHostPolicy } from '../egress/proxy/policy.js';
 import { createEgressPolicy } from '../egress/policy.js';
-import { createSandboxManager, type SandboxManagerService } from './manager.js';
+import { createSandboxManager, type SandboxManagerService } from './manager/manager.js';
 import {
   webFetch,
   webSearch,
@@ -44,8 +44,8 @@ export type WebSearchPolicy = Pick<
 >;
 import { createPackageLayerService } from './packages/wiring.js';
 import { sessionLayerResolver } from './packages/sessionLayer.js';
-import { sessionCredentials, vaultEgressCredentials } from './vaultInjection.js';
-import { managerWithCredentialEnv } from './commandSecrets.js';
+import { sessionCredentials, vaultEgressCredentials } from '../egress/injection/vaultInjection.js';
+import { managerWithCredentialEnv } from '../egress/injection/commandSecrets.js';
 import { CLI_REGISTRY, type CliRegistry } from '../egress/cliRegistry.js';
 
 interface EgressCaState {
@@ -303,7 +303,7 @@ export async function createSandboxRuntime(
         (session?.resources ?? []) as Array<{ type: string; file_id: string; mount_path: string }>
       ).filter((r) => r.type === 'file');
       const files = await p.files.forSession(s.tenantId, s.sessionId, attached);
-      // The pinned skills' files at /home/user/.skills/{name}/ (domain/sessionSkills.ts).
+      // The pinned skills' files at /home/user/.skills/{name}/ (sessions/skills.ts).
       const skills = session?.agent?.pinned_skills ?? [];
       if (!skills.length) return files;
       return [...files, ...(await skillResources(p.skills, s.tenantId, skills))];

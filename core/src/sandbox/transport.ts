@@ -1,7 +1,7 @@
 /**
  * The sandbox protocol's transports, host side: a newline-delimited message stream
  * (AgentTransport) over a pair of Node streams, and the bounded line reader every transport
- * reads with (the Nomad TCP transport too, adapters/nomad/transport.ts): lines split under the
+ * reads with (the Nomad TCP transport too, sandbox/drivers/nomad/transport.ts): lines split under the
  * client's limit (answerLimits.ts), never buffered past it, and the source paused for a turn of
  * the event loop after READ_SLICE_BYTES, so one busy sandbox cannot hold the process. Proved by
  * core/test/sandbox.answers.test.ts and core/test/sandbox.local.test.ts.

@@ -2,7 +2,7 @@ import { promises as fsp } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseSkillFiles } from './parse.js';
-import type { LoadedSkill, Skill, SkillVersion } from './docs.js';
+import type { LoadedSkill, Skill, SkillVersion } from './records.js';
 
 /**
  * The built-in skills (source `vendor`, the SDK's `anthropic`): `xlsx`, `pdf`, `docx`, `pptx`,

@@ -1,4 +1,4 @@
-export * from './docs.js';
+export * from './records.js';
 export * from './parse.js';
 export * from './zip.js';
 export * from './builtins.js';
@@ -9,4 +9,4 @@ export {
   renderVersion,
   type SkillListQuery,
   type SkillCreateMeta,
-} from './service.js';
+} from './skills.js';

@@ -1,6 +1,6 @@
 import { parse as parseYaml } from 'yaml';
 import { invalid } from '../errors.js';
-import type { SkillFileInput } from './docs.js';
+import type { SkillFileInput } from './records.js';
 
 /**
  * Skill uploads: file names, limits and the SKILL.md frontmatter. Guarantees (each a 400 naming

@@ -1,6 +1,6 @@
 import { ApiError, invalid } from '../errors.js';
-import type { PinnedSkill } from './docs.js';
-import type { SkillService } from './service.js';
+import type { PinnedSkill } from './records.js';
+import type { SkillService } from './skills.js';
 
 /** The SDK's limit: at most this many skills per agent. */
 export const MAX_AGENT_SKILLS = 20;

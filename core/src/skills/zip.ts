@@ -1,7 +1,7 @@
 import { Unzip, UnzipInflate, unzipSync, zipSync, type Zippable } from 'fflate';
 import { invalid } from '../errors.js';
 import { checkSkillPath, SKILL_LIMITS } from './parse.js';
-import type { SkillFileInput } from './docs.js';
+import type { SkillFileInput } from './records.js';
 
 /**
  * Zip archives of skills, read and written with fflate. Guarantees of `readZip` (each a 400

@@ -13,7 +13,7 @@ import net from 'node:net';
 import tls from 'node:tls';
 import zlib from 'node:zlib';
 import type { Readable } from 'node:stream';
-import { proxyRequestTarget } from '../sandbox/proxyHelpers.js';
+import { proxyRequestTarget } from '../egress/proxy/helpers.js';
 import { createEgressPolicy, type EgressPolicy } from '../egress/policy.js';
 
 /** Same shape as the worker's tool result. */

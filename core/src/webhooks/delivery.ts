@@ -23,12 +23,12 @@
  */
 import { WEBHOOK_DELIVERY } from '@agentfleet/schemas';
 import { Webhook } from 'standardwebhooks';
-import type { Collections } from '../domain/collections.js';
+import type { Collections } from '../store/collections.js';
 import type { HttpFetch } from '../egress/dispatcher.js';
 import { egressRefusalIn } from '../egress/policy.js';
 import type { Logger } from '../log.js';
 import { nowIso } from '../util.js';
-import { DEPLOYMENT_ENDPOINT_ID, type WebhookDeliveryDoc } from './docs.js';
+import { DEPLOYMENT_ENDPOINT_ID, type WebhookDeliveryDoc } from './records.js';
 import { messageIdOf, type WebhookEndpointService } from './endpoints.js';
 
 export interface DeliveryContext {

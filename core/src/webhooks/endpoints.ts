@@ -26,12 +26,12 @@ import type { SecretBox } from '../crypto.js';
 import { last4 } from '../crypto.js';
 import { invalid, notFound } from '../errors.js';
 import { newId } from '../ids.js';
-import type { Collections } from '../domain/collections.js';
-import { pageById, type Page } from '../domain/pagination.js';
+import type { Collections } from '../store/collections.js';
+import { pageById, type Page } from '../api/pagination.js';
 import { canonicalAddress } from '../egress/addresses.js';
 import { ALLOW_PRIVATE_SETTING, normalizeHost, type EgressPolicy } from '../egress/policy.js';
 import { nowIso } from '../util.js';
-import type { WebhookDeliveryDoc, WebhookEndpointDoc } from './docs.js';
+import type { WebhookDeliveryDoc, WebhookEndpointDoc } from './records.js';
 
 export const ENDPOINT_PREFIX = 'whep_';
 export const SECRET_PURPOSE = 'webhook-endpoint-secret';

@@ -1,6 +1,6 @@
 /**
  * Where session status events become webhooks: a hook on the event log's append
- * (core/src/domain/eventLog.ts), so every writer of these events (turn runner, recovery scan,
+ * (core/src/events/log.ts), so every writer of these events (turn runner, recovery scan,
  * termination) emits without knowing about webhooks. It runs after the events are durable.
  *
  * - session.status_idle → `session.status_idled`, and the session's state: `session.idled`, or
@@ -14,9 +14,9 @@
  * idle") and test/webhooks-types.test.ts.
  */
 import type { WebhookEventName } from '@agentfleet/schemas';
-import type { EventLog } from '../domain/eventLog.js';
-import type { EventDoc } from '../domain/collections.js';
-import type { WebhookService } from './service.js';
+import type { EventLog } from '../events/log.js';
+import type { EventDoc } from '../store/collections.js';
+import type { WebhookService } from './webhooks.js';
 
 const STATUS_WEBHOOKS: Readonly<Record<string, WebhookEventName>> = {
   'session.status_idle': 'session.status_idled',

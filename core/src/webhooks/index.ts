@@ -5,7 +5,7 @@ export {
   type WebhookEmitOptions,
   type WebhookSender,
   type SweepResult,
-} from './service.js';
+} from './webhooks.js';
 export { retryDelayMs, type AttemptOutcome } from './delivery.js';
 export {
   checkEndpointUrl,
@@ -14,7 +14,7 @@ export {
   WebhookEndpointService,
   ENDPOINT_PREFIX,
 } from './endpoints.js';
-export { DEPLOYMENT_ENDPOINT_ID } from './docs.js';
-export type { WebhookDeliveryDoc, WebhookEndpointDoc, WebhookEventDoc } from './docs.js';
+export { DEPLOYMENT_ENDPOINT_ID } from './records.js';
+export type { WebhookDeliveryDoc, WebhookEndpointDoc, WebhookEventDoc } from './records.js';
 export { emitSessionStatusWebhooks } from './hooks.js';
 export type { LifecycleWebhooks } from './port.js';

@@ -1,8 +1,9 @@
-export {
-  WorkService,
-  type SessionClaim,
-  type WorkDeps,
-  type WorkWebhookEmitter,
-} from './service.js';
+export { WorkService, type SessionClaim, type WorkDeps, type WorkWebhookEmitter } from './work.js';
 export { isSessionsToken, SESSIONS_TOKEN_PREFIX } from './tokens.js';
-export { renderWork, type WorkDoc, type WorkState, type WorkView, NO_HEARTBEAT } from './docs.js';
+export {
+  renderWork,
+  type WorkDoc,
+  type WorkState,
+  type WorkView,
+  NO_HEARTBEAT,
+} from './records.js';

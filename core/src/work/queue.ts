@@ -10,9 +10,9 @@
  */
 import { ApiError, invalid } from '../errors.js';
 import { newId } from '../ids.js';
-import type { Collections } from '../domain/collections.js';
-import { pageById } from '../domain/pagination.js';
-import { POLLING_WINDOW_MS, renderWork, type WorkDoc } from './docs.js';
+import type { Collections } from '../store/collections.js';
+import { pageById } from '../api/pagination.js';
+import { POLLING_WINDOW_MS, renderWork, type WorkDoc } from './records.js';
 import { intArg } from './waiters.js';
 
 export function newWorkDoc(

@@ -7,7 +7,7 @@
  * Also the integer argument check shared by the Work routes: 400 naming the field.
  */
 import { invalid } from '../errors.js';
-import type { PubSub } from '../ports/coordination.js';
+import type { PubSub } from '../coordination/port.js';
 
 const channelOf = (tenant: string, envId: string) => `work:${tenant}:${envId}`;
 

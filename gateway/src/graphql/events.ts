@@ -53,7 +53,7 @@ export async function listEvents(p: Platform, tenant: string, args: Record<strin
     sort: { seq: down ? -1 : 1 },
     limit: limit + 1,
   });
-  // A page's spilled payloads are bounded in total (core/src/domain/eventSpill.ts servedPrefix):
+  // A page's spilled payloads are bounded in total (core/src/events/spill.ts servedPrefix):
   // a page cut short is a shorter page with a next cursor.
   const served = await p.events.servedPrefix(rows.slice(0, limit));
   const page = makePage(
@@ -63,7 +63,7 @@ export async function listEvents(p: Platform, tenant: string, args: Record<strin
     (r) => r._id,
     { hadCursor: !!cur, backwards },
   );
-  // Spilled payloads (> 500 KB) are served whole (core/src/domain/eventSpill.ts).
+  // Spilled payloads (> 500 KB) are served whole (core/src/events/spill.ts).
   return { ...page, data: (await p.events.hydrate(page.data)).map(renderEvent) };
 }
 

@@ -147,7 +147,7 @@ for (const [base, suffix] of [
       operationId: `getModelCardKey${suffix}`,
       summary: "A card's cleartext key: internal, agent workers only",
       description:
-        'Not an API-key route: the caller presents the internal worker credential (derived from PLATFORM_ROOT_SECRET, core/src/domain/cardKeys.ts) as Bearer or x-api-key; every other caller, tenants and the operator included, gets 403.',
+        'Not an API-key route: the caller presents the internal worker credential (derived from PLATFORM_ROOT_SECRET, core/src/models/cardKeys.ts) as Bearer or x-api-key; every other caller, tenants and the operator included, gets 403.',
       tag: 'model_cards',
       params: { id: CardId },
       ok: { description: 'The key.', content: json(ModelCardKey) },

@@ -37,7 +37,7 @@ function presented(req: FastifyRequest): string | undefined {
  * test/model-cards-full.test.ts.
  */
 export function adminRoutes(app: FastifyInstance, p: Platform) {
-  // The runtime catalog; api_key is the deprecated live-discovery path (core/src/domain/modelCatalog.ts).
+  // The runtime catalog; api_key is the deprecated live-discovery path (core/src/models/catalog.ts).
   app.post('/v1/svc/models/list', { config: { beta: true } }, async (req, reply) => {
     const body = modelsList(req);
     const data = await p.models.listModels(tenantOf(req), body);
@@ -58,7 +58,7 @@ export function adminRoutes(app: FastifyInstance, p: Platform) {
       { config: { beta: true } },
       async (req) => p.models.rotate(tenantOf(req), req.params.id, cardRotate(req)),
     );
-    // Internal, agent workers only: its own caller check (core/src/domain/cardKeys.ts), no API key.
+    // Internal, agent workers only: its own caller check (core/src/models/cardKeys.ts), no API key.
     app.get<{ Params: { id: string } }>(
       `${base}/model_cards/:id/key`,
       { config: { public: true } },
@@ -98,7 +98,7 @@ export function adminRoutes(app: FastifyInstance, p: Platform) {
 
   /**
    * Official model resources (BetaModelInfo) for the tenant's cards and the vendor fallback's
-   * models (core/src/domain/modelInfo.ts); credentials never appear.
+   * models (core/src/models/info.ts); credentials never appear.
    */
   const infos = async (tenant: string) =>
     modelInfos(await p.models.list(tenant), p.models.hasVendorFallback);

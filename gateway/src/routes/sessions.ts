@@ -154,7 +154,7 @@ async function listEvents(p: Platform, req: IdReq) {
     limit: limit + 1,
   });
   // Spilled payloads (> 500 KB) are served whole, a page's total bounded: a page cut short
-  // says has_more (core/src/domain/eventSpill.ts servedPrefix).
+  // says has_more (core/src/events/spill.ts servedPrefix).
   const served = await p.events.servedPrefix(rows.slice(0, limit));
   const has_more = rows.length > served;
   const data = (await p.events.hydrate(rows.slice(0, served))).map(renderEvent);

@@ -1,6 +1,6 @@
 /**
  * The Environment Work API (SDK 1.12 `client.beta.environments.work`), a thin adapter over
- * `platform.work` (core/src/work/service.ts, whose header describes the EnvironmentWorker flow):
+ * `platform.work` (core/src/work/work.ts, whose header describes the EnvironmentWorker flow):
  *
  *   GET  /v1/environments/:id/work/poll            block_ms, reclaim_older_than_ms, Anthropic-Worker-ID
  *   GET  /v1/environments/:id/work                 limit, page (newest first)

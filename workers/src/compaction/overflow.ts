@@ -1,7 +1,7 @@
 /**
  * Recognises a provider's "the request exceeds the context window" answer on both protocols.
  * The providers report it as a plain invalid request (HTTP 400, or 413 from some gateways), so
- * core/src/ports/modelProviderHelpers.ts modelErrorFor classifies it as a non-retryable
+ * core/src/models/providerHelpers.ts modelErrorFor classifies it as a non-retryable
  * model_request_failed_error; what tells it apart is the upstream's message, which the port
  * keeps: Anthropic `prompt is too long: N tokens > M maximum`, OpenAI
  * `This model's maximum context length is N tokens` (code `context_length_exceeded`), and the

@@ -25,9 +25,9 @@
  * search falls back to lexical and says so). Proved by test/memory-search.test.ts.
  */
 import type { SecretBox } from '../../crypto.js';
-import type { Collections, ModelCardDoc } from '../../domain/collections.js';
-import { DEFAULT_TENANT } from '../../domain/auth.js';
-import { providerProtocol } from '../../adapters/modelProviders.js';
+import type { Collections, ModelCardDoc } from '../../store/collections.js';
+import { DEFAULT_TENANT } from '../../auth/auth.js';
+import { providerProtocol } from '../../models/providers.js';
 import type { HttpFetch } from '../../egress/dispatcher.js';
 import { invalid } from '../../errors.js';
 

@@ -13,8 +13,8 @@
  * A re-embed happens only when the content hash or the model changed: an entry whose hash and
  * model match keeps its vector. Writes are single-document (the Store port has nothing more).
  */
-import type { CollectionSpec, Filter } from '../../ports/store.js';
-import { TenantCollection, type StoreRouter } from '../../domain/collections.js';
+import type { CollectionSpec, Filter } from '../../store/port.js';
+import { TenantCollection, type StoreRouter } from '../../store/collections.js';
 
 export interface SearchEntryDoc {
   _id: string;

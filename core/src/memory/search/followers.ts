@@ -15,7 +15,7 @@
 import type { SearchEntries, SearchEntryDoc } from './entries.js';
 import { decodeVector, VectorIndex } from './vectorIndex.js';
 import { LexicalIndex } from './lexicalIndex.js';
-import type { MemorySource } from './service.js';
+import type { MemorySource } from './search.js';
 
 /** Change numbers re-read behind the counter on every refresh (writes in flight elsewhere). */
 const OVERLAP = 16;

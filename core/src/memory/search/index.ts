@@ -9,7 +9,7 @@ export {
   type MemorySearchAnswer,
   type MemorySearchHit,
   type MemorySearchOptions,
-} from './service.js';
+} from './search.js';
 export {
   resolveEmbeddingModel,
   isEmbeddingCard,

@@ -13,7 +13,7 @@
  *   updates the index without a rebuild.
  * - Memory: f32 vectors plus the graph (connectivity 16: ~128 bytes of links per vector), in
  *   native memory outside the JS heap; the number of open indexes is bounded by an LRU
- *   (MEMORY_SEARCH_MAX_OPEN_INDEXES, core/src/memory/search/service.ts).
+ *   (MEMORY_SEARCH_MAX_OPEN_INDEXES, core/src/memory/search/search.ts).
  *
  * How it is stored: the index itself is never the source of truth. Every vector is persisted
  * in the store (collection memory_search_entries, one per live memory, with the content hash

@@ -12,7 +12,7 @@
  * Proved by test/memory-session.test.ts ("mounts", "a deleted store fails warmup").
  */
 import { createHash } from 'node:crypto';
-import type { SandboxResource } from '../../sandbox/managerTypes.js';
+import type { SandboxResource } from '../../sandbox/manager/types.js';
 import type { SessionMemoryResource } from './resources.js';
 
 /** Inside the sandbox: where the manifests live (outside every mount, not snapshotted). */

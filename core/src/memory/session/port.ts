@@ -4,7 +4,7 @@
  * the warmup (path order). Writes never come through here: they go through platform.memory
  * (versions, compare-and-swap), see ./writeBack.ts.
  */
-import type { Collections } from '../../domain/collections.js';
+import type { Collections } from '../../store/collections.js';
 import type { MemoryReader } from './mount.js';
 import type { StoreLookup } from './resources.js';
 

@@ -15,7 +15,7 @@
  * Proved by test/memory-session.test.ts ("bad resource refs", "agent memory_store_id").
  */
 import { invalid } from '../../errors.js';
-import { SANDBOX_PATHS } from '../../ports/sandboxHelpers.js';
+import { SANDBOX_PATHS } from '../../sandbox/drivers/shared.js';
 
 export type MemoryAccess = 'read_write' | 'read_only';
 

@@ -4,8 +4,8 @@
  * a store that cannot be read throws, which fails the warmup (managerWarmup.ts step 4).
  */
 import type { Platform } from '../../platform.js';
-import type { SessionRef } from '../../ports/sandbox.js';
-import type { SandboxResource } from '../../sandbox/managerTypes.js';
+import type { SessionRef } from '../../sandbox/port.js';
+import type { SandboxResource } from '../../sandbox/manager/types.js';
 import { memoryMountResources } from './mount.js';
 import { memoryReader } from './port.js';
 import { isMemoryResource } from './resources.js';

@@ -19,11 +19,11 @@
  * After the write-back the manifest records the new base, so a change is written once.
  * Proved by test/memory-session.test.ts.
  */
-import type { EventDraft } from '../../domain/eventLog.js';
+import type { EventDraft } from '../../events/log.js';
 import { ApiError } from '../../errors.js';
-import type { SandboxAgentApi } from '../../ports/sandbox.js';
+import type { SandboxAgentApi } from '../../sandbox/port.js';
 import { SandboxAgentError } from '../../sandbox/protocol.js';
-import type { MemoryActor } from '../docs.js';
+import type { MemoryActor } from '../records.js';
 import { manifestPath, contentSha256, type MemoryManifest } from './mount.js';
 import type { SessionMemoryResource } from './resources.js';
 

@@ -25,7 +25,7 @@ import { existsSync } from 'node:fs';
 import * as fsp from 'node:fs/promises';
 import { join } from 'node:path';
 import type { Logger } from '../../log.js';
-import type { LeaseStore } from '../../ports/coordination.js';
+import type { LeaseStore } from '../../coordination/port.js';
 import { sleep } from '../../util.js';
 import { hasPackages, normalizePackageLists, packagesHash, type PackageLists } from './spec.js';
 

@@ -9,9 +9,9 @@
  * Tested: test/env-packages.test.ts ("a nonexistent package ends the sandbox start with
  * session.error naming it", "gem without a gem tool on the host is a clear error").
  */
-import type { EventLog } from '../../domain/eventLog.js';
+import type { EventLog } from '../../events/log.js';
 import type { Logger } from '../../log.js';
-import type { SessionRef } from '../../ports/sandbox.js';
+import type { SessionRef } from '../port.js';
 import type { PackageLayers } from './layers.js';
 import type { PackageLists } from './spec.js';
 

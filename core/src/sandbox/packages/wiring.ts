@@ -5,19 +5,19 @@
  * its managers' registries (./build.ts).
  *
  * Nomad: the layer is a directory on the worker, bound read-only into the task by the same
- * bwrap options (adapters/bubblewrap/layout.ts), so it reaches an allocation only on a client
+ * bwrap options (sandbox/drivers/bubblewrap/layout.ts), so it reaches an allocation only on a client
  * that shares the worker's paths (as node and the sandbox scripts already must; README).
  * Tested: test/env-packages.test.ts.
  */
 import { randomBytes } from 'node:crypto';
 import { join } from 'node:path';
-import type { LeaseStore } from '../../ports/coordination.js';
+import type { LeaseStore } from '../../coordination/port.js';
 import type { Logger } from '../../log.js';
-import type { SandboxLimitCaps } from '../../ports/sandboxHelpers.js';
+import type { SandboxLimitCaps } from '../drivers/shared.js';
 import type { EgressPolicy } from '../../egress/policy.js';
 import type { SandboxHostUser } from '@agentfleet/sandbox-agent';
-import { createLocalDriver } from '../../adapters/bubblewrap/driver.js';
-import { which } from '../../adapters/bubblewrap/layout.js';
+import { createLocalDriver } from '../drivers/bubblewrap/driver.js';
+import { which } from '../drivers/bubblewrap/layout.js';
 import {
   buildLayer,
   buildReadOnlyBinds,

@@ -21,7 +21,7 @@ import { createHash } from 'node:crypto';
 import { Readable } from 'node:stream';
 import { ApiError, invalid } from '../../errors.js';
 import { readTarGz } from '../../sandbox/archive.js';
-import type { SkillFileInput } from '../docs.js';
+import type { SkillFileInput } from '../records.js';
 import { parseSkillFiles, SKILL_LIMITS, type ParsedSkill } from '../parse.js';
 import { readZip } from '../zip.js';
 import type { IndexEntry } from './discoveryIndex.js';

@@ -1,0 +1,50 @@
+/**
+ * Model-provider adapter selection: builds the adapter for a model card's wire protocol
+ * (createProvider) and maps provider ids onto protocols and fast-mode support
+ * (providerProtocol). Unknown ids answer null (the caller refuses them as bad input); an unknown
+ * protocol is a programming error. Proved by core/test/model-providers.shared.test.ts
+ * ("providers") and core/test/modelProvider.test.ts (the contract suite built through
+ * createProvider).
+ */
+import { AnthropicMessagesProvider } from './anthropic/provider.js';
+import { OpenAIChatProvider } from './openai/provider.js';
+import type { ModelProvider, ProviderConfig } from './port.js';
+
+export { AnthropicMessagesProvider } from './anthropic/provider.js';
+export { OpenAIChatProvider } from './openai/provider.js';
+
+/**
+ * Builds the provider for `config.protocol`. `supportsFast` defaults to true; with false,
+ * `speed: 'fast'` requests throw UnsupportedModelFeatureError before any network call.
+ */
+export function createProvider(config: ProviderConfig & { supportsFast?: boolean }): ModelProvider {
+  const { protocol, ...options } = config;
+  switch (protocol) {
+    case 'anthropic':
+      return new AnthropicMessagesProvider(options);
+    case 'openai':
+      return new OpenAIChatProvider(options);
+    default:
+      throw new TypeError(`unknown model protocol: ${String(protocol)}`);
+  }
+}
+
+const PROTOCOLS: Readonly<
+  Record<string, { protocol: 'anthropic' | 'openai'; supportsFast: boolean }>
+> = {
+  anthropic: { protocol: 'anthropic', supportsFast: true },
+  ant: { protocol: 'anthropic', supportsFast: true },
+  'ant-compatible': { protocol: 'anthropic', supportsFast: false },
+  openai: { protocol: 'openai', supportsFast: true },
+  oai: { protocol: 'openai', supportsFast: true },
+  'oai-compatible': { protocol: 'openai', supportsFast: false },
+  'openai-compatible': { protocol: 'openai', supportsFast: false },
+};
+
+/** Protocol and fast-mode support for a provider id (exact match); null when unknown. */
+export function providerProtocol(
+  provider: string,
+): { protocol: 'anthropic' | 'openai'; supportsFast: boolean } | null {
+  const hit = Object.hasOwn(PROTOCOLS, provider) ? PROTOCOLS[provider] : undefined;
+  return hit ? { ...hit } : null;
+}

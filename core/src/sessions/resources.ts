@@ -1,0 +1,80 @@
+/**
+ * A session's declared resources, resolved at create before anything is allocated (spec Work
+ * rule 1: a resource with no materializer is rejected before compute allocation):
+ * - `file`: the tenant's file, mounted read-only data at `mount_path` (default
+ *   /home/user/files/<id>/<filename>; absolute, no `..`), else a 400 naming the field;
+ * - `memory_store`: the tenant's live store, mounted at /mnt/memory/<name> with its access
+ *   (core/src/memory/session/resources.ts), plus the agent's own `memory_store_id`;
+ * - anything else (github_repository): 400 naming `resources[i].type`.
+ * Proved by test/files.test.ts and test/memory-session.test.ts.
+ */
+import type { SessionCreate } from '@agentfleet/schemas';
+import { invalid } from '../errors.js';
+import { newId } from '../ids.js';
+import {
+  memoryStoreLookup,
+  resolveMemoryResources,
+  type DeclaredMemoryResource,
+  type SessionMemoryResource,
+} from '../memory/session/index.js';
+import type { Collections } from '../store/collections.js';
+
+/** A file attached to a session: mounted read-only data in its sandbox at every warmup. */
+export interface SessionFileResource {
+  id: string;
+  type: 'file';
+  file_id: string;
+  mount_path: string;
+  created_at: string;
+  updated_at: string;
+}
+
+export type SessionResource = SessionFileResource | SessionMemoryResource;
+
+export async function resolveSessionResources(
+  c: Collections,
+  tenant: string,
+  declared: SessionCreate['resources'],
+  agentMemoryStoreId: string | null | undefined,
+  now: string,
+): Promise<SessionResource[]> {
+  const files = new Map<number, SessionFileResource>();
+  const memory: DeclaredMemoryResource[] = [];
+  for (const [i, r] of (declared ?? []).entries()) {
+    if (r.type === 'file') {
+      const file = await c.files.get(tenant, r.file_id);
+      if (!file) throw invalid(`resources[${i}].file_id`, `file ${r.file_id} not found`);
+      const mount = r.mount_path ?? `/home/user/files/${file._id}/${file.filename}`;
+      if (!mount.startsWith('/') || mount.split('/').includes('..'))
+        throw invalid(`resources[${i}].mount_path`, 'must be an absolute path without ..');
+      files.set(i, {
+        id: newId('sres_'),
+        type: 'file',
+        file_id: file._id,
+        mount_path: mount,
+        created_at: now,
+        updated_at: now,
+      });
+      continue;
+    }
+    if (r.type === 'memory_store') {
+      memory.push({ index: i, ...r });
+      continue;
+    }
+    throw invalid(
+      `resources[${i}].type`,
+      `no materializer for ${r.type} resources in this deployment`,
+    );
+  }
+  const stores = await resolveMemoryResources(
+    memoryStoreLookup(c),
+    tenant,
+    memory,
+    agentMemoryStoreId,
+  );
+  // Declared order, then the agent's store (resolveMemoryResources keeps that order).
+  const out: SessionResource[] = [];
+  let next = 0;
+  for (const i of (declared ?? []).keys()) out.push(files.get(i) ?? stores[next++]!);
+  return [...out, ...stores.slice(next)];
+}

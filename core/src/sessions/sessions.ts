@@ -1,0 +1,479 @@
+import type { InputEvent, RuntimeStatus, SessionCreate, SessionUpdate } from '@agentfleet/schemas';
+import { ApiError, invalid, notFound, withErrorCode } from '../errors.js';
+import { newId, PREFIX } from '../ids.js';
+import type { CommandBus } from '../bus/port.js';
+import type { PubSub } from '../coordination/port.js';
+import { SANDBOX_CONTROL_CHANNEL } from '../sandbox/port.js';
+import type { AgentService } from '../agents/agents.js';
+import { normalizeTools, renderSpec } from '../agents/agents.js';
+import type {
+  Collections,
+  EventDoc,
+  RunDoc,
+  EnvironmentDoc,
+  SessionDoc,
+  SessionEnvironmentSnapshot,
+} from '../store/collections.js';
+import { controlChannel, type EventLog } from '../events/log.js';
+import type { ModelResolver } from '../models/models.js';
+import { createdAtBounds, pageById, type Page } from '../api/pagination.js';
+import { applyMetadataPatch } from '../api/metadata.js';
+import { budgetUpdateFields, checkCreateBudget, renderUsage } from './budget.js';
+import { checkVaultIds } from '../vaults/vaults.js';
+import { refuseUnservableBaseImage, type BaseImageSupport } from '../environments/baseImage.js';
+import { checkInputEvents, checkToolResults } from './inputEvents.js';
+import { checkSessionAgentMcp, sessionAgentSnapshot } from './agent.js';
+import { checkToolAnswers } from './toolConfirmation.js';
+import { checkToolPolicies } from '../agents/toolPolicy.js';
+import { refuseOnSelfHosted } from '../api/unsupported.js';
+import { resolveSessionResources } from './resources.js';
+export { refuseUnbuiltEvents } from '../api/unsupported.js';
+export { cascadeSessionDelete } from './cascade.js';
+import { MAX_STORED_JSON_DEPTH, nowIso, valueDepth } from '../util.js';
+import { deriveStatus, liveRuns } from './status.js';
+import type { LifecycleWebhooks } from '../webhooks/port.js';
+
+export { deriveStatus, runIsLive } from './status.js';
+
+export type { SessionFileResource, SessionResource } from './resources.js';
+
+/** Enqueues a self_hosted session's Work item unless it has an open one (idempotent). */
+export type WorkQueue = (
+  tenant: string,
+  session: { id: string; environment_id: string },
+) => Promise<void>;
+
+export interface InterruptSignal {
+  type: 'interrupt';
+  seq: number;
+  reason: string;
+}
+
+export class SessionService {
+  constructor(
+    private readonly c: Collections,
+    private readonly agents: AgentService,
+    private readonly models: ModelResolver,
+    private readonly log: EventLog,
+    private readonly bus: CommandBus,
+    private readonly pubsub: PubSub,
+    /** The deployment's sandbox driver: which environments' base_image it can serve. */
+    private readonly opts: BaseImageSupport = {},
+  ) {}
+
+  /** Lifecycle webhooks session.* (platform wiring; status ones: core/src/webhooks/hooks.ts). */
+  webhooks: LifecycleWebhooks | null = null;
+  private workQueue: WorkQueue | null = null;
+  /** The Work queue of self_hosted environments (platform wiring: WorkService.enqueue). */
+  useWorkQueue(q: WorkQueue): void {
+    this.workQueue = q;
+  }
+
+  async create(tenant: string, body: SessionCreate) {
+    await checkVaultIds(this.c, tenant, body.vault_ids);
+    const ref = typeof body.agent === 'string' ? { id: body.agent } : body.agent;
+    const agentDoc = await this.c.agents.get(tenant, ref.id);
+    if (!agentDoc) throw invalid('agent', `agent ${ref.id} not found`);
+    if (agentDoc.archived_at) throw invalid('agent', `agent ${ref.id} is archived`);
+    const version = 'version' in ref && ref.version !== undefined ? ref.version : agentDoc.version;
+    const pinned =
+      version === agentDoc.version
+        ? agentDoc.spec
+        : (await this.c.agentVersions.findOne(tenant, { agent_id: ref.id, version }))?.spec;
+    if (!pinned || version > agentDoc.version)
+      throw invalid('agent.version', `agent ${ref.id} has no version ${version}`);
+    // Old data: agents stored before request bodies were depth-limited are refused, not copied (a stack overflow).
+    if (valueDepth(pinned, MAX_STORED_JSON_DEPTH) > MAX_STORED_JSON_DEPTH)
+      throw invalid(
+        'agent',
+        `agent ${ref.id} version ${version} nests JSON deeper than ${MAX_STORED_JSON_DEPTH} levels (stored before that limit); update its tools or create a new agent`,
+      );
+    const snapshot = await sessionAgentSnapshot(this.agents, tenant, body.agent, pinned, version);
+    // Without one in the body, the pinned agent version's environment_id is the session's
+    // (test/session-default-environment.test.ts).
+    const envId = body.environment_id ?? pinned.environment_id;
+    if (!envId)
+      throw invalid(
+        'environment_id',
+        `is required: agent ${ref.id} (version ${version}) names no environment_id`,
+      );
+    const env = await this.c.environments.get(tenant, envId);
+    if (!env)
+      throw withErrorCode(
+        invalid('environment_id', `environment ${envId} not found`),
+        'environment_not_found',
+      );
+    if (env.archived_at)
+      throw withErrorCode(
+        invalid('environment_id', `environment ${envId} is archived`),
+        'environment_archived',
+      );
+    refuseUnservableBaseImage(this.opts, env.base_image, 'environment_id');
+    refuseOnSelfHosted(env.kind, snapshot, body.resources);
+    // Declared resources must be materializable before anything is allocated (spec Work rule 1).
+    const now = nowIso();
+    const resources = await resolveSessionResources(
+      this.c,
+      tenant,
+      body.resources,
+      snapshot.memory_store_id,
+      now,
+    );
+    const hasVendor = this.models.hasVendorFallback;
+    await checkCreateBudget(this.c, tenant, body.budget, snapshot.model.id, hasVendor);
+    const doc: Omit<SessionDoc, 'tenant_id'> = {
+      _id: newId(PREFIX.session),
+      agent_id: ref.id,
+      agent_version: version,
+      agent: snapshot,
+      environment_id: envId,
+      environment: snapshotOf(env),
+      title: body.title ?? null,
+      metadata: body.metadata ?? {},
+      resources,
+      vault_ids: body.vault_ids ?? [],
+      budget: body.budget ?? null,
+      last_seq: 0,
+      input_seq: 0,
+      processed_seq: 0,
+      fence: 0,
+      recoveries: 0,
+      usage: {
+        input_tokens: 0,
+        output_tokens: 0,
+        cache_read_input_tokens: 0,
+        cache_creation_input_tokens: 0,
+      },
+      terminated_at: null,
+      archived_at: null,
+      deleted_at: null,
+      created_at: now,
+      updated_at: now,
+    };
+    await this.c.sessions.insert(tenant, doc);
+    // Self-hosted: its Work item, durable before the answer (core/src/work; test/work-api.test.ts).
+    if (env.kind === 'self_hosted')
+      await this.workQueue?.(tenant, { id: doc._id, environment_id: env._id });
+    await this.webhooks?.emit(tenant, 'session.created', { id: doc._id });
+    if (body.initial_events?.length) await this.send(tenant, doc._id, body.initial_events);
+    return this.get(tenant, doc._id);
+  }
+
+  async getDoc(tenant: string, id: string): Promise<SessionDoc> {
+    const s = await this.c.sessions.get(tenant, id);
+    if (!s || s.deleted_at) throw notFound('session', id);
+    return s;
+  }
+
+  async get(tenant: string, id: string) {
+    const s = await this.getDoc(tenant, id);
+    const run = await this.c.runs.get(tenant, id);
+    const [live] = await liveRuns(this.c, tenant, [[s, run]]);
+    return renderSession(s, live!);
+  }
+
+  async list(
+    tenant: string,
+    q: Record<string, any>,
+  ): Promise<Page<ReturnType<typeof renderSession>>> {
+    const filter: Record<string, unknown> = { deleted_at: null };
+    if (!q.include_archived) filter.archived_at = null;
+    if (q.agent_id) filter.agent_id = q.agent_id;
+    if (q.agent_version) filter.agent_version = q.agent_version;
+    const created = createdAtBounds(q);
+    if (created) filter.created_at = created;
+    if (q.deployment_id) filter.deployment_id = q.deployment_id;
+    // Sessions with that store mounted (declared, or the agent's own).
+    if (q.memory_store_id) filter['resources.memory_store_id'] = q.memory_store_id;
+    const statuses: string[] = [...(q.statuses ?? []), ...(q.status ? [q.status] : [])];
+    if (statuses.length) {
+      const runs = await this.c.runs.find(tenant, {});
+      const docs = new Map(
+        (await this.c.sessions.find(tenant, { _id: { $in: runs.map((r) => r._id) } })).map((d) => [
+          d._id,
+          d,
+        ]),
+      );
+      const withDoc = runs.filter((r) => docs.has(r._id));
+      const states = await liveRuns(
+        this.c,
+        tenant,
+        withDoc.map((r) => [docs.get(r._id)!, r]),
+      );
+      const live = withDoc.map((r, i) => [r._id, states[i]!] as const);
+      const running = live.filter(([, l]) => l === true).map(([id]) => id);
+      const rescheduling = live.filter(([, l]) => l === 'rescheduling').map(([id]) => id);
+      const busy = [...running, ...rescheduling];
+      const ors: Record<string, unknown>[] = [];
+      if (statuses.includes('terminated')) ors.push({ terminated_at: { $ne: null } });
+      if (statuses.includes('running')) ors.push({ terminated_at: null, _id: { $in: running } });
+      if (statuses.includes('rescheduling'))
+        ors.push({ terminated_at: null, _id: { $in: rescheduling } });
+      if (statuses.includes('idle')) ors.push({ terminated_at: null, _id: { $nin: busy } });
+      filter.$or = ors.length ? ors : [{ _id: { $in: [] } }];
+    }
+    const page = await pageById(this.c.sessions, tenant, filter, q, q.order ?? 'desc');
+    const runs = new Map(
+      (await this.c.runs.find(tenant, { _id: { $in: page.data.map((s) => s._id) } })).map((r) => [
+        r._id,
+        r,
+      ]),
+    );
+    const states = await liveRuns(
+      this.c,
+      tenant,
+      page.data.map((s) => [s, runs.get(s._id)]),
+    );
+    return { ...page, data: page.data.map((s, i) => renderSession(s, states[i]!)) };
+  }
+
+  async update(tenant: string, id: string, b: SessionUpdate) {
+    const s = await this.getDoc(tenant, id);
+    await checkVaultIds(this.c, tenant, b.vault_ids);
+    const set: Record<string, unknown> = { updated_at: nowIso() };
+    if (b.title !== undefined) set.title = b.title;
+    if (b.vault_ids !== undefined) set.vault_ids = b.vault_ids;
+    const hasVendor = this.models.hasVendorFallback;
+    Object.assign(set, await budgetUpdateFields(this.c, tenant, s, b.budget, hasVendor));
+    if (b.metadata !== undefined) set.metadata = applyMetadataPatch(s.metadata, b.metadata);
+    if (b.agent?.tools !== undefined) checkToolPolicies(b.agent.tools, 'agent.tools');
+    refuseOnSelfHosted(s.environment?.kind, b.agent ?? {});
+    if (b.agent?.tools !== undefined)
+      set['agent.tools'] = normalizeTools(b.agent.tools, 'agent.tools');
+    if (b.agent?.mcp_servers !== undefined)
+      set['agent.mcp_servers'] = this.agents.sealMcp(
+        b.agent.mcp_servers,
+        s.agent.mcp_servers,
+        'agent.mcp_servers',
+      );
+    if (b.agent?.tools !== undefined || b.agent?.mcp_servers !== undefined)
+      checkSessionAgentMcp(
+        (set['agent.tools'] ?? s.agent.tools) as SessionDoc['agent']['tools'],
+        (set['agent.mcp_servers'] ?? s.agent.mcp_servers) as SessionDoc['agent']['mcp_servers'],
+      );
+    await this.c.sessions.updateOne(tenant, { _id: id }, { $set: set });
+    const after = await this.get(tenant, id);
+    const changed = sessionChanges(renderSession(s, false), after);
+    if (changed) {
+      const [ev] = await this.log.append(
+        tenant,
+        id,
+        [{ type: 'session.updated', payload: changed }],
+        { allowTerminated: true },
+      );
+      await this.webhooks?.emit(tenant, 'session.updated', { id }, { key: ev!._id });
+    }
+    return after;
+  }
+
+  async archive(tenant: string, id: string) {
+    await this.getDoc(tenant, id);
+    const now = nowIso();
+    const r = await this.c.sessions.updateOne(
+      tenant,
+      { _id: id, archived_at: null },
+      { $set: { archived_at: now, updated_at: now } },
+    );
+    if (r.modified) await this.webhooks?.emit(tenant, 'session.archived', { id });
+    return this.get(tenant, id);
+  }
+
+  /**
+   * Appends input events in order, all validated first so nothing is half-written, then
+   * triggers the turn. Answers once the events are durable; if publishing the command fails,
+   * the recovery sweep re-drives the unprocessed input.
+   */
+  async send(tenant: string, id: string, events: InputEvent[]): Promise<EventDoc[]> {
+    const s = await this.getDoc(tenant, id);
+    if (s.terminated_at)
+      throw invalid('session', `session ${id} is terminated and accepts no events`);
+    if (s.archived_at) throw invalid('session', `session ${id} is archived and accepts no events`);
+    await checkInputEvents(this.c, tenant, events);
+    await checkToolAnswers(this.c.events, tenant, id, events);
+    await checkToolResults(this.c.events, tenant, s, events);
+    const drafts = events.map(({ type, ...payload }) => ({
+      type,
+      payload: payload as Record<string, unknown>,
+    }));
+    const wantsTurn = events.some((e) => e.type !== 'user.interrupt');
+    const lastInterrupt = events.map((e) => e.type).lastIndexOf('user.interrupt');
+    const written = await this.log.append(tenant, id, drafts, {
+      readSession: s,
+      sessionUpdate: (_last, first) => {
+        const max: Record<string, number> = {};
+        const lastInput = events.reduce(
+          (acc, e, i) => (e.type !== 'user.interrupt' ? first + i : acc),
+          0,
+        );
+        if (lastInput) max.input_seq = lastInput;
+        if (lastInput) return { $max: max, $set: { pending: true } };
+        if (lastInterrupt >= 0) max.interrupt_seq = first + lastInterrupt;
+        return { $max: max };
+      },
+    });
+    if (lastInterrupt >= 0) {
+      const seq = written[lastInterrupt]!.seq;
+      await this.pubsub.publish(controlChannel(id), {
+        type: 'interrupt',
+        seq,
+        reason: 'user.interrupt',
+      } satisfies InterruptSignal);
+    }
+    // A self_hosted session whose Work item stopped gets a new one for a worker to claim.
+    if (wantsTurn && s.environment?.kind === 'self_hosted')
+      await this.workQueue?.(tenant, { id, environment_id: s.environment_id });
+    if (wantsTurn) {
+      const seq = written[written.length - 1]!.seq;
+      await this.bus
+        .publish('session.turn.requested', { tenant_id: tenant, session_id: id, seq })
+        .catch(() => {
+          /* durable in the log; the recovery sweep re-drives it */
+        });
+    }
+    return written;
+  }
+
+  /** Cancels the running turn, like an interrupt that does not come from the user. */
+  async cancel(tenant: string, id: string) {
+    const s = await this.getDoc(tenant, id);
+    if (s.terminated_at) throw invalid('session', `session ${id} is terminated`);
+    const [ev] = await this.log.append(
+      tenant,
+      id,
+      [{ type: 'user.interrupt', payload: { source: 'cancel' } }],
+      {
+        sessionUpdate: (last) => ({ $max: { interrupt_seq: last } }),
+      },
+    );
+    await this.pubsub.publish(controlChannel(id), {
+      type: 'interrupt',
+      seq: ev!.seq,
+      reason: 'cancel',
+    } satisfies InterruptSignal);
+    return this.get(tenant, id);
+  }
+
+  /** Soft delete: terminate (sticky), stop the runtime, then a tenant-scoped idempotent cascade. */
+  async remove(tenant: string, id: string): Promise<{ id: string; type: 'session_deleted' }> {
+    const s = await this.getDoc(tenant, id);
+    const now = nowIso();
+    if (!s.terminated_at) {
+      await this.log.append(
+        tenant,
+        id,
+        [
+          { type: 'session.status_terminated', payload: {} },
+          { type: 'session.deleted', payload: {} },
+        ],
+        {
+          allowTerminated: true,
+          sessionUpdate: () => ({ $set: { terminated_at: now } }),
+        },
+      );
+      await this.pubsub.publish(controlChannel(id), {
+        type: 'interrupt',
+        seq: 0,
+        reason: 'terminated',
+      } satisfies InterruptSignal);
+    }
+    // Whichever worker holds the sandbox destroys it without a snapshot or output sync (the
+    // session is being deleted) and removes its snapshots; the cascade removes the rest.
+    await this.pubsub.publish(SANDBOX_CONTROL_CHANNEL, {
+      type: 'destroy',
+      tenantId: tenant,
+      sessionId: id,
+      environmentId: s.environment_id,
+      discard: true,
+    });
+    await this.c.sessions.updateOne(
+      tenant,
+      { _id: id },
+      { $set: { deleted_at: now, updated_at: now } },
+    );
+    await this.webhooks?.emit(tenant, 'session.deleted', { id }, { key: `${id}:deleted` });
+    await this.c.runs.deleteMany(tenant, { _id: id });
+    await this.c.events.deleteMany(tenant, { session_id: id });
+    return { id, type: 'session_deleted' };
+  }
+}
+
+type RenderedSession = ReturnType<typeof renderSession>;
+const same = (a: unknown, b: unknown) => JSON.stringify(a) === JSON.stringify(b);
+
+/**
+ * The `session.updated` payload (SDK BetaManagedAgentsSessionUpdatedEvent): title, budget and
+ * agent only when changed; metadata (the whole bag) when changed and not empty; null when
+ * nothing changed (no event). Proved by
+ * test/metadata-updates.test.ts.
+ */
+export function sessionChanges(
+  before: RenderedSession,
+  after: RenderedSession,
+): Record<string, unknown> | null {
+  const out: Record<string, unknown> = {};
+  let changed = false;
+  if (before.title !== after.title) ((out.title = after.title), (changed = true));
+  if (!same(before.budget, after.budget)) ((out.budget = after.budget), (changed = true));
+  if (!same(before.metadata, after.metadata)) {
+    changed = true;
+    if (Object.keys(after.metadata).length) out.metadata = after.metadata;
+  }
+  if (!same(before.agent, after.agent)) ((out.agent = after.agent), (changed = true));
+  return changed ? out : null;
+}
+
+/** What a session keeps of its environment at create time (deep copy). */
+export function snapshotOf(env: EnvironmentDoc): SessionEnvironmentSnapshot {
+  const { kind, base_image, packages, network, env: vars, updated_at } = structuredClone(env);
+  return { kind, base_image, packages, network, env: vars, updated_at };
+}
+
+/**
+ * The environment a session runs with: the snapshot taken at create time; for sessions stored
+ * before snapshots existed, the live environment. `null` when neither can be read (the session
+ * is gone, or an old session's environment was deleted): callers fail closed (no egress, no
+ * sandbox), never open. Proved by test/environment-lifecycle.test.ts.
+ */
+export async function environmentSnapshot(
+  c: Pick<Collections, 'sessions' | 'environments'>,
+  tenant: string,
+  sessionId: string,
+): Promise<SessionEnvironmentSnapshot | null> {
+  const s = await c.sessions.get(tenant, sessionId);
+  if (!s || s.deleted_at) return null;
+  if (s.environment) return s.environment;
+  const live = await c.environments.get(tenant, s.environment_id);
+  return live ? snapshotOf(live) : null;
+}
+
+export function renderSession(s: SessionDoc, hasRun: boolean | 'rescheduling') {
+  // pinned_skills stays internal: the served refs already show the pinned versions.
+  const { id: _aid, version: _v, pinned_skills: _ps, ...spec } = s.agent;
+  return {
+    id: s._id,
+    type: 'session' as const,
+    agent: {
+      id: s.agent_id,
+      type: 'agent' as const,
+      version: s.agent_version,
+      ...renderSpec(spec),
+    },
+    agent_id: s.agent_id,
+    agent_version: s.agent_version,
+    environment_id: s.environment_id,
+    title: s.title,
+    metadata: s.metadata,
+    resources: s.resources,
+    vault_ids: s.vault_ids,
+    ...(s.deployment_id ? { deployment_id: s.deployment_id } : {}),
+    budget: s.budget,
+    status: deriveStatus(s, hasRun),
+    stats: {},
+    usage: renderUsage(s),
+    outcome_evaluations: [],
+    archived_at: s.archived_at,
+    terminated_at: s.terminated_at,
+    created_at: s.created_at,
+    updated_at: s.updated_at,
+  };
+}

@@ -1,0 +1,460 @@
+import type {
+  Collection,
+  CollectionSpec,
+  Doc,
+  DocumentStore,
+  Filter,
+  FindOptions,
+  Update,
+} from './port.js';
+import type { AgentSpec, ModelConfig } from '@agentfleet/schemas';
+import type { DeploymentDoc, DeploymentRunDoc } from '../deployments/records.js';
+import type { WorkDoc } from '../work/records.js';
+import type {
+  WebhookDeliveryDoc,
+  WebhookEndpointDoc,
+  WebhookEventDoc,
+} from '../webhooks/records.js';
+import type { PinnedSkill } from '../skills/records.js';
+import type { MemoryDoc, MemoryStoreDoc, MemoryVersionDoc } from '../memory/records.js';
+import type { DreamDoc } from '../dreams/records.js';
+import type { SkillDoc, SkillVersionDoc } from '../skills/records.js';
+
+/** A worker seen polling an environment (Work stats `workers_polling`). */
+export interface WorkPollerDoc {
+  _id: string;
+  tenant_id: string;
+  environment_id: string;
+  last_poll_ms: number;
+}
+
+/**
+ * Where a tenant's documents live. One store for everything (embedded, or MongoDB without
+ * isolation), a shard per tenant (STORE_BACKENDS), or a database per tenant
+ * (PER_TENANT_DB_ENABLED). The control store holds tenants and API keys.
+ */
+export interface StoreRouter {
+  readonly control: DocumentStore;
+  forTenant(tenant: string): Promise<DocumentStore>;
+  /** Every store that may hold tenant documents, for cross-tenant sweeps. */
+  all(): Promise<DocumentStore[]>;
+}
+
+export function singleStore(store: DocumentStore): StoreRouter {
+  return { control: store, forTenant: async () => store, all: async () => [store] };
+}
+
+/**
+ * Tenant-scoped access: every method takes the tenant id first and adds it to every filter and
+ * every inserted document, so no query can run unscoped. The only cross-tenant read is
+ * `scanAll`, for worker sweeps.
+ */
+export class TenantCollection<T extends Doc & { tenant_id: string }> {
+  private readonly handles = new Map<DocumentStore, Collection<T>>();
+  constructor(
+    private readonly spec: CollectionSpec,
+    private readonly router: StoreRouter,
+  ) {}
+
+  private on(store: DocumentStore): Collection<T> {
+    let c = this.handles.get(store);
+    if (!c) this.handles.set(store, (c = store.collection<T>(this.spec)));
+    return c;
+  }
+  private async c(tenant: string): Promise<Collection<T>> {
+    return this.on(await this.router.forTenant(tenant));
+  }
+  /**
+   * The tenant's store and this collection on it, for `DocumentStore.transaction` (the caller
+   * adds `tenant_id` to its filters and documents itself there).
+   */
+  async handle(tenant: string): Promise<{ store: DocumentStore; collection: Collection<T> }> {
+    const store = await this.router.forTenant(tenant);
+    return { store, collection: this.on(store) };
+  }
+  async insert(tenant: string, doc: Omit<T, 'tenant_id'>): Promise<void> {
+    return (await this.c(tenant)).insertOne({ ...(doc as T), tenant_id: tenant });
+  }
+  async insertMany(tenant: string, docs: Array<Omit<T, 'tenant_id'>>): Promise<void> {
+    return (await this.c(tenant)).insertMany(docs.map((d) => ({ ...(d as T), tenant_id: tenant })));
+  }
+  async get(tenant: string, id: string): Promise<T | null> {
+    return (await this.c(tenant)).findOne({ _id: id, tenant_id: tenant });
+  }
+  async findOne(tenant: string, filter: Filter, options?: FindOptions): Promise<T | null> {
+    return (await this.c(tenant)).findOne({ ...filter, tenant_id: tenant }, options);
+  }
+  async find(tenant: string, filter: Filter, options?: FindOptions): Promise<T[]> {
+    return (await this.c(tenant)).find({ ...filter, tenant_id: tenant }, options);
+  }
+  async count(tenant: string, filter: Filter): Promise<number> {
+    return (await this.c(tenant)).count({ ...filter, tenant_id: tenant });
+  }
+  async updateOne(tenant: string, filter: Filter, update: Update, options?: { upsert?: boolean }) {
+    return (await this.c(tenant)).updateOne({ ...filter, tenant_id: tenant }, update, options);
+  }
+  async findOneAndUpdate(
+    tenant: string,
+    filter: Filter,
+    update: Update,
+    options?: { returnDocument?: 'before' | 'after'; upsert?: boolean },
+  ) {
+    return (await this.c(tenant)).findOneAndUpdate(
+      { ...filter, tenant_id: tenant },
+      update,
+      options,
+    );
+  }
+  async deleteOne(tenant: string, filter: Filter) {
+    return (await this.c(tenant)).deleteOne({ ...filter, tenant_id: tenant });
+  }
+  async deleteMany(tenant: string, filter: Filter) {
+    return (await this.c(tenant)).deleteMany({ ...filter, tenant_id: tenant });
+  }
+  /** Cross-tenant read for worker sweeps only: fans out over every store. */
+  async scanAll(filter: Filter, options?: FindOptions): Promise<T[]> {
+    const out: T[] = [];
+    for (const store of await this.router.all())
+      out.push(...(await this.on(store).find(filter, options)));
+    return out;
+  }
+}
+
+export interface TenantDoc {
+  _id: string;
+  name: string;
+  created_at: string;
+}
+export interface ApiKeyDoc {
+  _id: string;
+  tenant_id: string;
+  name: string;
+  hash: string;
+  prefix: string;
+  environment_id: string | null;
+  operator: boolean;
+  created_at: string;
+  revoked_at: string | null;
+}
+export interface AgentDoc {
+  _id: string;
+  tenant_id: string;
+  version: number;
+  spec: AgentSpec;
+  archived_at: string | null;
+  created_at: string;
+  updated_at: string;
+}
+export interface AgentVersionDoc {
+  _id: string;
+  tenant_id: string;
+  agent_id: string;
+  version: number;
+  spec: AgentSpec;
+  created_at: string;
+}
+export interface EnvironmentDoc {
+  _id: string;
+  tenant_id: string;
+  name: string;
+  description: string | null;
+  kind: 'cloud' | 'self_hosted';
+  base_image: string | null;
+  packages: Record<string, string[]>;
+  network: {
+    allowlist: string[];
+    denylist: string[];
+    unrestricted: boolean;
+    allow_mcp_servers: boolean;
+    allow_package_managers: boolean;
+  };
+  env: Record<string, string>;
+  metadata: Record<string, string>;
+  scope: 'organization' | 'account';
+  archived_at: string | null;
+  created_at: string;
+  updated_at: string;
+}
+export interface SessionAgentSnapshot extends AgentSpec {
+  id: string;
+  version: number;
+  /** The skills pinned at session create, in order (./sessionSkills.ts); absent: none. */
+  pinned_skills?: PinnedSkill[];
+}
+export type SessionEnvironmentSnapshot = Pick<
+  EnvironmentDoc,
+  'kind' | 'base_image' | 'packages' | 'network' | 'env'
+> & { updated_at: string };
+export interface SessionDoc {
+  _id: string;
+  tenant_id: string;
+  agent_id: string;
+  agent_version: number;
+  agent: SessionAgentSnapshot;
+  environment_id: string;
+  /**
+   * The environment as it was when the session was created: the sandbox's network policy, env
+   * vars and packages come from here, never from the live environment (which may change or be
+   * deleted). Absent on sessions stored before snapshots existed.
+   */
+  environment?: SessionEnvironmentSnapshot;
+  title: string | null;
+  metadata: Record<string, string>;
+  resources: unknown[];
+  vault_ids: string[];
+  budget: unknown | null;
+  /** The deployment whose run created the session (core/src/deployments/firing.ts). */
+  deployment_id?: string;
+  /** Head of the event log (highest appended seq). */
+  last_seq: number;
+  /** Seq of the newest user input that asks for a turn. */
+  input_seq: number;
+  /** Seq up to which user input has been consumed by a turn. */
+  processed_seq: number;
+  /** Highest lease fencing token seen; appends with a lower token are refused. */
+  fence: number;
+  recoveries: number;
+  /** Seq of the newest interrupt; a turn that started before it is aborted. */
+  interrupt_seq?: number;
+  /** Seq of the newest session.status_idle (set atomically with its append). */
+  idle_seq?: number;
+  /** True while user input awaits a turn (the recovery sweep scans it). */
+  pending?: boolean;
+  usage: {
+    input_tokens: number;
+    output_tokens: number;
+    cache_read_input_tokens: number;
+    cache_creation_input_tokens: number;
+  };
+  terminated_at: string | null;
+  archived_at: string | null;
+  deleted_at: string | null;
+  created_at: string;
+  updated_at: string;
+}
+export interface EventDoc {
+  _id: string;
+  tenant_id: string;
+  session_id: string;
+  seq: number;
+  type: string;
+  payload: Record<string, unknown>;
+  created_at: string;
+}
+export interface RunDoc {
+  _id: string; // session id: at most one run per session
+  tenant_id: string;
+  run_id: string;
+  owner: string;
+  token: number;
+  /** First seq of the turn (its session.status_running), for recovery. */
+  start_seq: number;
+  input_to: number;
+  started_at: string;
+  /**
+   * Set by the recovery scan when it found the run orphaned (no lease holder) and appended
+   * session.status_rescheduled; cleared by the worker that resumes it. Status: rescheduling.
+   */
+  rescheduled_at?: string | null;
+}
+export interface ModelCardDoc {
+  _id: string;
+  tenant_id: string;
+  model_id: string;
+  provider: string;
+  model: string;
+  base_url: string | null;
+  /** Header names, in clear (served); the values are only in `custom_headers_sealed`. */
+  custom_header_names?: string[];
+  /** JSON object of the custom headers, sealed (SecretBox, purpose `model-card-headers`). */
+  custom_headers_sealed?: string | null;
+  /** Legacy: cards stored before sealing kept the values here in clear (sealed on start and on read). */
+  custom_headers?: Record<string, string>;
+  api_key_sealed: string;
+  api_key_preview: string;
+  pi_config: Record<string, unknown> | null;
+  created_at: string;
+  updated_at: string;
+}
+
+export interface FileDoc {
+  _id: string;
+  tenant_id: string;
+  filename: string;
+  mime_type: string;
+  size_bytes: number;
+  /** Object store key of the bytes (`files/<tenant>/<id>`). */
+  object_key: string;
+  /** The session the file was uploaded for (its scope), or null. */
+  scope_id: string | null;
+  expires_at: string | null;
+  created_at: string;
+}
+
+export interface VaultDoc {
+  _id: string;
+  tenant_id: string;
+  display_name: string;
+  /** Credentials held (archived ones too); reserved with a conditional $inc, at most 20. */
+  credential_count: number;
+  metadata: Record<string, string>;
+  archived_at: string | null;
+  created_at: string;
+  updated_at: string;
+}
+export interface VaultCredentialDoc {
+  _id: string;
+  tenant_id: string;
+  vault_id: string;
+  display_name: string | null;
+  /** The public part of `auth` (no secret field); see schemas/src/vaults.ts CredentialAuth. */
+  auth: Record<string, unknown> & { type: string };
+  /** Lower-cased hostname the credential binds to (mcp_server_url's), or null. */
+  host: string | null;
+  /** JSON object of the secret fields, sealed (SecretBox, purpose `vault-credential`). */
+  secrets_sealed: string;
+  metadata: Record<string, string>;
+  archived_at: string | null;
+  created_at: string;
+  updated_at: string;
+}
+
+export const COLLECTIONS = {
+  tenants: { name: 'tenants' },
+  apiKeys: {
+    name: 'api_keys',
+    indexes: [{ fields: { hash: 1 }, unique: true }, { fields: { tenant_id: 1, _id: 1 } }],
+  },
+  agents: { name: 'agents', indexes: [{ fields: { tenant_id: 1, _id: 1 } }] },
+  agentVersions: {
+    name: 'agent_versions',
+    indexes: [{ fields: { agent_id: 1, version: 1 }, unique: true }],
+  },
+  environments: { name: 'environments', indexes: [{ fields: { tenant_id: 1, _id: 1 } }] },
+  sessions: {
+    name: 'sessions',
+    indexes: [
+      { fields: { tenant_id: 1, _id: 1 } },
+      { fields: { agent_id: 1 } },
+      { fields: { pending: 1 } },
+    ],
+  },
+  events: { name: 'events', indexes: [{ fields: { session_id: 1, seq: 1 }, unique: true }] },
+  runs: { name: 'runs', indexes: [{ fields: { tenant_id: 1 } }] },
+  modelCards: {
+    name: 'model_cards',
+    indexes: [{ fields: { tenant_id: 1, model_id: 1 }, unique: true }],
+  },
+  files: {
+    name: 'files',
+    indexes: [{ fields: { tenant_id: 1, _id: 1 } }, { fields: { tenant_id: 1, scope_id: 1 } }],
+  },
+  vaults: { name: 'vaults', indexes: [{ fields: { tenant_id: 1, _id: 1 } }] },
+  vaultCredentials: {
+    name: 'vault_credentials',
+    indexes: [{ fields: { tenant_id: 1, vault_id: 1, _id: 1 } }],
+  },
+  deployments: {
+    name: 'deployments',
+    indexes: [{ fields: { tenant_id: 1, _id: 1 } }, { fields: { archived_at: 1 } }],
+  },
+  deploymentRuns: {
+    name: 'deployment_runs',
+    indexes: [{ fields: { tenant_id: 1, deployment_id: 1, _id: 1 } }, { fields: { state: 1 } }],
+  },
+  webhookEndpoints: {
+    name: 'webhook_endpoints',
+    indexes: [{ fields: { tenant_id: 1, _id: 1 } }],
+  },
+  webhookEvents: { name: 'webhook_events', indexes: [{ fields: { tenant_id: 1, _id: 1 } }] },
+  webhookDeliveries: {
+    name: 'webhook_deliveries',
+    indexes: [
+      { fields: { tenant_id: 1, endpoint_id: 1, _id: 1 } },
+      { fields: { state: 1, next_attempt_at: 1 } },
+    ],
+  },
+  /** Work items of self-hosted environments (core/src/work); `open` keeps one open item per session. */
+  work: {
+    name: 'work_items',
+    indexes: [
+      { fields: { tenant_id: 1, environment_id: 1, state: 1, _id: 1 } },
+      { fields: { open: 1 }, unique: true },
+    ],
+  },
+  workPollers: { name: 'work_pollers', indexes: [{ fields: { tenant_id: 1, environment_id: 1 } }] },
+  /** Memory stores (core/src/memory). */
+  memoryStores: {
+    name: 'memory_stores',
+    indexes: [{ fields: { tenant_id: 1, _id: 1 } }, { fields: { tenant_id: 1, agent_id: 1 } }],
+  },
+  /** Live memories only (a delete removes the document): a path is unique in its store. */
+  memories: {
+    name: 'memories',
+    indexes: [
+      { fields: { tenant_id: 1, store_id: 1, path: 1 }, unique: true },
+      { fields: { tenant_id: 1, store_id: 1, updated_at: 1 } },
+    ],
+  },
+  /** Every write's version; the retention sweep scans `created_ms`. */
+  memoryVersions: {
+    name: 'memory_versions',
+    indexes: [
+      { fields: { tenant_id: 1, store_id: 1, _id: 1 } },
+      { fields: { tenant_id: 1, store_id: 1, memory_id: 1, _id: 1 } },
+      { fields: { created_ms: 1 } },
+    ],
+  },
+  /** Dreams (core/src/dreams); the worker scan reads live, unclaimed ones. */
+  dreams: {
+    name: 'dreams',
+    indexes: [{ fields: { tenant_id: 1, _id: 1 } }, { fields: { status: 1, claimed_until: 1 } }],
+  },
+  /** Custom skills (core/src/skills); a name is unique per tenant (it is the mount folder). */
+  skills: {
+    name: 'skills',
+    indexes: [
+      { fields: { tenant_id: 1, _id: 1 } },
+      { fields: { tenant_id: 1, name: 1 }, unique: true },
+    ],
+  },
+  /** Published skill versions; `_id` is `<skill_id>/<version>`. */
+  skillVersions: {
+    name: 'skill_versions',
+    indexes: [{ fields: { tenant_id: 1, skill_id: 1, _id: 1 } }],
+  },
+} as const satisfies Record<string, CollectionSpec>;
+
+export function openCollections(router: StoreRouter) {
+  const t = <T extends Doc & { tenant_id: string }>(spec: CollectionSpec) =>
+    new TenantCollection<T>(spec, router);
+  return {
+    tenants: router.control.collection<TenantDoc>(COLLECTIONS.tenants),
+    apiKeys: router.control.collection<ApiKeyDoc>(COLLECTIONS.apiKeys),
+    agents: t<AgentDoc>(COLLECTIONS.agents),
+    agentVersions: t<AgentVersionDoc>(COLLECTIONS.agentVersions),
+    environments: t<EnvironmentDoc>(COLLECTIONS.environments),
+    sessions: t<SessionDoc>(COLLECTIONS.sessions),
+    events: t<EventDoc>(COLLECTIONS.events),
+    runs: t<RunDoc>(COLLECTIONS.runs),
+    modelCards: t<ModelCardDoc>(COLLECTIONS.modelCards),
+    files: t<FileDoc>(COLLECTIONS.files),
+    vaults: t<VaultDoc>(COLLECTIONS.vaults),
+    vaultCredentials: t<VaultCredentialDoc>(COLLECTIONS.vaultCredentials),
+    deployments: t<DeploymentDoc>(COLLECTIONS.deployments),
+    work: t<WorkDoc>(COLLECTIONS.work),
+    workPollers: t<WorkPollerDoc>(COLLECTIONS.workPollers),
+    deploymentRuns: t<DeploymentRunDoc>(COLLECTIONS.deploymentRuns),
+    webhookEndpoints: t<WebhookEndpointDoc>(COLLECTIONS.webhookEndpoints),
+    webhookEvents: t<WebhookEventDoc>(COLLECTIONS.webhookEvents),
+    webhookDeliveries: t<WebhookDeliveryDoc>(COLLECTIONS.webhookDeliveries),
+    memoryStores: t<MemoryStoreDoc>(COLLECTIONS.memoryStores),
+    memories: t<MemoryDoc>(COLLECTIONS.memories),
+    memoryVersions: t<MemoryVersionDoc>(COLLECTIONS.memoryVersions),
+    skills: t<SkillDoc>(COLLECTIONS.skills),
+    skillVersions: t<SkillVersionDoc>(COLLECTIONS.skillVersions),
+    dreams: t<DreamDoc>(COLLECTIONS.dreams),
+  };
+}
+export type Collections = ReturnType<typeof openCollections>;
+export type { ModelConfig };
