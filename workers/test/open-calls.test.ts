@@ -5,7 +5,7 @@
  * extension of the folded one is folded again from the start.
  */
 import { describe, expect, it } from 'vitest';
-import { OpenCalls } from '@agentfleet/workers';
+import { OpenCalls } from '../src/openCalls.js';
 
 let n = 0;
 const ev = (type: string, payload: Record<string, unknown> = {}, id = `sevt_${++n}`) =>

@@ -6,7 +6,8 @@
  * covered by test/sessions-events.test.ts (interrupt and cancel mid-turn).
  */
 import { controlChannel, embeddedCoordination } from '@agentfleet/core';
-import { TurnAborted, TurnControl } from '@agentfleet/workers';
+import { TurnControl } from '../src/turnControl.js';
+import { TurnAborted } from '../src/turnEvents.js';
 import { describe, expect, it } from 'vitest';
 
 const reasonOf = (a: AbortController) => (a.signal.reason as { reason?: string })?.reason;

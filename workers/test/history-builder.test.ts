@@ -6,7 +6,8 @@
  * SessionLogCache.history (test/turn-log-cache.test.ts covers the conversation sent).
  */
 import { deepFreeze, type EventDoc } from '@agentfleet/core';
-import { buildHistory, HistoryBuilder, SessionLogCache } from '@agentfleet/workers';
+import { buildHistory, HistoryBuilder } from '../src/history.js';
+import { SessionLogCache } from '../src/sessionLogCache.js';
 import { describe, expect, it } from 'vitest';
 
 let seq = 0;
