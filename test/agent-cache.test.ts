@@ -1,5 +1,5 @@
 /**
- * The agent document cache (core/src/domain/docReadCache.ts), through HTTP:
+ * The agent document cache (core/src/store/readCache.ts), through HTTP:
  * - the embedded deployment reads agents through it (agentfleet_agent_cache_entries grows on
  *   GET); on the real store (CI's MongoDB/FerretDB) it stays off (the gauge stays 0);
  * - a cached agent is serialized once (gateway/src/routes/agents.ts): the same bytes and

@@ -1,6 +1,6 @@
 /**
  * Session create with `agent: {type: 'agent_with_overrides', …}` through the official TS SDK
- * (core/src/domain/sessionAgent.ts): every override field the SDK defines (model, system, tools,
+ * (core/src/sessions/agent.ts): every override field the SDK defines (model, system, tools,
  * skills (object refs, validated and pinned: test/skills-session.test.ts), mcp_servers) replaces the agent's value in the session's agent and in what the
  * scripted model receives; omitted fields keep the agent's; `system: null` and `[]` clear; the
  * agent resource is unchanged; the merged agent is validated like agent create, with 400s

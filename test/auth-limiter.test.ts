@@ -1,5 +1,5 @@
 /**
- * The failed-authentication limiter (core/src/domain/auth.ts AuthFailureLimiter, used by
+ * The failed-authentication limiter (core/src/auth/auth.ts AuthFailureLimiter, used by
  * gateway/src/requestGuards.ts) and the client address it counts by (TRUST_PROXY): a valid key
  * always passes; unknown keys are limited per client address and globally, with 429
  * `rate_limited` and Retry-After; X-Forwarded-For names the client only when the peer is a

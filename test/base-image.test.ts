@@ -1,5 +1,5 @@
 /**
- * An environment's `base_image` against the sandbox driver (core/src/domain/baseImage.ts):
+ * An environment's `base_image` against the sandbox driver (core/src/environments/baseImage.ts):
  * - local (bubblewrap) driver: refused with a 400 naming `base_image` and the Nomad driver at
  *   environment create and update (TypeScript SDK and HTTP); a session on an environment stored
  *   with one is refused (field environment_id); the local driver itself refuses to start a

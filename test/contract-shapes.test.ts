@@ -78,7 +78,7 @@ describe('served shapes match their schemas', () => {
         base_url: t.model.url,
         api_key: 'sk-contract-1234',
         custom_headers: { 'x-team': 'a' },
-        // A list price, so a session on this model can carry a budget (core/src/domain/budget.ts).
+        // A list price, so a session on this model can carry a budget (core/src/sessions/budget.ts).
         pi_config: { cost: { input: 3, output: 15, cacheRead: 0.3, cacheWrite: 3.75 } },
       },
       BETA,

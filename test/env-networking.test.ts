@@ -1,5 +1,5 @@
 /**
- * Environment networking, enforced by each session's outbound proxy (core/src/sandbox/proxyPolicy.ts
+ * Environment networking, enforced by each session's outbound proxy (core/src/egress/proxy/policy.ts
  * sessionHostPolicy), seen from a real bwrap sandbox (local driver) through the TypeScript SDK:
  * the scripted model has the agent run `curl` through the sandbox's proxy.
  * - `limited` + `allowed_hosts`: the listed name is reached; another name is refused with the

@@ -1,10 +1,10 @@
 /**
  * Environment delete is refused (409, the existing error shape, naming the sessions) while a
  * session that is neither terminated nor deleted runs on it; once the session is deleted the
- * environment can be deleted (core/src/domain/environments.ts remove). Through the official
+ * environment can be deleted (core/src/environments/environments.ts remove). Through the official
  * TypeScript SDK and plain HTTP. A session keeps the environment snapshot it was created with
  * (network, env vars, packages); an unreadable snapshot is null so the egress proxy and the
- * sandbox spec fail closed (core/src/domain/sessions.ts environmentSnapshot, used by
+ * sandbox spec fail closed (core/src/sessions/sessions.ts environmentSnapshot, used by
  * core/src/sandbox/runtime.ts policyFor/specFor).
  */
 import Anthropic from '@anthropic-ai/sdk';

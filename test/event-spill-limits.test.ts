@@ -1,6 +1,6 @@
 /**
  * No event, however it was produced, makes a read of the session's events fail
- * (core/src/domain/eventSpill.ts, core/src/domain/eventCap.ts), through the official SDK and
+ * (core/src/events/spill.ts, core/src/events/cap.ts), through the official SDK and
  * HTTP against an in-process platform. Events the API cannot write (a forged `_spilled`
  * reference, an oversized blob) are written here through the platform's own event log and
  * object store, as a bug or a tampered store would leave them:

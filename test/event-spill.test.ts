@@ -1,6 +1,6 @@
 /**
  * Event spill (spec: events over 500 KB go to the object store with an `_spilled` reference;
- * core/src/domain/eventSpill.ts). A 600 KB user.message:
+ * core/src/events/spill.ts). A 600 KB user.message:
  * - is stored as a reference whose blob exists, while small events stay inline;
  * - is served whole, never showing `_spilled`, by the send answer, the events list (official
  *   TypeScript SDK), the live SSE stream, the SSE replay, GraphQL, and the model's history;

@@ -7,7 +7,7 @@
  * bytes. At send time a missing file, another tenant's file, a deleted or an expired one
  * (details.error_code `file_expired`) and a file of the wrong kind are refused with a 400 naming
  * `events[i].content[j].source.file_id`, and nothing is appended
- * (core/src/domain/inputEvents.ts). A file deleted after it was sent becomes a text note in
+ * (core/src/sessions/inputEvents.ts). A file deleted after it was sent becomes a text note in
  * later requests; the files of one request are bounded by the upload cap (newest kept). url and
  * base64 sources pass through unchanged.
  * Through the official TypeScript SDK against an in-process platform and the scripted model.

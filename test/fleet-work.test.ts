@@ -6,7 +6,7 @@
  * Guarantees proved here (issue 11, "In fleet mode, the same Work race and the same deployment
  * firing run across two worker processes"):
  * - "10 pollers over two gateways": a queued Work item is claimed by exactly one of 10 pollers,
- *   half of them on each gateway; the other 9 get null (core/src/work/service.ts tryClaim, the
+ *   half of them on each gateway; the other 9 get null (core/src/work/work.ts tryClaim, the
  *   compare-and-swap on the shared store).
  * - "10 long-pollers over two gateways": an item enqueued through one gateway while 10 pollers
  *   long-poll (block_ms) on both is claimed exactly once (the enqueue wakes the pollers of every
@@ -40,7 +40,7 @@ import {
 } from './workHelpers.js';
 
 const POLLERS = 10;
-/** The largest reclaim_older_than_ms (core/src/work/docs.ts MAX_RECLAIM_MS): no reclaim here. */
+/** The largest reclaim_older_than_ms (core/src/work/records.ts MAX_RECLAIM_MS): no reclaim here. */
 const NO_RECLAIM = 86_400_000;
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 

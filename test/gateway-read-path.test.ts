@@ -1,6 +1,6 @@
 /**
  * The gateway's read path through HTTP (gateway/src/app.ts, requestGuards.ts, requestId.ts) and
- * the API key cache's revocation bound (core/src/domain/auth.ts):
+ * the API key cache's revocation bound (core/src/auth/auth.ts):
  * - every answer carries a distinct ULID-shaped `request-id`, and an error body's request_id is
  *   the same id;
  * - GET /v1/agents/:id answers with the workspace and rate-limit headers, 404 for another

@@ -1,6 +1,6 @@
 /**
  * List filters as the SDKs send them: `created_at[gt|gte|lt|lte]` are RFC 3339 instants compared
- * as instants (core/src/domain/pagination.ts createdAtBounds) for agents, sessions and session
+ * as instants (core/src/api/pagination.ts createdAtBounds) for agents, sessions and session
  * events; a bad value is a 400 naming the parameter; session list accepts the SDK's
  * `deployment_id` (an unknown one matches nothing; runs' sessions: test/deployments.test.ts) and
  * `memory_store_id` (an unknown store matches nothing; sessions mounting a store:

@@ -2,7 +2,7 @@
  * The SDK's reference rule between an agent's `mcp_servers` and its `mcp_toolset` tools
  * (agents.d.ts: "Every server must be referenced by an `mcp_toolset` in `tools`; unreferenced
  * servers are rejected"; `mcp_server_name` "Must match a server name from the mcp_servers
- * array"), enforced on the RESULTING agent (core/src/domain/agents.ts checkMcpServers) through
+ * array"), enforced on the RESULTING agent (core/src/agents/agents.ts checkMcpServers) through
  * the official TypeScript SDK and HTTP against an in-process platform:
  * - agent create: a server no toolset names is a 400 naming `mcp_servers[i].name` (the message
  *   says which toolset to add), a toolset naming no server is a 400 naming

@@ -1,6 +1,6 @@
 /**
  * MCP_SIGNING_KEY (a deployment secret in the spec's list) is refused at start-up, through the
- * CLI: this deployment signs no MCP tokens (core/src/configMcpSigning.ts), so the platform exits
+ * CLI: this deployment signs no MCP tokens (core/src/config/mcpSigning.ts), so the platform exits
  * with code 1 naming the setting as not supported, without echoing its value, instead of
  * starting with a secret it never reads.
  */

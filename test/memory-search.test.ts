@@ -2,7 +2,7 @@
  * Memory search (`POST /v1/memory_stores/:id/search`) through HTTP against an in-process
  * platform, with a fake OpenAI-compatible embedding model on 127.0.0.1
  * (test/fixtures/embeddingServer.ts: bag-of-words hashed into 64 dimensions). Proves the
- * guarantees of core/src/memory/search/service.ts: lexical without a model, semantic with one
+ * guarantees of core/src/memory/search/search.ts: lexical without a model, semantic with one
  * (and says which), tenant + store scoping, updates and deletes reflected, vectors persisted
  * (a restarted platform answers the same without re-embedding the corpus), embedding failures
  * never failing a write and retried at search, 400s naming the field.

@@ -1,6 +1,6 @@
 /**
  * The memory mount on the Nomad driver (against the Nomad API fake, test/nomad/): the sandbox
- * task binds its own /mnt/memory (core/src/adapters/nomad/command.ts), the warmup mounts the
+ * task binds its own /mnt/memory (core/src/sandbox/drivers/nomad/command.ts), the warmup mounts the
  * store there through the same sandbox agent protocol, and the write-back at idle turns a
  * bash edit into a new memory version, exactly as on the local driver
  * (test/memory-session.test.ts has the full behaviour); a read_only store is a read-only bind

@@ -3,7 +3,7 @@
  * and HTTP: the platform names every store's index itself (served as `vector_index`, one index
  * per store), so a caller-chosen index is refused with a 400 naming `vector_index` and saying it
  * is not supported, on create and update, and nothing is stored; `null` is accepted
- * (core/src/domain/unsupported.ts refuseVectorIndex).
+ * (core/src/api/unsupported.ts refuseVectorIndex).
  */
 import Anthropic from '@anthropic-ai/sdk';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';

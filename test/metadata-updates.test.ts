@@ -1,7 +1,7 @@
 /**
  * Update semantics through the official TypeScript SDK: metadata patches follow the SDK docs on
  * agents, sessions and environments ("" or null deletes a key, other keys are kept), and an
- * environment update keeps every field it omits (core/src/domain/metadata.ts, environments.ts).
+ * environment update keeps every field it omits (core/src/api/metadata.ts, environments.ts).
  * A session update that changes something appends `session.updated` (SDK shape: only the changed
  * keys), served by events list and the live stream; a no-op update appends nothing.
  */

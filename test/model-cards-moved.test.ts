@@ -1,6 +1,6 @@
 /**
  * A model card's sealed credentials go only to the endpoint they were given for
- * (core/src/domain/models.ts), over HTTP against an in-process platform with two model
+ * (core/src/models/models.ts), over HTTP against an in-process platform with two model
  * endpoints on 127.0.0.1, the second behind a recorder that sees every request (the probe's
  * model listing as well as turns):
  * - moving a card (`POST /v1/svc/model_cards/:id` with another base_url) without api_key is a

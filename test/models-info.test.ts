@@ -1,6 +1,6 @@
 /**
  * `/v1/models` through the official TypeScript SDK: every BetaModelInfo field, projected from the
- * card's pi_config (core/src/domain/modelInfo.ts); the vendor fallback's models listed; paging
+ * card's pi_config (core/src/models/info.ts); the vendor fallback's models listed; paging
  * with limit / after_id / before_id; an unknown model is a 404 and a bad cursor a 400.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';

@@ -6,7 +6,7 @@
  * core/test/objectStore.test.ts ("ObjectStore contract: gridfs").
  *
  * Placement: with PER_TENANT_DB_ENABLED a tenant's objects live in its own database, beside its
- * documents (core/src/adapters/mongo/tenantObjects.ts), never in the control database.
+ * documents (core/src/objects/gridfs/tenantObjects.ts), never in the control database.
  */
 import { randomBytes } from 'node:crypto';
 import { readdir } from 'node:fs/promises';

@@ -10,7 +10,7 @@
  * 400 naming the field, without telling another session's or tenant's ids apart from made-up
  * ones; held calls survive a restart and an interrupt (state is read from the event log).
  * Proves workers/src/permissions.ts, workers/src/turnInput.ts,
- * core/src/domain/toolConfirmation.ts and core/src/domain/toolPolicy.ts.
+ * core/src/sessions/toolConfirmation.ts and core/src/agents/toolPolicy.ts.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createServer } from 'node:http';

@@ -1,6 +1,6 @@
 /**
  * A model card's applied `pi_config` fields are validated at card create and update
- * (core/src/domain/piConfig.ts): a value the platform would otherwise ignore at request time is
+ * (core/src/models/piConfig.ts): a value the platform would otherwise ignore at request time is
  * a 400 naming it, and nothing is stored. Descriptive keys pass through unchanged.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';

@@ -1,6 +1,6 @@
 /**
  * Model card `pi_config.samplingParams`, `compat` and `input` either reach the provider or are a
- * 400 naming them (core/src/domain/piRequest.ts, workers/src/modelSettings.ts), observed at the
+ * 400 naming them (core/src/models/piRequest.ts, workers/src/modelSettings.ts), observed at the
  * scripted model server (test/fixtures/scriptedModel.ts) on both protocols:
  * - samplingParams: Anthropic temperature/top_p/top_k, OpenAI temperature/top_p sent on every
  *   request; out-of-range values, a key the protocol lacks (OpenAI topK) or an unknown one, and

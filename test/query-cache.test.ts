@@ -1,5 +1,5 @@
 /**
- * The model card and webhook endpoint caches (core/src/domain/docReadCache.ts QueryReadCache) on
+ * The model card and webhook endpoint caches (core/src/store/readCache.ts QueryReadCache) on
  * a store shared by two platforms, as processes of a fleet (each with its own bus, so a session's
  * turns run where its message was sent):
  * - with a shared coordination (its pub/sub carries each write's announcement), a card created

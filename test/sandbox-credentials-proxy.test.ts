@@ -1,5 +1,5 @@
 /**
- * The session proxy's vault injection (core/src/sandbox/vaultInjection.ts injectionFor) at the
+ * The session proxy's vault injection (core/src/egress/injection/vaultInjection.ts injectionFor) at the
  * proxy's public interface, with names the real registry uses: the proxy's egress lookup maps
  * api.github.com, gitlab.com, a bucket of S3 and api.example.test to an HTTP server of ours on
  * 127.0.0.1 (opened for those names only), so the real CLI_REGISTRY entries are proved without

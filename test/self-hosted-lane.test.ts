@@ -12,7 +12,7 @@
  * self_hosted session cannot carry is refused at create (sandbox and http custom tools, stdio
  * MCP servers, repository resources) and a file resource is accepted.
  * Proves workers/src/selfHosted.ts, the lane in workers/src/permissions.ts, turnInput.ts and
- * history.ts, core/src/domain/inputEvents.ts (checkToolResults) and refuseOnSelfHosted in
+ * history.ts, core/src/sessions/inputEvents.ts (checkToolResults) and refuseOnSelfHosted in
  * core/src/domain/unsupported.ts.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';

@@ -1,5 +1,5 @@
 /**
- * DELETE /v1/sessions/:id cascades (spec retention table; core/src/domain/sessionCascade.ts):
+ * DELETE /v1/sessions/:id cascades (spec retention table; core/src/sessions/cascade.ts):
  * the session's scoped files are no longer listed or downloadable and their bytes are gone, its
  * output prefix is emptied, other files stay. A second delete does not 5xx (404: the session is
  * gone). Through the official TypeScript SDK and plain HTTP.

@@ -1,6 +1,6 @@
 /**
  * Skills in the session (issue 12), through the official SDK against an in-process platform
- * with real bubblewrap sandboxes and the scripted model (core/src/domain/sessionSkills.ts,
+ * with real bubblewrap sandboxes and the scripted model (core/src/sessions/skills.ts,
  * workers/src/skillPrompt.ts):
  * - the captured model request's system prompt is the agent's prompt followed by exactly
  *   `<source name="skill:{id}"><skill name="{name}">{SKILL.md body}</skill></source>` for a

@@ -1,7 +1,7 @@
 /**
  * The spec's agent fields beyond the SDK, on create and update, with nothing stored on refusal:
  * a `harness` other than `default` and `pi` is refused with a 400 naming the field and saying
- * "not supported yet" (core/src/domain/compactionSettings.ts checkHarness; `pi` = harness-owned
+ * "not supported yet" (core/src/sessions/compactionSettings.ts checkHarness; `pi` = harness-owned
  * compaction, test/compaction.test.ts); `memory_store_id` must name the tenant's live memory
  * store, else a 400 naming it (core/src/memory/session/resources.ts checkAgentMemoryStore; the
  * mount: test/memory-session.test.ts). `null`, `default` and `pi` are accepted. Plain HTTP: the

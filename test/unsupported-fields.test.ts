@@ -1,6 +1,6 @@
 /**
  * Settings the SDK can send but this deployment has not built are refused with a 400 naming the
- * field and saying "not supported yet", and nothing is stored (core/src/domain/unsupported.ts):
+ * field and saying "not supported yet", and nothing is stored (core/src/api/unsupported.ts):
  * agent `multiagent`, input events `user.define_outcome`, `user.interrupt.session_thread_id`
  * (a session has one thread; null accepted) (`system.message`
  * is built: test/system-message.test.ts). Through the official TypeScript SDK and plain HTTP. A model card for a custom

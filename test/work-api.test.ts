@@ -2,7 +2,7 @@
  * The Environment Work API through the official SDK's `client.beta.environments.work` calls
  * (poll, ack, heartbeat, stop, update, list, stats, retrieve), with an environment service key
  * and the claim's sessions token, on a self_hosted environment whose session create enqueued
- * the item. Out-of-range arguments are 400 naming the field. Proves core/src/work/service.ts and
+ * the item. Out-of-range arguments are 400 naming the field. Proves core/src/work/work.ts and
  * gateway/src/routes/work.ts.
  */
 import Anthropic from '@anthropic-ai/sdk';

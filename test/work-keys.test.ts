@@ -2,7 +2,7 @@
  * Environment service keys (spec Authentication): accepted only as `Authorization: Bearer`,
  * only under `/v1/environments/{that environment}/work/**`; refused through x-api-key, for
  * another environment, and for session, agent or other APIs; revoking one blocks poll at once
- * (the key is never cached). Proves core/src/domain/auth.ts and gateway/src/claimedSession.ts
+ * (the key is never cached). Proves core/src/auth/auth.ts and gateway/src/claimedSession.ts
  * (checkEnvironmentKey).
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';

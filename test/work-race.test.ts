@@ -5,7 +5,7 @@
  * adapters (CI: FerretDB for the store, Redis for the leases and the long-poll wake-up) the same
  * tests run through findOneAndUpdate, plus the race across two platform instances sharing the
  * store and Redis (REAL only), where an acknowledged item's Redis lease keeps the other
- * instance from reclaiming it. Proves core/src/work/service.ts (tryClaim).
+ * instance from reclaiming it. Proves core/src/work/work.ts (tryClaim).
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { REAL, realAdapterEnv, startPlatform, type TestPlatform } from './harness.js';

@@ -7,7 +7,7 @@
  *   lease (coordination leases: Redis in fleet mode) has expired;
  * - an expired current bearer may still heartbeat and stop but cannot append events (the work
  *   clock is moved forward through the platform's injectable `work.now`).
- * Proves core/src/work/service.ts and core/src/work/tokens.ts.
+ * Proves core/src/work/work.ts and core/src/work/tokens.ts.
  */
 import Anthropic from '@anthropic-ai/sdk';
 import { BetaHeartbeatPreconditionFailedError } from '@anthropic-ai/sdk/resources/beta/environments/work';

@@ -1,4 +1,4 @@
-"""Session budget through the official Python SDK (core/src/domain/budget.ts): create with a
+"""Session budget through the official Python SDK (core/src/sessions/budget.ts): create with a
 budget, reach it (the turn after the request that crossed it ends with `budget_reached` without
 a model request), retrieve shows the budget and the tracked `usage.list_cost`; lowering it to
 the consumed cost is refused with reason `budget_not_raised`; `None` removes it."""

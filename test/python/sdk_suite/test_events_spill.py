@@ -1,4 +1,4 @@
-"""Events over 500 KB spill to the object store (core/src/domain/eventSpill.ts); through the
+"""Events over 500 KB spill to the object store (core/src/events/spill.ts); through the
 official Python SDK they round-trip whole: the send answer, the live stream and the events list
 carry the full content and never the internal `_spilled` reference. Session delete succeeds."""
 

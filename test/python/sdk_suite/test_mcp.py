@@ -4,7 +4,7 @@ model calls mcp__py__echo gets agent.mcp_tool_use (the spec's prefixed name, the
 mcp_server_name) and agent.mcp_tool_result (mcp_tool_use_id, content, is_error) as the SDK
 parses them; the bearer appears in no event. The SDK's reference rule: a server no
 mcp_toolset names, or a toolset naming no server, is a 400 naming the field on agent create,
-update and session overrides (core/src/domain/agents.ts checkMcpServers)."""
+update and session overrides (core/src/agents/agents.ts checkMcpServers)."""
 import os
 
 import anthropic
