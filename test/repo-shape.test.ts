@@ -68,4 +68,23 @@ describe('repository shape', () => {
           for (const i of importsOf(f)) if (banned.includes(i)) bad.push(`${f} imports ${i}`);
     expect(bad).toEqual([]);
   });
+
+  it('the session turn-state fields are written only by core/src/sessions/turnState.ts', () => {
+    const fields = 'pending|input_seq|processed_seq|interrupt_seq|idle_seq|fence|recoveries';
+    // An update operator's object naming a field, a field assigned into an update being built,
+    // or a field given its initial value in a new document.
+    const writes = [
+      new RegExp(`\\$(?:set|max|min|inc|setOnInsert)\\s*:\\s*\\{[^{}]*\\b(?:${fields})\\s*:`),
+      new RegExp(`\\b(?:max|set|update)\\.(?:${fields})\\s*=[^=]`),
+      new RegExp(`\\b(?:input_seq|processed_seq|fence|recoveries)\\s*:\\s*0\\s*,`),
+    ];
+    const bad = tracked
+      .filter((f) => /^(core|workers|gateway|server)\/src\//.test(f))
+      .filter((f) => f !== 'core/src/sessions/turnState.ts')
+      .filter((f) => {
+        const text = readFileSync(join(ROOT, f), 'utf8');
+        return writes.some((w) => w.test(text));
+      });
+    expect(bad).toEqual([]);
+  });
 });

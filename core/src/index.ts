@@ -30,6 +30,7 @@ export * from './events/log.js';
 export * from './events/live.js';
 export { eventSpillPrefix, SPILL_THRESHOLD_BYTES } from './events/spill.js';
 export * from './sessions/sessions.js';
+export { TurnState, idleClearsPending, remainderIdle, turnIdle } from './sessions/turnState.js';
 export * from './auth/auth.js';
 export * from './files/files.js';
 export {

@@ -1,5 +1,6 @@
 import type { Config } from './config/config.js';
 import { SecretBox } from './crypto.js';
+import { TurnState } from './sessions/turnState.js';
 import type { StoreRouter } from './store/collections.js';
 import type { CommandBus } from './bus/port.js';
 import type { Coordination } from './coordination/port.js';
@@ -79,6 +80,8 @@ export interface Platform {
   /** Vaults and credentials; `credentialForHost` is the proxies' live lookup. */
   vaults: VaultService;
   sessions: SessionService;
+  /** The session turn-state transitions a worker applies (core/src/sessions/turnState.ts). */
+  turnState: TurnState;
   models: ModelResolver;
   /**
    * The egress policy for every server-side request to a tenant-supplied URL (model card
@@ -317,6 +320,7 @@ export async function createPlatform(config: Config, adapters: Adapters): Promis
     environments,
     vaults,
     sessions,
+    turnState: new TurnState(collections.sessions),
     models,
     events,
     metrics,

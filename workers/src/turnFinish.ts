@@ -9,7 +9,15 @@
  * request made again (./turnRecovery.ts). Proven by test/turn-final-write.test.ts,
  * test/crash-recovery.test.ts and test/sessions-events.test.ts.
  */
-import type { Lease, Logger, Platform, SandboxManager, SessionDoc } from '@agentfleet/core';
+import {
+  idleClearsPending,
+  turnIdle,
+  type Lease,
+  type Logger,
+  type Platform,
+  type SandboxManager,
+  type SessionDoc,
+} from '@agentfleet/core';
 import type { SessionAppends } from './turnAppends.js';
 import type { TurnEnd } from './turnEvents.js';
 import { outputWarnings } from './turnOutputs.js';
@@ -74,19 +82,15 @@ export async function finishTurn(
     lease,
     [...(held?.drafts ?? []), ...warnings, ...memory, idle],
     (idleSeq, current) => {
-      cleared = current ? current.input_seq <= processed : undefined;
-      return {
-        ...(held ? { $inc: held.update.$inc } : {}),
-        $max: { processed_seq: processed, idle_seq: idleSeq },
-        $set: { ...held?.update.$set, recoveries: 0, ...(cleared ? { pending: false } : {}) },
-      };
+      cleared = idleClearsPending(current, processed);
+      return turnIdle(processed, idleSeq, cleared, held?.update);
     },
   );
   // processed_seq moved with the idle: the pending flag (unless cleared above) and the run
   // record go now (either one lost in a crash is repaired: drain clears a stale flag, recover
   // a finished run).
   const [done] = await Promise.all([
-    cleared ?? clearPending(d.p, tenant, sid, processed),
+    cleared ?? d.p.turnState.clearPending(tenant, sid, processed),
     d.p.collections.runs.deleteOne(tenant, { _id: sid }),
   ]);
   d.p.metrics.turnsFinished.inc({
@@ -96,23 +100,6 @@ export async function finishTurn(
   return done;
 }
 
-export async function markProcessed(p: Platform, tenant: string, sid: string, upTo: number) {
-  const { sessions } = p.collections;
-  await sessions.updateOne(tenant, { _id: sid }, { $max: { processed_seq: upTo } });
-  await clearPending(p, tenant, sid, upTo);
-}
-
-/** Cleared only if no newer input arrived meanwhile (compare-and-set on input_seq): true then. */
-export async function clearPending(
-  p: Platform,
-  tenant: string,
-  sid: string,
-  upTo: number,
-): Promise<boolean> {
-  const r = await p.collections.sessions.updateOne(
-    tenant,
-    { _id: sid, input_seq: { $lte: upTo } },
-    { $set: { pending: false } },
-  );
-  return r.matched > 0;
+export function markProcessed(p: Platform, tenant: string, sid: string, upTo: number) {
+  return p.turnState.markProcessed(tenant, sid, upTo);
 }

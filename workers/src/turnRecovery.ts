@@ -181,7 +181,7 @@ async function announceRescheduled(p: Platform, tenant: string, sid: string, own
     if (runIsLive(s, run) !== true) return;
     // Past the recovery limit the next worker forces the session idle: nothing is rescheduled.
     if (s.recoveries >= p.config.turn.maxRecoveries) return;
-    await sessions.updateOne(tenant, { _id: sid }, { $max: { fence: lease.token } });
+    await p.turnState.fence(tenant, sid, lease.token);
     await p.events.append(tenant, sid, [{ type: 'session.status_rescheduled', payload: {} }], {
       fence: lease.token,
     });

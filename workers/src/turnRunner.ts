@@ -9,6 +9,7 @@
 import {
   newId,
   PREFIX,
+  remainderIdle,
   StaleLeaseError,
   sleep,
   nowIso,
@@ -196,11 +197,10 @@ export class TurnRunner {
   private async drain(tenant: string, sid: string, lease: Lease): Promise<void> {
     const { sessions, runs } = this.p.collections;
     // The fence moves before anything is read; the document it answers is the first read.
-    let fenced: Promise<SessionDoc | null> | null = sessions.findOneAndUpdate(
+    let fenced: Promise<SessionDoc | null> | null = this.p.turnState.fence(
       tenant,
-      { _id: sid },
-      { $max: { fence: lease.token } },
-      { returnDocument: 'after' },
+      sid,
+      lease.token,
     );
     for (;;) {
       const [s, orphan] = await Promise.all([
@@ -218,12 +218,7 @@ export class TurnRunner {
         continue;
       }
       if (!s.pending || s.input_seq <= s.processed_seq) {
-        if (s.pending)
-          await sessions.updateOne(
-            tenant,
-            { _id: sid, input_seq: s.input_seq },
-            { $set: { pending: false } },
-          );
+        if (s.pending) await this.p.turnState.clearStalePending(tenant, sid, s.input_seq);
         return;
       }
       // A turn that ended with no newer input (pending cleared, run record gone) ends the drain.
@@ -247,9 +242,7 @@ export class TurnRunner {
           s._id,
           lease,
           [requiresAction(input.remaining)],
-          (idleSeq) => ({
-            $max: { processed_seq: inputTo, idle_seq: idleSeq },
-          }),
+          (idleSeq) => remainderIdle(inputTo, idleSeq),
         );
       await markProcessed(this.p, tenant, s._id, inputTo);
       return false;
@@ -428,7 +421,7 @@ export class TurnRunner {
       });
       return;
     }
-    await this.p.collections.sessions.updateOne(tenant, { _id: sid }, { $set: { recoveries } });
+    await this.p.turnState.countRecovery(tenant, sid, recoveries);
     await this.p.collections.runs.updateOne(
       tenant,
       { _id: sid },

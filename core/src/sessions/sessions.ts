@@ -27,6 +27,7 @@ import { checkToolAnswers } from './toolConfirmation.js';
 import { checkToolPolicies } from '../agents/toolPolicy.js';
 import { refuseOnSelfHosted } from '../api/unsupported.js';
 import { resolveSessionResources } from './resources.js';
+import { initialTurnState, inputAppended, interruptAppended } from './turnState.js';
 export { refuseUnbuiltEvents } from '../api/unsupported.js';
 export { cascadeSessionDelete } from './cascade.js';
 import { MAX_STORED_JSON_DEPTH, nowIso, valueDepth } from '../util.js';
@@ -134,10 +135,7 @@ export class SessionService {
       vault_ids: body.vault_ids ?? [],
       budget: body.budget ?? null,
       last_seq: 0,
-      input_seq: 0,
-      processed_seq: 0,
-      fence: 0,
-      recoveries: 0,
+      ...initialTurnState(),
       usage: {
         input_tokens: 0,
         output_tokens: 0,
@@ -299,17 +297,7 @@ export class SessionService {
     const lastInterrupt = events.map((e) => e.type).lastIndexOf('user.interrupt');
     const written = await this.log.append(tenant, id, drafts, {
       readSession: s,
-      sessionUpdate: (_last, first) => {
-        const max: Record<string, number> = {};
-        const lastInput = events.reduce(
-          (acc, e, i) => (e.type !== 'user.interrupt' ? first + i : acc),
-          0,
-        );
-        if (lastInput) max.input_seq = lastInput;
-        if (lastInput) return { $max: max, $set: { pending: true } };
-        if (lastInterrupt >= 0) max.interrupt_seq = first + lastInterrupt;
-        return { $max: max };
-      },
+      sessionUpdate: (_last, first) => inputAppended(events, first),
     });
     if (lastInterrupt >= 0) {
       const seq = written[lastInterrupt]!.seq;
@@ -342,7 +330,7 @@ export class SessionService {
       id,
       [{ type: 'user.interrupt', payload: { source: 'cancel' } }],
       {
-        sessionUpdate: (last) => ({ $max: { interrupt_seq: last } }),
+        sessionUpdate: interruptAppended,
       },
     );
     await this.pubsub.publish(controlChannel(id), {
