@@ -5,12 +5,8 @@ import type { StoreRouter } from './store/collections.js';
 import type { CommandBus } from './bus/port.js';
 import type { Coordination } from './coordination/port.js';
 import type { DocumentStore } from './store/port.js';
-import {
-  COLLECTIONS,
-  openCollections,
-  type AgentDoc,
-  type Collections,
-} from './store/collections.js';
+import { COLLECTIONS, openCollections, type Collections } from './store/collections.js';
+import { type AgentDoc } from './agents/records.js';
 import {
   AGENT_CACHE_MAX,
   DocReadCache,

@@ -16,7 +16,8 @@ import type {
   DeploymentResourceParam,
 } from '@agentfleet/schemas';
 import { ApiError, invalid, withErrorCode } from '../errors.js';
-import type { Collections, EnvironmentDoc } from '../store/collections.js';
+import type { Collections } from '../store/collections.js';
+import type { EnvironmentDoc } from '../environments/records.js';
 import { checkVaultIds } from '../vaults/vaults.js';
 import { checkInputEvents } from '../sessions/inputEvents.js';
 import { checkCreateBudget } from '../sessions/budget.js';

@@ -6,7 +6,8 @@ import {
 } from '@agentfleet/schemas';
 import { conflict, invalid, notFound, withErrorCode } from '../errors.js';
 import { newId, PREFIX } from '../ids.js';
-import type { Collections, EnvironmentDoc } from '../store/collections.js';
+import type { Collections } from '../store/collections.js';
+import type { EnvironmentDoc } from './records.js';
 import { pageById, type Page } from '../api/pagination.js';
 import { nowIso } from '../util.js';
 import { applyMetadataPatch } from '../api/metadata.js';

@@ -27,7 +27,7 @@
  */
 import { randomBytes } from 'node:crypto';
 import type { ObjectStore } from '../objects/port.js';
-import type { EventDoc } from '../store/collections.js';
+import type { EventDoc } from './records.js';
 import { objectKeySegment } from '../files/files.js';
 import { capPayload, jsonOf, keptScalars, MAX_EVENT_PAYLOAD_BYTES } from './cap.js';
 

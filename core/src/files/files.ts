@@ -4,7 +4,8 @@ import { newId } from '../ids.js';
 import { ObjectTooLargeError, type ObjectStore } from '../objects/port.js';
 import { nowIso } from '../util.js';
 import { SANDBOX_PATHS } from '../sandbox/drivers/shared.js';
-import type { Collections, FileDoc } from '../store/collections.js';
+import type { Collections } from '../store/collections.js';
+import type { FileDoc } from './records.js';
 import { pageById, type Page } from '../api/pagination.js';
 
 export const FILE_ID_PREFIX = 'file_';

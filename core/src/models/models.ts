@@ -47,7 +47,8 @@ import { CONNECTION_HEADERS } from './providerHelpers.js';
 import { checkPiConfig } from './piConfig.js';
 import { checkPiRequestConfig } from './piRequest.js';
 import { cardOf, listPriceOfCard, type TokenPrices } from './prices.js';
-import type { Collections, ModelCardDoc } from '../store/collections.js';
+import type { Collections } from '../store/collections.js';
+import type { ModelCardDoc } from './records.js';
 import { nowIso } from '../util.js';
 import { DEFAULT_TENANT } from '../auth/auth.js';
 import {

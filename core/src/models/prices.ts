@@ -15,7 +15,8 @@
  * - Costs round up per request, so the tracked cost is never below the list charge.
  */
 import type { ModelUsage } from './port.js';
-import type { Collections, ModelCardDoc } from '../store/collections.js';
+import type { Collections } from '../store/collections.js';
+import type { ModelCardDoc } from './records.js';
 import { readThrough } from '../store/readCache.js';
 
 /** USD per million tokens. */

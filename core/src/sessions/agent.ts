@@ -31,7 +31,7 @@ import {
   normalizeTools,
 } from '../agents/agents.js';
 import { pinnedRefs } from './skills.js';
-import type { SessionAgentSnapshot } from '../store/collections.js';
+import type { SessionAgentSnapshot } from './records.js';
 
 type AgentRef = SessionCreate['agent'];
 

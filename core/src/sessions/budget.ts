@@ -20,7 +20,8 @@
  *   includes an unpriced model, issues no model request (its turns end with `budget_reached`).
  */
 import { ApiError, invalid } from '../errors.js';
-import type { Collections, SessionDoc } from '../store/collections.js';
+import type { Collections } from '../store/collections.js';
+import type { SessionDoc } from './records.js';
 import { modelListPrice, NANOS_PER_CENT } from '../models/prices.js';
 
 export interface BudgetLimit {

@@ -22,7 +22,10 @@
  */
 import type { InputEvent } from '@agentfleet/schemas';
 import { ApiError, invalid } from '../errors.js';
-import type { Collections, EventDoc, FileDoc, SessionDoc } from '../store/collections.js';
+import type { Collections } from '../store/collections.js';
+import type { EventDoc } from '../events/records.js';
+import type { FileDoc } from '../files/records.js';
+import type { SessionDoc } from './records.js';
 import { notSupportedYet } from '../api/unsupported.js';
 
 /**

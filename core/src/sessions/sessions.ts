@@ -6,14 +6,10 @@ import type { PubSub } from '../coordination/port.js';
 import { SANDBOX_CONTROL_CHANNEL } from '../sandbox/port.js';
 import type { AgentService } from '../agents/agents.js';
 import { normalizeTools, renderSpec } from '../agents/agents.js';
-import type {
-  Collections,
-  EventDoc,
-  RunDoc,
-  EnvironmentDoc,
-  SessionDoc,
-  SessionEnvironmentSnapshot,
-} from '../store/collections.js';
+import type { Collections } from '../store/collections.js';
+import type { EventDoc } from '../events/records.js';
+import type { RunDoc, SessionDoc, SessionEnvironmentSnapshot } from './records.js';
+import type { EnvironmentDoc } from '../environments/records.js';
 import { controlChannel, type EventLog } from '../events/log.js';
 import type { ModelResolver } from '../models/models.js';
 import { createdAtBounds, pageById, type Page } from '../api/pagination.js';

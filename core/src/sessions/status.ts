@@ -5,7 +5,8 @@
  * test/rescheduling.test.ts.
  */
 import type { RuntimeStatus } from '@agentfleet/schemas';
-import type { Collections, RunDoc, SessionDoc } from '../store/collections.js';
+import type { Collections } from '../store/collections.js';
+import type { RunDoc, SessionDoc } from './records.js';
 
 /**
  * Derived, never stored: terminated if a terminated timestamp is set; rescheduling if the run

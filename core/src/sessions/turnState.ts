@@ -19,7 +19,8 @@
  * (applied in the same write as the log head); the others are applied by {@link TurnState}.
  */
 import type { InputEvent } from '@agentfleet/schemas';
-import type { TenantCollection, SessionDoc } from '../store/collections.js';
+import type { TenantCollection } from '../store/collections.js';
+import type { SessionDoc } from './records.js';
 import type { Update } from '../store/port.js';
 
 /** The turn state of a session that has just been created: nothing appended, no lease yet. */

@@ -19,14 +19,20 @@ import type { PinnedSkill } from '../skills/records.js';
 import type { MemoryDoc, MemoryStoreDoc, MemoryVersionDoc } from '../memory/records.js';
 import type { DreamDoc } from '../dreams/records.js';
 import type { SkillDoc, SkillVersionDoc } from '../skills/records.js';
-
-/** A worker seen polling an environment (Work stats `workers_polling`). */
-export interface WorkPollerDoc {
-  _id: string;
-  tenant_id: string;
-  environment_id: string;
-  last_poll_ms: number;
-}
+import type { TenantDoc, ApiKeyDoc } from '../auth/records.js';
+import type { AgentDoc, AgentVersionDoc } from '../agents/records.js';
+import type { EnvironmentDoc } from '../environments/records.js';
+import type {
+  SessionAgentSnapshot,
+  SessionEnvironmentSnapshot,
+  SessionDoc,
+  RunDoc,
+} from '../sessions/records.js';
+import type { EventDoc } from '../events/records.js';
+import type { ModelCardDoc } from '../models/records.js';
+import type { FileDoc } from '../files/records.js';
+import type { VaultDoc, VaultCredentialDoc } from '../vaults/records.js';
+import type { WorkPollerDoc } from '../work/records.js';
 
 /**
  * Where a tenant's documents live. One store for everything (embedded, or MongoDB without
@@ -118,205 +124,6 @@ export class TenantCollection<T extends Doc & { tenant_id: string }> {
       out.push(...(await this.on(store).find(filter, options)));
     return out;
   }
-}
-
-export interface TenantDoc {
-  _id: string;
-  name: string;
-  created_at: string;
-}
-export interface ApiKeyDoc {
-  _id: string;
-  tenant_id: string;
-  name: string;
-  hash: string;
-  prefix: string;
-  environment_id: string | null;
-  operator: boolean;
-  created_at: string;
-  revoked_at: string | null;
-}
-export interface AgentDoc {
-  _id: string;
-  tenant_id: string;
-  version: number;
-  spec: AgentSpec;
-  archived_at: string | null;
-  created_at: string;
-  updated_at: string;
-}
-export interface AgentVersionDoc {
-  _id: string;
-  tenant_id: string;
-  agent_id: string;
-  version: number;
-  spec: AgentSpec;
-  created_at: string;
-}
-export interface EnvironmentDoc {
-  _id: string;
-  tenant_id: string;
-  name: string;
-  description: string | null;
-  kind: 'cloud' | 'self_hosted';
-  base_image: string | null;
-  packages: Record<string, string[]>;
-  network: {
-    allowlist: string[];
-    denylist: string[];
-    unrestricted: boolean;
-    allow_mcp_servers: boolean;
-    allow_package_managers: boolean;
-  };
-  env: Record<string, string>;
-  metadata: Record<string, string>;
-  scope: 'organization' | 'account';
-  archived_at: string | null;
-  created_at: string;
-  updated_at: string;
-}
-export interface SessionAgentSnapshot extends AgentSpec {
-  id: string;
-  version: number;
-  /** The skills pinned at session create, in order (./sessionSkills.ts); absent: none. */
-  pinned_skills?: PinnedSkill[];
-}
-export type SessionEnvironmentSnapshot = Pick<
-  EnvironmentDoc,
-  'kind' | 'base_image' | 'packages' | 'network' | 'env'
-> & { updated_at: string };
-export interface SessionDoc {
-  _id: string;
-  tenant_id: string;
-  agent_id: string;
-  agent_version: number;
-  agent: SessionAgentSnapshot;
-  environment_id: string;
-  /**
-   * The environment as it was when the session was created: the sandbox's network policy, env
-   * vars and packages come from here, never from the live environment (which may change or be
-   * deleted). Absent on sessions stored before snapshots existed.
-   */
-  environment?: SessionEnvironmentSnapshot;
-  title: string | null;
-  metadata: Record<string, string>;
-  resources: unknown[];
-  vault_ids: string[];
-  budget: unknown | null;
-  /** The deployment whose run created the session (core/src/deployments/firing.ts). */
-  deployment_id?: string;
-  /** Head of the event log (highest appended seq). */
-  last_seq: number;
-  /** Seq of the newest user input that asks for a turn. */
-  input_seq: number;
-  /** Seq up to which user input has been consumed by a turn. */
-  processed_seq: number;
-  /** Highest lease fencing token seen; appends with a lower token are refused. */
-  fence: number;
-  recoveries: number;
-  /** Seq of the newest interrupt; a turn that started before it is aborted. */
-  interrupt_seq?: number;
-  /** Seq of the newest session.status_idle (set atomically with its append). */
-  idle_seq?: number;
-  /** True while user input awaits a turn (the recovery sweep scans it). */
-  pending?: boolean;
-  usage: {
-    input_tokens: number;
-    output_tokens: number;
-    cache_read_input_tokens: number;
-    cache_creation_input_tokens: number;
-  };
-  terminated_at: string | null;
-  archived_at: string | null;
-  deleted_at: string | null;
-  created_at: string;
-  updated_at: string;
-}
-export interface EventDoc {
-  _id: string;
-  tenant_id: string;
-  session_id: string;
-  seq: number;
-  type: string;
-  payload: Record<string, unknown>;
-  created_at: string;
-}
-export interface RunDoc {
-  _id: string; // session id: at most one run per session
-  tenant_id: string;
-  run_id: string;
-  owner: string;
-  token: number;
-  /** First seq of the turn (its session.status_running), for recovery. */
-  start_seq: number;
-  input_to: number;
-  started_at: string;
-  /**
-   * Set by the recovery scan when it found the run orphaned (no lease holder) and appended
-   * session.status_rescheduled; cleared by the worker that resumes it. Status: rescheduling.
-   */
-  rescheduled_at?: string | null;
-}
-export interface ModelCardDoc {
-  _id: string;
-  tenant_id: string;
-  model_id: string;
-  provider: string;
-  model: string;
-  base_url: string | null;
-  /** Header names, in clear (served); the values are only in `custom_headers_sealed`. */
-  custom_header_names?: string[];
-  /** JSON object of the custom headers, sealed (SecretBox, purpose `model-card-headers`). */
-  custom_headers_sealed?: string | null;
-  /** Legacy: cards stored before sealing kept the values here in clear (sealed on start and on read). */
-  custom_headers?: Record<string, string>;
-  api_key_sealed: string;
-  api_key_preview: string;
-  pi_config: Record<string, unknown> | null;
-  created_at: string;
-  updated_at: string;
-}
-
-export interface FileDoc {
-  _id: string;
-  tenant_id: string;
-  filename: string;
-  mime_type: string;
-  size_bytes: number;
-  /** Object store key of the bytes (`files/<tenant>/<id>`). */
-  object_key: string;
-  /** The session the file was uploaded for (its scope), or null. */
-  scope_id: string | null;
-  expires_at: string | null;
-  created_at: string;
-}
-
-export interface VaultDoc {
-  _id: string;
-  tenant_id: string;
-  display_name: string;
-  /** Credentials held (archived ones too); reserved with a conditional $inc, at most 20. */
-  credential_count: number;
-  metadata: Record<string, string>;
-  archived_at: string | null;
-  created_at: string;
-  updated_at: string;
-}
-export interface VaultCredentialDoc {
-  _id: string;
-  tenant_id: string;
-  vault_id: string;
-  display_name: string | null;
-  /** The public part of `auth` (no secret field); see schemas/src/vaults.ts CredentialAuth. */
-  auth: Record<string, unknown> & { type: string };
-  /** Lower-cased hostname the credential binds to (mcp_server_url's), or null. */
-  host: string | null;
-  /** JSON object of the secret fields, sealed (SecretBox, purpose `vault-credential`). */
-  secrets_sealed: string;
-  metadata: Record<string, string>;
-  archived_at: string | null;
-  created_at: string;
-  updated_at: string;
 }
 
 export const COLLECTIONS = {

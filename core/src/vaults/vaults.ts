@@ -30,7 +30,8 @@ import type { SecretBox } from '../crypto.js';
 import { ApiError, invalid, notFound } from '../errors.js';
 import { newId } from '../ids.js';
 import { nowIso } from '../util.js';
-import type { Collections, VaultCredentialDoc, VaultDoc } from '../store/collections.js';
+import type { Collections } from '../store/collections.js';
+import type { VaultCredentialDoc, VaultDoc } from './records.js';
 import { applyMetadataPatch } from '../api/metadata.js';
 import type {
   CredentialValidation,

@@ -15,7 +15,7 @@
  */
 import type { WebhookEventName } from '@agentfleet/schemas';
 import type { EventLog } from '../events/log.js';
-import type { EventDoc } from '../store/collections.js';
+import type { EventDoc } from '../events/records.js';
 import type { WebhookService } from './webhooks.js';
 
 const STATUS_WEBHOOKS: Readonly<Record<string, WebhookEventName>> = {

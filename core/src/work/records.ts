@@ -114,3 +114,11 @@ export function renderWork(d: WorkDoc, secret: string | null = null): WorkView {
     stopped_at: d.stopped_at,
   };
 }
+
+/** A worker seen polling an environment (Work stats `workers_polling`). */
+export interface WorkPollerDoc {
+  _id: string;
+  tenant_id: string;
+  environment_id: string;
+  last_poll_ms: number;
+}

@@ -25,7 +25,8 @@
  * search falls back to lexical and says so). Proved by test/memory-search.test.ts.
  */
 import type { SecretBox } from '../../crypto.js';
-import type { Collections, ModelCardDoc } from '../../store/collections.js';
+import type { Collections } from '../../store/collections.js';
+import type { ModelCardDoc } from '../../models/records.js';
 import { DEFAULT_TENANT } from '../../auth/auth.js';
 import { providerProtocol } from '../../models/providers.js';
 import type { HttpFetch } from '../../egress/dispatcher.js';
