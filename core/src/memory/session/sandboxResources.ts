@@ -7,7 +7,7 @@ import type { Platform } from '../../platform.js';
 import type { SessionRef } from '../../sandbox/port.js';
 import type { SandboxResource } from '../../sandbox/manager/types.js';
 import { memoryMountResources } from './mount.js';
-import { memoryReader } from './port.js';
+import { memoryReader } from './readers.js';
 import { isMemoryResource } from './resources.js';
 
 export function withMemoryMounts(
