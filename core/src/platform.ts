@@ -133,7 +133,7 @@ export async function createPlatform(config: Config, adapters: Adapters): Promis
   if (agentCache)
     collections.agents = new InvalidatingCollection(COLLECTIONS.agents, router, agentCache);
   // Read on every turn, written rarely: their lookups are kept until the next write, which a
-  // shared store's processes announce to each other (docReadCache.ts QueryReadCache).
+  // shared store's processes announce to each other (./store/readCache.ts QueryReadCache).
   const announcers: Array<() => Promise<void>> = [];
   const shared = !adapters.exclusiveStore;
   for (const name of ['modelCards', 'webhookEndpoints'] as const) {

@@ -126,7 +126,7 @@ export function checkMcpServers(spec: Pick<AgentSpec, 'tools' | 'mcp_servers'>):
 }
 
 /**
- * The stored form of an agent's `skills` (./sessionSkills.ts normalizeSkillRefs): object refs
+ * The stored form of an agent's `skills` (../sessions/skills.ts normalizeSkillRefs): object refs
  * only, a bare string is a 400 naming it.
  */
 export const normalizeSkills = (
@@ -211,7 +211,7 @@ export class AgentService {
 
   /**
    * The checks an agent version passes (also run on a session's agent with overrides); answers
-   * the skills pinned as of now (./sessionSkills.ts).
+   * the skills pinned as of now (../sessions/skills.ts).
    */
   async validateSpec(tenant: string, spec: AgentSpec): Promise<PinnedSkill[]> {
     await this.models.validateForAgent(tenant, spec.model);

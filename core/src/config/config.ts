@@ -37,7 +37,7 @@ export interface Config {
   };
   /** GraphQL document limits (graphql-armor): depth, aliases, cost and tokens per operation. */
   graphqlLimits: { maxDepth: number; maxAliases: number; maxCost: number; maxTokens: number };
-  /** Connection timeouts and caps, open streams per tenant, trusted proxies (configHttp.ts). */
+  /** Connection timeouts and caps, open streams per tenant, trusted proxies (./http.ts). */
   http: HttpConfig;
   /** METRICS_LISTEN: /metrics served only there, without auth; null = on the API port, operator key required. */
   metricsListen: { host: string; port: number } | null;
@@ -65,7 +65,7 @@ export interface Config {
       namespace: string | null;
       region: string | null;
     } | null;
-    /** SANDBOX_HOST_UID/GID: the host user local sandboxes run as under root (configSandboxUser.ts). */
+    /** SANDBOX_HOST_UID/GID: the host user local sandboxes run as under root (./sandboxUser.ts). */
     hostUser: { uid: number; gid: number } | null;
     /** SANDBOX_UNSAFE_NO_LIMITS=true: sandboxes run without process/memory/CPU/disk limits (and the worker starts on a host that can enforce none). */
     unsafeNoLimits: boolean;

@@ -40,7 +40,7 @@ export const STALE_FIRING_MS = 5 * 60_000;
 
 export type DeploymentRunWebhook =
   'deployment_run.started' | 'deployment_run.succeeded' | 'deployment_run.failed';
-/** The webhooks port (platform.webhooks): deployment_run.* here, deployment.* in ./service.ts. */
+/** The webhooks port (platform.webhooks): deployment_run.* here, deployment.* in ./deployments.ts. */
 export type WebhookEmitter = LifecycleWebhooks;
 
 export interface FiringContext {

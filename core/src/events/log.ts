@@ -55,10 +55,10 @@ export const controlChannel = (sessionId: string) => `session-control:${sessionI
  * one transaction (`appendAtomically`). Elsewhere they are separate writes: a lost race or a
  * crash between the insert and the head update is repaired from the events themselves
  * (test/session-log-head.test.ts "a log head left behind its events"), and readers of session
- * status allow for events past the head (sessionStatus.ts liveRuns). Appends carrying a fencing
+ * status allow for events past the head (../sessions/status.ts liveRuns). Appends carrying a fencing
  * token older than the session's are refused.
  * Every appended event is published live after it is durable. A payload over 500 KB is stored
- * as an `_spilled` reference to a blob written before the append (./eventSpill.ts); every read
+ * as an `_spilled` reference to a blob written before the append (./spill.ts); every read
  * here, and `hydrate` for callers that query the collection themselves, serves it whole.
  */
 export class EventLog {
@@ -94,7 +94,7 @@ export class EventLog {
     return this.objects ? hydrateEvents(this.objects, docs) : Promise.resolve(docs);
   }
 
-  /** How many leading `docs` one page of a list serves (./eventSpill.ts servedPrefix). */
+  /** How many leading `docs` one page of a list serves (./spill.ts servedPrefix). */
   servedPrefix(docs: EventDoc[]): Promise<number> {
     return this.objects ? servedPrefix(this.objects, docs) : Promise.resolve(docs.length);
   }
@@ -122,7 +122,7 @@ export class EventLog {
     } catch (err) {
       // The blobs of events not appended (refused, failed, or already stored under the same
       // id by an earlier attempt) go; a crash here leaves them under the session's spill
-      // prefix, removed with the session (sessionCascade.ts).
+      // prefix, removed with the session (../sessions/cascade.ts).
       const kept = new Set(written.map((e) => e._id));
       for (const [id, key] of blobs)
         if (!kept.has(id)) await this.objects!.delete(key).catch(() => {});

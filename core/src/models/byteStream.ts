@@ -1,7 +1,7 @@
 /**
  * A model reply's body as bytes, from either HTTP client the providers use: a WHATWG stream (a
  * `fetch` Response's, a tenant card's egressFetch) or a Node stream (undici `request`'s, the
- * default path). parseSSE (./modelProviderHelpers.ts) reads it through one ByteReader, which
+ * default path). parseSSE (./providerHelpers.ts) reads it through one ByteReader, which
  * keeps the connection when the reply was read to its last event and closes it otherwise.
  * Tests: core/test/model-providers.shared.test.ts (kept-alive connection, parseSSE on a Node
  * stream) and the contract's "closes the connection when the consumer stops iterating early".

@@ -129,7 +129,7 @@ export async function modelListPrice(
 
 /**
  * The tenant's card for a model, or null: through the platform's model card cache
- * (docReadCache.ts QueryReadCache) where it set one up, else read.
+ * (../store/readCache.ts QueryReadCache) where it set one up, else read.
  */
 export function cardOf(
   c: Pick<Collections, 'modelCards'>,

@@ -155,7 +155,7 @@ class ProxyRegistry {
   }
 
   /**
-   * The session's environment snapshot and its agent's MCP servers (./proxyPolicy.ts
+   * The session's environment snapshot and its agent's MCP servers (../egress/proxy/policy.ts
    * sessionHostPolicy); unreadable → no host allowed (fail closed).
    */
   private async policyFor(ref: SessionRef) {
@@ -195,7 +195,7 @@ export interface SandboxRuntime {
   };
   /**
    * Replaces who supplies outbound credentials by host (default and null: the session's vaults,
-   * ./vaultInjection.ts). Takes effect on the next request of every session's proxy.
+   * ../egress/injection/vaultInjection.ts). Takes effect on the next request of every session's proxy.
    */
   setCredentialLookup(lookup: CredentialLookup | null): void;
   /**
@@ -325,7 +325,7 @@ export async function createSandboxRuntime(
     onEvent: (e) => log.debug('sandbox event', { ...e }),
   });
   // Every exec gets the session's environment_variable placeholders and, for one simple
-  // command of a listed program, its command_secret values, read live (./commandSecrets.ts).
+  // command of a listed program, its command_secret values, read live (../egress/injection/commandSecrets.ts).
   const manager = managerWithCredentialEnv(
     bareManager,
     (s) => sessionCredentials(p, s.tenantId, s.sessionId),

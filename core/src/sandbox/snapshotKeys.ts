@@ -2,7 +2,7 @@
  * Object-store keys of sandbox /workspace snapshots:
  * snapshots/<tenant>/<env>/<session>/<UTC stamp>-<rand>.tar.gz and the `latest` pointer. Pure
  * key functions, shared by the sandbox manager (core/src/sandbox/manager/storage.ts writes,
- * restores and sweeps them) and the session delete cascade (./sessionCascade.ts removes a
+ * restores and sweeps them) and the session delete cascade (../sessions/cascade.ts removes a
  * deleted session's prefix). Tested in core/test/sandbox.manager.test.ts and
  * test/session-delete.test.ts.
  */

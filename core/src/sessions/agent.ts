@@ -14,7 +14,7 @@
  *   400 naming `agent.<field>` (test/mcp-references.test.ts);
  * - the turn runner reads only this snapshot, so every override takes effect in turns;
  * - `skills` (the agent's or the override's) are pinned here: `pinned_skills` holds the resolved
- *   versions and names, and the snapshot's refs show the pinned version (./sessionSkills.ts;
+ *   versions and names, and the snapshot's refs show the pinned version (./skills.ts;
  *   test/skills-session.test.ts).
  * - a session update's `agent.tools` / `agent.mcp_servers` pass the same MCP server checks on
  *   the session's resulting agent (checkSessionAgentMcp).
@@ -82,7 +82,7 @@ export async function sessionAgentSnapshot(
   return withPinnedSkills(snapshot, skills);
 }
 
-/** The snapshot with its skills pinned: refs show the pinned version (./sessionSkills.ts). */
+/** The snapshot with its skills pinned: refs show the pinned version (./skills.ts). */
 function withPinnedSkills(
   snapshot: SessionAgentSnapshot,
   skills: SessionAgentSnapshot['pinned_skills'] & object,

@@ -5,7 +5,7 @@
  * Guarantees (proved by test/budget.test.ts and test/python/sdk_suite/test_budget.py):
  * - `max_list_cost` is USD in cents as an integer string ("2500" is $25.00); anything else is
  *   a 400 naming `budget.max_list_cost.amount` or `.currency`.
- * - Create with a budget: the session's model must have a list price (./prices.ts), else a 400
+ * - Create with a budget: the session's model must have a list price (../models/prices.ts), else a 400
  *   with reason `model_not_budgetable`.
  * - Update: an object replaces the budget of a session created with one; `null` removes it;
  *   omitted preserves it. Refused (400, `details.error_code` and `details.reason` both set):

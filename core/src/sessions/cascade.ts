@@ -33,7 +33,7 @@ export async function cascadeSessionDelete(
     return [];
   });
   for (const o of outputs) await drop(o.key);
-  // Spilled event payloads (> 500 KB, ./eventSpill.ts), including any left by a crashed append.
+  // Spilled event payloads (> 500 KB, ../events/spill.ts), including any left by a crashed append.
   const spilled = eventSpillPrefix(tenant, sessionId);
   for (const o of await objects.list(spilled).catch(() => {
     failedKeys.push(`${spilled}*`);

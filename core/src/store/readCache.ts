@@ -74,7 +74,7 @@ export class DocReadCache<T extends object> {
  *   announces itself on the coordination pub/sub (`announceWrites`), and every process's cache
  *   empties on the announcement, so another process's write applies there as soon as it is
  *   delivered; a result is kept at most `ttlMs` (SHARED_QUERY_CACHE_TTL_MS), which bounds the
- *   staleness if an announcement is lost (Redis reconnecting), as with API keys (auth.ts).
+ *   staleness if an announcement is lost (Redis reconnecting), as with API keys (../auth/auth.ts).
  */
 export class QueryReadCache<V extends object> {
   private static readonly NONE = Symbol('none');

@@ -4,7 +4,7 @@
  * - tenant-scoped: another tenant's vault or credential answers 404 exactly like a missing one;
  * - a vault holds at most 20 credentials (archived ones count until deleted): the slot is
  *   reserved with a conditional increment on the vault, so concurrent creates cannot pass 20;
- * - secrets are sealed (AES-256-GCM under PLATFORM_ROOT_SECRET, ./vaultCredentials.ts) and
+ * - secrets are sealed (AES-256-GCM under PLATFORM_ROOT_SECRET, ./credentials.ts) and
  *   never served: responses and lists render the public part only;
  * - `credentialForHost` reads the store on every call (no cache), so a rotation through update
  *   applies to the next upstream request; archived vaults and credentials never match;

@@ -1,4 +1,4 @@
-/** Outbound signed webhooks (Standard Webhooks): see ./service.ts, ./delivery.ts, ./endpoints.ts. */
+/** Outbound signed webhooks (Standard Webhooks): see ./webhooks.ts, ./delivery.ts, ./endpoints.ts. */
 export {
   WebhookService,
   type WebhookEventType,

@@ -1,5 +1,5 @@
 /**
- * Stored shapes of outbound webhooks (collections in ../domain/collections.ts): a tenant's
+ * Stored shapes of outbound webhooks (collections in ../store/collections.ts): a tenant's
  * endpoints (secret sealed), the emitted events (the body every attempt sends, byte for byte)
  * and one delivery record per (event, endpoint), which holds the attempt count and the due time
  * of the next attempt so a restarted worker picks it up.

@@ -110,7 +110,7 @@ export class WebhookService {
   ): Promise<void> {
     const targets: string[] = [];
     if (this.deps.config.deploymentEndpoint) targets.push(DEPLOYMENT_ENDPOINT_ID);
-    // Through the platform's endpoint cache (docReadCache.ts QueryReadCache).
+    // Through the platform's endpoint cache (../store/readCache.ts QueryReadCache).
     const endpoints = this.deps.c.webhookEndpoints;
     const enabled = await readThrough(endpoints, tenant, 'enabled', () =>
       endpoints.find(tenant, { disabled: false }),

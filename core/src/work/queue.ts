@@ -1,6 +1,6 @@
 /**
  * The Work queue's documents and read side: a new item, the list page, queue stats, and the
- * shapes of a heartbeat answer and of its 412. Used by WorkService (./service.ts).
+ * shapes of a heartbeat answer and of its 412. Used by WorkService (./work.ts).
  *
  * Guarantees (test/work-api.test.ts): stats count `depth` (queued, never polled), `pending`
  * (polled, not acknowledged), the oldest queued item, and the workers that polled with an

@@ -13,7 +13,7 @@
  *   (./commandSecrets.ts).
  * Headers replace the sandbox's under the same name. Nothing matching: the request passes
  * unchanged (and HTTPS stays a raw tunnel). Object-store hosts are never intercepted
- * (./proxyIntercept.ts), and the session's network policy and the egress policy run before
+ * (../proxy/intercept.ts), and the session's network policy and the egress policy run before
  * any of this: a credential never opens a host or a private address.
  * Proved by test/sandbox-ca.test.ts › "a session's vault credential is injected" and
  * test/sandbox-credentials.test.ts.

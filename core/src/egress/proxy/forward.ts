@@ -2,7 +2,7 @@
  * Request forwarding of the outbound proxy (proxy.ts): an absolute-URI `http://` request is
  * checked (session policy, then egress policy on every resolved address), sent to the checked
  * address with hop-by-hop headers removed, the credential hook's headers replacing the
- * sandbox's and its placeholders substituted (./placeholders.ts) except on object-store hosts,
+ * sandbox's and its placeholders substituted (../injection/placeholders.ts) except on object-store hosts,
  * which pass through raw (as their CONNECT tunnels do), and logged as one `outbound.request` entry (no header values, no query values).
  * Tested in core/test/proxy.forward.test.ts and proxy.egress.test.ts.
  */

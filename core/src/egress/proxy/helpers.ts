@@ -2,8 +2,8 @@
  * The outbound proxy's (./proxy.ts) types and small pieces: options, limits and their
  * defaults, the log entry, its error type and the answers it maps upstream failures to, the
  * hop-by-hop header set, the loggable path (query names only), how to reach a proxy
- * address, and the per-proxy core its request forwarding (proxyForward.ts) and CONNECT
- * tunnelling (proxyTunnel.ts) share.
+ * address, and the per-proxy core its request forwarding (./forward.ts) and CONNECT
+ * tunnelling (./tunnel.ts) share.
  */
 import { timingSafeEqual } from 'node:crypto';
 import type http from 'node:http';
@@ -43,7 +43,7 @@ export const credentialHookFrom =
 
 /**
  * What the proxy changes in one outbound request: headers it sets (replacing the sandbox's
- * under the same names) and placeholders it replaces by their secrets (./placeholders.ts).
+ * under the same names) and placeholders it replaces by their secrets (../injection/placeholders.ts).
  */
 export interface EgressInjection {
   headers: Record<string, string>;
@@ -107,7 +107,7 @@ export interface OutboundProxyOptions {
   credentialHook?: CredentialHook;
   /**
    * Headers and placeholder substitutions per request (the session's vaults,
-   * ./vaultInjection.ts); when given, used instead of `credentialHook`.
+   * ../injection/vaultInjection.ts); when given, used instead of `credentialHook`.
    */
   egressCredentials?: EgressCredentials;
   log: (entry: ProxyLogEntry) => void;
@@ -122,7 +122,7 @@ export interface OutboundProxyOptions {
   lookup?: EgressLookup;
   /**
    * TLS interception of CONNECT tunnels to hosts the credential hook has something for
-   * (./proxyIntercept.ts). Absent: every tunnel is byte-for-byte and the hook is not asked.
+   * (./intercept.ts). Absent: every tunnel is byte-for-byte and the hook is not asked.
    */
   intercept?: ProxyInterception;
 }

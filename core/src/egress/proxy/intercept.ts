@@ -1,14 +1,14 @@
 /**
- * TLS interception for the outbound proxy's CONNECT tunnels (proxyTunnel.ts), used only for
+ * TLS interception for the outbound proxy's CONNECT tunnels (./tunnel.ts), used only for
  * hosts that have a credential to inject or a placeholder to substitute. This is how a vault credential reaches an HTTPS
  * upstream without the sandbox ever holding it.
  *
  * Guarantees:
  * - A tunnel is intercepted only when interception is configured, the host is not an
  *   object-store host (those always pass through raw, spec "Outbound HTTPS"), and the
- *   credential hook returns headers or placeholder substitutions for it (./placeholders.ts). Every other tunnel stays today's byte-for-byte
+ *   credential hook returns headers or placeholder substitutions for it (../injection/placeholders.ts). Every other tunnel stays today's byte-for-byte
  *   tunnel: the proxy never sees its plaintext.
- * - The egress policy has already run on the CONNECT (proxyTunnel.ts): the upstream connection
+ * - The egress policy has already run on the CONNECT (./tunnel.ts): the upstream connection
  *   goes to the checked address, so a credential never opens a private address.
  * - The sandbox side is a Node TLSSocket over the CONNECT socket, presenting a leaf for the
  *   CONNECT host minted by the deployment CA (core/src/egress/ca.ts); HTTP/1.1 only (ALPN).

@@ -5,14 +5,14 @@
  *
  * - Absolute-URI `http://` requests are forwarded (hop-by-hop headers removed). The
  *   `credentialHook` (or `egressCredentials`) is asked per request for headers to add and
- *   placeholders to replace (./placeholders.ts): this is where outbound credentials (vault)
+ *   placeholders to replace (../injection/placeholders.ts): this is where outbound credentials (vault)
  *   are injected.
  * - `CONNECT host:port` opens a byte-for-byte tunnel (HTTPS), except, with `intercept`
  *   configured, for a host the hook has headers or substitutions for (object stores excepted): TLS
  *   is then terminated with a leaf of the deployment CA and the credential injected
- *   (./proxyIntercept.ts).
+ *   (./intercept.ts).
  * - Every request, allowed or refused, is checked first against the session's network policy
- *   (`hostPolicy`, ./proxyPolicy.ts: the environment's allowlist/denylist of names), then
+ *   (`hostPolicy`, ./policy.ts: the environment's allowlist/denylist of names), then
  *   against the platform's egress policy (core/src/egress): the destination is resolved once,
  *   every address is checked, and loopback, private, link-local, CGNAT, metadata and the IPv6
  *   forms embedding them are refused (403, before any connection) unless the operator opened
@@ -25,8 +25,8 @@
  *   CONNECT without that exact `Proxy-Authorization` is answered 407 before anything else.
  *
  * This file: the server (listening on a socket or port, limits, close) and what its parts
- * share; request forwarding in proxyForward.ts, CONNECT tunnelling in proxyTunnel.ts, policy in
- * proxyPolicy.ts, types and helpers in proxyHelpers.ts.
+ * share; request forwarding in ./forward.ts, CONNECT tunnelling in ./tunnel.ts, policy in
+ * ./policy.ts, types and helpers in ./helpers.ts.
  *
  * Tested in core/test/proxy.*.test.ts (interception: proxy.intercept.test.ts) and core/test/tools.web.test.ts; custom http tools and
  * web_fetch through it end to end in test/sandbox-tools.test.ts.

@@ -4,7 +4,7 @@
  * untouched both ways to the checked address; refusals answer with a status line and
  * `proxy-status`, and the tunnel is logged as one `outbound.request` entry with its sizes.
  * A host with a credential to inject (interception configured, not an object store) is
- * intercepted instead (./proxyIntercept.ts), after the same checks.
+ * intercepted instead (./intercept.ts), after the same checks.
  * Tested in core/test/proxy.connect.test.ts, proxy.egress.test.ts and proxy.intercept.test.ts.
  */
 import http from 'node:http';
@@ -103,7 +103,7 @@ export const tunnelConnects =
     entry.allowed = true;
 
     // With interception configured and a credential for this host (not an object store), TLS
-    // is terminated here and the credential injected (./proxyIntercept.ts); otherwise the
+    // is terminated here and the credential injected (./intercept.ts); otherwise the
     // tunnel stays byte-for-byte and the proxy never sees its plaintext.
 
     void (async () => {

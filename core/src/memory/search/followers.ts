@@ -127,7 +127,7 @@ export class LexicalFollower extends EntryFollower {
   }
 }
 
-/** The open structures of one store (an LRU entry of service.ts). */
+/** The open structures of one store (an LRU entry of ./search.ts). */
 export class OpenStore {
   vector: VectorFollower | null = null;
   lexical: LexicalFollower | null = null;

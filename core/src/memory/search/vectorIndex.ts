@@ -18,7 +18,7 @@
  * How it is stored: the index itself is never the source of truth. Every vector is persisted
  * in the store (collection memory_search_entries, one per live memory, with the content hash
  * it embeds) and the index is rebuilt from them when a process first searches the store; see
- * service.ts for freshness across processes (embedded and fleet mode).
+ * ./search.ts for freshness across processes (embedded and fleet mode).
  */
 import usearch, { type Index as UsearchIndex } from 'usearch';
 

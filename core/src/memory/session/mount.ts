@@ -24,7 +24,7 @@ export interface MountedMemory {
   content: string;
 }
 
-/** The memory port the mount and the write-back use (platform.memory behind it: ./port.ts). */
+/** The memory port the mount and the write-back use (platform.memory behind it: ./readers.ts). */
 export interface MemoryReader {
   /** Every live memory of the store with its content; throws when the store cannot be read. */
   readAll(tenant: string, storeId: string): Promise<MountedMemory[]>;

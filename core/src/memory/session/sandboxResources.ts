@@ -1,7 +1,7 @@
 /**
  * The sandbox manager's `resources` with the session's memory stores appended (./mount.ts):
  * every warmup writes each store's directory, memories and manifest after the other resources;
- * a store that cannot be read throws, which fails the warmup (managerWarmup.ts step 4).
+ * a store that cannot be read throws, which fails the warmup (../../sandbox/manager/warmup.ts step 4).
  */
 import type { Platform } from '../../platform.js';
 import type { SessionRef } from '../../sandbox/port.js';

@@ -43,7 +43,7 @@ export function toAnthropicBody(req: ModelRequest): Record<string, unknown> {
 }
 
 /**
- * The conversation's bytes, resumed from the last request's (wireText.ts). A message's text leaves
+ * The conversation's bytes, resumed from the last request's (../wireText.ts). A message's text leaves
  * its run open (`,{"role":…,"content":[…`) so a next message of the same role joins it, as in
  * toAnthropicBody; the state also carries the mid-conversation system texts (bodyFields).
  */

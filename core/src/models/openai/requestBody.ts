@@ -31,7 +31,7 @@ export function toOpenAIBody(req: ModelRequest): Record<string, unknown> {
   return { ...bodyFields(req), messages: toOpenAIMessages(req.system, req.messages) };
 }
 
-/** The conversation's bytes, resumed from the last request's (wireText.ts). */
+/** The conversation's bytes, resumed from the last request's (../wireText.ts). */
 const conversation = new ConversationBytes<null>(
   null,
   (state, m) => ({ text: commaJSON(openAIMessages(m)), state }),

@@ -28,8 +28,8 @@
  * the server never holds a whole archive. Output quotas and name rules: outputs.ts.
  *
  * This file: the per-session entries, crash handling, idle stop and the public facade. The
- * warmup steps are in managerWarmup.ts, the object-store side (snapshots, restore, sweep,
- * outputs) in managerStorage.ts, shared types and constants in managerTypes.ts.
+ * warmup steps are in ./warmup.ts, the object-store side (snapshots, restore, sweep,
+ * outputs) in ./storage.ts, shared types and constants in ./types.ts.
  * Tested in core/test/sandbox.manager.test.ts and sandbox.outputs.test.ts.
  */
 import type {

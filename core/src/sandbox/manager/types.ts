@@ -2,7 +2,7 @@
  * What the sandbox manager's parts share: its constants (warm marker, sleep, backup TTL,
  * keepAlive cap, probe attempts, largest snapshot), its options and service interfaces, the
  * warmup error naming the failed step, and the per-session entry with the context its parts
- * (manager.ts lifecycle, managerWarmup.ts, managerStorage.ts) work on.
+ * (manager.ts lifecycle, ./warmup.ts, ./storage.ts) work on.
  * Tested through the manager: core/test/sandbox.manager.test.ts, sandbox.outputs.test.ts.
  */
 import type { Logger } from '../../log.js';
