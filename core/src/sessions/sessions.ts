@@ -52,15 +52,15 @@ export interface InterruptSignal {
  *
  * Guarantees:
  * - a session runs the agent version and environment it was created with: later edits of either
- *   never reach it (`agent` and `environment` snapshots; test/e2e/sessions tests);
+ *   never reach it (`agent` and `environment` snapshots; test/e2e/environments tests);
  * - `send` validates every event before writing any, so a bad batch writes nothing; the events
  *   are durable in the log (events/log.ts) before it answers, the turn-state update travels in
  *   the same write (./turnState.ts `inputAppended`), and a lost turn command is re-driven by the
- *   recovery scan (test/e2e/turns recovery-scan);
+ *   recovery scan (test/e2e/turns/recovery-scan.test.ts);
  * - a terminated or archived session accepts no input; an interrupt is published live to the
  *   worker running the turn as well as written to the log;
  * - every read and write is tenant-scoped: another tenant's id answers 404, never its data
- *   (test/e2e/auth tenancy tests);
+ *   (test/e2e/auth/tenancy-routes.test.ts);
  * - delete terminates (sticky), stops the runtime, then cascades idempotently (./cascade.ts).
  */
 export class SessionService {

@@ -14,7 +14,8 @@
  * file); `input_seq`, `processed_seq`, `interrupt_seq`, `idle_seq` and `fence` only grow
  * (`$max`), so a late or repeated write never moves them back; `pending` is cleared only by a
  * compare-and-set on `input_seq`, so input appended after a turn's read is never lost (proved by
- * test/e2e turn-control, turn-final-write, crash-recovery, recovery-scan and work-race tests).
+ * test/e2e/turns/turn-final-write, test/e2e/turns/recovery-scan, test/e2e/server/crash-recovery,
+ * test/e2e/work/work-race and workers/test/turn-control).
  * Transitions that travel with an event append are returned as the append's `sessionUpdate`
  * (applied in the same write as the log head); the others are applied by {@link TurnState}.
  */
