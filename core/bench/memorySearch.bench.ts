@@ -10,7 +10,7 @@
  * queries are 6 words on a topic, drawn the same way. The
  * index is built from the vectors in one batch, as a process does when it first opens a store.
  * The query's own embedding is reported apart: one HTTP round trip to a local
- * OpenAI-compatible endpoint (test/fixtures/embeddingServer.ts) — a hosted model adds its own
+ * OpenAI-compatible endpoint (test/kit/fixtures/embeddingServer.ts) — a hosted model adds its own
  * network and inference time on top (typically tens to hundreds of ms).
  * Run: npx tsx core/bench/memorySearch.bench.ts [queries=500]
  */
@@ -125,7 +125,7 @@ async function atSize(
 
 /** The query embedding: one POST /embeddings round trip to a local OpenAI-compatible fixture. */
 async function queryEmbedding(n: number): Promise<LatencyRow> {
-  const fixture = new URL('../../test/fixtures/embeddingServer.ts', import.meta.url).href;
+  const fixture = new URL('../../test/kit/fixtures/embeddingServer.ts', import.meta.url).href;
   const { startEmbeddingServer } = (await import(fixture)) as {
     startEmbeddingServer: () => Promise<{ url: string; close(): Promise<void> }>;
   };

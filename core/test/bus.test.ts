@@ -1,8 +1,8 @@
 /**
  * The CommandBus contract against the embedded bus (always) and Kafka (when KAFKA_BROKERS is
- * set: `bash test/infra/kafka.sh up && source ~/.cache/agentfleet/infra/kafka.env`), plus
+ * set: `bash test/kit/infra/kafka.sh up && source ~/.cache/agentfleet/infra/kafka.env`), plus
  * Kafka-only failure tests: a consumer process SIGKILLed mid-handler, and a broker restart
- * (KAFKA_RESTART_CMD, e.g. `bash test/infra/kafka.sh restart`, run from the repo root).
+ * (KAFKA_RESTART_CMD, e.g. `bash test/kit/infra/kafka.sh restart`, run from the repo root).
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';

@@ -1,7 +1,7 @@
 /**
  * SANDBOX_HOST_UID / SANDBOX_HOST_GID (core/src/config/sandboxUser.ts): the default under root,
  * the values taken, uid 0 and bad values refused, and either refused without root (it could not
- * be honoured). The user in effect: test/sandbox-isolation.test.ts.
+ * be honoured). The user in effect: test/e2e/sandbox/sandbox-isolation.test.ts.
  */
 import { describe, expect, it } from 'vitest';
 import { parseSandboxHostUser } from '../src/config/sandboxUser.js';

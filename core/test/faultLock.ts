@@ -1,7 +1,7 @@
 /**
- * The fault set of real servers (FAULT_*, *_RESTART_CMD: test/infra/up.sh) is restarted by test
+ * The fault set of real servers (FAULT_*, *_RESTART_CMD: test/kit/infra/up.sh) is restarted by test
  * files that vitest runs in parallel (core/test/bus.test.ts: Kafka; core/test/coordination.test.ts:
- * Redis; test/fleet.test.ts: both). A test that restarts a fault server holds this lock for its
+ * Redis; test/e2e/fleet/fleet.test.ts: both). A test that restarts a fault server holds this lock for its
  * whole run, so one file's restart never lands in the middle of another's restart test (a broker
  * bounced by the fleet test made the bus restart test fail to connect, CI at b2c950a).
  * The lock is flock(1) on a file in the temp dir, held by a child process: the kernel drops it

@@ -13,7 +13,7 @@ import { OpenAIChatProvider } from '../src/models/openai/provider.js';
 import { createProvider, providerProtocol } from '../src/models/providers.js';
 import { parseSSE, type ByteStream, type SSEEvent } from '../src/models/providerHelpers.js';
 import { ModelError } from '../src/models/port.js';
-import { startScriptedModelServer } from '../../test/fixtures/scriptedModel.js';
+import { startScriptedModelServer } from '../../test/kit/fixtures/scriptedModel.js';
 import { createEgressPolicy, egressFetch } from '../src/egress/index.js';
 import { collect, of, req } from './modelProvider.contract.js';
 import {

@@ -1,6 +1,6 @@
 /**
  * Semantics every ModelProvider adapter must pass (core/src/models/port.ts), against the
- * scripted model server (test/fixtures/scriptedModel.ts) speaking the adapter's wire protocol:
+ * scripted model server (test/kit/fixtures/scriptedModel.ts) speaking the adapter's wire protocol:
  * streamed text, thinking and tool use as strictly sequential normalized blocks; usage and stop
  * reasons; auth and custom headers at the configured base URL; speed fast (and its refusal
  * before any request where unsupported); HTTP, network and mid-stream errors mapped to the
@@ -25,7 +25,7 @@ import {
 import {
   startScriptedModelServer,
   type ScriptedModelServer,
-} from '../../test/fixtures/scriptedModel.js';
+} from '../../test/kit/fixtures/scriptedModel.js';
 
 export const KEY = 'sk-test-very-secret-key-123';
 

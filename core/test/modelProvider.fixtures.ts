@@ -1,7 +1,7 @@
 /**
  * Shared fixtures of the per-protocol model-provider tests (model-providers.anthropic.test.ts,
  * model-providers.openai.test.ts, model-providers.shared.test.ts): one scripted model server per
- * test file (test/fixtures/scriptedModel.ts), a provider of either protocol pointed at it, the
+ * test file (test/kit/fixtures/scriptedModel.ts), a provider of either protocol pointed at it, the
  * last request it recorded for a model, a one-shot raw SSE server for wire shapes the scripted
  * server never produces, and a conversation exercising every block type.
  */
@@ -14,7 +14,7 @@ import type { ModelProvider, ModelRequest } from '../src/models/port.js';
 import {
   startScriptedModelServer,
   type ScriptedModelServer,
-} from '../../test/fixtures/scriptedModel.js';
+} from '../../test/kit/fixtures/scriptedModel.js';
 import { KEY } from './modelProvider.contract.js';
 
 export { KEY };

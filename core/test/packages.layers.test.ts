@@ -4,7 +4,7 @@
  * adapter) asked for the same lists at once build the layer ONCE, under the lease, and both get
  * the same directory. Real builds: bubblewrap and PyPI (this machine resolves the registries to
  * a TEST-NET address, so the operator's EGRESS_ALLOW_PRIVATE_HOSTS opens exactly their names).
- * Within one worker, concurrent sessions share one build: test/env-packages.test.ts.
+ * Within one worker, concurrent sessions share one build: test/e2e/environments/env-packages.test.ts.
  */
 import { mkdtempSync, readFileSync, readdirSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';

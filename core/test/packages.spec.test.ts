@@ -1,7 +1,7 @@
 /**
  * Package names and layer hashes (core/src/sandbox/packages/spec.ts): the names each manager
  * accepts and refuses (400 naming the field), and the content hash that lets environments with
- * the same lists share a layer. End to end (builds, mounts): test/env-packages.test.ts.
+ * the same lists share a layer. End to end (builds, mounts): test/e2e/environments/env-packages.test.ts.
  */
 import { describe, expect, it } from 'vitest';
 import { ApiError } from '../src/errors.js';

@@ -3,7 +3,7 @@
  * launcher, which relays every protocol method), so the transports of
  * core/src/mcp/sandboxTransports.ts work unchanged: the SDK `Client` lists and calls the
  * fixture's tools over sandboxStdioTransport, and over the nested port shape; closing kills the
- * process. Against the Nomad API fake (test/nomad/), which runs the task on this host.
+ * process. Against the Nomad API fake (test/kit/nomad/), which runs the task on this host.
  */
 import { execFileSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
@@ -14,8 +14,8 @@ import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { sandboxProgram } from '@agentfleet/sandbox-agent';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startNomadFake, type NomadFake } from '../../test/nomad/fake.js';
-import { bundleStdioMcpServer } from '../../test/fixtures/stdioMcpServerBundle.js';
+import { startNomadFake, type NomadFake } from '../../test/kit/nomad/fake.js';
+import { bundleStdioMcpServer } from '../../test/kit/fixtures/stdioMcpServerBundle.js';
 import { nomadAgentCommand } from '../src/sandbox/drivers/nomad/command.js';
 import { createNomadDriver, type NomadDriver } from '../src/sandbox/drivers/nomad/driver.js';
 import { sandboxHttpServer, sandboxStdioTransport } from '../src/mcp/sandboxTransports.js';

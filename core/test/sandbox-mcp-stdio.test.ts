@@ -10,7 +10,7 @@
  *   StreamableHTTPServerTransport inside the sandbox); GET answered 405 without reaching it;
  * - hostile httpLocal calls (another host, a port out of range, a huge body, a missing method
  *   argument) are refused by the agent with errors naming the argument.
- * The server is test/fixtures/stdioMcpServer.ts, bundled with esbuild into one .mjs file.
+ * The server is test/kit/fixtures/stdioMcpServer.ts, bundled with esbuild into one .mjs file.
  * Needs `bwrap` (apt-get install bubblewrap).
  */
 import { execFileSync, spawn } from 'node:child_process';
@@ -30,7 +30,7 @@ import {
   sandboxStdioTransport,
 } from '../src/mcp/sandboxTransports.js';
 import type { SandboxAgentApi, SandboxHandle } from '../src/sandbox/port.js';
-import { bundleStdioMcpServer } from '../../test/fixtures/stdioMcpServerBundle.js';
+import { bundleStdioMcpServer } from '../../test/kit/fixtures/stdioMcpServerBundle.js';
 import { testSpec } from './sandbox.contract.js';
 
 const SERVER = '/workspace/mcp-server.mjs';

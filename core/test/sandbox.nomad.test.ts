@@ -1,5 +1,5 @@
 /**
- * The Nomad sandbox driver against the Nomad API fake (test/nomad/fake.ts), which runs each
+ * The Nomad sandbox driver against the Nomad API fake (test/kit/nomad/fake.ts), which runs each
  * job's task on this machine as a child process (raw_exec semantics). The task is what a real
  * client would run: the TCP launcher (sandbox-agent/src/launcher/) in front of the agent wrapped
  * in bubblewrap (nomadAgentCommand), so the driver contract runs end to end: job registration,
@@ -15,7 +15,7 @@ import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { NomadClient } from '@agentfleet/nomad';
-import { startNomadFake, type NomadFake } from '../../test/nomad/fake.js';
+import { startNomadFake, type NomadFake } from '../../test/kit/nomad/fake.js';
 import { INSTANCE_SIZES } from '../src/sandbox/port.js';
 import {
   allocationExit,

@@ -1,7 +1,7 @@
 /**
- * The MongoDB adapter against a real server (FerretDB v1 in CI: `bash test/infra/ferretdb.sh up`
+ * The MongoDB adapter against a real server (FerretDB v1 in CI: `bash test/kit/infra/ferretdb.sh up`
  * writes MONGODB_URL to ~/.cache/agentfleet/infra/mongo.env). Skipped without MONGODB_URL. The
- * restart test also needs MONGODB_RESTART_CMD (e.g. `bash test/infra/ferretdb.sh restart`).
+ * restart test also needs MONGODB_RESTART_CMD (e.g. `bash test/kit/infra/ferretdb.sh restart`).
  * Every run uses its own database, dropped at the end.
  */
 import { exec } from 'node:child_process';

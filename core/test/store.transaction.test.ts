@@ -4,7 +4,7 @@
  * it rolls back the whole of it (not only the failing document), it is one write of its group,
  * a reopened store holds what it committed, and a collection of another store is refused.
  * The event log appends through it (core/src/events/log.ts appendAtomically): see
- * test/session-log-head.test.ts for the log head behind the log after a crashed two-write append.
+ * test/e2e/sessions/session-log-head.test.ts for the log head behind the log after a crashed two-write append.
  */
 import { describe, expect, it } from 'vitest';
 import { openEmbeddedStore } from '../src/store/embedded/documentStore.js';

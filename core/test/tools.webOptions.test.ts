@@ -2,7 +2,7 @@
  * The web tools' settings, below the platform: the domain matching rules (webDomains.ts), the
  * url_sources collection over an event log (webUrlSources.ts) and user_location as the Brave
  * flavour sends it (webSearch.ts, against a local backend). The same settings end to end, through
- * the SDK: test/web-tool-options.test.ts.
+ * the SDK: test/e2e/sandbox/web-tool-options.test.ts.
  */
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';

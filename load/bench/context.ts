@@ -16,7 +16,7 @@ import { startModelProcess } from './procs.js';
 /** The operator key's tenant (core's DEFAULT_TENANT). */
 export const OPERATOR_TENANT = 'tnt_default';
 
-/** The parts of test/fixtures/scriptedModel.ts the bench uses. */
+/** The parts of test/kit/fixtures/scriptedModel.ts the bench uses. */
 export interface ScriptedModel {
   url: string;
   requests: Array<{ model: string }>;
@@ -27,10 +27,10 @@ export interface ScriptedModel {
   close(): Promise<void>;
 }
 
-/** Starts the scripted model server of test/fixtures/scriptedModel.ts on 127.0.0.1. */
+/** Starts the scripted model server of test/kit/fixtures/scriptedModel.ts on 127.0.0.1. */
 export async function startScriptedModel(): Promise<ScriptedModel> {
   // The fixture lives in the test workspace (outside this project's tsconfig): load it at run time.
-  const fixture = new URL('../../test/fixtures/scriptedModel.ts', import.meta.url).href;
+  const fixture = new URL('../../test/kit/fixtures/scriptedModel.ts', import.meta.url).href;
   const { startScriptedModelServer } = (await import(fixture)) as {
     startScriptedModelServer: () => Promise<ScriptedModel>;
   };

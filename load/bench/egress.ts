@@ -4,7 +4,7 @@
  *    the deployment CA) beside a direct request and a raw tunnel, p50/p99
  *    (core/bench/egress.bench.ts, loaded at run time).
  * 2. An MCP tool call round trip (`tools/call` of the official SDK client): straight to an MCP
- *    server of ours (test/fixtures/mcpServer.ts, requiring a bearer) beside the same call through
+ *    server of ours (test/kit/fixtures/mcpServer.ts, requiring a bearer) beside the same call through
  *    the platform's MCP proxy route `/v1/svc/mcp-proxy/<sid>/<server>` (operator key; the bearer
  *    comes from the session's vault, injected by the proxy and never held by the client).
  *    Its own in-process platform (embedded adapters) with EGRESS_ALLOW_PRIVATE_HOSTS opening the
@@ -34,7 +34,7 @@ async function callTimes(client: Client, n: number): Promise<number[]> {
 }
 
 async function mcpRoundTrip(n: number): Promise<Array<[string, number[]]>> {
-  const fixture = new URL('../../test/fixtures/mcpServer.ts', import.meta.url).href;
+  const fixture = new URL('../../test/kit/fixtures/mcpServer.ts', import.meta.url).href;
   const { startMcpServer } = (await import(fixture)) as {
     startMcpServer: (o: { tokens: string[] }) => Promise<McpFixture>;
   };

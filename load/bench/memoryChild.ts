@@ -165,7 +165,7 @@ async function run(n: number, m: number, noSandbox: string | null): Promise<Memo
         environment_id: env.body.id,
       });
       if (s.status !== 200) throw new Error(`create session: HTTP ${s.status}`);
-      // The fixture also scripts tool calls (test/fixtures/scriptedModel.ts ScriptStep).
+      // The fixture also scripts tool calls (test/kit/fixtures/scriptedModel.ts ScriptStep).
       (p.model!.script as (model: string, ...r: unknown[]) => void)(
         MODEL,
         { steps: [{ tool_use: { name: 'bash', input: { command: 'true' } } }] },

@@ -1,10 +1,10 @@
 /**
- * The scripted model server (test/fixtures/scriptedModel.ts, zero latency, answers 'ok') in a
+ * The scripted model server (test/kit/fixtures/scriptedModel.ts, zero latency, answers 'ok') in a
  * process of its own, for procs.ts startModelProcess: it answers `{ url }` over IPC once it
  * listens on 127.0.0.1, and exits when its parent goes (the IPC channel closes). It keeps no
  * request bodies: the bench sections that run against it only time the platform.
  */
-const fixture = new URL('../../test/fixtures/scriptedModel.ts', import.meta.url).href;
+const fixture = new URL('../../test/kit/fixtures/scriptedModel.ts', import.meta.url).href;
 const { startScriptedModelServer } = (await import(fixture)) as {
   startScriptedModelServer: () => Promise<{ url: string; requests: unknown[] }>;
 };

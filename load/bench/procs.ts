@@ -2,7 +2,7 @@
  * Child processes of the bench: the scripted model in its own process (startModelProcess, the
  * model of every platform the bench starts), and platform processes for the worker-scaling
  * section: the built `server/dist/cli.js <role>` run as real child processes, as `npm start` and
- * the fleet roles run it (test/process.ts startProcess runs the sources instead). Unlike that
+ * the fleet roles run it (test/kit/process.ts startProcess runs the sources instead). Unlike that
  * helper, a process that fails to start is killed before the error is thrown, and every
  * process started here is tracked so it can be stopped
  * at the end (SIGTERM, then SIGKILL) and is SIGKILLed when this process exits by any route

@@ -72,7 +72,7 @@ export function describeServers(r: RealServers): string {
 export const newNamespace = (tag: string): string =>
   `bench-${tag}-${randomBytes(4).toString('hex')}`;
 
-/** Env that puts a platform process on the real servers under `namespace` (as test/harness.ts realAdapterEnv). */
+/** Env that puts a platform process on the real servers under `namespace` (as test/kit/harness.ts realAdapterEnv). */
 export function realAdapterEnv(r: RealServers, namespace: string): Record<string, string> {
   const mongo = new URL(r.mongodbUrl.replace(/^mongodb:/, 'http:'));
   mongo.pathname = `/${namespace}`;

@@ -1,6 +1,6 @@
 # A distributed Locust run against an agentfleet platform, as one Nomad batch job: one master
 # (group "master") and `workers` Locust workers (group "worker") running load/locust/locustfile.py
-# with the venv's locust (test/python/setup.sh builds it from test/python/requirements.txt).
+# with the venv's locust (test/kit/python/setup.sh builds it from test/kit/python/requirements.txt).
 #
 # UNTESTED: no Nomad agent was available where this was written; this file was neither planned nor
 # run against a real cluster. Check it with `nomad job validate` / `nomad job plan` first. The

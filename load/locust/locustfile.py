@@ -21,7 +21,7 @@ Thresholds, checked when Locust quits (on the master of a distributed run, or th
 the run exits 1 when no request was made, the failure ratio of all requests exceeds
 LOAD_MAX_FAIL_RATIO (0.01) or the p95 of any request type exceeds its limit: LOAD_P95_MS_<NAME>
 (the name upper-cased, e.g. LOAD_P95_MS_IDLE), else LOAD_P95_MS (default 1000; `first_event` 2000
-and `idle` 5000 unless set), else 0. Each crossing is printed. Test: test/load-locust.test.ts (a
+and `idle` 5000 unless set), else 0. Each crossing is printed. Test: test/e2e/fleet/load-locust.test.ts (a
 20 s run with 2 users, no failures, every request type of both flows present).
 """
 

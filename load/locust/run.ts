@@ -10,11 +10,11 @@
  * loopback is loaded only when it is LOAD_BASE_URL (the locustfile refuses any other).
  *
  * Locust runs from the Python venv: AGENTFLEET_PYTHON, else the python that
- * test/python/setup.sh prints (it builds the venv once from test/python/requirements.txt).
+ * test/kit/python/setup.sh prints (it builds the venv once from test/kit/python/requirements.txt).
  * Settings: LOAD_USERS (4), LOAD_SPAWN_RATE (= users), LOAD_SECONDS (20), LOAD_CSV_DIR (where
  * the CSV files go; a temp dir removed afterwards by default), and the locustfile's thresholds.
  * Exits with Locust's exit code: non-zero when a threshold is crossed, a request failed beyond
- * the ratio, or Locust itself failed. Test: test/load-locust.test.ts.
+ * the ratio, or Locust itself failed. Test: test/e2e/fleet/load-locust.test.ts.
  */
 import { spawn, spawnSync } from 'node:child_process';
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
@@ -33,13 +33,15 @@ if (!(users >= 1 && spawnRate > 0 && seconds >= 1))
 
 function findPython(): string {
   if (process.env.AGENTFLEET_PYTHON) return process.env.AGENTFLEET_PYTHON;
-  const setup = spawnSync('bash', [join(repo, 'test/python/setup.sh')], {
+  const setup = spawnSync('bash', [join(repo, 'test/kit/python/setup.sh')], {
     encoding: 'utf8',
     stdio: ['ignore', 'pipe', 'inherit'],
   });
   const python = setup.stdout.trim().split('\n').pop() ?? '';
   if (setup.status !== 0 || !existsSync(python))
-    throw new Error(`test/python/setup.sh failed (exit ${setup.status}); set AGENTFLEET_PYTHON`);
+    throw new Error(
+      `test/kit/python/setup.sh failed (exit ${setup.status}); set AGENTFLEET_PYTHON`,
+    );
   return python;
 }
 

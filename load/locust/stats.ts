@@ -1,7 +1,7 @@
 /**
  * Locust's CSV stats (`--csv <prefix>`: <prefix>_stats.csv, <prefix>_failures.csv) read into
  * rows keyed by column name, and the stats printed as a fixed-width table. Used by run.ts and
- * test/load-locust.test.ts.
+ * test/e2e/fleet/load-locust.test.ts.
  */
 
 /** Rows of a CSV file with a header line; fields may be double-quoted ("" inside is a quote). */

@@ -2,7 +2,7 @@ import { rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startNomadFake, type NomadFake } from '../../test/nomad/fake.js';
+import { startNomadFake, type NomadFake } from '../../test/kit/nomad/fake.js';
 import { durationMs, NomadClient, NomadError, type Job } from '../src/index.js';
 import { firstAlloc, nodeJob, SLEEP, uniq, waitFor } from './nomadTestHelpers.js';
 

@@ -5,7 +5,7 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { startNomadFake } from '../../test/nomad/fake.js';
+import { startNomadFake } from '../../test/kit/nomad/fake.js';
 import {
   AGENT_PORT_LABEL,
   jobTemplate,

@@ -2,7 +2,7 @@
  * The seccomp program (src/limits/seccomp.ts) run by a classic-BPF interpreter over
  * seccomp_data: each denied call is EPERM on every architecture it knows (x32 numbers too),
  * other calls are allowed, an unknown architecture is refused. The filter inside a real
- * sandbox: test/sandbox-isolation.test.ts ("cannot reach the sandbox agent").
+ * sandbox: test/e2e/sandbox/sandbox-isolation.test.ts ("cannot reach the sandbox agent").
  */
 import { describe, expect, it } from 'vitest';
 import { seccompProgram } from '../src/limits/seccomp.js';

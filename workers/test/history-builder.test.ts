@@ -3,7 +3,7 @@
  * equals a build from scratch for every prefix of a log (random logs of every event type the
  * fold reads), a log that does not extend the previous one is folded from the start, and a
  * builder kept across turns hands out frozen blocks. The turn path uses it through
- * SessionLogCache.history (test/turn-log-cache.test.ts covers the conversation sent).
+ * SessionLogCache.history (test/e2e/turns/turn-log-cache.test.ts covers the conversation sent).
  */
 import { deepFreeze, type EventDoc } from '@agentfleet/core';
 import { buildHistory, HistoryBuilder } from '../src/history.js';

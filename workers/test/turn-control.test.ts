@@ -3,7 +3,7 @@
  * core/test/coordination.contract.ts): a drain subscribes once, so an interrupt that lands
  * while no turn is registered (after the drain read the session, before its turn started) must
  * still abort the turn it was meant for. Through the public interface the same paths are
- * covered by test/sessions-events.test.ts (interrupt and cancel mid-turn).
+ * covered by test/e2e/sessions/sessions-events.test.ts (interrupt and cancel mid-turn).
  */
 import { controlChannel, embeddedCoordination } from '@agentfleet/core';
 import { TurnControl } from '../src/turnControl.js';

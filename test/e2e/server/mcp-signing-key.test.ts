@@ -1,0 +1,46 @@
+/**
+ * MCP_SIGNING_KEY (a deployment secret in the spec's list) is refused at start-up, through the
+ * CLI: this deployment signs no MCP tokens (core/src/config/mcpSigning.ts), so the platform exits
+ * with code 1 naming the setting as not supported, without echoing its value, instead of
+ * starting with a secret it never reads.
+ */
+import { spawnSync } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { loadConfig } from '@agentfleet/core';
+import { REPO } from '../../kit/process.js';
+
+describe('MCP_SIGNING_KEY', () => {
+  it('is refused at start-up, naming it as not supported, without echoing the value', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'agentfleet-mcpkey-'));
+    const secret = `mcp-signing-${Math.random().toString(36).slice(2)}`;
+    try {
+      const r = spawnSync(
+        process.execPath,
+        ['--conditions=source', '--import', 'tsx', join(REPO, 'server/src/cli.ts'), 'all'],
+        {
+          cwd: REPO,
+          env: {
+            HOME: process.env.HOME ?? '',
+            PATH: process.env.PATH ?? '',
+            DATA_DIR: dir,
+            SANDBOX_DRIVER: 'none',
+            MCP_SIGNING_KEY: secret,
+          },
+          encoding: 'utf8',
+          timeout: 30_000,
+        },
+      );
+      expect(r.status).toBe(1);
+      expect(r.stderr).toMatch(/MCP_SIGNING_KEY is not supported: this deployment signs no MCP/);
+      expect(r.stdout + r.stderr).not.toContain(secret);
+      expect(r.stdout).not.toMatch(/started/);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+    // Unset (or empty), nothing is said about it.
+    expect(() => loadConfig('all', { DATA_DIR: dir, MCP_SIGNING_KEY: '' })).not.toThrow();
+  });
+});
