@@ -36,6 +36,7 @@ export * from './models/prices.js';
 export * from './sessions/budget.js';
 export * from './events/log.js';
 export * from './events/live.js';
+export * from './events/list.js';
 export { eventSpillPrefix, SPILL_THRESHOLD_BYTES } from './events/spill.js';
 export * from './sessions/sessions.js';
 export { TurnState, idleClearsPending, remainderIdle, turnIdle } from './sessions/turnState.js';
@@ -61,6 +62,7 @@ export {
   type SessionMemoryResource,
 } from './memory/session/index.js';
 export * from './memory/index.js';
+export { MemorySearchService } from './memory/search/index.js';
 export * from './dreams/index.js';
 export * from './skills/index.js';
 export { SkillSourceService } from './skills/sources/sources.js';

@@ -9,6 +9,8 @@ import type { SessionDoc } from '../sessions/records.js';
 import { nowIso } from '../util.js';
 import type { PlatformMetrics } from '../metrics.js';
 import type { ObjectStore } from '../objects/port.js';
+import { listSessionEvents, type EventListOptions } from './list.js';
+import { followSession, followSessionBatches, type FollowOptions } from './live.js';
 import { hydrateEvents, servedPrefix, spillPayload } from './spill.js';
 
 export interface EventDraft {
@@ -256,6 +258,21 @@ export class EventLog {
     return this.hydrate(
       await this.c.events.find(tenant, { session_id: sessionId }, { sort: { seq: 1 } }),
     );
+  }
+
+  /** One page of the session's events, as REST and GraphQL list them (./list.ts). */
+  list(tenant: string, sessionId: string, o: EventListOptions) {
+    return listSessionEvents(this.c, this, tenant, sessionId, o);
+  }
+
+  /** The session's events after `opts.afterSeq`, then live, one at a time (./live.ts). */
+  follow(tenant: string, sessionId: string, opts: FollowOptions) {
+    return followSession(this.c, this, this.pubsub, tenant, sessionId, opts);
+  }
+
+  /** follow's sequence in batches (./live.ts followSessionBatches). */
+  followBatches(tenant: string, sessionId: string, opts: FollowOptions) {
+    return followSessionBatches(this.c, this, this.pubsub, tenant, sessionId, opts);
   }
 }
 

@@ -7,6 +7,7 @@ import { SANDBOX_PATHS } from '../sandbox/drivers/shared.js';
 import type { Collections } from '../store/collections.js';
 import type { FileDoc } from './records.js';
 import { pageById, type Page } from '../api/pagination.js';
+import { cascadeSessionDelete } from '../sessions/cascade.js';
 
 export const FILE_ID_PREFIX = 'file_';
 /** Default upload cap (32 MiB, the gateway's JSON body limit too). */
@@ -348,6 +349,11 @@ export class FileService {
     await this.c.files.deleteOne(tenant, { _id: id });
     await this.objects.delete(d.object_key);
     return { id, type: 'file_deleted' };
+  }
+
+  /** A deleted session's files, outputs, spill and snapshots (../sessions/cascade.ts). */
+  cascadeSessionDelete(tenant: string, sessionId: string): Promise<{ failedKeys: string[] }> {
+    return cascadeSessionDelete(this.c, this.objects, tenant, sessionId);
   }
 
   /**

@@ -41,7 +41,7 @@ import { ApiError, conflict, invalid, notFound } from '../errors.js';
 import { last4, type SecretBox } from '../crypto.js';
 import { newId, PREFIX } from '../ids.js';
 import { DuplicateKeyError } from '../store/port.js';
-import { createProvider, providerProtocol } from './providers.js';
+import { createProvider, protocolOf, providerProtocol } from './providers.js';
 import type { ModelProvider } from './port.js';
 import { CONNECTION_HEADERS } from './providerHelpers.js';
 import { checkPiConfig } from './piConfig.js';
@@ -59,6 +59,7 @@ import {
 } from '../egress/policy.js';
 import { egressFetch, type HttpFetch } from '../egress/dispatcher.js';
 import { catalogFor, discoverModels, probeListing, type CatalogModel } from './catalog.js';
+import { readCardKey } from './cardKeys.js';
 
 export interface VendorFallback {
   apiKey: string;
@@ -75,24 +76,6 @@ export interface ResolvedModel {
   piConfig: Record<string, unknown> | null;
   /** The list price read with the same card (prices.ts `modelListPrice`); null: none. */
   listPrice: TokenPrices | null;
-}
-
-const PI_API: Record<string, 'anthropic' | 'openai'> = {
-  'anthropic-messages': 'anthropic',
-  anthropic: 'anthropic',
-  'openai-completions': 'openai',
-  'openai-chat': 'openai',
-  openai: 'openai',
-};
-
-function protocolOf(
-  provider: string,
-  piConfig: Record<string, unknown> | null,
-): { protocol: 'anthropic' | 'openai'; supportsFast: boolean } | null {
-  const known = providerProtocol(provider);
-  if (known) return known;
-  const api = typeof piConfig?.api === 'string' ? PI_API[piConfig.api] : undefined;
-  return api ? { protocol: api, supportsFast: false } : null;
 }
 
 const HEADERS_PURPOSE = 'model-card-headers';
@@ -196,6 +179,11 @@ export class ModelResolver {
     const legacy = await this.c.modelCards.scanAll({ custom_headers: { $exists: true } });
     for (const d of legacy) await this.sealLegacy(d);
     return legacy.length;
+  }
+
+  /** Card `id`'s cleartext key, for the agent workers' internal route (./cardKeys.ts). */
+  readCardKey(id: string) {
+    return readCardKey(this.c, this.secrets, id);
   }
 
   async create(

@@ -1,10 +1,10 @@
 /**
  * Model-provider adapter selection: builds the adapter for a model card's wire protocol
  * (createProvider) and maps provider ids onto protocols and fast-mode support
- * (providerProtocol). Unknown ids answer null (the caller refuses them as bad input); an unknown
- * protocol is a programming error. Proved by core/test/model-providers.shared.test.ts
- * ("providers") and core/test/modelProvider.test.ts (the contract suite built through
- * createProvider).
+ * (providerProtocol; protocolOf also reads a card's pi_config.api). Unknown ids answer null
+ * (the caller refuses them as bad input); an unknown protocol is a programming error. Proved by
+ * core/test/model-providers.shared.test.ts ("providers") and core/test/modelProvider.test.ts
+ * (the contract suite built through createProvider).
  */
 import { AnthropicMessagesProvider } from './anthropic/provider.js';
 import { OpenAIChatProvider } from './openai/provider.js';
@@ -47,4 +47,23 @@ export function providerProtocol(
 ): { protocol: 'anthropic' | 'openai'; supportsFast: boolean } | null {
   const hit = Object.hasOwn(PROTOCOLS, provider) ? PROTOCOLS[provider] : undefined;
   return hit ? { ...hit } : null;
+}
+
+const PI_API: Record<string, 'anthropic' | 'openai'> = {
+  'anthropic-messages': 'anthropic',
+  anthropic: 'anthropic',
+  'openai-completions': 'openai',
+  'openai-chat': 'openai',
+  openai: 'openai',
+};
+
+/** A card's protocol: its provider id's, else its pi_config `api` (no fast mode); null: neither. */
+export function protocolOf(
+  provider: string,
+  piConfig: Record<string, unknown> | null,
+): { protocol: 'anthropic' | 'openai'; supportsFast: boolean } | null {
+  const known = providerProtocol(provider);
+  if (known) return known;
+  const api = typeof piConfig?.api === 'string' ? PI_API[piConfig.api] : undefined;
+  return api ? { protocol: api, supportsFast: false } : null;
 }

@@ -4,7 +4,9 @@ import { DuplicateKeyError } from '../store/port.js';
 import type { Collections } from '../store/collections.js';
 import type { ObjectStore } from '../objects/port.js';
 import { encodeCursor, decodeCursor, pageById, type Page } from '../api/pagination.js';
+import type { Config } from '../config/config.js';
 import { BuiltinSkills } from './builtins.js';
+import { SkillSourceService } from './sources/sources.js';
 import { checkDisplayTitle, parseSkillFiles, parseSkillMd, type ParsedSkill } from './parse.js';
 import { writeZip } from './zip.js';
 import { resolveSkillRefs } from './refs.js';
@@ -64,6 +66,11 @@ export class SkillService {
     builtins?: BuiltinSkills,
   ) {
     this.builtins = builtins ?? new BuiltinSkills();
+  }
+
+  /** Skill sources installing into this service (./sources/sources.ts); `close()` when done. */
+  sources(config: Pick<Config, 'egress' | 'skillSources'>): SkillSourceService {
+    return new SkillSourceService({ skills: this, c: this.c, config });
   }
 
   // ---- custom skills

@@ -438,4 +438,13 @@ export class WorkService {
       replaced,
     };
   }
+
+  /**
+   * The claimed session's document as stored (deleted ones included), or null when it is gone:
+   * what a claimed-session bearer's capability checks read its resources and agent skills from
+   * (gateway/src/claimedSession.ts; test/e2e/work/work-bearer.test.ts).
+   */
+  claimedSession(claim: Pick<SessionClaim, 'tenantId' | 'sessionId'>) {
+    return this.d.c.sessions.get(claim.tenantId, claim.sessionId);
+  }
 }
