@@ -102,7 +102,8 @@ export interface Platform {
   work: WorkService;
   /**
    * Outbound signed webhooks (core/src/webhooks): `emit(tenant, type, {id})`, the tenant
-   * endpoints, and the worker's sender (`startSender`) with its due-time scan (`sweep(now)`).
+   * endpoints, one delivery's attempt and the due-time scan (`sweep(now)`) the worker's sender
+   * (workers/src/jobs/webhookSender.ts) runs.
    */
   webhooks: WebhookService;
   /**
@@ -115,7 +116,10 @@ export interface Platform {
    * over the store's embedding model card or lexical; registered as the memory service's hook.
    */
   memorySearch: MemorySearchService;
-  /** Dreams (core/src/dreams): create/list/cancel here; the worker's `startRunner` runs them. */
+  /**
+   * Dreams (core/src/dreams): create/list/cancel, and the claim and run the worker's runner
+   * (workers/src/jobs/dreamRunner.ts) calls.
+   */
   dreams: DreamService;
   /** Custom and built-in skills with their versions (core/src/skills/skills.ts). */
   skills: SkillService;

@@ -363,7 +363,7 @@ describe('sandbox manager', () => {
 
   it('backups older than 7 days are swept, with pointers to them', async () => {
     const now = Date.UTC(2030, 0, 15, 12);
-    const m = manager({ now: () => now, sweepIntervalMs: 0 });
+    const m = manager({ now: () => now });
     const s1 = session();
     const s2 = session();
     const old1 = snapshotKey(s1, now - BACKUP_TTL_MS - 60_000);

@@ -330,7 +330,6 @@ describe('sandbox outputs and snapshots, streamed with caps (local sandboxes)', 
       sleepAfterMs: 60_000,
       log,
       outputQuotas: quotas,
-      sweepIntervalMs: 0,
       resources: async () => [],
       specFor: async (s) => ({ ...s, size: 'small', env: {}, proxyUrl: null }),
     });

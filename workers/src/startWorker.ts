@@ -1,16 +1,17 @@
 /**
- * The worker's start function: the turn runner with its tool executor, on a platform and an
- * optional sandbox runtime the composition root built (server/src/start.ts). Stopping finishes
- * in-flight turns first. Proven by every test that runs turns (test/sdk-flow.test.ts,
- * test/crash-recovery.test.ts, test/fleet.test.ts).
+ * The worker's start function: the turn runner with its tool executor, and the worker's jobs
+ * (./jobs/: deployment scheduler, memory version sweeper, webhook sender, dream runner, sandbox
+ * backup sweeper), on a platform and an optional sandbox runtime the composition root built
+ * (server/src/start.ts). Stopping stops the jobs, then finishes in-flight turns. Proven by every
+ * test that runs turns (test/e2e/sdk/sdk-flow.test.ts, test/e2e/server/crash-recovery.test.ts,
+ * test/e2e/fleet/fleet.test.ts) and the jobs' tests (named in each ./jobs/ file).
  */
-import {
-  startDeploymentScheduler,
-  startMemoryVersionSweeper,
-  type Logger,
-  type Platform,
-  type SandboxRuntime,
-} from '@agentfleet/core';
+import type { Logger, Platform, SandboxRuntime } from '@agentfleet/core';
+import { startBackupSweeper } from './jobs/backupSweeper.js';
+import { startDeploymentScheduler } from './jobs/deploymentScheduler.js';
+import { startDreamRunner } from './jobs/dreamRunner.js';
+import { startMemoryVersionSweeper } from './jobs/memorySweeper.js';
+import { startWebhookSender } from './jobs/webhookSender.js';
 import { ToolExecutor } from './tools.js';
 import { TurnRunner } from './turnRunner.js';
 
@@ -55,15 +56,33 @@ export async function startWorker(opts: {
     log: log.child({ component: 'memory-sweep' }),
   });
   // Outbound webhooks: first attempts from bus commands, retries from the due-time scan.
-  const webhookSender = await platform.webhooks.startSender(log.child({ component: 'webhooks' }));
+  const webhookSender = await startWebhookSender({
+    bus: platform.bus,
+    webhooks: platform.webhooks,
+    scanMs: platform.config.webhooks.scanMs,
+    log: log.child({ component: 'webhooks' }),
+  });
   // Dreams: claimed by compare-and-swap from bus commands and the scan for lost or orphaned ones.
-  const dreamRunner = await platform.dreams.startRunner(log.child({ component: 'dreams' }));
+  const dreamRunner = await startDreamRunner({
+    bus: platform.bus,
+    dreams: platform.dreams,
+    scanMs: platform.config.dreams.scanMs,
+    log: log.child({ component: 'dreams' }),
+  });
+  // Sandbox backups older than the backup TTL: swept every hour by each worker with sandboxes.
+  const backupSweeper = sandboxes
+    ? startBackupSweeper({
+        sandboxes: sandboxes.manager,
+        log: log.child({ component: 'sandbox-manager' }),
+      })
+    : null;
   return {
     stop: async () => {
       await dreamRunner.stop();
       await webhookSender.stop();
       await scheduler.stop();
       await memorySweeper.stop();
+      await backupSweeper?.stop();
       await runner.stop();
     },
   };

@@ -1,4 +1,4 @@
 export { DeploymentService, renderDeployment, renderRun } from './deployments.js';
-export { startDeploymentScheduler, type RunningScheduler, type TickResult } from './scheduler.js';
+export type { TickResult } from './scheduler.js';
 export { scheduledRunId, type WebhookEmitter as DeploymentWebhookEmitter } from './firing.js';
 export type { DeploymentDoc, DeploymentRunDoc } from './records.js';

@@ -1,7 +1,7 @@
 /**
  * The deployment scheduler: a tick that fires every scheduled minute now due, run by a timer on
- * every worker (DEPLOYMENT_TICK_MS; workers/src/startWorker.ts) and callable directly with an
- * injected instant (`platform.deployments.tick(now)`, what the tests do).
+ * every worker (DEPLOYMENT_TICK_MS; workers/src/jobs/deploymentScheduler.ts) and callable
+ * directly with an injected instant (`platform.deployments.tick(now)`, what the tests do).
  *
  * Guarantees:
  * - Exactly one run per deployment and scheduled minute, across any number of replicas ticking
@@ -22,7 +22,6 @@
  * Proved by test/deployments-runs.test.ts ("one-minute schedule", "exactly once").
  */
 import { AUTO_PAUSING_RUN_ERRORS } from '@agentfleet/schemas';
-import type { Logger } from '../log.js';
 import { latestOccurrence } from './cron.js';
 import type { DeploymentDoc, DeploymentRunDoc } from './records.js';
 import { closeStaleFirings, fireDeployment, scheduledRunId, type FiringContext } from './firing.js';
@@ -109,35 +108,4 @@ export async function tickSchedules(ctx: FiringContext, nowMs: number): Promise<
   );
   const closedStale = await closeStaleFirings(ctx, nowMs);
   return { fired, closedStale };
-}
-
-export interface RunningScheduler {
-  stop(): Promise<void>;
-}
-
-/**
- * The worker's timer: ticks every `tickMs` with the service's clock (Date.now unless a test
- * injected one); 0 disables it. One tick at a time per process; stop waits for the running one.
- */
-export function startDeploymentScheduler(opts: {
-  tick: () => Promise<TickResult>;
-  tickMs: number;
-  log: Logger;
-}): RunningScheduler {
-  if (opts.tickMs <= 0) return { stop: async () => {} };
-  let running: Promise<unknown> | null = null;
-  const timer = setInterval(() => {
-    if (running) return;
-    running = opts
-      .tick()
-      .catch((err) => opts.log.warn('deployment scheduler: tick failed', { error: String(err) }))
-      .finally(() => (running = null));
-  }, opts.tickMs);
-  timer.unref?.();
-  return {
-    async stop() {
-      clearInterval(timer);
-      await running;
-    },
-  };
 }

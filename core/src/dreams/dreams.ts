@@ -29,13 +29,12 @@ import type { DreamCreate, DreamListQuery } from '@agentfleet/schemas';
 import { ApiError, invalid, notFound } from '../errors.js';
 import { newId } from '../ids.js';
 import type { Logger } from '../log.js';
-import { startScanTimer } from '../scanTimer.js';
 import type { Collections } from '../store/collections.js';
 import type { EventLog } from '../events/log.js';
 import type { ModelResolver } from '../models/models.js';
 import { createdAtBounds, pageById, type Page } from '../api/pagination.js';
 import type { MemoryService } from '../memory/memory.js';
-import type { CommandBus, ConsumerHandle } from '../bus/port.js';
+import type { CommandBus } from '../bus/port.js';
 import type { Filter } from '../store/port.js';
 import { ModelError, type ModelUsage } from '../models/port.js';
 import {
@@ -69,10 +68,6 @@ export interface DreamDeps {
   bus: CommandBus;
   config: { maxRunMs: number; scanMs: number; maxTokens: number };
   log: Logger;
-}
-
-export interface DreamRunner {
-  stop(): Promise<void>;
 }
 
 const nowIso = () => new Date().toISOString();
@@ -216,7 +211,7 @@ export class DreamService {
     return renderDream(d);
   }
 
-  // ---- the worker side ----
+  // ---- the worker side: what the runner (workers/src/jobs/dreamRunner.ts) calls ----
 
   /** Claims the dream (compare-and-swap) and runs it in the background; false: not claimable. */
   async claimAndRun(tenant: string, id: string, nowMs = Date.now()): Promise<boolean> {
@@ -410,29 +405,14 @@ export class DreamService {
     return { answer: parseAnswer(text), read };
   }
 
-  /** The worker's runner: consumes `dream.run.requested`, scans every DREAM_SCAN_MS. */
-  async startRunner(log: Logger = this.deps.log): Promise<DreamRunner> {
-    const consumer: ConsumerHandle = await this.deps.bus.consume('dream-runner', {
-      'dream.run.requested': async (cmd) => {
-        await this.claimAndRun(cmd.payload.tenant_id, cmd.payload.dream_id);
-      },
-    });
-    const scans = startScanTimer(
-      this.deps.config.scanMs,
-      () => this.sweep(),
-      log,
-      'dream scan failed',
-    );
-    return {
-      stop: async () => {
-        await scans.stop();
-        await consumer.stop();
-        // In-flight dreams stop and are released for another replica (their claim ends now).
-        for (const r of this.running.values()) {
-          r.abort.abort(new DreamFailure('released', 'worker stopping'));
-          await r.done.catch(() => {});
-        }
-      },
-    };
+  /**
+   * Stops every dream this process runs and releases it for another replica (its claim ends
+   * now); resolves once they have all stopped. The worker's runner calls it when it stops.
+   */
+  async releaseRunning(): Promise<void> {
+    for (const r of this.running.values()) {
+      r.abort.abort(new DreamFailure('released', 'worker stopping'));
+      await r.done.catch(() => {});
+    }
   }
 }

@@ -1,3 +1,3 @@
-export { DreamService, DREAM_PREFIX, type DreamRunner, type DreamDeps } from './dreams.js';
+export { DreamService, DREAM_PREFIX, type DreamDeps } from './dreams.js';
 export { renderDream, type Dream, type DreamDoc } from './records.js';
 export { DreamFailure, parseAnswer, DREAM_SYSTEM } from './run.js';

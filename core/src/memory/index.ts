@@ -6,12 +6,11 @@ export {
 } from './memory.js';
 export {
   nextSweepAt,
-  startMemoryVersionSweeper,
   sweepUnderLease,
   SWEEP_LEASE_KEY,
+  SWEEP_SCHEDULE,
   sweepVersions,
   VERSION_RETENTION_MS,
-  type RunningSweeper,
 } from './sweep.js';
 export {
   renderMemory,

@@ -7,15 +7,15 @@
  *   that is not its memory's newest version (newest by id: ids are time-ordered); the newest is
  *   kept however old, also after the memory was deleted (its `deleted` version). Idempotent, so
  *   two sweeps racing delete nothing twice and nothing more.
- * - The worker's timer (`startMemoryVersionSweeper`) fires at 03:00 UTC every day (croner), and
- *   only the replica holding the `memory:version-sweep` lease sweeps; the others skip that day.
+ * - The worker's timer (workers/src/jobs/memorySweeper.ts) fires at 03:00 UTC every day
+ *   (SWEEP_SCHEDULE), and only the replica holding the `memory:version-sweep` lease sweeps
+ *   (`sweepUnderLease`); the others skip that day.
  *   The instant it passes is the injectable clock's, so tests call `sweepVersions` with a fake
  *   instant instead of waiting for 03:00.
  * Proved by test/memory-stores.test.ts ("retention sweep").
  */
 import { Cron } from 'croner';
 import type { Collections } from '../store/collections.js';
-import type { Logger } from '../log.js';
 import type { LeaseStore } from '../coordination/port.js';
 import type { MemoryVersionDoc } from './records.js';
 
@@ -60,10 +60,6 @@ export function nextSweepAt(nowMs: number): number {
   return cron.nextRun(new Date(nowMs))!.getTime();
 }
 
-export interface RunningSweeper {
-  stop(): Promise<void>;
-}
-
 /**
  * One sweep under the `memory:version-sweep` lease: null when another replica holds it (that
  * replica sweeps), else the sweep's result. What the daily timer runs.
@@ -81,29 +77,4 @@ export async function sweepUnderLease(opts: {
   } finally {
     await opts.leases.release(lease);
   }
-}
-
-/** The worker's daily timer (03:00 UTC); `enabled: false` starts nothing. */
-export function startMemoryVersionSweeper(opts: {
-  sweep: (nowMs: number) => Promise<{ pruned: number }>;
-  clock: () => number;
-  leases: LeaseStore;
-  owner: string;
-  log: Logger;
-  enabled?: boolean;
-}): RunningSweeper {
-  if (opts.enabled === false) return { stop: async () => {} };
-  let running: Promise<unknown> | null = null;
-  const cron = new Cron(SWEEP_SCHEDULE, { timezone: 'UTC', protect: true }, () => {
-    running = sweepUnderLease(opts)
-      .then((r) => r && opts.log.info('memory version sweep done', { pruned: r.pruned }))
-      .catch((err) => opts.log.warn('memory version sweep failed', { error: String(err) }))
-      .finally(() => (running = null));
-  });
-  return {
-    async stop() {
-      cron.stop();
-      await running;
-    },
-  };
 }

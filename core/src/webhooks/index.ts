@@ -3,7 +3,6 @@ export {
   WebhookService,
   type WebhookEventType,
   type WebhookEmitOptions,
-  type WebhookSender,
   type SweepResult,
 } from './webhooks.js';
 export { retryDelayMs, type AttemptOutcome } from './delivery.js';

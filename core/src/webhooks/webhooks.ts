@@ -1,6 +1,7 @@
 /**
  * Outbound webhooks, `platform.webhooks`: `emit` records an event and fans it out; the worker's
- * sender (`startSender`) delivers from bus commands and a due-time scan.
+ * sender (workers/src/jobs/webhookSender.ts) delivers each one with `attempt`, from bus commands
+ * and the due-time scan `sweep`.
  *
  * Guarantees (test/webhooks.test.ts, test/webhooks-restart.test.ts):
  * - `emit` resolves once the event and its deliveries are recorded (nothing is recorded when no
@@ -28,8 +29,7 @@ import type { HttpFetch } from '../egress/dispatcher.js';
 import type { EgressPolicy } from '../egress/policy.js';
 import { newId } from '../ids.js';
 import type { Logger } from '../log.js';
-import { startScanTimer } from '../scanTimer.js';
-import type { CommandBus, ConsumerHandle } from '../bus/port.js';
+import type { CommandBus } from '../bus/port.js';
 import { DuplicateKeyError } from '../store/port.js';
 import { nowIso } from '../util.js';
 import { attemptDelivery, type AttemptOutcome, type DeliveryContext } from './delivery.js';
@@ -42,10 +42,6 @@ export type WebhookEventType = WebhookEventName;
 export interface WebhookEmitOptions {
   /** Idempotency key: the same key (per tenant) records and sends one event. */
   key?: string;
-}
-
-export interface WebhookSender {
-  stop(): Promise<void>;
 }
 
 export interface SweepResult {
@@ -206,29 +202,5 @@ export class WebhookService {
       else this.deps.log.error('webhook attempt failed to run', { err: String(r.reason) });
     }
     return { attempted: due.length, outcomes };
-  }
-
-  /**
-   * The worker's sender: consumes `webhook.delivery.requested` (group `webhook-sender`) and runs
-   * the due-time scan every WEBHOOK_SCAN_MS (0: no timer). Stop: timer, then consumer.
-   */
-  async startSender(log: Logger = this.deps.log): Promise<WebhookSender> {
-    const consumer: ConsumerHandle = await this.deps.bus.consume('webhook-sender', {
-      'webhook.delivery.requested': async (cmd) => {
-        await this.attempt(cmd.payload.tenant_id, cmd.payload.delivery_id);
-      },
-    });
-    const scans = startScanTimer(
-      this.deps.config.scanMs,
-      () => this.sweep(),
-      log,
-      'webhook scan failed',
-    );
-    return {
-      async stop() {
-        await scans.stop();
-        await consumer.stop();
-      },
-    };
   }
 }

@@ -21,8 +21,8 @@
  *
  * Objects: snapshots/<tenant>/<env>/<session>/<UTC stamp>-<rand>.tar.gz, the pointer
  * snapshots/<tenant>/<env>/<session>/latest (JSON), outputs/<tenant>/<session>/<path>.
- * sweepBackups() deletes snapshots older than 7 days (and pointers to them); it also runs every
- * `sweepIntervalMs`.
+ * sweepBackups() deletes snapshots older than 7 days (and pointers to them); the worker runs it
+ * every hour (workers/src/jobs/backupSweeper.ts).
  *
  * Snapshots, restores and outputs stream (archiveStream/extractStream ↔ putStream/getStream):
  * the server never holds a whole archive. Output quotas and name rules: outputs.ts.
@@ -335,9 +335,6 @@ export function createSandboxManager(deps: SandboxManagerDeps): SandboxManagerSe
     }
   }
 
-  let sweepTimer: NodeJS.Timeout | null = null;
-  const sweepEvery = deps.sweepIntervalMs ?? 3600_000;
-
   const manager: SandboxManagerService = {
     async run(session, fn) {
       if (closed) throw new Error('sandbox manager is closed');
@@ -399,7 +396,6 @@ export function createSandboxManager(deps: SandboxManagerDeps): SandboxManagerSe
     async close() {
       if (closed) return;
       closed = true;
-      if (sweepTimer) clearInterval(sweepTimer);
       await Promise.all(
         [...entries.values()].map(async (e) => {
           clearIdle(e);
@@ -415,13 +411,5 @@ export function createSandboxManager(deps: SandboxManagerDeps): SandboxManagerSe
     latestSnapshot: (ref) => latestSnapshot(objects, ref),
   };
 
-  if (sweepEvery > 0) {
-    sweepTimer = setInterval(() => {
-      manager
-        .sweepBackups()
-        .catch((err) => log.warn('sweeping sandbox backups failed', { error: errMessage(err) }));
-    }, sweepEvery);
-    sweepTimer.unref?.();
-  }
   return manager;
 }

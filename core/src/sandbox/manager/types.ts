@@ -69,8 +69,6 @@ export interface SandboxManagerDeps {
   setOutboundContext?: (ctx: SessionRef & { sandboxId: string }) => Promise<void>;
   /** Snapshots older than this are swept (default 7 days). */
   backupTtlMs?: number;
-  /** How often sweepBackups runs on its own (default 1 h; 0: never). */
-  sweepIntervalMs?: number;
   /** Longest a keepAlive task holds a sandbox awake (default 30 min). */
   maxKeepAliveMs?: number;
   probeAttempts?: number;

@@ -3,9 +3,9 @@
  * run is still going; a failed run is logged and the next tick tries again. `everyMs` 0: no timer.
  * `stop()` clears the timer and waits for a run in flight. The timer does not keep the process
  * alive. Used by the webhook sender's due-time scan and the dream runner's reclaim scan
- * (test/webhooks-restart.test.ts, test/dreams.test.ts).
+ * (test/e2e/webhooks/webhooks-restart.test.ts, test/e2e/memory/dreams.test.ts).
  */
-import type { Logger } from './log.js';
+import type { Logger } from '@agentfleet/core';
 
 export interface ScanTimer {
   stop(): Promise<void>;
