@@ -66,21 +66,6 @@ export { MemorySearchService } from './memory/search/index.js';
 export * from './dreams/index.js';
 export * from './skills/index.js';
 export { SkillSourceService } from './skills/sources/sources.js';
-export { EmbeddedBus } from './bus/embedded.js';
-export {
-  embeddedCoordination,
-  MemoryLeaseStore,
-  MemoryPubSub,
-  MemoryRateLimiter,
-} from './coordination/embedded.js';
-export { openEmbeddedStore } from './store/embedded/documentStore.js';
-export {
-  openMongoRouter,
-  openGridFsObjects,
-  databaseOf,
-  type MongoRouter,
-} from './store/mongo/router.js';
-export { openKafkaBus, openRedisCoordination } from './connect.js';
 export * from './log.js';
 export * from './metrics.js';
 export * from './sandbox/port.js';
@@ -96,20 +81,8 @@ export {
   type ConversationEvent,
 } from './tools/webUrlSources.js';
 export type { WebFetchPolicy, WebSearchPolicy } from './sandbox/runtime.js';
-export {
-  createLocalDriver,
-  checkBubblewrap,
-  BWRAP_MISSING_MESSAGE,
-  type LocalLimitsOptions,
-} from './sandbox/drivers/bubblewrap/driver.js';
-export {
-  describeMissing,
-  noLimitsMessage,
-  probeSandboxLimits,
-} from './sandbox/drivers/bubblewrap/limits.js';
 export { createSandboxManager, type SandboxManagerService } from './sandbox/manager/manager.js';
 export { snapshotPrefix } from './sandbox/snapshotKeys.js';
-export { createDirectoryObjectStore } from './objects/directory.js';
 export { createOutboundProxy, hostPolicy } from './egress/proxy/proxy.js';
 export { simpleCommandProgram } from './egress/injection/commandSecrets.js';
 export { injectionFor } from './egress/injection/vaultInjection.js';
@@ -121,9 +94,6 @@ export {
 } from './egress/ca.js';
 export { MAX_SUBSTITUTION_BODY_BYTES } from './egress/injection/placeholders.js';
 export { CLI_REGISTRY, knownCliIds, type CliRegistry, type CliSpec } from './egress/cliRegistry.js';
-export { createNomadDriver } from './sandbox/drivers/nomad/driver.js';
-export { nomadAgentCommand, nomadDockerMounts } from './sandbox/drivers/nomad/command.js';
-export { checkHostUser, sandboxProgram } from '@agentfleet/sandbox-agent';
 export * from './egress/index.js';
 export {
   McpProxy,

@@ -10,13 +10,8 @@
  * platform itself plus Kafka and Redis. Background work (schedulers' scans) runs as in
  * production and counts as store time too.
  */
-import {
-  openMongoRouter,
-  type Collection,
-  type Doc,
-  type DocumentStore,
-  type StoreRouter,
-} from '@agentfleet/core';
+import { type Collection, type Doc, type DocumentStore, type StoreRouter } from '@agentfleet/core';
+import { openMongoRouter } from '@agentfleet/core/adapters';
 import { startBenchPlatform } from './context.js';
 import { dropNamespace, newNamespace, realAdapterEnv, type RealServers } from './real.js';
 import type { BenchSettings } from './settings.js';

@@ -14,14 +14,8 @@
 import { mkdtempSync, readdirSync, rmSync, statfsSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import {
-  COLLECTIONS,
-  newId,
-  openEmbeddedStore,
-  PREFIX,
-  type Doc,
-  type EventDoc,
-} from '@agentfleet/core';
+import { COLLECTIONS, newId, PREFIX, type Doc, type EventDoc } from '@agentfleet/core';
+import { openEmbeddedStore } from '@agentfleet/core/adapters';
 import { runResultChild } from './procs.js';
 import type { BenchSettings } from './settings.js';
 import { fmt, fmtInt, printSection, printTable } from './stats.js';

@@ -7,7 +7,8 @@
  * and tenant sorted by seq, limit + 1) for random sessions, timing each, and samples RSS again.
  * Args: <dir> <sessions> <queries>; answers a StoreScaleChildResult over IPC.
  */
-import { COLLECTIONS, openEmbeddedStore, type EventDoc, type SessionDoc } from '@agentfleet/core';
+import { COLLECTIONS, type EventDoc, type SessionDoc } from '@agentfleet/core';
+import { openEmbeddedStore } from '@agentfleet/core/adapters';
 import { summarize } from './stats.js';
 
 export interface StoreScaleChildResult {

@@ -1,8 +1,8 @@
 /**
  * Component selection of the agentfleet server: defaults with overrides. Every port's default
- * is an ordinary exported constructor from @agentfleet/core, chosen from the typed config: a
- * real adapter where its URL is set (MONGODB_URL or STORE_BACKENDS, KAFKA_BROKERS, REDIS_URL,
- * OBJECT_STORE=gridfs), else the embedded one. An override replaces the default of its port
+ * is an ordinary exported constructor from @agentfleet/core/adapters, chosen from the typed
+ * config: a real adapter where its URL is set (MONGODB_URL or STORE_BACKENDS, KAFKA_BROKERS,
+ * REDIS_URL, OBJECT_STORE=gridfs), else the embedded one. An override replaces the default of its port
  * (`startServer(role, env, overrides)`); an overridden component is closed by whoever made it
  * (test/components.test.ts).
  * Proven by the tests that run on the real adapters (test/fleet.test.ts,
@@ -10,15 +10,7 @@
  */
 import { join } from 'node:path';
 import {
-  createDirectoryObjectStore,
   createLogger,
-  embeddedCoordination,
-  EmbeddedBus,
-  openEmbeddedStore,
-  openGridFsObjects,
-  openKafkaBus,
-  openMongoRouter,
-  openRedisCoordination,
   singleStore,
   type Adapters,
   type CommandBus,
@@ -28,6 +20,16 @@ import {
   type ObjectStore,
   type StoreRouter,
 } from '@agentfleet/core';
+import {
+  createDirectoryObjectStore,
+  embeddedCoordination,
+  EmbeddedBus,
+  openEmbeddedStore,
+  openGridFsObjects,
+  openKafkaBus,
+  openMongoRouter,
+  openRedisCoordination,
+} from '@agentfleet/core/adapters';
 
 /** Components given by the caller instead of the config's defaults. */
 export interface ComponentOverrides {

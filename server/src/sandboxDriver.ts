@@ -9,6 +9,12 @@
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import {
+  type Logger,
+  type Platform,
+  type SandboxDriver,
+  type SandboxDriverWiring,
+} from '@agentfleet/core';
+import {
   BWRAP_MISSING_MESSAGE,
   checkBubblewrap,
   checkHostUser,
@@ -21,11 +27,7 @@ import {
   probeSandboxLimits,
   sandboxProgram,
   type LocalLimitsOptions,
-  type Logger,
-  type Platform,
-  type SandboxDriver,
-  type SandboxDriverWiring,
-} from '@agentfleet/core';
+} from '@agentfleet/core/adapters';
 import { NomadClient } from '@agentfleet/nomad';
 
 export type SandboxDriverFactory = (wiring: SandboxDriverWiring) => Promise<SandboxDriver>;

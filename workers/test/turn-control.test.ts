@@ -5,7 +5,8 @@
  * still abort the turn it was meant for. Through the public interface the same paths are
  * covered by test/e2e/sessions/sessions-events.test.ts (interrupt and cancel mid-turn).
  */
-import { controlChannel, embeddedCoordination } from '@agentfleet/core';
+import { controlChannel } from '@agentfleet/core';
+import { embeddedCoordination } from '@agentfleet/core/adapters';
 import { TurnControl } from '../src/turnControl.js';
 import { TurnAborted } from '../src/turnEvents.js';
 import { describe, expect, it } from 'vitest';

@@ -16,7 +16,8 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { openEmbeddedStore, singleStore } from '@agentfleet/core';
+import { singleStore } from '@agentfleet/core';
+import { openEmbeddedStore } from '@agentfleet/core/adapters';
 import { REAL, startPlatform, type TestPlatform } from '../../kit/harness.js';
 
 let t: TestPlatform;

@@ -33,15 +33,13 @@ import {
   createEgressPolicy,
   createLogger,
   createSandboxRuntime,
-  createNomadDriver,
   createOutboundProxy,
   deploymentCa,
   hostPolicy,
-  nomadAgentCommand,
-  sandboxProgram,
   upstreamTrust,
   writeSandboxTrust,
 } from '@agentfleet/core';
+import { createNomadDriver, nomadAgentCommand, sandboxProgram } from '@agentfleet/core/adapters';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startNomadFake, type NomadFake } from '../../kit/nomad/fake.js';
 import { startPlatform } from '../../kit/harness.js';

@@ -11,14 +11,8 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import {
-  EmbeddedBus,
-  embeddedCoordination,
-  openEmbeddedStore,
-  SHARED_QUERY_CACHE_TTL_MS,
-  singleStore,
-  sleep,
-} from '@agentfleet/core';
+import { SHARED_QUERY_CACHE_TTL_MS, singleStore, sleep } from '@agentfleet/core';
+import { EmbeddedBus, embeddedCoordination, openEmbeddedStore } from '@agentfleet/core/adapters';
 import { BETA, startPlatform, type TestPlatform } from '../../kit/harness.js';
 import {
   startScriptedModelServer,

@@ -16,7 +16,8 @@
  *   runs.
  */
 import Anthropic from '@anthropic-ai/sdk';
-import { MemoryLeaseStore, nextSweepAt, sweepUnderLease } from '@agentfleet/core';
+import { nextSweepAt, sweepUnderLease } from '@agentfleet/core';
+import { MemoryLeaseStore } from '@agentfleet/core/adapters';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { BETA, startPlatform, type TestPlatform } from '../../kit/harness.js';
 

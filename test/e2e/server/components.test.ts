@@ -4,7 +4,7 @@
  * runs on it, and it stays the caller's to close (the platform's close leaves it open).
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { EmbeddedBus } from '@agentfleet/core';
+import { EmbeddedBus } from '@agentfleet/core/adapters';
 import { startPlatform, type TestPlatform } from '../../kit/harness.js';
 
 describe('component overrides', () => {

@@ -8,7 +8,8 @@
  * Real bubblewrap sandbox through the official TypeScript SDK; the failing delete comes from a
  * real directory object store wrapped to refuse one session's output keys.
  */
-import { createDirectoryObjectStore, outputsPrefix, snapshotPrefix } from '@agentfleet/core';
+import { outputsPrefix, snapshotPrefix } from '@agentfleet/core';
+import { createDirectoryObjectStore } from '@agentfleet/core/adapters';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
