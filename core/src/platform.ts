@@ -22,6 +22,7 @@ import { EnvironmentService } from './environments/environments.js';
 import { VaultService } from './vaults/vaults.js';
 import { EventLog } from './events/log.js';
 import { ModelResolver } from './models/models.js';
+import { createProvider } from './models/providers.js';
 import { createEgressPolicy, type EgressPolicy } from './egress/policy.js';
 import { egressFetch, type HttpFetch } from './egress/dispatcher.js';
 import { SessionService } from './sessions/sessions.js';
@@ -156,7 +157,14 @@ export async function createPlatform(config: Config, adapters: Adapters): Promis
   // Tenants' model card base_urls are under the egress policy (EGRESS_ALLOW_PRIVATE_HOSTS).
   const egressPolicy = createEgressPolicy({ allowPrivateHosts: config.egress.allowPrivateHosts });
   const tenantFetch = egressFetch(egressPolicy);
-  const models = new ModelResolver(collections, secrets, config.vendor, egressPolicy, tenantFetch);
+  const models = new ModelResolver(
+    collections,
+    secrets,
+    config.vendor,
+    createProvider,
+    egressPolicy,
+    tenantFetch,
+  );
   // Cards stored before custom header values were sealed: seal them now.
   await models.sealLegacyHeaders();
   const metrics = platformMetrics();

@@ -41,8 +41,8 @@ import { ApiError, conflict, invalid, notFound } from '../errors.js';
 import { last4, type SecretBox } from '../crypto.js';
 import { newId, PREFIX } from '../ids.js';
 import { DuplicateKeyError } from '../store/port.js';
-import { createProvider, protocolOf, providerProtocol } from './providers.js';
-import type { ModelProvider } from './port.js';
+import { protocolOf, providerProtocol } from './protocols.js';
+import type { ModelProvider, ProviderFactory } from './port.js';
 import { CONNECTION_HEADERS } from './providerHelpers.js';
 import { checkPiConfig } from './piConfig.js';
 import { checkPiRequestConfig } from './piRequest.js';
@@ -86,6 +86,8 @@ export class ModelResolver {
     private readonly c: Collections,
     private readonly secrets: SecretBox,
     private readonly vendor: VendorFallback | null,
+    /** Builds a resolved card's provider (the adapters' createProvider, given by the assembly). */
+    private readonly createProvider: ProviderFactory,
     private readonly egress: EgressPolicy = createEgressPolicy(),
     /** HTTP for tenants' base_urls: checked by the egress policy, pinned to the checked address. */
     private readonly tenantFetch: HttpFetch = egressFetch(egress),
@@ -407,7 +409,7 @@ export class ModelResolver {
       const apiKey = this.secrets.open(r.card.api_key_sealed, 'model-card-key');
       const card = await this.sealLegacy(r.card);
       return {
-        provider: createProvider({
+        provider: this.createProvider({
           protocol: r.protocol,
           apiKey,
           baseUrl: card.base_url ?? undefined,
@@ -425,7 +427,7 @@ export class ModelResolver {
       };
     }
     return {
-      provider: createProvider({
+      provider: this.createProvider({
         protocol: 'anthropic',
         apiKey: this.vendor!.apiKey,
         baseUrl: this.vendor!.baseUrl,

@@ -4,8 +4,8 @@
  * retry on their own; the turn runner decides. Failures are ModelError, whose kind is the
  * session.error type the SDK sees; an aborted request rejects with an AbortError.
  *
- * Implementations (built by core/src/models/providers.ts createProvider from a model
- * card's protocol):
+ * Implementations (built by core/src/models/providers.ts createProvider, the ProviderFactory
+ * the assembly hands to ModelResolver, from a model card's protocol):
  * - core/src/models/anthropic/provider.ts: AnthropicMessagesProvider (POST {base}/v1/messages,
  *   SSE; request mapping in requestBody.ts, stream decoding in streamDecoder.ts);
  * - core/src/models/openai/provider.ts: OpenAIChatProvider (POST {base}/chat/completions, SSE;
@@ -161,3 +161,12 @@ export interface ProviderConfig {
    */
   fetch?: (url: string, init?: RequestInit) => Promise<Response>;
 }
+
+/**
+ * Builds the provider for `config.protocol` (core/src/models/providers.ts createProvider, from
+ * `@agentfleet/core/adapters`). `supportsFast` defaults to true; with false, `speed: 'fast'`
+ * requests throw UnsupportedModelFeatureError before any network call.
+ */
+export type ProviderFactory = (
+  config: ProviderConfig & { supportsFast?: boolean },
+) => ModelProvider;

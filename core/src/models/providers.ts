@@ -1,14 +1,14 @@
 /**
- * Model-provider adapter selection: builds the adapter for a model card's wire protocol
- * (createProvider) and maps provider ids onto protocols and fast-mode support
- * (providerProtocol; protocolOf also reads a card's pi_config.api). Unknown ids answer null
- * (the caller refuses them as bad input); an unknown protocol is a programming error. Proved by
+ * Model-provider adapter selection: createProvider builds the adapter for a model card's wire
+ * protocol, the ProviderFactory (./port.ts) that the assembly (server/src/platform.ts) hands to
+ * ModelResolver; exported from `@agentfleet/core/adapters` only. An unknown protocol is a
+ * programming error. Which protocol a provider id speaks is ./protocols.ts. Proved by
  * core/test/model-providers.shared.test.ts ("providers") and core/test/modelProvider.test.ts
  * (the contract suite built through createProvider).
  */
 import { AnthropicMessagesProvider } from './anthropic/provider.js';
 import { OpenAIChatProvider } from './openai/provider.js';
-import type { ModelProvider, ProviderConfig } from './port.js';
+import type { ProviderFactory } from './port.js';
 
 export { AnthropicMessagesProvider } from './anthropic/provider.js';
 export { OpenAIChatProvider } from './openai/provider.js';
@@ -17,7 +17,7 @@ export { OpenAIChatProvider } from './openai/provider.js';
  * Builds the provider for `config.protocol`. `supportsFast` defaults to true; with false,
  * `speed: 'fast'` requests throw UnsupportedModelFeatureError before any network call.
  */
-export function createProvider(config: ProviderConfig & { supportsFast?: boolean }): ModelProvider {
+export const createProvider: ProviderFactory = (config) => {
   const { protocol, ...options } = config;
   switch (protocol) {
     case 'anthropic':
@@ -27,43 +27,4 @@ export function createProvider(config: ProviderConfig & { supportsFast?: boolean
     default:
       throw new TypeError(`unknown model protocol: ${String(protocol)}`);
   }
-}
-
-const PROTOCOLS: Readonly<
-  Record<string, { protocol: 'anthropic' | 'openai'; supportsFast: boolean }>
-> = {
-  anthropic: { protocol: 'anthropic', supportsFast: true },
-  ant: { protocol: 'anthropic', supportsFast: true },
-  'ant-compatible': { protocol: 'anthropic', supportsFast: false },
-  openai: { protocol: 'openai', supportsFast: true },
-  oai: { protocol: 'openai', supportsFast: true },
-  'oai-compatible': { protocol: 'openai', supportsFast: false },
-  'openai-compatible': { protocol: 'openai', supportsFast: false },
 };
-
-/** Protocol and fast-mode support for a provider id (exact match); null when unknown. */
-export function providerProtocol(
-  provider: string,
-): { protocol: 'anthropic' | 'openai'; supportsFast: boolean } | null {
-  const hit = Object.hasOwn(PROTOCOLS, provider) ? PROTOCOLS[provider] : undefined;
-  return hit ? { ...hit } : null;
-}
-
-const PI_API: Record<string, 'anthropic' | 'openai'> = {
-  'anthropic-messages': 'anthropic',
-  anthropic: 'anthropic',
-  'openai-completions': 'openai',
-  'openai-chat': 'openai',
-  openai: 'openai',
-};
-
-/** A card's protocol: its provider id's, else its pi_config `api` (no fast mode); null: neither. */
-export function protocolOf(
-  provider: string,
-  piConfig: Record<string, unknown> | null,
-): { protocol: 'anthropic' | 'openai'; supportsFast: boolean } | null {
-  const known = providerProtocol(provider);
-  if (known) return known;
-  const api = typeof piConfig?.api === 'string' ? PI_API[piConfig.api] : undefined;
-  return api ? { protocol: api, supportsFast: false } : null;
-}

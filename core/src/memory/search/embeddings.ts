@@ -28,7 +28,7 @@ import type { SecretBox } from '../../crypto.js';
 import type { Collections } from '../../store/collections.js';
 import type { ModelCardDoc } from '../../models/records.js';
 import { DEFAULT_TENANT } from '../../auth/auth.js';
-import { providerProtocol } from '../../models/providers.js';
+import { providerProtocol } from '../../models/protocols.js';
 import type { HttpFetch } from '../../egress/dispatcher.js';
 import { invalid } from '../../errors.js';
 
