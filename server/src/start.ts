@@ -1,11 +1,10 @@
 import type { FastifyInstance } from 'fastify';
 import {
   createLogger,
-  createPlatform,
-  createSandboxRuntime,
   loadConfig,
   prepareDataDir,
   readDataDir,
+  redactedConfig,
   watchOperatorKey,
   type DataDirPlan,
   type SandboxRuntime,
@@ -15,6 +14,8 @@ import {
 import { startWorker, type RunningWorker } from '@agentfleet/workers';
 import { buildApp, buildMetricsApp, buildOpsApp, graphqlPlugin } from '@agentfleet/gateway';
 import { selectComponents, type ComponentOverrides } from './components.js';
+import { createPlatform } from './platform.js';
+import { createSandboxRuntime } from './sandboxRuntime.js';
 import { sandboxDriverFor } from './sandboxDriver.js';
 
 export interface RunningServer {
@@ -52,6 +53,8 @@ export async function startServer(
   const plan = readDataDir(loadConfig(role, env));
   const { config } = plan;
   const log = createLogger(config.logLevel, { role });
+  // The only place the config is logged: secrets redacted (core/src/config/config.ts).
+  log.info('configuration', { config: redactedConfig(config) });
   const components = await selectComponents(config, overrides);
   let platform: Platform;
   try {

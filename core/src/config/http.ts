@@ -1,55 +1,18 @@
 /**
- * The HTTP front door's settings, for core/src/config/config.ts (kept apart to keep config.ts under
- * 500 lines): connection timeouts and caps, the per-tenant cap on open event streams, the
- * trusted reverse proxies and the global failed-authentication budget. Every problem is pushed
- * to `problems` (config.ts prints them all, then exits 1). Pure: reads only the given env. The
- * connection cap's default depends on the process's descriptor limit, which is read where the
- * server is built (gateway/src/connectionGuard.ts), so here it stays null when unset.
+ * The HTTP front door's settings (a section of core/src/config/config.ts): connection timeouts
+ * and caps, the per-tenant cap on open event streams, the trusted reverse proxies and the SSE
+ * slow-consumer bound. The connection cap's default depends on the process's descriptor limit,
+ * which is read where the server is built (gateway/src/connectionGuard.ts), so here it stays
+ * null when unset. Validation proved by test/e2e/api/connection-limits.test.ts ('the settings
+ * are validated: every problem is listed').
  */
 import { isIP } from 'node:net';
+import { Type, type Static } from '@sinclair/typebox';
+import { custom, int, notLargerThan, nullable, section } from './schema.js';
 
-export type Env = Record<string, string | undefined>;
-
-export interface HttpConfig {
-  /** HTTP_HEADERS_TIMEOUT_MS: a connection that has not sent a whole request head by then gets 408 and is closed. */
-  headersTimeoutMs: number;
-  /** HTTP_REQUEST_TIMEOUT_MS: the same for the whole request, body included (never the response: streams are not cut). */
-  requestTimeoutMs: number;
-  /** HTTP_KEEP_ALIVE_TIMEOUT_MS: an idle keep-alive connection is closed after this long without a request. */
-  keepAliveTimeoutMs: number;
-  /** HTTP_MAX_CONNECTIONS: open connections of the whole server; null = derived from RLIMIT_NOFILE at start. */
-  maxConnections: number | null;
-  /** HTTP_MAX_CONNECTIONS_PER_ADDRESS: open connections (or, through a trusted proxy, requests in flight) per client address. */
-  maxConnectionsPerAddress: number;
-  /** SSE_MAX_STREAMS_PER_TENANT: open event streams (SSE and graphql-sse) per tenant, per gateway process. */
-  maxStreamsPerTenant: number;
-  /**
-   * TRUST_PROXY: addresses, CIDRs or the names loopback, linklocal, uniquelocal of the reverse
-   * proxies whose X-Forwarded-For names the client; empty = the TCP peer is the client.
-   */
-  trustProxy: string[];
-}
+export type { Env } from './schema.js';
 
 const TRUST_NAMES = new Set(['loopback', 'linklocal', 'uniquelocal']);
-
-/** An integer setting in [min, max]; unset or empty: `def`; anything else is a problem. */
-export function int(
-  env: Env,
-  name: string,
-  def: number,
-  problems: string[],
-  min = 0,
-  max = Number.MAX_SAFE_INTEGER,
-): number {
-  const raw = env[name];
-  if (raw === undefined || raw === '') return def;
-  const n = Number(raw);
-  if (!Number.isInteger(n) || n < min || n > max) {
-    problems.push(`${name} must be an integer between ${min} and ${max} (got '${raw}')`);
-    return def;
-  }
-  return n;
-}
 
 /** TRUST_PROXY entries: `ip`, `ip/prefix` (IPv4 0-32, IPv6 0-128) or a proxy-addr range name. */
 export function parseTrustProxy(raw: string, problems: string[]): string[] {
@@ -75,34 +38,76 @@ export function parseTrustProxy(raw: string, problems: string[]): string[] {
   return out;
 }
 
-export function parseHttpConfig(env: Env, problems: string[]): HttpConfig {
-  const headersTimeoutMs = int(env, 'HTTP_HEADERS_TIMEOUT_MS', 5_000, problems, 100, 600_000);
-  const requestTimeoutMs = int(env, 'HTTP_REQUEST_TIMEOUT_MS', 30_000, problems, 100, 3_600_000);
-  if (headersTimeoutMs > requestTimeoutMs)
-    problems.push('HTTP_HEADERS_TIMEOUT_MS must not be larger than HTTP_REQUEST_TIMEOUT_MS');
-  const keepAliveTimeoutMs = int(env, 'HTTP_KEEP_ALIVE_TIMEOUT_MS', 5_000, problems, 100, 600_000);
-  const maxConnections = env.HTTP_MAX_CONNECTIONS
-    ? int(env, 'HTTP_MAX_CONNECTIONS', 0, problems, 1, 10_000_000)
-    : null;
-  const maxConnectionsPerAddress = int(
-    env,
-    'HTTP_MAX_CONNECTIONS_PER_ADDRESS',
-    256,
-    problems,
-    1,
-    10_000_000,
-  );
-  if (maxConnections && maxConnectionsPerAddress > maxConnections)
-    problems.push('HTTP_MAX_CONNECTIONS_PER_ADDRESS must not be larger than HTTP_MAX_CONNECTIONS');
-  const maxStreamsPerTenant = int(env, 'SSE_MAX_STREAMS_PER_TENANT', 256, problems, 1, 10_000_000);
-  const trustProxy = parseTrustProxy(env.TRUST_PROXY ?? '', problems);
-  return {
-    headersTimeoutMs,
-    requestTimeoutMs,
-    keepAliveTimeoutMs,
-    maxConnections: maxConnections || null,
-    maxConnectionsPerAddress,
-    maxStreamsPerTenant,
-    trustProxy,
-  };
-}
+export const HttpSchema = section({
+  headersTimeoutMs: int('HTTP_HEADERS_TIMEOUT_MS', {
+    default: 5_000,
+    min: 100,
+    max: 600_000,
+    check: notLargerThan('HTTP_REQUEST_TIMEOUT_MS'),
+    description:
+      'a connection that has not sent a whole request head by then gets 408 and is closed (checked every ≤ 1 s)',
+  }),
+  requestTimeoutMs: int('HTTP_REQUEST_TIMEOUT_MS', {
+    default: 30_000,
+    min: 100,
+    max: 3_600_000,
+    description:
+      'the same for the whole request, body included (bounds slow uploads: 32 MiB needs ≥ 1.1 MB/s); never applies to a response, so event streams are not cut. Not lower than the header timeout',
+  }),
+  keepAliveTimeoutMs: int('HTTP_KEEP_ALIVE_TIMEOUT_MS', {
+    default: 5_000,
+    min: 100,
+    max: 600_000,
+    description:
+      "an idle keep-alive connection is closed after this long without a request (a reverse proxy's upstream idle timeout should be shorter)",
+  }),
+  maxConnections: nullable(
+    int('HTTP_MAX_CONNECTIONS', {
+      min: 1,
+      max: 10_000_000,
+      docDefault: '`max(64, floor(nofile / 2))`',
+      description:
+        "open connections of the server in all; a new one past it is closed as it is accepted. `nofile` is the process's soft `RLIMIT_NOFILE` (`ulimit -n`, from `/proc/self/limits`; 4096 connections where unreadable): the other half of the descriptors stays for the workers' model, MCP and webhook connections, the store, sandboxes and the data dir",
+    }),
+  ),
+  maxConnectionsPerAddress: int('HTTP_MAX_CONNECTIONS_PER_ADDRESS', {
+    default: 256,
+    min: 1,
+    max: 10_000_000,
+    check: notLargerThan('HTTP_MAX_CONNECTIONS'),
+    description:
+      'open connections per client address; past it a new one is closed as it is accepted, unread. A `TRUST_PROXY` peer is exempt; each of its clients gets this many requests in flight (streams included), then 429',
+  }),
+  maxStreamsPerTenant: int('SSE_MAX_STREAMS_PER_TENANT', {
+    default: 256,
+    min: 1,
+    max: 10_000_000,
+    description:
+      'open event streams per tenant per gateway process (session SSE, `GET …/events` as a stream, `POST …/messages`, graphql-sse); past it, 429 `rate_limited` naming the cap',
+  }),
+  trustProxy: custom(
+    Type.Array(Type.String()),
+    'TRUST_PROXY',
+    (raw, ctx) => parseTrustProxy(raw, ctx.problems),
+    {
+      default: [],
+      description:
+        'comma-separated addresses or CIDRs (`10.0.0.0/8`, `fd00::/8`) or `loopback`, `linklocal`, `uniquelocal`: the reverse proxies whose `X-Forwarded-For` names the client. The client address of the per-address limits is then the last untrusted hop; from any other peer `X-Forwarded-For` is ignored. Empty: the TCP peer is the client',
+    },
+  ),
+});
+
+/** Connection timeouts and caps, open streams per tenant, trusted proxies. */
+export type HttpConfig = Static<typeof HttpSchema>;
+
+export const HttpSection = section({
+  http: HttpSchema,
+  sseMaxBufferedBytes: int('SSE_MAX_BUFFERED_BYTES', {
+    default: 8 * 1024 * 1024,
+    min: 16 * 1024,
+    max: 1024 ** 3,
+    docDefault: '`8388608` (8 MiB)',
+    description:
+      'bytes an SSE stream may have waiting for a client that stopped reading (after its socket refused more) before it is cut; the client resumes with `Last-Event-ID`. A history replay is paced to the client instead',
+  }),
+});

@@ -1,9 +1,18 @@
 /**
- * STORE_BACKENDS parsing for core/src/config/config.ts (moved out to keep config.ts under 500 lines):
- * every problem is pushed to `problems` (config.ts prints them all, then exits 1). It reads no
- * environment itself: config.ts passes the raw value.
+ * STORE_BACKENDS (the fleet section, core/src/config/storage.ts): named MongoDB backends and
+ * tenant placement, e.g.
+ * {"default":"mongodb://a:27017/agentfleet","backends":{"eu":"mongodb://b:27017/agentfleet"},"tenants":{"tnt_acme":"eu"}}.
+ * A tenant not listed lives on `default` (MONGODB_URL when `default` is omitted). Every problem
+ * is pushed to `problems` (loadConfig lists them all); it reads no environment itself.
  */
-import type { StoreBackends } from './config.js';
+import { Type, type Static } from '@sinclair/typebox';
+
+export const StoreBackendsSchema = Type.Object({
+  default: Type.Union([Type.String(), Type.Null()]),
+  backends: Type.Record(Type.String(), Type.String()),
+  tenants: Type.Record(Type.String(), Type.String()),
+});
+export type StoreBackends = Static<typeof StoreBackendsSchema>;
 
 export function parseStoreBackends(raw: string, problems: string[]): StoreBackends | null {
   let v: any;
