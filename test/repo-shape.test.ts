@@ -69,6 +69,25 @@ describe('repository shape', () => {
     expect(bad).toEqual([]);
   });
 
+  it('gateway code takes services, never the Platform object or raw collections', () => {
+    // Routes and steps take the services they use (a Pick of GatewayServices, or the service
+    // itself): no Platform parameter, type or import, and no collection reached past a service.
+    const folders = ['gateway/src/'];
+    const platformType =
+      /(?::\s*Platform\b|<\s*Platform\b|\bPlatform\s*[>&|]|\bimport\b[^;]*\bPlatform\b[^;]*from)/;
+    const collections = /\.collections\b/;
+    const bad = tracked
+      .filter((f) => folders.some((d) => f.startsWith(d)))
+      .flatMap((f) => {
+        const text = readFileSync(join(ROOT, f), 'utf8');
+        return [
+          ...(platformType.test(text) ? [`${f}: the Platform type`] : []),
+          ...(collections.test(text) ? [`${f}: .collections`] : []),
+        ];
+      });
+    expect(bad).toEqual([]);
+  });
+
   it('the session turn-state fields are written only by core/src/sessions/turnState.ts', () => {
     const fields = 'pending|input_seq|processed_seq|interrupt_seq|idle_seq|fence|recoveries';
     // An update operator's object naming a field, a field assigned into an update being built,

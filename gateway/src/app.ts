@@ -1,12 +1,14 @@
 import Fastify, { type FastifyInstance } from 'fastify';
-import { ApiError, type Logger, type Platform } from '@agentfleet/core';
+import { ApiError, type Logger } from '@agentfleet/core';
 import { hasBeta, parseQuery } from './http.js';
 import { errorHandler } from './errorHandler.js';
 import { newRequestId } from './requestId.js';
 import { registerJsonParser } from './jsonBody.js';
-import { registerRequestGuards } from './requestGuards.js';
-import { metricsRoute, operatorOnlyMetrics } from './metricsRoute.js';
-import { openStreams } from './sse.js';
+import { registerRequestGuards, type Authenticators, type RateLimits } from './requestGuards.js';
+import { metricsRoute, operatorOnlyMetrics, type MetricsSources } from './metricsRoute.js';
+import { openStreams, StreamSlots } from './sse.js';
+import type { GatewayServices } from './services.js';
+import type { GraphqlServices } from './graphql/index.js';
 import { agentRoutes } from './routes/agents.js';
 import { environmentRoutes } from './routes/environments.js';
 import { vaultRoutes } from './routes/vaults.js';
@@ -20,7 +22,7 @@ import { sessionRoutes } from './routes/sessions.js';
 import { adminRoutes } from './routes/admin.js';
 import { mcpProxyRoutes } from './routes/mcpProxy.js';
 import { workRoutes } from './routes/work.js';
-import { fileRoutes, fileServicesOf, type FileServices } from './routes/files.js';
+import { fileRoutes, type FileServices } from './routes/files.js';
 import { skillRoutes } from './routes/skills.js';
 import { openApiRoute, recordRoutes } from './openapi/index.js';
 import { frameworkErrors, MAX_PARAM_LENGTH } from './frameworkErrors.js';
@@ -36,7 +38,11 @@ import {
  * Health, readiness (reflects store, bus and coordination connectivity) and Prometheus metrics:
  * /metrics needs the operator key here, or is served only on METRICS_LISTEN (metricsRoute.ts).
  */
-export function opsRoutes(app: FastifyInstance, p: Platform): void {
+export type OpsServices = Pick<GatewayServices, 'store' | 'bus' | 'config'> &
+  RateLimits &
+  MetricsSources;
+
+export function opsRoutes(app: FastifyInstance, p: OpsServices): void {
   app.get('/healthz', { config: { public: true } }, async () => ({ ok: true }));
   app.get('/readyz', { config: { public: true } }, async (_req, reply) => {
     const [store, bus, coordination] = await Promise.all(
@@ -51,7 +57,7 @@ export function opsRoutes(app: FastifyInstance, p: Platform): void {
 }
 
 /** The process surface of a worker: only ops routes (its /metrics checks the operator key itself). */
-export async function buildOpsApp(p: Platform): Promise<FastifyInstance> {
+export async function buildOpsApp(p: OpsServices & Authenticators): Promise<FastifyInstance> {
   const app = Fastify({
     logger: false,
     forceCloseConnections: 'idle',
@@ -65,14 +71,23 @@ export async function buildOpsApp(p: Platform): Promise<FastifyInstance> {
 
 export interface AppOptions {
   log: Logger;
-  /** Extra route registrations (GraphQL) that share auth and error handling. */
-  plugins?: Array<(app: FastifyInstance, p: Platform) => Promise<void> | void>;
-  /** Files and session outputs; defaults to the platform's own (`p.files`, `p.outputs`) when it has them. */
+  /**
+   * Extra route registrations (GraphQL) that share auth and error handling, given the services
+   * GraphQL resolves with and the app's open-stream slots (sse.ts StreamSlots).
+   */
+  plugins?: Array<AppPlugin>;
+  /** Files and session outputs; defaults to the services' own (`files`, `outputs`). */
   files?: FileServices;
 }
 
+export type AppPlugin = (
+  app: FastifyInstance,
+  s: GraphqlServices,
+  streams: StreamSlots,
+) => Promise<void> | void;
+
 /** The timeouts and caps of gateway/src/connectionGuard.ts on an app's server. */
-function limitConnections(app: FastifyInstance, p: Platform): void {
+function limitConnections(app: FastifyInstance, p: Pick<GatewayServices, 'config'>): void {
   const maxConnections = maxConnectionsFor(p.config.http);
   guardConnections(app.server, {
     maxConnections,
@@ -82,7 +97,7 @@ function limitConnections(app: FastifyInstance, p: Platform): void {
 }
 
 /** The HTTP surface: REST /v1 (and GraphQL via plugins) with one auth, error and rate-limit path. */
-export async function buildApp(p: Platform, opts: AppOptions): Promise<FastifyInstance> {
+export async function buildApp(p: GatewayServices, opts: AppOptions): Promise<FastifyInstance> {
   const app = Fastify({
     logger: false,
     bodyLimit: 32 * 1024 * 1024,
@@ -166,13 +181,14 @@ export async function buildApp(p: Platform, opts: AppOptions): Promise<FastifyIn
   memoryStoreRoutes(app, p);
   dreamRoutes(app, p);
   memorySearchRoutes(app, p);
-  sessionRoutes(app, p, opts.log);
+  // The tenant's open event streams of this app, REST and GraphQL together.
+  const streams = new StreamSlots(p.config.http.maxStreamsPerTenant);
+  sessionRoutes(app, p, streams, opts.log);
   adminRoutes(app, p);
   await mcpProxyRoutes(app, p);
-  const files = opts.files ?? fileServicesOf(p);
-  if (files) fileRoutes(app, p, files);
+  fileRoutes(app, opts.files ?? p);
   skillRoutes(app, p);
-  for (const plugin of opts.plugins ?? []) await plugin(app, p);
+  for (const plugin of opts.plugins ?? []) await plugin(app, p, streams);
   openApiRoute(app);
   // Registered last: the streams the hooks above ended leave idle keep-alive sockets behind.
   app.addHook('preClose', async () => {

@@ -7,7 +7,7 @@
  * - the store itself (update, archive, delete) and any unattached store → 403 forbidden.
  * Called from ./claimedSession.ts; proved by test/memory-session-bearer.test.ts.
  */
-import { ApiError, isMemoryResource, type Platform, type SessionClaim } from '@agentfleet/core';
+import { ApiError, isMemoryResource, type SessionClaim, type WorkService } from '@agentfleet/core';
 
 /** Every memory store route is `/v1/memory_stores/:id…` (the collection itself is refused). */
 export const MEMORY_STORE_ROUTES = '/v1/memory_stores/:id';
@@ -24,13 +24,13 @@ const refused = (what: string) =>
   new ApiError('forbidden', `a claimed-session bearer may not ${what}`);
 
 export async function checkClaimedMemoryStore(
-  p: Platform,
+  work: Pick<WorkService, 'claimedSession'>,
   claim: SessionClaim,
   method: string,
   url: string,
   storeId: string,
 ): Promise<void> {
-  const s = await p.collections.sessions.get(claim.tenantId, claim.sessionId);
+  const s = await work.claimedSession(claim);
   const attached = (s?.resources ?? [])
     .filter(isMemoryResource)
     .find((r) => r.memory_store_id === storeId);

@@ -6,7 +6,7 @@
  * for another environment or through x-api-key → 403 (test/work-keys.test.ts).
  *
  * Claimed-session bearers (`sessions_token` of a Work claim): resolved to the live claim on
- * EVERY request (platform.work.authenticateSessionsToken reads the item; a reclaimed item's old
+ * EVERY request (WorkService.authenticateSessionsToken reads the item; a reclaimed item's old
  * token → 401 at once, except on its heartbeat, 412, and stop, 409), then held to the spec's
  * capability table (test/work-bearer.test.ts):
  * - the claimed session: retrieve it; list, stream and send its events (send only while the
@@ -23,7 +23,7 @@
  *   creating, updating, archiving or deleting memory stores; other work routes) → 403.
  */
 import type { FastifyRequest } from 'fastify';
-import { ApiError, type Platform, type Principal, type SessionClaim } from '@agentfleet/core';
+import { ApiError, type Principal, type SessionClaim, type WorkService } from '@agentfleet/core';
 import { checkClaimedMemoryStore, MEMORY_STORE_ROUTES } from './claimedMemory.js';
 import { CLAIMED_SKILL_ROUTES, checkClaimedSkill } from './claimedSkills.js';
 
@@ -61,10 +61,10 @@ const outside = (what: string) =>
 
 /** The principal of a claimed-session bearer, or null. The claim is read live from the store. */
 export async function claimedSessionPrincipal(
-  p: Platform,
+  work: Pick<WorkService, 'authenticateSessionsToken'>,
   token: string,
 ): Promise<Principal | null> {
-  const claim = await p.work.authenticateSessionsToken(token);
+  const claim = await work.authenticateSessionsToken(token);
   if (!claim) return null;
   return {
     tenantId: claim.tenantId,
@@ -77,7 +77,7 @@ export async function claimedSessionPrincipal(
 
 /** Throws 403 (or 401 for an expired bearer appending events) outside the capability table. */
 export async function checkClaimCapability(
-  p: Platform,
+  work: Pick<WorkService, 'claimedSession'>,
   req: FastifyRequest,
   claim: SessionClaim,
 ): Promise<void> {
@@ -110,15 +110,15 @@ export async function checkClaimCapability(
     return;
   }
   if (CLAIMED_SKILL_ROUTES.has(route)) {
-    await checkClaimedSkill(p, claim, params.id ?? '');
+    await checkClaimedSkill(work, claim, params.id ?? '');
     return;
   }
   if (url.startsWith(MEMORY_STORE_ROUTES)) {
-    await checkClaimedMemoryStore(p, claim, method, url, params.id ?? '');
+    await checkClaimedMemoryStore(work, claim, method, url, params.id ?? '');
     return;
   }
   if (FILE_ROUTES.has(route)) {
-    const s = await p.collections.sessions.get(claim.tenantId, claim.sessionId);
+    const s = await work.claimedSession(claim);
     const attached = (s?.resources ?? []).some(
       (r) => (r as { type?: string; file_id?: string }).file_id === params.id,
     );

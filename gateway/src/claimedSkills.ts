@@ -7,7 +7,7 @@
  * platform runs no sandbox for it, so nothing is mounted (core/src/sessions/skills.ts).
  * Proved by test/skills-session-work.test.ts.
  */
-import { ApiError, type Platform, type SessionClaim } from '@agentfleet/core';
+import { ApiError, type SessionClaim, type WorkService } from '@agentfleet/core';
 
 /** `METHOD url` of the skill routes a claimed-session bearer may use (gateway/src/routes/skills.ts). */
 export const CLAIMED_SKILL_ROUTES = new Set([
@@ -20,11 +20,11 @@ export const CLAIMED_SKILL_ROUTES = new Set([
 
 /** Throws 403 unless `skillId` is declared by the claimed session's agent. */
 export async function checkClaimedSkill(
-  p: Platform,
+  work: Pick<WorkService, 'claimedSession'>,
   claim: SessionClaim,
   skillId: string,
 ): Promise<void> {
-  const s = await p.collections.sessions.get(claim.tenantId, claim.sessionId);
+  const s = await work.claimedSession(claim);
   const declared = (s?.agent?.skills ?? []).some((r) => r.skill_id === skillId);
   if (!declared)
     throw new ApiError(

@@ -1,7 +1,13 @@
 import Fastify, { type FastifyInstance } from 'fastify';
-import { ApiError, createLogger, type Platform } from '@agentfleet/core';
+import { ApiError, createLogger } from '@agentfleet/core';
 import { errorHandler } from './errorHandler.js';
-import { authenticateRequest, authFailureLimiter } from './requestGuards.js';
+import {
+  authenticateRequest,
+  authFailureLimiter,
+  type Authenticators,
+  type RateLimits,
+} from './requestGuards.js';
+import type { GatewayServices } from './services.js';
 import { openStreams } from './sse.js';
 import { serverTimeouts } from './connectionGuard.js';
 
@@ -15,7 +21,10 @@ import { serverTimeouts } from './connectionGuard.js';
 
 const CONTENT_TYPE = 'text/plain; version=0.0.4; charset=utf-8';
 
-function render(p: Platform): string {
+/** What /metrics renders: the registry, with the gauges read at scrape time. */
+export type MetricsSources = Pick<GatewayServices, 'metrics' | 'auth'>;
+
+function render(p: MetricsSources): string {
   p.metrics.sseStreams.set(openStreams.size);
   p.metrics.registry.gauge(
     'agentfleet_auth_key_cache_entries',
@@ -26,7 +35,11 @@ function render(p: Platform): string {
 }
 
 /** GET /metrics; `operator: true` leaves the key check to the app's auth hook. */
-export function metricsRoute(app: FastifyInstance, p: Platform, opts: { operator: boolean }): void {
+export function metricsRoute(
+  app: FastifyInstance,
+  p: MetricsSources,
+  opts: { operator: boolean },
+): void {
   app.get(
     '/metrics',
     { config: opts.operator ? { operator: true } : { public: true } },
@@ -38,7 +51,7 @@ export function metricsRoute(app: FastifyInstance, p: Platform, opts: { operator
  * For apps without the gateway's auth hook (a worker's ops app): routes configured `operator`
  * require the operator key, with the same failed-authentication limit per address.
  */
-export function operatorOnlyMetrics(app: FastifyInstance, p: Platform): void {
+export function operatorOnlyMetrics(app: FastifyInstance, p: RateLimits & Authenticators): void {
   const failures = authFailureLimiter(p);
   app.setErrorHandler(errorHandler(createLogger(p.config.logLevel, { component: 'ops-http' })));
   app.addHook('onRequest', async (req, reply) => {
@@ -50,7 +63,9 @@ export function operatorOnlyMetrics(app: FastifyInstance, p: Platform): void {
 }
 
 /** The METRICS_LISTEN server: /metrics only, no auth. */
-export async function buildMetricsApp(p: Platform): Promise<FastifyInstance> {
+export async function buildMetricsApp(
+  p: MetricsSources & Pick<GatewayServices, 'config'>,
+): Promise<FastifyInstance> {
   const app = Fastify({
     logger: false,
     forceCloseConnections: true,

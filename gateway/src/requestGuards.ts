@@ -1,11 +1,5 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import {
-  ApiError,
-  AuthFailureLimiter,
-  isSessionsToken,
-  type Platform,
-  type Principal,
-} from '@agentfleet/core';
+import { ApiError, AuthFailureLimiter, isSessionsToken, type Principal } from '@agentfleet/core';
 import {
   checkClaimCapability,
   checkEnvironmentKey,
@@ -13,6 +7,12 @@ import {
 } from './claimedSession.js';
 import { queryProblem } from './http.js';
 import { ProxiedClients, trustedProxies } from './connectionGuard.js';
+import type { GatewayServices } from './services.js';
+
+/** The rate limits' configuration and their shared counters. */
+export type RateLimits = Pick<GatewayServices, 'config' | 'coordination'>;
+/** Who a presented credential is: API keys, and the Work API's claimed-session bearers. */
+export type Authenticators = Pick<GatewayServices, 'auth' | 'work'>;
 
 /**
  * The gateway's request guards, run in the onRequest hook before any route (REST, GraphQL,
@@ -54,7 +54,7 @@ export function presentedKey(req: FastifyRequest): string | undefined {
  * and throws 429 (with Retry-After) when the tenant is over.
  */
 export async function chargeTenant(
-  p: Platform,
+  p: RateLimits,
   reply: FastifyReply,
   tenantId: string,
   weight = 1,
@@ -96,7 +96,7 @@ export function checkRequestShape(req: FastifyRequest): void {
 }
 
 /** The failed-authentication limiter of one app, with the configured budgets. */
-export const authFailureLimiter = (p: Platform) =>
+export const authFailureLimiter = (p: RateLimits) =>
   new AuthFailureLimiter(
     p.coordination.rateLimiter,
     p.config.rateLimit.authFailuresPerMinute,
@@ -112,7 +112,7 @@ export const authFailureLimiter = (p: Platform) =>
  * once either is spent.
  */
 export async function authenticateRequest(
-  p: Platform,
+  p: Authenticators,
   failures: AuthFailureLimiter,
   req: FastifyRequest,
   reply: FastifyReply,
@@ -122,7 +122,7 @@ export async function authenticateRequest(
   // A Work claim's sessions_token (Bearer only) resolves to its live claim (./claimedSession.ts).
   const claimToken = isSessionsToken(key) && req.headers['x-api-key'] === undefined;
   const principal = claimToken
-    ? await claimedSessionPrincipal(p, key)
+    ? await claimedSessionPrincipal(p.work, key)
     : await p.auth.authenticate(key);
   if (principal) return principal;
   const refusal = await failures.fail(req.ip);
@@ -177,7 +177,10 @@ function takeClientSlot(clients: ProxiedClients, req: FastifyRequest, reply: Fas
 }
 
 /** Registers the guards and the auth/rate-limit hook on the gateway app. */
-export function registerRequestGuards(app: FastifyInstance, p: Platform): AuthFailureLimiter {
+export function registerRequestGuards(
+  app: FastifyInstance,
+  p: RateLimits & Authenticators,
+): AuthFailureLimiter {
   const failures = authFailureLimiter(p);
   const trusted = trustedProxies(p.config.http.trustProxy);
   const proxied = trusted && new ProxiedClients(p.config.http.maxConnectionsPerAddress);
@@ -190,7 +193,7 @@ export function registerRequestGuards(app: FastifyInstance, p: Platform): AuthFa
     if (cfg.public) return checkRequestShape(req);
     const principal = await authenticateRequest(p, failures, req, reply);
     // A claimed-session bearer: its capability table, with the live claim (./claimedSession.ts).
-    if (principal.claim) await checkClaimCapability(p, req, principal.claim);
+    if (principal.claim) await checkClaimCapability(p.work, req, principal.claim);
     // Environment service keys: Bearer only, and only under that environment's work routes.
     else if (principal.environmentId) checkEnvironmentKey(req, principal);
     else if (cfg.operator && !principal.operator)

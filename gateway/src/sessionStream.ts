@@ -1,8 +1,9 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { EXTENSION_CANONICAL_TYPES, StreamQuery } from '@agentfleet/schemas';
-import { ApiError, followSessionBatches, type Platform, type StreamItem } from '@agentfleet/core';
+import { ApiError, type StreamItem } from '@agentfleet/core';
 import { queryOf, tenantOf } from './http.js';
-import { encodeFrame, FrameCache, SseWriter, takeStreamSlot } from './sse.js';
+import { encodeFrame, FrameCache, SseWriter, type StreamSlots } from './sse.js';
+import type { GatewayServices } from './services.js';
 
 /**
  * A session's event stream over SSE (GET /v1/sessions/:id/events/stream, GET …/events with
@@ -21,6 +22,9 @@ import { encodeFrame, FrameCache, SseWriter, takeStreamSlot } from './sse.js';
  */
 
 type IdReq = FastifyRequest<{ Params: { id: string } }>;
+
+/** What a session stream reads: the session, its event log, the SSE buffer bound. */
+export type StreamServices = Pick<GatewayServices, 'sessions' | 'events' | 'config'>;
 
 export interface StreamMode {
   chunks: boolean;
@@ -49,7 +53,12 @@ function batchFrames(batch: readonly StreamItem[], mode: StreamMode): Buffer | n
   });
 }
 
-export async function streamSession(p: Platform, req: IdReq, reply: FastifyReply) {
+export async function streamSession(
+  p: StreamServices,
+  streams: StreamSlots,
+  req: IdReq,
+  reply: FastifyReply,
+) {
   const tenant = tenantOf(req);
   const q = streamQuery(req);
   await p.sessions.getDoc(tenant, req.params.id);
@@ -70,8 +79,8 @@ export async function streamSession(p: Platform, req: IdReq, reply: FastifyReply
     deltas,
     key: `${q.include ? 'chunks' : ''}|${[...deltas].sort().join(',')}`,
   };
-  // One of the tenant's open streams (sse.ts takeStreamSlot), given back when this one ends.
-  const giveSlot = takeStreamSlot(p, tenant, reply);
+  // One of the tenant's open streams (sse.ts StreamSlots), given back when this one ends.
+  const giveSlot = streams.take(tenant, reply);
   const abort = new AbortController();
   req.raw.once('close', () => abort.abort());
   let sse: SseWriter | null = null;
@@ -85,20 +94,13 @@ export async function streamSession(p: Platform, req: IdReq, reply: FastifyReply
     sse.signal.addEventListener('abort', () => abort.abort(), { once: true });
   };
   try {
-    for await (const batch of followSessionBatches(
-      p.collections,
-      p.events,
-      p.coordination.pubsub,
-      tenant,
-      req.params.id,
-      {
-        afterSeq,
-        includeLive: mode.chunks || mode.deltas.size > 0,
-        signal: abort.signal,
-        onReady: open,
-        onLive: () => (replayOver = true),
-      },
-    )) {
+    for await (const batch of p.events.followBatches(tenant, req.params.id, {
+      afterSeq,
+      includeLive: mode.chunks || mode.deltas.size > 0,
+      signal: abort.signal,
+      onReady: open,
+      onLive: () => (replayOver = true),
+    })) {
       if (paced) {
         await sse!.whenWritable();
         if (replayOver) paced = false;

@@ -1,5 +1,5 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import { ApiError, type Platform } from '@agentfleet/core';
+import { ApiError } from '@agentfleet/core';
 
 /**
  * A Server-Sent Events response. Every frame is named (`event:`) because the official SDK
@@ -17,36 +17,37 @@ import { ApiError, type Platform } from '@agentfleet/core';
  *   the resume has no gap and no duplicate). A history replay is paced instead (whenWritable).
  * - close() writes what is still queued, then ends the response.
  */
-/** Open streams per tenant, per platform (one per app in this process). */
-const streamsOf = new WeakMap<Platform, Map<string, number>>();
-
 /**
- * One of the tenant's SSE_MAX_STREAMS_PER_TENANT open event streams of this process (session
- * SSE, POST …/messages, graphql-sse), taken before the stream opens and given back (the
- * returned function, idempotent) when it ends. None left: 429 `rate_limited` naming the cap,
- * before anything is written. Tested in test/connection-limits.test.ts ("stream flood").
+ * The open event streams of one app per tenant (session SSE, POST …/messages, graphql-sse),
+ * at most `cap` (SSE_MAX_STREAMS_PER_TENANT) each: `take` before a stream opens, and call the
+ * function it returns (idempotent) when it ends. None left: 429 `rate_limited` naming the cap,
+ * before anything is written. Tested in test/e2e/api/connection-limits.test.ts ("stream flood").
  */
-export function takeStreamSlot(p: Platform, tenantId: string, reply: FastifyReply): () => void {
-  let open = streamsOf.get(p);
-  if (!open) streamsOf.set(p, (open = new Map()));
-  const cap = p.config.http.maxStreamsPerTenant;
-  const n = open.get(tenantId) ?? 0;
-  if (n >= cap) {
-    reply.header('retry-after', 1);
-    throw new ApiError(
-      'rate_limited',
-      `too many open event streams for this tenant (limit ${cap}, SSE_MAX_STREAMS_PER_TENANT); close one before opening another`,
-    );
+export class StreamSlots {
+  private readonly open = new Map<string, number>();
+  constructor(private readonly cap: number) {}
+
+  take(tenantId: string, reply: FastifyReply): () => void {
+    const open = this.open;
+    const cap = this.cap;
+    const n = open.get(tenantId) ?? 0;
+    if (n >= cap) {
+      reply.header('retry-after', 1);
+      throw new ApiError(
+        'rate_limited',
+        `too many open event streams for this tenant (limit ${cap}, SSE_MAX_STREAMS_PER_TENANT); close one before opening another`,
+      );
+    }
+    open.set(tenantId, n + 1);
+    let given = false;
+    return () => {
+      if (given) return;
+      given = true;
+      const left = (open.get(tenantId) ?? 1) - 1;
+      if (left <= 0) open.delete(tenantId);
+      else open.set(tenantId, left);
+    };
   }
-  open.set(tenantId, n + 1);
-  let given = false;
-  return () => {
-    if (given) return;
-    given = true;
-    const left = (open.get(tenantId) ?? 1) - 1;
-    if (left <= 0) open.delete(tenantId);
-    else open.set(tenantId, left);
-  };
 }
 
 /** Open streams, so shutdown can end them instead of waiting on clients forever. */

@@ -1,12 +1,6 @@
 import { EventListQuery, type SessionEventOut } from '@agentfleet/schemas';
-import {
-  decodeCursor,
-  followSession,
-  invalid,
-  makePage,
-  renderEvent,
-  type Platform,
-} from '@agentfleet/core';
+import { decodeCursor, invalid, type EventLog } from '@agentfleet/core';
+import type { GatewayServices } from '../services.js';
 import { argsOf } from './mappers.js';
 
 const listArgs = argsOf(EventListQuery, {
@@ -18,53 +12,31 @@ const listArgs = argsOf(EventListQuery, {
 });
 
 /**
- * One page of a session's persisted events, ordered by seq (ASC unless order: DESC). Cursors
- * are the REST ones (`next_page` of GET /v1/sessions/:id/events works here and back), plus
- * `prevPage` to walk back. Validation is the REST EventListQuery's.
+ * One page of a session's persisted events (core/src/events/list.ts), ordered by seq (ASC unless
+ * order: DESC). Cursors are the REST ones (`next_page` of GET /v1/sessions/:id/events works here
+ * and back), plus `prevPage` to walk back. Validation is the REST EventListQuery's.
  */
-export async function listEvents(p: Platform, tenant: string, args: Record<string, unknown>) {
+export async function listEvents(
+  p: Pick<GatewayServices, 'sessions' | 'events'>,
+  tenant: string,
+  args: Record<string, unknown>,
+) {
   const q = listArgs({
     ...args,
     order: typeof args.order === 'string' ? args.order.toLowerCase() : args.order,
   });
   const sessionId = String(args.sessionId);
   await p.sessions.getDoc(tenant, sessionId); // NOT_FOUND for another tenant's or an unknown session
-  const limit = q.limit ?? 100;
-  const desc = q.order === 'desc';
   const cur = q.page ? decodeCursor(q.page, 'page') : null;
-  const backwards = cur?.d === 'prev';
-  // Rows are fetched from the cursor outwards: descending seq when walking a DESC list forward or an ASC list back.
-  const down = desc !== backwards;
-  let gt = q.after_seq;
-  let lt: number | undefined;
-  if (cur) {
-    const k = Number(cur.k);
-    if (!Number.isInteger(k)) throw invalid('page', 'is not a valid page cursor');
-    if (down) lt = k;
-    else gt = Math.max(gt ?? -1, k);
-  }
-  const seq: Record<string, number> = {};
-  if (gt !== undefined) seq.$gt = gt;
-  if (lt !== undefined) seq.$lt = lt;
-  const filter: Record<string, unknown> = { session_id: sessionId };
-  if (Object.keys(seq).length) filter.seq = seq;
-  if (q.types?.length) filter.type = { $in: q.types };
-  const rows = await p.collections.events.find(tenant, filter, {
-    sort: { seq: down ? -1 : 1 },
-    limit: limit + 1,
+  const seq = cur ? Number(cur.k) : undefined;
+  if (cur && !Number.isInteger(seq)) throw invalid('page', 'is not a valid page cursor');
+  return p.events.list(tenant, sessionId, {
+    limit: q.limit ?? 100,
+    order: q.order === 'desc' ? 'desc' : 'asc',
+    afterSeq: q.after_seq,
+    types: q.types,
+    cursor: cur ? { seq: seq!, backwards: cur.d === 'prev' } : null,
   });
-  // A page's spilled payloads are bounded in total (core/src/events/spill.ts servedPrefix):
-  // a page cut short is a shorter page with a next cursor.
-  const served = await p.events.servedPrefix(rows.slice(0, limit));
-  const page = makePage(
-    rows.slice(0, served + 1),
-    served,
-    (r) => r.seq,
-    (r) => r._id,
-    { hadCursor: !!cur, backwards },
-  );
-  // Spilled payloads (> 500 KB) are served whole (core/src/events/spill.ts).
-  return { ...page, data: (await p.events.hydrate(page.data)).map(renderEvent) };
 }
 
 /**
@@ -75,7 +47,7 @@ export async function listEvents(p: Platform, tenant: string, args: Record<strin
  * the open subscriptions, for shutdown.
  */
 export function followEvents(
-  p: Platform,
+  events: Pick<EventLog, 'follow'>,
   tenant: string,
   sessionId: string,
   afterSeq: number,
@@ -83,7 +55,7 @@ export function followEvents(
 ): AsyncIterableIterator<SessionEventOut> {
   const ac = new AbortController();
   active.add(ac);
-  const source = followSession(p.collections, p.events, p.coordination.pubsub, tenant, sessionId, {
+  const source = events.follow(tenant, sessionId, {
     afterSeq,
     includeLive: false,
     signal: ac.signal,

@@ -4,12 +4,17 @@ import { GraphQLError } from 'graphql/index.js';
 import { ApolloServerPluginLandingPageDisabled } from '@apollo/server/plugin/disabled';
 import { fastifyApolloHandler } from '@as-integrations/fastify';
 import { typeDefs } from '@agentfleet/schemas';
-import { createLogger, type Platform } from '@agentfleet/core';
+import { createLogger } from '@agentfleet/core';
 import { formatError, toGraphQLError } from './errors.js';
 import { resolvers } from './resolvers.js';
-import { makeSchema, type GqlContext } from './schema.js';
+import { makeSchema, type GqlContext, type ResolverServices } from './schema.js';
 import { eventStreamRoute, wantsEventStream } from './stream.js';
 import { armorRules, preflight } from './limits.js';
+import type { RateLimits } from '../requestGuards.js';
+import type { StreamSlots } from '../sse.js';
+
+/** What GraphQL uses: the resolvers' services, its limits' configuration and rate limits. */
+export type GraphqlServices = ResolverServices & RateLimits;
 
 /** Apollo serves queries and mutations only: a subscription sent to it is told where to go. */
 const subscriptionsElsewhere: ApolloServerPlugin<GqlContext> = {
@@ -49,7 +54,11 @@ const subscriptionsElsewhere: ApolloServerPlugin<GqlContext> = {
  * Apollo's fastify drain plugin is not used: it closes the fastify instance from Apollo's stop,
  * while here the instance's close stops Apollo (onClose) and ends open event streams (preClose).
  */
-export async function graphqlPlugin(app: FastifyInstance, p: Platform): Promise<void> {
+export async function graphqlPlugin(
+  app: FastifyInstance,
+  p: GraphqlServices,
+  streams: StreamSlots,
+): Promise<void> {
   const log = createLogger(p.config.logLevel, { component: 'graphql' });
   const subscriptions = new Set<AbortController>();
   const schema = makeSchema(typeDefs, resolvers({ subscriptions }), (err) =>
@@ -77,9 +86,9 @@ export async function graphqlPlugin(app: FastifyInstance, p: Platform): Promise<
   });
   await apollo.start();
   const apolloHandler = fastifyApolloHandler<GqlContext>(apollo, {
-    context: async (req) => ({ principal: req.principal, platform: p }),
+    context: async (req) => ({ principal: req.principal, services: p }),
   });
-  const sse = eventStreamRoute(schema, p, log);
+  const sse = eventStreamRoute(schema, p, streams, log);
   /** The limits first: a refused document never reaches Apollo or graphql-sse. */
   const limited = (
     handle: (this: FastifyInstance, req: FastifyRequest, reply: FastifyReply) => unknown,

@@ -15,8 +15,8 @@ import { maxAliasesRule } from '@escape.tech/graphql-armor-max-aliases';
 import { costLimitRule } from '@escape.tech/graphql-armor-cost-limit';
 import { MaxTokensParserWLexer } from '@escape.tech/graphql-armor-max-tokens';
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import type { Config, Platform } from '@agentfleet/core';
-import { chargeTenant } from '../requestGuards.js';
+import type { Config } from '@agentfleet/core';
+import { chargeTenant, type RateLimits } from '../requestGuards.js';
 
 /**
  * GraphQL document limits, with graphql-armor (tested in test/graphql-limits.test.ts):
@@ -153,7 +153,7 @@ export interface Refusal {
  */
 export async function preflight(
   schema: GraphQLSchema,
-  p: Platform,
+  p: RateLimits,
   req: FastifyRequest,
   reply: FastifyReply,
 ): Promise<Refusal | null> {

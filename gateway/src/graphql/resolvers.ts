@@ -59,7 +59,7 @@ const tenant = (ctx: GqlContext) => ctx.principal.tenantId;
 async function environmentOrNull(ctx: GqlContext, id: string | null) {
   if (!id) return null;
   try {
-    return toEnvironment(await ctx.platform.environments.get(tenant(ctx), id));
+    return toEnvironment(await ctx.services.environments.get(tenant(ctx), id));
   } catch (err) {
     if (isNotFound(err)) return null;
     throw err;
@@ -75,50 +75,50 @@ export function resolvers(deps: ResolverDeps): ResolverMap {
   return {
     Query: {
       agent: async (_, args, ctx) =>
-        toAgent(await ctx.platform.agents.get(tenant(ctx), args.id, agentGetArgs(args).version)),
+        toAgent(await ctx.services.agents.get(tenant(ctx), args.id, agentGetArgs(args).version)),
       agents: async (_, args, ctx) =>
-        toConnection(await ctx.platform.agents.list(tenant(ctx), agentListArgs(args)), toAgent),
+        toConnection(await ctx.services.agents.list(tenant(ctx), agentListArgs(args)), toAgent),
       agentVersions: async (_, args, ctx) =>
         toConnection(
-          await ctx.platform.agents.listVersions(tenant(ctx), args.agentId, versionListArgs(args)),
+          await ctx.services.agents.listVersions(tenant(ctx), args.agentId, versionListArgs(args)),
           toAgent,
         ),
       environment: async (_, args, ctx) =>
-        toEnvironment(await ctx.platform.environments.get(tenant(ctx), args.id)),
+        toEnvironment(await ctx.services.environments.get(tenant(ctx), args.id)),
       environments: async (_, args, ctx) =>
         toConnection(
-          await ctx.platform.environments.list(tenant(ctx), environmentListArgs(args)),
+          await ctx.services.environments.list(tenant(ctx), environmentListArgs(args)),
           toEnvironment,
         ),
       session: async (_, args, ctx) =>
-        toSession(await ctx.platform.sessions.get(tenant(ctx), args.id)),
+        toSession(await ctx.services.sessions.get(tenant(ctx), args.id)),
       sessions: async (_, args, ctx) => {
         const q = sessionListArgs({
           ...args,
           status: lower(args.status),
           order: lower(args.order),
         });
-        return toConnection(await ctx.platform.sessions.list(tenant(ctx), q), toSession);
+        return toConnection(await ctx.services.sessions.list(tenant(ctx), q), toSession);
       },
       sessionEvents: async (_, args, ctx) =>
-        toConnection(await listEvents(ctx.platform, tenant(ctx), args), toEvent),
+        toConnection(await listEvents(ctx.services, tenant(ctx), args), toEvent),
     },
 
     Mutation: {
       createEnvironment: async (_, args, ctx) =>
         toEnvironment(
-          await ctx.platform.environments.create(tenant(ctx), environmentCreate(args.input)),
+          await ctx.services.environments.create(tenant(ctx), environmentCreate(args.input)),
         ),
       createAgent: async (_, args, ctx) =>
-        toAgent(await ctx.platform.agents.create(tenant(ctx), agentCreate(args.input))),
+        toAgent(await ctx.services.agents.create(tenant(ctx), agentCreate(args.input))),
       updateAgent: async (_, args, ctx) => {
         const body = agentUpdate(args.input);
-        return toAgent(await ctx.platform.agents.update(tenant(ctx), args.id, body));
+        return toAgent(await ctx.services.agents.update(tenant(ctx), args.id, body));
       },
       archiveAgent: async (_, args, ctx) =>
-        toAgent(await ctx.platform.agents.archive(tenant(ctx), args.id)),
+        toAgent(await ctx.services.agents.archive(tenant(ctx), args.id)),
       createSession: async (_, args, ctx) =>
-        toSession(await ctx.platform.sessions.create(tenant(ctx), sessionCreate(args.input))),
+        toSession(await ctx.services.sessions.create(tenant(ctx), sessionCreate(args.input))),
       sendMessage: async (_, args, ctx) => {
         const hasText = args.text !== undefined && args.text !== null;
         const hasContent = args.content !== undefined && args.content !== null;
@@ -129,11 +129,11 @@ export function resolvers(deps: ResolverDeps): ResolverMap {
           type: 'user.message',
           content: hasText ? [{ type: 'text', text: args.text }] : args.content,
         });
-        const [written] = await ctx.platform.sessions.send(tenant(ctx), args.sessionId, [event]);
+        const [written] = await ctx.services.sessions.send(tenant(ctx), args.sessionId, [event]);
         return toEvent(renderEvent(written!));
       },
       interrupt: async (_, args, ctx) => {
-        const [written] = await ctx.platform.sessions.send(tenant(ctx), args.sessionId, [
+        const [written] = await ctx.services.sessions.send(tenant(ctx), args.sessionId, [
           { type: 'user.interrupt' },
         ]);
         return toEvent(renderEvent(written!));
@@ -152,9 +152,9 @@ export function resolvers(deps: ResolverDeps): ResolverMap {
           const afterSeq = args.afterSeq ?? null;
           if (afterSeq !== null && afterSeq < 0)
             throw invalid('afterSeq', 'must be a non-negative integer event seq');
-          const doc = await ctx.platform.sessions.getDoc(tenant(ctx), args.sessionId);
+          const doc = await ctx.services.sessions.getDoc(tenant(ctx), args.sessionId);
           return followEvents(
-            ctx.platform,
+            ctx.services.events,
             tenant(ctx),
             args.sessionId,
             afterSeq ?? doc.last_seq,

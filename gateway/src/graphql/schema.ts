@@ -8,18 +8,19 @@ import {
   type GraphQLFieldResolver,
   type GraphQLSchema,
 } from 'graphql/index.js';
-import {
-  invalid,
-  MAX_JSON_DEPTH,
-  valueDepth,
-  type Platform,
-  type Principal,
-} from '@agentfleet/core';
+import { invalid, MAX_JSON_DEPTH, valueDepth, type Principal } from '@agentfleet/core';
+import type { GatewayServices } from '../services.js';
+
+/** The services the resolvers call. */
+export type ResolverServices = Pick<
+  GatewayServices,
+  'agents' | 'environments' | 'sessions' | 'events'
+>;
 
 /** Per-operation context: the principal set by the gateway's auth hook, and the services. */
 export type GqlContext = {
   principal: Principal;
-  platform: Platform;
+  services: ResolverServices;
 };
 
 export type Resolver = GraphQLFieldResolver<any, GqlContext, any>;

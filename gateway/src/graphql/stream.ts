@@ -3,11 +3,12 @@ import type { OutgoingHttpHeaders, ServerResponse } from 'node:http';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { specifiedRules, validate, type GraphQLSchema } from 'graphql/index.js';
 import { createHandler, TOKEN_HEADER_KEY, TOKEN_QUERY_KEY } from 'graphql-sse';
-import { ApiError, type Logger, type Platform } from '@agentfleet/core';
+import { ApiError, type Logger } from '@agentfleet/core';
 import { formatStreamedErrors, tagValidationErrors } from './errors.js';
 import { armorRules } from './limits.js';
 import type { GqlContext } from './schema.js';
-import { takeStreamSlot } from '../sse.js';
+import type { StreamSlots } from '../sse.js';
+import type { GraphqlServices } from './index.js';
 
 const header = (req: FastifyRequest, key: string): string | null => {
   const v = req.headers[key.toLowerCase()];
@@ -33,7 +34,12 @@ export const wantsEventStream = (req: FastifyRequest) =>
  * Single-connection stream tokens are namespaced by tenant: a token reserved by one tenant
  * cannot be used, completed or attached to by another.
  */
-export function eventStreamRoute(schema: GraphQLSchema, p: Platform, log: Logger) {
+export function eventStreamRoute(
+  schema: GraphQLSchema,
+  p: GraphqlServices,
+  streams: StreamSlots,
+  log: Logger,
+) {
   const open = new Set<ServerResponse>();
   // graphql-js's rules plus the depth, alias and cost limits (limits.ts), as Apollo validates.
   const rules = [...specifiedRules, ...armorRules(p.config.graphqlLimits)];
@@ -47,7 +53,7 @@ export function eventStreamRoute(schema: GraphQLSchema, p: Platform, log: Logger
         randomUUID();
       return token.startsWith(ns) ? token : ns + token;
     },
-    context: (req) => ({ principal: req.raw.principal, platform: p }),
+    context: (req) => ({ principal: req.raw.principal, services: p }),
     validate: (schema: GraphQLSchema, document: Parameters<typeof validate>[1]) =>
       tagValidationErrors(validate(schema, document, rules)),
     onNext: (_ctx, _req, result) => formatStreamedErrors(result, log),
@@ -77,11 +83,11 @@ export function eventStreamRoute(schema: GraphQLSchema, p: Platform, log: Logger
       await reply.send(body ?? '');
       return;
     }
-    // One of the tenant's open streams (../sse.ts takeStreamSlot): none left, the operations
+    // One of the tenant's open streams (../sse.ts StreamSlots): none left, the operations
     // just started are completed and the answer is 429.
     let giveSlot: () => void;
     try {
-      giveSlot = takeStreamSlot(p, req.principal.tenantId, reply);
+      giveSlot = streams.take(req.principal.tenantId, reply);
     } catch (err) {
       await body.return(undefined);
       throw err;

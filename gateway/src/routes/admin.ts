@@ -12,10 +12,9 @@ import {
   modelInfos,
   pageModels,
   type ModelPageQuery,
-  type Platform,
-  readCardKey,
 } from '@agentfleet/core';
 import { bodyOf, tenantOf } from '../http.js';
+import type { GatewayServices } from '../services.js';
 
 const cardCreate = bodyOf(ModelCardCreate);
 const cardRotate = bodyOf(Type.Partial(ModelCardCreate, { additionalProperties: false }));
@@ -36,7 +35,10 @@ function presented(req: FastifyRequest): string | undefined {
  * Model cards in full (rotation, the internal key route, models/list) are proved by
  * test/model-cards-full.test.ts.
  */
-export function adminRoutes(app: FastifyInstance, p: Platform) {
+export function adminRoutes(
+  app: FastifyInstance,
+  p: Pick<GatewayServices, 'models' | 'auth' | 'config'>,
+) {
   // The runtime catalog; api_key is the deprecated live-discovery path (core/src/models/catalog.ts).
   app.post('/v1/svc/models/list', { config: { beta: true } }, async (req, reply) => {
     const body = modelsList(req);
@@ -64,7 +66,7 @@ export function adminRoutes(app: FastifyInstance, p: Platform) {
       { config: { public: true } },
       async (req) => {
         checkWorkerCaller(presented(req), p.config.rootSecret);
-        return readCardKey(p.collections, p.secrets, req.params.id);
+        return p.models.readCardKey(req.params.id);
       },
     );
     app.delete<{ Params: { id: string } }>(

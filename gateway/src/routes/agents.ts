@@ -6,7 +6,7 @@ import {
   AgentUpdate,
   VersionListQuery,
 } from '@agentfleet/schemas';
-import type { Platform } from '@agentfleet/core';
+import type { GatewayServices } from '../services.js';
 import { bodyOf, queryOf, tenantOf } from '../http.js';
 
 const createBody = bodyOf(AgentCreate);
@@ -18,7 +18,7 @@ const versionsQuery = queryOf(VersionListQuery);
 const JSON_UTF8 = 'application/json; charset=utf-8';
 
 /** Spec paths plus the SDK's (POST for update, POST …/archive, ?version= on retrieve). */
-export function agentRoutes(app: FastifyInstance, p: Platform) {
+export function agentRoutes(app: FastifyInstance, p: Pick<GatewayServices, 'agents'>) {
   app.post('/v1/agents', async (req, reply) =>
     reply.code(200).send(await p.agents.create(tenantOf(req), createBody(req))),
   );

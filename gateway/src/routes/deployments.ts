@@ -12,8 +12,9 @@ import {
   DeploymentRunListQuery,
   DeploymentUpdate,
 } from '@agentfleet/schemas';
-import { ApiError, type Platform } from '@agentfleet/core';
+import { ApiError } from '@agentfleet/core';
 import { bodyOf, optionalBody, queryOf, tenantOf } from '../http.js';
+import type { GatewayServices } from '../services.js';
 
 const createBody = bodyOf(DeploymentCreate);
 const updateBody = optionalBody(DeploymentUpdate);
@@ -37,7 +38,7 @@ function refuseOutcomeEvents(body: unknown): void {
   });
 }
 
-export function deploymentRoutes(app: FastifyInstance, p: Platform) {
+export function deploymentRoutes(app: FastifyInstance, p: Pick<GatewayServices, 'deployments'>) {
   const d = p.deployments;
   app.post('/v1/deployments', async (req) => {
     refuseOutcomeEvents(req.body);

@@ -7,14 +7,15 @@
  */
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { DreamCreate, DreamListQuery } from '@agentfleet/schemas';
-import { ApiError, type MemoryActor, type Platform } from '@agentfleet/core';
+import { ApiError, type MemoryActor } from '@agentfleet/core';
 import { bodyOf, queryOf, tenantOf } from '../http.js';
+import type { GatewayServices } from '../services.js';
 
 const createBody = bodyOf(DreamCreate);
 const listQuery = queryOf(DreamListQuery);
 type DreamReq = FastifyRequest<{ Params: { id: string } }>;
 
-export function dreamRoutes(app: FastifyInstance, p: Platform) {
+export function dreamRoutes(app: FastifyInstance, p: Pick<GatewayServices, 'dreams'>) {
   const d = p.dreams;
   app.post('/v1/dreams', async (req, reply) => {
     // update_existing writes as the creating key (the versions' created_by).

@@ -1,13 +1,13 @@
 import type { FastifyInstance } from 'fastify';
 import { EnvironmentCreate, EnvironmentListQuery, EnvironmentUpdate } from '@agentfleet/schemas';
-import type { Platform } from '@agentfleet/core';
+import type { GatewayServices } from '../services.js';
 import { bodyOf, queryOf, tenantOf } from '../http.js';
 
 const createBody = bodyOf(EnvironmentCreate);
 const updateBody = bodyOf(EnvironmentUpdate);
 const listQuery = queryOf(EnvironmentListQuery);
 
-export function environmentRoutes(app: FastifyInstance, p: Platform) {
+export function environmentRoutes(app: FastifyInstance, p: Pick<GatewayServices, 'environments'>) {
   app.post('/v1/environments', async (req) =>
     p.environments.create(tenantOf(req), createBody(req)),
   );

@@ -7,21 +7,14 @@ import {
   type FileListQuery,
   type FileService,
   type OutputService,
-  type Platform,
   type StagedUpload,
 } from '@agentfleet/core';
 import { tenantOf } from '../http.js';
 
-/** The services these routes need; `Platform` carries them once it builds them (`p.files`, `p.outputs`). */
+/** The services these routes need. */
 export interface FileServices {
   files: FileService;
   outputs: OutputService;
-}
-
-/** The file services a platform carries, or null while `createPlatform` does not build them. */
-export function fileServicesOf(p: Platform): FileServices | null {
-  const x = p as Platform & Partial<FileServices>;
-  return x.files && x.outputs ? { files: x.files, outputs: x.outputs } : null;
 }
 
 /**
@@ -109,7 +102,7 @@ async function* cappedAt(
  * Files (`/v1/files`, the SDK's `beta.files`) and session outputs (`/v1/sessions/:id/outputs`,
  * an extension: beta header required).
  */
-export function fileRoutes(app: FastifyInstance, _p: Platform, s: FileServices): void {
+export function fileRoutes(app: FastifyInstance, s: FileServices): void {
   // Multipart only here: the rest of the API stays JSON.
   app.register(async (scope) => {
     await scope.register(multipart, {

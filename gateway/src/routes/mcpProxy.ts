@@ -1,6 +1,6 @@
 /**
  * `/v1/svc/mcp-proxy/:sid/:server` (GET, POST, PUT, PATCH, DELETE, OPTIONS; HEAD with GET):
- * the MCP proxy over HTTP, a thin adapter over `platform.mcpProxy.forward` (caller `http`).
+ * the MCP proxy over HTTP, a thin adapter over `McpProxy.forward` (caller `http`).
  * Guarantees:
  * - only the operator key (`Authorization: Bearer <API_KEY>`, the spec's local-runtime child;
  *   compared in constant time by AuthService) is accepted: none or an unknown key → 401, a
@@ -20,8 +20,8 @@
  */
 import { Readable } from 'node:stream';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import type { Platform } from '@agentfleet/core';
 import { errorBody } from '../http.js';
+import type { GatewayServices } from '../services.js';
 
 type ProxyReq = FastifyRequest<{ Params: { sid: string; server: string } }>;
 
@@ -37,10 +37,9 @@ const DRAIN_LIMIT = 32 * 1024 * 1024;
  * operator key. The request guards already held the bearer to its own session's proxy path,
  * with the live claim (gateway/src/claimedSession.ts; test/work-bearer.test.ts).
  */
-export async function claimedSessionCaller(
-  _p: Platform,
+export function claimedSessionCaller(
   req: FastifyRequest,
-): Promise<{ tenantId: string; sessionId: string } | null> {
+): { tenantId: string; sessionId: string } | null {
   const claim = req.principal?.claim;
   return claim ? { tenantId: claim.tenantId, sessionId: claim.sessionId } : null;
 }
@@ -89,7 +88,10 @@ function callerHeaders(req: FastifyRequest): Record<string, string> {
   return out;
 }
 
-export async function mcpProxyRoutes(app: FastifyInstance, p: Platform): Promise<void> {
+export async function mcpProxyRoutes(
+  app: FastifyInstance,
+  p: Pick<GatewayServices, 'mcpProxy' | 'config'>,
+): Promise<void> {
   await app.register(async (scope) => {
     // Raw text for every content-type (MCP JSON-RPC included): the handler reads the stream.
     scope.removeAllContentTypeParsers();
@@ -102,7 +104,7 @@ export async function mcpProxyRoutes(app: FastifyInstance, p: Platform): Promise
         handler: async (req: ProxyReq, reply: FastifyReply) => {
           const id = String(req.id);
           const { sid, server } = req.params;
-          const claimed = await claimedSessionCaller(p, req);
+          const claimed = claimedSessionCaller(req);
           const tenantId =
             claimed?.sessionId === sid ? claimed.tenantId : await p.mcpProxy.sessionTenant(sid);
           if (!tenantId)

@@ -9,8 +9,9 @@
 import type { FastifyInstance } from 'fastify';
 import { Type, type Static } from '@sinclair/typebox';
 import { Obj } from '@agentfleet/schemas';
-import { invalid, type Platform } from '@agentfleet/core';
+import { invalid } from '@agentfleet/core';
 import { bodyOf, tenantOf } from '../http.js';
+import type { GatewayServices } from '../services.js';
 
 export const MemorySearchRequest = Obj({
   query: Type.String({ minLength: 1, maxLength: 10_000 }),
@@ -35,7 +36,7 @@ export const MemorySearchResponse = Obj({
 
 const searchBody = bodyOf(MemorySearchRequest);
 
-export function memorySearchRoutes(app: FastifyInstance, p: Platform) {
+export function memorySearchRoutes(app: FastifyInstance, p: Pick<GatewayServices, 'memorySearch'>) {
   app.post<{ Params: { id: string } }>('/v1/memory_stores/:id/search', async (req) => {
     const body = searchBody(req);
     if (!body.query.trim()) throw invalid('query', 'must contain a non-blank character');

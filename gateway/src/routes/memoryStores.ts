@@ -24,8 +24,9 @@ import {
   MemoryVersionListQuery,
   MemoryViewQuery,
 } from '@agentfleet/schemas';
-import type { Memory, MemoryActor, Platform } from '@agentfleet/core';
+import type { Memory, MemoryActor } from '@agentfleet/core';
 import { bodyOf, queryOf, tenantOf } from '../http.js';
+import type { GatewayServices } from '../services.js';
 
 const storeCreateBody = bodyOf(MemoryStoreCreate);
 const storeUpdateBody = bodyOf(MemoryStoreUpdate);
@@ -51,7 +52,7 @@ const actorOf = (req: FastifyRequest): MemoryActor =>
 const inView = (m: Memory, view: 'basic' | 'full') =>
   view === 'full' ? m : { ...m, content: null };
 
-export function memoryStoreRoutes(app: FastifyInstance, p: Platform) {
+export function memoryStoreRoutes(app: FastifyInstance, p: Pick<GatewayServices, 'memory'>) {
   const m = p.memory;
   // ---- stores ----
   app.post('/v1/memory_stores', async (req) => m.createStore(tenantOf(req), storeCreateBody(req)));

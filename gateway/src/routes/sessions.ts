@@ -10,17 +10,14 @@ import {
 import {
   createdAtBounds,
   decodeCursor,
-  encodeCursor,
-  cascadeSessionDelete,
-  followSession,
   refuseUnbuiltEvents,
   renderEvent,
   type Logger,
-  type Platform,
 } from '@agentfleet/core';
 import { bodyOf, optionalBody, queryOf, tenantOf } from '../http.js';
-import { streamSession, writeItem } from '../sessionStream.js';
-import { SseWriter, takeStreamSlot } from '../sse.js';
+import { streamSession, writeItem, type StreamServices } from '../sessionStream.js';
+import { SseWriter, type StreamSlots } from '../sse.js';
+import type { GatewayServices } from '../services.js';
 
 const createBody = bodyOf(SessionCreate);
 const updateBody = optionalBody(SessionUpdate);
@@ -31,7 +28,14 @@ const messagesBody = bodyOf(MessagesBody);
 
 type IdReq = FastifyRequest<{ Params: { id: string } }>;
 
-export function sessionRoutes(app: FastifyInstance, p: Platform, log: Logger) {
+export type SessionRouteServices = StreamServices & Pick<GatewayServices, 'files'>;
+
+export function sessionRoutes(
+  app: FastifyInstance,
+  p: SessionRouteServices,
+  streams: StreamSlots,
+  log: Logger,
+) {
   app.post('/v1/sessions', async (req) => p.sessions.create(tenantOf(req), createBody(req)));
   app.get('/v1/sessions', async (req) => p.sessions.list(tenantOf(req), listQuery(req)));
   app.get<{ Params: { id: string } }>('/v1/sessions/:id', async (req) =>
@@ -49,7 +53,7 @@ export function sessionRoutes(app: FastifyInstance, p: Platform, log: Logger) {
     const tenant = tenantOf(req);
     const id = req.params.id;
     const deleted = await p.sessions.remove(tenant, id);
-    const { failedKeys } = await cascadeSessionDelete(p.collections, p.objects, tenant, id);
+    const { failedKeys } = await p.files.cascadeSessionDelete(tenant, id);
     for (const key of failedKeys)
       log.warn('session delete: blob delete failed; left for reconciliation', {
         tenant_id: tenant,
@@ -76,11 +80,11 @@ export function sessionRoutes(app: FastifyInstance, p: Platform, log: Logger) {
 
   app.get<{ Params: { id: string } }>('/v1/sessions/:id/events', async (req: IdReq, reply) => {
     if (String(req.headers.accept ?? '').includes('text/event-stream'))
-      return streamSession(p, req, reply);
+      return streamSession(p, streams, req, reply);
     return listEvents(p, req);
   });
   app.get<{ Params: { id: string } }>('/v1/sessions/:id/events/stream', (req: IdReq, reply) =>
-    streamSession(p, req, reply),
+    streamSession(p, streams, req, reply),
   );
 
   app.get<{ Params: { id: string } }>(
@@ -103,8 +107,8 @@ export function sessionRoutes(app: FastifyInstance, p: Platform, log: Logger) {
           ? [{ type: 'text' as const, text: body.content }]
           : body.content;
       const head = (await p.sessions.getDoc(tenant, req.params.id)).last_seq;
-      // A stream slot first (sse.ts takeStreamSlot): a refused stream appends no message.
-      const giveSlot = takeStreamSlot(p, tenant, reply);
+      // A stream slot first (sse.ts StreamSlots): a refused stream appends no message.
+      const giveSlot = streams.take(tenant, reply);
       try {
         const [msg] = await p.sessions.send(tenant, req.params.id, [
           { type: 'user.message', content },
@@ -112,14 +116,11 @@ export function sessionRoutes(app: FastifyInstance, p: Platform, log: Logger) {
         const sse = new SseWriter(req, reply, p.config.sseMaxBufferedBytes);
         let running = false;
         // Replays from the head read before the append, so nothing between append and subscribe is lost.
-        for await (const item of followSession(
-          p.collections,
-          p.events,
-          p.coordination.pubsub,
-          tenant,
-          req.params.id,
-          { afterSeq: head, includeLive: true, signal: sse.signal },
-        )) {
+        for await (const item of p.events.follow(tenant, req.params.id, {
+          afterSeq: head,
+          includeLive: true,
+          signal: sse.signal,
+        })) {
           writeItem(sse, item, { chunks: true, deltas: new Set() });
           const seq = (item as { seq?: number }).seq ?? 0;
           if (item.type === 'session.status_running' && seq > msg!.seq) running = true;
@@ -133,37 +134,30 @@ export function sessionRoutes(app: FastifyInstance, p: Platform, log: Logger) {
   );
 }
 
-async function listEvents(p: Platform, req: IdReq) {
+/**
+ * The REST page of a session's events (core/src/events/list.ts): `page` (SDK) or `cursor`
+ * (spec) continues forward only, whatever direction the cursor names; the answer carries
+ * `next_page` and no `prev_page`.
+ */
+async function listEvents(p: Pick<GatewayServices, 'sessions' | 'events'>, req: IdReq) {
   const tenant = tenantOf(req);
   const q = eventsQuery(req);
   await p.sessions.getDoc(tenant, req.params.id);
-  const limit = q.limit ?? 100;
-  const desc = q.order === 'desc';
   const token = q.page ?? q.cursor;
   const cur = token ? decodeCursor(token, q.page ? 'page' : 'cursor') : null;
-  const seq: Record<string, number> = {};
-  if (q.after_seq !== undefined) seq.$gt = q.after_seq;
-  if (cur) seq[desc ? '$lt' : '$gt'] = Number(cur.k);
-  const filter: Record<string, unknown> = { session_id: req.params.id };
-  if (Object.keys(seq).length) filter.seq = seq;
-  if (q.types?.length) filter.type = { $in: q.types };
-  const created = createdAtBounds(q);
-  if (created) filter.created_at = created;
-  const rows = await p.collections.events.find(tenant, filter, {
-    sort: { seq: desc ? -1 : 1 },
-    limit: limit + 1,
+  const page = await p.events.list(tenant, req.params.id, {
+    limit: q.limit ?? 100,
+    order: q.order === 'desc' ? 'desc' : 'asc',
+    afterSeq: q.after_seq,
+    types: q.types,
+    createdAt: createdAtBounds(q),
+    cursor: cur ? { seq: Number(cur.k), backwards: false } : null,
   });
-  // Spilled payloads (> 500 KB) are served whole, a page's total bounded: a page cut short
-  // says has_more (core/src/events/spill.ts servedPrefix).
-  const served = await p.events.servedPrefix(rows.slice(0, limit));
-  const has_more = rows.length > served;
-  const data = (await p.events.hydrate(rows.slice(0, served))).map(renderEvent);
-  const last = data[data.length - 1];
   return {
-    data,
-    has_more,
-    next_page: has_more && last ? encodeCursor({ k: last.seq, d: 'next' }) : null,
-    first_id: data[0]?.id ?? null,
-    last_id: last?.id ?? null,
+    data: page.data,
+    has_more: page.has_more,
+    next_page: page.next_page,
+    first_id: page.first_id,
+    last_id: page.last_id,
   };
 }

@@ -14,8 +14,8 @@
  */
 import type { FastifyInstance } from 'fastify';
 import { SkillSourceDiscover, SkillSourceInstall, SkillSourceSelection } from '@agentfleet/schemas';
-import { SkillSourceService, type Platform } from '@agentfleet/core';
 import { bodyOf, optionalBody, tenantOf } from '../http.js';
+import type { GatewayServices } from '../services.js';
 
 const discoverBody = bodyOf(SkillSourceDiscover);
 const installBody = bodyOf(SkillSourceInstall);
@@ -23,8 +23,11 @@ const selectionBody = optionalBody(SkillSourceSelection);
 const beta = { config: { beta: true } };
 export const SKILL_SOURCES_BASE = '/v1/svc/skill-sources';
 
-export function skillSourceRoutes(app: FastifyInstance, p: Platform) {
-  const s = new SkillSourceService({ skills: p.skills, c: p.collections, config: p.config });
+export function skillSourceRoutes(
+  app: FastifyInstance,
+  p: Pick<GatewayServices, 'skills' | 'config'>,
+) {
+  const s = p.skills.sources(p.config);
   app.addHook('onClose', async () => s.close());
   const B = SKILL_SOURCES_BASE;
   app.post(`${B}/discover`, beta, async (req) => s.discover(tenantOf(req), discoverBody(req).url));

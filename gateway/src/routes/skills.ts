@@ -5,11 +5,11 @@ import {
   invalid,
   readZip,
   SKILL_LIMITS,
-  type Platform,
   type Skill,
   type SkillListQuery,
 } from '@agentfleet/core';
 import { tenantOf } from '../http.js';
+import type { GatewayServices } from '../services.js';
 import { readJsonUpload, readMultipartUpload, type SkillUpload } from './skillUploads.js';
 
 /**
@@ -97,7 +97,7 @@ const TEXT_TYPES: Record<string, string> = {
 const typeOf = (name: string) =>
   TEXT_TYPES[name.split('.').pop()!.toLowerCase()] ?? 'application/octet-stream';
 
-export function skillRoutes(app: FastifyInstance, p: Platform): void {
+export function skillRoutes(app: FastifyInstance, p: Pick<GatewayServices, 'skills'>): void {
   const skills = p.skills;
   app.register(async (scope) => {
     await scope.register(multipart, {

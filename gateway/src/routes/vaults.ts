@@ -13,7 +13,7 @@ import {
   VaultListQuery,
   VaultUpdate,
 } from '@agentfleet/schemas';
-import type { Platform } from '@agentfleet/core';
+import type { GatewayServices } from '../services.js';
 import { bodyOf, queryOf, tenantOf } from '../http.js';
 
 const createBody = bodyOf(VaultCreate);
@@ -26,7 +26,7 @@ const credListQuery = queryOf(CredentialListQuery);
 type VaultReq = { Params: { id: string } };
 type CredReq = { Params: { id: string; credential_id: string } };
 
-export function vaultRoutes(app: FastifyInstance, p: Platform) {
+export function vaultRoutes(app: FastifyInstance, p: Pick<GatewayServices, 'vaults'>) {
   const v = p.vaults;
   app.post('/v1/vaults', async (req) => v.create(tenantOf(req), createBody(req)));
   app.get('/v1/vaults', async (req) => v.list(tenantOf(req), listQuery(req)));

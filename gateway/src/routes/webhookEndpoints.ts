@@ -11,7 +11,7 @@ import {
   WebhookEndpointListQuery,
   WebhookEndpointUpdate,
 } from '@agentfleet/schemas';
-import type { Platform } from '@agentfleet/core';
+import type { GatewayServices } from '../services.js';
 import { bodyOf, queryOf, tenantOf } from '../http.js';
 
 const createBody = bodyOf(WebhookEndpointCreate);
@@ -22,7 +22,7 @@ type EndpointReq = { Params: { id: string } };
 const beta = { config: { beta: true } };
 const BASE = '/v1/svc/webhook_endpoints';
 
-export function webhookEndpointRoutes(app: FastifyInstance, p: Platform) {
+export function webhookEndpointRoutes(app: FastifyInstance, p: Pick<GatewayServices, 'webhooks'>) {
   const e = p.webhooks.endpoints;
   app.post(BASE, beta, async (req) => e.create(tenantOf(req), createBody(req)));
   app.get(BASE, beta, async (req) => e.list(tenantOf(req), listQuery(req)));

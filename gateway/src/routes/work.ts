@@ -1,6 +1,6 @@
 /**
  * The Environment Work API (SDK 1.12 `client.beta.environments.work`), a thin adapter over
- * `platform.work` (core/src/work/work.ts, whose header describes the EnvironmentWorker flow):
+ * WorkService (core/src/work/work.ts, whose header describes the EnvironmentWorker flow):
  *
  *   GET  /v1/environments/:id/work/poll            block_ms, reclaim_older_than_ms, Anthropic-Worker-ID
  *   GET  /v1/environments/:id/work                 limit, page (newest first)
@@ -17,8 +17,9 @@
  * Proved by test/work-api.test.ts.
  */
 import type { FastifyInstance, FastifyRequest } from 'fastify';
-import { invalid, type Platform } from '@agentfleet/core';
+import { invalid } from '@agentfleet/core';
 import { tenantOf } from '../http.js';
+import type { GatewayServices } from '../services.js';
 
 type EnvReq = FastifyRequest<{ Params: { id: string } }>;
 type ItemReq = FastifyRequest<{ Params: { id: string; work_id: string } }>;
@@ -47,7 +48,7 @@ function stopForce(body: unknown): boolean {
   return b.force === true;
 }
 
-export function workRoutes(app: FastifyInstance, p: Platform): void {
+export function workRoutes(app: FastifyInstance, p: Pick<GatewayServices, 'work'>): void {
   const w = p.work;
   app.get(`${WORK_BASE}/poll`, async (req: EnvReq, reply) => {
     const q = queryOf(req);

@@ -1,0 +1,59 @@
+import type {
+  AgentService,
+  AuthService,
+  CommandBus,
+  Config,
+  Coordination,
+  DeploymentService,
+  DocumentStore,
+  DreamService,
+  EnvironmentService,
+  EventLog,
+  FileService,
+  McpProxy,
+  MemorySearchService,
+  MemoryService,
+  ModelResolver,
+  OutputService,
+  PlatformMetrics,
+  SessionService,
+  SkillService,
+  VaultService,
+  WebhookService,
+  WorkService,
+} from '@agentfleet/core';
+
+/**
+ * The core services the gateway serves, named: what the composition root (server/src) hands
+ * buildApp, buildOpsApp and buildMetricsApp. Only app.ts and metricsRoute.ts take it whole;
+ * every route, GraphQL and stream module takes the members it uses (a `Pick` of this, or a
+ * narrower interface), so a call can be followed from a route to the service that answers it.
+ * No member is a raw collection: every read and write goes through its feature's service.
+ */
+export interface GatewayServices {
+  config: Config;
+  /** /readyz asks the three adapters whether they are connected. */
+  store: Pick<DocumentStore, 'healthy'>;
+  bus: Pick<CommandBus, 'healthy'>;
+  /** Readiness, the rate limiters (tenant and failed authentications). */
+  coordination: Pick<Coordination, 'healthy' | 'rateLimiter'>;
+  metrics: PlatformMetrics;
+  auth: AuthService;
+  agents: AgentService;
+  environments: EnvironmentService;
+  vaults: VaultService;
+  sessions: SessionService;
+  /** The event log: paged lists, the session log, live follow (core/src/events). */
+  events: EventLog;
+  models: ModelResolver;
+  files: FileService;
+  outputs: OutputService;
+  mcpProxy: McpProxy;
+  deployments: DeploymentService;
+  work: WorkService;
+  webhooks: WebhookService;
+  memory: MemoryService;
+  memorySearch: MemorySearchService;
+  dreams: DreamService;
+  skills: SkillService;
+}
