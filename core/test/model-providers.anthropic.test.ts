@@ -74,7 +74,7 @@ describe('request mapping', () => {
   );
 });
 
-describe('model card settings (pi_config, via workers/src/modelSettings.ts)', () => {
+describe('model card settings (pi_config, via workers/src/turn/modelSettings.ts)', () => {
   it('anthropic: maxTokensLimit caps max_tokens, thinking gets at most half, none below 1024', async () => {
     const model = freshModel();
     const p = make('anthropic');

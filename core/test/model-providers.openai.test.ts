@@ -74,7 +74,7 @@ describe('request mapping', () => {
   });
 });
 
-describe('model card settings (pi_config, via workers/src/modelSettings.ts)', () => {
+describe('model card settings (pi_config, via workers/src/turn/modelSettings.ts)', () => {
   it('openai: effortValue is the reasoning_effort, maxTokensLimit caps the output, headers never replace the key', async () => {
     const model = freshModel();
     await collect(

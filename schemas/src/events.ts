@@ -99,7 +99,10 @@ const GENERAL_ERROR_TYPES = [
   'model_request_failed_error',
   'billing_error',
 ] as const;
-/** With `mcp_server_name`: the turn goes on without that server's tools (workers/src/mcpTurn.ts). */
+/**
+ * With `mcp_server_name`: the turn goes on without that server's tools
+ * (workers/src/tools/mcp.ts).
+ */
 const MCP_ERROR_TYPES = ['mcp_connection_failed_error', 'mcp_authentication_failed_error'] as const;
 /** SDK CompactionLimitReachedErrorObject: harness `pi` could not bring the request under the window. */
 const COMPACTION_ERROR_TYPES = ['compaction_limit_reached_error'] as const;
@@ -230,7 +233,10 @@ export const EVENT_PAYLOADS = {
   'agent.message': { content: Type.Array(TextOut, { minItems: 1 }) },
   /** Extension: the thinking text and signature ride along (the SDK's event carries neither). */
   'agent.thinking': { thinking: Type.String(), signature: Type.Optional(Type.String()) },
-  /** evaluated_permission/evaluation: the resolved permission_policy (workers/src/permissions.ts). */
+  /**
+   * evaluated_permission/evaluation: the resolved permission_policy
+   * (workers/src/tools/permissions.ts).
+   */
   'agent.tool_use': {
     name: Type.String(),
     input: Type.Record(Type.String(), Type.Unknown()),
@@ -290,7 +296,7 @@ export const EVENT_PAYLOADS = {
    * SDK BetaManagedAgentsAgentThreadContextCompactedEvent (id, processed_at, type), plus
    * extensions: the summary that replaces the history before it, the strategy that wrote it
    * (`truncate` when summarising failed and the platform's fallback did), why it ran, and the
-   * estimated input tokens before. workers/src/compaction/*.
+   * estimated input tokens before. workers/src/turn/compaction/*.
    */
   'agent.thread_context_compacted': {
     summary: Type.String(),

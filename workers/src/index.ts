@@ -1,8 +1,8 @@
-export { TurnRunner } from './turnRunner.js';
-export { buildHistory, HistoryBuilder } from './history.js';
-export { ToolExecutor, toolSpecs, classify } from './tools.js';
+export { TurnRunner } from './turn/runner.js';
+export { buildHistory, HistoryBuilder } from './turn/history.js';
+export { ToolExecutor, toolSpecs, classify } from './tools/executor.js';
 export { startWorker, type RunningWorker } from './startWorker.js';
-export { SessionLogCache, DEFAULT_LOG_CACHE_BYTES } from './sessionLogCache.js';
-export { OpenCalls } from './openCalls.js';
-export { TurnControl } from './turnControl.js';
-export { TurnAborted } from './turnEvents.js';
+export { SessionLogCache, DEFAULT_LOG_CACHE_BYTES } from './turn/sessionLogCache.js';
+export { OpenCalls } from './turn/openCalls.js';
+export { TurnControl } from './turn/control.js';
+export { TurnAborted } from './turn/events.js';

@@ -12,8 +12,8 @@ import { startDeploymentScheduler } from './jobs/deploymentScheduler.js';
 import { startDreamRunner } from './jobs/dreamRunner.js';
 import { startMemoryVersionSweeper } from './jobs/memorySweeper.js';
 import { startWebhookSender } from './jobs/webhookSender.js';
-import { ToolExecutor } from './tools.js';
-import { TurnRunner } from './turnRunner.js';
+import { ToolExecutor } from './tools/executor.js';
+import { TurnRunner } from './turn/runner.js';
 
 export interface RunningWorker {
   /** Stops taking turns and waits for the in-flight ones (up to the drain period). */

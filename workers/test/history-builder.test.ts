@@ -1,13 +1,13 @@
 /**
- * workers/src/history.ts HistoryBuilder: the model history folded incrementally across calls
+ * workers/src/turn/history.ts HistoryBuilder: the model history folded incrementally across calls
  * equals a build from scratch for every prefix of a log (random logs of every event type the
  * fold reads), a log that does not extend the previous one is folded from the start, and a
  * builder kept across turns hands out frozen blocks. The turn path uses it through
  * SessionLogCache.history (test/e2e/turns/turn-log-cache.test.ts covers the conversation sent).
  */
 import { deepFreeze, type EventDoc } from '@agentfleet/core';
-import { buildHistory, HistoryBuilder } from '../src/history.js';
-import { SessionLogCache } from '../src/sessionLogCache.js';
+import { buildHistory, HistoryBuilder } from '../src/turn/history.js';
+import { SessionLogCache } from '../src/turn/sessionLogCache.js';
 import { describe, expect, it } from 'vitest';
 
 let seq = 0;

@@ -1,11 +1,11 @@
 /**
- * Where a cloud session's log is settled from (workers/src/openCalls.ts): the earliest held call
- * (`ask`) or custom tool call without a result; a custom call abandoned by an idle and then a
+ * Where a cloud session's log is settled from (workers/src/turn/openCalls.ts): the earliest held
+ * call (`ask`) or custom tool call without a result; a custom call abandoned by an idle and then a
  * user.message stops counting, a held one counts until its result; a log that is not an
  * extension of the folded one is folded again from the start.
  */
 import { describe, expect, it } from 'vitest';
-import { OpenCalls } from '../src/openCalls.js';
+import { OpenCalls } from '../src/turn/openCalls.js';
 
 let n = 0;
 const ev = (type: string, payload: Record<string, unknown> = {}, id = `sevt_${++n}`) =>

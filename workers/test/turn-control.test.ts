@@ -1,5 +1,5 @@
 /**
- * workers/src/turnControl.ts on the embedded pub/sub (the Redis one shares the port contract,
+ * workers/src/turn/control.ts on the embedded pub/sub (the Redis one shares the port contract,
  * core/test/coordination.contract.ts): a drain subscribes once, so an interrupt that lands
  * while no turn is registered (after the drain read the session, before its turn started) must
  * still abort the turn it was meant for. Through the public interface the same paths are
@@ -7,8 +7,8 @@
  */
 import { controlChannel } from '@agentfleet/core';
 import { embeddedCoordination } from '@agentfleet/core/adapters';
-import { TurnControl } from '../src/turnControl.js';
-import { TurnAborted } from '../src/turnEvents.js';
+import { TurnControl } from '../src/turn/control.js';
+import { TurnAborted } from '../src/turn/events.js';
 import { describe, expect, it } from 'vitest';
 
 const reasonOf = (a: AbortController) => (a.signal.reason as { reason?: string })?.reason;

@@ -8,7 +8,7 @@
  * - A custom tool's
  * `permission_policy` (an extension: the SDK's custom tools have none) is accepted only where it
  * takes effect: on a server-executed custom tool (`execution` set) any policy is honoured by the
- * turn runner (workers/src/permissions.ts); on a client-executed one, whose calls the client
+ * turn runner (workers/src/tools/permissions.ts); on a client-executed one, whose calls the client
  * answers itself, only always_allow (or null) is accepted and anything else is a 400 naming
  * `tools[i].permission_policy` (`agent.tools[i]…` on a session update). Proven by test/permission-policy.test.ts.
  */

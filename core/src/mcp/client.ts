@@ -17,7 +17,7 @@
  *   refresh flow) or `connection` (anything else); its message names the server and an HTTP
  *   status or a reason, never a header or a response body, so it cannot carry a token;
  * - a tool call that fails (transport or JSON-RPC error) rejects; callers turn it into an
- *   is_error result (workers/src/mcpTurn.ts).
+ *   is_error result (workers/src/tools/mcp.ts).
  * stdio servers connect through core/src/mcp/clientStdio.ts with `connectMcpTransport`.
  * Proven by test/mcp-tools.test.ts (every auth mode, unreachable / silent / wrong-bearer
  * servers, a failing tool), test/mcp-tools-stdio.test.ts and test/mcp-proxy-sse.test.ts (the SSE

@@ -1,6 +1,6 @@
 /**
  * How an agent's MCP servers become model tools. Rules (pure functions; the turn applies them
- * in workers/src/mcpTurn.ts):
+ * in workers/src/tools/mcp.ts):
  * - a server's tools are offered only through an `mcp_toolset` naming it: the SDK documents
  *   the toolset as "Configuration for tools from an MCP server defined in mcp_servers" and
  *   says "every server must be referenced by an mcp_toolset in tools; unreferenced servers are
@@ -14,8 +14,8 @@
  * - a call of a name in a toolset server's `mcp__<server>__` namespace that the turn did not
  *   offer (disabled, unknown, server down) is recorded as agent.mcp_tool_use with
  *   evaluated_permission `deny` and answered with an is_error result;
- * - the permission policy of a call is resolved per server and tool (workers/src/permissions.ts
- *   `resolvePolicy(tools, tool, server)`).
+ * - the permission policy of a call is resolved per server and tool
+ *   (workers/src/tools/permissions.ts `resolvePolicy(tools, tool, server)`).
  * Proven by test/mcp-tools.test.ts.
  */
 import type { ToolSpec } from '../models/port.js';

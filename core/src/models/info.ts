@@ -32,8 +32,8 @@ const DEFAULT_LEVELS: readonly Effort[] = ['low', 'medium', 'high'];
 
 /**
  * The effort levels a card serves, one rule for /v1/models and the turn runner
- * (workers/src/modelSettings.ts): null without pi_config (unknown: the agent's level is sent as
- * asked); none unless `reasoning: true`; the non-null low/medium/high/xhigh entries of
+ * (workers/src/turn/modelSettings.ts): null without pi_config (unknown: the agent's level is sent
+ * as asked); none unless `reasoning: true`; the non-null low/medium/high/xhigh entries of
  * `thinkingLevelMap`, or low/medium/high without a map.
  */
 export function effortLevels(pi: Record<string, unknown> | null): Effort[] | null {

@@ -72,7 +72,10 @@ export interface ResolvedModel {
   protocol: 'anthropic' | 'openai';
   supportsFast: boolean;
   source: 'model_card' | 'vendor_fallback';
-  /** The card's pi_config (read by workers/src/modelSettings.ts); null for the vendor fallback. */
+  /**
+   * The card's pi_config (read by workers/src/turn/modelSettings.ts); null for the vendor
+   * fallback.
+   */
   piConfig: Record<string, unknown> | null;
   /** The list price read with the same card (prices.ts `modelListPrice`); null: none. */
   listPrice: TokenPrices | null;

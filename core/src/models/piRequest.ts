@@ -16,7 +16,7 @@
  * - `input`: the model's input kinds, `text` with optionally `image`. /v1/models reports
  *   `image_input` from it, and a card without `image` gets no image: every image block of the
  *   conversation (tool results included) is sent as a text note saying it was left out
- *   (workers/src/modelSettings.ts).
+ *   (workers/src/turn/modelSettings.ts).
  */
 import { invalid } from '../errors.js';
 

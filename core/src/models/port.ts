@@ -89,7 +89,7 @@ export interface ModelRequest {
   speed?: 'standard' | 'fast';
   /**
    * The conversation identity the provider may key its prompt cache on (set for harness `pi`
-   * sessions only: workers/src/compaction): Anthropic `metadata.user_id`, OpenAI
+   * sessions only: workers/src/turn/compaction): Anthropic `metadata.user_id`, OpenAI
    * `prompt_cache_key`. Absent: nothing is sent.
    */
   sessionId?: string;

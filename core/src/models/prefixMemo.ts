@@ -1,9 +1,9 @@
 /**
  * A value kept per conversation for a prefix of its messages, valid for a later call whose
- * messages start with the same objects. A kept history (workers/src/history.ts) hands back the
+ * messages start with the same objects. A kept history (workers/src/turn/history.ts) hands back the
  * same frozen ChatMessage objects on every call of a session, so what was derived from a frozen
  * prefix still holds: the request bytes (wireText.ts) and the file scan
- * (workers/src/fileBlocks.ts) resume from it. Keyed weakly by the first message: the memo goes
+ * (workers/src/turn/fileBlocks.ts) resume from it. Keyed weakly by the first message: the memo goes
  * with the history that holds it. Only frozen messages belong in a kept prefix (the callers
  * stop at the first one that is not).
  */

@@ -2,16 +2,16 @@
  * A model request body as UTF-8 bytes, its conversation encoded by resuming from the bytes of the
  * previous request of the same conversation. On every model call of a session the worker's kept
  * HistoryBuilder hands back the same frozen ChatMessage objects for the conversation so far
- * (workers/src/history.ts: a frozen message, its blocks and its content array never change), so
- * the encoding of that prefix is fixed. ConversationBytes keeps, per conversation (PrefixMemo, weakly
- * keyed by its first message), the bytes of its frozen messages but the last, and the next call whose
- * messages start with those same objects encodes only what follows and copies the rest. A request
- * on a long session therefore costs its new messages (and one copy of the bytes), not a
- * conversion of the whole conversation to JSON and then to UTF-8 (load/README.md, "Requests on
- * long sessions"). Any other call (a different prefix, a message that is not frozen, such as a
+ * (workers/src/turn/history.ts: a frozen message, its blocks and its content array never change),
+ * so the encoding of that prefix is fixed. ConversationBytes keeps, per conversation (PrefixMemo,
+ * weakly keyed by its first message), the bytes of its frozen messages but the last, and the next
+ * call whose messages start with those same objects encodes only what follows and copies the rest.
+ * A request on a long session therefore costs its new messages (and one copy of the bytes), not a
+ * conversion of the whole conversation to JSON and then to UTF-8 (load/README.md, "Requests on long
+ * sessions"). Any other call (a different prefix, a message that is not frozen, such as a
  * file-resolved copy) encodes from the start or from its last frozen message. Memory: about the
- * conversation's JSON once more per session whose history the worker keeps; the memo goes with
- * the first message, i.e. with the worker's log-cache entry (bounded: DEFAULT_LOG_CACHE_BYTES).
+ * conversation's JSON once more per session whose history the worker keeps; the memo goes with the
+ * first message, i.e. with the worker's log-cache entry (bounded: DEFAULT_LOG_CACHE_BYTES).
  * Proved equal to JSON.stringify of the object mapping, resumed or not, by
  * core/test/wire-text.test.ts, and on the wire by the request-mapping tests of both protocols.
  */

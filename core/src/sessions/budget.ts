@@ -14,7 +14,7 @@
  *   (`budget_not_raised`); a model with no list price (`model_not_budgetable`); a terminated
  *   session. A raise accepted after unpriced usage (the model has a price again) lifts the stop.
  * - The consumed cost is kept in nano-dollars on the session (`list_cost_nanos`, moved by the
- *   same update that appends the model request's events: workers/src/budget.ts) and served as
+ *   same update that appends the model request's events: workers/src/turn/budget.ts) and served as
  *   `usage.list_cost` in cents, rounded up; `null` once any usage had no list price.
  * - `budgetReached`: a budgeted session whose cost is at or above the ceiling, or whose usage
  *   includes an unpriced model, issues no model request (its turns end with `budget_reached`).

@@ -9,7 +9,8 @@
  *   (spec: "an invalid name falls back to cc-style");
  * - defaults (the spec does not show them): trigger fraction 0.8 of the model's context window
  *   (`pi_config.contextWindow`), summary cap 4096 tokens, the strategy's built-in prompt.
- * The worker reads the same parse (workers/src/compaction/*), so what was accepted is what runs.
+ * The worker reads the same parse (workers/src/turn/compaction/*), so what was accepted is what
+ * runs.
  * Proved by test/compaction.test.ts ("harness and compaction metadata") and
  * test/unbuilt-agent-fields.test.ts.
  */

@@ -10,7 +10,7 @@
  *   `file_expired`, the SDK's FileExpiredError code) and must be a kind the model can read
  *   (`fileBlockKind`); otherwise 400 naming `events[i].content[j].source.file_id`.
  * The bytes are not read here: the worker resolves them at request build time
- * (workers/src/fileBlocks.ts) and they are never stored in events.
+ * (workers/src/turn/fileBlocks.ts) and they are never stored in events.
  * - `user.tool_result` (SDK BetaManagedAgentsUserToolResultEventParams, the ama_worker lane):
  *   only on a session of a `self_hosted` environment (elsewhere a 400 naming `events[i].type`,
  *   as before), and only for an agent.tool_use of this session that awaits the worker: an agent

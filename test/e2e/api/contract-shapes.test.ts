@@ -451,7 +451,7 @@ describe('served shapes match their schemas', () => {
     ];
     expect(expected.filter((type) => !seen.has(type))).toEqual([]);
     // The agent's url MCP server (mcp.example.com) cannot be reached from here: each turn
-    // reports it (workers/src/mcpTurn.ts) and goes on; the model errors are the scripted ones.
+    // reports it (workers/src/tools/mcp.ts) and goes on; the model errors are the scripted ones.
     const mcpErrors = persisted.filter(
       (e) => e.type === 'session.error' && e.error.type.startsWith('mcp_'),
     );

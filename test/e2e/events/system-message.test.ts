@@ -6,7 +6,7 @@
  * `system` message right after the user input, on the Anthropic protocol (no mid-conversation
  * system role) appended to the top-level `system` after the agent's prompt. Misplaced ones
  * (first, not last, two in one request) are a 400 naming `events[i].type`, non-text content a
- * 400, and nothing is appended (core/src/sessions/inputEvents.ts, workers/src/history.ts,
+ * 400, and nothing is appended (core/src/sessions/inputEvents.ts, workers/src/turn/history.ts,
  * core/src/models/{anthropic,openai}/requestBody.ts).
  * Through the official TypeScript SDK against an in-process platform and the scripted model.
  */

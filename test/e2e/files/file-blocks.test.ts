@@ -1,6 +1,6 @@
 /**
  * File-sourced image and document blocks (`source: {type: 'file', file_id}`) reach the model as
- * content, never as our file id, on both protocols (workers/src/fileBlocks.ts): Anthropic gets
+ * content, never as our file id, on both protocols (workers/src/turn/fileBlocks.ts): Anthropic gets
  * base64 image/PDF sources and a text source for a text file; OpenAI gets an image_url data URL,
  * a `file` part with the PDF as a data URL and a text part; inside a user.custom_tool_result
  * they are resolved within the tool_result. The event log keeps the file reference, not the

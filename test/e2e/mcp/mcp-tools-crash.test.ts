@@ -4,7 +4,8 @@
  * agent.mcp_tool_result (session.warning orphan_tool_use), leaves the call held by always_ask
  * open (requires_action naming it, the model not called again), and the client's allow then
  * runs it on the MCP server through the restarted platform. Proves the MCP rules of
- * workers/src/turnRecovery.ts and workers/src/permissions.ts (state read from the event log).
+ * workers/src/turn/recovery.ts and workers/src/tools/permissions.ts (state read from the event
+ * log).
  * The MCP server is built here with the official MCP SDK: `slow` answers only after the test.
  */
 import http from 'node:http';

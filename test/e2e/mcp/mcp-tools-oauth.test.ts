@@ -7,7 +7,7 @@
  * - the refresh fails: the turn gets session.error mcp_authentication_failed_error for that
  *   server, offers none of its tools and still ends normally;
  * - no access or refresh token appears in any event or model request.
- * Proves workers/src/mcpTurn.ts with core/src/mcp/proxy.ts's refresh flow.
+ * Proves workers/src/tools/mcp.ts with core/src/mcp/proxy.ts's refresh flow.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startPlatform, type TestPlatform } from '../../kit/harness.js';

@@ -1,5 +1,5 @@
 /**
- * stdio MCP servers in a turn (workers/src/mcpStdio.ts, core/src/mcp/clientStdio.ts), through
+ * stdio MCP servers in a turn (workers/src/tools/mcpStdio.ts, core/src/mcp/clientStdio.ts), through
  * the official TypeScript SDK against an in-process platform with the local bubblewrap sandbox
  * driver and the scripted model. The server is test/kit/fixtures/stdioMcpServer.ts (official MCP
  * SDK), bundled with esbuild and attached to the session as a file resource, run with `node`

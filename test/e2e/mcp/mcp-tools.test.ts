@@ -1,5 +1,5 @@
 /**
- * MCP servers on agents take effect in the turn (workers/src/mcpTurn.ts, core/src/mcp/client.ts,
+ * MCP servers on agents take effect in the turn (workers/src/tools/mcp.ts, core/src/mcp/client.ts,
  * core/src/mcp/tools.ts), through the official TypeScript SDK against an in-process platform,
  * the scripted model and real MCP servers of ours on 127.0.0.1 (test/kit/fixtures/mcpServer.ts,
  * official MCP SDK, Streamable HTTP), reached only through the MCP proxy:
@@ -193,7 +193,7 @@ describe('MCP tools in a turn: auth modes (TS SDK)', () => {
     expect(open.seen.length).toBeGreaterThan(0);
     for (const s of open.seen) expect(s.authorization).toBeUndefined();
     // The turn held a connection: its final answer is written before the connection closes, and
-    // the idle after (workers/src/turnFinish.ts).
+    // the idle after (workers/src/turn/finish.ts).
     expect(writes.slice(-2)).toEqual([
       ['agent.message', 'span.model_request_end'],
       ['session.status_idle'],

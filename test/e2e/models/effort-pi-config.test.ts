@@ -1,6 +1,6 @@
 /**
  * The agent's `effort` and the model card's `pi_config` reach the provider request
- * (workers/src/modelSettings.ts), on both protocols, observed at the scripted model:
+ * (workers/src/turn/modelSettings.ts), on both protocols, observed at the scripted model:
  * - effort is normalised to the nearest level the card's thinkingLevelMap supports (ties go
  *   lower; `max` is never claimed), the same levels /v1/models reports; the map's value is sent
  *   (OpenAI reasoning_effort; Anthropic: a numeric value is the thinking budget); a card

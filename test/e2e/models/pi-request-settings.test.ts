@@ -1,7 +1,7 @@
 /**
  * Model card `pi_config.samplingParams`, `compat` and `input` either reach the provider or are a
- * 400 naming them (core/src/models/piRequest.ts, workers/src/modelSettings.ts), observed at the
- * scripted model server (test/kit/fixtures/scriptedModel.ts) on both protocols:
+ * 400 naming them (core/src/models/piRequest.ts, workers/src/turn/modelSettings.ts), observed at
+ * the scripted model server (test/kit/fixtures/scriptedModel.ts) on both protocols:
  * - samplingParams: Anthropic temperature/top_p/top_k, OpenAI temperature/top_p sent on every
  *   request; out-of-range values, a key the protocol lacks (OpenAI topK) or an unknown one, and
  *   temperature/top_k beside Anthropic extended thinking are 400s naming the key;

@@ -2,8 +2,8 @@
  * A call held by always_ask survives kill -9 of the all-in-one process mid-turn: the recovered
  * turn answers the orphaned allowed call with an error result (session.warning orphan_tool_use)
  * but leaves the held call open, ends idle with requires_action naming it, and the client's
- * allow then runs it. Proves the held-call rule of workers/src/turnRecovery.ts and
- * workers/src/permissions.ts (state read from the event log, never from memory).
+ * allow then runs it. Proves the held-call rule of workers/src/turn/recovery.ts and
+ * workers/src/tools/permissions.ts (state read from the event log, never from memory).
  */
 import { describe, expect, it } from 'vitest';
 import { freePort, kill9, startProcess } from '../../kit/process.js';

@@ -9,7 +9,7 @@
  * user.message abandons held calls; confirmations that name no held call of this session are a
  * 400 naming the field, without telling another session's or tenant's ids apart from made-up
  * ones; held calls survive a restart and an interrupt (state is read from the event log).
- * Proves workers/src/permissions.ts, workers/src/turnInput.ts,
+ * Proves workers/src/tools/permissions.ts, workers/src/turn/input.ts,
  * core/src/sessions/toolConfirmation.ts and core/src/agents/toolPolicy.ts.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';

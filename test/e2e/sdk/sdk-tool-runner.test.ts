@@ -13,7 +13,7 @@
  * The platform starts no sandbox, the model sees the local result paired with its call, and the
  * turn ends with `end_turn`.
  * Proves the events stream/list/send routes the runner uses, with the ama_worker lane
- * (workers/src/selfHosted.ts) and the claimed-session bearer.
+ * (workers/src/tools/selfHosted.ts) and the claimed-session bearer.
  */
 import { betaTool } from '@anthropic-ai/sdk/helpers/beta/json-schema';
 import type { DispatchedToolCall } from '@anthropic-ai/sdk/lib/tools/SessionToolRunner';

@@ -1,7 +1,7 @@
 /**
  * Skills in the session (issue 12), through the official SDK against an in-process platform
  * with real bubblewrap sandboxes and the scripted model (core/src/sessions/skills.ts,
- * workers/src/skillPrompt.ts):
+ * workers/src/turn/skillPrompt.ts):
  * - the captured model request's system prompt is the agent's prompt followed by exactly
  *   `<source name="skill:{id}"><skill name="{name}">{SKILL.md body}</skill></source>` for a
  *   custom and a built-in skill, in order, on both provider protocols;

@@ -1,6 +1,6 @@
 /**
  * A session's tracked list cost survives kill -9 of the all-in-one process mid-turn without
- * double counting (workers/src/budget.ts): the finished request's cost was stored with its
+ * double counting (workers/src/turn/budget.ts): the finished request's cost was stored with its
  * events, the interrupted request added nothing, and the recovered turn adds only the request
  * it makes itself. The list cost stays consistent with the token counts.
  */

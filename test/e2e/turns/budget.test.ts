@@ -1,6 +1,6 @@
 /**
  * Session budgets through the official TypeScript SDK and HTTP (core/src/sessions/budget.ts,
- * core/src/models/prices.ts, workers/src/budget.ts): each model request's usage × the card's
+ * core/src/models/prices.ts, workers/src/turn/budget.ts): each model request's usage × the card's
  * `pi_config.cost` (or the platform list price) accumulates into `usage.list_cost`; once it
  * reaches `max_list_cost` the turn ends with `budget_reached` and no model request is made
  * until the budget is raised or removed; the SDK's update rules (`budget_create_only`,

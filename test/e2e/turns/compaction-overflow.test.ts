@@ -1,5 +1,5 @@
 /**
- * The platform's one overflow retry for harness `pi` sessions (workers/src/compaction), at the
+ * The platform's one overflow retry for harness `pi` sessions (workers/src/turn/compaction), at the
  * scripted model, on both protocols:
  * - a provider context-overflow answer (OpenAI `maximum context length`, Anthropic `prompt is
  *   too long`) compacts the conversation and retries the request once; the turn completes and

@@ -1,7 +1,7 @@
 /**
  * A harness `pi` compaction summary call is a model request of the session
- * (workers/src/compaction/turnCompaction.ts, workers/src/budget.ts), observed through the SDK,
- * HTTP and a kill -9 of the all-in-one process:
+ * (workers/src/turn/compaction/turnCompaction.ts, workers/src/turn/budget.ts), observed through
+ * the SDK, HTTP and a kill -9 of the all-in-one process:
  * - the session's usage is the sum of the usage on its span.model_request_end and
  *   span.compaction_summarize_end events (all four token fields, both protocols), and
  *   `usage.list_cost` prices the summary call at the card's `pi_config.cost`;

@@ -1,6 +1,6 @@
 /**
- * Harness-owned context compaction (agent `harness: 'pi'`; workers/src/compaction), observed at
- * the scripted model with a small `pi_config.contextWindow`, on both protocols:
+ * Harness-owned context compaction (agent `harness: 'pi'`; workers/src/turn/compaction), observed
+ * at the scripted model with a small `pi_config.contextWindow`, on both protocols:
  * - once a request would exceed compaction_trigger_fraction × the window, the conversation is
  *   compacted first: span.compaction_summarize_start/_end and the boundary
  *   agent.thread_context_compacted (with the summary) are appended, and every later request

@@ -1,5 +1,5 @@
 /**
- * The recovery scan reads a batch at a time and resumes after it (workers/src/turnRecovery.ts
+ * The recovery scan reads a batch at a time and resumes after it (workers/src/turn/recovery.ts
  * RecoveryCursor, RECOVERY_SCAN_BATCH): with more pending sessions than one batch, and the first
  * ones busy (their leases held, as a worker holds a session it drains), every session whose
  * turn command was lost is still re-driven, and so is every orphaned run record (its worker

@@ -8,7 +8,7 @@
  *   session.status_rescheduled;
  * - once resumed it reads `running`, its log has exactly one session.status_rescheduled followed
  *   by session.status_running, and the turn ends idle.
- * The waiting is made by the slot limit, not by timing (workers/src/turnRecovery.ts).
+ * The waiting is made by the slot limit, not by timing (workers/src/turn/recovery.ts).
  */
 import Anthropic from '@anthropic-ai/sdk';
 import { describe, expect, it } from 'vitest';

@@ -1,5 +1,5 @@
 /**
- * A turn's final model answer and its idle are one write (workers/src/turnFinish.ts) on a store
+ * A turn's final model answer and its idle are one write (workers/src/turn/finish.ts) on a store
  * that appends in one transaction (embedded): the answer's events, its span end and the
  * session.status_idle are appended together, and the answer's usage moves with the idle's
  * session update (harness `pi` too). On the two-write path (MongoDB, FerretDB: the idle event is

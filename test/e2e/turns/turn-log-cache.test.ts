@@ -1,14 +1,13 @@
 /**
- * The worker's session log cache (workers/src/sessionLogCache.ts): a turn reads only the events
- * appended since its last read. Proves, against an in-process platform and the scripted model:
- * the next turn's model request carries the whole conversation, including events the worker did
- * not append itself (written to the log by another EventLog, as another process would); input
+ * The worker's session log cache (workers/src/turn/sessionLogCache.ts): a turn reads only the
+ * events appended since its last read. Proves, against an in-process platform and the scripted
+ * model: the next turn's model request carries the whole conversation, including events the worker
+ * did not append itself (written to the log by another EventLog, as another process would); input
  * appended in the worker's process reaches its cache through the append hook, so the turn that
- * consumes it reads no events from the store; `all` equals the
- * store's own full read after every append; cached events are frozen; the byte bound holds (a
- * log over it is served whole but not kept, least recently used sessions go first); `forget`
- * drops an entry; an array it returned never changes, and the worker's own append delivered
- * while a read is out is kept once.
+ * consumes it reads no events from the store; `all` equals the store's own full read after every
+ * append; cached events are frozen; the byte bound holds (a log over it is served whole but not
+ * kept, least recently used sessions go first); `forget` drops an entry; an array it returned never
+ * changes, and the worker's own append delivered while a read is out is kept once.
  */
 import { EventLog } from '@agentfleet/core';
 import { SessionLogCache } from '@agentfleet/workers';

@@ -8,7 +8,7 @@
  * command writes lands in the worker's workdir, the platform starts no sandbox of its own, and
  * the worker force-stops its Work item when the session has gone idle. An always_ask call is run
  * by the worker only after the client allows it, and the turn resumes once (two model calls).
- * Proves workers/src/selfHosted.ts with the Work API (core/src/work) and the claimed-session
+ * Proves workers/src/tools/selfHosted.ts with the Work API (core/src/work) and the claimed-session
  * bearer.
  */
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';

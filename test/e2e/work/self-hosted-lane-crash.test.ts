@@ -6,7 +6,8 @@
  * session.warning orphan_tool_use); the worker's call stays open (no error result, no warning,
  * never executed here), the turn ends idle with requires_action naming it without calling the
  * model, and the worker's user.tool_result then completes the turn with each call appearing once
- * in the model's conversation. Proves workers/src/turnRecovery.ts and workers/src/selfHosted.ts.
+ * in the model's conversation. Proves workers/src/turn/recovery.ts and
+ * workers/src/tools/selfHosted.ts.
  */
 import { createServer } from 'node:http';
 import { describe, expect, it } from 'vitest';

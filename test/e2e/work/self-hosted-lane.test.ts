@@ -11,9 +11,9 @@
  * user.message abandons a waiting call (error result, a late worker result refused); what a
  * self_hosted session cannot carry is refused at create (sandbox and http custom tools, stdio
  * MCP servers, repository resources) and a file resource is accepted.
- * Proves workers/src/selfHosted.ts, the lane in workers/src/permissions.ts, turnInput.ts and
- * history.ts, core/src/sessions/inputEvents.ts (checkToolResults) and refuseOnSelfHosted in
- * core/src/domain/unsupported.ts.
+ * Proves workers/src/tools/selfHosted.ts, the lane in workers/src/tools/permissions.ts,
+ * workers/src/turn/input.ts and workers/src/turn/history.ts, core/src/sessions/inputEvents.ts
+ * (checkToolResults) and refuseOnSelfHosted in core/src/domain/unsupported.ts.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Static } from '@sinclair/typebox';

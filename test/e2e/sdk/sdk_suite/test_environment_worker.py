@@ -1,6 +1,6 @@
 """The official Python SDK's EnvironmentWorker (anthropic.lib.environments, used unchanged with its
 default toolset) serves a session of a self_hosted environment against this server (the
-ama_worker lane, workers/src/selfHosted.ts): it polls the Work API with an environment service
+ama_worker lane, workers/src/tools/selfHosted.ts): it polls the Work API with an environment service
 key, runs the bash call the scripted model makes (AGENTFLEET_WORKER_MODEL) in its own workdir
 and answers it with user.tool_result; the control plane then continues to the final
 agent.message. The file the bash command writes lands in the worker's workdir."""

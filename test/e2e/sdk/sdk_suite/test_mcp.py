@@ -1,4 +1,4 @@
-"""MCP servers on agents through the official Python SDK (workers/src/mcpTurn.ts): an agent
+"""MCP servers on agents through the official Python SDK (workers/src/tools/mcp.ts): an agent
 with a url MCP server (inline authorization_token) and its mcp_toolset; a turn in which the
 model calls mcp__py__echo gets agent.mcp_tool_use (the spec's prefixed name, the SDK's
 mcp_server_name) and agent.mcp_tool_result (mcp_tool_use_id, content, is_error) as the SDK

@@ -1,4 +1,4 @@
-"""permission_policy through the official Python SDK (workers/src/permissions.ts): an
+"""permission_policy through the official Python SDK (workers/src/tools/permissions.ts): an
 always_ask built-in tool is held (agent.tool_use with evaluated_permission "ask", the session
 idles with requires_action naming it); user.tool_confirmation deny answers it with an is_error
 tool result carrying the deny message, the model is called again and the session ends idle;

@@ -39,7 +39,7 @@ import {
   type SessionDoc,
   type ToolSpec,
 } from '@agentfleet/core';
-import { toolSpecs } from './tools.js';
+import { toolSpecs } from '../tools/executor.js';
 
 const LEVELS: readonly Effort[] = ['low', 'medium', 'high', 'xhigh', 'max'];
 
@@ -234,7 +234,7 @@ export function providerRequest(
   history: ChatMessage[],
   platformMaxTokens: number,
   signal: AbortSignal,
-  /** The turn's MCP tools (workers/src/mcpTurn.ts), offered after the agent's own. */
+  /** The turn's MCP tools (workers/src/tools/mcp.ts), offered after the agent's own. */
   mcpTools: ToolSpec[] = [],
   /**
    * Harness `pi` (workers/src/compaction): the history is sent whole (compaction, not

@@ -1,6 +1,6 @@
 /**
  * Mounted memory stores are written back before the turn reports idle (beside the outputs
- * sync, ./turnOutputs.ts): what the turn changed under each store's mount path becomes memory
+ * sync, ./outputs.ts): what the turn changed under each store's mount path becomes memory
  * writes with versions, and conflicts or unwritable files become session.warning events
  * appended before the idle (core/src/memory/session/writeBack.ts). A session whose sandbox is
  * not active (none started, or a self_hosted session) writes nothing back; a write-back that

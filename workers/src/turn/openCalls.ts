@@ -1,8 +1,8 @@
 /**
- * Where a cloud session's log can be settled from (./permissions.ts `settleHeld`): the index of
- * the earliest tool call settleHeld could still act on or wait for, folded incrementally beside
- * the log cache's entry (./sessionLogCache.ts), so a turn does not scan the whole log for calls
- * that were settled long ago.
+ * Where a cloud session's log can be settled from (../tools/permissions.ts `settleHeld`): the
+ * index of the earliest tool call settleHeld could still act on or wait for, folded
+ * incrementally beside the log cache's entry (./sessionLogCache.ts), so a turn does not scan the
+ * whole log for calls that were settled long ago.
  *
  * settleHeld acts on, or waits for, a held call (`evaluated_permission: ask`) or a custom tool
  * call that has no result yet. Everything it reads about a call (its result, its confirmation,

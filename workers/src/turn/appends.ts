@@ -1,5 +1,5 @@
 import type { EventDoc, EventDraft, EventLog, Lease, SessionDoc } from '@agentfleet/core';
-import type { AppendFenced } from './modelRequest.js';
+import type { AppendFenced } from './types.js';
 
 /** Session fields moved with an append's log head (EventLog AppendOptions.sessionUpdate). */
 export type AppendExtra =
@@ -8,7 +8,7 @@ export type AppendExtra =
 /**
  * A worker's appends to the sessions it drains: each carries the drain's lease token (a newer
  * holder refuses it). What it wrote reaches the worker's log cache through the turn runner's
- * append hook (./turnRunner.ts `start`, ./sessionLogCache.ts `appended`), so the turn's next
+ * append hook (./runner.ts `start`, ./sessionLogCache.ts `appended`), so the turn's next
  * read through its own last append (`lastSeq`, which also tells the turn loop that it appended
  * since its last read) needs no store read. `forget` when the drain ends.
  */

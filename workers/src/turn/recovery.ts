@@ -10,10 +10,10 @@
  * (session.warning orphan_tool_use; a call held for
  * confirmation by always_ask never ran and stays open: test/permission-crash.test.ts), between
  * session.status_rescheduled (appended here unless the scan already did) and
- * session.status_running. On a self_hosted session (./selfHosted.ts) a call the worker executes
- * is not an orphan either: it stays open for the worker's user.tool_result (a result the worker
- * already sent counts), so recovery never answers, re-executes or replays it; the resumed turn
- * ends with requires_action naming it. Proven by test/crash-recovery.test.ts,
+ * session.status_running. On a self_hosted session (../tools/selfHosted.ts) a call the worker
+ * executes is not an orphan either: it stays open for the worker's user.tool_result (a result
+ * the worker already sent counts), so recovery never answers, re-executes or replays it; the
+ * resumed turn ends with requires_action naming it. Proven by test/crash-recovery.test.ts,
  * test/rescheduling.test.ts and test/self-hosted-lane-crash.test.ts.
  */
 import {
@@ -26,8 +26,8 @@ import {
   type Platform,
   type TenantCollection,
 } from '@agentfleet/core';
-import { spanEnd, zeroUsage } from './turnEvents.js';
-import type { SelfHostedLane } from './selfHosted.js';
+import { spanEnd, zeroUsage } from './events.js';
+import type { SelfHostedLane } from '../tools/selfHosted.js';
 
 /** The events that reconcile an orphaned turn's log before the loop continues. */
 export function reconciliationDrafts(
@@ -67,7 +67,7 @@ export function reconciliationDrafts(
     ),
   );
   // A call held for confirmation (evaluated_permission 'ask') never ran: it stays open for the
-  // client (workers/src/permissions.ts), it is not an orphan.
+  // client (workers/src/tools/permissions.ts), it is not an orphan.
   const orphan = (e: EventDoc) =>
     (e.type === 'agent.tool_use' || e.type === 'agent.mcp_tool_use') &&
     !results.has(e._id) &&

@@ -1,6 +1,6 @@
 /**
  * A drain's control channel (`controlChannel(sid)`: interrupts, cancel, terminate), subscribed
- * once per drain (workers/src/turnRunner.ts runSession) instead of once per turn.
+ * once per drain (workers/src/turn/runner.ts runSession) instead of once per turn.
  *
  * Guarantees: the subscription is open before the drain reads the session, so every interrupt
  * is either in that read (`interrupt_seq`) or delivered here; one delivered while no turn is
@@ -12,7 +12,7 @@
  * mid-turn).
  */
 import { controlChannel, type PubSub } from '@agentfleet/core';
-import { TurnAborted } from './turnEvents.js';
+import { TurnAborted } from './events.js';
 
 export class TurnControl {
   private maxInterrupt = 0;

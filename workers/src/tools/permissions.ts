@@ -20,7 +20,7 @@
  *   redelivered command loses nothing): `allow` runs the tool and appends its agent.tool_result,
  *   `deny` appends an is_error agent.tool_result carrying the deny message (or a default text),
  *   a call the client never confirmed before sending a new user.message gets an is_error result
- *   (agent.mcp_tool_result for an MCP call, run on the turn's MCP servers: ./mcpTurn.ts),
+ *   (agent.mcp_tool_result for an MCP call, run on the turn's MCP servers: ./mcp.ts),
  *   and only then is the model called again. A call whose result is already in the log is never
  *   run again; a confirmed call whose worker died before its result was appended runs again on
  *   recovery (at least once, as the client allowed it).
@@ -33,10 +33,8 @@
  */
 import { TOOLSET_TYPE } from '@agentfleet/schemas';
 import type { EventDoc, McpResultBlock, McpToolRef, SessionRef } from '@agentfleet/core';
-import type { McpTools } from './mcpTurn.js';
-import type { AppendFenced } from './modelRequest.js';
-import type { ToolCall } from './modelStream.js';
-import { classify, type ToolExecutor, type ToolKind } from './tools.js';
+import type { AppendFenced, McpTools, ToolCall } from '../turn/types.js';
+import { classify, type ToolExecutor, type ToolKind } from './executor.js';
 import { ABANDONED_WORKER_CALL_TEXT, type SelfHostedLane } from './selfHosted.js';
 
 export type PolicyType = 'always_allow' | 'always_ask' | 'auto';
@@ -128,7 +126,7 @@ export class ToolCallDispatcher {
     private readonly executor: ToolExecutor,
     private readonly ctx: { session: SessionRef; signal: AbortSignal },
     private readonly append: AppendFenced,
-    /** The turn's MCP servers (./mcpTurn.ts); calls carrying `mcp` go there. */
+    /** The turn's MCP servers (./mcp.ts); calls carrying `mcp` go there. */
     private readonly mcp?: McpTools,
     /** Set on a self_hosted session: the worker executes the agent toolset (./selfHosted.ts). */
     private readonly lane: SelfHostedLane | null = null,
@@ -169,7 +167,7 @@ export class ToolCallDispatcher {
    * remain the turn must end again with requires_action and not call the model. Client input
    * after `upToSeq` (the turn's input: answers, confirmations, messages) is left to the next turn.
    * Everything read about a call comes after it, so a cloud session's turn passes the log from
-   * its earliest open call (./openCalls.ts) rather than the whole log.
+   * its earliest open call (../turn/openCalls.ts) rather than the whole log.
    */
   async settleHeld(all: readonly EventDoc[], upToSeq = Infinity): Promise<string[]> {
     // Client input after the turn's input (answers, confirmations, messages) is the next turn's.

@@ -1,10 +1,10 @@
 /**
- * The turn loop: composes the session lease, fenced appends (./turnAppends.ts), the run record,
+ * The turn loop: composes the session lease, fenced appends (./appends.ts), the run record,
  * model requests (./modelRequest.ts, streamed by ./modelStream.ts), tool dispatch under
- * permission policies (./permissions.ts, run by ./tools.ts; MCP by ./mcpTurn.ts), stop reasons
- * and error events (./turnEvents.ts), interrupts (./turnControl.ts), crash recovery
- * (./turnRecovery.ts). A self_hosted session's tools run in the customer's worker
- * (./selfHosted.ts).
+ * permission policies (../tools/permissions.ts, run by ../tools/executor.ts; MCP by
+ * ../tools/mcp.ts), stop reasons and error events (./events.ts), interrupts (./control.ts), crash
+ * recovery (./recovery.ts). A self_hosted session's tools run in the customer's worker
+ * (../tools/selfHosted.ts).
  */
 import {
   newId,
@@ -22,31 +22,26 @@ import {
 } from '@agentfleet/core';
 import type { CommandEnvelope } from '@agentfleet/schemas';
 import { resolveFileBlocks } from './fileBlocks.js';
-import { requiresAction, turnInputReady } from './turnInput.js';
-import { ToolCallDispatcher } from './permissions.js';
+import { requiresAction, turnInputReady } from './input.js';
+import { ToolCallDispatcher } from '../tools/permissions.js';
 import { isFinalAnswer, modelRequest } from './modelRequest.js';
 import { budgetStop } from './budget.js';
-import { ToolExecutor } from './tools.js';
-import { McpTurn } from './mcpTurn.js';
-import { sessionError, TurnAborted, type TurnEnd } from './turnEvents.js';
+import { ToolExecutor } from '../tools/executor.js';
+import { McpTurn } from '../tools/mcp.js';
+import { sessionError, TurnAborted, type TurnEnd } from './events.js';
 import {
   lastResponseFinished,
   reconciliationDrafts,
   recoveryScan,
   type RecoveryCursor,
-} from './turnRecovery.js';
-import { SelfHostedLane } from './selfHosted.js';
-import { withMemoryPrompt } from './turnMemory.js';
-import {
-  answerMayWaitForIdle,
-  finishTurn,
-  markProcessed,
-  type TurnFinishDeps,
-} from './turnFinish.js';
+} from './recovery.js';
+import { SelfHostedLane } from '../tools/selfHosted.js';
+import { withMemoryPrompt } from './memory.js';
+import { answerMayWaitForIdle, finishTurn, markProcessed, type TurnFinishDeps } from './finish.js';
 import { SkillLoadError, withSkillPrompt } from './skillPrompt.js';
 import { SessionLogCache } from './sessionLogCache.js';
-import { TurnControl } from './turnControl.js';
-import { SessionAppends } from './turnAppends.js';
+import { TurnControl } from './control.js';
+import { SessionAppends } from './appends.js';
 
 /**
  * Runs session turns. Guarantees: one turn per session at a time (session lease, fenced
@@ -63,9 +58,9 @@ export class TurnRunner {
   private offAppended?: () => void;
   private readonly running = new Set<Promise<void>>();
   private readonly draining = new Set<string>();
-  /** Where this worker's next recovery scan resumes (./turnRecovery.ts RecoveryCursor). */
+  /** Where this worker's next recovery scan resumes (./recovery.ts RecoveryCursor). */
   private readonly scanCursor: RecoveryCursor = {};
-  /** Each drain's control channel subscription (./turnControl.ts). */
+  /** Each drain's control channel subscription (./control.ts). */
   private readonly controls = new Map<string, TurnControl>();
 
   constructor(
@@ -283,7 +278,7 @@ export class TurnRunner {
   ): Promise<boolean> {
     const sid = s._id;
     const abort = new AbortController();
-    // The drain's control subscription predates its session read (./turnControl.ts).
+    // The drain's control subscription predates its session read (./control.ts).
     const control = this.controls.get(sid)!;
     control.register(abort, interruptSeq);
     let end: TurnEnd = { stop_reason: { type: 'end_turn' } };

@@ -29,7 +29,7 @@ import {
   type Platform,
   type SessionDoc,
 } from '@agentfleet/core';
-import type { TurnEnd } from './turnEvents.js';
+import type { TurnEnd } from './events.js';
 
 /** The model's list price (null: unpriced), read from its model card. */
 export type ListPrice = Awaited<ReturnType<typeof modelListPrice>>;

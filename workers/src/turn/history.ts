@@ -10,7 +10,7 @@ import type { ChatMessage, ContentBlock, EventDoc } from '@agentfleet/core';
  * `mcp__<server>__<tool>`) and its agent.mcp_tool_result pair the same way; a self-hosted
  * worker's user.tool_result answers its agent.tool_use like a user.custom_tool_result, at the
  * head of the next user turn (a search_result block reaches the model as text). File-sourced image and document blocks
- * are left as they are: workers/src/fileBlocks.ts resolves them before the request.
+ * are left as they are: workers/src/turn/fileBlocks.ts resolves them before the request.
  * Proved by test/system-message.test.ts, test/self-hosted-lane.test.ts and the turn tests
  * (test/sdk-flow.test.ts).
  */

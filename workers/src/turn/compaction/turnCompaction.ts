@@ -45,16 +45,11 @@ import {
   type SessionDoc,
 } from '@agentfleet/core';
 import { estimateRequestTokens, providerRequest } from '../modelSettings.js';
-import {
-  modelAttempts,
-  type AppendFenced,
-  type ModelOutcome,
-  type PiRequestOptions,
-} from '../modelRequest.js';
+import { modelAttempts, type ModelOutcome, type PiRequestOptions } from '../modelRequest.js';
 import { resolveFileBlocks } from '../fileBlocks.js';
-import { sessionError, toModelError, zeroUsage } from '../turnEvents.js';
+import { sessionError, toModelError, zeroUsage } from '../events.js';
 import { budgetStop, usageUpdate } from '../budget.js';
-import type { McpTools } from '../mcpTurn.js';
+import type { AppendFenced, McpTools } from '../types.js';
 import { BOUNDARY_EVENT, boundaryHistory, INPUT_TYPES, lastRunBefore } from './boundaryHistory.js';
 import { fallbackSummary, summaryRequest } from './summaryPayload.js';
 

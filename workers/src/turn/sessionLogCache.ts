@@ -26,7 +26,7 @@
  * - `all(…, through)` with `through` at or below the cached run's last seq answers from the
  *   cache without a store read: a prefix of the log that holds every event up to `through` (the
  *   turn's input, or its own last append: events others append after it enter at the next
- *   turn, history.ts, turnInput.ts).
+ *   turn, history.ts, input.ts).
  * - `history(tenant, sessionId, log)` builds the model history from a log this cache returned,
  *   with a fold kept in the session's entry (./history.ts HistoryBuilder): only the events past
  *   the previous call are folded. It goes with the entry (eviction, `forget`); a session that

@@ -7,7 +7,7 @@
  *   write, edit, glob, grep) is recorded as agent.tool_use with its permission evaluation, as
  *   everywhere, and never executed here: the turn ends idle with `requires_action` naming it
  *   (beside held and client-executed calls) and resumes when the worker's user.tool_result
- *   (SDK shape) answers every call, like user.custom_tool_result (./turnInput.ts);
+ *   (SDK shape) answers every call, like user.custom_tool_result (../turn/input.ts);
  * - a call a policy held (`ask`) runs in the worker once the client allows it (the SDK's
  *   SessionToolRunner holds it until then): the platform waits for its user.tool_result; a
  *   denied call is answered here with the deny message and the worker posts nothing;
@@ -20,7 +20,7 @@
  *   is_error agent.tool_result, so a late worker result is refused (400, already answered)
  *   instead of answering the call twice;
  * - recovery never replays a worker call: a crashed turn's open worker calls stay open for the
- *   worker (no orphan error result, ./turnRecovery.ts), the control plane never executes them,
+ *   worker (no orphan error result, ../turn/recovery.ts), the control plane never executes them,
  *   and the official worker's runner skips calls already answered in the log.
  * Proven by test/self-hosted-lane.test.ts (HTTP), test/self-hosted-lane-crash.test.ts (kill -9
  * recovery), test/environment-worker.test.ts (the official
@@ -28,7 +28,7 @@
  */
 import { awaitsWorker, isSelfHostedSession, WORKER_TOOLSET_TOOLS } from '@agentfleet/core';
 import type { EventDoc, SessionDoc } from '@agentfleet/core';
-import type { ToolKind } from './tools.js';
+import type { ToolKind } from './executor.js';
 
 export const ABANDONED_WORKER_CALL_TEXT =
   'this tool call was not answered by the self-hosted worker before the next user message';

@@ -1,6 +1,6 @@
 /**
  * One model request of a turn: builds the request from the session's agent, its history and the
- * turn's MCP tools (./mcpTurn.ts), streams
+ * turn's MCP tools (../tools/mcp.ts), streams
  * the response into events, and retries retryable failures. Guarantees: every attempt is one
  * span (span.model_request_start ... span.model_request_end) and its events and usage are
  * appended together, fenced by the session lease; a failure appends session.error (retrying,
@@ -12,16 +12,10 @@
  * Proven by test/sdk-flow.test.ts and test/sessions-events.test.ts (scripted model errors);
  * harness `pi` by test/compaction.test.ts and test/compaction-overflow.test.ts.
  */
-import {
-  backoffDelay,
-  sleep,
-  type EventDoc,
-  type EventDraft,
-  type Platform,
-  type SessionDoc,
-} from '@agentfleet/core';
+import { backoffDelay, sleep, type Platform, type SessionDoc } from '@agentfleet/core';
 import type { buildHistory } from './history.js';
-import { consumeModelStream, type ToolCall } from './modelStream.js';
+import { consumeModelStream } from './modelStream.js';
+import type { AppendFenced, McpTools, ToolCall } from './types.js';
 import { usageUpdate } from './budget.js';
 import { providerRequest } from './modelSettings.js';
 import {
@@ -31,18 +25,11 @@ import {
   zeroUsage,
   type HeldAnswer,
   type TurnEnd,
-} from './turnEvents.js';
-import type { McpTools } from './mcpTurn.js';
+} from './events.js';
 import { isContextOverflow } from './compaction/overflow.js';
 import { TurnCompaction } from './compaction/turnCompaction.js';
 
 export const MODEL_ATTEMPTS = 3;
-
-/** Appends drafts to this session's log, fenced by the turn's lease, with an optional session update. */
-export type AppendFenced = (
-  drafts: EventDraft[],
-  extra?: Record<string, any> | ((lastSeq: number) => Record<string, any>),
-) => Promise<EventDoc[]>;
 
 /** `stopped`: the turn ends with `end` (harness `pi`: a compaction summary call reached the budget). */
 export type ModelOutcome =
@@ -53,7 +40,7 @@ export type ModelOutcome =
 export type AttemptOutcome = ModelOutcome | { kind: 'overflow' };
 
 /**
- * Harness `pi` (workers/src/compaction/turnCompaction.ts): the request carries the session id
+ * Harness `pi` (workers/src/turn/compaction/turnCompaction.ts): the request carries the session id
  * and is not trimmed; a context overflow is returned (`'return'`: the caller compacts and
  * retries once) or reported as the terminal session.error compaction_limit_reached_error
  * (`'limit'`: the retry overflowed too).
@@ -68,7 +55,7 @@ export interface PiRequestOptions {
  * harness `pi` session's call goes through its context compaction, which sends the history
  * rebuilt from the session's last compaction boundary instead of `history`
  * (./compaction/turnCompaction.ts). `holdFinal`: a final answer (no tool call to run) is not
- * appended but returned as `held`, for the turn's idle write (./turnFinish.ts).
+ * appended but returned as `held`, for the turn's idle write (./finish.ts).
  */
 export async function modelRequest(
   p: Platform,

@@ -4,8 +4,9 @@
  * user.tool_confirmation or a self-hosted worker's user.tool_result); a turn that ended with
  * requires_action is resumed only once every call it named is answered (a client-executed call
  * by its user.custom_tool_result, a call held by a permission policy by its
- * user.tool_confirmation, a worker call by its user.tool_result), or a new user.message arrives (which
- * answers the rest with error results: workers/src/permissions.ts, workers/src/history.ts).
+ * user.tool_confirmation, a worker call by its user.tool_result), or a new user.message arrives
+ * (which answers the rest with error results: workers/src/tools/permissions.ts,
+ * workers/src/turn/history.ts).
  * An answer sent before that idle (as soon as the call's event arrived) counts. Answers to some
  * but not all of the calls re-emit the idle with the remainder (requiresAction).
  * Proven by test/sdk-flow.test.ts (custom tools), test/permission-policy.test.ts and

@@ -29,7 +29,6 @@ import {
   unofferedMcpTool,
   type Logger,
   type McpConnection,
-  type McpResultBlock,
   type McpForward,
   type McpToolRef,
   type McpTool,
@@ -39,18 +38,8 @@ import {
   type SessionRef,
   type ToolSpec,
 } from '@agentfleet/core';
-import type { AppendFenced } from './modelRequest.js';
+import type { AppendFenced, McpResult, McpTools } from '../turn/types.js';
 import { connectStdioServer, StdioServerHost } from './mcpStdio.js';
-
-/** What the model request and the dispatcher need of the turn's MCP servers. */
-export interface McpTools {
-  readonly specs: ToolSpec[];
-  lookup(name: string): McpToolRef | undefined;
-  call(ref: McpToolRef, input: Record<string, unknown>, signal: AbortSignal): Promise<McpResult>;
-}
-
-/** An MCP call's result: text and base64 image blocks (the SDK's agent.mcp_tool_result). */
-export type McpResult = { content: McpResultBlock[]; is_error: boolean };
 
 /** Rejects with the signal's reason once it aborts (never settles without a signal). */
 const aborted = (signal?: AbortSignal) =>

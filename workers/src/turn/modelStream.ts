@@ -5,7 +5,7 @@
  * the stored order matches the model's; a call to a client-executed custom tool is stored as
  * agent.custom_tool_use, a call to one of the turn's MCP tools as agent.mcp_tool_use (name
  * `mcp__<server>__<tool>`, plus mcp_server_name and the bare mcp_tool_name), every other call as
- * agent.tool_use, each with its evaluated permission (./permissions.ts); an aborted signal
+ * agent.tool_use, each with its evaluated permission (../tools/permissions.ts); an aborted signal
  * stops reading.
  * Message chunks carry `index`, the position of their block in the agent.message's content.
  * Proven by test/sessions-events.test.ts, test/sdk-flow.test.ts, test/sandbox-tools.test.ts and
@@ -19,17 +19,10 @@ import {
   type ModelStreamEvent,
   type ModelUsage,
 } from '@agentfleet/core';
-import { classify } from './tools.js';
-import { mcpPermissionFields, permissionFields } from './permissions.js';
-import { zeroUsage } from './turnEvents.js';
-
-/** A model's tool call; `mcp` set when the name is one of the turn's MCP tools. */
-export type ToolCall = {
-  id: string;
-  name: string;
-  input: Record<string, any>;
-  mcp?: McpToolRef;
-};
+import { classify } from '../tools/executor.js';
+import { mcpPermissionFields, permissionFields } from '../tools/permissions.js';
+import { zeroUsage } from './events.js';
+import type { ToolCall } from './types.js';
 
 export type StreamedResponse = {
   drafts: EventDraft[];

@@ -16,7 +16,7 @@ import type { UsageUpdate } from './budget.js';
 
 /**
  * How a turn ended: the session.status_idle stop reason, whether an interrupt ended it, and the
- * final model answer when it is appended with the idle (./turnFinish.ts).
+ * final model answer when it is appended with the idle (./finish.ts).
  */
 export type TurnEnd = {
   stop_reason: Record<string, unknown>;

@@ -6,7 +6,7 @@
  * usage, `TurnEnd.held`) in the same write as the idle: one transaction on the embedded store
  * instead of two (only there: see answerMayWaitForIdle). A crash before that write
  * loses what a crash during the model stream loses today: the open span is reconciled and the
- * request made again (./turnRecovery.ts). Proven by test/turn-final-write.test.ts,
+ * request made again (./recovery.ts). Proven by test/turn-final-write.test.ts,
  * test/crash-recovery.test.ts and test/sessions-events.test.ts.
  */
 import {
@@ -18,10 +18,10 @@ import {
   type SandboxManager,
   type SessionDoc,
 } from '@agentfleet/core';
-import type { SessionAppends } from './turnAppends.js';
-import type { TurnEnd } from './turnEvents.js';
-import { outputWarnings } from './turnOutputs.js';
-import { memoryWarnings } from './turnMemory.js';
+import type { SessionAppends } from './appends.js';
+import type { TurnEnd } from './events.js';
+import { outputWarnings } from './outputs.js';
+import { memoryWarnings } from './memory.js';
 
 export interface TurnFinishDeps {
   p: Platform;
@@ -62,7 +62,7 @@ export async function finishTurn(
   // Files the turn wrote under /mnt/session/outputs are durable before the turn reports idle;
   // each file that was not stored (quota, name) gets a session.warning naming it, before idle.
   const warnings = await outputWarnings(d.sandbox, s, d.log);
-  // Mounted memory stores: the turn's changes become memory writes (./turnMemory.ts).
+  // Mounted memory stores: the turn's changes become memory writes (./memory.ts).
   const memory = await memoryWarnings(d.p, d.sandbox, s, d.log);
   // With the append one transaction (embedded store), the pending flag is cleared in it, under
   // the same condition as clearPending; `cleared` stays undefined on the two-write path.
