@@ -198,7 +198,7 @@ describe('webhook endpoints', () => {
       findings.push(...findSecrets(secrets, f.bytes, `data dir ${f.path}`));
     findings.push(...findSecrets(secrets, logged.join(''), 'log'));
     expect(describeFindings(findings)).toEqual('');
-    expect(logged.join('')).toContain('webhook');
+    expect(logged.join('')).toContain('webhook delivered');
   });
 
   it('the deployment endpoint settings are checked at start-up, without echoing the key', () => {
