@@ -16,7 +16,7 @@ export class ApiError extends Error {
 
 /**
  * The official SDKs' typed error codes (`error.details.error_code`, read by the TS SDK as
- * `APIError.errorCode`) the platform can produce. Proved by test/error-codes.test.ts.
+ * `APIError.errorCode`) the platform can produce. Proved by test/e2e/api/error-codes.test.ts.
  */
 export type SdkErrorCode =
   | 'environment_archived'

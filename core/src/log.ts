@@ -1,7 +1,7 @@
 /**
  * Structured JSON lines on stderr. Secrets never reach a log line: callers pass ids, not values
  * (checked at debug level over a whole lifecycle, provider errors and shutdown included, by
- * test/secrets-scan.test.ts, "no log line of the process … carries a secret").
+ * test/e2e/credentials/secrets-scan.test.ts, "no log line of the process … carries a secret").
  */
 export interface Logger {
   debug(msg: string, fields?: Record<string, unknown>): void;

@@ -5,7 +5,7 @@
  * - a store attached to the claimed session: every GET and the search (a read);
  * - memory create, update, delete and version redact: only when attached `read_write`;
  * - the store itself (update, archive, delete) and any unattached store → 403 forbidden.
- * Called from ./claimedSession.ts; proved by test/memory-session-bearer.test.ts.
+ * Called from ./claimedSession.ts; proved by test/e2e/memory/memory-session-bearer.test.ts.
  */
 import { ApiError, isMemoryResource, type SessionClaim, type WorkService } from '@agentfleet/core';
 

@@ -3,12 +3,12 @@
  *
  * Environment service keys (an API key created with `environment_id`): accepted only as
  * `Authorization: Bearer`, only on `/v1/environments/{that environment}/work/**`; anywhere else,
- * for another environment or through x-api-key → 403 (test/work-keys.test.ts).
+ * for another environment or through x-api-key → 403 (test/e2e/work/work-keys.test.ts).
  *
  * Claimed-session bearers (`sessions_token` of a Work claim): resolved to the live claim on
  * EVERY request (WorkService.authenticateSessionsToken reads the item; a reclaimed item's old
  * token → 401 at once, except on its heartbeat, 412, and stop, 409), then held to the spec's
- * capability table (test/work-bearer.test.ts):
+ * capability table (test/e2e/work/work-bearer.test.ts):
  * - the claimed session: retrieve it; list, stream and send its events (send only while the
  *   token has not expired — an expired bearer keeps only the work calls below);
  * - files: metadata and content of files attached to the session as resources;

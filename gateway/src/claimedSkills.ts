@@ -5,7 +5,7 @@
  * any other skill → 403. Skill listing, metadata, create, version create and delete stay
  * outside the capability. A self_hosted worker fetches its session's skills this way: the
  * platform runs no sandbox for it, so nothing is mounted (core/src/sessions/skills.ts).
- * Proved by test/skills-session-work.test.ts.
+ * Proved by test/e2e/skills/skills-session-work.test.ts.
  */
 import { ApiError, type SessionClaim, type WorkService } from '@agentfleet/core';
 

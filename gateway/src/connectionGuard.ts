@@ -5,7 +5,7 @@ import type { HttpConfig } from '@agentfleet/core';
 
 /**
  * What an HTTP server of this platform does with connections, before any request is parsed.
- * Guarantees, each tested in test/connection-limits.test.ts:
+ * Guarantees, each tested in test/e2e/api/connection-limits.test.ts:
  * - a connection that has not sent a whole request head within HTTP_HEADERS_TIMEOUT_MS (or the
  *   whole request within HTTP_REQUEST_TIMEOUT_MS) gets 408 and is closed, checked at least every
  *   second ("header timeout"); the request timeout covers receiving the request only, so a

@@ -15,7 +15,7 @@ import { errorBody } from './http.js';
  * - any other error carrying a 4xx statusCode: 400 with its message;
  * - anything else: logged, and served as an opaque 500 `internal_error`.
  *
- * Tested in test/api-hardening.test.ts ("multipart", "JSON bodies", "query strings").
+ * Tested in test/e2e/api/api-hardening.test.ts ("multipart", "JSON bodies", "query strings").
  */
 
 /** busboy/dicer errors are plain Errors without a code: these messages are the client's doing. */

@@ -9,7 +9,7 @@ export const MAX_PARAM_LENGTH = 1024;
  * answered in the API error shape instead of fastify's own: a path parameter over
  * MAX_PARAM_LENGTH characters cannot name anything (404 not_found); a path with malformed
  * percent-encoding is a bad request (400 naming `path`).
- * Found by test/schemathesis.test.ts; tested in test/openapi.test.ts ("router errors").
+ * Found by test/e2e/api/schemathesis.test.ts; tested in test/e2e/api/openapi.test.ts ("router errors").
  */
 export function frameworkErrors(err: FastifyError, req: FastifyRequest, reply: FastifyReply): void {
   const id = String(req.id);

@@ -4,7 +4,7 @@ import { ApiError, MAX_JSON_DEPTH } from '@agentfleet/core';
 /**
  * The application/json body parser of the gateway.
  *
- * Guarantees (tested in test/api-hardening.test.ts, "JSON bodies"):
+ * Guarantees (tested in test/e2e/api/api-hardening.test.ts, "JSON bodies"):
  * - nesting deeper than MAX_JSON_DEPTH is refused with 400 `invalid_request` naming the limit,
  *   found by an iterative scan of the raw text BEFORE JSON.parse or any validator runs (deeply
  *   nested input can no longer overflow the stack of a recursive validator, structuredClone or

@@ -10,7 +10,7 @@ import { routeTableOf } from './openapi/routeTable.js';
  * (./openapi/routeTable.ts), so every route, with or without path parameters, is covered
  * without a list kept by hand. HEAD and OPTIONS keep their answers (a GET route answers HEAD;
  * anything else is a 404), and the handler runs after the request guards, as a 404 did.
- * Tested in test/method-not-allowed.test.ts.
+ * Tested in test/e2e/api/method-not-allowed.test.ts.
  */
 
 /** The order methods are listed in `Allow`. */

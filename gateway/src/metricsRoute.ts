@@ -12,7 +12,7 @@ import { openStreams } from './sse.js';
 import { serverTimeouts } from './connectionGuard.js';
 
 /**
- * Where Prometheus metrics are served (tested in test/api-hardening.test.ts, "/metrics"):
+ * Where Prometheus metrics are served (tested in test/e2e/api/api-hardening.test.ts, "/metrics"):
  * - without METRICS_LISTEN: GET /metrics on the API port (gateway) or the ops port (worker),
  *   answering only the operator API key (401 without a key, 403 for a tenant key);
  * - with METRICS_LISTEN=host:port: only on that address, without auth (a scrape port the

@@ -16,7 +16,7 @@ export type Authenticators = Pick<GatewayServices, 'auth' | 'work'>;
 
 /**
  * The gateway's request guards, run in the onRequest hook before any route (REST, GraphQL,
- * SSE). Guarantees, each tested in test/api-hardening.test.ts:
+ * SSE). Guarantees, each tested in test/e2e/api/api-hardening.test.ts:
  * - a query string with a reserved or malformed key is refused with 400 naming the key
  *   ("query strings");
  * - `multipart/form-data` without a boundary is refused with 400 ("multipart");
@@ -24,9 +24,9 @@ export type Authenticators = Pick<GatewayServices, 'auth' | 'work'>;
  *   address and of the global budget, and past AUTH_FAILURES_PER_MINUTE (that address) or
  *   AUTH_FAILURES_GLOBAL_PER_MINUTE (all addresses) gets 429 `rate_limited` with Retry-After
  *   instead of 401; keys longer than MAX_API_KEY_LENGTH are failures without a lookup
- *   ("failed authentications"; test/auth-limiter.test.ts);
+ *   ("failed authentications"; test/e2e/auth/auth-limiter.test.ts);
  * - the client address is the TCP peer, or behind a TRUST_PROXY proxy the X-Forwarded-For
- *   client (test/auth-limiter.test.ts "TRUST_PROXY");
+ *   client (test/e2e/auth/auth-limiter.test.ts "TRUST_PROXY");
  * - every authenticated request takes one token of its tenant's rate limit and reports it in
  *   X-RateLimit-* headers (SSE responses included); GraphQL operations take more by cost
  *   (chargeTenant, see graphql/limits.ts).
@@ -35,7 +35,7 @@ export type Authenticators = Pick<GatewayServices, 'auth' | 'work'>;
  *   refused with 403 and every authenticated response names the workspace in that header
  *   (test/workspace-header.test.ts).
  * - environment service keys and claimed-session bearers (Work API) are confined to their
- *   scopes by ./claimedSession.ts (test/work-keys.test.ts, test/work-bearer.test.ts).
+ *   scopes by ./claimedSession.ts (test/e2e/work/work-keys.test.ts, test/e2e/work/work-bearer.test.ts).
  */
 
 export const RATE_WINDOW_MS = 60_000;
@@ -162,7 +162,7 @@ function checkWorkspace(req: FastifyRequest, reply: FastifyReply, tenantId: stri
 /**
  * A request through a trusted proxy takes one of its client's slots until its response is done
  * (connectionGuard.ts ProxiedClients); none left: 429, and the proxy's connection stays open for
- * its other clients (test/connection-limits.test.ts "behind a trusted proxy").
+ * its other clients (test/e2e/api/connection-limits.test.ts "behind a trusted proxy").
  */
 function takeClientSlot(clients: ProxiedClients, req: FastifyRequest, reply: FastifyReply): void {
   const give = clients.take(req.ip);

@@ -7,7 +7,7 @@ import { randomBytes } from 'node:crypto';
  * wraps only after 2^40 requests), unique across processes unless two draw the same 40-bit
  * prefix in the same millisecond, and ordered by time. Cheaper than core's ulid() per request
  * (no randomBytes or BigInt work on the request path). Format asserted in
- * test/api-hardening.test.ts ("request-id") and test/gateway-read-path.test.ts.
+ * test/e2e/api/api-hardening.test.ts ("request-id") and test/e2e/auth/gateway-read-path.test.ts.
  */
 const ALPHABET = '0123456789abcdefghjkmnpqrstvwxyz'; // Crockford base32, as core/src/ids.ts
 

@@ -16,8 +16,8 @@ import type { GatewayServices } from './services.js';
  * event objects per event-loop turn, so each event's frame is encoded once per format and a
  * whole live batch once per stream mode (at most 8 modes: include × event_deltas); a subscriber
  * only queues the shared bytes, and SseWriter coalesces its frames of one turn into one write.
- * Tests: test/sessions-events.test.ts (replay, Last-Event-ID, include, event_deltas, /messages),
- * test/sse-fanout.test.ts (one write per tick in every mode, slow consumer, end on delete),
+ * Tests: test/e2e/sessions/sessions-events.test.ts (replay, Last-Event-ID, include, event_deltas, /messages),
+ * test/e2e/events/sse-fanout.test.ts (one write per tick in every mode, slow consumer, end on delete),
  * core/test/liveEvents.shared.test.ts (one subscription, shared batches).
  */
 
@@ -160,7 +160,7 @@ function wantsSdkFrame(type: string, deltas: Set<string>): boolean {
  * The SDK's preview frames (BetaManagedAgentsStartEvent / DeltaEvent): an agent.message preview
  * opens once (its first block) and streams `content_delta` fragments whose `index` is the block's
  * position in the message's content; an agent.thinking preview is start-only: no delta follows,
- * the buffered agent.thinking concludes it. Proven by test/event-deltas.test.ts.
+ * the buffered agent.thinking concludes it. Proven by test/e2e/events/event-deltas.test.ts.
  */
 function toSdkDelta(ev: Record<string, any>, deltas: Set<string>): Record<string, unknown> | null {
   if (ev.type === 'agent.thinking_stream_start' && deltas.has('agent.thinking'))

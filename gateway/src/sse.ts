@@ -6,7 +6,7 @@ import { ApiError } from '@agentfleet/core';
  * skips unnamed frames; canonical events carry `id: <seq>` so Last-Event-ID resumes after it.
  * A ping frame every 15 s keeps proxies from closing an idle stream.
  *
- * Delivery guarantees (test/sse-fanout.test.ts):
+ * Delivery guarantees (test/e2e/events/sse-fanout.test.ts):
  * - Frames reach the socket in the order they were sent; frames sent during one event-loop turn
  *   are coalesced into ONE socket write (one HTTP chunk), flushed on the next `setImmediate`.
  * - Backpressure: once the socket refused data (a write returned false and no 'drain' came yet),

@@ -37,7 +37,7 @@
  * has Docker's bridge network; HTTP(S)_PROXY points at the session proxy, but only the operator's
  * firewall on the clients' docker bridge stops a direct connection), nor a disk quota.
  * Tested: nomad/test/jobTemplate.test.ts ("sandbox job template", the docker task included),
- * core/test/sandbox.nomad.test.ts, test/base-image.test.ts (the submitted docker job, against the Nomad fake: it has no docker
+ * core/test/sandbox.nomad.test.ts, test/e2e/environments/base-image.test.ts (the submitted docker job, against the Nomad fake: it has no docker
  * driver, so the job is refused at placement as a client without docker would refuse it).
  */
 import { INSTANCE_SIZES, type InstanceSize } from '@agentfleet/schemas';

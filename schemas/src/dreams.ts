@@ -2,7 +2,7 @@
  * Dreams (SDK 1.12 `client.beta.dreams`): the create body and the list query as the SDKs send
  * them. Checks the schema cannot express (exactly one `memory_store` and one `sessions` input,
  * ids that exist in the tenant, duplicate session ids, the model) are in core/src/dreams/, each a
- * 400 naming the field. Proved by test/dreams.test.ts and test/python/sdk_suite/test_dreams.py.
+ * 400 naming the field. Proved by test/e2e/memory/dreams.test.ts and test/e2e/sdk/sdk_suite/test_dreams.py.
  */
 import { Type, type Static } from '@sinclair/typebox';
 import { Nullable, Obj } from './common.js';

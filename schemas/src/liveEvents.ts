@@ -2,8 +2,8 @@
  * Live-only session events (chunks), as served on SSE (`?include=chunks`, /messages), and the
  * SDK's preview frames made from them. Never persisted: no id, no seq (spec Events rule 1).
  * Moved out of ./events.ts (the persisted catalog), which re-exports it; validated by
- * `validateChunkEvent` / `validateStreamFrame` there (test/event-deltas.test.ts,
- * test/sessions-events.test.ts).
+ * `validateChunkEvent` / `validateStreamFrame` there (test/e2e/events/event-deltas.test.ts,
+ * test/e2e/sessions/sessions-events.test.ts).
  */
 import { Type, type Static, type TProperties, type TSchema } from '@sinclair/typebox';
 import { Id, Obj } from './common.js';

@@ -3,7 +3,7 @@
  * `.memories`, `.memoryVersions`; the spec's `/v1/memory_stores` with `agent_id` and
  * `embedding_model`): request bodies and queries as the SDKs send them. Checks the schema cannot
  * express (path grammar, NFC, byte sizes, overlap) are in core/src/memory/. Proved by
- * test/memory-stores.test.ts and test/python/sdk_suite/test_memory.py.
+ * test/e2e/memory/memory-stores.test.ts and test/e2e/sdk/sdk_suite/test_memory.py.
  */
 import { Type, type Static } from '@sinclair/typebox';
 import { Metadata, MetadataPatch, Nullable, Obj } from './common.js';

@@ -8,8 +8,8 @@ import { ERROR_STATUS } from './errors.js';
 /**
  * Served resources: the exact shapes the REST surface answers with (the domain's `render`
  * functions), strict so an unannounced field is a contract change. Types are inferred from
- * these schemas; `test/contract-shapes.test.ts` validates live responses against them and
- * `test/sdk-types.ts` checks them against the official SDK's types.
+ * these schemas; `test/e2e/api/contract-shapes.test.ts` validates live responses against them and
+ * `test/kit/sdk-types.ts` checks them against the official SDK's types.
  */
 
 const Timestamp = Type.String({ format: 'date-time' });

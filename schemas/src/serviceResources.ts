@@ -4,7 +4,7 @@ import { Id, Nullable, Obj } from './common.js';
 /**
  * Served shapes that had no schema before the OpenAPI document (gateway/src/openapi): files,
  * session outputs, API keys, tenants, the official model resource, health/readiness, and the
- * GraphQL envelopes. Strict like resources.ts, so the document and `test/schemathesis.test.ts`
+ * GraphQL envelopes. Strict like resources.ts, so the document and `test/e2e/api/schemathesis.test.ts`
  * (response conformance) catch a drift between what is served and what is documented.
  */
 

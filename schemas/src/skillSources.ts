@@ -1,7 +1,7 @@
 /**
  * Skill sources (`/v1/svc/skill-sources/*`, extension endpoints, beta header required): request
  * bodies and the served shapes. Behaviour: core/src/skills/sources (the Agent Skills well-known
- * discovery index, v0.1 and v0.2); proved by test/skill-sources.test.ts.
+ * discovery index, v0.1 and v0.2); proved by test/e2e/skills/skill-sources.test.ts.
  *
  * `source` is always the URL of the index the skills were found at (what an install records,
  * with the digest, and nothing else: spec Skill rule 4). `digest` is `sha256:<hex>`: the

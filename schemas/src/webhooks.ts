@@ -13,7 +13,7 @@ import { Nullable, Obj } from './common.js';
  * lifecycle of agents, environments, sessions, deployments, deployment runs, vaults and their
  * credentials, memory stores, and the session status hints. An endpoint's filter may name only
  * these; the SDK types the platform has no object for are listed in docs/COVERAGE.md. Every one
- * is delivered and unwrapped in test/webhooks-types.test.ts.
+ * is delivered and unwrapped in test/e2e/webhooks/webhooks-types.test.ts.
  */
 export const WEBHOOK_EVENT_TYPES = [
   'agent.created',

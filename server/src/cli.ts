@@ -3,8 +3,8 @@
  * The agentfleet command: `agentfleet [all|gateway|worker]` starts a role (server/src/start.ts
  * has the start-up sequence); `agentfleet rotate-operator-key` is the admin command for an
  * operator who lost the key printed on first start (embedded data dir only; refused when API_KEY
- * is set). Start-up failures are one message and exit code 1 (test/startup.test.ts); the key a
- * start generated is printed once (test/operator-key.test.ts).
+ * is set). Start-up failures are one message and exit code 1 (test/e2e/server/startup.test.ts); the key a
+ * start generated is printed once (test/e2e/server/operator-key.test.ts).
  */
 import {
   ConfigError,

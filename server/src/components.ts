@@ -4,9 +4,9 @@
  * config: a real adapter where its URL is set (MONGODB_URL or STORE_BACKENDS, KAFKA_BROKERS,
  * REDIS_URL, OBJECT_STORE=gridfs), else the embedded one. An override replaces the default of its port
  * (`startServer(role, env, overrides)`); an overridden component is closed by whoever made it
- * (test/components.test.ts).
- * Proven by the tests that run on the real adapters (test/fleet.test.ts,
- * test/tenant-placement.test.ts, test/objects-shared.test.ts) and every harness-based test.
+ * (test/e2e/server/components.test.ts).
+ * Proven by the tests that run on the real adapters (test/e2e/fleet/fleet.test.ts,
+ * test/e2e/fleet/tenant-placement.test.ts, test/e2e/fleet/objects-shared.test.ts) and every harness-based test.
  */
 import { join } from 'node:path';
 import {

@@ -3,8 +3,8 @@
  * on this machine, per-sandbox limits probed), nomad (one Nomad job per session running the
  * bundled launcher and agent), none (no sandbox runtime). A local start refuses a host without
  * bubblewrap or without any enforceable limit, with one message naming the fix
- * (test/startup.test.ts); sandboxes run through it in test/sandbox-tools.test.ts and
- * test/built-output.test.ts, Nomad in test/nomad/.
+ * (test/e2e/server/startup.test.ts); sandboxes run through it in test/e2e/sandbox/sandbox-tools.test.ts and
+ * test/e2e/server/built-output.test.ts, Nomad in test/nomad/.
  */
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
@@ -94,7 +94,7 @@ export async function localDriver(
  * worker's node and scripts, so Nomad clients need the same paths (see README). Sandboxes on
  * Nomad reach their session's outbound proxy over TCP at SANDBOX_NOMAD_PROXY_ADVERTISE (a
  * per-session password in the proxy URL, the egress CA in the sandbox's trust store); without
- * it they have no network (test/sandbox-tools.test.ts runs both; the fake proves the job only).
+ * it they have no network (test/e2e/sandbox/sandbox-tools.test.ts runs both; the fake proves the job only).
  */
 export async function nomadDriver(
   p: Platform,

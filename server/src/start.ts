@@ -42,8 +42,8 @@ export interface RunningServer {
  * and turn runner → build the HTTP app → store the generated secrets in the data dir → listen.
  * A failure before the data dir step writes no secret; a failure to listen removes the
  * operator key hash this start stored. An operator key from the data dir is then followed:
- * `agentfleet rotate-operator-key` takes effect on the running server (test/operator-key.test.ts).
- * Every harness-based test (test/harness.ts) starts the platform through here.
+ * `agentfleet rotate-operator-key` takes effect on the running server (test/e2e/server/operator-key.test.ts).
+ * Every harness-based test (test/kit/harness.ts) starts the platform through here.
  */
 export async function startServer(
   role: Role,

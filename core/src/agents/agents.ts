@@ -93,8 +93,8 @@ function checkToolNames(tools: any[]): void {
  * name from the mcp_servers array"; else a 400 naming `tools[i].mcp_server_name`), at most one
  * toolset per server (`tools[i]`), and every server is named by a toolset (SDK: "Every server
  * must be referenced by an `mcp_toolset` in `tools`; unreferenced servers are rejected"; else a
- * 400 naming `mcp_servers[i].name`). Tested in test/mcp-references.test.ts and
- * test/python/sdk_suite/test_mcp.py.
+ * 400 naming `mcp_servers[i].name`). Tested in test/e2e/mcp/mcp-references.test.ts and
+ * test/e2e/sdk/sdk_suite/test_mcp.py.
  */
 export function checkMcpServers(spec: Pick<AgentSpec, 'tools' | 'mcp_servers'>): void {
   const servers = (spec.mcp_servers ?? []) as any[];
@@ -140,7 +140,7 @@ export interface AgentServiceOptions {
    * `stdio` MCP server has nowhere to run (its process belongs inside the session's sandbox),
    * so it is refused explicitly (spec McpServerConfig rule 2, Errors table) with a 400 naming
    * `mcp_servers[i].type`, on agent create/update and session create/update (agent overrides).
-   * Tested in test/mcp-stdio-config.test.ts. Default true.
+   * Tested in test/e2e/mcp/mcp-stdio-config.test.ts. Default true.
    */
   sandboxes?: boolean;
 }
@@ -175,7 +175,7 @@ export class AgentService {
    * same name AND url (so the served object sent back, e.g. to add another server, loses
    * nothing), unless it says `has_authorization_token: false`; a changed url never takes the
    * token along to the new host; `has_authorization_token: true` with nothing to keep is a 400.
-   * Tested in test/mcp-tokens.test.ts. stdio servers are refused without sandboxes (options).
+   * Tested in test/e2e/mcp/mcp-tokens.test.ts. stdio servers are refused without sandboxes (options).
    */
   sealMcp(
     servers: readonly any[] | null | undefined,

@@ -4,13 +4,13 @@
  *   `default_config`, an `mcp_toolset`'s, a custom tool's) with a 400 naming
  *   `….permission_policy.type` as not supported: the SDK defines auto as the server judging each
  *   call safe or high-risk, and this deployment has no such judge (proved by
- *   test/permission-policy.test.ts › 'auto is refused').
+ *   test/e2e/sandbox/permission-policy.test.ts › 'auto is refused').
  * - A custom tool's
  * `permission_policy` (an extension: the SDK's custom tools have none) is accepted only where it
  * takes effect: on a server-executed custom tool (`execution` set) any policy is honoured by the
  * turn runner (workers/src/tools/permissions.ts); on a client-executed one, whose calls the client
  * answers itself, only always_allow (or null) is accepted and anything else is a 400 naming
- * `tools[i].permission_policy` (`agent.tools[i]…` on a session update). Proven by test/permission-policy.test.ts.
+ * `tools[i].permission_policy` (`agent.tools[i]…` on a session update). Proven by test/e2e/sandbox/permission-policy.test.ts.
  */
 import { invalid } from '../errors.js';
 import { notSupportedYet } from '../api/unsupported.js';

@@ -1,7 +1,7 @@
 /**
  * Metadata patch rules shared by agents, sessions and environments (SDK docs: "Set a value to
  * null or empty string to delete"; a null bag clears every key). Proved by
- * test/metadata-updates.test.ts.
+ * test/e2e/api/metadata-updates.test.ts.
  */
 import { invalid } from '../errors.js';
 

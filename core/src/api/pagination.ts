@@ -97,7 +97,7 @@ const BOUND_OPS = ['gt', 'gte', 'lt', 'lte'] as const;
  * normalised strings compares instants). A bound finer than a millisecond is rounded so the
  * comparison stays exact (`gte …49.3285Z` → `gt …49.328Z`). A value that is not an RFC 3339
  * date-time is a 400 naming the parameter. Returns undefined when no bound is given.
- * Tested in test/list-filters.test.ts.
+ * Tested in test/e2e/api/list-filters.test.ts.
  */
 export function createdAtBounds(
   q: Record<string, unknown>,

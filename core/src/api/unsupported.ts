@@ -1,7 +1,7 @@
 /**
  * Settings the SDK can send that this deployment has not built yet are refused with a 400
  * naming the field, never stored silently (issue 9, "Not built yet"). Proved by
- * test/unsupported-fields.test.ts.
+ * test/e2e/agents/unsupported-fields.test.ts.
  */
 import { invalid } from '../errors.js';
 
@@ -17,7 +17,7 @@ const UNBUILT_EVENT_TYPES: Record<string, string> = {
 /**
  * Checked on the raw body before schema validation, so the answer names the unbuilt feature.
  * A `user.interrupt` naming a `session_thread_id` is refused too (null is accepted): a session
- * has one thread here, so there is no other thread to interrupt (test/unsupported-fields.test.ts
+ * has one thread here, so there is no other thread to interrupt (test/e2e/agents/unsupported-fields.test.ts
  * › 'user.interrupt session_thread_id').
  */
 export function refuseUnbuiltEvents(body: unknown): void {
@@ -59,7 +59,7 @@ export function refuseExecutionIdentity(value: unknown): void {
  * platform (served as `vector_index`). An index chosen by the caller (shared with another store,
  * or living in an external vector database) is not something this deployment can honour, so
  * any non-null value is refused; null means "the platform's" and is accepted. Proved by
- * test/memory-vector-index.test.ts.
+ * test/e2e/memory/memory-vector-index.test.ts.
  */
 export function refuseVectorIndex(value: unknown): void {
   if (value !== undefined && value !== null)
@@ -90,7 +90,7 @@ export function refuseAccountScope(value: unknown): void {
  * - a `github_repository` resource: it makes credential egress mandatory, and a self-hosted
  *   worker has no verified enforcement point here (no repository token is ever handed over).
  * `file` resources are accepted: the worker reads them with its claimed-session bearer (spec
- * capability table). Proved by test/self-hosted-lane.test.ts.
+ * capability table). Proved by test/e2e/work/self-hosted-lane.test.ts.
  */
 export function refuseOnSelfHosted(
   kind: string | undefined,

@@ -34,7 +34,7 @@ export const KEY_CACHE_TTL_MS = 2_000;
  *
  * The key cache is an LRU bounded at KEY_CACHE_MAX entries, keyed by the key's hash, holding
  * only keys that resolved to a principal: invalid keys never enter it, so no stream of distinct
- * invalid keys can grow it (test/api-hardening.test.ts, "failed authentications"). A revoked
+ * invalid keys can grow it (test/e2e/api/api-hardening.test.ts, "failed authentications"). A revoked
  * key is refused at once by the process that revoked it and within KEY_CACHE_TTL_MS elsewhere.
  * Environment service keys never enter the cache: their revocation bites everywhere at once.
  */
@@ -83,7 +83,7 @@ export class AuthService {
       environmentId: doc.environment_id,
     };
     // Environment service keys are looked up on every request: revoking one blocks its next
-    // poll on every gateway at once (test/work-keys.test.ts, "revoking the key blocks poll").
+    // poll on every gateway at once (test/e2e/work/work-keys.test.ts, "revoking the key blocks poll").
     if (!doc.environment_id) this.cache.set(hash, p);
     return p;
   }
@@ -152,7 +152,7 @@ export interface AuthRefusal {
  * key never meets it (gateway/src/requestGuards.ts looks the key up first). Once an address,
  * or everyone, is over, this process answers that address's (or every address's) unknown keys
  * with 429 until the window ends, from a local, bounded record (no round trip per request).
- * Tested in test/auth-limiter.test.ts and test/api-hardening.test.ts ("failed authentications").
+ * Tested in test/e2e/auth/auth-limiter.test.ts and test/e2e/api/api-hardening.test.ts ("failed authentications").
  */
 export class AuthFailureLimiter {
   /** address → epoch ms until which its unknown keys are refused. */

@@ -17,7 +17,7 @@
  * - Only hashes of operator keys are stored; a stored file that is not a SHA-256 hex digest,
  *   or a root secret shorter than 32 characters, is refused naming the file.
  *
- * Tested as processes in test/operator-key.test.ts ('a first start that fails (no
+ * Tested as processes in test/e2e/server/operator-key.test.ts ('a first start that fails (no
  * bubblewrap) stores no operator key ...', 'rotate-operator-key ...', 'rotate-operator-key on a
  * running server ...').
  */

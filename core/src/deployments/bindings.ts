@@ -7,7 +7,7 @@
  * agent's tools on a self_hosted environment (`agent.tools[i].execution`,
  * `agent.mcp_servers[i].type`, as session create refuses them),
  * `initial_events[i]` (the send-time checks of core/src/sessions/inputEvents.ts) and `budget`.
- * Another tenant's ids are "not found", like missing ones. Proved by test/deployments.test.ts
+ * Another tenant's ids are "not found", like missing ones. Proved by test/e2e/deployments/deployments.test.ts
  * ("bad input").
  */
 import type {

@@ -5,7 +5,7 @@
  * field count, the extended characters L, W, #, ?, + and the @nicknames (the SDK: "not
  * supported"), values out of range, and a timezone the IANA database (Intl) does not know.
  * Minute granularity: every occurrence is a whole minute, matched on the wall clock of the
- * timezone and served as a UTC instant. Proved by test/deployments.test.ts ("bad input",
+ * timezone and served as a UTC instant. Proved by test/e2e/deployments/deployments.test.ts ("bad input",
  * "one-minute schedule").
  */
 import { Cron } from 'croner';

@@ -15,11 +15,11 @@
  * - Runs are listed newest first (ids are time-ordered), paged like every list, filtered by
  *   deployment_id, has_error, trigger_type and created_at bounds.
  * - Webhooks: deployment.created/updated/paused/unpaused/archived once the change is stored,
- *   never for a refused or no-op call (test/webhooks-types.test.ts).
+ *   never for a refused or no-op call (test/e2e/webhooks/webhooks-types.test.ts).
  * - Time comes from an injectable clock (`setClock`), which the scheduler shares, so tests move
  *   time without sleeping.
- * Proved by test/deployments.test.ts, test/deployments-runs.test.ts and
- * test/python/sdk_suite/test_deployments.py.
+ * Proved by test/e2e/deployments/deployments.test.ts, test/e2e/deployments/deployments-runs.test.ts and
+ * test/e2e/sdk/sdk_suite/test_deployments.py.
  */
 import type {
   DeploymentCreate,

@@ -22,7 +22,7 @@
  *   session_creation_rejected_error, anything else → unknown_error.
  * - Webhooks: deployment_run.started once the run is recorded, then deployment_run.succeeded or
  *   deployment_run.failed, each `{id: run id, deployment_id}`.
- * Proved by test/deployments.test.ts and test/deployments-runs.test.ts.
+ * Proved by test/e2e/deployments/deployments.test.ts and test/e2e/deployments/deployments-runs.test.ts.
  */
 import { createHash, randomBytes } from 'node:crypto';
 import type { DeploymentRunErrorType } from '@agentfleet/schemas';

@@ -19,7 +19,7 @@
  *   `paused_reason: {type: 'error', error: {type}}` and emits deployment.paused; a rate-limited
  *   fire keeps the schedule going.
  * - `schedule.last_run_at` is the start of the newest scheduled run; manual runs leave it alone.
- * Proved by test/deployments-runs.test.ts ("one-minute schedule", "exactly once").
+ * Proved by test/e2e/deployments/deployments-runs.test.ts ("one-minute schedule", "exactly once").
  */
 import { AUTO_PAUSING_RUN_ERRORS } from '@agentfleet/schemas';
 import { latestOccurrence } from './cron.js';

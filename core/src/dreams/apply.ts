@@ -11,7 +11,7 @@
  * Every write goes through the memory service, so each adds one version (`created_by` the actor
  * of the key that created the dream) and reaches the search index.
  *
- * Guarantees (test/dreams-update.test.ts):
+ * Guarantees (test/e2e/memory/dreams-update.test.ts):
  * - checkAnswer refuses, before anything is written, an answer with overlapping paths (one a
  *   prefix directory of another) or content the store would refuse (over 100 kB, lone
  *   surrogates): `invalid_model_output` naming `memories[i]`;

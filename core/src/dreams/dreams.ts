@@ -3,7 +3,7 @@
  * sessions' canonical events and write a reorganised version of the store, to a NEW memory store
  * (`output_behavior` `create_new`, the default) or into the input store (`update_existing`).
  *
- * Guarantees (test/dreams.test.ts; update_existing: test/dreams-update.test.ts):
+ * Guarantees (test/e2e/memory/dreams.test.ts; update_existing: test/e2e/memory/dreams-update.test.ts):
  * - create validates every id in the tenant (400 naming `inputs[i]…` for a missing, archived or
  *   other tenant's store or session), the model (400 naming `model`) and, for update_existing,
  *   `output_behavior.memory_store_id` (required, the input store), records the dream `pending`

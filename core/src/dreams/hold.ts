@@ -2,7 +2,7 @@
  * The write hold of an `update_existing` dream on its memory store: the store document's
  * `dream_hold` names the one dream that may write the store.
  *
- * Guarantees (test/dreams-update.test.ts):
+ * Guarantees (test/e2e/memory/dreams-update.test.ts):
  * - taking it is a compare-and-swap (null → dream id, or stopped holder → dream id), so of two
  *   concurrent creates on one store exactly one holds it and the other gets the 409;
  * - a holder counts as stopped (its hold can be taken over) when its record is gone, or when it

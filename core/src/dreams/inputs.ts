@@ -1,7 +1,7 @@
 /**
  * A dream's inputs checked in the tenant: exactly one live `memory_store` and one `sessions`
  * entry of 1 to 100 distinct, existing session ids; every problem a 400 naming the field
- * (`inputs[i]…`). Proved by test/dreams.test.ts ("bad input is a 400 naming the field").
+ * (`inputs[i]…`). Proved by test/e2e/memory/dreams.test.ts ("bad input is a 400 naming the field").
  */
 import type { DreamCreate } from '@agentfleet/schemas';
 import { invalid } from '../errors.js';

@@ -1,7 +1,7 @@
 /**
  * A dream's last step: its checked answer written to a new memory store (`create_new`) or into
- * its input store (`update_existing`, ./apply.ts). Proved by test/dreams.test.ts and
- * test/dreams-update.test.ts.
+ * its input store (`update_existing`, ./apply.ts). Proved by test/e2e/memory/dreams.test.ts and
+ * test/e2e/memory/dreams-update.test.ts.
  */
 import { ApiError } from '../errors.js';
 import type { Logger } from '../log.js';

@@ -3,7 +3,7 @@
  * canonical events, ask the model for the reorganised store as JSON (`{"memories": [{"path",
  * "content"}]}`), check every entry, and only then write the new store. The input store is only
  * read. A model error, an unparsable or invalid answer, a timeout or a cancel throws a
- * DreamFailure (or the abort reason) before anything is written. Proved by test/dreams.test.ts.
+ * DreamFailure (or the abort reason) before anything is written. Proved by test/e2e/memory/dreams.test.ts.
  */
 import type { ChatMessage, ModelProvider, ModelUsage } from '../models/port.js';
 import { checkMemoryPath } from '../memory/paths.js';

@@ -21,7 +21,7 @@
  * the session's network policy and the platform's egress policy still decide what is reached.
  *
  * An unknown cli_id is refused at credential create and update (400 `auth.cli_id`, listing
- * these ids: core/src/vaults/credentials.ts). Proved by test/sandbox-credentials.test.ts
+ * these ids: core/src/vaults/credentials.ts). Proved by test/e2e/credentials/sandbox-credentials.test.ts
  * ("cap_cli credentials").
  */
 

@@ -9,7 +9,7 @@
  * the fetch with a TypeError whose cause is the EgressRefusedError (see `egressRefusalIn`),
  * before any connection is made.
  *
- * Tested in core/test/egress.test.ts ("egressFetch") and test/model-cards-egress.test.ts.
+ * Tested in core/test/egress.test.ts ("egressFetch") and test/e2e/models/model-cards-egress.test.ts.
  */
 import net from 'node:net';
 import type tls from 'node:tls';

@@ -6,7 +6,7 @@
  * ./dispatcher.ts). MCP servers, webhooks and skill sources call the same `resolve`.
  *
  * Guarantees (tested in core/test/egress.test.ts, core/test/proxy.*.test.ts,
- * core/test/tools.web.test.ts and test/model-cards-egress.test.ts):
+ * core/test/tools.web.test.ts and test/e2e/models/model-cards-egress.test.ts):
  * - A destination is resolved once; EVERY address of the answer is checked; the caller
  *   connects to the returned, checked address (no second lookup, so no DNS rebinding).
  * - A non-public address (see ./addresses.ts) is refused with EgressRefusedError, whatever a

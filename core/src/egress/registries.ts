@@ -8,7 +8,7 @@
  * policy still refuses those after DNS (./policy.ts).
  *
  * Tested in core/test/proxy.policy.test.ts ("package registries") and
- * test/env-networking.test.ts (a real request to pypi.org through a session's proxy).
+ * test/e2e/environments/env-networking.test.ts (a real request to pypi.org through a session's proxy).
  */
 
 export const PACKAGE_REGISTRY_HOSTS = {

@@ -13,7 +13,7 @@
  * the drivers themselves when a sandbox would start (bubblewrap driver; Nomad driver without
  * docker mounts).
  *
- * Tested in test/base-image.test.ts.
+ * Tested in test/e2e/environments/base-image.test.ts.
  */
 import { invalid } from '../errors.js';
 

@@ -185,7 +185,7 @@ export class EnvironmentService {
 
   /**
    * Refused (409) while any (non-archived) agent's current version references it, or while a
-   * non-terminated, non-deleted session runs on it (test/environment-lifecycle.test.ts).
+   * non-terminated, non-deleted session runs on it (test/e2e/environments/environment-lifecycle.test.ts).
    */
   async remove(tenant: string, id: string): Promise<{ id: string; type: 'environment_deleted' }> {
     await this.getDoc(tenant, id);

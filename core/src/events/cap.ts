@@ -4,7 +4,7 @@
  * event, however it was produced (a tool that printed hundreds of MiB, a runaway model), can
  * make a later read of the session's events fail.
  *
- * Guarantees (test/event-spill-limits.test.ts "capped at append"):
+ * Guarantees (test/e2e/events/event-spill-limits.test.ts "capped at append"):
  * - the ceiling is the gateway's request-body limit (32 MiB), so nothing a client can send is
  *   ever cut; only events the platform produces can reach it;
  * - capping shortens the payload's longest strings to a common length, each ending with

@@ -38,7 +38,7 @@ const shared = new WeakMap<PubSub, Map<string, SharedChannel>>();
  * the SAME message objects (decoded once; followers and their writers treat both as read-only,
  * so an SSE writer can cache the frames it encodes for a message or a whole batch). Resolves
  * once the subscription is in place, like PubSub.subscribe. Proven by
- * core/test/liveEvents.shared.test.ts and test/sse-fanout.test.ts.
+ * core/test/liveEvents.shared.test.ts and test/e2e/events/sse-fanout.test.ts.
  */
 export async function sharedSubscribe(
   pubsub: PubSub,
@@ -120,8 +120,8 @@ export async function* followSession(
  * that arrived since the consumer last resumed (with any backfill in its place). A live batch
  * this follower takes whole is yielded as the very array sharedSubscribe delivered (read-only). A consumer
  * that writes a batch at once (SSE) pays one generator step per batch rather than per event.
- * Batches are never empty. Proven by test/sessions-events.test.ts (replay, Last-Event-ID,
- * live), test/graphql-subscriptions.test.ts (no gaps or duplicates) and test/sse-fanout.test.ts.
+ * Batches are never empty. Proven by test/e2e/sessions/sessions-events.test.ts (replay, Last-Event-ID,
+ * live), test/e2e/graphql/graphql-subscriptions.test.ts (no gaps or duplicates) and test/e2e/events/sse-fanout.test.ts.
  */
 export async function* followSessionBatches(
   c: Collections,

@@ -56,7 +56,7 @@ export const controlChannel = (sessionId: string) => `session-control:${sessionI
  * On a store with transactions (embedded) the head read, the insert and the head update are
  * one transaction (`appendAtomically`). Elsewhere they are separate writes: a lost race or a
  * crash between the insert and the head update is repaired from the events themselves
- * (test/session-log-head.test.ts "a log head left behind its events"), and readers of session
+ * (test/e2e/sessions/session-log-head.test.ts "a log head left behind its events"), and readers of session
  * status allow for events past the head (../sessions/status.ts liveRuns). Appends carrying a fencing
  * token older than the session's are refused.
  * Every appended event is published live after it is durable. A payload over 500 KB is stored

@@ -10,9 +10,9 @@
  * and live delivery, GraphQL, the turn runner's history) serves the payload whole and never
  * shows `_spilled`; blobs of an append that failed are deleted by the append, and a blob left
  * by a crash between the put and the insert lies under the session's spill prefix, which the
- * session delete cascade removes (../sessions/cascade.ts). Proved by test/event-spill.test.ts.
+ * session delete cascade removes (../sessions/cascade.ts). Proved by test/e2e/events/event-spill.test.ts.
  *
- * No event makes a read of the session's events fail (test/event-spill-limits.test.ts):
+ * No event makes a read of the session's events fail (test/e2e/events/event-spill-limits.test.ts):
  * - at append a payload over MAX_EVENT_PAYLOAD_BYTES (32 MiB) is capped first (./cap.ts:
  *   its longest strings cut, each with a note, and `payload_truncated: true`);
  * - a reference is followed only to a blob under the event's own tenant and session spill

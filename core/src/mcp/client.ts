@@ -19,8 +19,8 @@
  * - a tool call that fails (transport or JSON-RPC error) rejects; callers turn it into an
  *   is_error result (workers/src/tools/mcp.ts).
  * stdio servers connect through core/src/mcp/clientStdio.ts with `connectMcpTransport`.
- * Proven by test/mcp-tools.test.ts (every auth mode, unreachable / silent / wrong-bearer
- * servers, a failing tool), test/mcp-tools-stdio.test.ts and test/mcp-proxy-sse.test.ts (the SSE
+ * Proven by test/e2e/mcp/mcp-tools.test.ts (every auth mode, unreachable / silent / wrong-bearer
+ * servers, a failing tool), test/e2e/mcp/mcp-tools-stdio.test.ts and test/e2e/mcp/mcp-proxy-sse.test.ts (the SSE
  * fallback, through connectUrlServer and in a turn).
  */
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';

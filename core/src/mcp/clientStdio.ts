@@ -7,7 +7,7 @@
  * a url server; a missing executable, an early exit or a port that never opens is an
  * McpServerError of kind `connection` whose message names the command (McpStartupError).
  * The caller keeps `api` valid (inside `SandboxManager.run`) until it closes the connection:
- * workers/src/tools/mcpStdio.ts. Proven by test/mcp-tools-stdio.test.ts (real bwrap sandbox).
+ * workers/src/tools/mcpStdio.ts. Proven by test/e2e/mcp/mcp-tools-stdio.test.ts (real bwrap sandbox).
  */
 import type { SandboxAgentApi } from '../sandbox/port.js';
 import { connectMcpTransport, toServerError, type McpConnection } from './client.js';

@@ -16,7 +16,7 @@
  *   a caller that finds it held waits (bounded) and re-reads the credential instead;
  * - every attempt's outcome is recorded on the credential (SDK BetaManagedAgentsRefreshObject),
  *   with a scrubbed excerpt of a failed answer, and logged without any token.
- * Proved by test/mcp-proxy-oauth.test.ts.
+ * Proved by test/e2e/mcp/mcp-proxy-oauth.test.ts.
  */
 import { randomUUID } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';

@@ -8,8 +8,8 @@
  *   `name=value` and `"name": "value"` forms of those keys are replaced too;
  * - at most BODY_EXCERPT_CHARS characters are kept (`body_truncated` says so); at most
  *   READ_LIMIT_BYTES are read from the wire.
- * Proved by test/mcp-proxy-oauth.test.ts ("refresh failure: … recorded and scrubbed") and
- * test/mcp-proxy-validate.test.ts ("a refresh that fails: invalid, …").
+ * Proved by test/e2e/mcp/mcp-proxy-oauth.test.ts ("refresh failure: … recorded and scrubbed") and
+ * test/e2e/mcp/mcp-proxy-validate.test.ts ("a refresh that fails: invalid, …").
  */
 import type { CapturedHttpResponse } from './oauthTypes.js';
 

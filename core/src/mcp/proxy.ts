@@ -25,7 +25,7 @@
  *   failed refresh answers the ORIGINAL 401/403;
  * - one structured log line per call: op `mcp_proxy.forward`, caller, tenant_id, session_id,
  *   server, host, method, status, refreshed (the call was retried with a renewed bearer), ms.
- * Proved by test/mcp-proxy.test.ts, test/mcp-proxy-oauth.test.ts and test/mcp-proxy-sse.test.ts.
+ * Proved by test/e2e/mcp/mcp-proxy.test.ts, test/e2e/mcp/mcp-proxy-oauth.test.ts and test/e2e/mcp/mcp-proxy-sse.test.ts.
  */
 import type { SecretBox } from '../crypto.js';
 import type { Collections } from '../store/collections.js';

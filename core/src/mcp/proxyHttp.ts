@@ -6,7 +6,7 @@
  *   content-length or accept-encoding (the HTTP client sets those itself);
  * - the caller never sees hop-by-hop headers, set-cookie, content-encoding/content-length of a
  *   body the client already decoded, nor any header whose value carries the injected bearer.
- * Proved by test/mcp-proxy.test.ts.
+ * Proved by test/e2e/mcp/mcp-proxy.test.ts.
  */
 
 import { HOP_BY_HOP } from '../egress/proxy/helpers.js';

@@ -12,7 +12,7 @@
  *   upstream path (the SDK client resolves it against the URL it connected to and POSTs there);
  *   an endpoint on another origin is passed unchanged (the SDK client refuses it). Every other
  *   event streams through as it came (line endings normalised to `\n`).
- * Proved by test/mcp-proxy-sse.test.ts.
+ * Proved by test/e2e/mcp/mcp-proxy-sse.test.ts.
  */
 
 /** The upstream URL a `path` names, or null when it is refused. */

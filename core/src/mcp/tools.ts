@@ -16,7 +16,7 @@
  *   evaluated_permission `deny` and answered with an is_error result;
  * - the permission policy of a call is resolved per server and tool
  *   (workers/src/tools/permissions.ts `resolvePolicy(tools, tool, server)`).
- * Proven by test/mcp-tools.test.ts.
+ * Proven by test/e2e/mcp/mcp-tools.test.ts.
  */
 import type { ToolSpec } from '../models/port.js';
 import type { McpTool } from './client.js';

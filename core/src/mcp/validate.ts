@@ -12,7 +12,7 @@
  *   could not be reached or answered something else;
  * - `refresh` is the attempt's BetaManagedAgentsRefreshObject (null when none was tried);
  *   `mcp_probe` names the failing step with its scrubbed HTTP answer (null on success).
- * Proved by test/mcp-proxy-validate.test.ts and test/python/sdk_suite/test_mcp_oauth.py.
+ * Proved by test/e2e/mcp/mcp-proxy-validate.test.ts and test/e2e/sdk/sdk_suite/test_mcp_oauth.py.
  */
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';

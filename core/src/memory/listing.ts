@@ -4,7 +4,7 @@
  * below the prefix; `depth: n ≥ 1` lists memories at most n segments below it and rolls deeper
  * ones into `memory_prefix` items (`/projects/foo/`, counted toward the page limit). Default
  * `view` is `basic` (content null); `view=full` caps the page at 20 items. Proved by
- * test/memory-stores.test.ts ("list memories").
+ * test/e2e/memory/memory-stores.test.ts ("list memories").
  */
 import type { MemoryListQuery } from '@agentfleet/schemas';
 import type { Collections } from '../store/collections.js';

@@ -23,7 +23,7 @@
  * - The search hook (M2) is called after each committed write and never fails the write.
  * - A crash between a memory's write and its version's insert leaves the memory written and
  *   that one version record missing (single-document atomicity; no transactions).
- * Proved by test/memory-stores.test.ts and test/python/sdk_suite/test_memory.py.
+ * Proved by test/e2e/memory/memory-stores.test.ts and test/e2e/sdk/sdk_suite/test_memory.py.
  */
 import { createHash } from 'node:crypto';
 import {

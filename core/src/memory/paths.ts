@@ -3,7 +3,7 @@
  * `..` segment, no control or format characters and no U+2028/U+2029, Unicode NFC, at most
  * 1,024 UTF-8 bytes; case-sensitive. A bad path is a 400 naming the field. Two paths overlap
  * when equal or when one is an ancestor of the other (`/notes` and `/notes/todo.md`).
- * Proved by test/memory-stores.test.ts ("paths").
+ * Proved by test/e2e/memory/memory-stores.test.ts ("paths").
  */
 import { invalid } from '../errors.js';
 

@@ -12,7 +12,7 @@
  *   (`sweepUnderLease`); the others skip that day.
  *   The instant it passes is the injectable clock's, so tests call `sweepVersions` with a fake
  *   instant instead of waiting for 03:00.
- * Proved by test/memory-stores.test.ts ("retention sweep").
+ * Proved by test/e2e/memory/memory-stores.test.ts ("retention sweep").
  */
 import { Cron } from 'croner';
 import type { Collections } from '../store/collections.js';

@@ -4,7 +4,7 @@
  * hash, size and path and keeps the record (`redacted_at`, `redacted_by`); redacting again
  * returns it unchanged. The version that holds a live memory's current content cannot be
  * redacted (409): update or delete the memory first, so redaction always removes the content
- * from the store. Proved by test/memory-stores.test.ts ("versions").
+ * from the store. Proved by test/e2e/memory/memory-stores.test.ts ("versions").
  */
 import type { MemoryVersionListQuery } from '@agentfleet/schemas';
 import { conflict, notFound } from '../errors.js';

@@ -10,7 +10,7 @@
  * equal it; and the operator key is a person's administration key, which has no business
  * reading tenants' vendor keys. Rotating the root secret rotates the credential.
  *
- * Guarantees (tested in test/model-cards-full.test.ts, "internal key route"):
+ * Guarantees (tested in test/e2e/models/model-cards-full.test.ts, "internal key route"):
  * - any caller without it (no credential, a tenant key, the operator key, a wrong guess) →
  *   403 forbidden, the same whatever card id is asked, so the route tells a tenant nothing
  *   (the route is outside the API-key scheme, so it never answers the scheme's 401);

@@ -3,9 +3,9 @@
  * cards"), and the deprecated live discovery of the two legacy protocols.
  *
  * It also holds the card create probe's request (probeListing; its tests are the model card
- * tests of test/tenancy-auth.test.ts and test/model-cards-egress.test.ts).
+ * tests of test/e2e/auth/tenancy-auth.test.ts and test/e2e/models/model-cards-egress.test.ts).
  *
- * Guarantees (tested in test/model-cards-full.test.ts, "models/list"):
+ * Guarantees (tested in test/e2e/models/model-cards-full.test.ts, "models/list"):
  * - Without `api_key`, the answer is the static catalog of the provider: each entry has the
  *   model id and a `pi_config` of the card's pi_config shape (name, api, reasoning, input,
  *   contextWindow, maxTokens), valid as a card's pi_config as it stands. Legacy aliases answer

@@ -4,8 +4,8 @@
  * `pi_config`, plus the models served through the deployment's fallback vendor key
  * (ANTHROPIC_API_KEY), with the SDK's page shape (`data`, `has_more`, `first_id`, `last_id`).
  *
- * Guarantees (tested in test/models-info.test.ts and through the Python SDK in
- * test/python-sdk.test.ts):
+ * Guarantees (tested in test/e2e/models/models-info.test.ts and through the Python SDK in
+ * test/e2e/sdk/python-sdk.test.ts):
  * - A capability is reported supported only when the card says so: `pi_config.input` listing
  *   `image` → image_input; `pi_config.reasoning: true` → thinking (type `enabled`); effort
  *   levels from `pi_config.thinkingLevelMap` (a non-null entry for low/medium/high/xhigh; `max`

@@ -1,8 +1,8 @@
 /**
  * Model cards (per tenant) and the deployment's fallback vendor key.
  *
- * Guarantees (tested in test/model-cards-egress.test.ts, test/tenancy-auth.test.ts,
- * test/sessions-events.test.ts):
+ * Guarantees (tested in test/e2e/models/model-cards-egress.test.ts, test/e2e/auth/tenancy-auth.test.ts,
+ * test/e2e/sessions/sessions-events.test.ts):
  * - The API key and the custom header values are sealed at rest (AES-256-GCM under
  *   PLATFORM_ROOT_SECRET, core/src/crypto.ts). A card serves `api_key_preview` and
  *   `custom_headers` with every value replaced by CUSTOM_HEADER_MASK (names only); the values
@@ -20,14 +20,14 @@
  *   model or pi_config; the credential is read on every resolve, so a rotated key is used from
  *   the next model request on, and a request already under way keeps the key it resolved
  *   (spec rule 2). A create body without `model` is the older body: provider restricted to
- *   LEGACY_PROVIDERS (rule 3). Proved by test/model-cards-full.test.ts.
+ *   LEGACY_PROVIDERS (rule 3). Proved by test/e2e/models/model-cards-full.test.ts.
  * - The sealed credentials go only to the endpoint they were given for: a rotation that moves
  *   the card to another base_url must carry api_key (else a 400 naming `api_key`) and, if the
  *   card has custom headers, custom_headers with real values (else a 400 naming
  *   `custom_headers`), refused before anything connects; provider never changes. Any change of
  *   key, endpoint or headers runs the capability probe with the values to be stored; a key the
  *   provider refuses (401/403) is a 400 naming `api_key`, the card unchanged. Proved by
- *   test/model-cards-full.test.ts ("a moved card takes no credential along").
+ *   test/e2e/models/model-cards-full.test.ts ("a moved card takes no credential along").
  */
 import {
   CUSTOM_HEADER_MASK,

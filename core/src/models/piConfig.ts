@@ -6,11 +6,11 @@
  * `headers` (string values, valid names, never a credential or connection header), `cost`
  * (non-negative numbers per token kind). `samplingParams`, `compat` and `input` are checked
  * against the card's protocol by ./piRequest.ts. Other keys are descriptive (pi's model
- * metadata) and kept as sent. Proved by test/pi-config-validation.test.ts.
+ * metadata) and kept as sent. Proved by test/e2e/models/pi-config-validation.test.ts.
  *
  * pi_config cannot override the card's identity, provider, wire model, endpoint or credential
  * (spec "Model card"): the keys in CARD_OWNED_KEYS are a 400 naming `pi_config.<key>` that
- * points at the card field to set instead. Proved by test/model-cards-full.test.ts
+ * points at the card field to set instead. Proved by test/e2e/models/model-cards-full.test.ts
  * ("pi_config cannot override the card").
  */
 import { invalid } from '../errors.js';

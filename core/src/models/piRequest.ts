@@ -1,7 +1,7 @@
 /**
  * The model card `pi_config` keys that shape the model request, checked at card create and
  * update against the card's protocol, so a value is either sent or a 400 naming it (accepted
- * means honoured). Guarantees, proved by test/pi-request-settings.test.ts (through the scripted
+ * means honoured). Guarantees, proved by test/e2e/models/pi-request-settings.test.ts (through the scripted
  * model server, both protocols):
  * - `samplingParams`: `temperature`, `topP` and, on the Anthropic Messages protocol, `topK`, each
  *   within the protocol's range (Anthropic temperature 0–1, OpenAI 0–2; topP 0–1; topK an

@@ -13,7 +13,7 @@
  * Shared adapter helpers (SSE reader, HTTP and error plumbing) are beside this file in
  * core/src/models/providerHelpers.ts, so the adapters never import each other.
  * Both pass core/test/modelProvider.contract.ts against the scripted model server
- * (test/fixtures/scriptedModel.ts), run by core/test/modelProvider.test.ts; request mapping and
+ * (test/kit/fixtures/scriptedModel.ts), run by core/test/modelProvider.test.ts; request mapping and
  * wire edge cases per protocol are in core/test/model-providers.anthropic.test.ts and
  * core/test/model-providers.openai.test.ts, the SSE reader, the provider table and egress in
  * core/test/model-providers.shared.test.ts.

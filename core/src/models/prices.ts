@@ -3,7 +3,7 @@
  * request's usage costs at public list rates, in nano-US-dollars (1e-9 USD, integers, so sums
  * never round).
  *
- * Guarantees (proved by test/budget.test.ts):
+ * Guarantees (proved by test/e2e/turns/budget.test.ts):
  * - A model card's `pi_config.cost` (pi's model metadata: USD per million tokens for `input`,
  *   `output`, `cacheRead`, `cacheWrite`) is its price. A card without one whose provider is the
  *   vendor itself (`anthropic`/`ant`, `openai`/`oai`; not a `*-compatible` endpoint) takes that

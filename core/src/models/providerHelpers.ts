@@ -310,7 +310,7 @@ const MIN_REDACTED_LENGTH = 6;
  * Every error escaping a provider's stream names none of its credentials (API key, custom
  * header values), whichever path produced it: an HTTP error body, an error event mid-stream, a
  * transport failure. Upstreams that echo what they were sent cannot pass it on to session.error
- * events or logs. Tested in test/secrets-scan.test.ts (echoing provider turns).
+ * events or logs. Tested in test/e2e/credentials/secrets-scan.test.ts (echoing provider turns).
  */
 export async function* withCredentialsRedacted<T>(
   inner: AsyncIterable<T>,

@@ -12,7 +12,7 @@
  * nothing: the temp file is removed); getStream reads from an open handle. Tested by the
  * object-store contract (core/test/objectStore.contract.ts, "ObjectStore contract: directory" in
  * core/test/objectStore.test.ts), core/test/sandbox.outputs.test.ts ("directory object store:
- * streamed puts and gets") and test/files.test.ts (uploads). Its key validation is shared with
+ * streamed puts and gets") and test/e2e/files/files.test.ts (uploads). Its key validation is shared with
  * the GridFS store (core/src/objects/gridfs/objectStore.ts).
  */
 import { randomBytes } from 'node:crypto';

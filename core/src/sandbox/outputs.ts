@@ -4,7 +4,7 @@
  * `outputs/<tenant>/<session>/<name>`. Nothing of the archive, and no whole file, is held in
  * the server's memory.
  *
- * Guarantees (tested in core/test/sandbox.outputs.test.ts and test/sandbox-tools.test.ts):
+ * Guarantees (tested in core/test/sandbox.outputs.test.ts and test/e2e/sandbox/sandbox-tools.test.ts):
  * - a file over `maxFileBytes` is never stored: the agent leaves it out by its size before
  *   sending anything (a sparse 1 GiB file costs nothing), and the server, which does not trust
  *   the sandbox, skips any entry whose header says more and cuts any stream that goes past it;

@@ -240,7 +240,7 @@ export interface SandboxManager {
   syncOutputs(session: SessionRef): Promise<OutputSyncReport>;
   /**
    * Eager snapshot, then destroy. `discard` (the session was deleted): no snapshot and no output
-   * sync, and the session's existing snapshots are deleted (test/session-delete.test.ts).
+   * sync, and the session's existing snapshots are deleted (test/e2e/sessions/session-delete.test.ts).
    */
   destroy(session: SessionRef, opts?: { discard?: boolean }): Promise<void>;
   close(): Promise<void>;

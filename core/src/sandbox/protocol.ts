@@ -41,7 +41,7 @@
  * never used) as a broken agent: every pending call fails with kind `closed` and the transport
  * is closed (the drivers then stop the sandbox). A transport reads at most READ_SLICE_BYTES per
  * turn of the event loop before it yields, so one busy sandbox cannot hold the process.
- * Proved by test/sandbox-isolation.test.ts and core/test/sandbox.answers.test.ts.
+ * Proved by test/e2e/sandbox/sandbox-isolation.test.ts and core/test/sandbox.answers.test.ts.
  */
 import { Readable } from 'node:stream';
 import type {

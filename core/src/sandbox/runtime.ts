@@ -232,7 +232,7 @@ export interface SandboxDriverWiring {
  * The worker side of sandboxes, on the driver the composition root chose
  * (server/src/sandboxDriver.ts): the lifecycle manager, a proxy per session (a component of
  * every driver, not a deployment choice, so it stays here), the web tools through that proxy,
- * and destroy requests from gateways. Proven by test/sandbox-tools.test.ts (both drivers).
+ * and destroy requests from gateways. Proven by test/e2e/sandbox/sandbox-tools.test.ts (both drivers).
  */
 export async function createSandboxRuntime(
   p: Platform,

@@ -4,7 +4,7 @@
  * key functions, shared by the sandbox manager (core/src/sandbox/manager/storage.ts writes,
  * restores and sweeps them) and the session delete cascade (../sessions/cascade.ts removes a
  * deleted session's prefix). Tested in core/test/sandbox.manager.test.ts and
- * test/session-delete.test.ts.
+ * test/e2e/sessions/session-delete.test.ts.
  */
 import { randomBytes } from 'node:crypto';
 import type { SessionRef } from './port.js';

@@ -11,15 +11,15 @@
  * - the merged agent passes the agent-create checks (AgentService.validateSpec: model card,
  *   speed, tool names, MCP server names, every server referenced by exactly one mcp_toolset and
  *   every mcp_toolset naming a server, on the RESULTING tools and mcp_servers); a failure is a
- *   400 naming `agent.<field>` (test/mcp-references.test.ts);
+ *   400 naming `agent.<field>` (test/e2e/mcp/mcp-references.test.ts);
  * - the turn runner reads only this snapshot, so every override takes effect in turns;
  * - `skills` (the agent's or the override's) are pinned here: `pinned_skills` holds the resolved
  *   versions and names, and the snapshot's refs show the pinned version (./skills.ts;
- *   test/skills-session.test.ts).
+ *   test/e2e/skills/skills-session.test.ts).
  * - a session update's `agent.tools` / `agent.mcp_servers` pass the same MCP server checks on
  *   the session's resulting agent (checkSessionAgentMcp).
- * Proved by test/agent-overrides.test.ts, test/mcp-references.test.ts and
- * test/python/sdk_suite/test_overrides.py.
+ * Proved by test/e2e/agents/agent-overrides.test.ts, test/e2e/mcp/mcp-references.test.ts and
+ * test/e2e/sdk/sdk_suite/test_overrides.py.
  */
 import type { AgentSpec, SessionCreate } from '@agentfleet/schemas';
 import { ApiError } from '../errors.js';

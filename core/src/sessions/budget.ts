@@ -2,7 +2,7 @@
  * Session budgets (SDK BetaManagedAgentsBudgetLimit, `budget` on session create and update):
  * a hard ceiling on the session's tracked list cost.
  *
- * Guarantees (proved by test/budget.test.ts and test/python/sdk_suite/test_budget.py):
+ * Guarantees (proved by test/e2e/turns/budget.test.ts and test/e2e/sdk/sdk_suite/test_budget.py):
  * - `max_list_cost` is USD in cents as an integer string ("2500" is $25.00); anything else is
  *   a 400 naming `budget.max_list_cost.amount` or `.currency`.
  * - Create with a budget: the session's model must have a list price (../models/prices.ts), else a 400

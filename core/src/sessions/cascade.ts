@@ -8,7 +8,7 @@
  * tenant data longer): this removes those already stored, and the worker holding a live
  * sandbox destroys it without a snapshot or output sync and removes any written meanwhile
  * (SandboxManager.destroy with `discard`). Spilled event blobs under the session's spill prefix go
- * as well (test/event-spill.test.ts). Proved by test/session-delete.test.ts.
+ * as well (test/e2e/events/event-spill.test.ts). Proved by test/e2e/sessions/session-delete.test.ts.
  */
 import type { ObjectStore } from '../objects/port.js';
 import type { Collections } from '../store/collections.js';

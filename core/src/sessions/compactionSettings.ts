@@ -11,8 +11,8 @@
  *   (`pi_config.contextWindow`), summary cap 4096 tokens, the strategy's built-in prompt.
  * The worker reads the same parse (workers/src/turn/compaction/*), so what was accepted is what
  * runs.
- * Proved by test/compaction.test.ts ("harness and compaction metadata") and
- * test/unbuilt-agent-fields.test.ts.
+ * Proved by test/e2e/turns/compaction.test.ts ("harness and compaction metadata") and
+ * test/e2e/agents/unbuilt-agent-fields.test.ts.
  */
 import { invalid } from '../errors.js';
 import { notSupportedYet } from '../api/unsupported.js';

@@ -17,8 +17,8 @@
  *   toolset tool the worker runs (WORKER_TOOLSET_TOOLS), not denied, confirmed `allow` first
  *   if a policy held it, without a result yet and answered once per request; otherwise 400
  *   naming `events[i].tool_use_id` (another session's or tenant's id reads as unknown).
- * Proved by test/file-blocks.test.ts, test/system-message.test.ts and
- * test/self-hosted-lane.test.ts.
+ * Proved by test/e2e/files/file-blocks.test.ts, test/e2e/events/system-message.test.ts and
+ * test/e2e/work/self-hosted-lane.test.ts.
  */
 import type { InputEvent } from '@agentfleet/schemas';
 import { ApiError, invalid } from '../errors.js';

@@ -6,7 +6,7 @@
  * - `memory_store`: the tenant's live store, mounted at /mnt/memory/<name> with its access
  *   (core/src/memory/session/resources.ts), plus the agent's own `memory_store_id`;
  * - anything else (github_repository): 400 naming `resources[i].type`.
- * Proved by test/files.test.ts and test/memory-session.test.ts.
+ * Proved by test/e2e/files/files.test.ts and test/e2e/memory/memory-session.test.ts.
  */
 import type { SessionCreate } from '@agentfleet/schemas';
 import { invalid } from '../errors.js';

@@ -104,7 +104,7 @@ export class SessionService {
       );
     const snapshot = await sessionAgentSnapshot(this.agents, tenant, body.agent, pinned, version);
     // Without one in the body, the pinned agent version's environment_id is the session's
-    // (test/session-default-environment.test.ts).
+    // (test/e2e/sessions/session-default-environment.test.ts).
     const envId = body.environment_id ?? pinned.environment_id;
     if (!envId)
       throw invalid(
@@ -162,7 +162,7 @@ export class SessionService {
       updated_at: now,
     };
     await this.c.sessions.insert(tenant, doc);
-    // Self-hosted: its Work item, durable before the answer (core/src/work; test/work-api.test.ts).
+    // Self-hosted: its Work item, durable before the answer (core/src/work; test/e2e/work/work-api.test.ts).
     if (env.kind === 'self_hosted')
       await this.workQueue?.(tenant, { id: doc._id, environment_id: env._id });
     await this.webhooks?.emit(tenant, 'session.created', { id: doc._id });
@@ -405,7 +405,7 @@ const same = (a: unknown, b: unknown) => JSON.stringify(a) === JSON.stringify(b)
  * The `session.updated` payload (SDK BetaManagedAgentsSessionUpdatedEvent): title, budget and
  * agent only when changed; metadata (the whole bag) when changed and not empty; null when
  * nothing changed (no event). Proved by
- * test/metadata-updates.test.ts.
+ * test/e2e/api/metadata-updates.test.ts.
  */
 export function sessionChanges(
   before: RenderedSession,
@@ -433,7 +433,7 @@ export function snapshotOf(env: EnvironmentDoc): SessionEnvironmentSnapshot {
  * The environment a session runs with: the snapshot taken at create time; for sessions stored
  * before snapshots existed, the live environment. `null` when neither can be read (the session
  * is gone, or an old session's environment was deleted): callers fail closed (no egress, no
- * sandbox), never open. Proved by test/environment-lifecycle.test.ts.
+ * sandbox), never open. Proved by test/e2e/environments/environment-lifecycle.test.ts.
  */
 export async function environmentSnapshot(
   c: Pick<Collections, 'sessions' | 'environments'>,

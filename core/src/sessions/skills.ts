@@ -19,7 +19,7 @@
  *   read lazily by the model;
  * - self_hosted sessions get the prompt but no mount (the platform runs no sandbox for them):
  *   their worker downloads the declared skills with its claimed-session bearer.
- * Proved by test/skills-session.test.ts and test/skills-session-work.test.ts.
+ * Proved by test/e2e/skills/skills-session.test.ts and test/e2e/skills/skills-session-work.test.ts.
  */
 import { invalid } from '../errors.js';
 import type { SandboxResource } from '../sandbox/manager/types.js';

@@ -1,8 +1,8 @@
 /**
  * A session's runtime status, derived on every read and never stored: from the session document,
  * its run record and, while a turn looks live, the events past the log head.
- * Proved by test/session-log-head.test.ts ("…reads idle before the head update lands") and
- * test/rescheduling.test.ts.
+ * Proved by test/e2e/sessions/session-log-head.test.ts ("…reads idle before the head update lands") and
+ * test/e2e/turns/rescheduling.test.ts.
  */
 import type { RuntimeStatus } from '@agentfleet/schemas';
 import type { Collections } from '../store/collections.js';
@@ -11,7 +11,7 @@ import type { RunDoc, SessionDoc } from './records.js';
 /**
  * Derived, never stored: terminated if a terminated timestamp is set; rescheduling if the run
  * record was orphaned (its worker died) and waits to be resumed; running if a run record exists;
- * else idle. Rescheduling is proved by test/rescheduling.test.ts.
+ * else idle. Rescheduling is proved by test/e2e/turns/rescheduling.test.ts.
  */
 export function deriveStatus(
   s: Pick<SessionDoc, 'terminated_at'>,

@@ -7,7 +7,7 @@
  * of another session or tenant as for one that does not exist (nothing leaks). `deny_message` is
  * refused with `result: 'allow'` (SDK: "only allowed when result is 'deny'"). A
  * `user.custom_tool_result` must name an agent.custom_tool_use of this session.
- * Proven by test/permission-policy.test.ts and test/sdk-flow.test.ts (custom tools).
+ * Proven by test/e2e/sandbox/permission-policy.test.ts and test/e2e/sdk/sdk-flow.test.ts (custom tools).
  */
 import type { InputEvent } from '@agentfleet/schemas';
 import { invalid } from '../errors.js';

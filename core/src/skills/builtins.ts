@@ -11,7 +11,7 @@ import type { LoadedSkill, Skill, SkillVersion } from './records.js';
  * as core/dist/skills/*.js). id = directory name; one version, BUILTIN_VERSION; listed for every
  * tenant; read-only (delete and new versions are refused by the service). Loaded once per
  * process, on first use. A directory without a valid SKILL.md is not served (and is reported by
- * `problems`). Proved by test/skills-api.test.ts "built-in skills".
+ * `problems`). Proved by test/e2e/skills/skills-api.test.ts "built-in skills".
  */
 export const BUILTIN_SKILL_IDS = ['xlsx', 'pdf', 'docx', 'pptx'] as const;
 /** 2026-04-01T00:00:00Z in microseconds: the one version of every built-in skill. */

@@ -4,7 +4,7 @@ import type { SkillFileInput } from './records.js';
 
 /**
  * Skill uploads: file names, limits and the SKILL.md frontmatter. Guarantees (each a 400 naming
- * the field and the problem, proved by test/skills-api.test.ts "bad input"):
+ * the field and the problem, proved by test/e2e/skills/skills-api.test.ts "bad input"):
  * - at most SKILL_LIMITS.maxFiles files and maxTotalBytes bytes in all;
  * - a name is relative and clean: no NUL or control character, no backslash, not absolute, no
  *   empty, `.` or `..` segment, at most maxPathBytes; no name twice; no name that is also the

@@ -34,7 +34,7 @@ import type {
  * - versions are numeric epoch strings (microseconds), strictly increasing per skill; every
  *   change publishes one; the only version of a skill cannot be deleted; built-ins cannot be
  *   deleted or versioned.
- * Proved by test/skills-api.test.ts, test/skills-sdk.test.ts, test/python/sdk_suite/test_skills.py.
+ * Proved by test/e2e/skills/skills-api.test.ts, test/e2e/skills/skills-sdk.test.ts, test/e2e/sdk/sdk_suite/test_skills.py.
  *
  * Changes to the contract (c12): `list`/`listVersions` take `{limit, page, source}` and return
  * pages; `readFile`/`zipVersion` take a version or 'latest'; `zipVersion` returns `{name, zip}`.

@@ -5,7 +5,7 @@ import type { SkillFileInput } from './records.js';
 
 /**
  * Zip archives of skills, read and written with fflate. Guarantees of `readZip` (each a 400
- * naming `field`; proved by test/skills-api.test.ts "zip upload" and "bad input"):
+ * naming `field`; proved by test/e2e/skills/skills-api.test.ts "zip upload" and "bad input"):
  * - at most `maxEntries` file entries and `maxTotalBytes` uncompressed bytes: checked against
  *   the central directory's declared sizes BEFORE inflating, and again while inflating (an
  *   entry that inflates past its declared size or past the total stops at the limit: a zip

@@ -5,7 +5,7 @@
  * FerretDB, several gateway processes) it is not used: a write by another process could not
  * invalidate it.
  *
- * Guarantees (tested through HTTP in test/agent-cache.test.ts):
+ * Guarantees (tested through HTTP in test/e2e/agents/agent-cache.test.ts):
  * - every write through the collection (insert, update, findOneAndUpdate, delete, whatever its
  *   filter) drops the written id (or, for a filter not on one `_id`, every entry) AFTER the
  *   write settled, so a read that follows an acknowledged write misses and reads the store;

@@ -14,7 +14,7 @@
  * url_sources (./webUrlSources.ts, checked by the worker's tool executor against the log).
  *
  * Tested in core/test/tools.web.test.ts (including "egress policy"),
- * core/test/tools.webOptions.test.ts and test/web-tool-options.test.ts.
+ * core/test/tools.webOptions.test.ts and test/e2e/sandbox/web-tool-options.test.ts.
  *
  * Both functions always resolve to a tool result; failures are `is_error` results with a short
  * explanation, never exceptions.

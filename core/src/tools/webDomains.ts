@@ -5,7 +5,7 @@
  * never `evil-docs.example.com` or `example.com`), compared without case and without a
  * trailing dot; an IP literal matches only itself; a web_search entry may carry a path suffix
  * (`example.com/blog`), which then also has to prefix the result's path on a segment boundary.
- * Tested in core/test/tools.webOptions.test.ts and test/web-tool-options.test.ts.
+ * Tested in core/test/tools.webOptions.test.ts and test/e2e/sandbox/web-tool-options.test.ts.
  */
 
 /** The filter one tool applies: at most one of the two lists is set (validated at agent create). */

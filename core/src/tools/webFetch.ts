@@ -6,7 +6,7 @@
  * outside the config's allowed_domains or inside its blocked_domains (the first URL or any
  * redirect target) is never requested, and the result names its domain; max_content_tokens cuts
  * the text at CHARS_PER_TOKEN characters a token. Tested in core/test/tools.web.test.ts and
- * test/web-tool-options.test.ts.
+ * test/e2e/sandbox/web-tool-options.test.ts.
  */
 import { capUtf8, contentKind, decodeText, htmlToText } from './webText.js';
 import { domainRefusal } from './webDomains.js';

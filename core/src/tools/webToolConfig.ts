@@ -9,8 +9,8 @@
  * `{type: 'approximate'}` with an uppercase ISO country code and a real IANA time zone;
  * `url_sources` accepts the SDK's shorthands and is stored (and served) in the object form,
  * every tool it names checked, all three sources "none" refused.
- * Tested in test/web-tool-options.test.ts ("validation") and
- * test/python/sdk_suite/test_web_options.py.
+ * Tested in test/e2e/sandbox/web-tool-options.test.ts ("validation") and
+ * test/e2e/sdk/sdk_suite/test_web_options.py.
  */
 import { invalid } from '../errors.js';
 

@@ -10,7 +10,7 @@
  * domain filters and the egress policy). URLs compare without their fragment and trailing
  * slash. Only the first URL is checked against the conversation; redirects are followed
  * (each hop still passes the domain filters and the egress policy).
- * Tested in test/web-tool-options.test.ts ("url_sources").
+ * Tested in test/e2e/sandbox/web-tool-options.test.ts ("url_sources").
  */
 
 type Filter = { type: 'all' | 'none' | 'only' | 'except'; tools?: Array<{ name: string }> };

@@ -13,7 +13,7 @@
  *   secret): the only value the sandbox ever sees for it (core/src/egress/injection/placeholders.ts).
  *   A `cap_cli` token variable's placeholder is derived from the credential id (the proxy
  *   replaces that header whatever it holds, so it need not be unguessable).
- * Proved by test/vaults.test.ts and test/sandbox-credentials.test.ts.
+ * Proved by test/e2e/credentials/vaults.test.ts and test/e2e/credentials/sandbox-credentials.test.ts.
  */
 import { randomBytes } from 'node:crypto';
 import type { CredentialAuthCreate, CredentialAuthUpdate } from '@agentfleet/schemas';

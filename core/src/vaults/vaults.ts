@@ -14,7 +14,7 @@
  *   did not succeed emits vault_credential.refresh_failed);
  * - `mcp_oauth_validate` runs the wired MCP probe (core/src/mcp/validate.ts) on mcp_oauth
  *   credentials only (another type: 400 naming credential_id).
- * Proved by test/vaults.test.ts, test/mcp-proxy*.test.ts and test/python/sdk_suite/test_vaults.py,
+ * Proved by test/e2e/credentials/vaults.test.ts, test/mcp-proxy*.test.ts and test/e2e/sdk/sdk_suite/test_vaults.py,
  * test_mcp_oauth.py.
  */
 import type {
@@ -380,7 +380,7 @@ export class VaultService {
       { _id: id },
       { $set: { last_refresh: { ...outcome, at: nowIso() } } },
     );
-    // Any outcome but succeeded: the credential holds no usable token (test/webhooks-types.test.ts).
+    // Any outcome but succeeded: the credential holds no usable token (test/e2e/webhooks/webhooks-types.test.ts).
     if (d && outcome.status !== 'succeeded')
       await this.webhooks?.emit(tenant, 'vault_credential.refresh_failed', {
         id,

@@ -1,7 +1,7 @@
 /**
  * One attempt of one webhook delivery: claim, sign, send, record.
  *
- * Guarantees (test/webhooks.test.ts, test/webhooks-restart.test.ts):
+ * Guarantees (test/e2e/webhooks/webhooks.test.ts, test/e2e/webhooks/webhooks-restart.test.ts):
  * - At most one attempt of a delivery runs at a time, across replicas: the attempt is claimed
  *   by an atomic compare-and-swap on the delivery record (state pending, due, unclaimed) that
  *   also counts it; the outcome is written only by the claimant of that attempt number.

@@ -2,7 +2,7 @@
  * A tenant's webhook endpoints (/v1/svc/webhook_endpoints): create, list, retrieve, update,
  * delete, rotate_secret, and the deliveries of one endpoint.
  *
- * Guarantees (test/webhooks-endpoints.test.ts):
+ * Guarantees (test/e2e/webhooks/webhooks-endpoints.test.ts):
  * - `url` is https, or http only for a host the operator opened with EGRESS_ALLOW_PRIVATE_HOSTS;
  *   a literal private address that is not opened, credentials in the URL or a fragment are a
  *   400 naming `url`. Names are checked again when each attempt connects (./delivery.ts).

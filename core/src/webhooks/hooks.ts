@@ -10,8 +10,8 @@
  * - session.status_rescheduled and session.status_terminated → the same name.
  * The session event's id (with the type, for the second and later types of one event) is the
  * emit key, so an append retried under the same event id emits once. `session.status_run_started`
- * is emitted where Work is enqueued (core/src/work). Proved by test/webhooks.test.ts ("a turn's
- * idle") and test/webhooks-types.test.ts.
+ * is emitted where Work is enqueued (core/src/work). Proved by test/e2e/webhooks/webhooks.test.ts ("a turn's
+ * idle") and test/e2e/webhooks/webhooks-types.test.ts.
  */
 import type { WebhookEventName } from '@agentfleet/schemas';
 import type { EventLog } from '../events/log.js';

@@ -3,7 +3,7 @@
  * sender (workers/src/jobs/webhookSender.ts) delivers each one with `attempt`, from bus commands
  * and the due-time scan `sweep`.
  *
- * Guarantees (test/webhooks.test.ts, test/webhooks-restart.test.ts):
+ * Guarantees (test/e2e/webhooks/webhooks.test.ts, test/e2e/webhooks/webhooks-restart.test.ts):
  * - `emit` resolves once the event and its deliveries are recorded (nothing is recorded when no
  *   endpoint takes the type); it never throws into the caller's flow (a store or bus failure is
  *   logged). With `key`, emitting the same key twice records one event (the id derives from

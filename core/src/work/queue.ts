@@ -2,7 +2,7 @@
  * The Work queue's documents and read side: a new item, the list page, queue stats, and the
  * shapes of a heartbeat answer and of its 412. Used by WorkService (./work.ts).
  *
- * Guarantees (test/work-api.test.ts): stats count `depth` (queued, never polled), `pending`
+ * Guarantees (test/e2e/work/work-api.test.ts): stats count `depth` (queued, never polled), `pending`
  * (polled, not acknowledged), the oldest queued item, and the workers that polled with an
  * `Anthropic-Worker-ID` within POLLING_WINDOW_MS; a list page never carries a secret; the 412
  * names `heartbeat_precondition_failed` with the lease as the server holds it, the shape the SDK

@@ -5,7 +5,7 @@
  * Guarantees:
  * - a rendered item is exactly the SDK's shape (type, id, environment_id, data, state, metadata,
  *   secret, created_at, acknowledged_at, started_at, latest_heartbeat_at, stop_requested_at,
- *   stopped_at); `secret` is non-null only in a poll answer (test/work-api.test.ts, "the SDK's
+ *   stopped_at); `secret` is non-null only in a poll answer (test/e2e/work/work-api.test.ts, "the SDK's
  *   work calls");
  * - the secret is base64url JSON `{sessions_token}` (`BetaWorkSecret`), which both SDKs'
  *   `EnvironmentWorker` decode (TS `sessionsTokenFromSecret`, Python `_sessions_token_from_secret`);
@@ -80,7 +80,7 @@ export const leaseOwner = (workId: string, generation: number) => `${workId}#g${
 export const encodeWorkSecret = (sessionsToken: string): string =>
   Buffer.from(JSON.stringify({ sessions_token: sessionsToken })).toString('base64url');
 
-/** The served item: SDK BetaSelfHostedWork (compile-time checked in test/work-api.test.ts). */
+/** The served item: SDK BetaSelfHostedWork (compile-time checked in test/e2e/work/work-api.test.ts). */
 export interface WorkView {
   type: 'work';
   id: string;

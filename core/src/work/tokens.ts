@@ -5,7 +5,7 @@
  * Shape: `afst_<tenant>.<work id>.<generation>.<random>`; only its SHA-256 is stored (on the
  * work item, `token_hash`), compared in constant time. A token of a replaced claim (the item
  * was claimed again) is refused at once everywhere except its heartbeat (412) and stop (409),
- * which tell its worker it lost the item (test/work-reclaim.test.ts, "reclaim rotates the
+ * which tell its worker it lost the item (test/e2e/work/work-reclaim.test.ts, "reclaim rotates the
  * sessions token").
  */
 import { randomToken, safeEqual, sha256 } from '../crypto.js';

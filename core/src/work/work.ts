@@ -13,7 +13,7 @@
  *     `GET …/events?limit=1000`, `POST …/events` (user.tool_result) — gateway/src/claimedSession.ts;
  *  5. `POST …/work/:id/stop {force: true}` (sessions token) → `stopped`; a second stop is 409.
  *
- * Guarantees (tests in test/work-api.test.ts, test/work-race.test.ts, test/work-reclaim.test.ts):
+ * Guarantees (tests in test/e2e/work/work-api.test.ts, test/e2e/work/work-race.test.ts, test/e2e/work/work-reclaim.test.ts):
  * - creating a session on a self_hosted environment enqueues one item durably (a session has at
  *   most one open item: unique `open`) and emits the wake-hint webhook
  *   `session.status_run_started`; a message to a session whose item stopped enqueues a new one;

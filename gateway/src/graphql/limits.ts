@@ -19,7 +19,7 @@ import type { Config } from '@agentfleet/core';
 import { chargeTenant, type RateLimits } from '../requestGuards.js';
 
 /**
- * GraphQL document limits, with graphql-armor (tested in test/graphql-limits.test.ts):
+ * GraphQL document limits, with graphql-armor (tested in test/e2e/graphql/graphql-limits.test.ts):
  * - tokens (GRAPHQL_MAX_TOKENS): counted while parsing, before anything else looks at the
  *   document, so a huge query (thousands of aliases) costs one bounded parse;
  * - depth (GRAPHQL_MAX_DEPTH), aliases (GRAPHQL_MAX_ALIASES) and cost (GRAPHQL_MAX_COST):

@@ -27,13 +27,13 @@ import { openApiPath, type RouteEntry } from './routeTable.js';
  * schemas the server validates with (OpenAPI 3.1 is JSON Schema 2020-12, which TypeBox emits:
  * the schemas embed as they are, minus TypeBox's symbol keys). Guarantees:
  * - every recorded route is an operation, and only recorded routes are (`undocumented` and
- *   `stale` name the differences: test/openapi.test.ts fails on either);
+ *   `stale` name the differences: test/e2e/api/openapi.test.ts fails on either);
  * - auth comes from the route config: public routes have no security, the others take
  *   `x-api-key` or `Authorization: Bearer` and document 401/403/429; `beta` routes require the
  *   `anthropic-beta` header; operator-only routes say so;
  * - every error status is documented with the error body (`{type: 'error', error, request_id}`).
  *
- * Proven by: test/openapi.test.ts, test/schemathesis.test.ts (the server conforms to it).
+ * Proven by: test/e2e/api/openapi.test.ts, test/e2e/api/schemathesis.test.ts (the server conforms to it).
  */
 
 /** Schemas shared by many operations, served once under components.schemas. */

@@ -9,7 +9,7 @@ export { openApiPath, recordRoutes, routeTableOf, type RouteEntry } from './rout
 /**
  * `GET /v1/openapi.json` (public): the OpenAPI 3.1 document of every route `app` recorded
  * (`recordRoutes`), built once on the first request, when every route is registered.
- * Proven by: test/openapi.test.ts.
+ * Proven by: test/e2e/api/openapi.test.ts.
  */
 export function openApiRoute(app: FastifyInstance): void {
   let doc: string | null = null;

@@ -1,6 +1,6 @@
 /**
  * The shape of one route's OpenAPI entry (OperationDoc) and the media-type, SSE-frame and id
- * schemas the entries in ./operations.*.ts share. Proven by test/openapi.test.ts.
+ * schemas the entries in ./operations.*.ts share. Proven by test/e2e/api/openapi.test.ts.
  */
 import { Type, type TObject, type TSchema } from '@sinclair/typebox';
 import {
@@ -19,7 +19,7 @@ import {
  * (a body adds 413; `conflict` adds 409).
  *
  * A route registered without an entry here, or an entry for a route that no longer exists,
- * fails test/openapi.test.ts with the key to add or remove.
+ * fails test/e2e/api/openapi.test.ts with the key to add or remove.
  */
 export interface OperationDoc {
   operationId: string;

@@ -1,6 +1,6 @@
 /**
  * OpenAPI entries of the agent and environment routes (create, list, retrieve, versions,
- * update, delete, archive). test/openapi.test.ts fails when a route lacks an entry or an entry
+ * update, delete, archive). test/e2e/api/openapi.test.ts fails when a route lacks an entry or an entry
  * names no route.
  */
 import { Type } from '@sinclair/typebox';

@@ -1,6 +1,6 @@
 /**
  * OpenAPI entries of the deployment and deployment run routes (gateway/src/routes/deployments.ts).
- * test/openapi.test.ts fails when a route lacks an entry or an entry names no route.
+ * test/e2e/api/openapi.test.ts fails when a route lacks an entry or an entry names no route.
  */
 import {
   Deployment,

@@ -1,5 +1,5 @@
 /**
- * OpenAPI entries of the dream routes (gateway/src/routes/dreams.ts). test/openapi.test.ts
+ * OpenAPI entries of the dream routes (gateway/src/routes/dreams.ts). test/e2e/api/openapi.test.ts
  * fails when a route lacks an entry or an entry names no route.
  */
 import { Dream, DreamCreate, DreamListQuery, Id, ListPage } from '@agentfleet/schemas';

@@ -1,6 +1,6 @@
 /**
  * OpenAPI entries of GraphQL over HTTP (Apollo) and graphql-sse (subscriptions), which share
- * the REST auth and rate limit. test/openapi.test.ts fails when a route lacks an entry or an
+ * the REST auth and rate limit. test/e2e/api/openapi.test.ts fails when a route lacks an entry or an
  * entry names no route.
  */
 import { Type } from '@sinclair/typebox';

@@ -1,6 +1,6 @@
 /**
  * OpenAPI entries of the MCP proxy route (gateway/src/routes/mcpProxy.ts), one per method.
- * test/openapi.test.ts fails when a route lacks an entry or an entry names no route.
+ * test/e2e/api/openapi.test.ts fails when a route lacks an entry or an entry names no route.
  */
 import { Type } from '@sinclair/typebox';
 import { Id } from '@agentfleet/schemas';

@@ -1,5 +1,5 @@
 /**
- * OpenAPI entry of memory search (gateway/src/routes/memorySearch.ts). test/openapi.test.ts
+ * OpenAPI entry of memory search (gateway/src/routes/memorySearch.ts). test/e2e/api/openapi.test.ts
  * fails when a route lacks an entry or an entry names no route.
  */
 import { Id } from '@agentfleet/schemas';

@@ -1,6 +1,6 @@
 /**
  * OpenAPI entries of the memory store routes (gateway/src/routes/memoryStores.ts): stores,
- * memories and memory versions. test/openapi.test.ts fails when a route lacks an entry or an
+ * memories and memory versions. test/e2e/api/openapi.test.ts fails when a route lacks an entry or an
  * entry names no route.
  */
 import { Type } from '@sinclair/typebox';

@@ -2,7 +2,7 @@
  * OpenAPI entries of the platform routes: health, readiness, metrics and the document itself;
  * the tenant's models and a provider's catalog; the operator's tenant creation; model cards
  * (with the workers' internal key route) and API keys (served under
- * /v1/svc and un-prefixed under /v1). test/openapi.test.ts fails when a route lacks an entry or
+ * /v1/svc and un-prefixed under /v1). test/e2e/api/openapi.test.ts fails when a route lacks an entry or
  * an entry names no route.
  */
 import { Type } from '@sinclair/typebox';

@@ -1,6 +1,6 @@
 /**
  * OpenAPI entries of the session routes (lifecycle, events, streams, log, messages) and of files
- * and session outputs. test/openapi.test.ts fails when a route lacks an entry or an entry names
+ * and session outputs. test/e2e/api/openapi.test.ts fails when a route lacks an entry or an entry names
  * no route.
  */
 import { Type } from '@sinclair/typebox';

@@ -1,6 +1,6 @@
 /**
  * OpenAPI entries of the skill source routes (gateway/src/routes/skillSources.ts).
- * test/openapi.test.ts fails when a route lacks an entry or an entry names no route.
+ * test/e2e/api/openapi.test.ts fails when a route lacks an entry or an entry names no route.
  */
 import {
   SkillSourceCheckList,

@@ -1,6 +1,6 @@
 /**
  * OpenAPI entries of the skill routes (gateway/src/routes/skills.ts).
- * test/openapi.test.ts fails when a route lacks an entry or an entry names no route.
+ * test/e2e/api/openapi.test.ts fails when a route lacks an entry or an entry names no route.
  */
 import { Type } from '@sinclair/typebox';
 import {

@@ -1,7 +1,7 @@
 /**
  * Every route's OpenAPI entry (see OperationDoc in ./operationHelpers.ts), merged from the
  * resource groups in ./operations.{platform,agents,sessions,graphql}.ts. A route registered
- * without an entry, or an entry for a route that no longer exists, fails test/openapi.test.ts
+ * without an entry, or an entry for a route that no longer exists, fails test/e2e/api/openapi.test.ts
  * with the key to add or remove.
  */
 import type { OperationDoc } from './operationHelpers.js';

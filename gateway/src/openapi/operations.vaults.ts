@@ -1,6 +1,6 @@
 /**
  * OpenAPI entries of the vault and credential routes (gateway/src/routes/vaults.ts).
- * test/openapi.test.ts fails when a route lacks an entry or an entry names no route.
+ * test/e2e/api/openapi.test.ts fails when a route lacks an entry or an entry names no route.
  */
 import {
   Credential,

@@ -1,7 +1,7 @@
 /**
  * OpenAPI entries of the Environment Work API (gateway/src/routes/work.ts): the SDK's
  * BetaSelfHostedWork, its heartbeat answer, queue stats and list page.
- * test/openapi.test.ts fails when a route lacks an entry or an entry names no route.
+ * test/e2e/api/openapi.test.ts fails when a route lacks an entry or an entry names no route.
  */
 import { Type } from '@sinclair/typebox';
 import { Id, Metadata, MetadataPatch, Nullable } from '@agentfleet/schemas';

@@ -6,8 +6,8 @@ import type { FastifyInstance, RouteOptions } from 'fastify';
  * from it and the tenant-isolation test iterates it, so a new route is documented and tried
  * for cross-tenant access without anyone listing it by hand.
  *
- * Proven by: test/openapi.test.ts ("documents every registered route"),
- * test/tenancy-routes.test.ts (iterates this table).
+ * Proven by: test/e2e/api/openapi.test.ts ("documents every registered route"),
+ * test/e2e/auth/tenancy-routes.test.ts (iterates this table).
  */
 export interface RouteEntry {
   method: string;

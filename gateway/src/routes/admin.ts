@@ -33,7 +33,7 @@ function presented(req: FastifyRequest): string | undefined {
 /**
  * `svc` extension endpoints, served under /v1/svc/... and un-prefixed where the spec says so.
  * Model cards in full (rotation, the internal key route, models/list) are proved by
- * test/model-cards-full.test.ts.
+ * test/e2e/models/model-cards-full.test.ts.
  */
 export function adminRoutes(
   app: FastifyInstance,

@@ -24,7 +24,7 @@ export function agentRoutes(app: FastifyInstance, p: Pick<GatewayServices, 'agen
   );
   app.get('/v1/agents', async (req) => p.agents.list(tenantOf(req), listQuery(req)));
   // A frozen agent (rendered from the agent cache, unchanging) is serialized once: the same
-  // bytes and content-type fastify's default serializer gives (test/agent-cache.test.ts).
+  // bytes and content-type fastify's default serializer gives (test/e2e/agents/agent-cache.test.ts).
   const serialized = new WeakMap<object, string>();
   app.get<{ Params: { id: string } }>('/v1/agents/:id', async (req, reply) => {
     const agent = await p.agents.get(tenantOf(req), req.params.id, getQuery(req).version);

@@ -3,7 +3,7 @@
  * retrieve, update (POST), list, archive, pause, unpause, run; `client.beta.deploymentRuns`:
  * retrieve, list), every handler tenant-scoped through core/src/deployments/service.ts.
  * `initial_events[i]` of type user.define_outcome (outcomes) is refused before validation as not
- * supported yet. Proved by test/deployments.test.ts and test/deployments-runs.test.ts.
+ * supported yet. Proved by test/e2e/deployments/deployments.test.ts and test/e2e/deployments/deployments-runs.test.ts.
  */
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import {

@@ -2,8 +2,8 @@
  * Dream routes (SDK 1.12 `client.beta.dreams`: create, retrieve, list, archive, cancel), every
  * handler tenant-scoped through core/src/dreams/dreams.ts; the job itself runs on the workers.
  * A create refused because another `update_existing` dream holds the store is a 409 with
- * `x-should-retry: false`. Proved by test/dreams.test.ts, test/dreams-update.test.ts and
- * test/python/sdk_suite/test_dreams.py.
+ * `x-should-retry: false`. Proved by test/e2e/memory/dreams.test.ts, test/e2e/memory/dreams-update.test.ts and
+ * test/e2e/sdk/sdk_suite/test_dreams.py.
  */
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { DreamCreate, DreamListQuery } from '@agentfleet/schemas';

@@ -16,7 +16,7 @@
  *   url only, else 400 naming `path`), and an SSE answer's `endpoint` event is rewritten by the
  *   proxy to `/v1/svc/mcp-proxy/<sid>/<server><upstream path>`, so an SDK SSEClientTransport
  *   connected to the proxy URL POSTs its messages back through this route.
- * Proved by test/mcp-proxy.test.ts and test/mcp-proxy-sse.test.ts.
+ * Proved by test/e2e/mcp/mcp-proxy.test.ts and test/e2e/mcp/mcp-proxy-sse.test.ts.
  */
 import { Readable } from 'node:stream';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
@@ -35,7 +35,7 @@ const DRAIN_LIMIT = 32 * 1024 * 1024;
 /**
  * The session a claimed-session bearer (Work API `sessions_token`) may reach, or null for the
  * operator key. The request guards already held the bearer to its own session's proxy path,
- * with the live claim (gateway/src/claimedSession.ts; test/work-bearer.test.ts).
+ * with the live claim (gateway/src/claimedSession.ts; test/e2e/work/work-bearer.test.ts).
  */
 export function claimedSessionCaller(
   req: FastifyRequest,

@@ -4,7 +4,7 @@
  * embedding model applies to the store, else lexical; the answer says which (`mode`,
  * `embedding_model`). Tenant- and store-scoped: another tenant's store is a 404. `query` is 1 to
  * 10,000 characters, `limit` an integer 1..100 (default 10); anything else is a 400 naming the
- * field. Proved by test/memory-search.test.ts.
+ * field. Proved by test/e2e/memory/memory-search.test.ts.
  */
 import type { FastifyInstance } from 'fastify';
 import { Type, type Static } from '@sinclair/typebox';

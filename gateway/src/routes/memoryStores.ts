@@ -6,10 +6,10 @@
  * index), every handler tenant-scoped through core/src/memory/service.ts. Writes record the
  * calling API key as the version's `created_by` (`api_actor`). `view` defaults to `basic` on
  * memory create, update and list, and to `full` on retrieve (SDK). The search route is
- * ./memorySearch.ts. Proved by test/memory-stores.test.ts and test/python/sdk_suite/test_memory.py.
+ * ./memorySearch.ts. Proved by test/e2e/memory/memory-stores.test.ts and test/e2e/sdk/sdk_suite/test_memory.py.
  * The two updates need a body: none at all is a 400 naming `body`, while `{}` (what the Python
  * SDK sends for an update without fields) changes nothing and answers the object
- * (test/memory-update-body.test.ts).
+ * (test/e2e/memory/memory-update-body.test.ts).
  */
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import {

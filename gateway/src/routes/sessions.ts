@@ -48,7 +48,7 @@ export function sessionRoutes(
     p.sessions.update(tenantOf(req), req.params.id, updateBody(req)),
   );
   // Spec retention table: stop the runtime, then cascade session files and the output prefix;
-  // a failed blob delete is logged for reconciliation, never a 5xx (test/session-delete.test.ts).
+  // a failed blob delete is logged for reconciliation, never a 5xx (test/e2e/sessions/session-delete.test.ts).
   app.delete<{ Params: { id: string } }>('/v1/sessions/:id', async (req) => {
     const tenant = tenantOf(req);
     const id = req.params.id;

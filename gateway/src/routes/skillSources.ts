@@ -2,7 +2,7 @@
  * Skill sources (`svc` extension, beta header required): discover what a source's Agent Skills
  * index offers, install skills from it, check installed skills for updates, update them, and
  * list them. Tenant-scoped; the work is core/src/skills/sources/sources.ts, the shapes are
- * schemas/src/skillSources.ts. Proved by test/skill-sources.test.ts.
+ * schemas/src/skillSources.ts. Proved by test/e2e/skills/skill-sources.test.ts.
  *
  * - POST discover `{url}` → `{source, skills: [{name, description, type, digest,
  *   installed_skill_id}]}`

@@ -5,7 +5,7 @@ import { invalid, SKILL_LIMITS, type SkillFileInput } from '@agentfleet/core';
 
 /**
  * Request bodies of skill uploads, read with bounded memory. Guarantees (400 naming the field
- * and the limit; proved by test/skills-api.test.ts "bad input"):
+ * and the limit; proved by test/e2e/skills/skills-api.test.ts "bad input"):
  * - multipart: file parts `files[]` (the SDK), `files` or `file`; at most SKILL_LIMITS.maxFiles
  *   files and maxTotalBytes bytes in all (a part is cut at the limit, never buffered past it,
  *   and the rest of the body drained so the client gets the 400); only the named text fields;

@@ -26,8 +26,8 @@ import { readJsonUpload, readMultipartUpload, type SkillUpload } from './skillUp
  * - versions: create (multipart `files[]` or JSON), list, retrieve, delete (the only version is
  *   refused: delete the skill), `…/versions/:version/content` (a zip, the SDK's `download`);
  * - `GET /v1/skills/:id/files/<path>` one file of the latest version (`?version=` another).
- * Another tenant's id is a 404 everywhere. Proved by test/skills-api.test.ts and
- * test/skills-sdk.test.ts.
+ * Another tenant's id is a 404 everywhere. Proved by test/e2e/skills/skills-api.test.ts and
+ * test/e2e/skills/skills-sdk.test.ts.
  */
 const CREATE_FIELDS = ['id', 'display_title', 'display_name', 'description'];
 const FILE_PARTS = ['files[]', 'files', 'file'];

@@ -1,8 +1,8 @@
 /**
  * Vault and credential routes: the SDK's paths (update is POST, archive, credentials under
  * their vault, mcp_oauth_validate) and the spec's (PATCH /v1/vaults/:id). Every handler is
- * tenant-scoped through core/src/domain/vaults.ts. Proved by test/vaults.test.ts,
- * test/tenancy-routes.test.ts and (mcp_oauth_validate) test/mcp-proxy-validate.test.ts.
+ * tenant-scoped through core/src/domain/vaults.ts. Proved by test/e2e/credentials/vaults.test.ts,
+ * test/e2e/auth/tenancy-routes.test.ts and (mcp_oauth_validate) test/e2e/mcp/mcp-proxy-validate.test.ts.
  */
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import {

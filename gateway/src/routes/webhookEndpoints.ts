@@ -2,8 +2,8 @@
  * A tenant's webhook endpoints (`svc` extension, beta header required): create (answers the
  * secret once), list, retrieve, update (POST or PATCH; `disabled: false` re-enables), delete,
  * rotate_secret (answers the new secret once) and the endpoint's deliveries. Tenant-scoped
- * through core/src/webhooks/endpoints.ts. Proved by test/webhooks-endpoints.test.ts and
- * test/tenancy-routes.test.ts.
+ * through core/src/webhooks/endpoints.ts. Proved by test/e2e/webhooks/webhooks-endpoints.test.ts and
+ * test/e2e/auth/tenancy-routes.test.ts.
  */
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import {

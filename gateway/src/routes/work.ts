@@ -14,7 +14,7 @@
  * Credentials: the tenant's API key, the environment's service key (Bearer only) and, on ack,
  * heartbeat and stop of its own item, the claim's sessions token (gateway/src/claimedSession.ts).
  * A poll with nothing to claim answers 200 `null` (both SDKs read it as no work).
- * Proved by test/work-api.test.ts.
+ * Proved by test/e2e/work/work-api.test.ts.
  */
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { invalid } from '@agentfleet/core';

@@ -9,7 +9,7 @@
  *   sandbox drivers pass CHANNEL_FD): bwrap's init (PID 1 in the sandbox, as dumpable as any
  *   command) closes every descriptor above 2 it inherits, so only this process holds the
  *   channel, and this process runs non-dumpable (bubblewrap/agentNode.ts), so no command of the
- *   tenant's can reach it through /proc or pidfd_getfd (test/sandbox-isolation.test.ts);
+ *   tenant's can reach it through /proc or pidfd_getfd (test/e2e/sandbox/sandbox-isolation.test.ts);
  * - announces itself with a `ready` notification once it serves requests;
  * - with --proxy-socket, forwards every TCP connection to --proxy-listen (default 127.0.0.1:3128)
  *   to that unix socket (proxyBridge.ts);
@@ -106,7 +106,7 @@ export async function main(argv: string[] = process.argv.slice(2)): Promise<void
   let input: Readable = process.stdin;
   let output: Writable = process.stdout;
   if (args.channelFd !== null) {
-    // the commands the agent starts do not inherit it (test/sandbox-isolation.test.ts)
+    // the commands the agent starts do not inherit it (test/e2e/sandbox/sandbox-isolation.test.ts)
     const channel = new net.Socket({ fd: args.channelFd, readable: true, writable: true });
     input = output = channel;
   }

@@ -17,10 +17,10 @@
  *   build's staging directory) is given to the user (chown; its contents are the sandbox's);
  * - the proxy socket is given to the user, who must write it to connect.
  *
- * Proved by test/sandbox-isolation.test.ts ("runs as the unprivileged sandbox host uid"),
+ * Proved by test/e2e/sandbox/sandbox-isolation.test.ts ("runs as the unprivileged sandbox host uid"),
  * core/test/sandbox.nomad.test.ts ("the sandbox host user on the client") and by every test that
  * runs the platform's local driver as root (they all use it), package builds included
- * (test/env-packages-cargo.test.ts: the toolchain under /root reached through the driver's
+ * (test/e2e/environments/env-packages-cargo.test.ts: the toolchain under /root reached through the driver's
  * exposed binds, core's adapters/bubblewrap/exposedBinds.ts).
  */
 import { spawnSync } from 'node:child_process';

@@ -13,7 +13,7 @@
  * The program checks the architecture first (x86-64 with its x32 numbers, i386, AArch64, ARM):
  * a call made through another ABI than the host's (a 32-bit `int 0x80` on x86-64) is matched
  * against that ABI's numbers; an unknown architecture's calls are refused. Proved inside a real
- * sandbox by test/sandbox-isolation.test.ts ("cannot reach the sandbox agent") and by
+ * sandbox by test/e2e/sandbox/sandbox-isolation.test.ts ("cannot reach the sandbox agent") and by
  * sandbox-agent/test/seccomp.test.ts (the program run by a BPF interpreter).
  */
 

@@ -15,9 +15,9 @@
  *   at create anyway) a stdio server is reported as a connection failure and never started;
  * - a tool call that fails is an is_error result, never a dead turn; an abort (interrupt)
  *   rethrows, also during discovery (late connections are closed as they complete).
- * Proven by test/mcp-tools.test.ts (url servers, every auth mode, configs, failures),
- * test/mcp-tools-stdio.test.ts (stdio in a bwrap sandbox), test/mcp-tools-crash.test.ts and
- * test/python/sdk_suite/test_mcp.py.
+ * Proven by test/e2e/mcp/mcp-tools.test.ts (url servers, every auth mode, configs, failures),
+ * test/e2e/mcp/mcp-tools-stdio.test.ts (stdio in a bwrap sandbox), test/e2e/mcp/mcp-tools-crash.test.ts and
+ * test/e2e/sdk/sdk_suite/test_mcp.py.
  */
 import {
   connectUrlServer,

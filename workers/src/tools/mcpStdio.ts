@@ -8,7 +8,7 @@
  * - with no sandbox runtime (SANDBOX_DRIVER=none) nothing is started: the server is reported as
  *   a connection failure (agent create refuses stdio servers there anyway);
  * - a missing executable is an MCP startup failure, reported as mcp_connection_failed_error.
- * Proven by test/mcp-tools-stdio.test.ts.
+ * Proven by test/e2e/mcp/mcp-tools-stdio.test.ts.
  */
 import {
   connectStdioMcp,

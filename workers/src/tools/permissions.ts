@@ -27,9 +27,9 @@
  * On a self_hosted environment (the ama_worker lane, ./selfHosted.ts) the worker executes the
  * agent toolset: such calls wait like client-executed ones, an `allow` hands a held call to the
  * worker instead of running it, and answers count only up to the turn's input.
- * Proven by test/permission-policy.test.ts, test/permission-crash.test.ts (kill -9 mid-turn),
- * test/self-hosted-lane.test.ts,
- * test/mcp-tools.test.ts, test/mcp-tools-crash.test.ts and test/python/sdk_suite/test_permissions.py.
+ * Proven by test/e2e/sandbox/permission-policy.test.ts, test/e2e/sandbox/permission-crash.test.ts (kill -9 mid-turn),
+ * test/e2e/work/self-hosted-lane.test.ts,
+ * test/e2e/mcp/mcp-tools.test.ts, test/e2e/mcp/mcp-tools-crash.test.ts and test/e2e/sdk/sdk_suite/test_permissions.py.
  */
 import { TOOLSET_TYPE } from '@agentfleet/schemas';
 import type { EventDoc, McpResultBlock, McpToolRef, SessionRef } from '@agentfleet/core';

@@ -22,9 +22,9 @@
  * - recovery never replays a worker call: a crashed turn's open worker calls stay open for the
  *   worker (no orphan error result, ../turn/recovery.ts), the control plane never executes them,
  *   and the official worker's runner skips calls already answered in the log.
- * Proven by test/self-hosted-lane.test.ts (HTTP), test/self-hosted-lane-crash.test.ts (kill -9
- * recovery), test/environment-worker.test.ts (the official
- * TypeScript EnvironmentWorker) and test/python/sdk_suite/test_environment_worker.py.
+ * Proven by test/e2e/work/self-hosted-lane.test.ts (HTTP), test/e2e/work/self-hosted-lane-crash.test.ts (kill -9
+ * recovery), test/e2e/work/environment-worker.test.ts (the official
+ * TypeScript EnvironmentWorker) and test/e2e/sdk/sdk_suite/test_environment_worker.py.
  */
 import { awaitsWorker, isSelfHostedSession, WORKER_TOOLSET_TOOLS } from '@agentfleet/core';
 import type { EventDoc, SessionDoc } from '@agentfleet/core';

@@ -1,8 +1,8 @@
 /**
  * The turn side of session budgets (core/src/sessions/budget.ts).
  *
- * Guarantees (proved by test/budget.test.ts; compaction summary calls by
- * test/compaction-usage.test.ts):
+ * Guarantees (proved by test/e2e/turns/budget.test.ts; compaction summary calls by
+ * test/e2e/turns/compaction-usage.test.ts):
  * - Each model request's usage is priced at the model's list price as read when the request
  *   started (its model card is read once for the provider and the price), and the cost moves in the same session update as that request's token usage and
  *   log head (`usageUpdate`), so a redelivered command or a recovered turn, which never re-runs

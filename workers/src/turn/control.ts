@@ -7,8 +7,8 @@
  * registered is remembered, and the next turn registered with an older `interruptSeq` is
  * aborted at once (what the per-turn session re-read used to catch). A terminate aborts the
  * registered turn, and any turn registered after it. It holds the drain's running turn, so the
- * lease renewal aborts that turn through it (`abortTurn`). Proven by test/turn-control.test.ts,
- * test/sessions-events.test.ts (interrupt and cancel mid-turn) and test/sdk-flow.test.ts (delete
+ * lease renewal aborts that turn through it (`abortTurn`). Proven by workers/test/turn-control.test.ts,
+ * test/e2e/sessions/sessions-events.test.ts (interrupt and cancel mid-turn) and test/e2e/sdk/sdk-flow.test.ts (delete
  * mid-turn).
  */
 import { controlChannel, type PubSub } from '@agentfleet/core';

@@ -3,7 +3,7 @@
  * always closed by one span.model_request_end naming its start (is_error, usage, stop reason);
  * a failure is reported as session.error with a retry status (retrying | exhausted | terminal);
  * any failure of a model call maps to a ModelError kind, never to an unclassified throw.
- * Proven by test/sessions-events.test.ts, test/sdk-flow.test.ts and test/crash-recovery.test.ts.
+ * Proven by test/e2e/sessions/sessions-events.test.ts, test/e2e/sdk/sdk-flow.test.ts and test/e2e/server/crash-recovery.test.ts.
  */
 import {
   ApiError,

@@ -17,7 +17,7 @@
  * url and base64 sources pass through unchanged, and so does every message without a
  * file-sourced block (the same object); a kept history's leading frozen messages without one are
  * scanned once per session, not on every request.
- * Proved by test/file-blocks.test.ts (both protocols) and test/python/sdk_suite/test_file_blocks.py.
+ * Proved by test/e2e/files/file-blocks.test.ts (both protocols) and test/e2e/sdk/sdk_suite/test_file_blocks.py.
  */
 import {
   fileBlockKind,

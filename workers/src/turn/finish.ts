@@ -6,8 +6,8 @@
  * usage, `TurnEnd.held`) in the same write as the idle: one transaction on the embedded store
  * instead of two (only there: see answerMayWaitForIdle). A crash before that write
  * loses what a crash during the model stream loses today: the open span is reconciled and the
- * request made again (./recovery.ts). Proven by test/turn-final-write.test.ts,
- * test/crash-recovery.test.ts and test/sessions-events.test.ts.
+ * request made again (./recovery.ts). Proven by test/e2e/turns/turn-final-write.test.ts,
+ * test/e2e/server/crash-recovery.test.ts and test/e2e/sessions/sessions-events.test.ts.
  */
 import {
   idleClearsPending,

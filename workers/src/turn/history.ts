@@ -11,8 +11,8 @@ import type { ChatMessage, ContentBlock, EventDoc } from '@agentfleet/core';
  * worker's user.tool_result answers its agent.tool_use like a user.custom_tool_result, at the
  * head of the next user turn (a search_result block reaches the model as text). File-sourced image and document blocks
  * are left as they are: workers/src/turn/fileBlocks.ts resolves them before the request.
- * Proved by test/system-message.test.ts, test/self-hosted-lane.test.ts and the turn tests
- * (test/sdk-flow.test.ts).
+ * Proved by test/e2e/events/system-message.test.ts, test/e2e/work/self-hosted-lane.test.ts and the turn tests
+ * (test/e2e/sdk/sdk-flow.test.ts).
  */
 export function buildHistory(events: readonly EventDoc[]): ChatMessage[] {
   return new HistoryBuilder().build(events);
@@ -33,7 +33,7 @@ export function buildHistory(events: readonly EventDoc[]): ChatMessage[] {
  * conversion and resolveFileBlocks build new arrays). The answering of tool calls (`answer`) is
  * kept too and redone only from the message before the first one that changed, so a call on a
  * long session costs its new events and one copy of the array (load/README.md, "Requests on long
- * sessions"). Proved equal to a fresh build by test/history-builder.test.ts.
+ * sessions"). Proved equal to a fresh build by workers/test/history-builder.test.ts.
  */
 export class HistoryBuilder {
   private out: ChatMessage[] = [];

@@ -9,8 +9,8 @@
  * workers/src/turn/history.ts).
  * An answer sent before that idle (as soon as the call's event arrived) counts. Answers to some
  * but not all of the calls re-emit the idle with the remainder (requiresAction).
- * Proven by test/sdk-flow.test.ts (custom tools), test/permission-policy.test.ts and
- * test/self-hosted-lane.test.ts (worker results).
+ * Proven by test/e2e/sdk/sdk-flow.test.ts (custom tools), test/e2e/sandbox/permission-policy.test.ts and
+ * test/e2e/work/self-hosted-lane.test.ts (worker results).
  */
 import type { EventDoc, EventDraft, SessionDoc } from '@agentfleet/core';
 

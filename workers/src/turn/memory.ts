@@ -6,7 +6,7 @@
  * not active (none started, or a self_hosted session) writes nothing back; a write-back that
  * fails unexpectedly is logged and never keeps the turn from going idle (the changes stay in
  * the sandbox and are retried at the next idle). The mounted stores are also described in the
- * system prompt (withMemoryPrompt). Proven by test/memory-session.test.ts.
+ * system prompt (withMemoryPrompt). Proven by test/e2e/memory/memory-session.test.ts.
  */
 import {
   isMemoryResource,

@@ -9,8 +9,8 @@
  * through its context compaction (./compaction/turnCompaction.ts): the history is rebuilt from
  * the last compaction boundary, and a context overflow is not a session.error but one compaction
  * and retry (then compaction_limit_reached_error).
- * Proven by test/sdk-flow.test.ts and test/sessions-events.test.ts (scripted model errors);
- * harness `pi` by test/compaction.test.ts and test/compaction-overflow.test.ts.
+ * Proven by test/e2e/sdk/sdk-flow.test.ts and test/e2e/sessions/sessions-events.test.ts (scripted model errors);
+ * harness `pi` by test/e2e/turns/compaction.test.ts and test/e2e/turns/compaction-overflow.test.ts.
  */
 import { backoffDelay, sleep, type Platform, type SessionDoc } from '@agentfleet/core';
 import type { buildHistory } from './history.js';

@@ -24,9 +24,9 @@
  * - `pi_config.samplingParams` (temperature, topP, topK) and `compat.maxTokensField` go to the
  *   request as checked at card create/update (core/src/models/piRequest.ts); a card whose
  *   `pi_config.input` lacks `image` gets every image block as a text note instead
- *   (test/pi-request-settings.test.ts).
- * Proved by test/effort-pi-config.test.ts (both protocols, through the scripted model) and, for
- * harness `pi`, test/compaction.test.ts.
+ *   (test/e2e/models/pi-request-settings.test.ts).
+ * Proved by test/e2e/models/effort-pi-config.test.ts (both protocols, through the scripted model) and, for
+ * harness `pi`, test/e2e/turns/compaction.test.ts.
  */
 import {
   effortLevels,

@@ -8,8 +8,8 @@
  * agent.tool_use, each with its evaluated permission (../tools/permissions.ts); an aborted signal
  * stops reading.
  * Message chunks carry `index`, the position of their block in the agent.message's content.
- * Proven by test/sessions-events.test.ts, test/sdk-flow.test.ts, test/sandbox-tools.test.ts and
- * test/event-deltas.test.ts.
+ * Proven by test/e2e/sessions/sessions-events.test.ts, test/e2e/sdk/sdk-flow.test.ts, test/e2e/sandbox/sandbox-tools.test.ts and
+ * test/e2e/events/event-deltas.test.ts.
  */
 import {
   newId,

@@ -12,7 +12,7 @@
  * stops counting once abandoned (an idle, then a user.message, after it): settleHeld leaves such
  * a call alone (history.ts answers it). Sessions on a self_hosted environment (calls the worker
  * runs, results limited to the turn's input) are settled over the whole log, as before.
- * Proven by test/open-calls.test.ts and the permission and custom tool tests.
+ * Proven by workers/test/open-calls.test.ts and the permission and custom tool tests.
  */
 import type { EventDoc } from '@agentfleet/core';
 

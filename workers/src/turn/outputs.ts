@@ -2,7 +2,7 @@
  * Files a turn wrote under /mnt/session/outputs are made durable before the turn reports idle;
  * each file that was not stored (quota, name) becomes a session.warning naming it, appended
  * before the idle. A session whose sandbox is not active (none started, or a self_hosted
- * session, which has none) syncs nothing. Proven by test/sandbox-tools.test.ts (output_skipped).
+ * session, which has none) syncs nothing. Proven by test/e2e/sandbox/sandbox-tools.test.ts (output_skipped).
  */
 import type { EventDraft, Logger, SandboxManager, SessionDoc } from '@agentfleet/core';
 

@@ -8,13 +8,13 @@
  * worker left open (session.warning interrupted_stream) and answers every tool call it left
  * without a result (agent.tool_use or agent.mcp_tool_use) with an error result
  * (session.warning orphan_tool_use; a call held for
- * confirmation by always_ask never ran and stays open: test/permission-crash.test.ts), between
+ * confirmation by always_ask never ran and stays open: test/e2e/sandbox/permission-crash.test.ts), between
  * session.status_rescheduled (appended here unless the scan already did) and
  * session.status_running. On a self_hosted session (../tools/selfHosted.ts) a call the worker
  * executes is not an orphan either: it stays open for the worker's user.tool_result (a result
  * the worker already sent counts), so recovery never answers, re-executes or replays it; the
- * resumed turn ends with requires_action naming it. Proven by test/crash-recovery.test.ts,
- * test/rescheduling.test.ts and test/self-hosted-lane-crash.test.ts.
+ * resumed turn ends with requires_action naming it. Proven by test/e2e/server/crash-recovery.test.ts,
+ * test/e2e/turns/rescheduling.test.ts and test/e2e/work/self-hosted-lane-crash.test.ts.
  */
 import {
   nowIso,

@@ -49,8 +49,8 @@ import { SessionAppends } from './appends.js';
  * turn ends with exactly one session.status_idle; a redelivered command appends nothing when its
  * input was already processed; a turn orphaned by a crashed worker is resumed by the next one
  * (after more than 5 recoveries the session is forced idle).
- * Proven by test/sdk-flow.test.ts, test/sessions-events.test.ts, test/sandbox-tools.test.ts and
- * test/crash-recovery.test.ts.
+ * Proven by test/e2e/sdk/sdk-flow.test.ts, test/e2e/sessions/sessions-events.test.ts, test/e2e/sandbox/sandbox-tools.test.ts and
+ * test/e2e/server/crash-recovery.test.ts.
  */
 export class TurnRunner {
   private consumer: ConsumerHandle | null = null;

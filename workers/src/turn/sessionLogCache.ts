@@ -32,7 +32,7 @@
  *   the previous call are folded. It goes with the entry (eviction, `forget`); a session that
  *   is not cached gets a full build. `settleFrom` is the same for the calls a turn settles
  *   first (./openCalls.ts).
- * Proven by test/turn-log-cache.test.ts and test/history-builder.test.ts.
+ * Proven by test/e2e/turns/turn-log-cache.test.ts and workers/test/history-builder.test.ts.
  */
 import { deepFreeze, type ChatMessage, type EventDoc, type EventLog } from '@agentfleet/core';
 import { buildHistory, HistoryBuilder } from './history.js';

@@ -8,7 +8,7 @@
  *   for the model to read lazily; both provider protocols get the same system text;
  * - a pinned skill that cannot be loaded (deleted since the session started) ends the turn
  *   before any model call with a terminal session.error naming the skill and version.
- * Proved by test/skills-session.test.ts (captured model requests, both protocols).
+ * Proved by test/e2e/skills/skills-session.test.ts (captured model requests, both protocols).
  */
 import { systemWithSkills, type Platform, type SessionDoc } from '@agentfleet/core';
 

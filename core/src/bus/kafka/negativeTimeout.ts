@@ -9,7 +9,7 @@
  * only its own lines. It replaces the method only while its source still holds the expression
  * it fixes; a kafkajs that changed it is left alone.
  * Proved by core/test/kafka.negativeTimeout.test.ts (the delays the method hands to setTimeout,
- * no warning), test/built-output.test.ts "role worker: starts on the real servers" (the output
+ * no warning), test/e2e/server/built-output.test.ts "role worker: starts on the real servers" (the output
  * of a worker on Kafka starts with its banner) and core/test/bus.test.ts on a broker.
  */
 import { createRequire } from 'node:module';

@@ -17,7 +17,7 @@
  *   with the same name), readable by it. It is not out-of-sandbox like the egress proxy's
  *   injection, and should be used only where no proxy-side credential fits.
  * Credential variables are set last: they replace a caller's variable of the same name.
- * Proved by test/sandbox-credentials.test.ts ("command_secret", "environment_variable").
+ * Proved by test/e2e/credentials/sandbox-credentials.test.ts ("command_secret", "environment_variable").
  */
 import type { ResolvedCredential } from '../../vaults/vaults.js';
 import type { SandboxAgentApi, SandboxManager, SessionRef } from '../../sandbox/port.js';

@@ -18,7 +18,7 @@
  *   searched;
  * - the credential is read on every request, so a rotation (update secret_value) applies to
  *   the next request.
- * Proved by test/sandbox-credentials.test.ts ("environment_variable").
+ * Proved by test/e2e/credentials/sandbox-credentials.test.ts ("environment_variable").
  */
 import { createHash } from 'node:crypto';
 import type http from 'node:http';

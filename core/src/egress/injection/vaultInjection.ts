@@ -15,8 +15,8 @@
  * unchanged (and HTTPS stays a raw tunnel). Object-store hosts are never intercepted
  * (../proxy/intercept.ts), and the session's network policy and the egress policy run before
  * any of this: a credential never opens a host or a private address.
- * Proved by test/sandbox-ca.test.ts › "a session's vault credential is injected" and
- * test/sandbox-credentials.test.ts.
+ * Proved by test/e2e/credentials/sandbox-ca.test.ts › "a session's vault credential is injected" and
+ * test/e2e/credentials/sandbox-credentials.test.ts.
  */
 import type { ResolvedCredential } from '../../vaults/vaults.js';
 import { hostOf } from '../../vaults/credentials.js';

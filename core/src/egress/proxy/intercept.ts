@@ -24,7 +24,7 @@
  *   values, status, sizes; header values never).
  *
  * Tested in core/test/proxy.intercept.test.ts; a real sandbox's curl through it in
- * test/sandbox-ca.test.ts.
+ * test/e2e/credentials/sandbox-ca.test.ts.
  */
 import http from 'node:http';
 import https from 'node:https';

@@ -13,7 +13,7 @@
  * ignored) or `*.suffix` (every subdomain of suffix at any depth, not suffix itself).
  *
  * Tested in core/test/proxy.policy.test.ts ("hostPolicy", "sessionHostPolicy") and, through a
- * real sandbox and the TypeScript SDK, test/env-networking.test.ts.
+ * real sandbox and the TypeScript SDK, test/e2e/environments/env-networking.test.ts.
  */
 import { normalizeHost } from '../policy.js';
 import { ALL_PACKAGE_REGISTRY_HOSTS } from '../registries.js';

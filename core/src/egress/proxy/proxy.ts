@@ -29,7 +29,7 @@
  * ./policy.ts, types and helpers in ./helpers.ts.
  *
  * Tested in core/test/proxy.*.test.ts (interception: proxy.intercept.test.ts) and core/test/tools.web.test.ts; custom http tools and
- * web_fetch through it end to end in test/sandbox-tools.test.ts.
+ * web_fetch through it end to end in test/e2e/sandbox/sandbox-tools.test.ts.
  */
 import { promises as fsp } from 'node:fs';
 import http from 'node:http';

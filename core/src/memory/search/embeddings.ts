@@ -22,7 +22,7 @@
  * platform's egress policy (private addresses refused unless EGRESS_ALLOW_PRIVATE_HOSTS opens
  * them), like model turns; the operator's cards are operator configuration. A failing endpoint
  * is an EmbeddingError (message without the key); callers decide (writes log and retry lazily,
- * search falls back to lexical and says so). Proved by test/memory-search.test.ts.
+ * search falls back to lexical and says so). Proved by test/e2e/memory/memory-search.test.ts.
  */
 import type { SecretBox } from '../../crypto.js';
 import type { Collections } from '../../store/collections.js';
@@ -134,7 +134,7 @@ export async function availableEmbeddingModels(d: EmbeddingDeps, tenant: string)
 /**
  * A store's `embedding_model` at create/update: it must name an embedding model of the
  * workspace (or the platform default); otherwise a 400 naming `embedding_model` that lists
- * what is available (test/memory-search.test.ts › 'embedding_model is validated').
+ * what is available (test/e2e/memory/memory-search.test.ts › 'embedding_model is validated').
  */
 export async function checkEmbeddingModel(
   d: EmbeddingDeps,

@@ -2,7 +2,7 @@
  * The lexical fallback of memory search: minisearch (BM25-style scoring, prefix and fuzzy term
  * matching) over each memory's path and content, used when no embedding model applies to the
  * store (the search answer says `mode: 'lexical'`). Kept in process beside the vector index
- * and refreshed the same way (./search.ts). Proved by test/memory-search.test.ts ("lexical").
+ * and refreshed the same way (./search.ts). Proved by test/e2e/memory/memory-search.test.ts ("lexical").
  */
 import MiniSearch from 'minisearch';
 

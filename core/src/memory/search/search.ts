@@ -3,7 +3,7 @@
  * embedding model (embeddings.ts) with a usearch HNSW index (vectorIndex.ts), else lexical
  * (minisearch, lexicalIndex.ts). The answer says which (`mode`, and `embedding_model`).
  *
- * Guarantees (proved by test/memory-search.test.ts and test/memory-search-defaults.test.ts):
+ * Guarantees (proved by test/e2e/memory/memory-search.test.ts and test/e2e/memory/memory-search-defaults.test.ts):
  * - Results are scoped to the tenant and the store: indexes are per (tenant, store), built
  *   from that tenant's entries of that store only; another tenant's store is a 404.
  * - The memory service tells this module of every committed write (MemoryService
@@ -20,7 +20,7 @@
  *   A fresh process (or one that evicted the index) rebuilds it from the persisted vectors
  *   without calling the embedding endpoint again. When a process first opens a store it
  *   reconciles the entries with the memories if their counts differ (a write whose hook never
- *   ran is indexed; test/memory-search-defaults.test.ts).
+ *   ran is indexed; test/e2e/memory/memory-search-defaults.test.ts).
  * - Deleting a store (MemoryService.deleteStore → dropStore) removes its entries and counter.
  * - Memory is bounded: at most MEMORY_SEARCH_MAX_OPEN_INDEXES stores are open per process
  *   (least recently searched evicted first).
@@ -28,7 +28,7 @@
  *   store's (or the platform default's) model no longer usable (card deleted or changed), or the
  *   embedding endpoint failing at search time. A store's `embedding_model` is validated at
  *   create/update (`checkEmbeddingModel`: a 400 naming `embedding_model` listing what is
- *   available; test/memory-search.test.ts › 'embedding_model is validated').
+ *   available; test/e2e/memory/memory-search.test.ts › 'embedding_model is validated').
  */
 import { sha256 } from '../../crypto.js';
 import type { StoreRouter } from '../../store/collections.js';

@@ -5,11 +5,11 @@
  * id and content_sha256 as mounted) at MANIFEST_DIR/<store id>.json, the base the write-back at
  * idle diffs against (./writeBack.ts). A `read_only` store's directory and files are a
  * read-only tree (SandboxResource.readOnly): the driver mounts it read-only, so every change
- * under it fails with EROFS in the sandbox (test/memory-session.test.ts, "read_only access";
- * test/memory-session-nomad.test.ts). Guarantees: a store that cannot be read (deleted since
+ * under it fails with EROFS in the sandbox (test/e2e/memory/memory-session.test.ts, "read_only access";
+ * test/e2e/memory/memory-session-nomad.test.ts). Guarantees: a store that cannot be read (deleted since
  * the session was created, or the read fails) throws, so the warmup FAILS rather than starting
  * a sandbox without its memory; the manifest is written after the files, from the same read.
- * Proved by test/memory-session.test.ts ("mounts", "a deleted store fails warmup").
+ * Proved by test/e2e/memory/memory-session.test.ts ("mounts", "a deleted store fails warmup").
  */
 import { createHash } from 'node:crypto';
 import type { SandboxResource } from '../../sandbox/manager/types.js';

@@ -4,7 +4,7 @@
  * prompt, one `<memory_stores>` block naming each mounted store's name, mount path and access,
  * with its description and instructions, and how the mount behaves (files under a read_write
  * mount are saved when the turn ends; read_only changes are not). Sessions without memory
- * stores get their prompt unchanged. Proved by test/memory-session.test.ts (captured request).
+ * stores get their prompt unchanged. Proved by test/e2e/memory/memory-session.test.ts (captured request).
  */
 import type { SessionMemoryResource } from './resources.js';
 

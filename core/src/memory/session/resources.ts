@@ -12,7 +12,7 @@
  * - the name and description are snapshotted (later store edits do not change the resource);
  *   the mount path is `/mnt/memory/<slug of the store name>`, unique in the session (`-2`, `-3`…
  *   on a clash), as the SDK documents (`/mnt/memory/user-preferences`).
- * Proved by test/memory-session.test.ts ("bad resource refs", "agent memory_store_id").
+ * Proved by test/e2e/memory/memory-session.test.ts ("bad resource refs", "agent memory_store_id").
  */
 import { invalid } from '../../errors.js';
 import { SANDBOX_PATHS } from '../../sandbox/drivers/shared.js';

@@ -17,7 +17,7 @@
  * - A file that cannot become a memory (bad path, over 100 kB, binary, unreadable) is left in
  *   the sandbox and reported once (`memory_not_written`).
  * After the write-back the manifest records the new base, so a change is written once.
- * Proved by test/memory-session.test.ts.
+ * Proved by test/e2e/memory/memory-session.test.ts.
  */
 import type { EventDraft } from '../../events/log.js';
 import { ApiError } from '../../errors.js';

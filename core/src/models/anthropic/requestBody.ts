@@ -7,7 +7,7 @@
  * card's samplingParams are sent as `temperature`, `top_p`, `top_k`. Proved by
  * core/test/model-providers.anthropic.test.ts ("request mapping"), the shared contract
  * (core/test/modelProvider.contract.ts, fast mode) and, for samplingParams,
- * test/pi-request-settings.test.ts.
+ * test/e2e/models/pi-request-settings.test.ts.
  */
 import type { ChatMessage, ContentBlock, Effort, ModelRequest } from '../port.js';
 import { bodyHead, commaJSON, ConversationBytes } from '../wireText.js';

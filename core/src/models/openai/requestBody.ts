@@ -6,7 +6,7 @@
  * turn; tool calls keep their ids; thinking blocks are never sent; the output cap is
  * `max_completion_tokens` (or the card's `compat.maxTokensField`), within `maxTokensLimit`;
  * `temperature` and `top_p` are the card's samplingParams; reasoning_effort is the card's own
- * value for the level when it maps one (test/pi-request-settings.test.ts). Proved by core/test/model-providers.openai.test.ts ("request
+ * value for the level when it maps one (test/e2e/models/pi-request-settings.test.ts). Proved by core/test/model-providers.openai.test.ts ("request
  * mapping") and the shared contract (core/test/modelProvider.contract.ts, fast mode).
  */
 import type { ChatMessage, ContentBlock, Effort, ModelRequest } from '../port.js';

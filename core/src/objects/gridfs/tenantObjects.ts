@@ -6,7 +6,7 @@
  * control database. A list whose prefix does not name a whole tenant segment (`snapshots/`, the
  * sandbox manager's sweep) merges every database's keys, in key order.
  *
- * Tested by test/objects-shared.test.ts ("a tenant placed on another backend keeps its files
+ * Tested by test/e2e/fleet/objects-shared.test.ts ("a tenant placed on another backend keeps its files
  * there"); each database's store is the GridFS adapter of objectStore.ts.
  */
 import type { ObjectInfo, ObjectStore } from '../port.js';

@@ -7,7 +7,7 @@
  * under the operator's caps.
  * Tested through the driver contract (core/test/sandbox.contract.ts) run by
  * core/test/sandbox.local.test.ts and sandbox.nomad.test.ts, and core/test/sandbox.limits.test.ts;
- * the trust store in test/sandbox-ca.test.ts.
+ * the trust store in test/e2e/credentials/sandbox-ca.test.ts.
  */
 import { dirname } from 'node:path';
 import { INSTANCE_SIZES, type InstanceResources } from '@agentfleet/schemas';

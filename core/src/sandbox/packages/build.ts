@@ -16,7 +16,7 @@
  * refused past a size cap (default 2 GiB). A failure is a PackageBuildError naming the manager
  * and its packages, with the tail of the tool's output.
  *
- * Tested: test/env-packages.test.ts (real registries: pip, npm, apt; a nonexistent package;
+ * Tested: test/e2e/environments/env-packages.test.ts (real registries: pip, npm, apt; a nonexistent package;
  * gem without a gem tool on the host; no host environment variable inside the build).
  */
 import { spawnSync } from 'node:child_process';

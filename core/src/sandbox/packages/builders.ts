@@ -15,7 +15,7 @@
  *
  * A missing tool exits 127 with "<tool> is not installed on this host", which the build turns
  * into an error naming the manager and its packages.
- * Tested: test/env-packages.test.ts (pip, npm, apt for real; gem's missing tool).
+ * Tested: test/e2e/environments/env-packages.test.ts (pip, npm, apt for real; gem's missing tool).
  */
 import { LAYER_PATHS } from './layerEnv.js';
 import type { PackageManager } from './spec.js';

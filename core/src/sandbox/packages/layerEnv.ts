@@ -12,7 +12,7 @@
  *   gem/             gem install --install-dir (gem/bin)
  *   go/bin           go install (GOBIN)
  *
- * Tested: test/env-packages.test.ts ("pip and npm packages are importable from bash",
+ * Tested: test/e2e/environments/env-packages.test.ts ("pip and npm packages are importable from bash",
  * "the layer is read-only inside the session").
  */
 export const SANDBOX_PACKAGES_DIR = '/opt/agentfleet/packages';

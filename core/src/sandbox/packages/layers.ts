@@ -17,7 +17,7 @@
  * - `builds` counts the builds this process started, and each build appends one line to
  *   `<cacheDir>/builds.log` (tests read it; a cache hit adds nothing).
  *
- * Tested: test/env-packages.test.ts ("two sessions share one layer built once", "a
+ * Tested: test/e2e/environments/env-packages.test.ts ("two sessions share one layer built once", "a
  * nonexistent package ends the sandbox start with session.error naming it").
  */
 import { randomBytes } from 'node:crypto';

@@ -6,7 +6,7 @@
  * packages) and fails the sandbox start, so the tool that needed the sandbox ends with an error
  * result and the turn goes on; nothing is served as a 5xx.
  *
- * Tested: test/env-packages.test.ts ("a nonexistent package ends the sandbox start with
+ * Tested: test/e2e/environments/env-packages.test.ts ("a nonexistent package ends the sandbox start with
  * session.error naming it", "gem without a gem tool on the host is a clear error").
  */
 import type { EventLog } from '../../events/log.js';

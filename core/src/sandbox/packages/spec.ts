@@ -11,7 +11,7 @@
  * - The layer hash depends only on the lists' content (order and duplicates ignored per
  *   manager), so two environments with the same lists share one layer.
  *
- * Tested: test/env-packages.test.ts ("invalid package names are refused with 400 naming the
+ * Tested: test/e2e/environments/env-packages.test.ts ("invalid package names are refused with 400 naming the
  * field", "two sessions share one layer built once").
  */
 import { createHash } from 'node:crypto';

@@ -2,7 +2,7 @@
  * A skill's files fetched from its source and verified, before anything is installed.
  *
  * Guarantees (each failure a 400 naming `field`, e.g. `skills[0]`, and the skill; proved by
- * test/skill-sources.test.ts):
+ * test/e2e/skills/skill-sources.test.ts):
  * - v0.2 entries: the artifact (SKILL.md, .zip or .tar.gz) is downloaded whole (bounded) and
  *   its SHA-256 compared with the index's `digest` BEFORE it is unpacked or parsed; a mismatch
  *   is "digest mismatch" and nothing is installed;

@@ -21,7 +21,7 @@
  *
  * Lookup (spec "Skill source rules" 1): `<url>/.well-known/agent-skills/index.json`, then
  * `<url>/.well-known/skills/index.json`, then the same two paths at the origin root; a URL that
- * already names an `index.json` is used as it is. Proved by test/skill-sources.test.ts.
+ * already names an `index.json` is used as it is. Proved by test/e2e/skills/skill-sources.test.ts.
  */
 import { invalid } from '../../errors.js';
 import { httpsUrl, type SourceFetcher } from './fetch.js';

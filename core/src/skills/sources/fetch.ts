@@ -3,7 +3,7 @@
  * policy (core/src/egress/policy.ts), with the operator's SKILL_SOURCES_ALLOW_HOSTS (and
  * EGRESS_ALLOW_PRIVATE_HOSTS) as the only openings for private addresses.
  *
- * Guarantees (proved by test/skill-sources.test.ts):
+ * Guarantees (proved by test/e2e/skills/skill-sources.test.ts):
  * - only `https:` URLs are fetched: the source, every URL an index points at, and every
  *   redirect hop (at most 5); anything else is a 400 naming the field ("an http:// source is a
  *   400", "an index pointing at an http:// artifact…", "redirects are followed over https only…");

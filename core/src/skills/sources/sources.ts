@@ -3,7 +3,7 @@
  * tenant (`/v1/svc/skill-sources/*`, gateway/src/routes/skillSources.ts). Shapes:
  * schemas/src/skillSources.ts.
  *
- * Guarantees (proved by test/skill-sources.test.ts):
+ * Guarantees (proved by test/e2e/skills/skill-sources.test.ts):
  * - an installed skill is an ordinary custom skill (platform.skills) whose only record of its
  *   source is `{url, digest}` (spec Skill rule 4): `url` is the index URL it was found at;
  * - install fetches and verifies EVERY requested skill (digest, archive limits, SKILL.md) and

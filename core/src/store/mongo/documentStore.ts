@@ -9,7 +9,7 @@
  * - Filters and updates are validated against the port's subset (the embedded adapter's rules,
  *   so both adapters reject the same operators), then passed through unchanged.
  * - Writes use write concern `{ w: 'majority', j: true }`: a resolved write is journaled (on
- *   FerretDB/SQLite: committed with synchronous=FULL, see test/ferretdb/main.go).
+ *   FerretDB/SQLite: committed with synchronous=FULL, see test/kit/ferretdb/main.go).
  * - Documents are plain JSON; `undefined` fields are dropped (`ignoreUndefined`). Object keys
  *   the server cannot store (a `.` anywhere, a leading `$`, a NUL) are stored percent-escaped
  *   and arrays inside arrays wrapped (keyEscaping.ts), so documents round-trip exactly as on the

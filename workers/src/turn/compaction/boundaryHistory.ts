@@ -13,8 +13,8 @@
  *   turn's own input and the model answers it, never the summary. User input that arrived
  *   during that turn is kept and enters at the turn that consumes it, as usual;
  * - derived only from the log, so a worker restart rebuilds the same history.
- * Proved by test/compaction.test.ts (the request after a compaction carries the summary and the
- * later messages only), test/compaction-overflow.test.ts (after a restart; "the retry answers
+ * Proved by test/e2e/turns/compaction.test.ts (the request after a compaction carries the summary and the
+ * later messages only), test/e2e/turns/compaction-overflow.test.ts (after a restart; "the retry answers
  * the user": a model that refuses large prompts and echoes the last user text, all three
  * strategies).
  */

@@ -6,7 +6,7 @@
  * keeps: Anthropic `prompt is too long: N tokens > M maximum`, OpenAI
  * `This model's maximum context length is N tokens` (code `context_length_exceeded`), and the
  * usual wording of OpenAI-compatible servers (vLLM, llama.cpp, LiteLLM). Harness `pi` sessions
- * compact and retry once on it (./turnCompaction.ts). Proved by test/compaction-overflow.test.ts.
+ * compact and retry once on it (./turnCompaction.ts). Proved by test/e2e/turns/compaction-overflow.test.ts.
  */
 import type { ModelError } from '@agentfleet/core';
 

@@ -11,7 +11,7 @@
  *   session id) and appends one private user instruction; tool choice is never set;
  * - every strategy: no reasoning requested (no effort), output capped by
  *   `compaction_max_summary_tokens`; `compaction_summary_prompt` replaces the built-in prompt.
- * Proved by test/compaction.test.ts (the scripted model captures each payload).
+ * Proved by test/e2e/turns/compaction.test.ts (the scripted model captures each payload).
  */
 import type { ChatMessage, CompactionSettings, ContentBlock, ModelRequest } from '@agentfleet/core';
 

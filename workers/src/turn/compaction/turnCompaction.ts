@@ -27,8 +27,8 @@
  *   the boundary it is checked again: a summary call that reached it ends the turn with
  *   `budget_reached` before the main request (the boundary stays; the next turn after a raise
  *   starts from it). A failed summary call (truncate fallback) counts whatever usage it reported.
- * Default-harness sessions never reach this file. Proved by test/compaction.test.ts,
- * test/compaction-overflow.test.ts and test/compaction-usage.test.ts.
+ * Default-harness sessions never reach this file. Proved by test/e2e/turns/compaction.test.ts,
+ * test/e2e/turns/compaction-overflow.test.ts and test/e2e/turns/compaction-usage.test.ts.
  */
 import {
   compactionSettings,

@@ -9,7 +9,7 @@
  * sandbox's seccomp filter (@agentfleet/sandbox-agent limits/seccomp.ts) is the second wall.
  *
  * One copy per host binary (named by its size, mtime and inode), made once and atomically under
- * the driver's system directory. Proved by test/sandbox-isolation.test.ts.
+ * the driver's system directory. Proved by test/e2e/sandbox/sandbox-isolation.test.ts.
  */
 import { randomBytes } from 'node:crypto';
 import * as fsp from 'node:fs/promises';

@@ -11,7 +11,7 @@
  * host once the sandbox runs: its files are then visible only inside the sandbox. Read-only: /usr (and the /bin, /lib… links or dirs), an allowlist of /etc (no shadow,
  * ssh keys, sudoers, machine-id, environment…), generated passwd/group/hosts, the node binary
  * (/opt/agentfleet/bin/node), the agent script (/opt/agentfleet/agent.mjs) and the environment's
- * package layer at /opt/agentfleet/packages (sandbox/packages/; test/env-packages.test.ts). Nothing else of
+ * package layer at /opt/agentfleet/packages (sandbox/packages/; test/e2e/environments/env-packages.test.ts). Nothing else of
  * the host: not the repo, not the data dir, not the other sandboxes' directories (layout.ts).
  *
  * Namespaces: all of them (user, PID, IPC, network, UTS, cgroup); uid/gid 1000 inside; no
@@ -34,8 +34,8 @@
  *
  * Tested: core/test/sandbox.local.test.ts (driver contract, binds, crash, proxy socket),
  * core/test/sandbox.limits.test.ts (no host secret in /proc, fork bomb, memory hog, disk filler,
- * CPU quota, cleanup), test/sandbox-isolation.test.ts (the same through the SDK),
- * test/sandbox-ca.test.ts (the egress CA trusted by curl and pointed at by the variables).
+ * CPU quota, cleanup), test/e2e/sandbox/sandbox-isolation.test.ts (the same through the SDK),
+ * test/e2e/credentials/sandbox-ca.test.ts (the egress CA trusted by curl and pointed at by the variables).
  */
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';

@@ -8,9 +8,9 @@
  * inside the sandbox is unchanged. Once bwrap holds its binds (the sandbox is ready, or failed
  * to start), `release` unmounts them: the sandbox keeps its own copies, nothing of it stays
  * mounted on the host. `clearStaleExposures` removes what a killed process left. Needs root, like the
- * rest of the confinement. Proved by test/built-output.test.ts (a data dir under a 0700
- * directory), test/env-packages-cargo.test.ts (the toolchain under /root) and
- * test/sandbox-isolation.test.ts.
+ * rest of the confinement. Proved by test/e2e/server/built-output.test.ts (a data dir under a 0700
+ * directory), test/e2e/environments/env-packages-cargo.test.ts (the toolchain under /root) and
+ * test/e2e/sandbox/sandbox-isolation.test.ts.
  */
 import { execFile } from 'node:child_process';
 import { readFileSync } from 'node:fs';

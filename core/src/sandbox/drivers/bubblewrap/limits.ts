@@ -7,7 +7,7 @@
  *
  * The start-up check (`probeSandboxLimits`) tries each for real; the worker refuses to start
  * when none can be enforced (unless the operator turns limits off) and logs, by name, any that
- * cannot (tested in test/startup.test.ts and core/test/sandbox.limits.test.ts).
+ * cannot (tested in test/e2e/server/startup.test.ts and core/test/sandbox.limits.test.ts).
  */
 import {
   detectCgroups,

@@ -9,7 +9,7 @@
  * here (on the worker) from this machine's layout: the clients are assumed to have the same OS
  * image as the workers. An environment's package layer (sandbox/packages/) is bound read-only
  * from the same path on the client, so it reaches a client that shares the worker's sandbox root
- * (as the Nomad fake's local tasks do: test/env-packages-nomad.test.ts); with base_image or an
+ * (as the Nomad fake's local tasks do: test/e2e/environments/env-packages-nomad.test.ts); with base_image or an
  * unwrapped task, packages are refused with an error.
  *
  * A spec with a base_image runs in that image with Nomad's docker task driver
@@ -17,7 +17,7 @@
  * container is the sandbox; Docker and Nomad enforce memory, CPU and processes), with the node
  * binary, launcher and agent bound read-only from the client at the sandbox's usual paths
  * (`nomadDockerMounts`, passed to the driver's `job.dockerMounts`). Tested in
- * test/base-image.test.ts.
+ * test/e2e/environments/base-image.test.ts.
  */
 import { dirname } from 'node:path';
 import { SANDBOX_FDS } from '@agentfleet/sandbox-agent';

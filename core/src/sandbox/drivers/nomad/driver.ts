@@ -14,11 +14,11 @@
  * the allocation to end; destroy: the same with purge (the job is removed from Nomad).
  * base_image: the job runs that image with the docker task driver (`job.dockerMounts` bound into
  * it; without them a spec with a base_image is refused before anything is registered);
- * test/base-image.test.ts.
+ * test/e2e/environments/base-image.test.ts.
  * proxy (option): the session's outbound proxy on TCP with its own Proxy-Authorization, given
  * to the job as the spec's proxyUrl (the launcher forwards the sandbox's proxy socket to it)
  * with the egress CA trust files for the agent command; released when the sandbox exits.
- * Proved against the Nomad fake by test/sandbox-credentials-nomad.test.ts.
+ * Proved against the Nomad fake by test/e2e/credentials/sandbox-credentials-nomad.test.ts.
  */
 import { randomBytes } from 'node:crypto';
 import {
