@@ -1,5 +1,5 @@
 /**
- * The shape of the code base, checked (issue 8): packages depend on each other only in the
+ * The shape of the code base, checked: packages depend on each other only in the
  * documented direction (README "How it is built"): server → gateway, workers → core →
  * sandbox-agent, schemas, nomad; gateway and workers never import each other; core wires
  * nothing and imports no deployable; the in-sandbox programs have no runtime dependency.

@@ -2,7 +2,7 @@
  * Memory search figures (no assertions): top-10 search latency over 10k and 100k memories in
  * the usearch HNSW index memory search uses (core/src/memory/search/vectorIndex.ts), beside an
  * exact brute-force cosine scan over the same vectors in the same run (the baseline), with the
- * HNSW answer's recall@10 against the exact one. Issue 13's goal: p50 ≤ 20 ms at 100k.
+ * HNSW answer's recall@10 against the exact one. The goal: p50 ≤ 20 ms at 100k.
  *
  * The corpus is synthetic and deterministic: memories of 40 words, each on one of 500 topics
  * (three words in four from the topic's 40, the rest from the whole 5,000-word vocabulary), embedded locally (a bag of words through a fixed random projection

@@ -1,5 +1,5 @@
 /**
- * Outputs and archives stream with caps (issue 7, item 3):
+ * Outputs and archives stream with caps:
  * - the streaming archive reader (archive.ts) on crafted archives: a huge declared size is
  *   skipped and drained, traversal/absolute/backslash/control-character names and links are
  *   refused, a gzip bomb stops at the total cap, broken archives fail after the good entries;

@@ -69,7 +69,7 @@ async function measure(
   };
 }
 
-/** The section's figures; the flat keys are the issue #14 goal rows. */
+/** The section's figures; the flat keys are the goal rows of goals.ts. */
 export interface EventsFigures {
   /** Single-event appends per second, one session, one at a time. */
   sequentialPerS: number;

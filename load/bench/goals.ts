@@ -1,5 +1,5 @@
 /**
- * The closing table of `npm run bench`: each goal row of issue #14 with the figure measured in
+ * The closing table of `npm run bench`: each speed and memory goal row with the figure measured in
  * this run and the baseline it is compared with, measured in this same run (the floors section,
  * bare fastify, the naive SSE broadcast, one worker) or, where no same-run baseline can exist
  * (the pre-SQLite store is gone), the figure quoted from the issue and labelled so. Goals are
@@ -50,7 +50,7 @@ const ROWS: Row[] = [
         ms(get(r, 'store-scale', 'restartMs')),
         ms(get(r, 'store-scale', 'queryP50Ms')),
       ),
-    baseline: () => 'pre-SQLite store (quoted from issue #14): 3.1 GB / 12.6 s / —',
+    baseline: () => 'pre-SQLite store (quoted baseline): 3.1 GB / 12.6 s / —',
   },
   {
     measure: 'turn: POST → first chunk p50 / POST → idle p50',
@@ -206,7 +206,7 @@ const ROWS: Row[] = [
 
 /** Prints the goal table from the sections' returned figures. */
 export function printGoals(results: Results): void {
-  printSection('Goals of issue #14: measured in this run, beside the same-run baseline');
+  printSection('Speed and memory goals: measured in this run, beside the same-run baseline');
   const cells: Cell[][] = ROWS.map((row) => {
     const ran = results.has(row.section);
     return [

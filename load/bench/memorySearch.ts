@@ -3,7 +3,7 @@
  * uses, at 10k and 100k memories, beside an exact brute-force cosine scan from the same run,
  * with recall@10 and the index build time; the query embedding (one POST /embeddings round trip
  * to a local OpenAI-compatible endpoint) apart (core/bench/memorySearch.bench.ts, loaded at run
- * time). Issue 13's goal: p50 ≤ 20 ms at 100k.
+ * time). The goal: p50 ≤ 20 ms at 100k.
  */
 import { printSection } from './stats.js';
 

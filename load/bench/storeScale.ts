@@ -7,7 +7,7 @@
  * measures restart time (open until ready), RSS after open and after 2,000 queries of
  * `GET …/events?limit=100` (the route's exact filter, sort and limit), and that query's p50/p99.
  * Baseline of the same run: the same child on a 10k-event store (10 sessions), so growth with
- * size shows; the pre-SQLite store's figures are printed as quoted from issue #14 (that store
+ * size shows; the pre-SQLite store's figures are printed as quoted baselines (that store
  * is gone, nothing of it is measured). Skipped with one line when the temp dir's file system has
  * less than 4 GB free. The temp dirs are deleted afterwards. Figures only, no thresholds.
  */
@@ -200,9 +200,9 @@ export async function storeScaleSection(s: BenchSettings): Promise<StoreScaleFig
       row('SQLite, baseline size', baseline),
       row('SQLite', run),
       // The old store's figures go under "RSS open" (800 MB held at 200k; 3.1 GB after restart).
-      ['pre-SQLite, quoted from issue #14, not measured', '200,000', '-', '-', '-', '-', '800'],
+      ['pre-SQLite, quoted baseline, not measured', '200,000', '-', '-', '-', '-', '800'],
       [
-        'pre-SQLite, quoted from issue #14, not measured',
+        'pre-SQLite, quoted baseline, not measured',
         '1,000,000',
         '1.2 GB',
         '-',

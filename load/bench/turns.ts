@@ -202,7 +202,7 @@ const lastSeq = async (p: BenchPlatform, ids: string[]) => {
   return sum;
 };
 
-/** The section's figures; the flat keys are the issue #14 goal rows (sequential p50/p99, concurrent rate). */
+/** The section's figures; the flat keys are the goal rows of goals.ts (sequential p50/p99, concurrent rate). */
 export interface TurnFigures {
   /** POST -> first agent.message_chunk, sequential turns on one session, ms. */
   firstChunkP50Ms: number;

@@ -1,6 +1,6 @@
 /**
  * Settings the SDK can send that this deployment has not built yet are refused with a 400
- * naming the field, never stored silently (issue 9, "Not built yet"). Proved by
+ * naming the field, never stored silently. Proved by
  * test/e2e/agents/unsupported-fields.test.ts.
  */
 import { invalid } from '../errors.js';

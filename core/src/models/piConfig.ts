@@ -1,5 +1,5 @@
 /**
- * Validation of a model card's `pi_config` fields that the platform applies (issue 9: accepted
+ * Validation of a model card's `pi_config` fields that the platform applies (accepted
  * means honoured), at card create and update, so a value that would be silently ignored at
  * request time is a 400 naming it instead: `reasoning` (boolean), `contextWindow` and
  * `maxTokens` (positive integers), `thinkingLevelMap` (level → string, number or null),

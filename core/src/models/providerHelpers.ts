@@ -404,7 +404,7 @@ export const isProtectedHeader = (name: string) => PROTECTED_HEADERS.has(name.to
 
 /**
  * A provider request's headers: the request's extra headers first (never a protected name, an
- * invalid one skipped), then the credentials, then the card's custom headers (as before).
+ * invalid one skipped), then the credentials, then the card's custom headers.
  */
 export function providerHeaders(
   credentials: Record<string, string>,

@@ -1,5 +1,5 @@
 /**
- * Send-time checks of input events that the schema cannot express (issue 9), so a bad request
+ * Send-time checks of input events that the schema cannot express, so a bad request
  * is a 400 naming the field and nothing is appended:
  * - `system.message` (SDK BetaManagedAgentsSystemMessageEventParams): at most one per request,
  *   the last event, right after the `user.message` or `user.custom_tool_result` it accompanies;
@@ -12,8 +12,8 @@
  * The bytes are not read here: the worker resolves them at request build time
  * (workers/src/turn/fileBlocks.ts) and they are never stored in events.
  * - `user.tool_result` (SDK BetaManagedAgentsUserToolResultEventParams, the ama_worker lane):
- *   only on a session of a `self_hosted` environment (elsewhere a 400 naming `events[i].type`,
- *   as before), and only for an agent.tool_use of this session that awaits the worker: an agent
+ *   only on a session of a `self_hosted` environment (elsewhere a 400 naming `events[i].type`),
+ *   and only for an agent.tool_use of this session that awaits the worker: an agent
  *   toolset tool the worker runs (WORKER_TOOLSET_TOOLS), not denied, confirmed `allow` first
  *   if a policy held it, without a result yet and answered once per request; otherwise 400
  *   naming `events[i].tool_use_id` (another session's or tenant's id reads as unknown).

@@ -1,5 +1,5 @@
 /**
- * A session's skills (issue 12 "In the session"): what the agent's `skills` refs become once a
+ * A session's skills: what the agent's `skills` refs become once a
  * session pins them. Guarantees:
  * - refs bind only in object form `{type, skill_id, version?}` (`vendor` is the spec's name of
  *   `anthropic`); a bare string is a 400 naming `skills[i]`; the refs are validated by the

@@ -1,5 +1,5 @@
 /**
- * API hardening over HTTP (issue 7, item 4), each finding of the attack run as a test:
+ * API hardening over HTTP, each finding of the attack run as a test:
  * JSON depth limit before validation, empty JSON bodies (Python SDK), too-deep stored agents,
  * reserved and malformed query keys, multipart without a boundary, failed authentications
  * limited per client address with a bounded key cache, /metrics behind the operator key or on

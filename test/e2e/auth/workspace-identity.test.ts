@@ -1,6 +1,6 @@
 /**
  * Settings the SDK sends that a tenant-per-workspace deployment can only honour one way
- * (issue 9, "accepted means honoured"):
+ * ("accepted means honoured"):
  * - `workspace_id` (header `anthropic-workspace-id`): a key acts on its own tenant only, so
  *   naming it is accepted and naming another workspace is 403; every authenticated response
  *   names the workspace in the same header (the SDK exposes it as `_workspace_id`);

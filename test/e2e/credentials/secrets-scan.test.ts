@@ -1,5 +1,5 @@
 /**
- * Secrets scan (issue 7, item 6). The platform runs as a real child process (LOG_LEVEL=debug,
+ * Secrets scan. The platform runs as a real child process (LOG_LEVEL=debug,
  * stdout and stderr captured) with known, distinctive secrets: the operator key, the root
  * secret, the vendor fallback key, a model card key and custom header values, an MCP server
  * authorization_token, a github_repository resource token (refused: no materializer), the

@@ -1,5 +1,5 @@
 /**
- * Vaults and credentials (issue 10, core/src/vaults/vaults.ts), through the official TypeScript
+ * Vaults and credentials (core/src/vaults/vaults.ts), through the official TypeScript
  * SDK and HTTP against an in-process platform, plus the domain's live lookup
  * `credentialForHost` called directly on the running platform:
  * - vault CRUD (SDK POST update and the spec's PATCH), archive, delete (credentials go with it);

@@ -1,6 +1,6 @@
 /**
  * A session's sandbox runs on the environment snapshot the session started with, end to end
- * (issue 9 item 4; the domain side is test/e2e/environments/environment-lifecycle.test.ts):
+ * (the domain side is test/e2e/environments/environment-lifecycle.test.ts):
  * - an environment update after the session started changes neither the sandbox's env vars nor
  *   the hosts its outbound proxy opens;
  * - when no snapshot can be read (a legacy session whose environment vanished underneath it),

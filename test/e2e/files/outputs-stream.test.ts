@@ -1,5 +1,5 @@
 /**
- * Outputs stream through the server (issue 7, item 3), measured on a real child process: a
+ * Outputs stream through the server, measured on a real child process: a
  * 256 MiB output (zeros: tiny once gzipped, so the old whole-archive gunzip would have held all
  * of it) is synced after a turn and downloaded, and the server's peak RSS (VmHWM, a high-water
  * mark: no sampling, no timing) grows by far less than the file's size. The sparse 1 GiB case

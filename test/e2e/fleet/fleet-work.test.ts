@@ -3,7 +3,7 @@
  * processes (test/kit/process.ts startProcess) on Kafka, FerretDB and Redis, the scripted model as
  * the only mock. Runs only when the real servers are configured (REAL), like test/e2e/fleet/fleet.test.ts.
  *
- * Guarantees proved here (issue 11, "In fleet mode, the same Work race and the same deployment
+ * Guarantees proved here ("In fleet mode, the same Work race and the same deployment
  * firing run across two worker processes"):
  * - "10 pollers over two gateways": a queued Work item is claimed by exactly one of 10 pollers,
  *   half of them on each gateway; the other 9 get null (core/src/work/work.ts tryClaim, the

@@ -1,5 +1,5 @@
 /**
- * Memory stores in sessions (issue 13 "In the session"), through the official TypeScript SDK
+ * Memory stores in sessions, through the official TypeScript SDK
  * against a real bubblewrap sandbox and the scripted model:
  * - a `memory_store` resource mounts the store at /mnt/memory/<name> (the SDK's documented
  *   path), every memory a file with its content, and the system prompt names the mount; a

@@ -1,5 +1,5 @@
 /**
- * Model cards in full (issue 10), over HTTP and the official SDK against an in-process platform,
+ * Model cards in full, over HTTP and the official SDK against an in-process platform,
  * observed at scripted model servers on 127.0.0.1:
  * - rotation (`POST /v1/svc/model_cards/:id`) of api_key, base_url, custom_headers and the wire
  *   model, each seen by the provider on the next request; a base_url rotation is under the

@@ -1,6 +1,6 @@
 /**
- * The web_fetch / web_search settings of the built-in toolset take effect or are refused
- * (issue 9, item 3): through the official TypeScript SDK against an in-process platform, a
+ * The web_fetch / web_search settings of the built-in toolset take effect or are refused:
+ * through the official TypeScript SDK against an in-process platform, a
  * scripted model calling the tools, and local 127.0.0.1 fixtures (a web site and a generic
  * search backend) that count every request they get. A refused URL is proved never requested,
  * including a redirect into a refused domain.

@@ -1,5 +1,5 @@
 /**
- * DELETE /v1/sessions/:id and the session's sandbox (spec retention table; issue 9 item 4):
+ * DELETE /v1/sessions/:id and the session's sandbox (spec retention table):
  * - the snapshots already stored for the session are removed, and a live sandbox is destroyed
  *   without a new snapshot or output sync (SandboxManager.destroy with `discard`), so nothing of
  *   the deleted session's /workspace or outputs is left in the object store;

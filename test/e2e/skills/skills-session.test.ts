@@ -1,5 +1,5 @@
 /**
- * Skills in the session (issue 12), through the official SDK against an in-process platform
+ * Skills in the session, through the official SDK against an in-process platform
  * with real bubblewrap sandboxes and the scripted model (core/src/sessions/skills.ts,
  * workers/src/turn/skillPrompt.ts):
  * - the captured model request's system prompt is the agent's prompt followed by exactly

@@ -95,7 +95,7 @@ export async function modelAttempts(
   const sid = s._id;
   for (let attempt = 1; ; attempt++) {
     // The model card is read once, for the provider and the list price, while the span start is
-    // written; a failed read surfaces below, inside the span, as before.
+    // written; a failed read surfaces below, inside the span.
     const resolving = p.models.resolve(tenant, s.agent.model);
     resolving.catch(() => {});
     const [start] = await append([{ type: 'span.model_request_start', payload: {} }]);

@@ -11,7 +11,7 @@
  * appends one when the call is denied, allowed or abandoned). A custom tool call without a result
  * stops counting once abandoned (an idle, then a user.message, after it): settleHeld leaves such
  * a call alone (history.ts answers it). Sessions on a self_hosted environment (calls the worker
- * runs, results limited to the turn's input) are settled over the whole log, as before.
+ * runs, results limited to the turn's input) are settled over the whole log.
  * Proven by workers/test/open-calls.test.ts and the permission and custom tool tests.
  */
 import type { EventDoc } from '@agentfleet/core';

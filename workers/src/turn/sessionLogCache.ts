@@ -16,7 +16,7 @@
  *   turn's appends do not each copy the whole log).
  * - Memory is bounded: at most `maxBytes` of payload JSON across sessions (default 64 MiB); the
  *   least recently used sessions are dropped first, and a log larger than the bound is never
- *   cached (it is read from the store each time, as before).
+ *   cached (it is read from the store each time).
  * - A deleted session's entry is never served: its log reads come after the turn checked that
  *   the session exists, and `forget` drops it.
  * - `appended(tenant, sessionId, written)` adds events just appended (what `EventLog.append`

@@ -1,5 +1,5 @@
 /**
- * The session proxy's default credentials (issue 10): the session's `vault_ids`, read live on
+ * The session proxy's default credentials: the session's `vault_ids`, read live on
  * every request (core/src/vaults/vaults.ts credentialsOf: active credentials of live vaults,
  * opened; nothing cached, so a rotation or an archived vault takes effect on the next request).
  * For a request to `host`:

@@ -1,4 +1,4 @@
-/** Memory search (issue 13): see ./search.ts for its guarantees and vectorIndex.ts for the index. */
+/** Memory search: see ./search.ts for its guarantees and vectorIndex.ts for the index. */
 export {
   MemorySearchService,
   MAX_EMBED_PER_SEARCH,

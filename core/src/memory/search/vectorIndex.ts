@@ -2,7 +2,7 @@
  * The in-process vector index of one memory store: usearch (HNSW graph, cosine metric),
  * memory ids mapped to usearch's 64-bit keys.
  *
- * Why usearch (issue 13 "the vector index is real, using a well-kept library"):
+ * Why usearch (a real vector index, from a well-kept library):
  * - It ships prebuilt native binaries for linux/darwin/windows x64/arm64 in its npm package
  *   (no compiler, no Python, no service to run), under Apache-2.0, maintained by Unum with
  *   regular releases; hnswlib-node needs node-gyp at install, and a vector database (Qdrant,
