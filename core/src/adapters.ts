@@ -6,7 +6,8 @@
  * - Document store: embedded (SQLite in the data dir) and MongoDB (with its per-tenant router).
  * - Command bus: in-process and Kafka; coordination: in-process and Redis.
  * - Object store: a directory and GridFS.
- * - Sandbox drivers: bubblewrap on this machine (with its host checks) and Nomad.
+ * - Sandbox drivers: bubblewrap on this machine (with its host checks) and Nomad; the package
+ *   layer service, whose builds run in bubblewrap sandboxes of their own.
  * - Model providers: the Anthropic Messages and OpenAI Chat adapters, and createProvider, the
  *   ProviderFactory (models/port.ts) the assembly hands to ModelResolver and memory search.
  * Kafka and Redis load their client library only when opened (openKafkaBus,
@@ -52,6 +53,7 @@ export {
 export { createNomadDriver } from './sandbox/drivers/nomad/driver.js';
 export { nomadAgentCommand, nomadDockerMounts } from './sandbox/drivers/nomad/command.js';
 export { checkHostUser, sandboxProgram } from '@agentfleet/sandbox-agent';
+export { createPackageLayerService } from './sandbox/packages/wiring.js';
 export {
   AnthropicMessagesProvider,
   OpenAIChatProvider,

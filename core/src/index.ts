@@ -24,6 +24,7 @@ export * from './models/info.js';
 export { AgentService, normalizeModel, normalizeTools, renderSpec } from './agents/agents.js';
 export { render as renderAgent } from './agents/agents.js';
 export { SHARED_QUERY_CACHE_TTL_MS } from './store/readCache.js';
+export { openCachedCollections, type CachedCollections } from './store/cachedCollections.js';
 export { SKILLS_MOUNT_ROOT, skillPromptSection, systemWithSkills } from './sessions/skills.js';
 export * from './sessions/compactionSettings.js';
 export { render as renderEnvironment } from './environments/environments.js';
@@ -51,7 +52,7 @@ export {
   isSelfHostedSession,
   WORKER_TOOLSET_TOOLS,
 } from './sessions/inputEvents.js';
-export * from './platform.js';
+export type { Platform } from './platform.js';
 export * from './deployments/index.js';
 export * from './work/index.js';
 export * from './webhooks/index.js';
@@ -63,6 +64,7 @@ export {
 } from './memory/session/index.js';
 export * from './memory/index.js';
 export { MemorySearchService } from './memory/search/index.js';
+export { collectionsMemorySource } from './memory/search/source.js';
 export * from './dreams/index.js';
 export * from './skills/index.js';
 export { SkillSourceService } from './skills/sources/sources.js';
@@ -71,10 +73,15 @@ export * from './metrics.js';
 export * from './sandbox/port.js';
 export * from './objects/port.js';
 export {
-  createSandboxRuntime,
+  followDestroyRequests,
+  sessionSandboxResources,
+  sessionSandboxSpec,
+  withSessionCredentials,
   type SandboxRuntime,
   type SandboxDriverWiring,
 } from './sandbox/runtime.js';
+export { ProxyRegistry } from './sandbox/proxies.js';
+export { sessionLayerResolver } from './sandbox/packages/sessionLayer.js';
 export {
   urlSourceRefusal,
   type UrlSources,
@@ -102,6 +109,7 @@ export {
   type McpProxyDeps,
 } from './mcp/proxy.js';
 export { OAuthRefresher, type RenewResult } from './mcp/oauthRefresh.js';
+export { validateOAuthCredential } from './mcp/validate.js';
 export type * from './mcp/oauthTypes.js';
 export * from './mcp/client.js';
 export * from './mcp/tools.js';

@@ -12,7 +12,6 @@ import { join } from 'node:path';
 import {
   createLogger,
   singleStore,
-  type Adapters,
   type CommandBus,
   type Config,
   type Coordination,
@@ -30,6 +29,7 @@ import {
   openMongoRouter,
   openRedisCoordination,
 } from '@agentfleet/core/adapters';
+import type { Adapters } from './platform.js';
 
 /** Components given by the caller instead of the config's defaults. */
 export interface ComponentOverrides {

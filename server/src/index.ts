@@ -1,4 +1,6 @@
 export { startServer, type RunningServer } from './start.js';
+export { createPlatform, type Adapters } from './platform.js';
+export { createSandboxRuntime } from './sandboxRuntime.js';
 export {
   selectComponents,
   defaultBus,

@@ -1,8 +1,6 @@
 import type { FastifyInstance } from 'fastify';
 import {
   createLogger,
-  createPlatform,
-  createSandboxRuntime,
   loadConfig,
   prepareDataDir,
   readDataDir,
@@ -16,6 +14,8 @@ import {
 import { startWorker, type RunningWorker } from '@agentfleet/workers';
 import { buildApp, buildMetricsApp, buildOpsApp, graphqlPlugin } from '@agentfleet/gateway';
 import { selectComponents, type ComponentOverrides } from './components.js';
+import { createPlatform } from './platform.js';
+import { createSandboxRuntime } from './sandboxRuntime.js';
 import { sandboxDriverFor } from './sandboxDriver.js';
 
 export interface RunningServer {

@@ -324,7 +324,7 @@ export class VaultService {
   }
 
   private validator: CredentialValidator | null = null;
-  /** Wired by the platform (core/src/platform.ts): the MCP probe behind validateCredential. */
+  /** Wired by the platform (server/src/platform.ts): the MCP probe behind validateCredential. */
   useValidator(v: CredentialValidator): void {
     this.validator = v;
   }

@@ -12,7 +12,7 @@
  * - the TCP proxy answers 407 without its Proxy-Authorization (from the host, and from the
  *   sandbox with the credentials stripped from the URL);
  * - the proxy is released once when the sandbox stops;
- * - the sandbox runtime's `proxyEndpoint` wiring (core/src/sandbox/runtime.ts) on a real platform:
+ * - the sandbox runtime's `proxyEndpoint` wiring (core/src/sandbox/proxies.ts) on a real platform:
  *   a Nomad sandbox (driver built on that wiring) of a session with a vault reaches the upstream
  *   with the session's static_bearer injected, read from the vault; a process it starts without
  *   a shell (startProcess, as stdio MCP servers are) sees an environment_variable placeholder
@@ -32,7 +32,6 @@ import {
   createCertificateAuthority,
   createEgressPolicy,
   createLogger,
-  createSandboxRuntime,
   createOutboundProxy,
   deploymentCa,
   hostPolicy,
@@ -40,6 +39,7 @@ import {
   writeSandboxTrust,
 } from '@agentfleet/core';
 import { createNomadDriver, nomadAgentCommand, sandboxProgram } from '@agentfleet/core/adapters';
+import { createSandboxRuntime } from '@agentfleet/server';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startNomadFake, type NomadFake } from '../../kit/nomad/fake.js';
 import { startPlatform } from '../../kit/harness.js';

@@ -5,7 +5,7 @@
  * TypeScript SDK and plain HTTP. A session keeps the environment snapshot it was created with
  * (network, env vars, packages); an unreadable snapshot is null so the egress proxy and the
  * sandbox spec fail closed (core/src/sessions/sessions.ts environmentSnapshot, used by
- * core/src/sandbox/runtime.ts policyFor/specFor).
+ * core/src/sandbox/proxies.ts policyFor and core/src/sandbox/runtime.ts sessionSandboxSpec).
  */
 import Anthropic from '@anthropic-ai/sdk';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';

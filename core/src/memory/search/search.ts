@@ -46,7 +46,10 @@ import { SearchEntries } from './entries.js';
 import { LexicalFollower, OpenStore, VectorFollower } from './followers.js';
 import { encodeVector } from './vectorIndex.js';
 
-/** What search reads of the memory service's documents (wired in core/src/platform.ts). */
+/**
+ * What search reads of the memory service's documents (./source.ts on the collections, wired in
+ * server/src/platform.ts).
+ */
 export interface MemorySource {
   /** The store of this tenant, or null when there is none. */
   store(tenant: string, storeId: string): Promise<{ embedding_model: string | null } | null>;

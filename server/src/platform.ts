@@ -1,0 +1,287 @@
+/**
+ * The platform assembly: the domain services of @agentfleet/core on the adapters the
+ * composition root selected (./components.ts), for the gateway and the workers of one process
+ * (./start.ts). Nothing else builds a Platform.
+ *
+ * What it builds, in this order (each step may use only what came before):
+ * 1. waits for the document store (`ready`), then opens the collections with their read caches
+ *    (core/src/store/cachedCollections.ts: agents exactly on the embedded store, model cards
+ *    and webhook endpoints until the next write, announced across a shared store's processes);
+ * 2. the root-secret SecretBox, the egress policy and the pinned tenant fetch
+ *    (EGRESS_ALLOW_PRIVATE_HOSTS), then the model resolver with the adapters' createProvider,
+ *    which seals custom header values of cards stored before they were sealed;
+ * 3. metrics (bus counters, agent cache size), the event log, agents, files and outputs,
+ *    environments (the base images this deployment runs) and sessions;
+ * 4. auth, whose `bootstrap` stores the default tenant (the operator key's); vaults, the MCP proxy and the
+ *    OAuth credential validator;
+ * 5. deployments, outbound webhooks (session status and lifecycle events emit through them) and
+ *    the Work queue of self-hosted environments;
+ * 6. skills, memory, memory search (the memory service's search hook and embedding-model
+ *    check) and dreams.
+ * A failure rejects without closing the adapters: the caller (./start.ts) closes them.
+ *
+ * `close()` releases, in order: memory search's in-flight index writes (awaited), the tenant
+ * fetch's connections, the query caches' write subscriptions, the MCP proxy, then the adapters
+ * (`Adapters.close`: bus, coordination, stores; an override is closed by whoever made it).
+ *
+ * Proved by every harness-based test (test/kit/harness.ts starts through ./start.ts), in
+ * particular test/e2e/server/startup.test.ts, components.test.ts (an overridden bus is not
+ * closed), persistence.test.ts (restart on the embedded store), operator-key.test.ts,
+ * test/e2e/agents/agent-cache.test.ts and test/e2e/fleet/query-cache.test.ts (the caches),
+ * test/e2e/models/model-cards-*.test.ts and test/e2e/memory/memory-embedding-model.test.ts.
+ */
+import {
+  AgentService,
+  AuthService,
+  collectionsMemorySource,
+  createEgressPolicy,
+  createLogger,
+  DeploymentService,
+  DreamService,
+  egressFetch,
+  emitSessionStatusWebhooks,
+  EnvironmentService,
+  EventLog,
+  FileService,
+  McpProxy,
+  MemorySearchService,
+  MemoryService,
+  ModelResolver,
+  openCachedCollections,
+  OutputService,
+  platformMetrics,
+  SecretBox,
+  SessionService,
+  SkillService,
+  TurnState,
+  validateOAuthCredential,
+  VaultService,
+  WebhookService,
+  WorkService,
+  type CommandBus,
+  type Config,
+  type Coordination,
+  type DocumentStore,
+  type ObjectStore,
+  type Platform,
+  type StoreRouter,
+  type WorkWebhookEmitter,
+} from '@agentfleet/core';
+import { createProvider } from '@agentfleet/core/adapters';
+
+/**
+ * The adapters a platform runs on, chosen by the composition root (server/src/components.ts):
+ * core wires nothing by itself. `close` closes them (bus, coordination, then stores).
+ */
+export interface Adapters {
+  store: DocumentStore;
+  router: StoreRouter;
+  bus: CommandBus;
+  coordination: Coordination;
+  /** Snapshots, outputs, files: GridFS beside each tenant's documents (fleet), else a directory. */
+  objects: ObjectStore;
+  /**
+   * True only when this process is the store's only writer (the embedded store, which holds its
+   * data dir's lock): agent documents are then read through an exact in-process cache
+   * (core/src/store/cachedCollections.ts). Unset for shared stores (MongoDB, FerretDB) and overrides.
+   */
+  exclusiveStore?: boolean;
+  close(): Promise<void>;
+}
+
+/** The domain services on the given adapters (which the platform closes with itself). */
+export async function createPlatform(config: Config, adapters: Adapters): Promise<Platform> {
+  const store = adapters.store;
+  await store.ready();
+  const { bus, coordination, router, objects } = adapters;
+  // Agents through an exact cache on the embedded store; model cards and webhook endpoints
+  // through query caches, a shared store's processes announcing their writes to each other.
+  const cached = await openCachedCollections(
+    router,
+    coordination.pubsub,
+    adapters.exclusiveStore === true,
+  );
+  const { collections } = cached;
+  const secrets = new SecretBox(config.rootSecret);
+  // Tenants' model card base_urls are under the egress policy (EGRESS_ALLOW_PRIVATE_HOSTS).
+  const egressPolicy = createEgressPolicy({ allowPrivateHosts: config.egress.allowPrivateHosts });
+  const tenantFetch = egressFetch(egressPolicy);
+  const models = new ModelResolver(
+    collections,
+    secrets,
+    config.vendor,
+    createProvider,
+    egressPolicy,
+    tenantFetch,
+  );
+  // Cards stored before custom header values were sealed: seal them now.
+  await models.sealLegacyHeaders();
+  const metrics = platformMetrics();
+  const bus$ = bus;
+  metrics.registry.gauge(
+    'agentfleet_bus_commands',
+    'Bus command counters of this process (published, handled, retried, dead_lettered)',
+    () => {
+      const st = bus$.stats();
+      return [
+        [{ kind: 'published' }, st.published],
+        [{ kind: 'handled' }, st.handled],
+        [{ kind: 'retried' }, st.retried],
+        [{ kind: 'dead_lettered' }, st.deadLettered],
+      ];
+    },
+  );
+  const events = new EventLog(collections, coordination.pubsub, metrics, objects);
+  // stdio MCP servers run inside sandboxes: refused where there are none (SANDBOX_DRIVER=none)
+  const agents = new AgentService(collections, models, secrets, {
+    sandboxes: config.sandbox.driver !== 'none',
+  });
+  metrics.registry.gauge(
+    'agentfleet_agent_cache_entries',
+    'Agent documents held in the in-process agent cache (embedded store only; 0 elsewhere)',
+    () => cached.agentCacheSize(),
+  );
+  // Snapshots, outputs and files: GridFS in fleet mode (every machine), else a directory
+  // (the processes of one machine); chosen by the composition root from OBJECT_STORE.
+  const files = new FileService(collections, objects, { maxBytes: config.maxFileBytes });
+  const outputs = new OutputService(collections, objects);
+  // Which base_image values this deployment can run (core/src/environments/baseImage.ts).
+  const baseImages = {
+    sandboxDriver: config.sandbox.driver,
+    nomadBaseImages: config.sandbox.nomadBaseImages,
+  };
+  const environments = new EnvironmentService(collections, baseImages);
+  const sessions = new SessionService(
+    collections,
+    agents,
+    models,
+    events,
+    bus,
+    coordination.pubsub,
+    baseImages,
+  );
+  const auth = new AuthService(collections, config.operatorKeyHash);
+  await auth.bootstrap();
+  const vaults = new VaultService(collections, secrets);
+  const mcpProxy = new McpProxy({
+    collections,
+    secrets,
+    vaults,
+    leases: coordination.leases,
+    policy: egressPolicy,
+    caCertsFile: config.egress.caCertsFile,
+    maxBodyBytes: config.mcpProxy.maxBodyBytes,
+    log: createLogger(config.logLevel),
+  });
+  vaults.useValidator((tenant, cred) =>
+    validateOAuthCredential(
+      { fetch: () => mcpProxy.upstreamFetch(), refresher: mcpProxy.refresher },
+      tenant,
+      cred,
+    ),
+  );
+  // Deployment runs emit deployment_run.* through platform.webhooks (created below).
+  const deployments = new DeploymentService(
+    {
+      c: collections,
+      sessions,
+      rateLimiter: coordination.rateLimiter,
+      ratePerMinute: config.rateLimit.perMinute,
+      webhooks: () => webhooks,
+      log: createLogger(config.logLevel, { component: 'deployments' }),
+    },
+    () => models.hasVendorFallback,
+  );
+  // Tenant endpoints are reached through the egress policy; session status events emit here.
+  const webhooks = new WebhookService({
+    c: collections,
+    bus,
+    secrets,
+    policy: egressPolicy,
+    tenantFetch,
+    config: config.webhooks,
+    log: createLogger(config.logLevel, { component: 'webhooks' }),
+  });
+  emitSessionStatusWebhooks(events, webhooks);
+  vaults.useWebhooks(webhooks);
+  // Each service emits its objects' lifecycle webhooks once a change is stored (webhooks/port.ts).
+  agents.webhooks = environments.webhooks = sessions.webhooks = webhooks;
+  // Sessions on self_hosted environments enqueue Work (and the wake-hint webhook).
+  const work = new WorkService({
+    c: collections,
+    leases: coordination.leases,
+    pubsub: coordination.pubsub,
+    log: createLogger(config.logLevel, { component: 'work' }),
+    webhooks: () => (platform as { webhooks?: WorkWebhookEmitter }).webhooks,
+  });
+  sessions.useWorkQueue((tenant, s) => work.enqueue(tenant, s));
+  const skills = new SkillService(collections, objects);
+  // Agent and session `skills` refs are validated and pinned by it (sessions/skills.ts).
+  agents.useSkills(skills);
+  const memory = new MemoryService(
+    collections,
+    createLogger(config.logLevel, { component: 'memory' }),
+  );
+  memory.webhooks = webhooks;
+  // Search follows every committed memory write; vectors persist beside the memories.
+  const memorySearch = new MemorySearchService({
+    router,
+    source: collectionsMemorySource(collections),
+    embedding: {
+      c: collections,
+      secrets,
+      tenantFetch,
+      platformDefault: config.memorySearch.embeddingModel,
+    },
+    maxOpenIndexes: config.memorySearch.maxOpenIndexes,
+    log: createLogger(config.logLevel, { component: 'memory-search' }),
+  });
+  memory.setSearchHook(memorySearch.hook);
+  memory.setEmbeddingModelCheck(memorySearch.checkEmbeddingModel);
+  const dreams = new DreamService({
+    c: collections,
+    memory,
+    models,
+    events,
+    bus,
+    config: { ...config.dreams, maxTokens: config.turn.maxTokens },
+    log: createLogger(config.logLevel, { component: 'dreams' }),
+  });
+  const platform: Platform = {
+    dreams,
+    memory,
+    memorySearch,
+    skills,
+    work,
+    webhooks,
+    deployments,
+    config,
+    store,
+    bus,
+    coordination,
+    collections,
+    secrets,
+    auth,
+    agents,
+    environments,
+    vaults,
+    sessions,
+    turnState: new TurnState(collections.sessions),
+    models,
+    events,
+    metrics,
+    objects,
+    files,
+    outputs,
+    egress: { policy: egressPolicy, fetch: tenantFetch },
+    mcpProxy,
+    async close() {
+      await memorySearch.idle();
+      await tenantFetch.close().catch(() => {});
+      await cached.close();
+      await mcpProxy.close();
+      await adapters.close();
+    },
+  };
+  return platform;
+}
