@@ -69,10 +69,11 @@ describe('repository shape', () => {
     expect(bad).toEqual([]);
   });
 
-  it('gateway code takes services, never the Platform object or raw collections', () => {
-    // Routes and steps take the services they use (a Pick of GatewayServices, or the service
-    // itself): no Platform parameter, type or import, and no collection reached past a service.
-    const folders = ['gateway/src/'];
+  it('gateway and worker code take services, never the Platform object or raw collections', () => {
+    // Routes and steps take the services they use (a Pick of GatewayServices or WorkerServices,
+    // or the service itself): no Platform parameter, type or import, and no collection reached
+    // past a service.
+    const folders = ['gateway/src/', 'workers/src/'];
     const platformType =
       /(?::\s*Platform\b|<\s*Platform\b|\bPlatform\s*[>&|]|\bimport\b[^;]*\bPlatform\b[^;]*from)/;
     const collections = /\.collections\b/;

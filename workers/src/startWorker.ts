@@ -1,17 +1,19 @@
 /**
  * The worker's start function: the turn runner with its tool executor, and the worker's jobs
  * (./jobs/: deployment scheduler, memory version sweeper, webhook sender, dream runner, sandbox
- * backup sweeper), on a platform and an optional sandbox runtime the composition root built
- * (server/src/start.ts). Stopping stops the jobs, then finishes in-flight turns. Proven by every
- * test that runs turns (test/e2e/sdk/sdk-flow.test.ts, test/e2e/server/crash-recovery.test.ts,
+ * backup sweeper), on the core services (./services.ts WorkerServices: the platform the
+ * composition root built satisfies it) and an optional sandbox runtime (server/src/start.ts).
+ * Stopping stops the jobs, then finishes in-flight turns. Proven by every test that runs turns
+ * (test/e2e/sdk/sdk-flow.test.ts, test/e2e/server/crash-recovery.test.ts,
  * test/e2e/fleet/fleet.test.ts) and the jobs' tests (named in each ./jobs/ file).
  */
-import type { Logger, Platform, SandboxRuntime } from '@agentfleet/core';
+import type { Logger, SandboxRuntime } from '@agentfleet/core';
 import { startBackupSweeper } from './jobs/backupSweeper.js';
 import { startDeploymentScheduler } from './jobs/deploymentScheduler.js';
 import { startDreamRunner } from './jobs/dreamRunner.js';
 import { startMemoryVersionSweeper } from './jobs/memorySweeper.js';
 import { startWebhookSender } from './jobs/webhookSender.js';
+import type { WorkerServices } from './services.js';
 import { ToolExecutor } from './tools/executor.js';
 import { TurnRunner } from './turn/runner.js';
 
@@ -21,7 +23,8 @@ export interface RunningWorker {
 }
 
 export async function startWorker(opts: {
-  platform: Platform;
+  /** The core services the worker uses (the composition root's platform). */
+  platform: WorkerServices;
   /** null: no sandbox runtime (SANDBOX_DRIVER=none); sandbox tools then answer with an error. */
   sandboxes: SandboxRuntime | null;
   log: Logger;

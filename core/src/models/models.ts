@@ -46,7 +46,7 @@ import type { ModelProvider, ProviderFactory } from './port.js';
 import { CONNECTION_HEADERS } from './providerHelpers.js';
 import { checkPiConfig } from './piConfig.js';
 import { checkPiRequestConfig } from './piRequest.js';
-import { cardOf, listPriceOfCard, type TokenPrices } from './prices.js';
+import { cardOf, listPriceOfCard, modelListPrice, type TokenPrices } from './prices.js';
 import type { Collections } from '../store/collections.js';
 import type { ModelCardDoc } from './records.js';
 import { nowIso } from '../util.js';
@@ -99,6 +99,11 @@ export class ModelResolver {
   /** True when the deployment's fallback vendor key (ANTHROPIC_API_KEY) serves uncarded models. */
   get hasVendorFallback(): boolean {
     return this.vendor !== null;
+  }
+
+  /** The tenant's list price of a model (./prices.ts modelListPrice); null: unpriced. */
+  listPrice(tenant: string, modelId: string): Promise<TokenPrices | null> {
+    return modelListPrice(this.c, tenant, modelId, this.hasVendorFallback);
   }
 
   /** The operator's tenant configures the deployment; its cards are not under the egress policy. */

@@ -24,6 +24,7 @@ import { checkToolPolicies } from '../agents/toolPolicy.js';
 import { refuseOnSelfHosted } from '../api/unsupported.js';
 import { resolveSessionResources } from './resources.js';
 import { initialTurnState, inputAppended, interruptAppended } from './turnState.js';
+import { SessionTurns } from './turns.js';
 export { refuseUnbuiltEvents } from '../api/unsupported.js';
 export { cascadeSessionDelete } from './cascade.js';
 import { MAX_STORED_JSON_DEPTH, nowIso, valueDepth } from '../util.js';
@@ -73,7 +74,12 @@ export class SessionService {
     private readonly pubsub: PubSub,
     /** The deployment's sandbox driver: which environments' base_image it can serve. */
     private readonly opts: BaseImageSupport = {},
-  ) {}
+  ) {
+    this.turns = new SessionTurns(c);
+  }
+
+  /** The worker's reads and run records of the sessions' turns (./turns.ts). */
+  readonly turns: SessionTurns;
 
   /** Lifecycle webhooks session.* (platform wiring; status ones: core/src/webhooks/hooks.ts). */
   webhooks: LifecycleWebhooks | null = null;

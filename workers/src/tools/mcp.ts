@@ -29,15 +29,14 @@ import {
   unofferedMcpTool,
   type Logger,
   type McpConnection,
-  type McpForward,
   type McpToolRef,
   type McpTool,
-  type Platform,
   type SandboxManager,
   type SessionDoc,
   type SessionRef,
   type ToolSpec,
 } from '@agentfleet/core';
+import type { WorkerServices } from '../services.js';
 import type { AppendFenced, McpResult, McpTools } from '../turn/types.js';
 import { connectStdioServer, StdioServerHost } from './mcpStdio.js';
 
@@ -63,7 +62,7 @@ export class McpTurn implements McpTools {
   private readonly session: SessionRef;
 
   constructor(
-    private readonly p: Platform,
+    private readonly p: Pick<WorkerServices, 'config' | 'mcpProxy'>,
     sandbox: SandboxManager | null,
     private readonly s: SessionDoc,
     private readonly append: AppendFenced,
@@ -129,7 +128,7 @@ export class McpTurn implements McpTools {
 
   private connect(s: any, timeoutMs: number): Promise<McpConnection> {
     if (s.type === 'url') {
-      const proxy = (this.p as Platform & { mcpProxy?: { forward: McpForward } }).mcpProxy;
+      const proxy = this.p.mcpProxy;
       if (!proxy)
         return Promise.reject(
           new McpServerError('connection', s.name, 'the MCP proxy is not available here'),

@@ -23,25 +23,34 @@
  */
 import {
   budgetReached,
-  modelListPrice,
   usageCostNanos,
   type ModelUsage,
-  type Platform,
   type SessionDoc,
+  type TokenPrices,
 } from '@agentfleet/core';
+import type { WorkerServices } from '../services.js';
 import type { TurnEnd } from './events.js';
 
+/** What pricing a request's usage reads: the model's list price. */
+export type PricingServices = Pick<WorkerServices, 'models'>;
+/** What the budget check reads and reconciles: the stored session, its usage span ends. */
+export type BudgetServices = Pick<WorkerServices, 'models' | 'sessions'>;
+
 /** The model's list price (null: unpriced), read from its model card. */
-export type ListPrice = Awaited<ReturnType<typeof modelListPrice>>;
+export type ListPrice = TokenPrices | null;
 
 /** The list price of a session's model; a request reads it while it streams (./modelRequest.ts). */
-export function listPriceOf(p: Platform, tenant: string, modelId: string): Promise<ListPrice> {
-  return modelListPrice(p.collections, tenant, modelId, p.models.hasVendorFallback);
+export function listPriceOf(
+  p: PricingServices,
+  tenant: string,
+  modelId: string,
+): Promise<ListPrice> {
+  return p.models.listPrice(tenant, modelId);
 }
 
 /** The session update that records one request's list cost (merge into its usage update). */
 export async function costUpdate(
-  p: Platform,
+  p: PricingServices,
   tenant: string,
   modelId: string,
   usage: ModelUsage,
@@ -60,7 +69,7 @@ export type UsageUpdate = { $inc: Record<string, number>; $set: Record<string, u
  * (`price`: the price read with the model card when the request started, else read now).
  */
 export async function usageUpdate(
-  p: Platform,
+  p: PricingServices,
   tenant: string,
   modelId: string,
   usage: ModelUsage,
@@ -81,12 +90,12 @@ export async function usageUpdate(
 
 /** `budget_reached` when the session may issue no further model request, else null. */
 export async function budgetStop(
-  p: Platform,
+  p: BudgetServices,
   tenant: string,
   sessionId: string,
   current?: SessionDoc,
 ): Promise<TurnEnd | null> {
-  let s = current ?? (await p.collections.sessions.get(tenant, sessionId));
+  let s = current ?? (await p.sessions.turns.session(tenant, sessionId));
   if (s?.budget) s = await reconcileUsage(p, tenant, s);
   return s && budgetReached(s) ? { stop_reason: { type: 'budget_reached' } } : null;
 }
@@ -102,11 +111,12 @@ const USAGE_KEYS = [
 export const USAGE_SPAN_ENDS = ['span.model_request_end', 'span.compaction_summarize_end'];
 
 /** Adds usage present in the session's usage span ends but not in its counts. */
-async function reconcileUsage(p: Platform, tenant: string, s: SessionDoc): Promise<SessionDoc> {
-  const ends = await p.collections.events.find(tenant, {
-    session_id: s._id,
-    type: { $in: USAGE_SPAN_ENDS },
-  });
+async function reconcileUsage(
+  p: BudgetServices,
+  tenant: string,
+  s: SessionDoc,
+): Promise<SessionDoc> {
+  const ends = await p.sessions.turns.eventsOfTypes(tenant, s._id, USAGE_SPAN_ENDS);
   const missing = {} as ModelUsage;
   for (const k of USAGE_KEYS) {
     const logged = ends.reduce(
@@ -120,10 +130,9 @@ async function reconcileUsage(p: Platform, tenant: string, s: SessionDoc): Promi
   const inc: Record<string, number> = { ...cost.inc };
   for (const k of USAGE_KEYS) inc[`usage.${k}`] = missing[k];
   const seen = Object.fromEntries(USAGE_KEYS.map((k) => [`usage.${k}`, s.usage[k]]));
-  await p.collections.sessions.updateOne(
-    tenant,
-    { _id: s._id, ...seen },
-    { $inc: inc, ...(Object.keys(cost.set).length ? { $set: cost.set } : {}) },
-  );
-  return (await p.collections.sessions.get(tenant, s._id)) ?? s;
+  const after = await p.sessions.turns.addUsage(tenant, s._id, seen, {
+    $inc: inc,
+    ...(Object.keys(cost.set).length ? { $set: cost.set } : {}),
+  });
+  return after ?? s;
 }

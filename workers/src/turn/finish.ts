@@ -14,17 +14,17 @@ import {
   turnIdle,
   type Lease,
   type Logger,
-  type Platform,
   type SandboxManager,
   type SessionDoc,
 } from '@agentfleet/core';
+import type { WorkerServices } from '../services.js';
 import type { SessionAppends } from './appends.js';
 import type { TurnEnd } from './events.js';
 import { outputWarnings } from './outputs.js';
 import { memoryWarnings } from './memory.js';
 
 export interface TurnFinishDeps {
-  p: Platform;
+  p: Pick<WorkerServices, 'sessions' | 'turnState' | 'metrics' | 'memory'>;
   sandbox: SandboxManager | null;
   log: Logger;
   appends: SessionAppends;
@@ -57,7 +57,7 @@ export async function finishTurn(
   started?: SessionDoc,
 ): Promise<boolean> {
   // The turn's own session document serves, unless an interrupt moved interrupt_seq.
-  const s = started && !end.interrupted ? started : await d.p.collections.sessions.get(tenant, sid);
+  const s = started && !end.interrupted ? started : await d.p.sessions.turns.session(tenant, sid);
   const processed = Math.max(inputTo, end.interrupted ? (s?.interrupt_seq ?? 0) : 0);
   // Files the turn wrote under /mnt/session/outputs are durable before the turn reports idle;
   // each file that was not stored (quota, name) gets a session.warning naming it, before idle.
@@ -91,7 +91,7 @@ export async function finishTurn(
   // a finished run).
   const [done] = await Promise.all([
     cleared ?? d.p.turnState.clearPending(tenant, sid, processed),
-    d.p.collections.runs.deleteOne(tenant, { _id: sid }),
+    d.p.sessions.turns.endRun(tenant, sid),
   ]);
   d.p.metrics.turnsFinished.inc({
     stop_reason: String(end.stop_reason.type),
@@ -100,6 +100,11 @@ export async function finishTurn(
   return done;
 }
 
-export function markProcessed(p: Platform, tenant: string, sid: string, upTo: number) {
+export function markProcessed(
+  p: Pick<WorkerServices, 'turnState'>,
+  tenant: string,
+  sid: string,
+  upTo: number,
+) {
   return p.turnState.markProcessed(tenant, sid, upTo);
 }

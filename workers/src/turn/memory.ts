@@ -14,10 +14,10 @@ import {
   systemWithMemory,
   type EventDraft,
   type Logger,
-  type Platform,
   type SandboxManager,
   type SessionDoc,
 } from '@agentfleet/core';
+import type { WorkerServices } from '../services.js';
 
 /**
  * The session with the memory section appended to its agent's system prompt (core/src/memory/
@@ -31,7 +31,7 @@ export function withMemoryPrompt(s: SessionDoc, hasSandbox: boolean): SessionDoc
 }
 
 export async function memoryWarnings(
-  p: Platform,
+  p: Pick<WorkerServices, 'memory'>,
   sandbox: SandboxManager | null,
   s: SessionDoc | null,
   log: Logger,

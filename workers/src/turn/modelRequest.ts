@@ -12,7 +12,8 @@
  * Proven by test/e2e/sdk/sdk-flow.test.ts and test/e2e/sessions/sessions-events.test.ts (scripted model errors);
  * harness `pi` by test/e2e/turns/compaction.test.ts and test/e2e/turns/compaction-overflow.test.ts.
  */
-import { backoffDelay, sleep, type Platform, type SessionDoc } from '@agentfleet/core';
+import { backoffDelay, sleep, type SessionDoc } from '@agentfleet/core';
+import type { WorkerServices } from '../services.js';
 import type { buildHistory } from './history.js';
 import { consumeModelStream } from './modelStream.js';
 import type { AppendFenced, McpTools, ToolCall } from './types.js';
@@ -30,6 +31,11 @@ import { isContextOverflow } from './compaction/overflow.js';
 import { TurnCompaction } from './compaction/turnCompaction.js';
 
 export const MODEL_ATTEMPTS = 3;
+
+/** What one model call's attempts use: the model, the turn settings, live events, metrics. */
+export type AttemptServices = Pick<WorkerServices, 'config' | 'events' | 'metrics' | 'models'>;
+/** What a model request uses (harness `pi`: its compaction reads the log, files and budget too). */
+export type ModelServices = AttemptServices & Pick<WorkerServices, 'files' | 'sessions'>;
 
 /** `stopped`: the turn ends with `end` (harness `pi`: a compaction summary call reached the budget). */
 export type ModelOutcome =
@@ -58,7 +64,7 @@ export interface PiRequestOptions {
  * appended but returned as `held`, for the turn's idle write (./finish.ts).
  */
 export async function modelRequest(
-  p: Platform,
+  p: ModelServices,
   tenant: string,
   s: SessionDoc,
   append: AppendFenced,
@@ -83,7 +89,7 @@ export const isFinalAnswer = (stop: string, toolUses: readonly unknown[]) =>
  * `holdFinal` as in modelRequest.
  */
 export async function modelAttempts(
-  p: Platform,
+  p: AttemptServices,
   tenant: string,
   s: SessionDoc,
   append: AppendFenced,

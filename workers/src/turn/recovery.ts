@@ -16,16 +16,8 @@
  * resumed turn ends with requires_action naming it. Proven by test/e2e/server/crash-recovery.test.ts,
  * test/e2e/turns/rescheduling.test.ts and test/e2e/work/self-hosted-lane-crash.test.ts.
  */
-import {
-  nowIso,
-  runIsLive,
-  type Doc,
-  type EventDoc,
-  type EventDraft,
-  type Filter,
-  type Platform,
-  type TenantCollection,
-} from '@agentfleet/core';
+import { runIsLive, type EventDoc, type EventDraft } from '@agentfleet/core';
+import type { WorkerServices } from '../services.js';
 import { spanEnd, zeroUsage } from './events.js';
 import type { SelfHostedLane } from '../tools/selfHosted.js';
 
@@ -106,7 +98,8 @@ export function lastResponseFinished(turn: EventDoc[]): boolean {
 
 /**
  * Where a worker's next recovery scan resumes. A scan reads at most a batch
- * (RECOVERY_SCAN_BATCH) of run records and of pending sessions, in id order after the cursor,
+ * (RECOVERY_SCAN_BATCH) of run records and of pending sessions, in id order after the cursor
+ * (core/src/sessions/turns.ts runsPage, pendingPage),
  * and wraps around after a short page: with more sessions than a batch waiting (busy ones
  * among them), every one is still reached within a few scans instead of the first batch being
  * read again and again.
@@ -116,35 +109,25 @@ export interface RecoveryCursor {
   pending?: string;
 }
 
-/** The next page of `filter` after `after` in id order, and where the page after it starts. */
-async function scanPage<T extends Doc & { tenant_id: string }>(
-  c: Pick<TenantCollection<T>, 'scanAll'>,
-  filter: Filter,
-  after: string | undefined,
-  batch: number,
-): Promise<{ docs: T[]; next: string | undefined }> {
-  const where = after ? { ...filter, _id: { $gt: after } } : filter;
-  const docs = await c.scanAll(where, { sort: { _id: 1 }, limit: batch });
-  // One page per store: every store that filled its page read at least up to the batch-th
-  // smallest id, so resuming after it skips nothing (ids past it may be read twice: harmless).
-  if (docs.length < batch) return { docs, next: undefined };
-  const ids = docs.map((d) => d._id).sort();
-  return { docs, next: ids[batch - 1] };
-}
+/** What the recovery scan uses: the run records and pending sessions, leases, the bus. */
+export type RecoveryServices = Pick<
+  WorkerServices,
+  'sessions' | 'config' | 'coordination' | 'bus' | 'turnState' | 'events'
+>;
 
 /** Re-drives orphaned runs (lease expired) and unprocessed input (e.g. a command lost in a crash). */
 export async function recoveryScan(
-  p: Platform,
+  p: RecoveryServices,
   busyHere: (sid: string) => boolean,
   owner = 'recovery-scan',
   cursor: RecoveryCursor = {},
 ): Promise<void> {
-  const { runs, sessions } = p.collections;
+  const { turns } = p.sessions;
   const batch = p.config.turn.recoveryScanBatch;
   const candidates = new Map<string, string>();
   const orphans = new Set<string>();
-  const runPage = await scanPage(runs, {}, cursor.runs, batch);
-  const pendingPage = await scanPage(sessions, { pending: true }, cursor.pending, batch);
+  const runPage = await turns.runsPage(cursor.runs, batch);
+  const pendingPage = await turns.pendingPage(cursor.pending, batch);
   cursor.runs = runPage.next;
   cursor.pending = pendingPage.next;
   for (const r of runPage.docs) {
@@ -170,13 +153,18 @@ export async function recoveryScan(
  * late writes are fenced off): appends session.status_rescheduled for a live orphaned run, then
  * marks the run record. The lease is released before the turn command is published.
  */
-async function announceRescheduled(p: Platform, tenant: string, sid: string, owner: string) {
+async function announceRescheduled(
+  p: RecoveryServices,
+  tenant: string,
+  sid: string,
+  owner: string,
+) {
   const key = `session:${sid}`;
   const lease = await p.coordination.leases.acquire(key, owner, p.config.turn.leaseTtlMs);
   if (!lease) return;
   try {
-    const { runs, sessions } = p.collections;
-    const [s, run] = await Promise.all([sessions.get(tenant, sid), runs.get(tenant, sid)]);
+    const { turns } = p.sessions;
+    const [s, run] = await Promise.all([turns.session(tenant, sid), turns.run(tenant, sid)]);
     if (!s || s.deleted_at || s.terminated_at || !run || run.rescheduled_at) return;
     if (runIsLive(s, run) !== true) return;
     // Past the recovery limit the next worker forces the session idle: nothing is rescheduled.
@@ -185,11 +173,7 @@ async function announceRescheduled(p: Platform, tenant: string, sid: string, own
     await p.events.append(tenant, sid, [{ type: 'session.status_rescheduled', payload: {} }], {
       fence: lease.token,
     });
-    await runs.updateOne(
-      tenant,
-      { _id: sid, run_id: run.run_id },
-      { $set: { rescheduled_at: nowIso() } },
-    );
+    await turns.markRescheduled(tenant, sid, run.run_id);
   } finally {
     await p.coordination.leases.release(lease);
   }

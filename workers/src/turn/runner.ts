@@ -15,12 +15,12 @@ import {
   nowIso,
   type Lease,
   type Logger,
-  type Platform,
   type SessionDoc,
   type ConsumerHandle,
   type SandboxManager,
 } from '@agentfleet/core';
 import type { CommandEnvelope } from '@agentfleet/schemas';
+import type { TurnServices } from '../services.js';
 import { resolveFileBlocks } from './fileBlocks.js';
 import { requiresAction, turnInputReady } from './input.js';
 import { ToolCallDispatcher } from '../tools/permissions.js';
@@ -64,7 +64,7 @@ export class TurnRunner {
   private readonly controls = new Map<string, TurnControl>();
 
   constructor(
-    private readonly p: Platform,
+    private readonly p: TurnServices,
     private readonly owner: string,
     private readonly log: Logger,
     private readonly tools: ToolExecutor = new ToolExecutor({ sandbox: null, web: null }),
@@ -146,7 +146,7 @@ export class TurnRunner {
       this.draining.delete(sid);
       // Input that arrived after the drain's last check (its command skipped while this drain
       // was letting go, or sent before the release): still pending, taken now.
-      const s = await this.p.collections.sessions.get(tenant, sid).catch(() => null);
+      const s = await this.p.sessions.turns.session(tenant, sid).catch(() => null);
       if (!failed && s?.pending && !s.terminated_at && !s.deleted_at)
         void this.handle(cmd).catch((err) =>
           this.log.error('re-drive failed', { session_id: sid, err: String(err) }),
@@ -190,7 +190,7 @@ export class TurnRunner {
   }
 
   private async drain(tenant: string, sid: string, lease: Lease): Promise<void> {
-    const { sessions, runs } = this.p.collections;
+    const { turns } = this.p.sessions;
     // The fence moves before anything is read; the document it answers is the first read.
     let fenced: Promise<SessionDoc | null> | null = this.p.turnState.fence(
       tenant,
@@ -199,13 +199,13 @@ export class TurnRunner {
     );
     for (;;) {
       const [s, orphan] = await Promise.all([
-        fenced ?? sessions.get(tenant, sid),
-        runs.get(tenant, sid),
+        fenced ?? turns.session(tenant, sid),
+        turns.run(tenant, sid),
       ]);
       fenced = null;
       if (!s || s.deleted_at || s.terminated_at) {
         this.logs.forget(tenant, sid);
-        await runs.deleteMany(tenant, { _id: sid });
+        await turns.endRun(tenant, sid);
         return;
       }
       if (orphan) {
@@ -245,21 +245,14 @@ export class TurnRunner {
     const startSeq = s.last_seq + 1;
     // The run record and session.status_running are issued together, the record first (each
     // store applies a caller's writes in call order), so a started turn always has its record.
-    const record = this.p.collections.runs.updateOne(
-      tenant,
-      { _id: s._id },
-      {
-        $set: {
-          run_id: newId(PREFIX.run),
-          owner: this.owner,
-          token: lease.token,
-          start_seq: startSeq,
-          input_to: inputTo,
-          started_at: nowIso(),
-        },
-      },
-      { upsert: true },
-    );
+    const record = this.p.sessions.turns.startRun(tenant, s._id, {
+      run_id: newId(PREFIX.run),
+      owner: this.owner,
+      token: lease.token,
+      start_seq: startSeq,
+      input_to: inputTo,
+      started_at: nowIso(),
+    });
     const running = this.appends.append(tenant, s._id, lease, [
       { type: 'session.status_running', payload: {} },
     ]);
@@ -407,7 +400,7 @@ export class TurnRunner {
     const turn = await this.p.events.range(tenant, sid, startSeq - 1, 100_000);
     if (turn.some((e) => e.type === 'session.status_idle')) {
       await markProcessed(this.p, tenant, sid, inputTo);
-      await this.p.collections.runs.deleteOne(tenant, { _id: sid });
+      await this.p.sessions.turns.endRun(tenant, sid);
       return;
     }
     if (recoveries > this.p.config.turn.maxRecoveries) {
@@ -417,11 +410,7 @@ export class TurnRunner {
       return;
     }
     await this.p.turnState.countRecovery(tenant, sid, recoveries);
-    await this.p.collections.runs.updateOne(
-      tenant,
-      { _id: sid },
-      { $set: { owner: this.owner, token: lease.token, rescheduled_at: null } },
-    );
+    await this.p.sessions.turns.adoptRun(tenant, sid, this.owner, lease.token);
     await this.appends.append(tenant, sid, lease, reconciliationDrafts(turn, SelfHostedLane.of(s)));
     const done = lastResponseFinished(turn);
     if (done) {
@@ -432,7 +421,7 @@ export class TurnRunner {
     }
     await this.loop(
       tenant,
-      (await this.p.collections.sessions.get(tenant, sid))!,
+      (await this.p.sessions.turns.session(tenant, sid))!,
       lease,
       inputTo,
       s.interrupt_seq ?? 0,

@@ -10,7 +10,8 @@
  *   before any model call with a terminal session.error naming the skill and version.
  * Proved by test/e2e/skills/skills-session.test.ts (captured model requests, both protocols).
  */
-import { systemWithSkills, type Platform, type SessionDoc } from '@agentfleet/core';
+import { systemWithSkills, type SessionDoc } from '@agentfleet/core';
+import type { WorkerServices } from '../services.js';
 
 /** A pinned skill that could not be loaded; `message` names it. */
 export class SkillLoadError extends Error {
@@ -19,7 +20,7 @@ export class SkillLoadError extends Error {
 
 /** The session with its agent's `system` replaced by the prompt with its skills inlined. */
 export async function withSkillPrompt(
-  p: Pick<Platform, 'skills'>,
+  p: Pick<WorkerServices, 'skills'>,
   tenant: string,
   s: SessionDoc,
 ): Promise<SessionDoc> {

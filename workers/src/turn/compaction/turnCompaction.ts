@@ -40,12 +40,16 @@ import {
   type ModelRequest,
   type ModelStreamEvent,
   type ModelUsage,
-  type Platform,
   type ResolvedModel,
   type SessionDoc,
 } from '@agentfleet/core';
 import { estimateRequestTokens, providerRequest } from '../modelSettings.js';
-import { modelAttempts, type ModelOutcome, type PiRequestOptions } from '../modelRequest.js';
+import {
+  modelAttempts,
+  type ModelOutcome,
+  type ModelServices,
+  type PiRequestOptions,
+} from '../modelRequest.js';
 import { resolveFileBlocks } from '../fileBlocks.js';
 import { sessionError, toModelError, zeroUsage } from '../events.js';
 import { budgetStop, usageUpdate } from '../budget.js';
@@ -104,7 +108,7 @@ export class TurnCompaction {
   readonly settings: CompactionSettings;
 
   constructor(
-    private readonly p: Platform,
+    private readonly p: ModelServices,
     private readonly tenant: string,
     private readonly s: SessionDoc,
     private readonly append: AppendFenced,

@@ -1,0 +1,52 @@
+/**
+ * The core services a worker uses, named: what the composition root (server/src) hands
+ * startWorker (its platform satisfies this structurally). Only startWorker takes it whole; the
+ * turn runner takes the turn's part (TurnServices) and every step, tool and job takes the
+ * members it uses (a `Pick` of this, or the service itself), so a call can be followed from a
+ * step to the service that answers it. No member is a raw collection: every read and write goes
+ * through its feature's service (the session turn-state fields through `turnState`,
+ * core/src/sessions/turnState.ts; the run records and stored session reads through
+ * `sessions.turns`, core/src/sessions/turns.ts).
+ */
+import type {
+  CommandBus,
+  Config,
+  Coordination,
+  DeploymentService,
+  DreamService,
+  EventLog,
+  FileService,
+  McpForward,
+  MemoryService,
+  ModelResolver,
+  PlatformMetrics,
+  SessionService,
+  SkillService,
+  TurnState,
+  WebhookService,
+} from '@agentfleet/core';
+
+export interface WorkerServices {
+  config: Config;
+  /** Turn commands, webhook deliveries and dream runs arrive here; recovery publishes turns. */
+  bus: Pick<CommandBus, 'consume' | 'publish'>;
+  /** Session leases, the per-session control channel, the memory sweep's lease. */
+  coordination: Pick<Coordination, 'leases' | 'pubsub'>;
+  metrics: PlatformMetrics;
+  events: EventLog;
+  /** The stored session and its run record (`turns`), never a collection. */
+  sessions: Pick<SessionService, 'turns'>;
+  turnState: TurnState;
+  models: ModelResolver;
+  files: FileService;
+  memory: MemoryService;
+  skills: SkillService;
+  /** The MCP proxy a url MCP server is reached through; absent: url servers cannot connect. */
+  mcpProxy?: { forward: McpForward };
+  deployments: Pick<DeploymentService, 'tick'>;
+  webhooks: WebhookService;
+  dreams: DreamService;
+}
+
+/** What a turn uses: the services but the jobs'. */
+export type TurnServices = Omit<WorkerServices, 'deployments' | 'webhooks' | 'dreams'>;
