@@ -52,7 +52,6 @@ export {
   isSelfHostedSession,
   WORKER_TOOLSET_TOOLS,
 } from './sessions/inputEvents.js';
-export type { Platform } from './platform.js';
 export * from './deployments/index.js';
 export * from './work/index.js';
 export * from './webhooks/index.js';

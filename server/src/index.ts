@@ -1,5 +1,5 @@
 export { startServer, type RunningServer } from './start.js';
-export { createPlatform, type Adapters } from './platform.js';
+export { createPlatform, type Adapters, type Platform } from './platform.js';
 export { createSandboxRuntime } from './sandboxRuntime.js';
 export {
   selectComponents,

@@ -8,12 +8,7 @@
  */
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
-import {
-  type Logger,
-  type Platform,
-  type SandboxDriver,
-  type SandboxDriverWiring,
-} from '@agentfleet/core';
+import { type Logger, type SandboxDriver, type SandboxDriverWiring } from '@agentfleet/core';
 import {
   BWRAP_MISSING_MESSAGE,
   checkBubblewrap,
@@ -29,6 +24,7 @@ import {
   type LocalLimitsOptions,
 } from '@agentfleet/core/adapters';
 import { NomadClient } from '@agentfleet/nomad';
+import type { Platform } from './platform.js';
 
 export type SandboxDriverFactory = (wiring: SandboxDriverWiring) => Promise<SandboxDriver>;
 

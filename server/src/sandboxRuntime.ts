@@ -28,12 +28,12 @@ import {
   withSessionCredentials,
   createEgressPolicy,
   type Logger,
-  type Platform,
   type SandboxDriver,
   type SandboxDriverWiring,
   type SandboxRuntime,
 } from '@agentfleet/core';
 import { createPackageLayerService } from '@agentfleet/core/adapters';
+import type { Platform } from './platform.js';
 
 export async function createSandboxRuntime(
   p: Platform,

@@ -8,13 +8,12 @@ import {
   watchOperatorKey,
   type DataDirPlan,
   type SandboxRuntime,
-  type Platform,
   type Role,
 } from '@agentfleet/core';
 import { startWorker, type RunningWorker } from '@agentfleet/workers';
 import { buildApp, buildMetricsApp, buildOpsApp, graphqlPlugin } from '@agentfleet/gateway';
 import { selectComponents, type ComponentOverrides } from './components.js';
-import { createPlatform } from './platform.js';
+import { createPlatform, type Platform } from './platform.js';
 import { createSandboxRuntime } from './sandboxRuntime.js';
 import { sandboxDriverFor } from './sandboxDriver.js';
 

@@ -11,7 +11,10 @@ import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import tls from 'node:tls';
 import type { Logger } from '../log.js';
-import type { Platform } from '../platform.js';
+import type { Config } from '../config/config.js';
+import type { SecretBox } from '../crypto.js';
+import type { Collections } from '../store/collections.js';
+import type { DocumentStore } from '../store/port.js';
 import type { SandboxSpec, SessionRef } from './port.js';
 import { environmentSnapshot } from '../sessions/sessions.js';
 import {
@@ -26,9 +29,20 @@ import type { SandboxTrust } from './drivers/shared.js';
 import { sessionHostPolicy } from '../egress/proxy/policy.js';
 import { createEgressPolicy } from '../egress/policy.js';
 import { webFetch, webSearch, type WebSearchBackend } from '../tools/web.js';
-import { vaultEgressCredentials } from '../egress/injection/vaultInjection.js';
+import { vaultEgressCredentials, type SessionVaults } from '../egress/injection/vaultInjection.js';
 import { CLI_REGISTRY, type CliRegistry } from '../egress/cliRegistry.js';
 import type { SandboxDriverWiring, SandboxRuntime } from './runtime.js';
+
+/**
+ * What the proxies read of the platform: the egress and sandbox settings, the session's
+ * environment snapshot and agent, the store and root secret holding the egress CA, the vaults.
+ */
+export interface ProxyDeps extends SessionVaults {
+  config: Pick<Config, 'egress' | 'sandbox'>;
+  collections: Collections;
+  store: DocumentStore;
+  secrets: SecretBox;
+}
 
 interface EgressCaState {
   intercept: ProxyInterception;
@@ -60,7 +74,7 @@ export class ProxyRegistry {
   private caState: Promise<EgressCaState> | null = null;
   constructor(
     private readonly dir: string,
-    private readonly p: Platform,
+    private readonly p: ProxyDeps,
     private readonly log: Logger,
     /** What upstream TLS trusts (egress/ca.ts upstreamTrust), read by the caller at start. */
     private readonly upstream: tls.SecureContext,

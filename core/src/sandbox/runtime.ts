@@ -8,7 +8,10 @@
  * test/e2e/sandbox/sandbox-tools.test.ts (both drivers).
  */
 import type { Logger } from '../log.js';
-import type { Platform } from '../platform.js';
+import type { Collections } from '../store/collections.js';
+import type { Coordination } from '../coordination/port.js';
+import type { FileService } from '../files/files.js';
+import type { SkillService } from '../skills/skills.js';
 import {
   SANDBOX_CONTROL_CHANNEL,
   type SandboxSpec,
@@ -24,7 +27,7 @@ import type { SandboxManagerService } from './manager/manager.js';
 import type { SandboxManagerDeps } from './manager/types.js';
 import type { webFetch, webSearch, WebFetchOptions, WebSearchOptions } from '../tools/web.js';
 import type { sessionLayerResolver } from './packages/sessionLayer.js';
-import { sessionCredentials } from '../egress/injection/vaultInjection.js';
+import { sessionCredentials, type SessionVaults } from '../egress/injection/vaultInjection.js';
 import { managerWithCredentialEnv } from '../egress/injection/commandSecrets.js';
 import type { CliRegistry } from '../egress/cliRegistry.js';
 
@@ -93,7 +96,11 @@ export interface SandboxDriverWiring {
  * files at /home/user/.skills/{name}/ (sessions/skills.ts) and its memory stores' mounts
  * (memory/session/sandboxResources.ts).
  */
-export function sessionSandboxResources(p: Platform): SandboxManagerDeps['resources'] {
+export function sessionSandboxResources(p: {
+  collections: Collections;
+  files: FileService;
+  skills: SkillService;
+}): SandboxManagerDeps['resources'] {
   return withMemoryMounts(p, async (s) => {
     const session = await p.collections.sessions.get(s.tenantId, s.sessionId);
     const attached = (
@@ -111,7 +118,7 @@ export function sessionSandboxResources(p: Platform): SandboxManagerDeps['resour
  * package layer from `layerFor`); an unreadable snapshot is an error, never a default sandbox.
  */
 export function sessionSandboxSpec(
-  p: Platform,
+  p: { collections: Collections },
   layerFor: ReturnType<typeof sessionLayerResolver>,
 ): SandboxManagerDeps['specFor'] {
   return async (s) => {
@@ -134,7 +141,7 @@ export function sessionSandboxSpec(
  * of a listed program, its command_secret values, read live (egress/injection/commandSecrets.ts).
  */
 export function withSessionCredentials<M extends SandboxManagerService>(
-  p: Platform,
+  p: SessionVaults,
   manager: M,
   cliRegistry: () => CliRegistry,
 ): M {
@@ -151,7 +158,7 @@ export function withSessionCredentials<M extends SandboxManagerService>(
  * unsubscribe.
  */
 export function followDestroyRequests(
-  p: Platform,
+  p: { coordination: Pick<Coordination, 'pubsub'> },
   manager: SandboxManagerService,
   log: Logger,
 ): Promise<() => Promise<void>> {

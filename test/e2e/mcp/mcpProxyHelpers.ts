@@ -8,7 +8,8 @@ import type Anthropic from '@anthropic-ai/sdk';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { vi } from 'vitest';
-import type { McpCaller, Platform } from '@agentfleet/core';
+import type { McpCaller } from '@agentfleet/core';
+import type { Platform } from '@agentfleet/server';
 import type { TestPlatform } from '../../kit/harness.js';
 
 export const rnd = () => Math.random().toString(36).slice(2, 12);

@@ -18,18 +18,24 @@
  * Proved by test/e2e/credentials/sandbox-ca.test.ts › "a session's vault credential is injected" and
  * test/e2e/credentials/sandbox-credentials.test.ts.
  */
-import type { ResolvedCredential } from '../../vaults/vaults.js';
+import type { ResolvedCredential, VaultService } from '../../vaults/vaults.js';
+import type { Collections } from '../../store/collections.js';
 import { hostOf } from '../../vaults/credentials.js';
 import { CLI_REGISTRY, type CliRegistry } from '../cliRegistry.js';
 import { normalizeHost } from '../policy.js';
-import type { Platform } from '../../platform.js';
 import { substitutionsFor } from './placeholders.js';
 import type { EgressCredentials, EgressInjection } from '../proxy/helpers.js';
 import { hostMatches } from '../proxy/policy.js';
 
+/** What reading a session's vault credentials needs: its session document and the vaults. */
+export interface SessionVaults {
+  collections: Pick<Collections, 'sessions'>;
+  vaults: Pick<VaultService, 'credentialsOf'>;
+}
+
 /** The session's active vault credentials, opened, read now (none for a deleted session). */
 export async function sessionCredentials(
-  p: Platform,
+  p: SessionVaults,
   tenantId: string,
   sessionId: string,
 ): Promise<ResolvedCredential[]> {
@@ -68,7 +74,7 @@ export function injectionFor(
  * cap_cli CLI talks to (default CLI_REGISTRY; the runtime's setCliRegistry replaces it).
  */
 export function vaultEgressCredentials(
-  p: Platform,
+  p: SessionVaults,
   registry: () => CliRegistry = () => CLI_REGISTRY,
 ): EgressCredentials {
   return async (host, ctx) => {

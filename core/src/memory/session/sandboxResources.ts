@@ -3,7 +3,7 @@
  * every warmup writes each store's directory, memories and manifest after the other resources;
  * a store that cannot be read throws, which fails the warmup (../../sandbox/manager/warmup.ts step 4).
  */
-import type { Platform } from '../../platform.js';
+import type { Collections } from '../../store/collections.js';
 import type { SessionRef } from '../../sandbox/port.js';
 import type { SandboxResource } from '../../sandbox/manager/types.js';
 import { memoryMountResources } from './mount.js';
@@ -11,7 +11,7 @@ import { memoryReader } from './readers.js';
 import { isMemoryResource } from './resources.js';
 
 export function withMemoryMounts(
-  p: Platform,
+  p: { collections: Collections },
   others: (s: SessionRef) => Promise<SandboxResource[]>,
 ): (s: SessionRef) => Promise<SandboxResource[]> {
   return async (s) => {
