@@ -89,6 +89,57 @@ describe('repository shape', () => {
     expect(bad).toEqual([]);
   });
 
+  // The adapters of core's ports (core/src/adapters.ts, `@agentfleet/core/adapters`), by path
+  // under core/src/; `@agentfleet/core` is services, types and ports only.
+  const ADAPTER =
+    /^(store\/(embedded|mongo)\/|objects\/(directory\.ts|gridfs\/)|bus\/(embedded\.ts|kafka\/)|coordination\/(embedded|redis)\.ts|sandbox\/drivers\/|models\/(anthropic\/|openai\/|providers\.ts))/;
+  /** The core/src-relative paths of `file`'s relative imports and re-exports (static or dynamic). */
+  const coreImports = (file: string, only = /\b(?:from|import\()\s*'(\.[^']+)'/g) =>
+    [...readFileSync(join(ROOT, file), 'utf8').matchAll(only)].map((m) =>
+      join(file, '..', m[1])
+        .replace(/^core\/src\//, '')
+        .replace(/\.js$/, '.ts'),
+    );
+
+  it('@agentfleet/core/adapters is imported only by server/src and tests', () => {
+    const allowed = /^(server\/src\/|test\/|[a-z-]+\/test\/|load\/)/;
+    const bad = tracked.filter(
+      (f) =>
+        !allowed.test(f) &&
+        /\b(?:from|import\()\s*'@agentfleet\/core\/adapters'/.test(
+          readFileSync(join(ROOT, f), 'utf8'),
+        ),
+    );
+    expect(bad).toEqual([]);
+  });
+
+  it('the core barrel re-exports no adapter, itself or through a module it re-exports', () => {
+    const exportsFrom = /\bexport\b[^;]*?\bfrom\s*'(\.[^']+)'/g;
+    const direct = coreImports('core/src/index.ts', exportsFrom);
+    const bad = [
+      ...direct.filter((m) => ADAPTER.test(m)).map((m) => `index.ts re-exports ${m}`),
+      ...direct.flatMap((m) =>
+        coreImports(`core/src/${m}`, exportsFrom)
+          .filter((n) => ADAPTER.test(n))
+          .map((n) => `${m} (re-exported by index.ts) re-exports ${n}`),
+      ),
+    ];
+    expect(bad).toEqual([]);
+  });
+
+  it('no core/src module but core/src/adapters.ts imports an adapter of another feature', () => {
+    const feature = (p: string) => (p.includes('/') ? p.split('/')[0] : '');
+    const bad = tracked
+      .filter((f) => f.startsWith('core/src/') && f !== 'core/src/adapters.ts')
+      .flatMap((f) => {
+        const self = f.replace(/^core\/src\//, '');
+        return coreImports(f)
+          .filter((m) => ADAPTER.test(m) && feature(m) !== feature(self))
+          .map((m) => `${self} imports ${m}`);
+      });
+    expect(bad).toEqual([]);
+  });
+
   it('the session turn-state fields are written only by core/src/sessions/turnState.ts', () => {
     const fields = 'pending|input_seq|processed_seq|interrupt_seq|idle_seq|fence|recoveries';
     // An update operator's object naming a field, a field assigned into an update being built,

@@ -18,6 +18,10 @@
  */
 import type { KafkaBus, KafkaBusOptions } from './bus/kafka/options.js';
 import type { Coordination } from './coordination/port.js';
+import type { DocumentStore } from './store/port.js';
+import type { ObjectStore } from './objects/port.js';
+import type { MongoStore } from './store/mongo/documentStore.js';
+import type { MongoRouter } from './store/mongo/router.js';
 
 export { EmbeddedBus } from './bus/embedded.js';
 export type { KafkaBus, KafkaBusOptions } from './bus/kafka/options.js';
@@ -32,12 +36,7 @@ export {
   type EmbeddedStore,
   type EmbeddedStoreOptions,
 } from './store/embedded/documentStore.js';
-export {
-  openMongoRouter,
-  openGridFsObjects,
-  databaseOf,
-  type MongoRouter,
-} from './store/mongo/router.js';
+export { openMongoRouter, databaseOf, type MongoRouter } from './store/mongo/router.js';
 export { createDirectoryObjectStore } from './objects/directory.js';
 export {
   createLocalDriver,
@@ -73,4 +72,34 @@ export async function openRedisCoordination(
 ): Promise<Coordination> {
   const { createRedisCoordination } = await import('./coordination/redis.js');
   return createRedisCoordination(url, opts);
+}
+
+/**
+ * GridFS object store routed like the documents: each tenant's objects in its database, on the
+ * router's connections (test/e2e/fleet/objects-shared.test.ts; the GridFS store itself: the
+ * object-store contract in core/test/objectStore.test.ts).
+ */
+export async function openGridFsObjects(m: MongoRouter): Promise<ObjectStore> {
+  const { createGridFsObjectStore } = await import('./objects/gridfs/objectStore.js');
+  const { tenantRoutedObjectStore } = await import('./objects/gridfs/tenantObjects.js');
+  const perDatabase = new WeakMap<DocumentStore, ObjectStore>();
+  const gridFsOf = (s: DocumentStore) => {
+    let o = perDatabase.get(s);
+    if (!o) {
+      const ms = s as MongoStore;
+      perDatabase.set(
+        s,
+        (o = createGridFsObjectStore({
+          db: ms.connection.getClient().db(ms.dbName),
+          bucketName: 'objects',
+        })),
+      );
+    }
+    return o;
+  };
+  return tenantRoutedObjectStore({
+    control: gridFsOf(m.control),
+    forTenant: async (tenant) => gridFsOf(await m.router.forTenant(tenant)),
+    all: async () => (await m.router.all()).map(gridFsOf),
+  });
 }

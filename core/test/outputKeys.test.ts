@@ -5,7 +5,7 @@
 import { describe, expect, it } from 'vitest';
 import { ApiError } from '../src/errors.js';
 import { outputObjectKey, outputsPrefix, SANDBOX_OUTPUTS_DIR } from '../src/files/files.js';
-import { SANDBOX_PATHS } from '../src/sandbox/drivers/shared.js';
+import { SANDBOX_PATHS } from '../src/sandbox/shared.js';
 
 describe('output object keys', () => {
   it('are outputs/<tenant>/<session>/<name>, each id one segment', () => {

@@ -265,7 +265,7 @@ export async function upstreamTrust(extraCaFile: string | null): Promise<tls.Sec
   return tls.createSecureContext({ ca });
 }
 
-/** Host files a sandbox's trust store is made of (see SandboxTrust in sandbox/drivers/shared.ts). */
+/** Host files a sandbox's trust store is made of (see SandboxTrust in sandbox/shared.ts). */
 export interface SandboxTrustFiles {
   /** The deployment CA certificate alone (NODE_EXTRA_CA_CERTS). */
   caCert: string;

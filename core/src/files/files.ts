@@ -3,7 +3,7 @@ import { ApiError, invalid, notFound } from '../errors.js';
 import { newId } from '../ids.js';
 import { ObjectTooLargeError, type ObjectStore } from '../objects/port.js';
 import { nowIso } from '../util.js';
-import { SANDBOX_PATHS } from '../sandbox/drivers/shared.js';
+import { SANDBOX_PATHS } from '../sandbox/shared.js';
 import type { Collections } from '../store/collections.js';
 import type { FileDoc } from './records.js';
 import { pageById, type Page } from '../api/pagination.js';

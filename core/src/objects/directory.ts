@@ -12,29 +12,14 @@
  * nothing: the temp file is removed); getStream reads from an open handle. Tested by the
  * object-store contract (core/test/objectStore.contract.ts, "ObjectStore contract: directory" in
  * core/test/objectStore.test.ts), core/test/sandbox.outputs.test.ts ("directory object store:
- * streamed puts and gets") and test/e2e/files/files.test.ts (uploads). Its key validation is shared with
- * the GridFS store (core/src/objects/gridfs/objectStore.ts).
+ * streamed puts and gets") and test/e2e/files/files.test.ts (uploads). Its key validation (./keys.ts) is shared
+ * with the GridFS store (core/src/objects/gridfs/objectStore.ts).
  */
 import { randomBytes } from 'node:crypto';
 import * as fsp from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import { ObjectTooLargeError, type ObjectInfo, type ObjectStore } from './port.js';
-
-export class InvalidObjectKeyError extends Error {
-  override readonly name = 'InvalidObjectKeyError';
-}
-
-export function validateObjectKey(key: string, what = 'object key'): void {
-  const bad = (why: string) => new InvalidObjectKeyError(`invalid ${what} '${key}': ${why}`);
-  if (typeof key !== 'string' || key === '') throw bad('must be a non-empty string');
-  if (Buffer.byteLength(key) > 1024) throw bad('longer than 1024 bytes');
-  if (key.startsWith('/')) throw bad('must not be an absolute path');
-  if (key.includes('\\') || key.includes('\0')) throw bad('must not contain a backslash or NUL');
-  for (const seg of key.split('/')) {
-    if (seg === '') throw bad('must not contain an empty segment');
-    if (seg === '.' || seg === '..') throw bad(`must not contain a '${seg}' segment`);
-  }
-}
+import { InvalidObjectKeyError, validateObjectKey } from './keys.js';
 
 async function fsyncDir(dir: string): Promise<void> {
   const h = await fsp.open(dir, 'r');

@@ -19,7 +19,7 @@
  */
 import type { Logger } from '../log.js';
 import { checkFilename } from '../files/files.js';
-import { InvalidObjectKeyError } from '../objects/directory.js';
+import { InvalidObjectKeyError } from '../objects/keys.js';
 import { ObjectTooLargeError, type ObjectStore } from '../objects/port.js';
 import type { OutputSkipReason, OutputSyncReport, SandboxAgentApi } from './port.js';
 import { readTarGz, type ArchiveSkipReason } from './archive.js';

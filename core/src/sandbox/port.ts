@@ -10,7 +10,7 @@
  *   - Nomad (core/src/sandbox/drivers/nomad/driver.ts): one Nomad job per session, the protocol over
  *     TCP — core/test/sandbox.nomad.test.ts (against the Nomad fake, test/nomad/).
  * The driver is chosen by the composition root (server/). What drivers share (sandbox paths,
- * env, spec checks, instance resources) is in ./drivers/shared.ts. The SandboxManager over
+ * env, spec checks, instance resources) is in ./shared.ts. The SandboxManager over
  * any driver: core/src/sandbox/manager/manager.ts (core/test/sandbox.manager.test.ts).
  */
 import type { Readable } from 'node:stream';

@@ -25,7 +25,7 @@ import {
   type ProxyInterception,
 } from '../egress/proxy/proxy.js';
 import { loadDeploymentCa, writeSandboxTrust } from '../egress/ca.js';
-import type { SandboxTrust } from './drivers/shared.js';
+import type { SandboxTrust } from './shared.js';
 import { sessionHostPolicy } from '../egress/proxy/policy.js';
 import { createEgressPolicy } from '../egress/policy.js';
 import { webFetch, webSearch, type WebSearchBackend } from '../tools/web.js';

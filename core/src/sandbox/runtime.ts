@@ -22,7 +22,7 @@ import { environmentSnapshot } from '../sessions/sessions.js';
 import { withMemoryMounts } from '../memory/session/sandboxResources.js';
 import { skillResources } from '../sessions/skills.js';
 import type { CredentialLookup } from '../egress/proxy/proxy.js';
-import type { SandboxTrust } from './drivers/shared.js';
+import type { SandboxTrust } from './shared.js';
 import type { SandboxManagerService } from './manager/manager.js';
 import type { SandboxManagerDeps } from './manager/types.js';
 import type { webFetch, webSearch, WebFetchOptions, WebSearchOptions } from '../tools/web.js';

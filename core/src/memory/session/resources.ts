@@ -15,7 +15,7 @@
  * Proved by test/e2e/memory/memory-session.test.ts ("bad resource refs", "agent memory_store_id").
  */
 import { invalid } from '../../errors.js';
-import { SANDBOX_PATHS } from '../../sandbox/drivers/shared.js';
+import { SANDBOX_PATHS } from '../../sandbox/shared.js';
 
 export type MemoryAccess = 'read_write' | 'read_only';
 

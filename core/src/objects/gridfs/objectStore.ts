@@ -32,7 +32,7 @@ import { Readable } from 'node:stream';
 import { finished } from 'node:stream/promises';
 import mongoose from 'mongoose';
 import { ObjectTooLargeError, type ObjectInfo, type ObjectStore } from '../port.js';
-import { InvalidObjectKeyError, validateObjectKey } from '../directory.js';
+import { InvalidObjectKeyError, validateObjectKey } from '../keys.js';
 
 type Db = mongoose.mongo.Db;
 type ObjectId = mongoose.mongo.ObjectId;

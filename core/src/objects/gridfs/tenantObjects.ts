@@ -10,7 +10,7 @@
  * there"); each database's store is the GridFS adapter of objectStore.ts.
  */
 import type { ObjectInfo, ObjectStore } from '../port.js';
-import { validateObjectKey } from '../directory.js';
+import { validateObjectKey } from '../keys.js';
 
 export interface TenantObjectRouting {
   /** The store for keys without a tenant segment. */

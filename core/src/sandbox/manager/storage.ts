@@ -12,7 +12,7 @@ import { Transform, type Readable } from 'node:stream';
 import type { ObjectStore } from '../../objects/port.js';
 import type { OutputSyncReport, SandboxAgentApi, SandboxHandle, SessionRef } from '../port.js';
 import { syncSessionOutputs } from '../outputs.js';
-import { SANDBOX_PATHS } from '../drivers/shared.js';
+import { SANDBOX_PATHS } from '../shared.js';
 import { outputsPrefix } from '../../files/files.js';
 import { latestPointerKey, snapshotKey, snapshotPrefix, snapshotTime } from '../snapshotKeys.js';
 import {

@@ -13,7 +13,7 @@ import { randomBytes } from 'node:crypto';
 import { join } from 'node:path';
 import type { LeaseStore } from '../../coordination/port.js';
 import type { Logger } from '../../log.js';
-import type { SandboxLimitCaps } from '../drivers/shared.js';
+import type { SandboxLimitCaps } from '../shared.js';
 import type { EgressPolicy } from '../../egress/policy.js';
 import type { SandboxHostUser } from '@agentfleet/sandbox-agent';
 import { createLocalDriver } from '../drivers/bubblewrap/driver.js';

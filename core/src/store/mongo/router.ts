@@ -3,14 +3,13 @@
  * per backend URL; a tenant lives on its STORE_BACKENDS backend (default otherwise) and, with
  * PER_TENANT_DB_ENABLED, in its own database `<db>_<tenant>` there. The control database
  * (tenants, API keys) is the default backend's. GridFS objects live beside each tenant's
- * documents. The driver is loaded only when a router is opened. Chosen by the composition root
+ * documents (core/src/adapters.ts openGridFsObjects). The driver is loaded only when a router is
+ * opened. Chosen by the composition root
  * (server/src/components.ts); proven by test/store-backends.test.ts and the object-store suite.
  */
 import type { Config } from '../../config/config.js';
 import type { StoreRouter } from '../collections.js';
-import type { ObjectStore } from '../../objects/port.js';
 import type { DocumentStore } from '../port.js';
-import type { MongoStore } from './documentStore.js';
 
 export interface MongoRouter {
   router: StoreRouter;
@@ -79,30 +78,4 @@ export async function openMongoRouter(
       for (const s of opened.values()) await (await s).close();
     },
   };
-}
-
-/** GridFS object store routed like the documents: each tenant's objects in its database. */
-export async function openGridFsObjects(m: MongoRouter): Promise<ObjectStore> {
-  const { createGridFsObjectStore } = await import('../../objects/gridfs/objectStore.js');
-  const { tenantRoutedObjectStore } = await import('../../objects/gridfs/tenantObjects.js');
-  const perDatabase = new WeakMap<DocumentStore, ObjectStore>();
-  const gridFsOf = (s: DocumentStore) => {
-    let o = perDatabase.get(s);
-    if (!o) {
-      const ms = s as MongoStore;
-      perDatabase.set(
-        s,
-        (o = createGridFsObjectStore({
-          db: ms.connection.getClient().db(ms.dbName),
-          bucketName: 'objects',
-        })),
-      );
-    }
-    return o;
-  };
-  return tenantRoutedObjectStore({
-    control: gridFsOf(m.control),
-    forTenant: async (tenant) => gridFsOf(await m.router.forTenant(tenant)),
-    all: async () => (await m.router.all()).map(gridFsOf),
-  });
 }

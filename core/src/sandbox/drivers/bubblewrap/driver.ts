@@ -44,7 +44,7 @@ import * as fsp from 'node:fs/promises';
 import { join, resolve } from 'node:path';
 import type { Duplex, Writable } from 'node:stream';
 import type { SandboxSpec } from '../../port.js';
-import { checkSandboxSpec, sandboxResources } from '../shared.js';
+import { checkSandboxSpec, sandboxResources } from '../../shared.js';
 import { baseImageProblem } from '../../../environments/baseImage.js';
 import { createAgentClient, nodeStreamTransport } from '../../protocol.js';
 import { withPackageLayerEnv } from '../../packages/layerEnv.js';

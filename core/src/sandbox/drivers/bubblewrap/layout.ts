@@ -15,11 +15,11 @@ import { delimiter, dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 import { SYSTEM_CA_BUNDLES } from '../../../egress/ca.js';
-import { SANDBOX_PATHS, SANDBOX_UID, type SandboxTrust } from '../shared.js';
+import { SANDBOX_PATHS, SANDBOX_UID, type SandboxTrust } from '../../shared.js';
 import { packageLayerBindArgs } from '../../packages/layerEnv.js';
 import { SANDBOX_FDS } from '@agentfleet/sandbox-agent';
 
-export { SANDBOX_PATHS, SANDBOX_PROXY_LISTEN, SANDBOX_UID, sandboxEnv } from '../shared.js';
+export { SANDBOX_PATHS, SANDBOX_PROXY_LISTEN, SANDBOX_UID, sandboxEnv } from '../../shared.js';
 
 const ETC_ALLOW = [
   'alternatives',

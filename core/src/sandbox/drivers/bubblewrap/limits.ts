@@ -19,7 +19,7 @@ import {
 export type { SandboxLimitName };
 export const SANDBOX_LIMIT_NAMES: SandboxLimitName[] = ['processes', 'memory', 'cpu', 'disk'];
 
-export { sandboxResources, type SandboxLimitCaps } from '../shared.js';
+export { sandboxResources, type SandboxLimitCaps } from '../../shared.js';
 
 export interface SandboxLimitsProbe {
   /** Limits this host enforces. */

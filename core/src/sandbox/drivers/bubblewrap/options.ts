@@ -7,7 +7,7 @@
 import type { SandboxConfinement, SandboxHostUser } from '@agentfleet/sandbox-agent';
 import type { Logger } from '../../../log.js';
 import type { SandboxDriver, SandboxHandle, SandboxSpec } from '../../port.js';
-import type { SandboxLimitCaps, SandboxTrust } from '../shared.js';
+import type { SandboxLimitCaps, SandboxTrust } from '../../shared.js';
 import type { AgentClient } from '../../protocol.js';
 import type { SandboxLimitsProbe } from './limits.js';
 

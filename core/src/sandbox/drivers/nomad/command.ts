@@ -30,7 +30,7 @@ import {
   sandboxResources,
   type SandboxLimitCaps,
   type SandboxTrust,
-} from '../shared.js';
+} from '../../shared.js';
 import { HOST_CODE_ROOT, sandboxBwrapOptions } from '../bubblewrap/layout.js';
 import { withPackageLayerEnv } from '../../packages/layerEnv.js';
 

@@ -45,7 +45,7 @@ import {
   sandboxResources,
   type SandboxLimitCaps,
   type SandboxTrust,
-} from '../shared.js';
+} from '../../shared.js';
 import { sleep } from '../../../util.js';
 import { createAgentClient, type AgentClient, type AgentClientOptions } from '../../protocol.js';
 import { tcpTransport } from './transport.js';

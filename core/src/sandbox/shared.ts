@@ -1,17 +1,17 @@
 /**
- * What the sandbox drivers (sandbox/port.ts) share: the paths inside every sandbox (one
- * definition of /workspace, /mnt/session/outputs, …), where the outbound proxy listens inside,
- * the sandbox user, the environment every sandbox process starts with (with the egress CA's
- * trust variables when it is mounted), the spec checks
- * (session id, env names, names the platform reserves) and the resources of an instance size
- * under the operator's caps.
+ * What every sandbox driver (./port.ts, ./drivers/) shares, and what the platform outside the
+ * drivers relies on: the paths inside every sandbox (one definition of /workspace,
+ * /mnt/session/outputs, …), where the outbound proxy listens inside, the sandbox user, the
+ * environment every sandbox process starts with (with the egress CA's trust variables when it
+ * is mounted), the spec checks (session id, env names, names the platform reserves) and the
+ * resources of an instance size under the operator's caps.
  * Tested through the driver contract (core/test/sandbox.contract.ts) run by
  * core/test/sandbox.local.test.ts and sandbox.nomad.test.ts, and core/test/sandbox.limits.test.ts;
  * the trust store in test/e2e/credentials/sandbox-ca.test.ts.
  */
 import { dirname } from 'node:path';
 import { INSTANCE_SIZES, type InstanceResources } from '@agentfleet/schemas';
-import type { SandboxSpec } from '../port.js';
+import type { SandboxSpec } from './port.js';
 
 export const SANDBOX_PATHS = {
   workspace: '/workspace',
