@@ -68,7 +68,7 @@ export async function startServer(
     try {
       const driver = sandboxDriverFor(platform, log);
       if (driver) sandboxes = await createSandboxRuntime(platform, log, driver);
-      runner = await startWorker({ platform, sandboxes, log });
+      runner = await startWorker({ services: platform, sandboxes, log });
     } catch (err) {
       await sandboxes?.close();
       await platform.close();

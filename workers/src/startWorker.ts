@@ -1,8 +1,8 @@
 /**
  * The worker's start function: the turn runner with its tool executor, and the worker's jobs
  * (./jobs/: deployment scheduler, memory version sweeper, webhook sender, dream runner, sandbox
- * backup sweeper), on the core services (./services.ts WorkerServices: the platform the
- * composition root built satisfies it) and an optional sandbox runtime (server/src/start.ts).
+ * backup sweeper), on the core services (./services.ts WorkerServices, which the composition root's
+ * platform satisfies) and an optional sandbox runtime (server/src/start.ts).
  * Stopping stops the jobs, then finishes in-flight turns. Proven by every test that runs turns
  * (test/e2e/sdk/sdk-flow.test.ts, test/e2e/server/crash-recovery.test.ts,
  * test/e2e/fleet/fleet.test.ts) and the jobs' tests (named in each ./jobs/ file).
@@ -23,21 +23,21 @@ export interface RunningWorker {
 }
 
 export async function startWorker(opts: {
-  /** The core services the worker uses (the composition root's platform). */
-  platform: WorkerServices;
+  /** The core services the worker uses (the composition root's platform satisfies it). */
+  services: WorkerServices;
   /** null: no sandbox runtime (SANDBOX_DRIVER=none); sandbox tools then answer with an error. */
   sandboxes: SandboxRuntime | null;
   log: Logger;
   workerId?: string;
 }): Promise<RunningWorker> {
-  const { platform, sandboxes, log } = opts;
+  const { services, sandboxes, log } = opts;
   const tools = new ToolExecutor({
     sandbox: sandboxes?.manager ?? null,
     web: sandboxes?.web ?? null,
-    history: (s) => platform.events.all(s.tenantId, s.sessionId),
+    history: (s) => services.events.all(s.tenantId, s.sessionId),
   });
   const runner = new TurnRunner(
-    platform,
+    services,
     opts.workerId ?? `worker-${process.pid}-${Math.random().toString(36).slice(2, 8)}`,
     log.child({ component: 'turn-runner' }),
     tools,
@@ -46,30 +46,30 @@ export async function startWorker(opts: {
   await runner.start();
   // Scheduled deployments: every worker ticks; one run per minute whatever the replica count.
   const scheduler = startDeploymentScheduler({
-    tick: () => platform.deployments.tick(),
-    tickMs: platform.config.deployments.tickMs,
+    tick: () => services.deployments.tick(),
+    tickMs: services.config.deployments.tickMs,
     log: log.child({ component: 'deployment-scheduler' }),
   });
   // Memory version retention: 03:00 UTC daily; one replica sweeps (lease), on the service clock.
   const memorySweeper = startMemoryVersionSweeper({
-    sweep: (nowMs) => platform.memory.sweepVersions(nowMs),
-    clock: () => platform.memory.now(),
-    leases: platform.coordination.leases,
+    sweep: (nowMs) => services.memory.sweepVersions(nowMs),
+    clock: () => services.memory.now(),
+    leases: services.coordination.leases,
     owner: `memory-sweep-${process.pid}-${Math.random().toString(36).slice(2, 8)}`,
     log: log.child({ component: 'memory-sweep' }),
   });
   // Outbound webhooks: first attempts from bus commands, retries from the due-time scan.
   const webhookSender = await startWebhookSender({
-    bus: platform.bus,
-    webhooks: platform.webhooks,
-    scanMs: platform.config.webhooks.scanMs,
+    bus: services.bus,
+    webhooks: services.webhooks,
+    scanMs: services.config.webhooks.scanMs,
     log: log.child({ component: 'webhooks' }),
   });
   // Dreams: claimed by compare-and-swap from bus commands and the scan for lost or orphaned ones.
   const dreamRunner = await startDreamRunner({
-    bus: platform.bus,
-    dreams: platform.dreams,
-    scanMs: platform.config.dreams.scanMs,
+    bus: services.bus,
+    dreams: services.dreams,
+    scanMs: services.config.dreams.scanMs,
     log: log.child({ component: 'dreams' }),
   });
   // Sandbox backups older than the backup TTL: swept every hour by each worker with sandboxes.
