@@ -1,6 +1,6 @@
 /**
  * The shape of the code base, checked: packages depend on each other only in the
- * documented direction (README "How it is built"): server → gateway, workers → core →
+ * documented direction (docs/architecture.md, "Packages"): server → gateway, workers → core →
  * sandbox-agent, schemas, nomad; gateway and workers never import each other; core wires
  * nothing and imports no deployable; the in-sandbox programs have no runtime dependency.
  * Files do one job: no TypeScript source or test file is over 500 lines (Prettier, width 100).

@@ -25,7 +25,7 @@ const fail = (err: unknown): never => {
   process.exit(1);
 };
 
-// The runtime the project pins and tests (README "Quick start"): the embedded store's binding
+// The runtime the project pins and tests (docs/development.md, the runtime): the embedded store's binding
 // needs Node 22 or newer, and only 24 is tested. npm scripts run on the pinned one whatever node
 // ran `npm install`; this is for a start with another node on the PATH.
 const MIN_NODE_MAJOR = 24;

@@ -87,7 +87,7 @@ export async function localDriver(
 
 /**
  * One Nomad job per session. The job runs our launcher + bubblewrap + the agent with this
- * worker's node and scripts, so Nomad clients need the same paths (see README). Sandboxes on
+ * worker's node and scripts, so Nomad clients need the same paths (see docs/sandboxes.md). Sandboxes on
  * Nomad reach their session's outbound proxy over TCP at SANDBOX_NOMAD_PROXY_ADVERTISE (a
  * per-session password in the proxy URL, the egress CA in the sandbox's trust store); without
  * it they have no network (test/e2e/sandbox/sandbox-tools.test.ts runs both; the fake proves the job only).

@@ -56,7 +56,7 @@ describe('workspace_id', () => {
       headers: { 'vendor-workspace-id': 'wrk_x' },
     });
     expect(r.status).toBe(403);
-    expect(((await r.json()) as any).error.type).toBe('forbidden'); // the spec's name (README: error types)
+    expect(((await r.json()) as any).error.type).toBe('forbidden'); // the spec's name (docs/api-semantics.md: errors)
   });
 });
 

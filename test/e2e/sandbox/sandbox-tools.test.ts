@@ -344,7 +344,7 @@ describe.each(['local', 'nomad'] as const)(
       });
 
       // The spec's runtime destroy takes an eager snapshot; a deleted session is never resumed,
-      // so its destroy skips it and its stored snapshots are removed (README, lifecycle).
+      // so its destroy skips it and its stored snapshots are removed (docs/sandboxes.md, lifecycle).
       it('deleting the session destroys its sandbox without a snapshot and removes its snapshots', async () => {
         const manager = t.server.sandboxes!.manager;
         t.model.script(

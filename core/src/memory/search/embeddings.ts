@@ -3,7 +3,7 @@
  * OpenAI-compatible `POST {base_url}/embeddings` ({model, input: string[]} →
  * {data: [{embedding: number[], index}]}).
  *
- * Which model (decided here, documented in the README):
+ * Which model (decided here, documented in docs/api-semantics.md, memory):
  * - A model card is an embedding model when its `pi_config.embedding` is `true` (a descriptive
  *   pi_config key, kept as sent by the card validation) and it speaks the OpenAI protocol
  *   (provider openai, oai, oai-compatible, openai-compatible, or pi_config.api openai-*). Its

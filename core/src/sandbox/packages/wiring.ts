@@ -6,7 +6,7 @@
  *
  * Nomad: the layer is a directory on the worker, bound read-only into the task by the same
  * bwrap options (sandbox/drivers/bubblewrap/layout.ts), so it reaches an allocation only on a client
- * that shares the worker's paths (as node and the sandbox scripts already must; README).
+ * that shares the worker's paths (as node and the sandbox scripts already must; docs/sandboxes.md).
  * Tested: test/e2e/environments/env-packages.test.ts.
  */
 import { randomBytes } from 'node:crypto';
