@@ -131,6 +131,17 @@ describe('events', () => {
     const after = await json(await t.http(`/v1/sessions/${s.id}/events?after_seq=5&limit=2`));
     expect(after.body.data.map((e: any) => e.seq)).toEqual([6, 7]);
     expect(after.body.has_more).toBe(true);
+    // A cursor from another query (it points at seq 2) with after_seq=5: both bounds hold, so the
+    // page starts after the larger one, as the GraphQL list does (core/src/events/list.ts).
+    const first = await json(await t.http(`/v1/sessions/${s.id}/events?limit=2`));
+    const second = await json(
+      await t.http(`/v1/sessions/${s.id}/events?limit=2&page=${first.body.next_page}`),
+    );
+    expect(second.body.data.map((e: any) => e.seq)).toEqual([3, 4]);
+    const mixed = await json(
+      await t.http(`/v1/sessions/${s.id}/events?after_seq=5&limit=2&page=${first.body.next_page}`),
+    );
+    expect(mixed.body.data.map((e: any) => e.seq)).toEqual([6, 7]);
     const msgs = await json(await t.http(`/v1/sessions/${s.id}/events?types[]=user.message`));
     expect(msgs.body.data.map((e: any) => e.content[0].text)).toEqual(['one', 'two']);
     // Every event carries the spec's fields beside the SDK's flat ones.
