@@ -7,30 +7,14 @@
  * ("one-minute schedule", "exactly once").
  */
 import type { Logger, TickResult } from '@agentfleet/core';
-
-export interface RunningScheduler {
-  stop(): Promise<void>;
-}
+import { startScanTimer, type ScanTimer } from './scanTimer.js';
 
 export function startDeploymentScheduler(opts: {
   tick: () => Promise<TickResult>;
   tickMs: number;
   log: Logger;
-}): RunningScheduler {
-  if (opts.tickMs <= 0) return { stop: async () => {} };
-  let running: Promise<unknown> | null = null;
-  const timer = setInterval(() => {
-    if (running) return;
-    running = opts
-      .tick()
-      .catch((err) => opts.log.warn('deployment scheduler: tick failed', { error: String(err) }))
-      .finally(() => (running = null));
-  }, opts.tickMs);
-  timer.unref?.();
-  return {
-    async stop() {
-      clearInterval(timer);
-      await running;
-    },
-  };
+}): ScanTimer {
+  return startScanTimer(opts.tickMs, opts.tick, (err) =>
+    opts.log.warn('deployment scheduler: tick failed', { error: String(err) }),
+  );
 }

@@ -26,7 +26,11 @@ export async function startDreamRunner(opts: {
       await dreams.claimAndRun(cmd.payload.tenant_id, cmd.payload.dream_id);
     },
   });
-  const scans = startScanTimer(opts.scanMs, () => dreams.sweep(), opts.log, 'dream scan failed');
+  const scans = startScanTimer(
+    opts.scanMs,
+    () => dreams.sweep(),
+    (err) => opts.log.error('dream scan failed', { err: String(err) }),
+  );
   return {
     stop: async () => {
       await scans.stop();

@@ -28,8 +28,7 @@ export async function startWebhookSender(opts: {
   const scans = startScanTimer(
     opts.scanMs,
     () => webhooks.sweep(),
-    opts.log,
-    'webhook scan failed',
+    (err) => opts.log.error('webhook scan failed', { err: String(err) }),
   );
   return {
     async stop() {
