@@ -27,7 +27,7 @@ import {
 import { loadDeploymentCa, writeSandboxTrust } from '../egress/ca.js';
 import type { SandboxTrust } from './shared.js';
 import { sessionHostPolicy } from '../egress/proxy/policy.js';
-import { createEgressPolicy } from '../egress/policy.js';
+import type { EgressPolicy } from '../egress/policy.js';
 import { webFetch, webSearch, type WebSearchBackend } from '../tools/web.js';
 import { vaultEgressCredentials, type SessionVaults } from '../egress/injection/vaultInjection.js';
 import { CLI_REGISTRY, type CliRegistry } from '../egress/cliRegistry.js';
@@ -39,6 +39,8 @@ import type { SandboxDriverWiring, SandboxRuntime } from './runtime.js';
  */
 export interface ProxyDeps extends SessionVaults {
   config: Pick<Config, 'egress' | 'sandbox'>;
+  /** The deployment's egress policy (the one every tenant-URL request of the platform checks). */
+  egress: { policy: EgressPolicy };
   collections: Collections;
   store: DocumentStore;
   secrets: SecretBox;
@@ -66,7 +68,7 @@ export class ProxyRegistry {
       idle: NodeJS.Timeout | null;
     }
   >();
-  private readonly egress;
+  private readonly egress: EgressPolicy;
   /** Which hosts each cap_cli CLI talks to (setCliRegistry replaces it). */
   cliRegistry: CliRegistry = CLI_REGISTRY;
   /** Who says which request gets which credential: the session's vaults (setCredentialLookup replaces it). */
@@ -79,7 +81,7 @@ export class ProxyRegistry {
     /** What upstream TLS trusts (egress/ca.ts upstreamTrust), read by the caller at start. */
     private readonly upstream: tls.SecureContext,
   ) {
-    this.egress = createEgressPolicy({ allowPrivateHosts: p.config.egress.allowPrivateHosts });
+    this.egress = p.egress.policy;
     this.lookup = this.vaultLookup();
     mkdirSync(dir, { recursive: true, mode: 0o700 });
   }
