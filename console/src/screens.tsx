@@ -1,0 +1,185 @@
+import { useQuery, useQueryClient } from '@tanstack/react-query';
+import { useState, type ReactNode } from 'react';
+import { gql } from './api';
+
+type Row = {
+  id: string;
+  name?: string;
+  title?: string | null;
+  status?: string;
+  createdAt?: string;
+};
+
+export function Status({
+  q,
+  empty,
+  children,
+}: {
+  q: { isPending: boolean; isError: boolean; error: Error | null; data?: unknown };
+  empty: boolean;
+  children: ReactNode;
+}) {
+  if (q.isPending) return <p role="status">Loading…</p>;
+  if (q.isError)
+    return (
+      <p className="error" role="alert">
+        {q.error?.message}
+      </p>
+    );
+  if (empty) return <p>Nothing here yet.</p>;
+  return <>{children}</>;
+}
+
+const LIST = `query { agents(limit: 50) { nodes { id name } } environments(limit: 50) { nodes { id name } }
+  sessions(limit: 20) { nodes { id title status createdAt } } }`;
+type Lists = {
+  agents: { nodes: Row[] };
+  environments: { nodes: Row[] };
+  sessions: { nodes: Row[] };
+};
+const useLists = () => useQuery({ queryKey: ['lists'], queryFn: () => gql<Lists>(LIST) });
+
+export function Dashboard() {
+  const q = useLists();
+  const d = q.data;
+  const running = d?.sessions.nodes.filter((s) => s.status === 'running') ?? [];
+  return (
+    <section>
+      <h1>Dashboard</h1>
+      <Status q={q} empty={false}>
+        <ul>
+          <li>Agents: {d?.agents.nodes.length}</li>
+          <li>Environments: {d?.environments.nodes.length}</li>
+          <li>Sessions: {d?.sessions.nodes.length}</li>
+          <li>Running sessions: {running.length}</li>
+        </ul>
+        <h2>Recent sessions</h2>
+        <SessionList rows={d?.sessions.nodes ?? []} />
+      </Status>
+    </section>
+  );
+}
+
+function SessionList({ rows }: { rows: Row[] }) {
+  if (!rows.length) return <p>No sessions yet.</p>;
+  return (
+    <ul>
+      {rows.map((s) => (
+        <li key={s.id}>
+          <a href={`#/sessions/${encodeURIComponent(s.id)}`}>{s.title || s.id}</a> — {s.status}
+        </li>
+      ))}
+    </ul>
+  );
+}
+
+function CreateForm({
+  fields,
+  mutation,
+  label,
+}: {
+  fields: Array<[string, string, string]>;
+  mutation: string;
+  label: string;
+}) {
+  const qc = useQueryClient();
+  const [error, setError] = useState('');
+  const submit = async (e: React.FormEvent<HTMLFormElement>) => {
+    e.preventDefault();
+    const form = e.currentTarget;
+    const input = Object.fromEntries(new FormData(form).entries());
+    setError('');
+    try {
+      await gql(`mutation ($input: JSON!) { ${mutation}(input: $input) { id } }`, { input });
+      form.reset();
+      await qc.invalidateQueries({ queryKey: ['lists'] });
+    } catch (err) {
+      setError((err as Error).message);
+    }
+  };
+  return (
+    <form onSubmit={submit} aria-label={label}>
+      {fields.map(([name, text, value]) => (
+        <label key={name}>
+          {text}
+          <input name={name} defaultValue={value} required />
+        </label>
+      ))}
+      <button type="submit">{label}</button>
+      {error && (
+        <p className="error" role="alert">
+          {error}
+        </p>
+      )}
+    </form>
+  );
+}
+
+export function Agents() {
+  const q = useLists();
+  return (
+    <section>
+      <h1>Agents</h1>
+      <Status q={q} empty={!q.data?.agents.nodes.length}>
+        <ul>
+          {q.data?.agents.nodes.map((a) => (
+            <li key={a.id}>
+              {a.name} ({a.id})
+            </li>
+          ))}
+        </ul>
+      </Status>
+      <CreateForm
+        label="Create agent"
+        mutation="createAgent"
+        fields={[
+          ['name', 'Name', ''],
+          ['model', 'Model', 'claude-sonnet-4-5'],
+        ]}
+      />
+    </section>
+  );
+}
+
+export function Environments() {
+  const q = useLists();
+  return (
+    <section>
+      <h1>Environments</h1>
+      <Status q={q} empty={!q.data?.environments.nodes.length}>
+        <ul>
+          {q.data?.environments.nodes.map((a) => (
+            <li key={a.id}>
+              {a.name} ({a.id})
+            </li>
+          ))}
+        </ul>
+      </Status>
+      <CreateForm
+        label="Create environment"
+        mutation="createEnvironment"
+        fields={[['name', 'Name', '']]}
+      />
+    </section>
+  );
+}
+
+export function Sessions() {
+  const q = useLists();
+  return (
+    <section>
+      <h1>Sessions</h1>
+      <Status q={q} empty={false}>
+        <SessionList rows={q.data?.sessions.nodes ?? []} />
+      </Status>
+      <CreateForm
+        label="Start session"
+        mutation="createSession"
+        fields={[
+          ['agent', 'Agent id', ''],
+          ['environment_id', 'Environment id', ''],
+        ]}
+      />
+    </section>
+  );
+}
