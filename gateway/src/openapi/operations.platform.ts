@@ -31,6 +31,24 @@ import { json, CardId, KeyId, type OperationDoc } from './operationHelpers.js';
 
 export const META_OPERATIONS: Record<string, OperationDoc> = {
   // ---- ops and meta
+  'GET /': {
+    operationId: 'consoleRoot',
+    summary: 'Redirects to the web console (/console/)',
+    tag: 'ops',
+    ok: { status: 302, description: 'Redirect to /console/.', content: {} },
+  },
+  'GET /console': {
+    operationId: 'consoleIndex',
+    summary: 'Redirects to /console/',
+    tag: 'ops',
+    ok: { status: 302, description: 'Redirect to /console/.', content: {} },
+  },
+  'GET /console/*': {
+    operationId: 'consoleFiles',
+    summary: 'The web console (static files; other paths answer its index.html)',
+    tag: 'ops',
+    ok: { description: 'An HTML page or a static asset.', content: { 'text/html': null } },
+  },
   'GET /healthz': {
     operationId: 'health',
     summary: 'Liveness',
