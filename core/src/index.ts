@@ -42,6 +42,8 @@ export { eventSpillPrefix, SPILL_THRESHOLD_BYTES } from './events/spill.js';
 export * from './sessions/sessions.js';
 export { TurnState, idleClearsPending, remainderIdle, turnIdle } from './sessions/turnState.js';
 export * from './auth/auth.js';
+export * from './console/console.js';
+export type * from './console/records.js';
 export * from './files/files.js';
 export {
   awaitsWorker,

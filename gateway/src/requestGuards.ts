@@ -8,11 +8,12 @@ import {
 import { queryProblem } from './http.js';
 import { ProxiedClients, trustedProxies } from './connectionGuard.js';
 import type { GatewayServices } from './services.js';
+import { authenticateCookie, consoleCookie } from './consoleAuth.js';
 
 /** The rate limits' configuration and their shared counters. */
 export type RateLimits = Pick<GatewayServices, 'config' | 'coordination'>;
 /** Who a presented credential is: API keys, and the Work API's claimed-session bearers. */
-export type Authenticators = Pick<GatewayServices, 'auth' | 'work'>;
+export type Authenticators = Pick<GatewayServices, 'auth' | 'work' | 'console'>;
 
 /**
  * The gateway's request guards, run in the onRequest hook before any route (REST, GraphQL,
@@ -118,6 +119,9 @@ export async function authenticateRequest(
   reply: FastifyReply,
 ): Promise<Principal> {
   const key = presentedKey(req);
+  // No key but a console cookie: the console session's principal (./consoleAuth.ts).
+  const cookie = key ? undefined : consoleCookie(req);
+  if (cookie) return authenticateCookie(p, req, cookie);
   if (!key) throw new ApiError('unauthorized', 'missing x-api-key header');
   // A Work claim's sessions_token (Bearer only) resolves to its live claim (./claimedSession.ts).
   const claimToken = isSessionsToken(key) && req.headers['x-api-key'] === undefined;

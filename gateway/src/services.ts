@@ -1,6 +1,7 @@
 import type {
   AgentService,
   AuthService,
+  ConsoleService,
   CommandBus,
   Config,
   Coordination,
@@ -39,6 +40,8 @@ export interface GatewayServices {
   coordination: Pick<Coordination, 'healthy' | 'rateLimiter'>;
   metrics: PlatformMetrics;
   auth: AuthService;
+  /** Console sign-in sessions (cookie): core/src/console. */
+  console: ConsoleService;
   agents: AgentService;
   environments: EnvironmentService;
   vaults: VaultService;

@@ -33,6 +33,7 @@
 import {
   AgentService,
   AuthService,
+  ConsoleService,
   collectionsMemorySource,
   createEgressPolicy,
   createLogger,
@@ -105,6 +106,7 @@ export interface Platform {
   collections: Collections;
   secrets: SecretBox;
   auth: AuthService;
+  console: ConsoleService;
   agents: AgentService;
   environments: EnvironmentService;
   /** Vaults and credentials; `credentialForHost` is the proxies' live lookup. */
@@ -233,6 +235,11 @@ export async function createPlatform(config: Config, adapters: Adapters): Promis
   );
   const auth = new AuthService(collections, config.operatorKeyHash);
   await auth.bootstrap();
+  const console_ = new ConsoleService(
+    collections,
+    auth,
+    config.consoleSessionSecret ?? config.rootSecret,
+  );
   const vaults = new VaultService(collections, secrets);
   const mcpProxy = new McpProxy({
     collections,
@@ -333,6 +340,7 @@ export async function createPlatform(config: Config, adapters: Adapters): Promis
     collections,
     secrets,
     auth,
+    console: console_,
     agents,
     environments,
     vaults,

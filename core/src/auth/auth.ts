@@ -19,6 +19,8 @@ export interface Principal {
    * claim it resolved to on this request. Its capabilities: gateway/src/claimedSession.ts.
    */
   claim?: SessionClaim;
+  /** Set for a console cookie (core/src/console): its session, role and CSRF token. */
+  console?: { sessionId: string; role: 'admin' | 'member' | 'viewer'; csrf: string };
 }
 
 export const DEFAULT_TENANT = 'tnt_default';

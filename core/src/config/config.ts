@@ -27,6 +27,7 @@
  *   passed (test/e2e/server/operator-key.test.ts 'loadConfig writes nothing').
  */
 import { Type, type Static, type TObject } from '@sinclair/typebox';
+import { ConsoleSection } from './console.js';
 import { HttpSection } from './http.js';
 import {
   LimitsSection,
@@ -57,6 +58,7 @@ export const CONFIG_SECTIONS: { title: string; schema: TObject }[] = [
   { title: 'Deployments and dreams', schema: SchedulesSection },
   { title: 'Webhooks', schema: WebhooksSection },
   { title: 'Fleet mode', schema: FleetSection },
+  { title: 'Console', schema: ConsoleSection },
 ];
 
 export const ConfigSchema = Type.Object({
@@ -72,6 +74,7 @@ export const ConfigSchema = Type.Object({
   ...SchedulesSection.properties,
   ...WebhooksSection.properties,
   ...FleetSection.properties,
+  ...ConsoleSection.properties,
 });
 
 export type Config = Static<typeof ConfigSchema>;

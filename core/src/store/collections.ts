@@ -33,6 +33,7 @@ import type { ModelCardDoc } from '../models/records.js';
 import type { FileDoc } from '../files/records.js';
 import type { VaultDoc, VaultCredentialDoc } from '../vaults/records.js';
 import type { WorkPollerDoc } from '../work/records.js';
+import type { ConsoleSessionDoc } from '../console/records.js';
 
 /**
  * Where a tenant's documents live. One store for everything (embedded, or MongoDB without
@@ -225,6 +226,11 @@ export const COLLECTIONS = {
       { fields: { tenant_id: 1, name: 1 }, unique: true },
     ],
   },
+  /** Console sign-ins (core/src/console), in the control store: a cookie names no tenant. */
+  consoleSessions: {
+    name: 'console_sessions',
+    indexes: [{ fields: { user_id: 1 } }, { fields: { tenant_id: 1, key_id: 1 } }],
+  },
   /** Published skill versions; `_id` is `<skill_id>/<version>`. */
   skillVersions: {
     name: 'skill_versions',
@@ -238,6 +244,7 @@ export function openCollections(router: StoreRouter) {
   return {
     tenants: router.control.collection<TenantDoc>(COLLECTIONS.tenants),
     apiKeys: router.control.collection<ApiKeyDoc>(COLLECTIONS.apiKeys),
+    consoleSessions: router.control.collection<ConsoleSessionDoc>(COLLECTIONS.consoleSessions),
     agents: t<AgentDoc>(COLLECTIONS.agents),
     agentVersions: t<AgentVersionDoc>(COLLECTIONS.agentVersions),
     environments: t<EnvironmentDoc>(COLLECTIONS.environments),
