@@ -54,6 +54,21 @@ describe('console key sign-in', () => {
     expect(((await me.json()) as { csrf_token: string }).csrf_token).toBe(s.body.csrf_token);
   });
 
+  it("a tenant API key signs in as that tenant's admin, and the cookie sees only that tenant", async () => {
+    const other = await t.newTenant('console-tenant');
+    const s = await signIn(other.apiKey);
+    expect(s.res.status).toBe(200);
+    expect(s.body).toMatchObject({
+      operator: false,
+      role: 'admin',
+      tenant: { name: 'console-tenant' },
+    });
+    const list = await withCookie(s.cookie, '/v1/agents');
+    expect(list.status).toBe(200);
+    expect(list.headers.get('anthropic-workspace-id')).toBe(s.body.tenant.id);
+    expect(s.body.tenant.id).not.toBe('tnt_default');
+  });
+
   it('a bad key is 401 and sets no cookie', async () => {
     const s = await signIn('afk_not-a-key');
     expect(s.res.status).toBe(401);
