@@ -19,6 +19,7 @@ import { SKILL_SOURCE_OPERATIONS } from './operations.skillSources.js';
 import { MEMORY_SEARCH_OPERATIONS } from './operations.memorySearch.js';
 import { MEMORY_STORE_OPERATIONS } from './operations.memoryStores.js';
 import { DREAM_OPERATIONS } from './operations.dreams.js';
+import { CONSOLE_OPERATIONS } from './operations.console.js';
 
 export type { OperationDoc } from './operationHelpers.js';
 
@@ -38,5 +39,6 @@ export const OPERATIONS: Readonly<Record<string, OperationDoc>> = {
   ...MEMORY_SEARCH_OPERATIONS,
   ...MEMORY_STORE_OPERATIONS,
   ...DREAM_OPERATIONS,
+  ...CONSOLE_OPERATIONS,
 };
 export const operationKey = (method: string, url: string) => `${method} ${url}`;

@@ -258,7 +258,10 @@ describe('tenant isolation over the route table', () => {
 
       if (r.public) {
         const res = await call(r, path, null, body);
-        if (res.status === 401) failures.push(`${what}: public route answered 401`);
+        // A public route that takes a credential in its body (console key sign-in) documents
+        // its 401; any other public route answering 401 is a failure.
+        if (res.status === 401 && !opOf(r)?.responses?.['401'])
+          failures.push(`${what}: public route answered 401`);
         continue;
       }
       // No key, and a key nobody issued: 401 in the error shape.
