@@ -59,7 +59,13 @@ export const CONSOLE_OPERATIONS: Record<string, OperationDoc> = {
       example: { api_key: 'afk_example' },
     },
     ok: { description: 'Signed in; the cookie is set.', content: json(Me) },
-    more: { 401: { description: 'The key does not resolve.', content: json(ErrorBody) } },
+    more: {
+      401: { description: 'The key does not resolve.', content: json(ErrorBody) },
+      429: {
+        description: 'Too many failed authentications from this address or from all (Retry-After).',
+        content: json(ErrorBody),
+      },
+    },
   },
   'GET /v1/svc/console/me': {
     operationId: 'consoleMe',

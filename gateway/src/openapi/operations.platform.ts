@@ -47,7 +47,17 @@ export const META_OPERATIONS: Record<string, OperationDoc> = {
     operationId: 'consoleFiles',
     summary: 'The web console (static files; other paths answer its index.html)',
     tag: 'ops',
-    ok: { description: 'An HTML page or a static asset.', content: { 'text/html': null } },
+    params: { filename: Type.String({ minLength: 1 }), nested_path: Type.String() },
+    ok: {
+      description: 'An HTML page (index.html for any path not under assets/) or a built asset.',
+      content: { 'text/html': null, 'text/javascript': null, 'text/css': null },
+    },
+    more: {
+      404: {
+        description: 'No such built asset, or no build (the text says to run npm run build).',
+        content: { 'text/plain': null },
+      },
+    },
   },
   'GET /healthz': {
     operationId: 'health',
