@@ -115,54 +115,59 @@ function CreateForm({
   );
 }
 
-export function Agents() {
+type Named = { id: string; name?: string };
+
+/** A resource list with its create form: the agents and environments screens. */
+function ResourceScreen(props: {
+  title: string;
+  items: (data: ReturnType<typeof useLists>['data']) => Named[] | undefined;
+  create: { label: string; mutation: string; fields: Array<[string, string, string]> };
+}) {
   const q = useLists();
+  const items = props.items(q.data);
   return (
     <section>
-      <h1>Agents</h1>
-      <Status q={q} empty={!q.data?.agents.nodes.length}>
+      <h1>{props.title}</h1>
+      <Status q={q} empty={!items?.length}>
         <ul>
-          {q.data?.agents.nodes.map((a) => (
+          {items?.map((a) => (
             <li key={a.id}>
               {a.name} ({a.id})
             </li>
           ))}
         </ul>
       </Status>
-      <CreateForm
-        label="Create agent"
-        mutation="createAgent"
-        fields={[
-          ['name', 'Name', ''],
-          ['model', 'Model', 'claude-sonnet-4-5'],
-        ]}
-      />
+      <CreateForm {...props.create} />
     </section>
   );
 }
 
-export function Environments() {
-  const q = useLists();
-  return (
-    <section>
-      <h1>Environments</h1>
-      <Status q={q} empty={!q.data?.environments.nodes.length}>
-        <ul>
-          {q.data?.environments.nodes.map((a) => (
-            <li key={a.id}>
-              {a.name} ({a.id})
-            </li>
-          ))}
-        </ul>
-      </Status>
-      <CreateForm
-        label="Create environment"
-        mutation="createEnvironment"
-        fields={[['name', 'Name', '']]}
-      />
-    </section>
-  );
-}
+export const Agents = () => (
+  <ResourceScreen
+    title="Agents"
+    items={(d) => d?.agents.nodes}
+    create={{
+      label: 'Create agent',
+      mutation: 'createAgent',
+      fields: [
+        ['name', 'Name', ''],
+        ['model', 'Model', 'claude-sonnet-4-5'],
+      ],
+    }}
+  />
+);
+
+export const Environments = () => (
+  <ResourceScreen
+    title="Environments"
+    items={(d) => d?.environments.nodes}
+    create={{
+      label: 'Create environment',
+      mutation: 'createEnvironment',
+      fields: [['name', 'Name', '']],
+    }}
+  />
+);
 
 export function Sessions() {
   const q = useLists();
