@@ -22,6 +22,7 @@ const SECRETS = {
   WEB_SEARCH_API_KEY: 'search-key-0123456789-distinct',
   NOMAD_TOKEN: 'nomad-token-0123456789-distinct',
   SVC_MANAGED_AGENTS_WEBHOOK_SIGNING_KEY: `whsec_${Buffer.from('signing-key-0123456789').toString('base64')}`,
+  CONSOLE_SESSION_SECRET: 'console-secret-0123456789-0123456789-distinct',
 };
 const FULL = {
   DATA_DIR,
