@@ -123,7 +123,7 @@ export async function buildApp(p: GatewayServices, opts: AppOptions): Promise<Fa
   recordRoutes(app);
 
   registerJsonParser(app);
-  registerRequestGuards(app, p);
+  const failures = registerRequestGuards(app, p);
 
   // Callback-style hooks (no promise per request); routeCfg was read by the onRequest guard.
   app.addHook('preHandler', (req, _reply, done) => {
@@ -190,7 +190,7 @@ export async function buildApp(p: GatewayServices, opts: AppOptions): Promise<Fa
   await mcpProxyRoutes(app, p);
   fileRoutes(app, opts.files ?? p);
   skillRoutes(app, p);
-  consoleSignInRoutes(app, p);
+  consoleSignInRoutes(app, p, failures);
   consoleRoutes(app);
   for (const plugin of opts.plugins ?? []) await plugin(app, p, streams);
   openApiRoute(app);

@@ -129,6 +129,28 @@ export async function authenticateRequest(
     ? await claimedSessionPrincipal(p.work, key)
     : await p.auth.authenticate(key);
   if (principal) return principal;
+  return refuseUnknownCredential(
+    failures,
+    req,
+    reply,
+    claimToken
+      ? 'invalid sessions token (unknown, or its work item was claimed again since)'
+      : 'invalid API key',
+  );
+}
+
+/**
+ * A presented credential that did not resolve: counted as a failed authentication of the
+ * client address (and of all addresses), then 429 with Retry-After once a budget is spent,
+ * else 401 with `message`. Every credential check takes this one path: the guard's keys and
+ * the console's key sign-in (./routes/console.ts) share one limiter per app.
+ */
+export async function refuseUnknownCredential(
+  failures: AuthFailureLimiter,
+  req: FastifyRequest,
+  reply: FastifyReply,
+  message: string,
+): Promise<never> {
   const refusal = await failures.fail(req.ip);
   if (refusal) {
     reply.header('retry-after', refusal.seconds);
@@ -139,12 +161,7 @@ export async function authenticateRequest(
         : `too many failed authentications from all addresses (limit ${refusal.limit} per minute); retry after ${refusal.seconds} s`,
     );
   }
-  throw new ApiError(
-    'unauthorized',
-    claimToken
-      ? 'invalid sessions token (unknown, or its work item was claimed again since)'
-      : 'invalid API key',
-  );
+  throw new ApiError('unauthorized', message);
 }
 
 const WORKSPACE_HEADERS = ['anthropic-workspace-id', 'vendor-workspace-id'] as const;

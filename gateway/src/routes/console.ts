@@ -4,15 +4,19 @@
  * proved by test/e2e/console/console-auth.test.ts.
  */
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import { ApiError, type ConsoleSessionDoc } from '@agentfleet/core';
+import { ApiError, type AuthFailureLimiter, type ConsoleSessionDoc } from '@agentfleet/core';
 import { setCookieHeader } from '../consoleAuth.js';
-import { authFailureLimiter } from '../requestGuards.js';
+import { refuseUnknownCredential } from '../requestGuards.js';
 import type { GatewayServices } from '../services.js';
 
-type ConsoleServices = Pick<GatewayServices, 'console' | 'config' | 'coordination'>;
+type ConsoleServices = Pick<GatewayServices, 'console' | 'config'>;
 
-export function consoleSignInRoutes(app: FastifyInstance, p: ConsoleServices) {
-  const failures = authFailureLimiter(p);
+/** `failures`: the app's failed-authentication limiter (the one the request guards count in). */
+export function consoleSignInRoutes(
+  app: FastifyInstance,
+  p: ConsoleServices,
+  failures: AuthFailureLimiter,
+) {
   const session = async (req: FastifyRequest): Promise<ConsoleSessionDoc> => {
     const id = req.principal.console?.sessionId;
     const s = id ? await p.console.session(id) : null;
@@ -33,20 +37,13 @@ export function consoleSignInRoutes(app: FastifyInstance, p: ConsoleServices) {
     if (typeof key !== 'string' || key.length === 0)
       throw new ApiError('invalid_request', 'api_key: a string is required', { field: 'api_key' });
     const s = await p.console.signInWithKey(key);
-    if (!s) {
-      const refusal = await failures.fail(req.ip);
-      if (refusal) {
-        reply.header('retry-after', refusal.seconds);
-        throw new ApiError(
-          'rate_limited',
-          `too many failed authentications; retry after ${refusal.seconds} s`,
-        );
-      }
-      throw new ApiError(
-        'unauthorized',
+    if (!s)
+      return refuseUnknownCredential(
+        failures,
+        req,
+        reply,
         'invalid API key (environment service keys cannot sign in)',
       );
-    }
     const maxAge = Math.floor((Date.parse(s.max_expires_at) - Date.now()) / 1000);
     reply.header('set-cookie', setCookieHeader(p, await p.console.cookieValue(s), maxAge));
     return p.console.me(s);
