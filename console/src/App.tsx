@@ -1,8 +1,91 @@
 import { useQuery, useQueryClient } from '@tanstack/react-query';
-import { useEffect, useState } from 'react';
+import { useContext, useEffect, useState } from 'react';
 import { rest, setCsrf, resetSse, type Me, ApiError } from './api';
 import { Agents, Dashboard, Environments, Sessions } from './screens';
 import { SessionView } from './SessionView';
+import { AgentDetail } from './screens/agentDetail';
+import { ApiKeys, ModelCards, Tenants } from './screens/admin';
+import { MemoryStoreDetail, MemoryStores } from './screens/memory';
+import { Members } from './screens/members';
+import { DeploymentDetail, Deployments, Files, WebhookDetail, Webhooks } from './screens/ops';
+import { SkillDetail, Skills } from './screens/skills';
+import { VaultDetail, Vaults } from './screens/vaults';
+import { MeContext } from './ui';
+
+type Screen = (p: { id: string }) => React.ReactNode;
+type ListScreen = () => React.ReactNode;
+/** List screens by route, and detail screens by the list route they sit under. */
+const LISTS: Record<string, ListScreen> = {
+  '/agents': Agents,
+  '/environments': Environments,
+  '/sessions': Sessions,
+  '/deployments': Deployments,
+  '/files': Files,
+  '/skills': Skills,
+  '/memory_stores': MemoryStores,
+  '/vaults': Vaults,
+  '/model_cards': ModelCards,
+  '/api_keys': ApiKeys,
+  '/webhooks': Webhooks,
+  '/members': Members,
+  '/tenants': Tenants,
+};
+const DETAILS: Record<string, Screen> = {
+  sessions: SessionView,
+  agents: AgentDetail,
+  vaults: VaultDetail,
+  skills: SkillDetail,
+  memory_stores: MemoryStoreDetail,
+  deployments: DeploymentDetail,
+  webhooks: WebhookDetail,
+};
+
+/** The header's links, grouped; Tenants only for the operator. */
+const NAV: Array<[string, Array<[string, string]>]> = [
+  [
+    'Run',
+    [
+      ['/', 'Dashboard'],
+      ['/sessions', 'Sessions'],
+      ['/deployments', 'Deployments'],
+      ['/files', 'Files'],
+    ],
+  ],
+  [
+    'Build',
+    [
+      ['/agents', 'Agents'],
+      ['/environments', 'Environments'],
+      ['/skills', 'Skills'],
+      ['/memory_stores', 'Memory stores'],
+    ],
+  ],
+  [
+    'Connect',
+    [
+      ['/vaults', 'Vaults'],
+      ['/model_cards', 'Model cards'],
+      ['/webhooks', 'Webhooks'],
+    ],
+  ],
+  [
+    'Access',
+    [
+      ['/api_keys', 'API keys'],
+      ['/members', 'Members'],
+      ['/tenants', 'Tenants'],
+    ],
+  ],
+];
+
+function screenFor(path: string): React.ReactNode {
+  const List = LISTS[path];
+  if (List) return <List />;
+  const m = /^\/([a-z_]+)\/(.+)$/.exec(path);
+  const Detail = m && DETAILS[m[1]!];
+  if (Detail) return <Detail id={decodeURIComponent(m[2]!)} />;
+  return <Dashboard />;
+}
 
 function useHash(): string {
   const [hash, setHash] = useState(location.hash.slice(1) || '/');
@@ -46,38 +129,80 @@ export function App() {
     location.hash = '/';
     qc.invalidateQueries({ queryKey: ['me'] });
   };
-  const sessionMatch = /^\/sessions\/(.+)$/.exec(route);
+  const m = me.data;
+  const current = route === '/' ? '/' : `/${route.split('/')[1]}`;
   return (
-    <>
+    <MeContext.Provider value={m}>
       <header>
-        <strong>agentfleet</strong>
+        <strong className="brand">agentfleet</strong>
         <nav aria-label="Main">
-          <a href="#/">Dashboard</a>
-          <a href="#/agents">Agents</a>
-          <a href="#/environments">Environments</a>
-          <a href="#/sessions">Sessions</a>
+          {NAV.map(([group, links]) => (
+            <div className="nav-group" key={group} role="group" aria-label={group}>
+              <span className="nav-label" aria-hidden="true">
+                {group}
+              </span>
+              {links
+                .filter(([p]) => p !== '/tenants' || m.operator)
+                .map(([p, text]) => (
+                  <a key={p} href={`#${p}`} aria-current={current === p ? 'page' : undefined}>
+                    {text}
+                  </a>
+                ))}
+            </div>
+          ))}
         </nav>
-        <span>
-          {me.data.user?.email ?? 'operator'} · {me.data.tenant.name} ({me.data.role})
-        </span>
-        <button type="button" onClick={signOut}>
-          Sign out
-        </button>
+        <div className="who">
+          <span>
+            {m.user?.email ?? 'operator'} · {m.tenant.name} ({m.role})
+          </span>
+          <TenantSwitcher />
+          <button type="button" onClick={signOut}>
+            Sign out
+          </button>
+        </div>
       </header>
-      <main>
-        {sessionMatch ? (
-          <SessionView id={decodeURIComponent(sessionMatch[1]!)} />
-        ) : route === '/agents' ? (
-          <Agents />
-        ) : route === '/environments' ? (
-          <Environments />
-        ) : route === '/sessions' ? (
-          <Sessions />
-        ) : (
-          <Dashboard />
-        )}
-      </main>
-    </>
+      <main key={route}>{screenFor(route)}</main>
+    </MeContext.Provider>
+  );
+}
+
+/** Shown when the principal belongs to more than one tenant (me.memberships). */
+function TenantSwitcher() {
+  const qc = useQueryClient();
+  const me = useContext(MeContext);
+  const [error, setError] = useState('');
+  const list = me?.memberships ?? [];
+  if (list.length < 2) return null;
+  const change = async (e: React.ChangeEvent<HTMLSelectElement>) => {
+    setError('');
+    try {
+      await rest('/v1/svc/console/switch_tenant', {
+        method: 'POST',
+        json: { tenant_id: e.target.value },
+      });
+      resetSse();
+      qc.clear();
+      await qc.invalidateQueries({ queryKey: ['me'] });
+    } catch (err) {
+      setError((err as Error).message);
+    }
+  };
+  return (
+    <label className="switcher">
+      Tenant
+      <select value={me!.tenant.id} onChange={change}>
+        {list.map((t) => (
+          <option key={t.tenant_id} value={t.tenant_id}>
+            {t.tenant_name} ({t.role})
+          </option>
+        ))}
+      </select>
+      {error && (
+        <span className="error" role="alert">
+          {error}
+        </span>
+      )}
+    </label>
   );
 }
 

@@ -122,6 +122,8 @@ function ResourceScreen(props: {
   title: string;
   items: (data: ReturnType<typeof useLists>['data']) => Named[] | undefined;
   create: { label: string; mutation: string; fields: Array<[string, string, string]> };
+  /** The detail screen's route prefix, when the resource has one (e.g. '#/agents/'). */
+  detail?: string;
 }) {
   const q = useLists();
   const items = props.items(q.data);
@@ -132,7 +134,12 @@ function ResourceScreen(props: {
         <ul>
           {items?.map((a) => (
             <li key={a.id}>
-              {a.name} ({a.id})
+              {props.detail ? (
+                <a href={`${props.detail}${encodeURIComponent(a.id)}`}>{a.name}</a>
+              ) : (
+                a.name
+              )}{' '}
+              ({a.id})
             </li>
           ))}
         </ul>
@@ -145,6 +152,7 @@ function ResourceScreen(props: {
 export const Agents = () => (
   <ResourceScreen
     title="Agents"
+    detail="#/agents/"
     items={(d) => d?.agents.nodes}
     create={{
       label: 'Create agent',
