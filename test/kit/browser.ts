@@ -1,7 +1,8 @@
-import { existsSync, mkdirSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { chromium, type Browser } from 'playwright-core';
+import { chromium, type Browser, type Page } from 'playwright-core';
 
 /** Debian's chromium (.ci/run installs it); tests skip with BROWSER_SKIP when it is absent. */
 export const CHROMIUM = '/usr/bin/chromium';
@@ -22,4 +23,33 @@ export function screenshotDir(suite: string): string {
   const dir = join(tmpdir(), 'agentfleet-screenshots', suite);
   mkdirSync(dir, { recursive: true });
   return dir;
+}
+
+/** axe-core's source, read once (injected with page.evaluate: the console's CSP refuses inline scripts). */
+let axeSource: string | null = null;
+
+export type AxeFinding = { id: string; impact: string; help: string; nodes: string[] };
+
+/**
+ * Runs axe-core on the page as it stands and answers its violations of the given impacts
+ * (serious and critical by default), each with up to five of its nodes' selectors.
+ */
+export async function axeViolations(
+  page: Page,
+  impacts: string[] = ['serious', 'critical'],
+): Promise<AxeFinding[]> {
+  axeSource ??= readFileSync(createRequire(import.meta.url).resolve('axe-core/axe.min.js'), 'utf8');
+  // Strings, not functions: the page's globals (window, axe) are not in this tsconfig's lib.
+  if (!(await page.evaluate("typeof axe !== 'undefined'"))) await page.evaluate(axeSource);
+  const violations = (await page.evaluate(
+    "axe.run(document, { resultTypes: ['violations'] }).then((r) => r.violations)",
+  )) as Array<{ id: string; impact: string; help: string; nodes: Array<{ target: string[] }> }>;
+  return violations
+    .filter((v) => impacts.includes(v.impact))
+    .map((v) => ({
+      id: v.id,
+      impact: v.impact,
+      help: v.help,
+      nodes: v.nodes.slice(0, 5).map((n) => n.target.join(' ')),
+    }));
 }
