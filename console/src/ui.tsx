@@ -4,7 +4,12 @@ import { useInfiniteQuery, useQuery, useQueryClient, type QueryKey } from '@tans
 import { createContext, useContext, useState, type ReactNode } from 'react';
 import { ApiError, rest, type Me } from './api';
 
-export type Page<T> = { data: T[]; has_more: boolean; next_page?: string | null };
+export type Page<T> = {
+  data: T[];
+  has_more: boolean;
+  next_page?: string | null;
+  last_id?: string | null;
+};
 
 /** The signed-in principal, for the role gate and the operator-only screens. */
 export const MeContext = createContext<Me | null>(null);
@@ -21,15 +26,25 @@ const withQuery = (path: string, params: Record<string, string | undefined>) => 
 
 export const PAGE_SIZE = 20;
 
-/** A REST list read page by page (`limit`, then `page` = the previous answer's next_page). */
-export function usePaged<T>(path: string, opts: { enabled?: boolean } = {}) {
+/**
+ * A REST list read page by page: `limit`, then `page` = the previous answer's next_page, or
+ * (cursor 'after_id') `after_id` = the previous answer's last_id.
+ */
+export function usePaged<T>(
+  path: string,
+  opts: { enabled?: boolean; cursor?: 'page' | 'after_id' } = {},
+) {
+  const param = opts.cursor ?? 'page';
   return useInfiniteQuery({
     queryKey: [path],
     enabled: opts.enabled ?? true,
     initialPageParam: undefined as string | undefined,
     queryFn: ({ pageParam }) =>
-      rest<Page<T>>(withQuery(path, { limit: String(PAGE_SIZE), page: pageParam })),
-    getNextPageParam: (last) => (last.has_more && last.next_page ? last.next_page : undefined),
+      rest<Page<T>>(withQuery(path, { limit: String(PAGE_SIZE), [param]: pageParam })),
+    getNextPageParam: (last) => {
+      const next = param === 'page' ? last.next_page : last.last_id;
+      return last.has_more && next ? next : undefined;
+    },
   });
 }
 

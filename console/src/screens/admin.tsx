@@ -6,6 +6,7 @@ import {
   Action,
   ErrorText,
   Form,
+  notYet,
   PagedList,
   useCanWrite,
   useMe,
@@ -216,12 +217,16 @@ export function ApiKeys() {
   );
 }
 
+type Tenant = { id: string; name: string; created_at: string };
+
 /**
- * Operator only. The platform has no tenant listing route (GET /v1/svc/tenants answers 405),
- * so this screen creates tenants and shows each new one's first key once.
+ * Operator only: the deployment's tenants (GET /v1/svc/tenants, paged by after_id; a server
+ * without that route gets only the create form) and creating one, its first key shown once.
  */
 export function Tenants() {
   const me = useMe();
+  const q = usePaged<Tenant>('/v1/svc/tenants', { cursor: 'after_id', enabled: !!me?.operator });
+  const refresh = useRefresh();
   const [created, setCreated] = useState<{ tenant_id: string; api_key: string } | null>(null);
   if (!me?.operator)
     return (
@@ -233,12 +238,27 @@ export function Tenants() {
   return (
     <section>
       <h1>Tenants</h1>
-      <p>The platform has no tenant list to show; create a tenant here.</p>
       {created && (
         <ShownOnce
           title={`API key of tenant ${created.tenant_id}`}
           value={created.api_key}
           onDismiss={() => setCreated(null)}
+        />
+      )}
+      {q.isError && notYet(q.error) ? (
+        <p className="empty">This server does not list tenants; create one below.</p>
+      ) : (
+        <PagedList
+          q={q}
+          label="Tenants"
+          keyOf={(t) => t.id}
+          emptyText="No tenants yet."
+          row={(t) => (
+            <>
+              <strong>{t.name}</strong> <code>{t.id}</code> · created {when(t.created_at)}
+              {t.id === me.tenant.id && ' · this console'}
+            </>
+          )}
         />
       )}
       <Form
@@ -252,6 +272,7 @@ export function Tenants() {
               json: { name: v.name },
             }),
           );
+          await refresh('/v1/svc/tenants');
         }}
       />
     </section>
