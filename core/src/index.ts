@@ -44,6 +44,8 @@ export { TurnState, idleClearsPending, remainderIdle, turnIdle } from './session
 export * from './auth/auth.js';
 export * from './console/console.js';
 export type * from './console/records.js';
+export * from './console/members.js';
+export * from './console/identity.js';
 export * from './files/files.js';
 export {
   awaitsWorker,

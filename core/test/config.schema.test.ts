@@ -23,10 +23,20 @@ const SECRETS = {
   NOMAD_TOKEN: 'nomad-token-0123456789-distinct',
   SVC_MANAGED_AGENTS_WEBHOOK_SIGNING_KEY: `whsec_${Buffer.from('signing-key-0123456789').toString('base64')}`,
   CONSOLE_SESSION_SECRET: 'console-secret-0123456789-0123456789-distinct',
+  OIDC_CLIENT_SECRET: 'oidc-client-secret-0123456789-distinct',
+  GITHUB_OAUTH_CLIENT_SECRET: 'github-client-secret-0123456789-distinct',
+};
+/** The identity providers' other settings (each client secret needs them). */
+const IDP = {
+  PUBLIC_URL: 'https://agents.example',
+  OIDC_ISSUER: 'https://idp.example',
+  OIDC_CLIENT_ID: 'agentfleet',
+  GITHUB_OAUTH_CLIENT_ID: 'Iv1.example',
 };
 const FULL = {
   DATA_DIR,
   ...SECRETS,
+  ...IDP,
   WEB_SEARCH_URL: 'https://search.example/api',
   NOMAD_ADDR: 'http://127.0.0.1:4646',
   SVC_MANAGED_AGENTS_WEBHOOK_URL: 'https://hooks.example/ops',
@@ -53,7 +63,7 @@ const settings = [...settingsByEnv(CONFIG_SECTIONS.map((s) => s.schema))];
 
 describe('configuration schema', () => {
   it('loadConfig returns the shape of the inferred Config type (defaults and every group set)', () => {
-    for (const env of [{ DATA_DIR, ...SECRETS }, FULL]) {
+    for (const env of [{ DATA_DIR, ...SECRETS, ...IDP }, FULL]) {
       const config = loadConfig('all', env);
       expect([...Value.Errors(ConfigSchema, config)].map((e) => `${e.path}: ${e.message}`)).toEqual(
         [],
@@ -93,6 +103,8 @@ describe('configuration schema', () => {
     const r = redactedConfig(loadConfig('all', FULL)) as any;
     expect(r.operatorKeyHash).toBe('[redacted]');
     expect(r.rootSecret).toBe('[redacted]');
+    expect(r.oidcClientSecret).toBe('[redacted]');
+    expect(r.githubOAuthClientSecret).toBe('[redacted]');
     expect(r.vendor).toEqual({ apiKey: '[redacted]' });
     expect(r.sandbox.webSearch).toEqual({
       url: 'https://search.example/api',
@@ -107,6 +119,19 @@ describe('configuration schema', () => {
     const unset = redactedConfig(loadConfig('all', { DATA_DIR })) as any;
     expect('rootSecret' in unset || 'operatorKeyHash' in unset).toBe(false);
     expect(unset.vendor).toBeNull();
+  });
+
+  it('an identity provider needs all its settings and PUBLIC_URL; its URLs are https', () => {
+    expect(problemsOf({ OIDC_ISSUER: 'https://idp.example' })).toEqual([
+      'OIDC_ISSUER, OIDC_CLIENT_ID and OIDC_CLIENT_SECRET are set together',
+      'PUBLIC_URL is required with an identity provider (OIDC_* or GITHUB_OAUTH_*): it is where sign-in callbacks return',
+    ]);
+    expect(problemsOf({ ...IDP, ...SECRETS, OIDC_ISSUER: 'http://idp.example' })).toEqual([
+      'OIDC_ISSUER must be an https:// URL (the OpenID provider, discovered at /.well-known/openid-configuration)',
+    ]);
+    expect(problemsOf({ GITHUB_OAUTH_CLIENT_ID: 'x' })).toContain(
+      'GITHUB_OAUTH_CLIENT_ID and GITHUB_OAUTH_CLIENT_SECRET are set together',
+    );
   });
 
   it('the secret settings are the deployment secrets, marked in the docs table', () => {

@@ -25,6 +25,7 @@ import { workRoutes } from './routes/work.js';
 import { fileRoutes, type FileServices } from './routes/files.js';
 import { skillRoutes } from './routes/skills.js';
 import { consoleSignInRoutes } from './routes/console.js';
+import { consoleMemberRoutes } from './routes/consoleMembers.js';
 import { consoleRoutes } from './console.js';
 import { openApiRoute, recordRoutes } from './openapi/index.js';
 import { frameworkErrors, MAX_PARAM_LENGTH } from './frameworkErrors.js';
@@ -191,6 +192,7 @@ export async function buildApp(p: GatewayServices, opts: AppOptions): Promise<Fa
   fileRoutes(app, opts.files ?? p);
   skillRoutes(app, p);
   consoleSignInRoutes(app, p, failures);
+  consoleMemberRoutes(app, p);
   consoleRoutes(app);
   for (const plugin of opts.plugins ?? []) await plugin(app, p, streams);
   openApiRoute(app);

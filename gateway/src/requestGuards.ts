@@ -121,7 +121,7 @@ export async function authenticateRequest(
   const key = presentedKey(req);
   // No key but a console cookie: the console session's principal (./consoleAuth.ts).
   const cookie = key ? undefined : consoleCookie(req);
-  if (cookie) return authenticateCookie(p, req, cookie);
+  if (cookie) return authenticateCookie(p, failures, req, reply, cookie);
   if (!key) throw new ApiError('unauthorized', 'missing x-api-key header');
   // A Work claim's sessions_token (Bearer only) resolves to its live claim (./claimedSession.ts).
   const claimToken = isSessionsToken(key) && req.headers['x-api-key'] === undefined;

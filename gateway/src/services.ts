@@ -2,6 +2,8 @@ import type {
   AgentService,
   AuthService,
   ConsoleService,
+  IdentityProviders,
+  MemberService,
   CommandBus,
   Config,
   Coordination,
@@ -40,8 +42,12 @@ export interface GatewayServices {
   coordination: Pick<Coordination, 'healthy' | 'rateLimiter'>;
   metrics: PlatformMetrics;
   auth: AuthService;
-  /** Console sign-in sessions (cookie): core/src/console. */
-  console: ConsoleService;
+  /** Console sign-in sessions (cookie): core/src/console. null: the console is off (fleet mode without CONSOLE_SESSION_SECRET). */
+  console: ConsoleService | null;
+  /** Console users, memberships, invitations, allowed domains (core/src/console/members.ts). */
+  members: MemberService;
+  /** The console's identity providers (core/src/console/identity.ts). */
+  identity: IdentityProviders;
   agents: AgentService;
   environments: EnvironmentService;
   vaults: VaultService;

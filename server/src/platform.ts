@@ -34,6 +34,9 @@ import {
   AgentService,
   AuthService,
   ConsoleService,
+  IdentityProviders,
+  MemberService,
+  type IdentityConfig,
   collectionsMemorySource,
   createEgressPolicy,
   createLogger,
@@ -106,7 +109,10 @@ export interface Platform {
   collections: Collections;
   secrets: SecretBox;
   auth: AuthService;
-  console: ConsoleService;
+  /** null: the console is off (fleet mode without CONSOLE_SESSION_SECRET). */
+  console: ConsoleService | null;
+  members: MemberService;
+  identity: IdentityProviders;
   agents: AgentService;
   environments: EnvironmentService;
   /** Vaults and credentials; `credentialForHost` is the proxies' live lookup. */
@@ -235,11 +241,11 @@ export async function createPlatform(config: Config, adapters: Adapters): Promis
   );
   const auth = new AuthService(collections, config.operatorKeyHash);
   await auth.bootstrap();
-  const console_ = new ConsoleService(
-    collections,
-    auth,
-    config.consoleSessionSecret ?? config.rootSecret,
-  );
+  const members = new MemberService(collections);
+  // Fleet mode without CONSOLE_SESSION_SECRET: no console (core/src/config/dataDir.ts).
+  const console_ = config.consoleSessionSecret
+    ? new ConsoleService(collections, auth, members, config.consoleSessionSecret)
+    : null;
   const vaults = new VaultService(collections, secrets);
   const mcpProxy = new McpProxy({
     collections,
@@ -341,6 +347,9 @@ export async function createPlatform(config: Config, adapters: Adapters): Promis
     secrets,
     auth,
     console: console_,
+    members,
+    // The identity providers' HTTP goes through the egress policy, trusting EGRESS_CA_CERTS.
+    identity: new IdentityProviders(identityConfig(config), () => mcpProxy.upstreamFetch()),
     agents,
     environments,
     vaults,
@@ -363,4 +372,28 @@ export async function createPlatform(config: Config, adapters: Adapters): Promis
     },
   };
   return platform;
+}
+
+/** The console's identity providers from the config (absent settings: that provider is off). */
+function identityConfig(config: Config): IdentityConfig {
+  return {
+    publicUrl: config.publicUrl,
+    oidc:
+      config.oidcIssuer && config.oidcClientId && config.oidcClientSecret
+        ? {
+            issuer: config.oidcIssuer,
+            clientId: config.oidcClientId,
+            clientSecret: config.oidcClientSecret,
+          }
+        : null,
+    github:
+      config.githubOAuthClientId && config.githubOAuthClientSecret
+        ? {
+            clientId: config.githubOAuthClientId,
+            clientSecret: config.githubOAuthClientSecret,
+            webUrl: config.githubWebUrl,
+            apiUrl: config.githubApiUrl,
+          }
+        : null,
+  };
 }

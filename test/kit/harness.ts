@@ -76,6 +76,8 @@ export function testServerEnv(
     DATA_DIR: dataDir,
     API_KEY: operatorKey,
     PLATFORM_ROOT_SECRET: 'test-root-secret-0123456789abcdef0123456789',
+    // Fleet mode has no console without it (the embedded data dir would generate one).
+    CONSOLE_SESSION_SECRET: 'test-console-secret-0123456789abcdef0123456',
     ANTHROPIC_API_KEY: 'sk-test-vendor',
     ANTHROPIC_BASE_URL: modelUrl,
     LOG_LEVEL: process.env.TEST_LOG_LEVEL ?? 'error',

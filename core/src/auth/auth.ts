@@ -124,6 +124,28 @@ export class AuthService {
     return { ...renderKey(doc), key };
   }
 
+  async tenantExists(id: string): Promise<boolean> {
+    return !!(await this.c.tenants.findOne({ _id: id }));
+  }
+
+  /** Tenants by id, `limit` (1–100, default 20) after `after_id`: the operator's tenants page. */
+  async listTenants(q: { limit?: string; after_id?: string }) {
+    const limit = q.limit === undefined ? 20 : Number(q.limit);
+    if (!Number.isInteger(limit) || limit < 1 || limit > 100)
+      throw new ApiError('invalid_request', 'limit: an integer from 1 to 100', { field: 'limit' });
+    const filter = q.after_id ? { _id: { $gt: q.after_id } } : {};
+    const rows = await this.c.tenants.find(filter, { sort: { _id: 1 }, limit: limit + 1 });
+    const data = rows
+      .slice(0, limit)
+      .map((t) => ({ id: t._id, name: t.name, created_at: t.created_at }));
+    return {
+      data,
+      has_more: rows.length > limit,
+      first_id: data[0]?.id ?? null,
+      last_id: data[data.length - 1]?.id ?? null,
+    };
+  }
+
   async listKeys(tenant: string) {
     return (
       await this.c.apiKeys.find({ tenant_id: tenant, revoked_at: null }, { sort: { _id: 1 } })

@@ -1,12 +1,19 @@
 import { hkdfSync } from 'node:crypto';
 import { EncryptJWT, jwtDecrypt } from 'jose';
 import { randomToken } from '../crypto.js';
+import { ApiError } from '../errors.js';
 import { newId } from '../ids.js';
 import type { AuthService, Principal } from '../auth/auth.js';
 import type { Collections } from '../store/collections.js';
-import type { ConsoleRole, ConsoleSessionDoc } from './records.js';
+import { DuplicateKeyError } from '../store/port.js';
+import type { MemberService } from './members.js';
+import type { PendingSignIn } from './identity.js';
+import type { ConsoleRole, ConsoleSessionDoc, ConsoleUserDoc, MembershipDoc } from './records.js';
 
 export const CONSOLE_COOKIE = 'af_console';
+/** The pending identity-provider sign-in (encrypted; Path=/v1/; 10 minutes). */
+export const SIGN_IN_COOKIE = 'af_sign_in';
+export const SIGN_IN_TTL_MS = 10 * 60_000;
 /** A console session lives this long idle; each use past half of it renews it. */
 export const CONSOLE_IDLE_MS = 12 * 3600_000;
 /** No renewal carries a console session past this age. */
@@ -28,16 +35,90 @@ export interface ConsolePrincipal {
  *   holding only the session id: a tampered or foreign cookie resolves to nothing;
  * - a revoked, expired or over-age session resolves to nothing; a used one slides forward
  *   by CONSOLE_IDLE_MS once past half of it, never past CONSOLE_MAX_MS from sign-in;
- * - a session acting as a revoked API key resolves to nothing (the key is checked each time).
+ * - a session acting as a revoked API key resolves to nothing (the key is checked each time);
+ *   a user's session takes its role from the user's membership on every request, and resolves
+ *   to nothing once the membership is gone;
+ * - a pending sign-in (`sealSignIn`) is readable only by this secret for SIGN_IN_TTL_MS, and
+ *   `consumeSignIn` accepts each attempt once (a replayed callback is refused).
  */
 export class ConsoleService {
   private readonly key: Uint8Array;
+  private readonly signInKey: Uint8Array;
   constructor(
-    private readonly c: Pick<Collections, 'consoleSessions' | 'apiKeys' | 'tenants'>,
+    private readonly c: Pick<
+      Collections,
+      'consoleSessions' | 'apiKeys' | 'tenants' | 'usedSignIns'
+    >,
     private readonly auth: Pick<AuthService, 'authenticate'>,
+    private readonly members: MemberService,
     secret: string,
   ) {
     this.key = new Uint8Array(hkdfSync('sha256', secret, 'agentfleet', 'console-session-v1', 32));
+    this.signInKey = new Uint8Array(
+      hkdfSync('sha256', secret, 'agentfleet', 'console-sign-in-v1', 32),
+    );
+  }
+
+  /** Signs a user in to one of their memberships (the first, unless `tenantId` names one). */
+  async signInUser(user: ConsoleUserDoc, memberships: MembershipDoc[]): Promise<ConsoleSessionDoc> {
+    const m = [...memberships].sort((a, b) => a.created_at.localeCompare(b.created_at))[0]!;
+    return this.create({
+      tenant_id: m.tenant_id,
+      principal_kind: 'user',
+      key_id: null,
+      user_id: user._id,
+      role: m.role,
+    });
+  }
+
+  /** Moves a user's console session to another tenant they are a member of. */
+  async switchTenant(s: ConsoleSessionDoc, tenantId: string): Promise<ConsoleSessionDoc> {
+    const m = s.user_id ? await this.members.membership(tenantId, s.user_id) : null;
+    if (!m)
+      throw new ApiError('not_found', `tenant_id: you are not a member of ${tenantId}`, {
+        field: 'tenant_id',
+      });
+    await this.c.consoleSessions.updateOne(
+      { _id: s._id },
+      { $set: { tenant_id: tenantId, role: m.role } },
+    );
+    return { ...s, tenant_id: tenantId, role: m.role };
+  }
+
+  /** The `af_sign_in` cookie value of a pending sign-in. */
+  sealSignIn(p: PendingSignIn): Promise<string> {
+    return new EncryptJWT({ p })
+      .setProtectedHeader({ alg: 'dir', enc: 'A256GCM' })
+      .setIssuedAt()
+      .setExpirationTime(new Date(Date.now() + SIGN_IN_TTL_MS))
+      .encrypt(this.signInKey);
+  }
+
+  /** The pending sign-in of an `af_sign_in` cookie; null when absent, foreign or expired. */
+  async unsealSignIn(cookie: string | undefined): Promise<PendingSignIn | null> {
+    if (!cookie || cookie.length > 4096) return null;
+    try {
+      const p = (await jwtDecrypt(cookie, this.signInKey)).payload.p as PendingSignIn | undefined;
+      return p && typeof p.id === 'string' && typeof p.state === 'string' ? p : null;
+    } catch {
+      return null;
+    }
+  }
+
+  /** Marks an attempt completed; false when it already was (a replay). */
+  async consumeSignIn(id: string): Promise<boolean> {
+    const now = Date.now();
+    await this.c.usedSignIns.deleteMany({ expires_at: { $lt: new Date(now).toISOString() } });
+    try {
+      await this.c.usedSignIns.insertOne({
+        _id: id,
+        expires_at: new Date(now + 2 * SIGN_IN_TTL_MS).toISOString(),
+      });
+      return true;
+    } catch (err) {
+      if (err instanceof DuplicateKeyError) return false;
+      throw err;
+    }
   }
 
   /** Signs in with an API key; null when the key is not one that may sign in. */
@@ -98,6 +179,11 @@ export class ConsoleService {
       const k = await this.c.apiKeys.findOne({ _id: s.key_id });
       if (!k || k.revoked_at) return null;
     }
+    if (s.principal_kind === 'user') {
+      const m = s.user_id ? await this.members.membership(s.tenant_id, s.user_id) : null;
+      if (!m) return null;
+      s = { ...s, role: m.role };
+    }
     let renewed = false;
     const max = Date.parse(s.max_expires_at);
     if (Date.parse(s.expires_at) - now < CONSOLE_IDLE_MS / 2 && Date.parse(s.expires_at) < max) {
@@ -120,13 +206,19 @@ export class ConsoleService {
   async me(s: ConsoleSessionDoc) {
     const tenant = await this.c.tenants.findOne({ _id: s.tenant_id });
     const t = { id: s.tenant_id, name: tenant?.name ?? s.tenant_id };
+    const user = s.user_id ? await this.members.user(s.user_id) : null;
+    const role = user
+      ? ((await this.members.membership(s.tenant_id, user._id))?.role ?? s.role)
+      : s.role;
     return {
-      user: null,
+      user: user ? { id: user._id, email: user.email, name: user.name } : null,
       operator: s.principal_kind === 'operator',
       tenant: t,
-      role: s.role,
+      role,
       csrf_token: s.csrf_token,
-      memberships: [{ tenant_id: t.id, tenant_name: t.name, role: s.role }],
+      memberships: user
+        ? await this.members.membershipsOf(user._id)
+        : [{ tenant_id: t.id, tenant_name: t.name, role }],
       expires_at: s.expires_at,
     };
   }

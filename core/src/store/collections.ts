@@ -33,7 +33,14 @@ import type { ModelCardDoc } from '../models/records.js';
 import type { FileDoc } from '../files/records.js';
 import type { VaultDoc, VaultCredentialDoc } from '../vaults/records.js';
 import type { WorkPollerDoc } from '../work/records.js';
-import type { ConsoleSessionDoc } from '../console/records.js';
+import type {
+  AllowedDomainDoc,
+  ConsoleSessionDoc,
+  ConsoleUserDoc,
+  InvitationDoc,
+  MembershipDoc,
+  UsedSignInDoc,
+} from '../console/records.js';
 
 /**
  * Where a tenant's documents live. One store for everything (embedded, or MongoDB without
@@ -231,6 +238,24 @@ export const COLLECTIONS = {
     name: 'console_sessions',
     indexes: [{ fields: { user_id: 1 } }, { fields: { tenant_id: 1, key_id: 1 } }],
   },
+  /** Console users and their tenant memberships, invitations and allowed domains (control store). */
+  consoleUsers: {
+    name: 'console_users',
+    indexes: [{ fields: { identity_key: 1 }, unique: true }],
+  },
+  memberships: {
+    name: 'console_memberships',
+    indexes: [{ fields: { user_id: 1 } }, { fields: { tenant_id: 1, _id: 1 } }],
+  },
+  invitations: {
+    name: 'console_invitations',
+    indexes: [{ fields: { email: 1 } }, { fields: { tenant_id: 1, _id: 1 } }],
+  },
+  allowedDomains: {
+    name: 'console_allowed_domains',
+    indexes: [{ fields: { domain: 1 } }, { fields: { tenant_id: 1 } }],
+  },
+  usedSignIns: { name: 'console_used_sign_ins', indexes: [{ fields: { expires_at: 1 } }] },
   /** Published skill versions; `_id` is `<skill_id>/<version>`. */
   skillVersions: {
     name: 'skill_versions',
@@ -245,6 +270,11 @@ export function openCollections(router: StoreRouter) {
     tenants: router.control.collection<TenantDoc>(COLLECTIONS.tenants),
     apiKeys: router.control.collection<ApiKeyDoc>(COLLECTIONS.apiKeys),
     consoleSessions: router.control.collection<ConsoleSessionDoc>(COLLECTIONS.consoleSessions),
+    consoleUsers: router.control.collection<ConsoleUserDoc>(COLLECTIONS.consoleUsers),
+    memberships: router.control.collection<MembershipDoc>(COLLECTIONS.memberships),
+    invitations: router.control.collection<InvitationDoc>(COLLECTIONS.invitations),
+    allowedDomains: router.control.collection<AllowedDomainDoc>(COLLECTIONS.allowedDomains),
+    usedSignIns: router.control.collection<UsedSignInDoc>(COLLECTIONS.usedSignIns),
     agents: t<AgentDoc>(COLLECTIONS.agents),
     agentVersions: t<AgentVersionDoc>(COLLECTIONS.agentVersions),
     environments: t<EnvironmentDoc>(COLLECTIONS.environments),

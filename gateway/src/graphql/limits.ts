@@ -168,6 +168,21 @@ export async function preflight(
     if (!/Token limit of \d+ exceeded/.test(message)) return null;
     return { status: 400, body: { errors: [limitError(message, 'tokens').toJSON()] } };
   }
+  // A console viewer reads only (gateway/src/consoleAuth.ts lets its GraphQL POSTs through).
+  if (
+    req.principal.console?.role === 'viewer' &&
+    doc.definitions.some((d) => d.kind === 'OperationDefinition' && d.operation === 'mutation')
+  )
+    return {
+      status: 403,
+      body: {
+        errors: [
+          new GraphQLError('the viewer role makes no changes (mutations are refused)', {
+            extensions: { code: 'FORBIDDEN', type: 'forbidden', http_status: 403 },
+          }).toJSON(),
+        ],
+      },
+    };
   const cost = operationCost(schema, doc, op.operationName, op.variables);
   if (cost > limits.maxCost) {
     return {

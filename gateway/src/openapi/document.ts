@@ -162,6 +162,8 @@ function operation(route: RouteEntry, doc: OperationDoc, schema: (s: TSchema) =>
     ? { anyOf: [errorRef, { $ref: '#/components/schemas/GraphQLResponse' }] }
     : errorRef;
   for (const status of errors.sort((a, b) => a - b)) {
+    // An answer the entry documents itself (an HTML error page, say) keeps its own content.
+    if (doc.more?.[status]) continue;
     const description =
       status === okStatus ? `${doc.ok.description} ${ERROR_TEXT[status]}` : ERROR_TEXT[status];
     responses[String(status)] = {

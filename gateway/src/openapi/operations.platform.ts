@@ -54,8 +54,9 @@ export const META_OPERATIONS: Record<string, OperationDoc> = {
     },
     more: {
       404: {
-        description: 'No such built asset, or no build (the text says to run npm run build).',
-        content: { 'text/plain': null },
+        description:
+          'No such built asset, or no build (the text says to run npm run build); a path the router refuses is the JSON error.',
+        content: { 'text/plain': null, 'application/json': ErrorBody },
       },
     },
   },

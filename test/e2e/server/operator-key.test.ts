@@ -7,15 +7,25 @@
  * - `rotate-operator-key` prints a new key once and stores only its hash; the old key is then
  *   refused (401) and the new one accepted, by a restarted server and by one left running;
  *   with API_KEY set it refuses.
+ * - The console session secret is generated into the data dir (0600) and kept across restarts;
+ *   fleet mode generates none (no console without CONSOLE_SESSION_SECRET).
  */
 import { spawnSync, type ChildProcess } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync } from 'node:fs';
+import {
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readFileSync,
+  rmSync,
+  statSync,
+  symlinkSync,
+} from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { loadConfig } from '@agentfleet/core';
+import { loadConfig, readDataDir } from '@agentfleet/core';
 import { freePort, REPO, startProcess } from '../../kit/process.js';
 
 const CLI = join(REPO, 'server/src/cli.ts');
@@ -199,5 +209,56 @@ describe('the operator key of an embedded data dir', () => {
     const r = cli(['all', 'rotate-the-key'], { DATA_DIR: join(tempDir(), 'data') });
     expect(r.status).toBe(2);
     expect(r.stderr).toMatch(/rotate-operator-key/);
+  });
+});
+
+describe('the console session secret of an embedded data dir', () => {
+  it('is generated into DATA_DIR/console-session-secret (0600) and kept: a console cookie survives a restart', async () => {
+    const dataDir = join(tempDir(), 'data');
+    const port = await freePort();
+    const env = {
+      DATA_DIR: dataDir,
+      PORT: String(port),
+      SANDBOX_DRIVER: 'none',
+      LOG_LEVEL: 'warn',
+    };
+    const first = await startProcess('all', env);
+    children.push(first.child);
+    const key = printedKey(first.output())!;
+    const file = join(dataDir, 'console-session-secret');
+    expect(statSync(file).mode & 0o777).toBe(0o600);
+    const secret = readFileSync(file, 'utf8').trim();
+    expect(secret.length).toBeGreaterThanOrEqual(32);
+    expect(first.output()).not.toContain(secret);
+    const signIn = await fetch(`http://127.0.0.1:${port}/v1/svc/console/session`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ api_key: key }),
+    });
+    const cookie = (signIn.headers.get('set-cookie') ?? '').split(';')[0]!;
+    expect(cookie).toMatch(/^af_console=/);
+    await stop(first.child);
+    const second = await startProcess('all', env);
+    children.push(second.child);
+    expect(readFileSync(file, 'utf8').trim()).toBe(secret);
+    const me = await fetch(`http://127.0.0.1:${port}/v1/svc/console/me`, { headers: { cookie } });
+    expect(me.status).toBe(200);
+  }, 90_000);
+
+  it('fleet mode without CONSOLE_SESSION_SECRET has no console (nothing is generated)', () => {
+    const dataDir = join(tempDir(), 'fleet');
+    const plan = readDataDir(
+      loadConfig('all', {
+        DATA_DIR: dataDir,
+        API_KEY: 'op-key',
+        PLATFORM_ROOT_SECRET: 'fleet-root-secret-0123456789abcdef0123',
+        KAFKA_BROKERS: '127.0.0.1:9092',
+        MONGODB_URL: 'mongodb://127.0.0.1:27017/x',
+        REDIS_URL: 'redis://127.0.0.1:6379',
+      }),
+    );
+    expect(plan.consoleSecretSource).toBe('off');
+    expect(plan.config.consoleSessionSecret).toBeNull();
+    expect(existsSync(dataDir)).toBe(false);
   });
 });
