@@ -119,7 +119,9 @@ export class IdentityProviders {
         { redirect_uri: pending.redirectUri },
       );
     } catch (err) {
-      throw new SignInError(`the identity provider's answer was refused: ${describe(err)}`);
+      throw new SignInError(
+        `the identity provider's answer could not be accepted: ${describe(err)}`,
+      );
     }
     return pending.provider === 'oidc'
       ? this.oidcIdentity(config, tokens)
