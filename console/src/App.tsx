@@ -1,5 +1,6 @@
 import { useQuery, useQueryClient } from '@tanstack/react-query';
 import { useContext, useEffect, useState } from 'react';
+import { flushSync } from 'react-dom';
 import { rest, setCsrf, resetSse, type Me, ApiError } from './api';
 import { Agents, Dashboard, Environments, Sessions } from './screens';
 import { SessionView } from './SessionView';
@@ -87,12 +88,28 @@ function screenFor(path: string): React.ReactNode {
   return <Dashboard />;
 }
 
+/**
+ * The route in the hash. A click on an in-app link renders the new screen synchronously, in
+ * the click itself (flushSync), rather than on the later hashchange event: whoever clicks
+ * (a person or a test driving the browser) never acts on the old screen after the click.
+ */
 function useHash(): string {
   const [hash, setHash] = useState(location.hash.slice(1) || '/');
   useEffect(() => {
     const on = () => setHash(location.hash.slice(1) || '/');
+    const click = (e: MouseEvent) => {
+      if (e.defaultPrevented || e.button !== 0 || e.metaKey || e.ctrlKey || e.shiftKey) return;
+      const a = (e.target as Element | null)?.closest?.('a');
+      const h = a?.getAttribute('href');
+      if (!h?.startsWith('#')) return;
+      flushSync(() => setHash(h.slice(1) || '/'));
+    };
     addEventListener('hashchange', on);
-    return () => removeEventListener('hashchange', on);
+    document.addEventListener('click', click);
+    return () => {
+      removeEventListener('hashchange', on);
+      document.removeEventListener('click', click);
+    };
   }, []);
   return hash;
 }

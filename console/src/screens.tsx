@@ -1,6 +1,7 @@
-import { useQuery, useQueryClient } from '@tanstack/react-query';
+import { useInfiniteQuery, useQuery, useQueryClient } from '@tanstack/react-query';
 import { useState, type ReactNode } from 'react';
 import { gql } from './api';
+import { PAGE_SIZE, useCanWrite } from './ui';
 
 type Row = {
   id: string;
@@ -115,36 +116,72 @@ function CreateForm({
   );
 }
 
-type Named = { id: string; name?: string };
+/** A GraphQL connection read page by page (`page` = the previous answer's nextPage). */
+function useConnection(field: 'agents' | 'environments' | 'sessions', fields: string) {
+  return useInfiniteQuery({
+    queryKey: ['lists', field],
+    initialPageParam: undefined as string | undefined,
+    queryFn: async ({ pageParam }) =>
+      (
+        await gql<Record<string, { nodes: Row[]; hasMore: boolean; nextPage: string | null }>>(
+          `query ($page: String) { ${field}(limit: ${PAGE_SIZE}, page: $page) { nodes { ${fields} } hasMore nextPage } }`,
+          { page: pageParam },
+        )
+      )[field]!,
+    getNextPageParam: (last) => (last.hasMore && last.nextPage ? last.nextPage : undefined),
+  });
+}
+
+function Connection({
+  q,
+  children,
+}: {
+  q: ReturnType<typeof useConnection>;
+  children: (rows: Row[]) => ReactNode;
+}) {
+  const rows = q.data?.pages.flatMap((p) => p.nodes) ?? [];
+  return (
+    <Status q={q} empty={!rows.length}>
+      {children(rows)}
+      {q.hasNextPage && (
+        <button type="button" onClick={() => q.fetchNextPage()} disabled={q.isFetchingNextPage}>
+          {q.isFetchingNextPage ? 'Loading…' : 'Load more'}
+        </button>
+      )}
+    </Status>
+  );
+}
 
 /** A resource list with its create form: the agents and environments screens. */
 function ResourceScreen(props: {
   title: string;
-  items: (data: ReturnType<typeof useLists>['data']) => Named[] | undefined;
+  field: 'agents' | 'environments';
   create: { label: string; mutation: string; fields: Array<[string, string, string]> };
   /** The detail screen's route prefix, when the resource has one (e.g. '#/agents/'). */
   detail?: string;
 }) {
-  const q = useLists();
-  const items = props.items(q.data);
+  const q = useConnection(props.field, 'id name');
+  const canWrite = useCanWrite();
   return (
     <section>
       <h1>{props.title}</h1>
-      <Status q={q} empty={!items?.length}>
-        <ul>
-          {items?.map((a) => (
-            <li key={a.id}>
-              {props.detail ? (
-                <a href={`${props.detail}${encodeURIComponent(a.id)}`}>{a.name}</a>
-              ) : (
-                a.name
-              )}{' '}
-              ({a.id})
-            </li>
-          ))}
-        </ul>
-      </Status>
-      <CreateForm {...props.create} />
+      <Connection q={q}>
+        {(items) => (
+          <ul>
+            {items.map((a) => (
+              <li key={a.id}>
+                {props.detail ? (
+                  <a href={`${props.detail}${encodeURIComponent(a.id)}`}>{a.name}</a>
+                ) : (
+                  a.name
+                )}{' '}
+                ({a.id})
+              </li>
+            ))}
+          </ul>
+        )}
+      </Connection>
+      {canWrite && <CreateForm {...props.create} />}
     </section>
   );
 }
@@ -152,8 +189,8 @@ function ResourceScreen(props: {
 export const Agents = () => (
   <ResourceScreen
     title="Agents"
+    field="agents"
     detail="#/agents/"
-    items={(d) => d?.agents.nodes}
     create={{
       label: 'Create agent',
       mutation: 'createAgent',
@@ -168,7 +205,7 @@ export const Agents = () => (
 export const Environments = () => (
   <ResourceScreen
     title="Environments"
-    items={(d) => d?.environments.nodes}
+    field="environments"
     create={{
       label: 'Create environment',
       mutation: 'createEnvironment',
@@ -178,21 +215,22 @@ export const Environments = () => (
 );
 
 export function Sessions() {
-  const q = useLists();
+  const q = useConnection('sessions', 'id title status createdAt');
+  const canWrite = useCanWrite();
   return (
     <section>
       <h1>Sessions</h1>
-      <Status q={q} empty={false}>
-        <SessionList rows={q.data?.sessions.nodes ?? []} />
-      </Status>
-      <CreateForm
-        label="Start session"
-        mutation="createSession"
-        fields={[
-          ['agent', 'Agent id', ''],
-          ['environment_id', 'Environment id', ''],
-        ]}
-      />
+      <Connection q={q}>{(rows) => <SessionList rows={rows} />}</Connection>
+      {canWrite && (
+        <CreateForm
+          label="Start session"
+          mutation="createSession"
+          fields={[
+            ['agent', 'Agent id', ''],
+            ['environment_id', 'Environment id', ''],
+          ]}
+        />
+      )}
     </section>
   );
 }

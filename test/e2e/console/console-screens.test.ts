@@ -58,6 +58,8 @@ async function post<T = { id: string }>(path: string, json: unknown): Promise<T>
 /** The fixtures, through REST with the operator key (the tenant the console signs in to). */
 async function fixtures() {
   const env = await post('/v1/environments', { name: 'screens-env' });
+  // 21 environments: the GraphQL-backed list shows 20, then "Load more".
+  for (let i = 0; i < 20; i++) await post('/v1/environments', { name: `bulk-env-${i}` });
   const agent = await post<{ id: string; version: number }>('/v1/agents', {
     name: 'screens-agent',
     model: 'claude-sonnet-4-5',
@@ -140,6 +142,15 @@ describe.skipIf(BROWSER_SKIP)('console screens in chromium', () => {
         expect(html, `${name} renders a secret`).not.toContain(s);
       await shot(page, name);
     };
+    /** Clicks "Load more" until `target` is on the page. */
+    const loadUntil = async (target: ReturnType<Page['locator']>) => {
+      const more = page.getByRole('button', { name: 'Load more' });
+      for (;;) {
+        await target.or(more).first().waitFor();
+        if (await target.count()) return;
+        await more.click();
+      }
+    };
     const visit = async (hash: string, heading: string | RegExp) => {
       await page.goto(`${t.url}/console/#${hash}`);
       await page.getByRole('heading', { level: 1, name: heading }).waitFor();
@@ -150,6 +161,15 @@ describe.skipIf(BROWSER_SKIP)('console screens in chromium', () => {
     await page.getByRole('button', { name: 'Sign in' }).click();
     await page.getByRole('heading', { name: 'Dashboard' }).waitFor();
     await check('01-dashboard');
+
+    // Environments (GraphQL connection): 20, then the 21st behind "Load more".
+    await visit('/environments', 'Environments');
+    const envs = main.getByRole('listitem');
+    await expect.poll(() => envs.count()).toBe(20);
+    await page.getByRole('button', { name: 'Load more' }).click();
+    await expect.poll(() => envs.count()).toBe(21);
+    await main.getByText(/^screens-env \(/).waitFor();
+    await check('02-environments');
 
     // Agents list → agent detail: versions, diff, edit (a new version) and the API request.
     await page.getByRole('navigation').getByRole('link', { name: 'Agents', exact: true }).click();
@@ -173,7 +193,7 @@ describe.skipIf(BROWSER_SKIP)('console screens in chromium', () => {
     await expect(request.textContent()).resolves.toContain('"version": 3');
     await page.getByRole('button', { name: 'Save new version' }).click();
     await versions.getByText('v4').waitFor();
-    await check('02-agent-detail');
+    await check('03-agent-detail');
 
     // Vaults: paged (22 vaults), the first one behind "Load more"; credentials; add; rotate.
     await visit('/vaults', 'Vaults');
@@ -194,9 +214,9 @@ describe.skipIf(BROWSER_SKIP)('console screens in chromium', () => {
     await add.getByLabel('Secret').fill(SECRETS.added);
     await add.getByRole('button', { name: 'Add credential' }).click();
     await main.getByText('$SCREENS_TOKEN').waitFor();
-    await check('03-vault-detail');
+    await check('04-vault-detail');
     await visit('/vaults', 'Vaults');
-    await check('04-vaults');
+    await check('05-vaults');
 
     // Model cards: the key only as its last four; rotate.
     await visit('/model_cards', 'Model cards');
@@ -205,7 +225,7 @@ describe.skipIf(BROWSER_SKIP)('console screens in chromium', () => {
     await page.getByLabel('New provider key for screens-card').fill(SECRETS.cardRotated);
     await page.getByRole('button', { name: 'Save new key' }).click();
     await main.getByText('…5555').waitFor();
-    await check('05-model-cards');
+    await check('06-model-cards');
 
     // API keys: create (the value once), revoke.
     await visit('/api_keys', 'API keys');
@@ -217,17 +237,16 @@ describe.skipIf(BROWSER_SKIP)('console screens in chromium', () => {
     expect(value).toMatch(/^afk_/);
     const probe = await t.http('/v1/agents', { key: value });
     expect(probe.status).toBe(200);
-    await check('06-api-key-created');
+    await check('07-api-key-created');
     await page.getByRole('button', { name: 'I have copied it' }).click();
     await expect(page.content()).resolves.not.toContain(value);
     await page.getByRole('button', { name: 'Revoke screens-key' }).click();
     await main.getByText('screens-key').waitFor({ state: 'detached' });
-    await check('07-api-keys');
+    await check('08-api-keys');
 
     // Skills: list (vendor and custom), upload a zip with progress, versions and files.
     await visit('/skills', 'Skills');
-    while (!(await page.getByRole('link', { name: 'screens-skill' }).count()))
-      await page.getByRole('button', { name: 'Load more' }).click();
+    await loadUntil(page.getByRole('link', { name: 'screens-skill' }));
     const zip = zipSync({
       'zipped-skill/SKILL.md': strToU8(
         '---\nname: zipped-skill\ndescription: uploaded as a zip\n---\nZipped',
@@ -241,13 +260,13 @@ describe.skipIf(BROWSER_SKIP)('console screens in chromium', () => {
     });
     await page.getByRole('button', { name: 'Upload' }).click();
     await main.getByText(/Uploaded zipped-skill: version/).waitFor();
-    await check('08-skills');
+    await check('09-skills');
     await visit(`/skills/${f.skill.id}`, 'Skill screens-skill');
     await page.getByRole('link', { name: 'SKILL.md' }).waitFor();
     const fileHref = await page.getByRole('link', { name: 'SKILL.md' }).getAttribute('href');
     const download = await page.evaluate(async (h) => (await fetch(h!)).text(), fileHref);
     expect(download).toContain('name: screens-skill');
-    await check('09-skill-detail');
+    await check('10-skill-detail');
 
     // Memory stores: browse, open a memory, edit it, its versions.
     await visit('/memory_stores', 'Memory stores');
@@ -261,7 +280,7 @@ describe.skipIf(BROWSER_SKIP)('console screens in chromium', () => {
     await main.getByText('Saved: a new version was recorded.').waitFor();
     const memVersions = page.getByRole('list', { name: 'Memory versions' });
     await memVersions.getByText('modified').waitFor();
-    await check('10-memory-store');
+    await check('11-memory-store');
 
     // Deployments and their runs; run now.
     await visit('/deployments', 'Deployments');
@@ -271,7 +290,7 @@ describe.skipIf(BROWSER_SKIP)('console screens in chromium', () => {
     await runs.getByText('manual').waitFor();
     await page.getByRole('button', { name: 'Run now' }).click();
     await expect.poll(() => runs.getByRole('listitem').count()).toBe(2);
-    await check('11-deployment');
+    await check('12-deployment');
 
     // Webhook endpoints: list, create (no secret shown), deliveries.
     await visit('/webhooks', 'Webhook endpoints');
@@ -281,7 +300,7 @@ describe.skipIf(BROWSER_SKIP)('console screens in chromium', () => {
     await page.getByRole('link', { name: 'https://hooks.example.com/created' }).click();
     await main.getByText('No deliveries yet.').waitFor();
     await expect(page.content()).resolves.not.toMatch(/whsec_/);
-    await check('12-webhook');
+    await check('13-webhook');
 
     // Files: a download link to the content.
     await visit('/files', 'Files');
@@ -290,7 +309,7 @@ describe.skipIf(BROWSER_SKIP)('console screens in chromium', () => {
     expect(fileUrl).toMatch(/^\/v1\/files\/file_.+\/content$/);
     const body = await page.evaluate(async (h) => (await fetch(h!)).text(), fileUrl);
     expect(body).toBe('hello screens');
-    await check('13-files');
+    await check('14-files');
 
     // Members, invitations, sign-in policy. The backend is being built alongside: where its
     // routes answer 404 the screen says so; where they exist, invite someone and revoke it.
@@ -304,14 +323,14 @@ describe.skipIf(BROWSER_SKIP)('console screens in chromium', () => {
       await page.getByRole('button', { name: 'Send invitation' }).click();
       const invites = page.getByRole('list', { name: 'Invitations' });
       await invites.getByText('new.person@screens.test').waitFor();
-      await check('14-members');
+      await check('15-members');
       await page
         .getByRole('button', { name: 'Revoke the invitation of new.person@screens.test' })
         .click();
       await invites.getByText('new.person@screens.test').waitFor({ state: 'detached' });
     } else {
       await main.getByText('Invitations are not available on this server yet.').waitFor();
-      await check('14-members');
+      await check('15-members');
     }
 
     // Tenants (operator): the list where the server has one; create, the key shown once.
@@ -323,13 +342,13 @@ describe.skipIf(BROWSER_SKIP)('console screens in chromium', () => {
     expect((await t.http('/v1/agents', { key: tenantKey })).status).toBe(200);
     if (!(await main.getByText('This server does not list tenants').count()))
       await page.getByRole('list', { name: 'Tenants' }).getByText('screens-tenant').waitFor();
-    await check('15-tenants');
+    await check('16-tenants');
 
     // Phone width: the nav wraps, nothing scrolls sideways.
     await page.setViewportSize({ width: 375, height: 800 });
     for (const [hash, heading, name] of [
-      ['/', 'Dashboard', '16-phone-dashboard'],
-      [`/vaults/${f.vault.id}`, 'Vault screens-vault', '17-phone-vault'],
+      ['/', 'Dashboard', '17-phone-dashboard'],
+      [`/vaults/${f.vault.id}`, 'Vault screens-vault', '18-phone-vault'],
     ] as const) {
       await visit(hash, heading);
       await main.getByText(/./).first().waitFor();
