@@ -193,13 +193,14 @@ function TenantSwitcher() {
   const change = async (e: React.ChangeEvent<HTMLSelectElement>) => {
     setError('');
     try {
-      await rest('/v1/svc/console/switch_tenant', {
+      await rest<Me>('/v1/svc/console/switch_tenant', {
         method: 'POST',
         json: { tenant_id: e.target.value },
       });
+      // Everything on screen belonged to the old tenant: refetch me, then every other query.
       resetSse();
-      qc.clear();
-      await qc.invalidateQueries({ queryKey: ['me'] });
+      await qc.refetchQueries({ queryKey: ['me'] });
+      await qc.resetQueries({ predicate: (q) => q.queryKey[0] !== 'me' });
     } catch (err) {
       setError((err as Error).message);
     }

@@ -127,6 +127,7 @@ describe.skipIf(BROWSER_SKIP)('console screens in chromium', () => {
       // Signed-out /me probes answer 401; the members backend may not be deployed yet (404).
       if (/status of 401/.test(m.text())) return;
       if (/status of 40[45]/.test(m.text()) && /\/v1\/svc\/(console\/|tenants)/.test(url)) return;
+      if (/status of 404/.test(m.text()) && url.includes('/v1/vaults/vlt_missing')) return;
       errors.push(`${m.text()} ${url}`);
     });
     page.on('pageerror', (e) => errors.push(e.message));
@@ -344,11 +345,18 @@ describe.skipIf(BROWSER_SKIP)('console screens in chromium', () => {
       await page.getByRole('list', { name: 'Tenants' }).getByText('screens-tenant').waitFor();
     await check('16-tenants');
 
+    // The error state: a vault that does not exist (its 404 is the one expected console error).
+    await visit('/vaults/vlt_missing', 'Vault vlt_missing');
+    await expect(main.getByRole('alert').first().textContent()).resolves.toMatch(
+      /^Not found \(404\)/,
+    );
+    await check('17-error-state');
+
     // Phone width: the nav wraps, nothing scrolls sideways.
     await page.setViewportSize({ width: 375, height: 800 });
     for (const [hash, heading, name] of [
-      ['/', 'Dashboard', '17-phone-dashboard'],
-      [`/vaults/${f.vault.id}`, 'Vault screens-vault', '18-phone-vault'],
+      ['/', 'Dashboard', '18-phone-dashboard'],
+      [`/vaults/${f.vault.id}`, 'Vault screens-vault', '19-phone-vault'],
     ] as const) {
       await visit(hash, heading);
       await main.getByText(/./).first().waitFor();
@@ -387,6 +395,50 @@ describe.skipIf(BROWSER_SKIP)('console screens in chromium', () => {
       await page.locator('ul.rows, p.empty').first().waitFor();
       await expect(page.getByRole('button', { name: button }).count()).resolves.toBe(0);
     }
+    await page.close();
+  }, 30_000);
+
+  it('switches tenant from the header for a user of several tenants', async () => {
+    // A key sign-in belongs to one tenant, so /me and switch_tenant are answered here as the
+    // server answers a user of two tenants: this checks the console's side of the contract.
+    const other = await t.newTenant('screens-other');
+    const page = await browser.newPage();
+    await page.goto(`${t.url}/console/`);
+    await page.getByLabel('API key').fill(t.operatorKey);
+    await page.getByRole('button', { name: 'Sign in' }).click();
+    await page.getByRole('heading', { name: 'Dashboard' }).waitFor();
+    let tenant = { id: 'tnt_default', name: 'default', role: 'admin' };
+    const memberships = [
+      { tenant_id: 'tnt_default', tenant_name: 'default', role: 'admin' },
+      { tenant_id: other.tenantId, tenant_name: 'screens-other', role: 'member' },
+    ];
+    const meOf = (me: Record<string, unknown>) => ({
+      ...me,
+      user: { id: 'usr_screens', email: 'ada@screens.test', name: 'Ada' },
+      operator: false,
+      tenant: { id: tenant.id, name: tenant.name },
+      role: tenant.role,
+      memberships,
+    });
+    let real: Record<string, unknown> = {};
+    await page.route('**/v1/svc/console/me', async (route) => {
+      const res = await route.fetch();
+      real = await res.json();
+      await route.fulfill({ response: res, json: meOf(real) });
+    });
+    const posted: unknown[] = [];
+    await page.route('**/v1/svc/console/switch_tenant', async (route) => {
+      posted.push(route.request().postDataJSON());
+      tenant = { id: other.tenantId, name: 'screens-other', role: 'member' };
+      await route.fulfill({ json: meOf(real) });
+    });
+    await page.reload();
+    await page.getByText('ada@screens.test · default (admin)').waitFor();
+    await page.getByLabel('Tenant').selectOption(other.tenantId);
+    await page.getByText('ada@screens.test · screens-other (member)').waitFor();
+    expect(posted).toEqual([{ tenant_id: other.tenantId }]);
+    expect(await axeViolations(page)).toEqual([]);
+    await shot(page, '20-tenant-switched');
     await page.close();
   }, 30_000);
 });
