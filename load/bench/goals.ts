@@ -39,6 +39,37 @@ const clientBoth = (inProcess: string | undefined, own: string | undefined) =>
     : `${inProcess ?? '—'} in-process client; ${own ?? '—'} client process`;
 const ROWS: Row[] = [
   {
+    measure: 'console: session list (1,000 sessions) first paint / rendered',
+    goal: '< 1 s',
+    section: 'console',
+    measured: (r) =>
+      both(ms(get(r, 'console', 'listFcpMs')), ms(get(r, 'console', 'listRenderedMs'))),
+    baseline: (r) =>
+      get(r, 'console', 'apiListMs') === undefined
+        ? undefined
+        : `the list's API call alone: ${ms(get(r, 'console', 'apiListMs'))}`,
+  },
+  {
+    measure: 'console: live append → row in the DOM p50 / p99',
+    goal: '< 50 ms p50',
+    section: 'console',
+    measured: (r) => both(ms(get(r, 'console', 'liveP50Ms')), ms(get(r, 'console', 'liveP99Ms'))),
+    baseline: (r) =>
+      get(r, 'console', 'sseP50Ms') === undefined
+        ? undefined
+        : `append → REST SSE frame: ${both(ms(get(r, 'console', 'sseP50Ms')), ms(get(r, 'console', 'sseP99Ms')))}`,
+  },
+  {
+    measure: 'console: initial JavaScript, gzipped',
+    goal: '< 300 KB',
+    section: 'console',
+    measured: (r) => {
+      const v = get(r, 'console', 'jsGzipKb');
+      return v === undefined ? undefined : `${fmt(v)} KB`;
+    },
+    baseline: () => 'none (no earlier console)',
+  },
+  {
     measure: 'store at 1M events: RSS / restart / events?limit=100 p50',
     goal: '≤ 400 MB / ≤ 1 s / ≤ 5 ms',
     section: 'store-scale',

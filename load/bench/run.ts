@@ -6,7 +6,8 @@
  * 127.0.0.1, e.g. from `npm run infra:up`'s fleet.env) and print one "skipped: …" line without
  * them: e and f run the platform in-process on Kafka + FerretDB + Redis, g runs a gateway and
  * worker processes. BENCH_SECONDS (default 8) sets each timed measurement; the default run
- * takes about 90 s, about 2.5 minutes with the real servers. See load/README.md.
+ * takes about 2 minutes, about 3 with the real servers. Section h (console) drives the built
+ * console in Debian's chromium. See load/README.md.
  *
  * Adding a section: a module under load/bench/ exporting `async (platform, settings) => figures`
  * that prints its own table, listed in SECTIONS below.
@@ -37,6 +38,7 @@ import { fmt, printSection } from './stats.js';
 import { turnsSection, type TurnFigures } from './turns.js';
 import { workersSection } from './workers.js';
 import { storeShareSection } from './realShare.js';
+import { consoleSection } from './console.js';
 
 /** Which in-process platform a section needs: embedded adapters, the real servers, or none. */
 type PlatformKind = 'embedded' | 'real' | null;
@@ -63,6 +65,7 @@ const SECTIONS: Section[] = [
     real: false,
     run: (p, s, r) => eventsSection(p!, s, r.get('turns') as TurnFigures | undefined),
   },
+  { name: 'console', platform: 'embedded', real: false, run: (p, s) => consoleSection(p!, s) },
   { name: 'fanout', platform: null, real: false, run: (_p, s) => fanoutSection(s) },
   { name: 'store', platform: null, real: false, run: (_p, s) => storeSection(s) },
   { name: 'store-scale', platform: null, real: false, run: (_p, s) => storeScaleSection(s) },
@@ -141,6 +144,9 @@ async function main(): Promise<void> {
     19 * s.seconds +
     240 +
     Math.ceil(s.storeEvents / 5000) +
+    // The console section: its sessions at >= 50/s, chromium, 40 live events.
+    60 +
+    Math.ceil(s.consoleSessions / 50) +
     (real.servers ? 12 * s.seconds + 180 : 0);
   const watchdog = setTimeout(() => {
     console.error(

@@ -18,6 +18,8 @@ export interface BenchSettings {
   fanoutPlatform: 'process' | 'inprocess';
   /** Events in the store-scale section's store (BENCH_STORE_EVENTS, default 1,000,000). */
   storeEvents: number;
+  /** Sessions behind the console section's session list (BENCH_CONSOLE_SESSIONS, default 1000). */
+  consoleSessions: number;
 }
 
 function num(
@@ -53,5 +55,6 @@ export function loadSettings(env: Record<string, string | undefined> = process.e
     fanoutSubscribers: Math.floor(num(env, 'BENCH_FANOUT_SUBSCRIBERS', 1000, 1, 10_000)),
     fanoutPlatform: fanoutPlatform(env.BENCH_FANOUT_PLATFORM),
     storeEvents: Math.floor(num(env, 'BENCH_STORE_EVENTS', 1_000_000, 1000, 20_000_000)),
+    consoleSessions: Math.floor(num(env, 'BENCH_CONSOLE_SESSIONS', 1000, 1, 100_000)),
   };
 }
