@@ -142,9 +142,11 @@ export function App() {
     await rest('/v1/svc/console/sign_out', { method: 'POST' });
     setCsrf('');
     resetSse();
-    qc.clear();
+    // Every other query held the signed-out tenant's data; `me` stays (its observer is the
+    // App's) and turns null, which renders the sign-in form even when the route is unchanged.
+    qc.removeQueries({ predicate: (q) => q.queryKey[0] !== 'me' });
+    qc.setQueryData(['me'], null);
     location.hash = '/';
-    qc.invalidateQueries({ queryKey: ['me'] });
   };
   const m = me.data;
   const current = route === '/' ? '/' : `/${route.split('/')[1]}`;
@@ -227,7 +229,11 @@ function TenantSwitcher() {
 function SignIn({ onDone }: { onDone: () => void }) {
   const config = useQuery({
     queryKey: ['config'],
-    queryFn: () => rest<{ providers: string[] }>('/v1/svc/console/config'),
+    queryFn: () =>
+      rest<{
+        enabled: boolean;
+        providers: Array<{ id: string; name: string; authorize_url: string }>;
+      }>('/v1/svc/console/config'),
   });
   const [error, setError] = useState('');
   const submit = async (e: React.FormEvent<HTMLFormElement>) => {
@@ -258,10 +264,15 @@ function SignIn({ onDone }: { onDone: () => void }) {
           </p>
         )}
       </form>
+      {config.data?.enabled === false && (
+        <p className="error" role="alert">
+          The console is off on this deployment: its operator has not set CONSOLE_SESSION_SECRET.
+        </p>
+      )}
       {config.data?.providers.map((p) => (
-        <p key={p}>
-          <a href={`/v1/svc/oauth/${p}/authorize?return_to=/console/`}>
-            Sign in with {p === 'github' ? 'GitHub' : 'SSO'}
+        <p key={p.id}>
+          <a className="button" href={p.authorize_url}>
+            Sign in with {p.name}
           </a>
         </p>
       ))}
