@@ -1,7 +1,8 @@
 /**
  * The console's static serving (gateway/src/console.ts): `/` redirects to /console/, the SPA
  * fallback answers index.html with no-cache, hashed assets are immutable, every answer carries
- * the strict CSP, and the routes need no key. Needs console/dist (`npm run build`).
+ * the strict CSP, and the routes need no key; no served file holds a deployment secret. Needs
+ * console/dist (`npm run build`).
  */
 import { readdirSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -50,5 +51,21 @@ describe('console static files', () => {
     expect(res.headers.get('content-type')).toMatch(/javascript/);
     const missing = await fetch(`${t.url}/console/assets/nope-123.js`);
     expect(missing.status).toBe(404);
+  });
+
+  it('no asset or page as served holds a deployment secret', async () => {
+    const secrets = [
+      t.operatorKey,
+      'test-root-secret-0123456789abcdef0123456789',
+      'test-console-secret-0123456789abcdef0123456',
+    ];
+    const paths = [
+      '/console/',
+      ...readdirSync(`${CONSOLE_DIST}/assets`).map((f) => `/console/assets/${f}`),
+    ];
+    for (const path of paths) {
+      const text = await (await fetch(t.url + path)).text();
+      for (const s of secrets) expect(text, path).not.toContain(s);
+    }
   });
 });
