@@ -8,7 +8,7 @@
 #     shared Nomad variable at "nomad/jobs" is readable only by agentfleet's own jobs.
 #   - Secrets and adapter URLs are in that variable (workload identities read "nomad/jobs"):
 #       nomad var put -namespace agentfleet nomad/jobs \
-#         API_KEY=... PLATFORM_ROOT_SECRET=... KAFKA_BROKERS=... MONGODB_URL=... REDIS_URL=...
+#         API_KEY=... PLATFORM_ROOT_SECRET=... CONSOLE_SESSION_SECRET=... KAFKA_BROKERS=... MONGODB_URL=... REDIS_URL=...
 #   - The release is a tarball of the built repository (npm ci && npm run build && npm prune --omit=dev) with
 #     node_modules, fetched by `artifact`; Node 20 is installed on the clients at /usr/bin/node
 #     (inside the exec driver's default chroot).
