@@ -1,48 +1,29 @@
-import { useEffect, useState } from 'react';
-import { gql, sseClient } from './api';
+import { useState } from 'react';
+import { gql } from './api';
+import { useCanWrite } from './ui';
+import { Conversation } from './session/Conversation';
+import { pendingCalls } from './session/events';
+import { Outputs } from './session/Outputs';
+import { PendingCalls } from './session/Pending';
+import { Timeline } from './session/Timeline';
+import { useSessionEvents } from './session/useSessionEvents';
 
-type Ev = { id: string; seq: number; type: string; data: unknown };
-const FIELDS = 'id seq type data';
+type Tab = 'timeline' | 'conversation';
+const TABS: Array<[Tab, string]> = [
+  ['timeline', 'Timeline'],
+  ['conversation', 'Conversation'],
+];
 
-/** Timeline: persisted events via Query sessionEvents, then live ones via the Subscription. */
+/**
+ * A session: its timeline of every event (or the conversation), live through the GraphQL
+ * subscription; the calls waiting on the user; send a message, interrupt; outputs and files.
+ */
 export function SessionView({ id }: { id: string }) {
-  const [events, setEvents] = useState<Ev[]>([]);
-  const [error, setError] = useState('');
-  const [loading, setLoading] = useState(true);
-  useEffect(() => {
-    let stop = () => {};
-    let cancelled = false;
-    const add = (e: Ev) => setEvents((xs) => (xs.some((x) => x.seq === e.seq) ? xs : [...xs, e]));
-    gql<{ sessionEvents: { nodes: Ev[] } }>(
-      `query ($id: ID!) { sessionEvents(sessionId: $id, limit: 1000) { nodes { ${FIELDS} } } }`,
-      { id },
-    )
-      .then((d) => {
-        if (cancelled) return;
-        setEvents(d.sessionEvents.nodes);
-        setLoading(false);
-        const last = d.sessionEvents.nodes.at(-1)?.seq ?? 0;
-        stop = sseClient().subscribe<{ sessionEvents: Ev }>(
-          {
-            query: `subscription ($id: ID!, $after: Int) { sessionEvents(sessionId: $id, afterSeq: $after) { ${FIELDS} } }`,
-            variables: { id, after: last },
-          },
-          {
-            next: (r) => r.data && add(r.data.sessionEvents),
-            error: (e) => setError(String((e as Error).message ?? e)),
-            complete: () => {},
-          },
-        );
-      })
-      .catch((e: Error) => {
-        setError(e.message);
-        setLoading(false);
-      });
-    return () => {
-      cancelled = true;
-      stop();
-    };
-  }, [id]);
+  const { events, error, setError, loading } = useSessionEvents(id);
+  const [tab, setTab] = useState<Tab>('timeline');
+  const canWrite = useCanWrite();
+  const pending = pendingCalls(events);
+  const idles = events.filter((e) => e.type === 'session.status_idle').length;
   const send = async (e: React.FormEvent<HTMLFormElement>) => {
     e.preventDefault();
     const form = e.currentTarget;
@@ -61,43 +42,65 @@ export function SessionView({ id }: { id: string }) {
     gql('mutation ($id: ID!) { interrupt(sessionId: $id) { id } }', { id }).catch((e: Error) =>
       setError(e.message),
     );
+  // Arrow keys move between the tabs (WAI-ARIA tabs pattern); Tab leaves the tab list.
+  const onTabKey = (e: React.KeyboardEvent) => {
+    if (e.key !== 'ArrowRight' && e.key !== 'ArrowLeft') return;
+    const i = TABS.findIndex(([t]) => t === tab);
+    const next = TABS[(i + (e.key === 'ArrowRight' ? 1 : TABS.length - 1)) % TABS.length]![0];
+    setTab(next);
+    document.getElementById(`tab-${next}`)?.focus();
+  };
   return (
-    <section>
+    <section className="session-view">
       <h1>Session {id}</h1>
       {error && (
         <p className="error" role="alert">
           {error}
         </p>
       )}
-      {loading ? (
-        <p role="status">Loading…</p>
-      ) : events.length === 0 ? (
-        <p>No events yet.</p>
-      ) : (
-        <ol className="timeline" aria-label="Timeline">
-          {events.map((e) => (
-            <li key={e.seq} data-type={e.type}>
-              <strong>{e.type}</strong> {summary(e.data)}
-            </li>
-          ))}
-        </ol>
+      <PendingCalls id={id} pending={pending} />
+      <div role="tablist" aria-label="Session view" onKeyDown={onTabKey}>
+        {TABS.map(([t, label]) => (
+          <button
+            key={t}
+            id={`tab-${t}`}
+            type="button"
+            role="tab"
+            aria-selected={tab === t}
+            aria-controls={`panel-${t}`}
+            tabIndex={tab === t ? 0 : -1}
+            onClick={() => setTab(t)}
+          >
+            {label}
+          </button>
+        ))}
+      </div>
+      <div
+        role="tabpanel"
+        id={`panel-${tab}`}
+        aria-label={tab === 'timeline' ? 'Events' : 'Messages'}
+      >
+        {loading ? (
+          <p role="status">Loading…</p>
+        ) : tab === 'timeline' ? (
+          <Timeline events={events} />
+        ) : (
+          <Conversation events={events} />
+        )}
+      </div>
+      {canWrite && (
+        <form onSubmit={send}>
+          <label>
+            Message
+            <textarea name="text" required />
+          </label>
+          <button type="submit">Send</button>
+          <button type="button" onClick={interrupt}>
+            Interrupt
+          </button>
+        </form>
       )}
-      <form onSubmit={send}>
-        <label>
-          Message
-          <textarea name="text" required />
-        </label>
-        <button type="submit">Send</button>
-        <button type="button" onClick={interrupt}>
-          Interrupt
-        </button>
-      </form>
+      <Outputs id={id} version={idles} />
     </section>
   );
-}
-
-function summary(data: unknown): string {
-  const d = data as { content?: Array<{ text?: string }> } | null;
-  const text = d?.content?.map((c) => c.text ?? '').join('') ?? '';
-  return text || JSON.stringify(data).slice(0, 200);
 }
