@@ -67,7 +67,7 @@ export function SessionView({ id }: { id: string }) {
             type="button"
             role="tab"
             aria-selected={tab === t}
-            aria-controls={`panel-${t}`}
+            aria-controls={tab === t ? `panel-${t}` : undefined}
             tabIndex={tab === t ? 0 : -1}
             onClick={() => setTab(t)}
           >

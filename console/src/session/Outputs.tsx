@@ -32,6 +32,13 @@ export function Outputs({ id, version }: { id: string; version: number }) {
   return (
     <section aria-label="Outputs and files">
       <h2>Outputs</h2>
+      <button
+        type="button"
+        onClick={() => void Promise.all([outputs.refetch(), files.refetch()])}
+        disabled={outputs.isFetching || files.isFetching}
+      >
+        Refresh outputs and files
+      </button>
       <Loaded q={outputs} empty={!outputs.data?.data.length} emptyText="No outputs yet.">
         <ul className="rows" aria-label="Outputs">
           {outputs.data?.data.map((o) => (
