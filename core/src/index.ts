@@ -46,6 +46,7 @@ export * from './console/console.js';
 export type * from './console/records.js';
 export * from './console/members.js';
 export * from './console/identity.js';
+export * from './console/dashboard.js';
 export * from './files/files.js';
 export {
   awaitsWorker,

@@ -2,6 +2,7 @@ import type {
   AgentService,
   AuthService,
   ConsoleService,
+  DashboardService,
   IdentityProviders,
   MemberService,
   CommandBus,
@@ -46,6 +47,8 @@ export interface GatewayServices {
   console: ConsoleService | null;
   /** Console users, memberships, invitations, allowed domains (core/src/console/members.ts). */
   members: MemberService;
+  /** The console dashboard's counts and recent errors (core/src/console/dashboard.ts). */
+  dashboard: DashboardService;
   /** The console's identity providers (core/src/console/identity.ts). */
   identity: IdentityProviders;
   agents: AgentService;

@@ -162,7 +162,28 @@ export const typeDefs = /* GraphQL */ `
     prevPage: String
   }
 
+  "A session.error of the tenant, newest first (the console dashboard)."
+  type DashboardError {
+    sessionId: ID!
+    seq: Int!
+    type: String!
+    message: String!
+    createdAt: String!
+  }
+
+  "Tenant-wide figures for the console dashboard; archived agents, environments and sessions are not counted."
+  type Dashboard {
+    agents: Int!
+    environments: Int!
+    sessions: Int!
+    "Sessions running a turn now (counted up to 1000)."
+    runningSessions: Int!
+    "The newest session errors of the last 7 days (at most 10)."
+    recentErrors: [DashboardError!]!
+  }
+
   type Query {
+    dashboard: Dashboard!
     "The agent's current version, or the given version."
     agent(id: ID!, version: Int): Agent
     "Newest first. limit 1..1000 (default 20)."

@@ -34,6 +34,7 @@ import {
   AgentService,
   AuthService,
   ConsoleService,
+  DashboardService,
   IdentityProviders,
   MemberService,
   type IdentityConfig,
@@ -112,6 +113,7 @@ export interface Platform {
   /** null: the console is off (fleet mode without CONSOLE_SESSION_SECRET). */
   console: ConsoleService | null;
   members: MemberService;
+  dashboard: DashboardService;
   identity: IdentityProviders;
   agents: AgentService;
   environments: EnvironmentService;
@@ -242,6 +244,9 @@ export async function createPlatform(config: Config, adapters: Adapters): Promis
   const auth = new AuthService(collections, config.operatorKeyHash);
   await auth.bootstrap();
   const members = new MemberService(collections);
+  // Every process that appends events records their session errors for the dashboard.
+  const dashboard = new DashboardService(collections, sessions);
+  dashboard.recordErrorsOf(events);
   // Fleet mode without CONSOLE_SESSION_SECRET: no console (core/src/config/dataDir.ts).
   const console_ = config.consoleSessionSecret
     ? new ConsoleService(collections, auth, members, config.consoleSessionSecret)
@@ -348,6 +353,7 @@ export async function createPlatform(config: Config, adapters: Adapters): Promis
     auth,
     console: console_,
     members,
+    dashboard,
     // The identity providers' HTTP goes through the egress policy, trusting EGRESS_CA_CERTS.
     identity: new IdentityProviders(identityConfig(config), () => mcpProxy.upstreamFetch()),
     agents,

@@ -68,3 +68,16 @@ export interface UsedSignInDoc {
   _id: string;
   expires_at: string;
 }
+
+/** One `session.error` as the dashboard lists it (tenant store; `_id` = the event's id). */
+export interface SessionErrorDoc {
+  _id: string;
+  tenant_id: string;
+  session_id: string;
+  seq: number;
+  type: string;
+  message: string;
+  created_at: string;
+  /** For the retention sweep (core/src/console/dashboard.ts). */
+  created_ms: number;
+}

@@ -39,6 +39,7 @@ import type {
   ConsoleUserDoc,
   InvitationDoc,
   MembershipDoc,
+  SessionErrorDoc,
   UsedSignInDoc,
 } from '../console/records.js';
 
@@ -256,6 +257,11 @@ export const COLLECTIONS = {
     indexes: [{ fields: { domain: 1 } }, { fields: { tenant_id: 1 } }],
   },
   usedSignIns: { name: 'console_used_sign_ins', indexes: [{ fields: { expires_at: 1 } }] },
+  /** The console dashboard's recent session errors (core/src/console/dashboard.ts). */
+  sessionErrors: {
+    name: 'session_errors',
+    indexes: [{ fields: { tenant_id: 1, _id: 1 } }, { fields: { tenant_id: 1, created_ms: 1 } }],
+  },
   /** Published skill versions; `_id` is `<skill_id>/<version>`. */
   skillVersions: {
     name: 'skill_versions',
@@ -275,6 +281,7 @@ export function openCollections(router: StoreRouter) {
     invitations: router.control.collection<InvitationDoc>(COLLECTIONS.invitations),
     allowedDomains: router.control.collection<AllowedDomainDoc>(COLLECTIONS.allowedDomains),
     usedSignIns: router.control.collection<UsedSignInDoc>(COLLECTIONS.usedSignIns),
+    sessionErrors: t<SessionErrorDoc>(COLLECTIONS.sessionErrors),
     agents: t<AgentDoc>(COLLECTIONS.agents),
     agentVersions: t<AgentVersionDoc>(COLLECTIONS.agentVersions),
     environments: t<EnvironmentDoc>(COLLECTIONS.environments),

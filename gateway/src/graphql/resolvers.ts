@@ -74,6 +74,7 @@ export interface ResolverDeps {
 export function resolvers(deps: ResolverDeps): ResolverMap {
   return {
     Query: {
+      dashboard: async (_, _args, ctx) => ctx.services.dashboard.figures(tenant(ctx)),
       agent: async (_, args, ctx) =>
         toAgent(await ctx.services.agents.get(tenant(ctx), args.id, agentGetArgs(args).version)),
       agents: async (_, args, ctx) =>
