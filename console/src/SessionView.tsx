@@ -71,7 +71,7 @@ export function SessionView({ id }: { id: string }) {
             tabIndex={tab === t ? 0 : -1}
             onClick={() => setTab(t)}
           >
-            {label}
+            {tab === t ? <strong>{label}</strong> : label}
           </button>
         ))}
       </div>

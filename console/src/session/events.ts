@@ -16,7 +16,8 @@ type Data = {
   mcp_tool_use_id?: string;
   is_error?: boolean | null;
   error?: { type?: string; message?: string };
-  stop_reason?: { type?: string; event_ids?: string[] };
+  stop_reason?: string | { type?: string; event_ids?: string[] };
+  model_usage?: { input_tokens?: number; output_tokens?: number };
   result?: 'allow' | 'deny';
   deny_message?: string | null;
 };
@@ -52,7 +53,11 @@ export function summary(e: Ev): string {
     case 'session.error':
       return `${d.error?.type ?? 'error'}: ${d.error?.message ?? ''}`;
     case 'session.status_idle':
-      return d.stop_reason?.type ?? '';
+      return typeof d.stop_reason === 'object' ? (d.stop_reason?.type ?? '') : '';
+    case 'span.model_request_end':
+      return `${d.is_error ? 'failed · ' : ''}${d.model_usage?.input_tokens ?? 0} in / ${
+        d.model_usage?.output_tokens ?? 0
+      } out tokens${typeof d.stop_reason === 'string' ? ` · ${d.stop_reason}` : ''}`;
     default: {
       const s = JSON.stringify(e.data ?? {});
       return s === '{}' ? '' : s.slice(0, 160);

@@ -6,14 +6,14 @@
  * and the thinking text; (b) a client-executed custom tool call shows a result form, and
  * submitting it lets the agent answer; (c) the output the bash call wrote and a file uploaded
  * for the session are listed and download with their bytes. The Conversation tab shows the
- * messages; the view fits 375 px. No console errors.
+ * messages; a failed model request shows its session.error; the view fits 375 px. No console errors.
  * Screenshots: $TMPDIR/agentfleet-screenshots/console-session-view.
  */
 import { join } from 'node:path';
 import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startPlatform, type TestPlatform } from '../../kit/harness.js';
-import { BROWSER_SKIP, launchBrowser, screenshotDir } from '../../kit/browser.js';
+import { axeViolations, BROWSER_SKIP, launchBrowser, screenshotDir } from '../../kit/browser.js';
 import { addModelCard } from '../../kit/turnHelpers.js';
 
 const MODEL = 'console-session-view-model';
@@ -180,6 +180,38 @@ describe.skipIf(BROWSER_SKIP)('console session view in chromium', () => {
     const { readFile } = await import('node:fs/promises');
     expect(await readFile(path, 'utf8')).toBe('report-bytes-42');
     await shot(page, '05-outputs');
+
+    // Deny with a reason: the call never runs and its result is the reason, as an error.
+    t.model.script(
+      MODEL,
+      { steps: [{ tool_use: { name: 'bash', input: { command: 'echo never-ran' } } }] },
+      { steps: [{ text: 'denied, fine' }] },
+    );
+    await page.getByLabel('Message').fill('try again');
+    await page.getByRole('button', { name: 'Send', exact: true }).click();
+    await confirm.waitFor({ timeout: 30_000 });
+    await confirm.getByRole('button', { name: 'Deny…' }).click();
+    await confirm.getByLabel('Reason for denying (optional)').fill('not today');
+    await confirm.getByRole('button', { name: 'Deny', exact: true }).click();
+    await page.getByText('denied, fine').waitFor({ timeout: 30_000 });
+    expect(await row('user.tool_confirmation').last().textContent()).toContain('deny: not today');
+    expect(await row('agent.tool_result').last().textContent()).toContain('error: not today');
+    expect(await axeViolations(page)).toEqual([]);
+
+    // A failed model request: the session.error row shows its message, the detail the error.
+    t.model.script(MODEL, {
+      steps: [
+        { http_error: { status: 400, type: 'invalid_request_error', message: 'scripted refusal' } },
+      ],
+    });
+    await page.getByLabel('Message').fill('fail please');
+    await page.getByRole('button', { name: 'Send', exact: true }).click();
+    await row('session.error').waitFor({ timeout: 30_000 });
+    expect(await row('session.error').textContent()).toContain('scripted refusal');
+    await row('session.error')
+      .getByRole('button', { name: /Details/ })
+      .click();
+    await row('session.error').getByText('Error', { exact: true }).waitFor();
 
     // 375 px: nothing wider than the viewport.
     await page.setViewportSize({ width: 375, height: 800 });
