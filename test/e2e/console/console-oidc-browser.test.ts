@@ -5,13 +5,14 @@
  * EGRESS_CA_CERTS): the operator's key sign-in invites the first admin on the Members screen;
  * the admin clicks "Sign in with Single sign-on", signs in at the provider's own login and
  * consent pages and lands on the dashboard; a stranger gets the "not a member" page; sign out,
- * and the old cookie is refused. No browser console error; nothing in browser storage.
+ * and the old cookie is refused. A member of two tenants switches tenant in the header and sees
+ * only that tenant's agents. No browser console error; nothing in browser storage.
  * Screenshots: $TMPDIR/agentfleet-screenshots/console-oidc-browser (docs/console.md).
  */
 import { join } from 'node:path';
 import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startPlatform, type TestPlatform } from '../../kit/harness.js';
+import { BETA, startPlatform, type TestPlatform } from '../../kit/harness.js';
 import { freePort } from '../../kit/process.js';
 import { BROWSER_SKIP, launchBrowser, screenshotDir } from '../../kit/browser.js';
 import { startOidcProvider, type OidcFixture } from '../../kit/fixtures/oidcProvider.js';
@@ -136,4 +137,46 @@ describe.skipIf(BROWSER_SKIP)('console identity-provider sign-in in chromium', (
     );
     await strangerContext.close();
   }, 90_000);
+
+  it('a member of two tenants switches tenant in the header and sees only that tenant', async () => {
+    const acme = await t.newTenant('Acme');
+    await acme.client.beta.agents.create({ name: 'acme-only-agent', model: 'claude-sonnet-4-5' });
+    await t.client.beta.agents.create({ name: 'default-only-agent', model: 'claude-sonnet-4-5' });
+    for (const [key, role] of [
+      [t.operatorKey, 'viewer'],
+      [acme.apiKey, 'member'],
+    ] as const) {
+      const res = await t.http('/v1/svc/console/invitations', {
+        method: 'POST',
+        key,
+        headers: BETA,
+        json: { email: 'carol@two.test', role },
+      });
+      expect(res.status).toBe(200);
+    }
+    idp.accounts.set('carol', { email: 'carol@two.test', name: 'Carol' });
+    const context = await browser.newContext({ ignoreHTTPSErrors: true });
+    const { page, errors } = await watched(context);
+    await ssoSignIn(page, 'carol');
+    await page.getByRole('heading', { name: 'Dashboard' }).waitFor();
+    const tenant = page.getByLabel('Tenant');
+    expect(await tenant.locator('option').allTextContents()).toEqual(
+      expect.arrayContaining(['Acme (member)', 'default (viewer)']),
+    );
+    const now = await tenant.inputValue();
+    const target = now === acme.tenantId ? 'tnt_default' : acme.tenantId;
+    await tenant.selectOption(target);
+    await page
+      .getByText(target === acme.tenantId ? 'Acme (member)' : 'default (viewer)')
+      .first()
+      .waitFor();
+    await page.goto(`${publicUrl}/console/#/agents`);
+    const expected = target === acme.tenantId ? 'acme-only-agent' : 'default-only-agent';
+    const other = target === acme.tenantId ? 'default-only-agent' : 'acme-only-agent';
+    await page.getByText(expected).first().waitFor();
+    expect(await page.getByText(other).count()).toBe(0);
+    await shot(page, '05-switched-tenant');
+    expect(errors.filter((e) => !/status of 401/.test(e))).toEqual([]);
+    await context.close();
+  }, 60_000);
 });
