@@ -31,31 +31,68 @@ export function Status({
   return <>{children}</>;
 }
 
-const LIST = `query { agents(limit: 50) { nodes { id name } } environments(limit: 50) { nodes { id name } }
-  sessions(limit: 20) { nodes { id title status createdAt } } }`;
-type Lists = {
-  agents: { nodes: Row[] };
-  environments: { nodes: Row[] };
-  sessions: { nodes: Row[] };
+const DASHBOARD = `query {
+  dashboard { agents environments sessions runningSessions
+    recentErrors { sessionId seq type message createdAt } }
+  running: sessions(status: RUNNING, limit: 10) { nodes { id title status createdAt } }
+  recent: sessions(limit: 10) { nodes { id title status createdAt } } }`;
+type DashboardData = {
+  dashboard: {
+    agents: number;
+    environments: number;
+    sessions: number;
+    runningSessions: number;
+    recentErrors: Array<{
+      sessionId: string;
+      seq: number;
+      type: string;
+      message: string;
+      createdAt: string;
+    }>;
+  };
+  running: { nodes: Row[] };
+  recent: { nodes: Row[] };
 };
-const useLists = () => useQuery({ queryKey: ['lists'], queryFn: () => gql<Lists>(LIST) });
 
+/** Counts, sessions running now, recent sessions and the newest session errors (GraphQL `dashboard`). */
 export function Dashboard() {
-  const q = useLists();
+  const q = useQuery({
+    queryKey: ['dashboard'],
+    queryFn: () => gql<DashboardData>(DASHBOARD),
+    refetchInterval: 10_000,
+  });
   const d = q.data;
-  const running = d?.sessions.nodes.filter((s) => s.status === 'running') ?? [];
   return (
     <section>
       <h1>Dashboard</h1>
       <Status q={q} empty={false}>
-        <ul>
-          <li>Agents: {d?.agents.nodes.length}</li>
-          <li>Environments: {d?.environments.nodes.length}</li>
-          <li>Sessions: {d?.sessions.nodes.length}</li>
-          <li>Running sessions: {running.length}</li>
+        <ul aria-label="Counts">
+          <li>Agents: {d?.dashboard.agents}</li>
+          <li>Environments: {d?.dashboard.environments}</li>
+          <li>Sessions: {d?.dashboard.sessions}</li>
+          <li>Running sessions: {d?.dashboard.runningSessions}</li>
         </ul>
+        <h2>Running now</h2>
+        {d?.running.nodes.length ? (
+          <SessionList rows={d.running.nodes} />
+        ) : (
+          <p>No session is running.</p>
+        )}
         <h2>Recent sessions</h2>
-        <SessionList rows={d?.sessions.nodes ?? []} />
+        <SessionList rows={d?.recent.nodes ?? []} />
+        <h2>Recent errors</h2>
+        {d?.dashboard.recentErrors.length ? (
+          <ul aria-label="Recent errors">
+            {d.dashboard.recentErrors.map((e) => (
+              <li key={`${e.sessionId}/${e.seq}`}>
+                <a href={`#/sessions/${encodeURIComponent(e.sessionId)}`}>{e.sessionId}</a> —{' '}
+                {e.type}: {e.message} ({new Date(e.createdAt).toLocaleString()})
+              </li>
+            ))}
+          </ul>
+        ) : (
+          <p>No session error in the last 7 days.</p>
+        )}
       </Status>
     </section>
   );
@@ -117,15 +154,38 @@ function CreateForm({
 }
 
 /** A GraphQL connection read page by page (`page` = the previous answer's nextPage). */
-function useConnection(field: 'agents' | 'environments' | 'sessions', fields: string) {
+/** The session list's filters, as the SDK's sessions.list takes them (GraphQL arguments). */
+type SessionFilter = {
+  agentId?: string;
+  status?: 'IDLE' | 'RUNNING' | 'RESCHEDULING' | 'TERMINATED';
+  order?: 'ASC' | 'DESC';
+  includeArchived?: boolean;
+};
+const FILTER_ARGS: Record<keyof SessionFilter, string> = {
+  agentId: 'ID',
+  status: 'SessionStatus',
+  order: 'Order',
+  includeArchived: 'Boolean',
+};
+
+function useConnection(
+  field: 'agents' | 'environments' | 'sessions',
+  fields: string,
+  filter: SessionFilter = {},
+) {
+  const set = (Object.keys(filter) as Array<keyof SessionFilter>).filter(
+    (k) => filter[k] !== undefined && filter[k] !== '',
+  );
+  const decl = set.map((k) => `, $${k}: ${FILTER_ARGS[k]}`).join('');
+  const args = set.map((k) => `, ${k}: $${k}`).join('');
   return useInfiniteQuery({
-    queryKey: ['lists', field],
+    queryKey: ['lists', field, filter],
     initialPageParam: undefined as string | undefined,
     queryFn: async ({ pageParam }) =>
       (
         await gql<Record<string, { nodes: Row[]; hasMore: boolean; nextPage: string | null }>>(
-          `query ($page: String) { ${field}(limit: ${PAGE_SIZE}, page: $page) { nodes { ${fields} } hasMore nextPage } }`,
-          { page: pageParam },
+          `query ($page: String${decl}) { ${field}(limit: ${PAGE_SIZE}, page: $page${args}) { nodes { ${fields} } hasMore nextPage } }`,
+          { page: pageParam, ...Object.fromEntries(set.map((k) => [k, filter[k]])) },
         )
       )[field]!,
     getNextPageParam: (last) => (last.hasMore && last.nextPage ? last.nextPage : undefined),
@@ -215,11 +275,50 @@ export const Environments = () => (
 );
 
 export function Sessions() {
-  const q = useConnection('sessions', 'id title status createdAt');
+  const [filter, setFilter] = useState<SessionFilter>({});
+  const q = useConnection('sessions', 'id title status createdAt', filter);
   const canWrite = useCanWrite();
+  const apply = (e: React.FormEvent<HTMLFormElement>) => {
+    e.preventDefault();
+    const f = new FormData(e.currentTarget);
+    const str = (k: string) => (f.get(k) as string | null)?.trim() || undefined;
+    setFilter({
+      agentId: str('agent_id'),
+      status: str('status') as SessionFilter['status'],
+      order: str('order') as SessionFilter['order'],
+      includeArchived: f.get('include_archived') === 'on' || undefined,
+    });
+  };
   return (
     <section>
       <h1>Sessions</h1>
+      <form className="filters" aria-label="Filter sessions" onSubmit={apply}>
+        <label>
+          Agent id filter
+          <input name="agent_id" autoComplete="off" />
+        </label>
+        <label>
+          Status filter
+          <select name="status" defaultValue="">
+            <option value="">any</option>
+            <option value="IDLE">idle</option>
+            <option value="RUNNING">running</option>
+            <option value="RESCHEDULING">rescheduling</option>
+            <option value="TERMINATED">terminated</option>
+          </select>
+        </label>
+        <label>
+          Order
+          <select name="order" defaultValue="DESC">
+            <option value="DESC">newest first</option>
+            <option value="ASC">oldest first</option>
+          </select>
+        </label>
+        <label>
+          <input type="checkbox" name="include_archived" /> Include archived
+        </label>
+        <button type="submit">Apply filters</button>
+      </form>
       <Connection q={q}>{(rows) => <SessionList rows={rows} />}</Connection>
       {canWrite && (
         <CreateForm

@@ -67,8 +67,8 @@ describe.skipIf(BROWSER_SKIP)('console in chromium', () => {
     await shot(page, '04-agents');
 
     await page.getByRole('link', { name: 'Sessions' }).click();
-    await page.getByLabel('Agent id').fill(agentId);
-    await page.getByLabel('Environment id').fill(envId);
+    await page.getByLabel('Agent id', { exact: true }).fill(agentId);
+    await page.getByLabel('Environment id', { exact: true }).fill(envId);
     await page.getByRole('button', { name: 'Start session' }).click();
     await page.locator('main a[href^="#/sessions/"]').first().click();
     await page.getByText('No events yet.').or(page.getByLabel('Timeline')).waitFor();
@@ -92,4 +92,54 @@ describe.skipIf(BROWSER_SKIP)('console in chromium', () => {
     expect(errors.filter((e) => !/status of 401/.test(e))).toEqual([]);
     await page.close();
   }, 90_000);
+
+  it('the dashboard shows counts and session errors; the session list filters as the SDK does', async () => {
+    const c = t.client;
+    const env = await c.beta.environments.create({ name: 'dash-browser-env' });
+    const a = await c.beta.agents.create({ name: 'dash-a', model: 'dash-browser-model' });
+    const b = await c.beta.agents.create({ name: 'dash-b', model: 'dash-browser-model' });
+    const sa = await c.beta.sessions.create({
+      agent: a.id,
+      environment_id: env.id,
+      title: 'of agent a',
+    });
+    await c.beta.sessions.create({ agent: b.id, environment_id: env.id, title: 'of agent b' });
+    t.model.script('dash-browser-model', {
+      steps: [
+        { http_error: { status: 400, type: 'invalid_request_error', message: 'scripted refusal' } },
+      ],
+    });
+    await c.beta.sessions.events.send(sa.id, {
+      events: [{ type: 'user.message', content: [{ type: 'text', text: 'fail please' }] }],
+    });
+    for (let i = 0; i < 100; i++) {
+      const ev = await c.beta.sessions.events.list(sa.id);
+      if (ev.data.some((e) => e.type === 'session.status_idle')) break;
+      await new Promise((r) => setTimeout(r, 50));
+    }
+    const page = await browser.newPage();
+    const errors: string[] = [];
+    page.on('console', (m) => m.type() === 'error' && errors.push(m.text()));
+    await page.goto(`${t.url}/console/`);
+    await page.getByLabel('API key').fill(t.operatorKey);
+    await page.getByRole('button', { name: 'Sign in', exact: true }).click();
+    await page.getByRole('heading', { name: 'Dashboard' }).waitFor();
+    const errorsList = page.getByLabel('Recent errors');
+    await errorsList.getByText('scripted refusal').waitFor();
+    expect(await errorsList.textContent()).toContain('model_request_failed_error');
+    expect(await page.getByLabel('Counts').textContent()).toMatch(/Sessions: \d+/);
+    await shot(page, '07-dashboard-errors');
+
+    await page.getByRole('link', { name: 'Sessions' }).click();
+    await page.getByLabel('Agent id filter').fill(a.id);
+    await page.getByRole('button', { name: 'Apply filters' }).click();
+    await page.getByText('of agent a').waitFor();
+    expect(await page.getByText('of agent b').count()).toBe(0);
+    await page.getByLabel('Status filter').selectOption('TERMINATED');
+    await page.getByRole('button', { name: 'Apply filters' }).click();
+    await page.getByText('Nothing here yet.').waitFor();
+    await shot(page, '08-sessions-filtered');
+    expect(errors.filter((e) => !/status of 401/.test(e))).toEqual([]);
+    await page.close();
+  }, 60_000);
 });
