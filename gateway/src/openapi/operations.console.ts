@@ -63,7 +63,9 @@ const TenantQuery = Type.Object({
 const adminWrites =
   'Reads: any role of the tenant or its API keys. Writes: a console admin, a tenant API key or the operator key (the member and viewer roles are 403).';
 const html = { 'text/html': null };
-const oauthParams = { provider: Type.String({ minLength: 1, description: '`oidc` or `github`.' }) };
+const oauthParams = {
+  provider: Type.String({ minLength: 1, description: '`oidc` or `github`.' }),
+};
 const oauthOps = (base: string, prefix: string): Record<string, OperationDoc> => ({
   [`GET ${base}/:provider/authorize`]: {
     operationId: `${prefix}OAuthAuthorize`,
@@ -194,7 +196,7 @@ export const CONSOLE_OPERATIONS: Record<string, OperationDoc> = {
     summary: "Changes a member's role (the tenant keeps one admin at least)",
     tag: 'console',
     description: adminWrites,
-    params: { user_id: Type.String() },
+    params: { user_id: Type.String({ pattern: '^usr_' }) },
     query: TenantQuery,
     body: {
       schema: Type.Object({ role: Role, tenant_id: Type.Optional(Type.String()) }),
@@ -209,7 +211,7 @@ export const CONSOLE_OPERATIONS: Record<string, OperationDoc> = {
     summary: 'Removes a member from the tenant (their console sessions there end at once)',
     tag: 'console',
     description: adminWrites,
-    params: { user_id: Type.String() },
+    params: { user_id: Type.String({ pattern: '^usr_' }) },
     query: TenantQuery,
     ok: { description: 'Removed.', content: json(Deleted('user_id')) },
     conflict: true,
@@ -247,7 +249,7 @@ export const CONSOLE_OPERATIONS: Record<string, OperationDoc> = {
     summary: 'Withdraws an invitation',
     tag: 'console',
     description: adminWrites,
-    params: { id: Type.String() },
+    params: { id: Type.String({ pattern: '^inv_' }) },
     query: TenantQuery,
     ok: { description: 'Withdrawn.', content: json(Deleted('id')) },
   },

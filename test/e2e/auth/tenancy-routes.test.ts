@@ -15,21 +15,38 @@ import {
   startScriptedModelServer,
   type ScriptedModelServer,
 } from '../../kit/fixtures/scriptedModel.js';
+import { freePort } from '../../kit/process.js';
+import { startOidcProvider, type OidcFixture } from '../../kit/fixtures/oidcProvider.js';
+import { SignInBrowser, oidcSignIn } from '../../kit/signInBrowser.js';
 
 let t: TestPlatform;
 let model: ScriptedModelServer;
 let doc: any;
+// A console member of tenant A exists only after a sign-in at an identity provider: a real
+// OpenID provider gives A a member whose id the member routes are tried with.
+let idp: OidcFixture;
+let publicUrl: string;
 beforeAll(async () => {
   model = await startScriptedModelServer();
   const port = new URL(model.url).port;
+  const platformPort = await freePort();
+  publicUrl = `http://127.0.0.1:${platformPort}`;
+  idp = await startOidcProvider([`${publicUrl}/v1/svc/oauth/oidc/callback`]);
   t = await startPlatform({
     model,
     env: {
+      PORT: String(platformPort),
+      PUBLIC_URL: publicUrl,
+      OIDC_ISSUER: idp.issuer,
+      OIDC_CLIENT_ID: idp.clientId,
+      OIDC_CLIENT_SECRET: idp.clientSecret,
+      EGRESS_CA_CERTS: idp.certFile,
       RATE_LIMIT_PER_MINUTE: '100000',
       // Every route is tried without a key: the per-address failed-authentication limit would bite.
       AUTH_FAILURES_PER_MINUTE: '1000000',
       // Tenant A's model card points at the scripted model on loopback.
-      EGRESS_ALLOW_PRIVATE_HOSTS: `127.0.0.1:${port}`,
+      // The identity provider is on loopback too.
+      EGRESS_ALLOW_PRIVATE_HOSTS: `127.0.0.1:${port},${new URL(idp.issuer).host}`,
     },
   });
   doc = await (await t.http('/v1/openapi.json', { key: null })).json();
@@ -37,6 +54,7 @@ beforeAll(async () => {
 afterAll(async () => {
   await t?.close();
   await model?.close();
+  await idp?.close();
 });
 
 const openApiPath = (url: string) =>
@@ -54,6 +72,8 @@ const PARAM_VALUES: Record<string, (a: Fixtures) => string> = {
   nested_path: () => 'nested/out.txt',
   // The MCP proxy's server name (operator route: only the 401/403 answers are tried).
   server: () => 'mcp',
+  // The console's identity provider (configured here: OIDC_ISSUER).
+  provider: () => 'oidc',
 };
 
 function pathFor(r: RouteEntry, a: Fixtures, problems: string[]): string | null {
@@ -192,6 +212,34 @@ describe('tenant isolation over the route table', () => {
       if (d.status !== 'pending' && d.status !== 'running') break;
       await new Promise((r) => setTimeout(r, 50));
     }
+    // A console member of A (signed in at the IdP after an invitation) and a pending invitation.
+    const invite = async (email: string) => {
+      const res = await t.http('/v1/svc/console/invitations', {
+        method: 'POST',
+        key: a.apiKey,
+        json: { email, role: 'member' },
+      });
+      expect(res.status, await res.clone().text()).toBe(200);
+      return (await res.json()) as { id: string };
+    };
+    await invite('alpha-member@alpha.test');
+    const pending = await invite('alpha-pending@alpha.test');
+    idp.accounts.set('alpha', {
+      email: 'alpha-member@alpha.test',
+      email_verified: true,
+      name: 'a',
+    });
+    const signIn = new SignInBrowser(idp.certFile);
+    try {
+      await oidcSignIn(signIn, `${publicUrl}/v1/svc/oauth/oidc/authorize`, 'alpha');
+    } finally {
+      await signIn.close();
+    }
+    const members = (await (await t.http('/v1/svc/console/members', { key: a.apiKey })).json()) as {
+      data: Array<{ user_id: string }>;
+    };
+    expect(members.data).toHaveLength(1);
+
     const fixtures: Fixtures = {
       agent_: agent.id,
       env_: env.id,
@@ -211,6 +259,8 @@ describe('tenant isolation over the route table', () => {
       whep_: hook.id,
       work_: workItem.id,
       model_id: card.model_id,
+      usr_: members.data[0]!.user_id,
+      inv_: pending.id,
     };
     const aValues = [SECRET, ...Object.values(fixtures)];
 
@@ -227,6 +277,8 @@ describe('tenant isolation over the route table', () => {
         key,
         headers: BETA,
         ...body,
+        // The sign-in routes answer with redirects to the identity provider: not followed.
+        redirect: 'manual',
         signal: AbortSignal.timeout(15_000),
       });
       const text = await res.text();
@@ -318,6 +370,16 @@ describe('tenant isolation over the route table', () => {
     const s = await a.client.beta.sessions.retrieve(session.id);
     expect(s.title).toBe(`${SECRET}-session`);
     expect(s.archived_at).toBeNull();
+    const stillMembers = (await (
+      await t.http('/v1/svc/console/members', { key: a.apiKey })
+    ).json()) as { data: Array<{ user_id: string; role: string }> };
+    expect(stillMembers.data).toEqual([
+      expect.objectContaining({ user_id: fixtures.usr_, role: 'member' }),
+    ]);
+    const stillInvited = (await (
+      await t.http('/v1/svc/console/invitations', { key: a.apiKey })
+    ).json()) as { data: Array<{ id: string }> };
+    expect(stillInvited.data.map((i) => i.id)).toContain(pending.id);
     expect((await a.client.beta.environments.retrieve(env.id)).archived_at).toBeNull();
     expect(
       (
