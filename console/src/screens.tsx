@@ -27,7 +27,7 @@ export function Status({
         {q.error?.message}
       </p>
     );
-  if (empty) return <p>Nothing here yet.</p>;
+  if (empty) return <p className="empty">Nothing here yet.</p>;
   return <>{children}</>;
 }
 
@@ -153,7 +153,6 @@ function CreateForm({
   );
 }
 
-/** A GraphQL connection read page by page (`page` = the previous answer's nextPage). */
 /** The session list's filters, as the SDK's sessions.list takes them (GraphQL arguments). */
 type SessionFilter = {
   agentId?: string;
@@ -168,6 +167,7 @@ const FILTER_ARGS: Record<keyof SessionFilter, string> = {
   includeArchived: 'Boolean',
 };
 
+/** A GraphQL connection read page by page (`page` = the previous answer's nextPage). */
 function useConnection(
   field: 'agents' | 'environments' | 'sessions',
   fields: string,
@@ -227,7 +227,7 @@ function ResourceScreen(props: {
       <h1>{props.title}</h1>
       <Connection q={q}>
         {(items) => (
-          <ul>
+          <ul className="rows" aria-label={props.title}>
             {items.map((a) => (
               <li key={a.id}>
                 {props.detail ? (

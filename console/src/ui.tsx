@@ -256,8 +256,3 @@ export const when = (iso?: string | null) => (iso ? new Date(iso).toLocaleString
 
 /** The hash route's link to a resource's own screen. */
 export const href = (...parts: string[]) => `#/${parts.map(encodeURIComponent).join('/')}`;
-
-/** Error state for a backend route that is not deployed yet (it may 404 until it lands). */
-export function notYet(e: Error | null): boolean {
-  return e instanceof ApiError && (e.status === 404 || e.status === 405);
-}

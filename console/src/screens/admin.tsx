@@ -6,7 +6,6 @@ import {
   Action,
   ErrorText,
   Form,
-  notYet,
   PagedList,
   useCanWrite,
   useMe,
@@ -245,22 +244,18 @@ export function Tenants() {
           onDismiss={() => setCreated(null)}
         />
       )}
-      {q.isError && notYet(q.error) ? (
-        <p className="empty">This server does not list tenants; create one below.</p>
-      ) : (
-        <PagedList
-          q={q}
-          label="Tenants"
-          keyOf={(t) => t.id}
-          emptyText="No tenants yet."
-          row={(t) => (
-            <>
-              <strong>{t.name}</strong> <code>{t.id}</code> · created {when(t.created_at)}
-              {t.id === me.tenant.id && ' · this console'}
-            </>
-          )}
-        />
-      )}
+      <PagedList
+        q={q}
+        label="Tenants"
+        keyOf={(t) => t.id}
+        emptyText="No tenants yet."
+        row={(t) => (
+          <>
+            <strong>{t.name}</strong> <code>{t.id}</code> · created {when(t.created_at)}
+            {t.id === me.tenant.id && ' · this console'}
+          </>
+        )}
+      />
       <Form
         label="Create tenant"
         submit="Create tenant"

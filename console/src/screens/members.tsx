@@ -1,19 +1,8 @@
 // #/members — the tenant's members (change role, remove), invitations (invite, revoke) and the
-// sign-in policy. Routes: /v1/svc/console/{members,invitations,sign_in_policy}; a server
-// without them answers 404, shown as "not available on this server".
+// sign-in policy. Routes: /v1/svc/console/{members,invitations,sign_in_policy}.
 import { useQuery } from '@tanstack/react-query';
 import { rest } from '../api';
-import {
-  Action,
-  ErrorText,
-  Form,
-  Loaded,
-  notYet,
-  useCanWrite,
-  useMe,
-  useRefresh,
-  when,
-} from '../ui';
+import { Action, ErrorText, Form, Loaded, useCanWrite, useMe, useRefresh, when } from '../ui';
 
 const BASE = '/v1/svc/console';
 const ROLES = ['admin', 'member', 'viewer'];
@@ -29,31 +18,14 @@ type Invitation = {
 };
 type Policy = { allowed_email_domains: string[]; default_role: string };
 
-/** A GET whose 404 (route not deployed yet) is an answer, not an error: `null`. */
-function useOptional<T>(path: string) {
-  return useQuery({
-    queryKey: [path],
-    queryFn: async () => {
-      try {
-        return await rest<T>(path);
-      } catch (e) {
-        if (notYet(e as Error)) return null;
-        throw e;
-      }
-    },
-  });
-}
-
-const Unavailable = ({ what }: { what: string }) => (
-  <p className="empty">{what} are not available on this server yet.</p>
-);
+const useGet = <T,>(path: string) => useQuery({ queryKey: [path], queryFn: () => rest<T>(path) });
 
 export function Members() {
   const me = useMe();
   const canAdmin = useCanWrite() && (me?.role === 'admin' || !!me?.operator);
-  const members = useOptional<{ data: Member[] }>(`${BASE}/members`);
-  const invites = useOptional<{ data: Invitation[] }>(`${BASE}/invitations`);
-  const policy = useOptional<Policy>(`${BASE}/sign_in_policy`);
+  const members = useGet<{ data: Member[] }>(`${BASE}/members`);
+  const invites = useGet<{ data: Invitation[] }>(`${BASE}/invitations`);
+  const policy = useGet<Policy>(`${BASE}/sign_in_policy`);
   const refresh = useRefresh();
   return (
     <section>
@@ -63,81 +35,73 @@ export function Members() {
       </p>
       <h2>People</h2>
       <Loaded q={members} empty={members.data?.data.length === 0} emptyText="No members yet.">
-        {members.data === null ? (
-          <Unavailable what="Members" />
-        ) : (
-          <ul className="rows" aria-label="Members">
-            {members.data?.data.map((m) => (
-              <li key={m.user_id}>
-                <strong>{m.name || m.email}</strong> {m.email} · since {when(m.created_at)}
-                {canAdmin ? (
-                  <div className="inline">
-                    <label>
-                      Role of {m.email}
-                      <select
-                        value={m.role}
-                        onChange={async (e) => {
-                          await rest(`${BASE}/members/${encodeURIComponent(m.user_id)}`, {
-                            method: 'PATCH',
-                            json: { role: e.target.value },
-                          }).catch((err: Error) => alert(err.message));
-                          await refresh(`${BASE}/members`);
-                        }}
-                      >
-                        {ROLES.map((r) => (
-                          <option key={r}>{r}</option>
-                        ))}
-                      </select>
-                    </label>
-                    <Action
-                      label="Remove"
-                      ariaLabel={`Remove ${m.email}`}
-                      run={async () => {
+        <ul className="rows" aria-label="Members">
+          {members.data?.data.map((m) => (
+            <li key={m.user_id}>
+              <strong>{m.name || m.email}</strong> {m.email} · since {when(m.created_at)}
+              {canAdmin ? (
+                <div className="inline">
+                  <label>
+                    Role of {m.email}
+                    <select
+                      value={m.role}
+                      onChange={async (e) => {
                         await rest(`${BASE}/members/${encodeURIComponent(m.user_id)}`, {
-                          method: 'DELETE',
-                        });
+                          method: 'PATCH',
+                          json: { role: e.target.value },
+                        }).catch((err: Error) => alert(err.message));
                         await refresh(`${BASE}/members`);
                       }}
-                    />
-                  </div>
-                ) : (
-                  <> · {m.role}</>
-                )}
-              </li>
-            ))}
-          </ul>
-        )}
+                    >
+                      {ROLES.map((r) => (
+                        <option key={r}>{r}</option>
+                      ))}
+                    </select>
+                  </label>
+                  <Action
+                    label="Remove"
+                    ariaLabel={`Remove ${m.email}`}
+                    run={async () => {
+                      await rest(`${BASE}/members/${encodeURIComponent(m.user_id)}`, {
+                        method: 'DELETE',
+                      });
+                      await refresh(`${BASE}/members`);
+                    }}
+                  />
+                </div>
+              ) : (
+                <> · {m.role}</>
+              )}
+            </li>
+          ))}
+        </ul>
       </Loaded>
       <h2>Invitations</h2>
       <Loaded q={invites} empty={invites.data?.data.length === 0} emptyText="No open invitations.">
-        {invites.data === null ? (
-          <Unavailable what="Invitations" />
-        ) : (
-          <ul className="rows" aria-label="Invitations">
-            {invites.data?.data.map((i) => (
-              <li key={i.id}>
-                <strong>{i.email}</strong> as {i.role} · expires {when(i.expires_at)}
-                {i.accepted_at && <> · accepted {when(i.accepted_at)}</>}
-                {canAdmin && !i.accepted_at && (
-                  <div className="inline">
-                    <Action
-                      label="Revoke"
-                      ariaLabel={`Revoke the invitation of ${i.email}`}
-                      run={async () => {
-                        await rest(`${BASE}/invitations/${encodeURIComponent(i.id)}`, {
-                          method: 'DELETE',
-                        });
-                        await refresh(`${BASE}/invitations`);
-                      }}
-                    />
-                  </div>
-                )}
-              </li>
-            ))}
-          </ul>
-        )}
+        <ul className="rows" aria-label="Invitations">
+          {invites.data?.data.map((i) => (
+            <li key={i.id}>
+              <strong>{i.email}</strong> as {i.role} · expires {when(i.expires_at)}
+              {i.accepted_at && <> · accepted {when(i.accepted_at)}</>}
+              {canAdmin && !i.accepted_at && (
+                <div className="inline">
+                  <Action
+                    label="Revoke"
+                    ariaLabel={`Revoke the invitation of ${i.email}`}
+                    run={async () => {
+                      await rest(`${BASE}/invitations/${encodeURIComponent(i.id)}`, {
+                        method: 'DELETE',
+                      });
+                      await refresh(`${BASE}/invitations`);
+                    }}
+                  />
+                </div>
+              )}
+            </li>
+          ))}
+        </ul>
       </Loaded>
-      {canAdmin && invites.data !== null && (
+      {canAdmin && (
         <Form
           label="Invite someone"
           submit="Send invitation"
@@ -156,9 +120,7 @@ export function Members() {
       )}
       <h2>Sign-in policy</h2>
       <Loaded q={policy}>
-        {policy.data === null ? (
-          <Unavailable what="Sign-in policies" />
-        ) : policy.data && canAdmin ? (
+        {policy.data && canAdmin ? (
           <Form
             key={JSON.stringify(policy.data)}
             label="Edit sign-in policy"
