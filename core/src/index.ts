@@ -118,3 +118,4 @@ export type * from './mcp/oauthTypes.js';
 export * from './mcp/client.js';
 export * from './mcp/tools.js';
 export * from './mcp/clientStdio.js';
+export * from './repositories/index.js';

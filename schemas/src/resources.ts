@@ -232,6 +232,43 @@ export const SessionUsage = Obj({
 /** Nothing is served here yet: create refuses every declared resource, and outcomes do not exist. */
 const AlwaysEmpty = Type.Array(Type.Never(), { maxItems: 0 });
 
+/** A session resource as served (SDK BetaManagedAgentsSessionResource; sessions.resources). */
+export const SessionResource = Type.Union([
+  Obj({
+    id: Type.String(),
+    type: Type.Literal('file'),
+    file_id: Type.String(),
+    mount_path: Type.String(),
+    created_at: Type.String(),
+    updated_at: Type.String(),
+  }),
+  /** SDK BetaManagedAgentsMemoryStoreResource (core/src/memory/session/resources.ts). */
+  Obj({
+    type: Type.Literal('memory_store'),
+    memory_store_id: Type.String(),
+    access: Type.Union([Type.Literal('read_write'), Type.Literal('read_only')]),
+    name: Type.String(),
+    description: Type.String(),
+    instructions: Nullable(Type.String()),
+    mount_path: Type.String(),
+  }),
+  /** SDK BetaManagedAgentsGitHubRepositoryResource (core/src/repositories/records.ts); never a token. */
+  Obj({
+    id: Type.String(),
+    type: Type.Union([Type.Literal('github_repository'), Type.Literal('code_host_repository')]),
+    url: Type.String(),
+    mount_path: Type.String(),
+    checkout: Nullable(
+      Type.Union([
+        Obj({ type: Type.Literal('branch'), name: Type.String() }),
+        Obj({ type: Type.Literal('commit'), sha: Type.String() }),
+      ]),
+    ),
+    created_at: Type.String(),
+    updated_at: Type.String(),
+  }),
+]);
+
 export const Session = Obj({
   id: Id('sess_'),
   type: Type.Literal('session'),
@@ -241,28 +278,7 @@ export const Session = Obj({
   environment_id: Id('env_'),
   title: Nullable(Type.String()),
   metadata: StringMap,
-  resources: Type.Array(
-    Type.Union([
-      Obj({
-        id: Type.String(),
-        type: Type.Literal('file'),
-        file_id: Type.String(),
-        mount_path: Type.String(),
-        created_at: Type.String(),
-        updated_at: Type.String(),
-      }),
-      /** SDK BetaManagedAgentsMemoryStoreResource (core/src/memory/session/resources.ts). */
-      Obj({
-        type: Type.Literal('memory_store'),
-        memory_store_id: Type.String(),
-        access: Type.Union([Type.Literal('read_write'), Type.Literal('read_only')]),
-        name: Type.String(),
-        description: Type.String(),
-        instructions: Nullable(Type.String()),
-        mount_path: Type.String(),
-      }),
-    ]),
-  ),
+  resources: Type.Array(SessionResource),
   vault_ids: Type.Array(Type.String()),
   /** Set on sessions a deployment run created (SDK `deployment_id`). */
   deployment_id: Type.Optional(Nullable(Id('depl_'))),

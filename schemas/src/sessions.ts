@@ -104,20 +104,25 @@ const AgentRef = Type.Union([
   }),
 ]);
 
+/** A branch or commit of a repository resource (the SDK's BranchCheckout | CommitCheckout). */
+export const RepositoryCheckout = Type.Union([
+  Obj({ type: Type.Literal('branch'), name: Type.String({ minLength: 1, maxLength: 255 }) }),
+  Obj({ type: Type.Literal('commit'), sha: Type.String({ minLength: 7, maxLength: 64 }) }),
+]);
+
 const ResourceParams = Type.Union([
   Obj({
     type: Type.Literal('file'),
     file_id: Type.String({ minLength: 1 }),
     mount_path: Type.Optional(Nullable(Type.String())),
   }),
+  // github_repository: the SDK's name; code_host_repository: the spec's (the same resource).
   Obj({
-    type: Type.Literal('github_repository'),
-    url: Type.String({ format: 'uri' }),
-    authorization_token: Type.Optional(Type.String()),
-    checkout: Type.Optional(
-      Nullable(Type.Object({ type: Type.String() }, { additionalProperties: true })),
-    ),
-    mount_path: Type.Optional(Nullable(Type.String())),
+    type: Type.Union([Type.Literal('github_repository'), Type.Literal('code_host_repository')]),
+    url: Type.String({ minLength: 1, maxLength: 2048 }),
+    authorization_token: Type.Optional(Type.String({ minLength: 1, maxLength: 8192 })),
+    checkout: Type.Optional(Nullable(RepositoryCheckout)),
+    mount_path: Type.Optional(Nullable(Type.String({ maxLength: 1024 }))),
   }),
   Obj({
     type: Type.Literal('memory_store'),
@@ -141,6 +146,21 @@ export const SessionCreate = Obj({
   initial_events: Type.Optional(Type.Array(UserMessageParams, { maxItems: 50 })),
 });
 export type SessionCreate = Static<typeof SessionCreate>;
+
+/** sessions.resources.add: a file (the SDK's only kind). */
+export const SessionResourceAdd = Obj({
+  type: Type.Literal('file'),
+  file_id: Type.String({ minLength: 1, maxLength: 128 }),
+  mount_path: Type.Optional(Nullable(Type.String({ maxLength: 1024 }))),
+});
+/** sessions.resources.update: a repository resource's new token. */
+export const SessionResourceUpdate = Obj({
+  authorization_token: Type.String({ minLength: 1, maxLength: 8192 }),
+});
+export const SessionResourceListQuery = Obj({
+  limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 100 })),
+  page: Type.Optional(Type.String({ maxLength: 1024 })),
+});
 
 export const SessionUpdate = Obj({
   title: Type.Optional(Nullable(Type.String({ maxLength: 512 }))),

@@ -231,6 +231,8 @@ export async function createPlatform(config: Config, adapters: Adapters): Promis
     sandboxDriver: config.sandbox.driver,
     nomadBaseImages: config.sandbox.nomadBaseImages,
   };
+  // ... and where repository resources have an egress enforcement point (core/src/repositories).
+  const repositorySupport = { ...baseImages, nomadProxy: !!config.sandbox.nomadProxy, secrets };
   const environments = new EnvironmentService(collections, baseImages);
   const sessions = new SessionService(
     collections,
@@ -239,7 +241,7 @@ export async function createPlatform(config: Config, adapters: Adapters): Promis
     events,
     bus,
     coordination.pubsub,
-    baseImages,
+    repositorySupport,
   );
   const auth = new AuthService(collections, config.operatorKeyHash);
   await auth.bootstrap();

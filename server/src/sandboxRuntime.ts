@@ -24,6 +24,7 @@ import {
   sessionLayerResolver,
   sessionSandboxResources,
   sessionSandboxSpec,
+  sessionRepositories,
   upstreamTrust,
   withSessionCredentials,
   type Logger,
@@ -68,6 +69,7 @@ export async function createSandboxRuntime(
     outputQuotas: p.config.outputs,
     resources: sessionSandboxResources(p),
     specFor: sessionSandboxSpec(p, layerFor),
+    prepareWorkspace: sessionRepositories(p),
     log: log.child({ component: 'sandbox-manager' }),
     onEvent: (e) => log.debug('sandbox event', { ...e }),
   });

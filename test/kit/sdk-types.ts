@@ -32,6 +32,7 @@ import type {
   BetaManagedAgentsSystemMessageEvent,
 } from '@anthropic-ai/sdk/resources/beta/sessions/sessions';
 import type * as E from '@anthropic-ai/sdk/resources/beta/sessions/events';
+import type { BetaManagedAgentsSessionResource } from '@anthropic-ai/sdk/resources/beta/sessions/resources';
 import type { BetaErrorObject, BetaErrorResponse } from '@anthropic-ai/sdk/resources/beta/beta';
 
 declare function value<T>(): T;
@@ -98,7 +99,20 @@ export function typeChecks(): void {
 
   // ------------------------------------------------------------------------------------------
   // Session → BetaManagedAgentsSession
-  expectAssignable<Omit<BetaManagedAgentsSession, 'agent' | 'budget'>>(value<S.Session>());
+  expectAssignable<Omit<BetaManagedAgentsSession, 'agent' | 'budget' | 'resources'>>(
+    value<S.Session>(),
+  );
+  // resources: file, memory_store and github_repository conform; a repository declared as the
+  // spec's `code_host_repository` is served under that name, which the SDK has no type for.
+  type ResourceOut = Static<typeof S.SessionResource>;
+  type RepositoryOut = Extract<ResourceOut, { url: string }>;
+  expectAssignable<BetaManagedAgentsSessionResource>(
+    value<
+      | Exclude<ResourceOut, RepositoryOut>
+      | (Omit<RepositoryOut, 'type'> & { type: 'github_repository' })
+    >(),
+  );
+  pin<Mismatch<ResourceOut, BetaManagedAgentsSessionResource>>();
   // The pinned agent has the Agent's gaps (same schema fields); the rest conforms.
   expectAssignable<Omit<BetaManagedAgentsSessionAgent, AgentGaps>>(value<S.SessionAgent>());
   pin<Mismatch<S.SessionAgent['mcp_servers'], BetaManagedAgentsSessionAgent['mcp_servers']>>();

@@ -3,6 +3,7 @@
  * naming the field, never stored silently. Proved by
  * test/e2e/agents/unsupported-fields.test.ts.
  */
+import { isRepositoryType } from '../repositories/records.js';
 import { invalid } from '../errors.js';
 
 export const notSupportedYet = (field: string, what: string) =>
@@ -115,7 +116,7 @@ export function refuseOnSelfHosted(
       );
   });
   resources.forEach((r, i) => {
-    if ((r as { type?: string })?.type === 'github_repository')
+    if (isRepositoryType((r as { type?: string })?.type))
       throw notSupportedYet(
         `resources[${i}].type`,
         'a repository resource on a self_hosted environment (it requires credential egress, and a self-hosted worker has no verified credential-injection point in this deployment)',

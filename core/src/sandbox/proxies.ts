@@ -6,6 +6,7 @@
  * (server/src/sandboxRuntime.ts). Proved by test/e2e/sandbox/sandbox-tools.test.ts (both
  * drivers), test/e2e/credentials/sandbox-credentials*.test.ts and sandbox-ca.test.ts.
  */
+import { withRepositoryCredentials } from '../repositories/egress.js';
 import { createHash, randomBytes } from 'node:crypto';
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
@@ -71,7 +72,7 @@ export class ProxyRegistry {
   private readonly egress: EgressPolicy;
   /** Which hosts each cap_cli CLI talks to (setCliRegistry replaces it). */
   cliRegistry: CliRegistry = CLI_REGISTRY;
-  /** Who says which request gets which credential: the session's vaults (setCredentialLookup replaces it). */
+  /** Who says which request gets which credential: the session's repositories and vaults (setCredentialLookup replaces it). */
   lookup: EgressCredentials;
   private caState: Promise<EgressCaState> | null = null;
   constructor(
@@ -244,8 +245,12 @@ export class ProxyRegistry {
   }
 
   /** The default lookup: the session's vaults, with the current CLI registry. */
+  /** The session's repository tokens (repositories/egress.ts), then its vault credentials. */
   vaultLookup(): EgressCredentials {
-    return vaultEgressCredentials(this.p, () => this.cliRegistry);
+    return withRepositoryCredentials(
+      this.p,
+      vaultEgressCredentials(this.p, () => this.cliRegistry),
+    );
   }
 
   async close(): Promise<void> {

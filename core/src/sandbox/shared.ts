@@ -38,11 +38,12 @@ export interface SandboxTrust {
   bundle: string;
 }
 
-/** The variables that point TLS clients at the trust files (Node, OpenSSL, Python requests). */
+/** The variables that point TLS clients at the trust files (Node, OpenSSL, Python requests, git). */
 export const SANDBOX_TRUST_ENV: Record<string, string> = {
   NODE_EXTRA_CA_CERTS: SANDBOX_PATHS.caCert,
   SSL_CERT_FILE: SANDBOX_PATHS.caBundle,
   REQUESTS_CA_BUNDLE: SANDBOX_PATHS.caBundle,
+  GIT_SSL_CAINFO: SANDBOX_PATHS.caBundle,
 };
 
 /** Where HTTP(S)_PROXY points inside the sandbox when a proxy socket is bound. */

@@ -31,6 +31,8 @@ export interface SessionDoc {
   title: string | null;
   metadata: Record<string, string>;
   resources: unknown[];
+  /** Repository resource id → its authorization token sealed under the root secret (repositories/records.ts). */
+  repository_tokens?: Record<string, string>;
   vault_ids: string[];
   budget: unknown | null;
   /** The deployment whose run created the session (core/src/deployments/firing.ts). */

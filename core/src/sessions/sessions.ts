@@ -16,13 +16,16 @@ import { createdAtBounds, pageById, type Page } from '../api/pagination.js';
 import { applyMetadataPatch } from '../api/metadata.js';
 import { budgetUpdateFields, checkCreateBudget, renderUsage } from './budget.js';
 import { checkVaultIds } from '../vaults/vaults.js';
-import { refuseUnservableBaseImage, type BaseImageSupport } from '../environments/baseImage.js';
+import { refuseUnservableBaseImage } from '../environments/baseImage.js';
 import { checkInputEvents, checkToolResults } from './inputEvents.js';
 import { checkSessionAgentMcp, sessionAgentSnapshot } from './agent.js';
 import { checkToolAnswers } from './toolConfirmation.js';
 import { checkToolPolicies } from '../agents/toolPolicy.js';
 import { refuseOnSelfHosted } from '../api/unsupported.js';
 import { resolveSessionResources } from './resources.js';
+import { SessionResources } from './sessionResources.js';
+import type { RepositorySupport } from '../repositories/index.js';
+import type { SecretBox } from '../crypto.js';
 import { initialTurnState, inputAppended, interruptAppended } from './turnState.js';
 import { SessionTurns } from './turns.js';
 export { refuseUnbuiltEvents } from '../api/unsupported.js';
@@ -72,11 +75,19 @@ export class SessionService {
     private readonly log: EventLog,
     private readonly bus: CommandBus,
     private readonly pubsub: PubSub,
-    /** The deployment's sandbox driver: which environments' base_image it can serve. */
-    private readonly opts: BaseImageSupport = {},
+    /**
+     * The deployment's sandbox driver (which environments' base_image it can serve, whether
+     * repository resources have an egress enforcement point) and the box repository tokens are
+     * sealed in.
+     */
+    private readonly opts: RepositorySupport & { secrets?: SecretBox } = {},
   ) {
     this.turns = new SessionTurns(c);
+    this.resources = new SessionResources(c, (tenant, id) => this.getDoc(tenant, id), opts.secrets);
   }
+
+  /** sessions.resources: list, retrieve, add, update (token rotation), delete (./sessionResources.ts). */
+  readonly resources: SessionResources;
 
   /** The worker's reads and run records of the sessions' turns (./turns.ts). */
   readonly turns: SessionTurns;
@@ -132,12 +143,13 @@ export class SessionService {
     refuseOnSelfHosted(env.kind, snapshot, body.resources);
     // Declared resources must be materializable before anything is allocated (spec Work rule 1).
     const now = nowIso();
-    const resources = await resolveSessionResources(
+    const { resources, tokens } = await resolveSessionResources(
       this.c,
       tenant,
       body.resources,
       snapshot.memory_store_id,
       now,
+      { support: this.opts, base_image: env.base_image },
     );
     const hasVendor = this.models.hasVendorFallback;
     await checkCreateBudget(this.c, tenant, body.budget, snapshot.model.id, hasVendor);
@@ -151,6 +163,9 @@ export class SessionService {
       title: body.title ?? null,
       metadata: body.metadata ?? {},
       resources,
+      ...(Object.keys(tokens).length
+        ? { repository_tokens: this.resources.sealTokens(tokens) }
+        : {}),
       vault_ids: body.vault_ids ?? [],
       budget: body.budget ?? null,
       last_seq: 0,

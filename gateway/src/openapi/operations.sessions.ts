@@ -17,6 +17,10 @@ import {
   SessionEvent,
   SessionListQuery,
   SessionOutputList,
+  SessionResource,
+  SessionResourceAdd,
+  SessionResourceListQuery,
+  SessionResourceUpdate,
   SessionUpdate,
   StreamQuery,
 } from '@agentfleet/schemas';
@@ -79,6 +83,60 @@ export const SESSION_AND_FILE_OPERATIONS: Record<string, OperationDoc> = {
     tag: 'sessions',
     params: { id: SessId },
     ok: { description: 'Deleted.', content: json(Deleted('session_deleted')) },
+  },
+  'GET /v1/sessions/:id/resources': {
+    operationId: 'listSessionResources',
+    summary: "List the session's resources (creation order)",
+    tag: 'sessions',
+    params: { id: SessId },
+    query: SessionResourceListQuery,
+    ok: {
+      description: 'A page of resources.',
+      content: json(
+        Type.Object({
+          data: Type.Array(SessionResource),
+          next_page: Type.Union([Type.String(), Type.Null()]),
+        }),
+      ),
+    },
+  },
+  'POST /v1/sessions/:id/resources': {
+    operationId: 'addSessionResource',
+    summary: 'Add a file resource (written into the sandbox at its next warmup)',
+    tag: 'sessions',
+    params: { id: SessId },
+    body: {
+      schema: SessionResourceAdd,
+      required: true,
+      example: { type: 'file', file_id: 'file_01example' },
+    },
+    ok: { description: 'The resource.', content: json(SessionResource) },
+  },
+  'GET /v1/sessions/:id/resources/:resource_id': {
+    operationId: 'getSessionResource',
+    summary: 'Retrieve a session resource (a repository token is never served)',
+    tag: 'sessions',
+    params: { id: SessId, resource_id: Type.String({ pattern: '^sres_' }) },
+    ok: { description: 'The resource.', content: json(SessionResource) },
+  },
+  'POST /v1/sessions/:id/resources/:resource_id': {
+    operationId: 'updateSessionResource',
+    summary: "Rotate a repository resource's authorization token",
+    tag: 'sessions',
+    params: { id: SessId, resource_id: Type.String({ pattern: '^sres_' }) },
+    body: {
+      schema: SessionResourceUpdate,
+      required: true,
+      example: { authorization_token: 'ghs_example' },
+    },
+    ok: { description: 'The resource.', content: json(SessionResource) },
+  },
+  'DELETE /v1/sessions/:id/resources/:resource_id': {
+    operationId: 'deleteSessionResource',
+    summary: 'Remove a resource from the session (a repository token with it)',
+    tag: 'sessions',
+    params: { id: SessId, resource_id: Type.String({ pattern: '^sres_' }) },
+    ok: { description: 'Deleted.', content: json(Deleted('session_resource_deleted')) },
   },
   'POST /v1/sessions/:id/archive': {
     operationId: 'archiveSession',

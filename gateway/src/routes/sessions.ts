@@ -5,6 +5,9 @@ import {
   SendEventsBody,
   SessionCreate,
   SessionListQuery,
+  SessionResourceAdd,
+  SessionResourceListQuery,
+  SessionResourceUpdate,
   SessionUpdate,
 } from '@agentfleet/schemas';
 import {
@@ -25,6 +28,10 @@ const listQuery = queryOf(SessionListQuery);
 const eventsQuery = queryOf(EventListQuery);
 const sendBody = bodyOf(SendEventsBody);
 const messagesBody = bodyOf(MessagesBody);
+const resourceAdd = bodyOf(SessionResourceAdd);
+const resourceUpdate = bodyOf(SessionResourceUpdate);
+const resourceList = queryOf(SessionResourceListQuery);
+type ResourceReq = FastifyRequest<{ Params: { id: string; resource_id: string } }>;
 
 type IdReq = FastifyRequest<{ Params: { id: string } }>;
 
@@ -62,6 +69,27 @@ export function sessionRoutes(
       });
     return deleted;
   });
+  // sessions.resources (core/src/sessions/sessionResources.ts).
+  app.get<{ Params: { id: string } }>('/v1/sessions/:id/resources', async (req) =>
+    p.sessions.resources.list(tenantOf(req), req.params.id, resourceList(req)),
+  );
+  app.post<{ Params: { id: string } }>('/v1/sessions/:id/resources', async (req) =>
+    p.sessions.resources.add(tenantOf(req), req.params.id, resourceAdd(req)),
+  );
+  app.get('/v1/sessions/:id/resources/:resource_id', async (req: ResourceReq) =>
+    p.sessions.resources.get(tenantOf(req), req.params.id, req.params.resource_id),
+  );
+  app.post('/v1/sessions/:id/resources/:resource_id', async (req: ResourceReq) =>
+    p.sessions.resources.update(
+      tenantOf(req),
+      req.params.id,
+      req.params.resource_id,
+      resourceUpdate(req),
+    ),
+  );
+  app.delete('/v1/sessions/:id/resources/:resource_id', async (req: ResourceReq) =>
+    p.sessions.resources.remove(tenantOf(req), req.params.id, req.params.resource_id),
+  );
   app.post<{ Params: { id: string } }>('/v1/sessions/:id/archive', async (req) =>
     p.sessions.archive(tenantOf(req), req.params.id),
   );

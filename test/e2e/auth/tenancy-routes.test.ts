@@ -152,6 +152,10 @@ describe('tenant isolation over the route table', () => {
     const fileRes = await t.http('/v1/files', { method: 'POST', key: a.apiKey, body: form });
     expect(fileRes.status).toBe(200);
     const file = (await fileRes.json()) as { id: string };
+    const sessionResource = await a.client.beta.sessions.resources.add(session.id, {
+      type: 'file',
+      file_id: file.id,
+    });
     const skillRes = await t.http('/v1/skills', {
       method: 'POST',
       key: a.apiKey,
@@ -261,6 +265,7 @@ describe('tenant isolation over the route table', () => {
       model_id: card.model_id,
       usr_: members.data[0]!.user_id,
       inv_: pending.id,
+      sres_: sessionResource.id,
     };
     const aValues = [SECRET, ...Object.values(fixtures)];
 

@@ -2,7 +2,7 @@
  * Secrets scan. The platform runs as a real child process (LOG_LEVEL=debug,
  * stdout and stderr captured) with known, distinctive secrets: the operator key, the root
  * secret, the vendor fallback key, a model card key and custom header values, an MCP server
- * authorization_token, a github_repository resource token (refused: no materializer), the
+ * authorization_token, a github_repository resource token (sealed; never echoed), the
  * web_search backend key, the Nomad ACL token (Nomad run), the API keys the platform hands out,
  * the secrets of a vault credential of every type (test/e2e/credentials/secretsScanVaults.ts; the session runs
  * with that vault, and a second session uses them: placeholder, substitution at egress to an

@@ -189,7 +189,8 @@ export async function lifecycle(s: ScanState): Promise<void> {
     vault_ids: [vaultId],
   } as any);
   const sid = session.id;
-  // A resource this deployment cannot materialize is refused; its token is not echoed.
+  // A repository resource: accepted where the sandbox's traffic goes through the session proxy
+  // (local driver), else refused naming resources[0].type; its token is never echoed.
   const repo = await http('/v1/sessions', {
     method: 'POST',
     json: {
@@ -204,8 +205,9 @@ export async function lifecycle(s: ScanState): Promise<void> {
       ],
     },
   });
-  expect(repo.status).toBe(400);
-  await repo.text();
+  const repoBody = await repo.text();
+  expect(repoBody).not.toContain(GITHUB_TOKEN);
+  expect(repo.status === 200 || /resources\[0\]\.type/.test(repoBody), repoBody).toBe(true);
   await json(
     await http(`/v1/sessions/${sid}`, {
       method: 'POST',

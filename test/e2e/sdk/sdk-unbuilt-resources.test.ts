@@ -1,13 +1,15 @@
 /**
  * What the official TypeScript SDK (@anthropic-ai/sdk 1.12) gets from this server for the
- * `client.beta.*` resources that are not built here: `sessions.resources`, `sessions.threads`
+ * `client.beta.*` resources that are not built here: `sessions.threads`
  * (+ their events), `tunnels` (+ certificates), `userProfiles` (+ actionURLs), `messages`
  * (create, countTokens, batches, toolRunner) and every `organization.*` resource. Each call is
  * answered by the not-found handler: a 404 `not_found` in the API error shape naming the
  * method and path ("no route …"), which the SDK raises as its NotFoundError; nothing is
- * created. The docs/COVERAGE.md rows of these resources rest on this test. A session resource
- * of a kind with no materializer (`github_repository`) is refused at create on a cloud
- * environment too (self_hosted: test/e2e/work/self-hosted-lane.test.ts), and no session is stored.
+ * created. The docs/COVERAGE.md rows of these resources rest on this test. A repository
+ * session resource (`github_repository`) on a deployment with no sandbox (SANDBOX_DRIVER=none,
+ * no egress enforcement point) is refused at create too (self_hosted:
+ * test/e2e/work/self-hosted-lane.test.ts; where it is served: session-repository.test.ts), and
+ * no session is stored.
  */
 import Anthropic from '@anthropic-ai/sdk';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -16,7 +18,7 @@ import { startPlatform, type TestPlatform } from '../../kit/harness.js';
 let t: TestPlatform;
 let sid: string;
 beforeAll(async () => {
-  t = await startPlatform();
+  t = await startPlatform({ env: { SANDBOX_DRIVER: 'none' } });
   const agent = await t.client.beta.agents.create({ name: 'unbuilt', model: 'claude-sonnet-4-5' });
   const env = await t.client.beta.environments.create({ name: 'unbuilt' });
   sid = (await t.client.beta.sessions.create({ agent: agent.id, environment_id: env.id })).id;
@@ -33,14 +35,6 @@ const message = {
 };
 
 const calls = (): Call[] => [
-  ['sessions.resources.list', (b) => b.sessions.resources.list(sid)],
-  [
-    'sessions.resources.add',
-    (b) => b.sessions.resources.add(sid, { type: 'file', file_id: 'file_x' }),
-  ],
-  ['sessions.resources.retrieve', (b) => b.sessions.resources.retrieve('r', { session_id: sid })],
-  ['sessions.resources.update', (b) => b.sessions.resources.update('r', { session_id: sid })],
-  ['sessions.resources.delete', (b) => b.sessions.resources.delete('r', { session_id: sid })],
   ['sessions.threads.list', (b) => b.sessions.threads.list(sid)],
   ['sessions.threads.retrieve', (b) => b.sessions.threads.retrieve('th', { session_id: sid })],
   ['sessions.threads.archive', (b) => b.sessions.threads.archive('th', { session_id: sid })],

@@ -39,6 +39,7 @@ import { SelfHostedLane } from '../tools/selfHosted.js';
 import { withMemoryPrompt } from './memory.js';
 import { answerMayWaitForIdle, finishTurn, markProcessed, type TurnFinishDeps } from './finish.js';
 import { SkillLoadError, withSkillPrompt } from './skillPrompt.js';
+import { repositoriesReady } from './repositories.js';
 import { SessionLogCache } from './sessionLogCache.js';
 import { TurnControl } from './control.js';
 import { SessionAppends } from './appends.js';
@@ -340,6 +341,12 @@ export class TurnRunner {
       return null;
     });
     if (!prompted) return { stop_reason: { type: 'end_turn' } };
+    // Repository resources are cloned before the model is first asked (./repositories.ts).
+    const repoFailure = lane ? null : await repositoriesReady(this.sandbox, session, s);
+    if (repoFailure) {
+      await append([repoFailure]);
+      return { stop_reason: { type: 'end_turn' } };
+    }
     const withMemory = withMemoryPrompt(prompted, !!this.sandbox && !lane);
     await mcp.ready();
     const atomic = await this.p.events.appendsAtomically(tenant);

@@ -120,6 +120,7 @@ export const forwardRequests =
       method: entry.method,
       host,
       port,
+      path: target.pathname,
       kind: 'http',
     };
 

@@ -178,7 +178,7 @@ export async function serveIntercepted(
 
     void (async () => {
       // Live per request: a credential rotated since the CONNECT is used from now on.
-      const extra = await core.credentials({ ...ctx, method: entry.method });
+      const extra = await core.credentials({ ...ctx, method: entry.method, path: url.pathname });
       if (res.destroyed) return;
       // Injected credentials replace whatever the sandbox sent under the same name; the
       // placeholders of the host's environment_variable credentials become their secrets.

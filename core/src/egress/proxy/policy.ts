@@ -29,6 +29,8 @@ export interface ProxyRequestContext {
   port: number;
   /** `http`: a forwarded absolute-URI request; `connect`: a tunnel (usually HTTPS). */
   kind: 'http' | 'connect';
+  /** The request's URL path (no query), where known: absent at CONNECT, set per request inside. */
+  path?: string;
 }
 
 export interface PolicyDecision {

@@ -9,6 +9,7 @@ import type { Logger } from '../../log.js';
 import type { ObjectStore } from '../../objects/port.js';
 import {
   INSTANCE_SIZES,
+  type SandboxAgentApi,
   type SandboxDriver,
   type SandboxHandle,
   type SandboxManager,
@@ -67,6 +68,11 @@ export interface SandboxManagerDeps {
   log: Logger;
   /** Step 5: tells the outbound proxy which tenant and session this sandbox's traffic is for. */
   setOutboundContext?: (ctx: SessionRef & { sandboxId: string }) => Promise<void>;
+  /**
+   * Step 5b: what the session's workspace needs once its traffic has a way out (its
+   * repositories: core/src/repositories/checkout.ts). A throw fails the warmup, as is.
+   */
+  prepareWorkspace?: (s: SessionRef, api: SandboxAgentApi) => Promise<void>;
   /** Snapshots older than this are swept (default 7 days). */
   backupTtlMs?: number;
   /** Longest a keepAlive task holds a sandbox awake (default 30 min). */
@@ -94,7 +100,7 @@ export interface SandboxManagerService extends SandboxManager {
   latestSnapshot(session: SessionRef): Promise<SnapshotPointer | null>;
 }
 
-/** A warmup step failed; `step` is 'probe' | 'restore' | 'resources' | 'outbound' | 'marker' | 'start'. */
+/** A warmup step failed; `step` is 'probe' | 'restore' | 'resources' | 'outbound' | 'repositories' | 'marker' | 'start'. */
 export class SandboxWarmupError extends Error {
   override readonly name = 'SandboxWarmupError';
   constructor(

@@ -6,7 +6,8 @@
  * before the sandbox starts: the read-only ones (a read_only memory store's tree) go to the
  * driver in the spec (SandboxSpec.readOnlyTrees), so they are read-only from the start and
  * refreshed only when a sandbox starts;
- * (5) set the outbound context; (6) set the backup context: only from here on is the sandbox
+ * (5) set the outbound context; (5b) prepare the workspace (the session's repositories: cloned
+ * through the proxy unless already there, core/src/repositories/checkout.ts); (6) set the backup context: only from here on is the sandbox
  * snapshotted, so a half-warmed sandbox never overwrites a good snapshot; (7) write a fresh
  * marker. A failed warmup stops the sandbox (snapshotting it first only if it was warm before).
  * Tested in core/test/sandbox.manager.test.ts (warmup order, failing resources, marker rerun).
@@ -167,6 +168,17 @@ export async function warmup(
         'outbound',
         `setting the outbound context failed: ${errMessage(err)}`,
       );
+    }
+    if (deps.prepareWorkspace) {
+      try {
+        await deps.prepareWorkspace(e.ref, api); // (5b)
+      } catch (err) {
+        if (err instanceof SandboxWarmupError) throw err;
+        throw new SandboxWarmupError(
+          'repositories',
+          `preparing the workspace failed: ${errMessage(err)}`,
+        );
+      }
     }
     e.backup = { ...e.ref }; // (6)
     try {
