@@ -216,6 +216,8 @@ describe.skipIf(!available)(
           'test_send_stream_list_with_deltas',
           'test_custom_tool_round_trip',
           'test_files_round_trip',
+          'test_session_resources_round_trip',
+          'test_repository_resource_needs_an_enforcement_point',
           'test_models_list_paginates_and_retrieves',
           'test_file_blocks_and_system_message',
           'test_file_blocks_refused_at_send',

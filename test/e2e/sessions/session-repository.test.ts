@@ -8,7 +8,10 @@
  * - the token is nowhere in the sandbox (env, the clone's .git), the events, or any response;
  * - sessions.resources (TypeScript SDK): list, retrieve, update (the rotated token is what the
  *   proxy sends from the next request: a wrong one makes `git fetch` fail, the right one heals
- *   it), delete (the token goes with it);
+ *   it), delete (the token goes with it), add (a file, in the sandbox at its next warmup);
+ *   the Python SDK's round trip: test/e2e/sdk/sdk_suite/test_session_resources.py;
+ * - a sandbox restored from its workspace checkpoint keeps the clone (unpushed commits too) and
+ *   does not clone again;
  * - a wrong token or a missing repository ends the first turn with the SDK's
  *   repository_authentication_error / repository_not_found_error, before any model request;
  * - bad params are 400s naming the field (http URL, credentials in the URL, a bad branch, a
@@ -42,6 +45,8 @@ beforeAll(async () => {
       SANDBOX_DRIVER: 'local',
       EGRESS_ALLOW_PRIVATE_HOSTS: `127.0.0.1:${git.port}`,
       EGRESS_CA_CERTS: git.certFile,
+      // Idle sandboxes stop (snapshotting /workspace) soon, so a restore can be observed.
+      SANDBOX_SLEEP_AFTER_MS: '1500',
     },
   });
   await addModelCard(t, MODEL);
@@ -163,6 +168,37 @@ describe('repository resources', () => {
     const after = await t.client.beta.sessions.resources.list(sid);
     expect(after.data).toEqual([]);
   }, 120_000);
+
+  it('a file added through sessions.resources is in the sandbox at its next warmup', async () => {
+    const s = await t.client.beta.sessions.create({ agent: agentId, environment_id: envId });
+    const file = await t.client.beta.files.upload({
+      file: new File(['added later\n'], 'later.txt', { type: 'text/plain' }),
+    });
+    const r = await t.client.beta.sessions.resources.add(s.id, { type: 'file', file_id: file.id });
+    expect(r.mount_path).toBe(`/mnt/session/uploads/${file.id}`);
+    expect(await bash(s.id, `cat ${r.mount_path}`)).toContain('added later');
+  }, 60_000);
+
+  it('a restored workspace checkpoint skips the clone: unpushed work survives, git is not asked', async () => {
+    const s = await t.client.beta.sessions.create({
+      agent: agentId,
+      environment_id: envId,
+      resources: [{ type: 'github_repository', url, authorization_token: TOKEN }],
+    });
+    const first = await bash(
+      s.id,
+      'cd /workspace/widgets && echo local > local.txt && git add local.txt && git commit -q -m "local only" && echo committed',
+    );
+    expect(first).toContain('committed');
+    const manager = t.server.sandboxes!.manager;
+    for (let i = 0; i < 200 && manager.state(s.id) !== 'cold'; i++)
+      await new Promise((r) => setTimeout(r, 50));
+    expect(manager.state(s.id)).toBe('cold');
+    const asked = git.requests.length;
+    const again = await bash(s.id, 'cd /workspace/widgets && git log -1 --format=%s');
+    expect(again).toContain('local only');
+    expect(git.requests.length).toBe(asked);
+  }, 60_000);
 
   it('a wrong token or a missing repository ends the first turn with the SDK error type', async () => {
     for (const [resource, type] of [
