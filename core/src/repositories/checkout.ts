@@ -12,6 +12,7 @@
  * Proved by test/e2e/sessions/session-repository.test.ts.
  */
 import { SANDBOX_PATHS } from '../sandbox/shared.js';
+import { shellQuote as q } from '../sandbox/packages/builders.js';
 import type { SandboxAgentApi } from '../sandbox/port.js';
 import { SandboxWarmupError } from '../sandbox/manager/types.js';
 import type { SessionRepositoryResource } from './records.js';
@@ -33,8 +34,6 @@ export class RepositoryError extends SandboxWarmupError {
     super('repositories', message, path);
   }
 }
-
-const q = (s: string) => `'${s.replace(/'/g, `'\\''`)}'`;
 
 /**
  * The git environment of the clone: no prompt, no system config, and every host through the
