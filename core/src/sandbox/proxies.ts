@@ -17,7 +17,7 @@ import type { SecretBox } from '../crypto.js';
 import type { Collections } from '../store/collections.js';
 import type { DocumentStore } from '../store/port.js';
 import type { SandboxSpec, SessionRef } from './port.js';
-import { environmentSnapshot } from '../sessions/sessions.js';
+import { environmentSnapshot } from '../sessions/environmentSnapshot.js';
 import {
   createOutboundProxy,
   type CredentialLookup,

@@ -18,7 +18,7 @@ import {
   type SandboxDriver,
   type SessionRef,
 } from './port.js';
-import { environmentSnapshot } from '../sessions/sessions.js';
+import { environmentSnapshot } from '../sessions/environmentSnapshot.js';
 import { withMemoryMounts } from '../memory/session/sandboxResources.js';
 import { skillResources } from '../sessions/skills.js';
 import type { CredentialLookup } from '../egress/proxy/proxy.js';

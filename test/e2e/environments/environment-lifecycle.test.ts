@@ -4,7 +4,7 @@
  * environment can be deleted (core/src/environments/environments.ts remove). Through the official
  * TypeScript SDK and plain HTTP. A session keeps the environment snapshot it was created with
  * (network, env vars, packages); an unreadable snapshot is null so the egress proxy and the
- * sandbox spec fail closed (core/src/sessions/sessions.ts environmentSnapshot, used by
+ * sandbox spec fail closed (core/src/sessions/environmentSnapshot.ts, used by
  * core/src/sandbox/proxies.ts policyFor and core/src/sandbox/runtime.ts sessionSandboxSpec).
  */
 import Anthropic from '@anthropic-ai/sdk';
