@@ -119,3 +119,4 @@ export * from './mcp/client.js';
 export * from './mcp/tools.js';
 export * from './mcp/clientStdio.js';
 export * from './repositories/index.js';
+export * from './integrations/index.js';

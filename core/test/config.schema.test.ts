@@ -25,6 +25,13 @@ const SECRETS = {
   CONSOLE_SESSION_SECRET: 'console-secret-0123456789-0123456789-distinct',
   OIDC_CLIENT_SECRET: 'oidc-client-secret-0123456789-distinct',
   GITHUB_OAUTH_CLIENT_SECRET: 'github-client-secret-0123456789-distinct',
+  GITHUB_APP_PRIVATE_KEY: 'github-app-private-key-0123456789-distinct',
+  GITHUB_CLIENT_SECRET: 'github-app-client-secret-0123456789-distinct',
+  GITHUB_WEBHOOK_SECRET: 'github-webhook-secret-0123456789-distinct',
+  LINEAR_CLIENT_SECRET: 'linear-client-secret-0123456789-distinct',
+  LINEAR_WEBHOOK_SECRET: 'linear-webhook-secret-0123456789-distinct',
+  SLACK_CLIENT_SECRET: 'slack-client-secret-0123456789-distinct',
+  SLACK_SIGNING_SECRET: 'slack-signing-secret-0123456789-distinct',
 };
 /** The identity providers' other settings (each client secret needs them). */
 const IDP = {

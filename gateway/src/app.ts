@@ -24,6 +24,7 @@ import { mcpProxyRoutes } from './routes/mcpProxy.js';
 import { workRoutes } from './routes/work.js';
 import { fileRoutes, type FileServices } from './routes/files.js';
 import { skillRoutes } from './routes/skills.js';
+import { integrationRoutes } from './routes/integrations.js';
 import { consoleSignInRoutes } from './routes/console.js';
 import { consoleMemberRoutes } from './routes/consoleMembers.js';
 import { consoleRoutes } from './console.js';
@@ -191,6 +192,7 @@ export async function buildApp(p: GatewayServices, opts: AppOptions): Promise<Fa
   await mcpProxyRoutes(app, p);
   fileRoutes(app, opts.files ?? p);
   skillRoutes(app, p);
+  integrationRoutes(app, p);
   consoleSignInRoutes(app, p, failures);
   consoleMemberRoutes(app, p);
   consoleRoutes(app);

@@ -1,4 +1,6 @@
 import type {
+  IntegrationService,
+  WebhookIngest,
   AgentService,
   AuthService,
   ConsoleService,
@@ -68,4 +70,8 @@ export interface GatewayServices {
   memorySearch: MemorySearchService;
   dreams: DreamService;
   skills: SkillService;
+  /** Integrations: installs, publications (core/src/integrations/service.ts). */
+  integrations: IntegrationService;
+  /** Inbound provider webhooks (core/src/integrations/ingest.ts). */
+  ingest: WebhookIngest;
 }

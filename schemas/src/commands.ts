@@ -16,7 +16,8 @@ export interface CommandDefinition<S extends TSchema = TSchema> {
   /** A handler running longer than this is considered stuck (lease and recovery take over). */
   timeoutMs: number;
   /** Worker kind (consumer group) that handles it. */
-  group: 'turn-runner' | 'sandbox-manager' | 'webhook-sender' | 'dream-runner';
+  group:
+    'turn-runner' | 'sandbox-manager' | 'webhook-sender' | 'dream-runner' | 'integration-router';
 }
 
 const SessionRef = { tenant_id: Type.String(), session_id: Type.String() };
@@ -34,6 +35,24 @@ export const WebhookDeliveryRequested = Obj({
 });
 /** Run a dream (core/src/dreams): the dream record holds the state and the claim. */
 export const DreamRunRequested = Obj({ tenant_id: Type.String(), dream_id: Type.String() });
+
+/**
+ * A verified third-party webhook event for one tenant's install (core/src/integrations): the
+ * normalized event (core/src/integrations/port.ts InboundEvent), never the raw body. Keyed by
+ * the thread, so events of one conversation are handled in order.
+ */
+export const IntegrationEventReceived = Obj({
+  tenant_id: Type.String(),
+  install_id: Type.String(),
+  delivery_id: Type.String(),
+  thread_key: Type.String(),
+  event: Type.Record(Type.String(), Type.Unknown()),
+});
+/** Post the agent's answers of a finished turn back to the integration thread. */
+export const IntegrationReplyRequested = Obj({
+  ...SessionRef,
+  seq: Type.Integer({ minimum: 0 }),
+});
 
 export const COMMANDS = {
   'session.turn.requested': {
@@ -71,6 +90,24 @@ export const COMMANDS = {
     retry: { maxAttempts: 3, baseDelayMs: 500, maxDelayMs: 5_000 },
     timeoutMs: 24 * 3600_000,
     group: 'dream-runner',
+  },
+  // Idempotent per delivery id (the thread records the deliveries it turned into messages).
+  'integration.event.received': {
+    topic: 'agentfleet.integration-commands',
+    key: (p: Static<typeof IntegrationEventReceived>) => p.thread_key,
+    payload: IntegrationEventReceived,
+    retry: { maxAttempts: 5, baseDelayMs: 500, maxDelayMs: 10_000 },
+    timeoutMs: 120_000,
+    group: 'integration-router',
+  },
+  // The thread's replied_seq makes a redelivery post nothing twice once the first one recorded.
+  'integration.reply.requested': {
+    topic: 'agentfleet.integration-commands',
+    key: (p: Static<typeof IntegrationReplyRequested>) => p.session_id,
+    payload: IntegrationReplyRequested,
+    retry: { maxAttempts: 5, baseDelayMs: 1_000, maxDelayMs: 30_000 },
+    timeoutMs: 120_000,
+    group: 'integration-router',
   },
 } as const satisfies Record<string, CommandDefinition<any>>;
 

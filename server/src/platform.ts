@@ -31,6 +31,11 @@
  * test/e2e/models/model-cards-*.test.ts and test/e2e/memory/memory-embedding-model.test.ts.
  */
 import {
+  Conversations,
+  IntegrationService,
+  WebhookIngest,
+  integrationProviders,
+  relayIdleTurns,
   AgentService,
   AuthService,
   ConsoleService,
@@ -167,6 +172,14 @@ export interface Platform {
   dreams: DreamService;
   /** Custom and built-in skills with their versions (core/src/skills/skills.ts). */
   skills: SkillService;
+  /**
+   * Integrations (core/src/integrations): installs and publications (`integrations`), inbound
+   * provider webhooks (`ingest`, at the gateway) and conversations (`conversations`, the
+   * worker's integration-router); idle turns of thread sessions publish their replies.
+   */
+  integrations: IntegrationService;
+  ingest: WebhookIngest;
+  conversations: Conversations;
   close(): Promise<void>;
 }
 
@@ -338,7 +351,39 @@ export async function createPlatform(config: Config, adapters: Adapters): Promis
     config: { ...config.dreams, maxTokens: config.turn.maxTokens },
     log: createLogger(config.logLevel, { component: 'dreams' }),
   });
+  // Provider HTTP goes through the egress policy, trusting EGRESS_CA_CERTS (as sign-in does).
+  const providerFetch: HttpFetch = async (url, init) => (await mcpProxy.upstreamFetch())(url, init);
+  const integrationLog = createLogger(config.logLevel, { component: 'integrations' });
+  const integrations = new IntegrationService({
+    c: collections,
+    secrets,
+    providers: integrationProviders(config, { fetch: providerFetch, now: Date.now }),
+    publicUrl: config.integrationsPublicUrl,
+    log: integrationLog,
+  });
+  const ingest = new WebhookIngest({
+    c: collections,
+    integrations,
+    bus,
+    rateLimiter: coordination.rateLimiter,
+    limits: {
+      perAddressPerMinute: config.webhooksPerAddressPerMinute,
+      perTenantPerMinute: config.webhooksPerTenantPerMinute,
+    },
+    log: integrationLog,
+  });
+  const conversations = new Conversations({
+    c: collections,
+    integrations,
+    sessions,
+    events,
+    log: integrationLog,
+  });
+  relayIdleTurns(events, collections, bus, integrationLog);
   const platform: Platform = {
+    integrations,
+    ingest,
+    conversations,
     dreams,
     memory,
     memorySearch,

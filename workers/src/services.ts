@@ -11,6 +11,7 @@
 import type {
   CommandBus,
   Config,
+  Conversations,
   Coordination,
   DeploymentService,
   DreamService,
@@ -46,7 +47,12 @@ export interface WorkerServices {
   deployments: Pick<DeploymentService, 'tick'>;
   webhooks: WebhookService;
   dreams: DreamService;
+  /** Integration threads: provider events into sessions, replies back (core/src/integrations). */
+  conversations: Conversations;
 }
 
 /** What a turn uses: the services but the jobs'. */
-export type TurnServices = Omit<WorkerServices, 'deployments' | 'webhooks' | 'dreams'>;
+export type TurnServices = Omit<
+  WorkerServices,
+  'deployments' | 'webhooks' | 'dreams' | 'conversations'
+>;

@@ -13,6 +13,7 @@ import { startDeploymentScheduler } from './jobs/deploymentScheduler.js';
 import { startDreamRunner } from './jobs/dreamRunner.js';
 import { startMemoryVersionSweeper } from './jobs/memorySweeper.js';
 import { startWebhookSender } from './jobs/webhookSender.js';
+import { startIntegrationRouter } from './jobs/integrationRouter.js';
 import type { WorkerServices } from './services.js';
 import { ToolExecutor } from './tools/executor.js';
 import { TurnRunner } from './turn/runner.js';
@@ -65,6 +66,12 @@ export async function startWorker(opts: {
     scanMs: services.config.webhooks.scanMs,
     log: log.child({ component: 'webhooks' }),
   });
+  // Integrations: provider events → thread sessions; finished turns → replies in the thread.
+  const integrationRouter = await startIntegrationRouter({
+    bus: services.bus,
+    conversations: services.conversations,
+    log: log.child({ component: 'integrations' }),
+  });
   // Dreams: claimed by compare-and-swap from bus commands and the scan for lost or orphaned ones.
   const dreamRunner = await startDreamRunner({
     bus: services.bus,
@@ -82,6 +89,7 @@ export async function startWorker(opts: {
   return {
     stop: async () => {
       await dreamRunner.stop();
+      await integrationRouter.stop();
       await webhookSender.stop();
       await scheduler.stop();
       await memorySweeper.stop();

@@ -28,6 +28,7 @@
  */
 import { Type, type Static, type TObject } from '@sinclair/typebox';
 import { ConsoleSection } from './console.js';
+import { IntegrationsSection } from './integrations.js';
 import { HttpSection } from './http.js';
 import {
   LimitsSection,
@@ -57,6 +58,7 @@ export const CONFIG_SECTIONS: { title: string; schema: TObject }[] = [
   { title: 'Memory search', schema: MemorySection },
   { title: 'Deployments and dreams', schema: SchedulesSection },
   { title: 'Webhooks', schema: WebhooksSection },
+  { title: 'Integrations', schema: IntegrationsSection },
   { title: 'Fleet mode', schema: FleetSection },
   { title: 'Console', schema: ConsoleSection },
 ];
@@ -73,6 +75,7 @@ export const ConfigSchema = Type.Object({
   ...MemorySection.properties,
   ...SchedulesSection.properties,
   ...WebhooksSection.properties,
+  ...IntegrationsSection.properties,
   ...FleetSection.properties,
   ...ConsoleSection.properties,
 });

@@ -42,6 +42,14 @@ import type {
   SessionErrorDoc,
   UsedSignInDoc,
 } from '../console/records.js';
+import type {
+  InstallDoc,
+  InstallRouteDoc,
+  InstallStateDoc,
+  PublicationDoc,
+  SeenDeliveryDoc,
+  ThreadDoc,
+} from '../integrations/records.js';
 
 /**
  * Where a tenant's documents live. One store for everything (embedded, or MongoDB without
@@ -262,6 +270,26 @@ export const COLLECTIONS = {
     name: 'session_errors',
     indexes: [{ fields: { tenant_id: 1, _id: 1 } }, { fields: { tenant_id: 1, created_ms: 1 } }],
   },
+  /** Integrations (core/src/integrations): installs, publications, threads per tenant. */
+  integrationInstalls: {
+    name: 'integration_installs',
+    indexes: [{ fields: { tenant_id: 1, _id: 1 } }, { fields: { tenant_id: 1, integration: 1 } }],
+  },
+  integrationPublications: {
+    name: 'integration_publications',
+    indexes: [{ fields: { tenant_id: 1, integration: 1, _id: 1 } }],
+  },
+  integrationThreads: {
+    name: 'integration_threads',
+    indexes: [{ fields: { tenant_id: 1, session_id: 1 } }, { fields: { tenant_id: 1, install_id: 1 } }],
+  },
+  /** Control store: pending OAuth states, account → tenant routes, delivery ids seen. */
+  integrationStates: { name: 'integration_states', indexes: [{ fields: { expires_at: 1 } }] },
+  integrationRoutes: { name: 'integration_routes', indexes: [{ fields: { tenant_id: 1 } }] },
+  integrationDeliveries: {
+    name: 'integration_deliveries',
+    indexes: [{ fields: { expires_at: 1 } }],
+  },
   /** Published skill versions; `_id` is `<skill_id>/<version>`. */
   skillVersions: {
     name: 'skill_versions',
@@ -281,6 +309,14 @@ export function openCollections(router: StoreRouter) {
     invitations: router.control.collection<InvitationDoc>(COLLECTIONS.invitations),
     allowedDomains: router.control.collection<AllowedDomainDoc>(COLLECTIONS.allowedDomains),
     usedSignIns: router.control.collection<UsedSignInDoc>(COLLECTIONS.usedSignIns),
+    integrationStates: router.control.collection<InstallStateDoc>(COLLECTIONS.integrationStates),
+    integrationRoutes: router.control.collection<InstallRouteDoc>(COLLECTIONS.integrationRoutes),
+    integrationDeliveries: router.control.collection<SeenDeliveryDoc>(
+      COLLECTIONS.integrationDeliveries,
+    ),
+    integrationInstalls: t<InstallDoc>(COLLECTIONS.integrationInstalls),
+    integrationPublications: t<PublicationDoc>(COLLECTIONS.integrationPublications),
+    integrationThreads: t<ThreadDoc>(COLLECTIONS.integrationThreads),
     sessionErrors: t<SessionErrorDoc>(COLLECTIONS.sessionErrors),
     agents: t<AgentDoc>(COLLECTIONS.agents),
     agentVersions: t<AgentVersionDoc>(COLLECTIONS.agentVersions),

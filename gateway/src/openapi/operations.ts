@@ -20,6 +20,7 @@ import { MEMORY_SEARCH_OPERATIONS } from './operations.memorySearch.js';
 import { MEMORY_STORE_OPERATIONS } from './operations.memoryStores.js';
 import { DREAM_OPERATIONS } from './operations.dreams.js';
 import { CONSOLE_OPERATIONS } from './operations.console.js';
+import { INTEGRATION_OPERATIONS } from './operations.integrations.js';
 
 export type { OperationDoc } from './operationHelpers.js';
 
@@ -40,5 +41,6 @@ export const OPERATIONS: Readonly<Record<string, OperationDoc>> = {
   ...MEMORY_STORE_OPERATIONS,
   ...DREAM_OPERATIONS,
   ...CONSOLE_OPERATIONS,
+  ...INTEGRATION_OPERATIONS,
 };
 export const operationKey = (method: string, url: string) => `${method} ${url}`;
