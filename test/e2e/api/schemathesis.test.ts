@@ -174,6 +174,11 @@ describe.skipIf(!available)(
           key_: await post('/v1/svc/api_keys', { name: 'st-keep' }),
           whep_: await post('/v1/svc/webhook_endpoints', { url: 'https://hooks.example.com/k' }),
           inv_: await post('/v1/svc/console/invitations', { email: 'st-keep@example.com' }),
+          pub_: await post('/v1/svc/integrations/github/publications', {
+            agent,
+            environment_id: env,
+            workspace: { owner: 'st-keep' },
+          }),
         };
         // A dream over the kept store and session (it fails on the scripted model's 'ok').
         const dream = (ids: Record<string, string>) =>
@@ -198,6 +203,11 @@ describe.skipIf(!available)(
           key_: await post('/v1/svc/api_keys', { name: 'st-doomed' }),
           whep_: await post('/v1/svc/webhook_endpoints', { url: 'https://hooks.example.com/d' }),
           inv_: await post('/v1/svc/console/invitations', { email: 'st-doomed@example.com' }),
+          pub_: await post('/v1/svc/integrations/github/publications', {
+            agent,
+            environment_id: env,
+            workspace: { owner: 'st-doomed' },
+          }),
         };
         doomed.drm_ = await dream(doomed);
 

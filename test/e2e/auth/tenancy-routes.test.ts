@@ -75,6 +75,16 @@ const PARAM_VALUES: Record<string, (a: Fixtures) => string> = {
   // The console's identity provider (configured here: OIDC_ISSUER).
   provider: () => 'oidc',
 };
+/**
+ * Routes whose path names a shipped integration (`github`), not a tenant resource: tenant B's
+ * answer is B's own view (an empty list, B's install state), never A's, and need not be a 404.
+ */
+const CATALOG_ROUTES = new Set<string>();
+for (const base of ['/v1/svc/integrations', '/v1/integrations'])
+  for (const tail of ['install', 'callback', 'uninstall', 'publications', 'publications/:pub_id']) {
+    PARAM_VALUES[`${base}/:id/${tail}:id`] = () => 'github';
+    if (!tail.includes(':')) CATALOG_ROUTES.add(`${base}/:id/${tail}`);
+  }
 
 function pathFor(r: RouteEntry, a: Fixtures, problems: string[]): string | null {
   const op = opOf(r);
@@ -243,6 +253,14 @@ describe('tenant isolation over the route table', () => {
       data: Array<{ user_id: string }>;
     };
     expect(members.data).toHaveLength(1);
+    const pubRes = await t.http('/v1/svc/integrations/github/publications', {
+      method: 'POST',
+      key: a.apiKey,
+      headers: BETA,
+      json: { agent: agent.id, environment_id: env.id, workspace: { owner: `${SECRET}-org` } },
+    });
+    expect(pubRes.status, await pubRes.clone().text()).toBe(200);
+    const publication = (await pubRes.json()) as { id: string };
 
     const fixtures: Fixtures = {
       agent_: agent.id,
@@ -266,6 +284,7 @@ describe('tenant isolation over the route table', () => {
       usr_: members.data[0]!.user_id,
       inv_: pending.id,
       sres_: sessionResource.id,
+      pub_: publication.id,
     };
     const aValues = [SECRET, ...Object.values(fixtures)];
 
@@ -342,7 +361,7 @@ describe('tenant isolation over the route table', () => {
       );
       if (leaked.length)
         failures.push(`${what} as tenant B leaked ${leaked.join(', ')}: ${res.text.slice(0, 200)}`);
-      if (r.url.includes(':') || r.url.endsWith('*')) {
+      if ((r.url.includes(':') || r.url.endsWith('*')) && !CATALOG_ROUTES.has(r.url)) {
         tried404++;
         if (res.status !== 404 || res.body?.error?.type !== 'not_found')
           failures.push(

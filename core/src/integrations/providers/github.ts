@@ -3,22 +3,24 @@
  * GitHub App", "Generating a user access token for a GitHub App", "Validating webhook
  * deliveries", the REST installations and issue comments endpoints).
  *
- * Guarantees (each proved in core/test/integrations.github.test.ts against
- * test/kit/fixtures/githubIntegration.ts):
+ * Guarantees (each proved in core/test/integrations.github.test.ts, named in quotes, against
+ * test/kit/fixtures/githubIntegration.ts, which checks the App JWT as GitHub does):
  * - the App JWT is RS256, iat = now − 60 s, exp = now + 9 min, iss = the App id; the private key
- *   may be PKCS#1 or PKCS#8 ("complete returns the install…", "revoke…");
+ *   may be PKCS#1 or PKCS#8 ("complete returns the installs…", "deletes the installation at
+ *   GitHub (PKCS#8 key)…");
  * - `complete` keeps only installations of this App the user can reach; an `installation_id`
- *   the user cannot reach is refused, so no one installs someone else's account ("a forged
+ *   outside them is refused, so no one claims someone else's account ("a forged
  *   installation_id is refused"); a reused code is refused ("a reused code is refused"); no
- *   installation left tells the user where to install the App ("no installation…");
+ *   installation left tells the user where to install the App ("no installation of this App…");
  * - installation tokens are minted once per installation and reused until 5 minutes before
- *   they expire ("reply mints once…", "mints again near expiry"); a 401 drops the token and
- *   retries once with a fresh one ("a revoked token is minted again");
- * - `verify` checks X-Hub-Signature-256 in constant time and never throws ("verify…");
+ *   they expire ("mints a token once…", "keeps a token with more than 5 minutes left…"); a 401
+ *   drops the token and retries once with a fresh one ("a token GitHub no longer accepts…");
+ * - `verify` checks X-Hub-Signature-256 in constant time and never throws ("accepts the
+ *   fixture's signature; refuses…");
  * - `parse` never throws, ignores the App's own and other bots' events, cuts texts to
- *   MAX_EVENT_TEXT ("parse…");
- * - every request goes through ctx.fetch; no token or secret is in an error message (every
- *   refusal test asserts the message).
+ *   MAX_EVENT_TEXT ("garbage JSON values…", "the App's own comment…", "texts are cut…");
+ * - every request goes through ctx.fetch (the fixture's self-signed certificate is trusted only
+ *   there); no token or secret is in an error message (`refusal` in the test checks each).
  */
 import { createHmac, createPrivateKey, timingSafeEqual, type KeyObject } from 'node:crypto';
 import { SignJWT } from 'jose';
@@ -75,6 +77,7 @@ export class GithubProvider implements IntegrationProvider {
   private key: KeyObject | null = null;
   private appSlug: string | null = null;
   private readonly tokens = new Map<string, { token: string; expiresAt: number }>();
+  private readonly minting = new Map<string, Promise<string>>();
 
   constructor(
     private readonly settings: GithubSettings,
@@ -322,6 +325,16 @@ export class GithubProvider implements IntegrationProvider {
     if (!/^\d+$/.test(installationId)) throw new IntegrationError('not a GitHub installation id');
     const cached = this.tokens.get(installationId);
     if (cached && cached.expiresAt - TOKEN_MARGIN_MS > this.ctx.now()) return cached.token;
+    // concurrent replies of one installation share one mint
+    let pending = this.minting.get(installationId);
+    if (!pending) {
+      pending = this.mint(installationId).finally(() => this.minting.delete(installationId));
+      this.minting.set(installationId, pending);
+    }
+    return pending;
+  }
+
+  private async mint(installationId: string): Promise<string> {
     const res = await this.api(
       'POST',
       `/app/installations/${installationId}/access_tokens`,

@@ -1,0 +1,153 @@
+/**
+ * The Linear integration end to end, against the Linear fixture (test/kit/fixtures/linearIntegration.ts:
+ * OAuth with `actor=app`, the GraphQL API, signed webhooks) on 127.0.0.1 through the egress
+ * policy:
+ * - install by OAuth records the organization and the app user;
+ * - a publication for one team: an issue assigned to the app starts a session; the answer is a
+ *   Linear comment made with the install's token; a comment mentioning the app on the same
+ *   issue continues the same session;
+ * - an issue of another team starts nothing (no publication serves it);
+ * - a stale webhookTimestamp, a wrong signature and a duplicate delivery are refused or ignored;
+ * - the OAuth token is in no event or response; uninstall revokes it at Linear.
+ */
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { startPlatform, BETA, type TestPlatform } from '../../kit/harness.js';
+import { addModelCard, say } from '../../kit/turnHelpers.js';
+import {
+  startLinearIntegration,
+  type LinearIntegrationFixture,
+} from '../../kit/fixtures/linearIntegration.js';
+import { installByOAuth, postWebhook, PUBLIC_URL } from '../../kit/integrations.js';
+
+const MODEL = 'linear-model';
+const HOOK = '/v1/svc/integrations/linear/webhook';
+let t: TestPlatform;
+let ln: LinearIntegrationFixture;
+let agentId: string;
+let envId: string;
+const person = { id: 'user-ada', name: 'Ada' };
+
+const json = async (path: string, init: Parameters<TestPlatform['http']>[1] = {}) => {
+  const res = await t.http(path, { headers: BETA, ...init });
+  return { status: res.status, body: (await res.json()) as any };
+};
+const sessionsOfThread = async (key: string) =>
+  (await t.client.beta.sessions.list({ limit: 100 })).data.filter(
+    (s: any) => s.metadata?.thread === key,
+  );
+const assigned = (issueId: string, teamKey = 'ENG') =>
+  ln.issueAssigned({
+    issueId,
+    title: `Issue ${issueId}`,
+    description: 'The export times out.',
+    teamId: `team-${teamKey}`,
+    teamKey,
+    assigneeId: ln.appUser.id,
+    actor: person,
+  });
+
+beforeAll(async () => {
+  ln = await startLinearIntegration();
+  t = await startPlatform({
+    env: {
+      INTEGRATIONS_PUBLIC_URL: PUBLIC_URL,
+      LINEAR_CLIENT_ID: ln.clientId,
+      LINEAR_CLIENT_SECRET: ln.clientSecret,
+      LINEAR_WEBHOOK_SECRET: ln.webhookSecret,
+      LINEAR_API_URL: ln.url,
+      EGRESS_ALLOW_PRIVATE_HOSTS: new URL(ln.url).host,
+      EGRESS_CA_CERTS: ln.certFile,
+    },
+  });
+  await addModelCard(t, MODEL);
+  envId = (await t.client.beta.environments.create({ name: 'linear' })).id;
+  agentId = (await t.client.beta.agents.create({ name: 'linear', model: MODEL })).id;
+}, 60_000);
+afterAll(async () => {
+  await t?.close();
+  await ln?.close();
+});
+
+describe('Linear integration', () => {
+  it('installs by OAuth as the app', async () => {
+    const done = await installByOAuth(t, 'linear', ln.certFile);
+    expect(done.status, done.page).toBe(200);
+    const list = await json('/v1/svc/integrations');
+    const linear = list.body.data.find((i: any) => i.id === 'linear');
+    expect(linear.configured).toBe(true);
+    expect(linear.installs).toEqual([
+      expect.objectContaining({
+        external_id: ln.organization.id,
+        account: { id: ln.organization.id, name: ln.organization.name },
+      }),
+    ]);
+    expect(JSON.stringify(list.body)).not.toContain(ln.clientSecret);
+    for (const token of ln.liveTokens()) expect(JSON.stringify(list.body)).not.toContain(token);
+  });
+
+  it('an assignment starts a session; the answer is a comment; a mention continues it', async () => {
+    const pub = await json('/v1/svc/integrations/linear/publications', {
+      method: 'POST',
+      json: { agent: agentId, environment_id: envId, workspace: { team_key: 'ENG' } },
+    });
+    expect(pub.status, JSON.stringify(pub.body)).toBe(200);
+
+    t.model.script(MODEL, say('I will look at the export.'));
+    const first = await postWebhook(t, HOOK, ln.webhook(assigned('iss-1')));
+    expect(first.status, JSON.stringify(first.body)).toBe(202);
+    await vi.waitFor(() => expect(ln.comments).toHaveLength(1), { timeout: 20_000, interval: 100 });
+    expect(ln.comments[0]).toMatchObject({ issueId: 'iss-1', body: 'I will look at the export.' });
+    const [session] = await sessionsOfThread('iss-1');
+    expect(session).toBeDefined();
+
+    t.model.script(MODEL, say('The index was missing.'));
+    const comment = ln.commentCreated({
+      issueId: 'iss-1',
+      issueTitle: 'Issue iss-1',
+      body: `@${ln.appUser.name} any news?`,
+      teamId: 'team-ENG',
+      teamKey: 'ENG',
+      user: person,
+    });
+    expect((await postWebhook(t, HOOK, ln.webhook(comment))).status).toBe(202);
+    await vi.waitFor(() => expect(ln.comments).toHaveLength(2), { timeout: 20_000, interval: 100 });
+    expect(ln.comments[1]!.body).toBe('The index was missing.');
+    expect(await sessionsOfThread('iss-1')).toHaveLength(1);
+
+    const events = JSON.stringify(
+      (await t.client.beta.sessions.events.list(session!.id, { limit: 100 })).data,
+    );
+    expect(events).toContain('any news?');
+    for (const c of ln.comments) expect(events).not.toContain(c.token);
+  });
+
+  it("another team's issue starts nothing; stale, forged and repeated deliveries are refused", async () => {
+    expect((await postWebhook(t, HOOK, ln.webhook(assigned('iss-9', 'OPS')))).status).toBe(202);
+    const stale = ln.webhook(assigned('iss-2'), { timestamp: Date.now() - 120_000 });
+    const staleRes = await postWebhook(t, HOOK, stale);
+    expect(staleRes.status).toBe(401);
+    expect(staleRes.body.error.message).toMatch(/timestamp/i);
+    const forged = ln.webhook(assigned('iss-3'), { secret: 'not-the-secret' });
+    expect((await postWebhook(t, HOOK, forged)).status).toBe(401);
+    const once = ln.webhook(assigned('iss-4'), { deliveryId: 'delivery-fixed-1' });
+    t.model.script(MODEL, say('Taking iss-4.'));
+    expect((await postWebhook(t, HOOK, once)).status).toBe(202);
+    const again = await postWebhook(t, HOOK, once);
+    expect(again.body.status).toBe('duplicate');
+    await vi.waitFor(() => expect(ln.comments).toHaveLength(3), { timeout: 20_000, interval: 100 });
+    await new Promise((r) => setTimeout(r, 500));
+    expect(ln.comments).toHaveLength(3);
+    for (const id of ['iss-9', 'iss-2', 'iss-3'])
+      expect(await sessionsOfThread(id)).toHaveLength(0);
+  });
+
+  it('uninstall revokes the token at Linear', async () => {
+    const live = ln.liveTokens();
+    expect(live.length).toBeGreaterThan(0);
+    const res = await json('/v1/svc/integrations/linear/uninstall', { method: 'POST', json: {} });
+    expect(res.status, JSON.stringify(res.body)).toBe(200);
+    expect(res.body.revoked).toBe(true);
+    expect(ln.revoked).toEqual(expect.arrayContaining(live));
+    expect((await postWebhook(t, HOOK, ln.webhook(assigned('iss-5')))).body.status).toBe('ignored');
+  });
+});
