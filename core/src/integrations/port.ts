@@ -177,4 +177,10 @@ export interface IntegrationProvider {
   reply(install: InstallCredentials, target: Record<string, string>, text: string): Promise<void>;
   /** Revoke at the provider (GitHub: delete the installation; Linear/Slack: revoke the token). */
   revoke(install: InstallCredentials): Promise<void>;
+  /**
+   * A code host's token for git over HTTPS to `repo` when this install covers it (GitHub: the
+   * installation's account owns the repository on GITHUB_WEB_URL's host), else null. Absent
+   * for providers that host no repositories.
+   */
+  repositoryToken?(install: InstallCredentials, repo: URL): Promise<string | null>;
 }

@@ -267,6 +267,28 @@ export class IntegrationService {
     await this.d.c.integrationInstalls.deleteOne(tenant, { _id: doc._id });
   }
 
+  /**
+   * A token for git over HTTPS to `repoUrl` from one of the tenant's installs that covers it (a
+   * GitHub installation of the repository's owner), or null. Minted per use by the adapter; never
+   * stored with the session. Proved by test/e2e/integrations/github-repository.test.ts.
+   */
+  async repositoryToken(tenant: string, repoUrl: string): Promise<string | null> {
+    let url: URL;
+    try {
+      url = new URL(repoUrl);
+    } catch {
+      return null;
+    }
+    const installs = await this.d.c.integrationInstalls.find(tenant, {}, { sort: { _id: 1 } });
+    for (const doc of installs) {
+      const p = this.d.providers.get(doc.integration);
+      if (!p?.repositoryToken || p.missingSettings().length) continue;
+      const token = await p.repositoryToken(this.credentials(doc), url);
+      if (token) return token;
+    }
+    return null;
+  }
+
   async listPublications(tenant: string, id: string) {
     const p = this.provider(id);
     const docs = await this.d.c.integrationPublications.find(

@@ -11,7 +11,12 @@ import { isRepositoryResource } from './records.js';
 export * from './records.js';
 export * from './checkout.js';
 export * from './admission.js';
-export { repositoryInjection, withRepositoryCredentials, underRepository } from './egress.js';
+export {
+  repositoryInjection,
+  sessionEgressCredentials,
+  underRepository,
+  type InstallTokenSource,
+} from './egress.js';
 
 /** The sandbox manager's prepareWorkspace step: the session's repositories, cloned or kept. */
 export function sessionRepositories(p: {

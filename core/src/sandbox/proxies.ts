@@ -6,7 +6,7 @@
  * (server/src/sandboxRuntime.ts). Proved by test/e2e/sandbox/sandbox-tools.test.ts (both
  * drivers), test/e2e/credentials/sandbox-credentials*.test.ts and sandbox-ca.test.ts.
  */
-import { withRepositoryCredentials } from '../repositories/egress.js';
+import { sessionEgressCredentials, type InstallTokenSource } from '../repositories/egress.js';
 import { createHash, randomBytes } from 'node:crypto';
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
@@ -30,7 +30,7 @@ import type { SandboxTrust } from './shared.js';
 import { sessionHostPolicy } from '../egress/proxy/policy.js';
 import type { EgressPolicy } from '../egress/policy.js';
 import { webFetch, webSearch, type WebSearchBackend } from '../tools/web.js';
-import { vaultEgressCredentials, type SessionVaults } from '../egress/injection/vaultInjection.js';
+import type { SessionVaults } from '../egress/injection/vaultInjection.js';
 import { CLI_REGISTRY, type CliRegistry } from '../egress/cliRegistry.js';
 import type { SandboxDriverWiring, SandboxRuntime } from './runtime.js';
 
@@ -45,6 +45,8 @@ export interface ProxyDeps extends SessionVaults {
   collections: Collections;
   store: DocumentStore;
   secrets: SecretBox;
+  /** Tokens for repository resources without their own (the tenant's GitHub installation). */
+  integrations?: { repositoryToken: InstallTokenSource };
 }
 
 interface EgressCaState {
@@ -244,12 +246,20 @@ export class ProxyRegistry {
     return sessionHostPolicy(env?.network ?? null, session?.agent?.mcp_servers as any[]);
   }
 
-  /** The default lookup: the session's vaults, with the current CLI registry. */
-  /** The session's repository tokens (repositories/egress.ts), then its vault credentials. */
+  /**
+   * The default lookup: the session's repository tokens (repositories/egress.ts), then its vault
+   * credentials with the current CLI registry; the session document is read once per request.
+   */
   vaultLookup(): EgressCredentials {
-    return withRepositoryCredentials(
-      this.p,
-      vaultEgressCredentials(this.p, () => this.cliRegistry),
+    const integrations = this.p.integrations;
+    return sessionEgressCredentials(
+      {
+        ...this.p,
+        ...(integrations
+          ? { installToken: (t: string, url: string) => integrations.repositoryToken(t, url) }
+          : {}),
+      },
+      () => this.cliRegistry,
     );
   }
 

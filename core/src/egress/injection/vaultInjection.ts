@@ -24,7 +24,7 @@ import { hostOf } from '../../vaults/credentials.js';
 import { CLI_REGISTRY, type CliRegistry } from '../cliRegistry.js';
 import { normalizeHost } from '../policy.js';
 import { substitutionsFor } from './placeholders.js';
-import type { EgressCredentials, EgressInjection } from '../proxy/helpers.js';
+import type { EgressInjection } from '../proxy/helpers.js';
 import { hostMatches } from '../proxy/policy.js';
 
 /** What reading a session's vault credentials needs: its session document and the vaults. */
@@ -69,17 +69,4 @@ export function injectionFor(
   return { headers, substitutions: substitutionsFor(creds, h) };
 }
 
-/**
- * The proxy's per-request lookup over the session's vaults. `registry` says which hosts each
- * cap_cli CLI talks to (default CLI_REGISTRY; the runtime's setCliRegistry replaces it).
- */
-export function vaultEgressCredentials(
-  p: SessionVaults,
-  registry: () => CliRegistry = () => CLI_REGISTRY,
-): EgressCredentials {
-  return async (host, ctx) => {
-    const creds = await sessionCredentials(p, ctx.tenantId, ctx.sessionId);
-    if (!creds.length) return null;
-    return injectionFor(creds, host, registry());
-  };
-}
+

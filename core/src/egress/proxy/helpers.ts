@@ -48,6 +48,12 @@ export const credentialHookFrom =
 export interface EgressInjection {
   headers: Record<string, string>;
   substitutions: PlaceholderSubstitution[];
+  /**
+   * Intercept this host's HTTPS even with nothing to inject at CONNECT time (a repository
+   * host: its requests are matched by path inside, and upstream TLS is verified here under
+   * EGRESS_CA_CERTS rather than by the sandbox).
+   */
+  intercept?: boolean;
 }
 
 /** Per-request credential lookup with placeholder substitution (the session's vaults). */
@@ -58,7 +64,7 @@ export type EgressCredentials = (
 
 /** Whether an injection changes anything. */
 export const injects = (i: EgressInjection | null | undefined): i is EgressInjection =>
-  !!i && (Object.keys(i.headers).length > 0 || i.substitutions.length > 0);
+  !!i && (i.intercept === true || Object.keys(i.headers).length > 0 || i.substitutions.length > 0);
 
 export interface ProxyLogEntry {
   op: 'outbound.request';

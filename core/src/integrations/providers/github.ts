@@ -320,6 +320,19 @@ export class GithubProvider implements IntegrationProvider {
     await this.expect(res, 204, `deleting installation ${id}`);
   }
 
+  /**
+   * git over HTTPS to a repository of the installation's account on GITHUB_WEB_URL's host: an
+   * installation token (the proxy injects it; the sandbox never holds it). Another host or
+   * owner: null. Proved by test/e2e/integrations/github-repository.test.ts.
+   */
+  async repositoryToken(install: InstallCredentials, repo: URL): Promise<string | null> {
+    if (repo.host.toLowerCase() !== new URL(this.settings.webUrl).host.toLowerCase()) return null;
+    const owner = repo.pathname.split('/').filter(Boolean)[0] ?? '';
+    const login = install.data.account_login ?? '';
+    if (!owner || owner.toLowerCase() !== login.toLowerCase()) return null;
+    return this.installationToken(install.external_id);
+  }
+
   /** An installation token valid for at least 5 more minutes (cached per installation). */
   private async installationToken(installationId: string): Promise<string> {
     if (!/^\d+$/.test(installationId)) throw new IntegrationError('not a GitHub installation id');
