@@ -75,3 +75,6 @@ export function deepFreeze<T>(v: T): T {
   }
   return v;
 }
+
+/** One POSIX shell word holding `v` exactly (single quotes; a quote inside becomes '\''). */
+export const shellQuote = (v: string) => `'${v.replace(/'/g, `'\\''`)}'`;

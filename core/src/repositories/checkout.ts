@@ -12,7 +12,7 @@
  * Proved by test/e2e/sessions/session-repository.test.ts.
  */
 import { SANDBOX_PATHS } from '../sandbox/shared.js';
-import { shellQuote as q } from '../sandbox/packages/builders.js';
+import { shellQuote as q } from '../util.js';
 import type { SandboxAgentApi } from '../sandbox/port.js';
 import { SandboxWarmupError } from '../sandbox/manager/types.js';
 import type { SessionRepositoryResource } from './records.js';

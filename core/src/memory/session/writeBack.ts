@@ -21,6 +21,7 @@
  */
 import type { EventDraft } from '../../events/log.js';
 import { ApiError } from '../../errors.js';
+import { shellQuote as quote } from '../../util.js';
 import type { SandboxAgentApi } from '../../sandbox/port.js';
 import { SandboxAgentError } from '../../sandbox/protocol.js';
 import type { MemoryActor } from '../records.js';
@@ -60,7 +61,6 @@ type NotWrittenReason = 'read_only' | 'invalid' | 'too_large' | 'binary' | 'unre
 type Manifest = MemoryManifest & { unsynced?: Record<string, string> };
 type Read = { content: string; sha: string } | { reason: NotWrittenReason; message: string };
 
-const quote = (s: string) => `'${s.replace(/'/g, `'\\''`)}'`;
 const stamp = (ms: number) =>
   new Date(ms)
     .toISOString()

@@ -12,7 +12,7 @@
  * marker. A failed warmup stops the sandbox (snapshotting it first only if it was warm before).
  * Tested in core/test/sandbox.manager.test.ts (warmup order, failing resources, marker rerun).
  */
-import { sleep } from '../../util.js';
+import { shellQuote, sleep } from '../../util.js';
 import type { ReadOnlyTree, SandboxAgentApi, SandboxHandle } from '../port.js';
 import { SandboxAgentError } from '../protocol.js';
 import { restoreSnapshot, writeSnapshot } from './storage.js';
@@ -60,7 +60,7 @@ export async function readMarker(api: SandboxAgentApi): Promise<string> {
 
 /** A fresh empty directory in the sandbox (what was there goes); a failure fails the warmup. */
 async function makeDirectory(api: SandboxAgentApi, path: string): Promise<void> {
-  const quoted = `'${path.replace(/'/g, `'\\''`)}'`;
+  const quoted = shellQuote(path);
   const r = await api
     .exec({ command: `rm -rf -- ${quoted} && mkdir -p -- ${quoted}`, timeoutMs: 30_000 })
     .catch((err) => {

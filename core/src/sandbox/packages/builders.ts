@@ -17,10 +17,9 @@
  * into an error naming the manager and its packages.
  * Tested: test/e2e/environments/env-packages.test.ts (pip, npm, apt for real; gem's missing tool).
  */
+import { shellQuote } from '../../util.js';
 import { LAYER_PATHS } from './layerEnv.js';
 import type { PackageManager } from './spec.js';
-
-export const shellQuote = (v: string) => `'${v.replace(/'/g, `'\\''`)}'`;
 
 const need = (tool: string) =>
   `command -v ${tool} >/dev/null 2>&1 || { echo "${tool} is not installed on this host" >&2; exit 127; }`;
