@@ -281,7 +281,10 @@ export const COLLECTIONS = {
   },
   integrationThreads: {
     name: 'integration_threads',
-    indexes: [{ fields: { tenant_id: 1, session_id: 1 } }, { fields: { tenant_id: 1, install_id: 1 } }],
+    indexes: [
+      { fields: { tenant_id: 1, session_id: 1 } },
+      { fields: { tenant_id: 1, install_id: 1 } },
+    ],
   },
   /** Control store: pending OAuth states, account → tenant routes, delivery ids seen. */
   integrationStates: { name: 'integration_states', indexes: [{ fields: { expires_at: 1 } }] },

@@ -286,7 +286,7 @@ describe.skipIf(!available)(
             '--report-dir',
             reportDir,
           ],
-          15 * 60_000,
+          22 * 60_000,
         );
         mkdirSync(reportDir, { recursive: true });
         writeFileSync(join(reportDir, 'output.txt'), out);
@@ -300,7 +300,7 @@ describe.skipIf(!available)(
         expect(out).toMatch(/Scenarios:\s+[1-9]/);
         expect(out).not.toMatch(/Runtime Error|\d+ errors?\b/);
       },
-      16 * 60_000,
+      23 * 60_000,
     );
   },
 );

@@ -115,7 +115,7 @@ describe('repository resources with the GitHub installation token', () => {
     const sid = await sessionWith('other/private');
     const { events } = await runTurn(t.client, sid, 'read it');
     const err = events.find((e: any) => e.type === 'session.error');
-    expect(err?.error?.type, JSON.stringify(err)).toBe("repository_authentication_error");
+    expect(err?.error?.type, JSON.stringify(err)).toBe('repository_authentication_error');
     expect(t.model.requests.length).toBe(before);
     expect(
       gh.gitRequests.filter((r) => r.path.startsWith('/other/')).every((r) => !r.authorized),

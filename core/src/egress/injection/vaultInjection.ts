@@ -68,5 +68,3 @@ export function injectionFor(
   }
   return { headers, substitutions: substitutionsFor(creds, h) };
 }
-
-
