@@ -6,6 +6,7 @@ import { Agents, Dashboard, Environments, Sessions } from './screens';
 import { SessionView } from './SessionView';
 import { AgentDetail } from './screens/agentDetail';
 import { ApiKeys, ModelCards, Tenants } from './screens/admin';
+import { Integrations } from './screens/integrations';
 import { MemoryStoreDetail, MemoryStores } from './screens/memory';
 import { Members } from './screens/members';
 import { DeploymentDetail, Deployments, Files, WebhookDetail, Webhooks } from './screens/ops';
@@ -28,6 +29,7 @@ const LISTS: Record<string, ListScreen> = {
   '/model_cards': ModelCards,
   '/api_keys': ApiKeys,
   '/webhooks': Webhooks,
+  '/integrations': Integrations,
   '/members': Members,
   '/tenants': Tenants,
 };
@@ -67,6 +69,7 @@ const NAV: Array<[string, Array<[string, string]>]> = [
       ['/vaults', 'Vaults'],
       ['/model_cards', 'Model cards'],
       ['/webhooks', 'Webhooks'],
+      ['/integrations', 'Integrations'],
     ],
   ],
   [
