@@ -17,6 +17,8 @@ import { startBenchPlatform, type BenchPlatform } from './context.js';
 import { floorsSection } from './baselines.js';
 import { printGoals } from './goals.js';
 import { egressSection } from './egress.js';
+import { webhookIngestSection } from './webhookIngest.js';
+import { repoCloneSection } from './repoClone.js';
 import { memorySearchSection } from './memorySearch.js';
 import { memorySection } from './memory.js';
 import { eventsSection } from './events.js';
@@ -71,6 +73,8 @@ const SECTIONS: Section[] = [
   { name: 'store-scale', platform: null, real: false, run: (_p, s) => storeScaleSection(s) },
   { name: 'sandbox', platform: null, real: false, run: () => sandboxSection() },
   { name: 'egress', platform: null, real: false, run: () => egressSection() },
+  { name: 'webhook-ingest', platform: null, real: false, run: () => webhookIngestSection() },
+  { name: 'repo-clone', platform: null, real: false, run: () => repoCloneSection() },
   { name: 'memory-search', platform: null, real: false, run: () => memorySearchSection() },
   { name: 'floors', platform: null, real: false, run: (_p, s) => floorsSection(s) },
   { name: 'memory', platform: null, real: false, run: (_p, s) => memorySection(s) },
@@ -147,6 +151,8 @@ async function main(): Promise<void> {
     // The console section: its sessions at >= 50/s, chromium, 40 live events.
     60 +
     Math.ceil(s.consoleSessions / 50) +
+    // Webhook ingest (66 sequential turns) and repo-clone (8 host clones, 8 sandbox warmups that clone).
+    120 +
     (real.servers ? 12 * s.seconds + 180 : 0);
   const watchdog = setTimeout(() => {
     console.error(
