@@ -4,7 +4,8 @@
  * - a signed body that is not JSON is a 400; JSON nested past MAX_JSON_DEPTH a 400; a body over
  *   1 MiB a 413; JSON that is not an event (null, [], a string) a 200 `ignored`; never a 5xx;
  * - the per-tenant budget (INTEGRATIONS_WEBHOOKS_PER_TENANT_PER_MINUTE) answers 429 with
- *   Retry-After once spent, for verified events;
+ *   Retry-After once spent, for verified events, and forgets the refused delivery id (its
+ *   redelivery is not a `duplicate`);
  * - the per-address budget (INTEGRATIONS_WEBHOOKS_PER_ADDRESS_PER_MINUTE) is counted before the
  *   signature is checked: past it even an unsigned request is a 429, not a 401;
  */
@@ -47,7 +48,7 @@ beforeAll(async () => {
   t = await startPlatform({
     env: {
       INTEGRATIONS_PUBLIC_URL: PUBLIC_URL,
-      INTEGRATIONS_WEBHOOKS_PER_ADDRESS_PER_MINUTE: '8',
+      INTEGRATIONS_WEBHOOKS_PER_ADDRESS_PER_MINUTE: '9',
       INTEGRATIONS_WEBHOOKS_PER_TENANT_PER_MINUTE: '3',
       GITHUB_APP_ID: gh.appId,
       GITHUB_APP_PRIVATE_KEY: gh.privateKeyPem,
@@ -85,10 +86,15 @@ describe('webhook ingest limits', () => {
   it('the per-tenant budget is a 429 with Retry-After; the per-address one comes before the signature', async () => {
     // Counted per address so far: the non-JSON and the [] request (deep and huge stop at the edge).
     for (const n of [1, 2, 3]) expect((await postWebhook(t, HOOK, comment(n))).status).toBe(202);
-    const overTenant = await postWebhook(t, HOOK, comment(4));
+    const fourth = comment(4);
+    const overTenant = await postWebhook(t, HOOK, fourth);
     expect(overTenant.status).toBe(429);
     expect(overTenant.body.error.message).toMatch(/per minute for this install's tenant/);
     expect(Number(overTenant.headers.get('retry-after'))).toBeGreaterThan(0);
+    // The refused delivery's id is not kept: GitHub's redelivery meets the budget again, not
+    // the duplicate check (once the budget refills it is handled).
+    const redelivered = await postWebhook(t, HOOK, fourth);
+    expect(redelivered.status).toBe(429);
     const unsigned = { headers: { 'content-type': 'application/json' }, body: '{}' };
     expect((await postWebhook(t, HOOK, unsigned)).status).toBe(401);
     expect((await postWebhook(t, HOOK, unsigned)).status).toBe(401);
