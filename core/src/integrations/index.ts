@@ -56,6 +56,7 @@ export { WebhookIngest, DELIVERY_TTL_MS, type IngestAnswer } from './ingest.js';
 export { Conversations, relayIdleTurns } from './conversations.js';
 export {
   INTEGRATION_IDS,
+  WEBHOOK_PATHS,
   IntegrationError,
   type IntegrationId,
   type InboundEvent,

@@ -29,6 +29,13 @@ import type { HttpFetch } from '../egress/dispatcher.js';
 export const INTEGRATION_IDS = ['github', 'linear', 'slack'] as const;
 export type IntegrationId = (typeof INTEGRATION_IDS)[number];
 
+/** Each integration's inbound webhook path under `/v1/svc/integrations/<id>/` (Slack's Events API: `events`). */
+export const WEBHOOK_PATHS: Readonly<Record<IntegrationId, string>> = {
+  github: 'webhook',
+  linear: 'webhook',
+  slack: 'events',
+};
+
 /** Longest event text handed to an agent (characters); longer is cut. */
 export const MAX_EVENT_TEXT = 16_000;
 

@@ -26,6 +26,7 @@ import { nowIso } from '../util.js';
 import {
   INTEGRATION_IDS,
   IntegrationError,
+  WEBHOOK_PATHS,
   type CompletedInstall,
   type IntegrationId,
   type IntegrationProvider,
@@ -81,8 +82,7 @@ export class IntegrationService {
     return `${this.base()}/v1/svc/integrations/${id}/callback`;
   }
   webhookUrl(id: IntegrationId): string {
-    const tail = id === 'slack' ? 'events' : 'webhook';
-    return `${this.base()}/v1/svc/integrations/${id}/${tail}`;
+    return `${this.base()}/v1/svc/integrations/${id}/${WEBHOOK_PATHS[id]}`;
   }
 
   async list(tenant: string) {

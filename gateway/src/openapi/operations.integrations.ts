@@ -4,6 +4,7 @@
  * test/e2e/integrations/*.test.ts prove the behaviour.
  */
 import { Type, type TSchema } from '@sinclair/typebox';
+import { WEBHOOK_PATHS } from '@agentfleet/core';
 import { ErrorBody, Id } from '@agentfleet/schemas';
 import { json, type OperationDoc } from './operationHelpers.js';
 
@@ -211,12 +212,12 @@ function forBase(base: string, prefix: string): Record<string, OperationDoc> {
     ...Object.fromEntries(
       (
         [
-          ['github', 'webhook', 'X-Hub-Signature-256'],
-          ['linear', 'webhook', 'Linear-Signature and webhookTimestamp'],
-          ['slack', 'events', 'X-Slack-Signature over v0:{timestamp}:{body}'],
+          ['github', 'X-Hub-Signature-256'],
+          ['linear', 'Linear-Signature and webhookTimestamp'],
+          ['slack', 'X-Slack-Signature over v0:{timestamp}:{body}'],
         ] as const
-      ).map(([id, tail, scheme]) => [
-        `POST ${base}/${id}/${tail}`,
+      ).map(([id, scheme]) => [
+        `POST ${base}/${id}/${WEBHOOK_PATHS[id]}`,
         {
           operationId: `${prefix}${id[0]!.toUpperCase()}${id.slice(1)}Webhook`,
           summary: `Inbound ${id} webhook (signed: ${scheme})`,

@@ -7,7 +7,13 @@
  * Proved by test/e2e/integrations/*.test.ts and test/e2e/auth/tenancy-routes.test.ts.
  */
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import { ApiError, IntegrationError, MAX_JSON_DEPTH, type IntegrationId } from '@agentfleet/core';
+import {
+  ApiError,
+  IntegrationError,
+  MAX_JSON_DEPTH,
+  WEBHOOK_PATHS,
+  type IntegrationId,
+} from '@agentfleet/core';
 import type { GatewayServices } from '../services.js';
 import { tenantOf } from '../http.js';
 import { jsonTextDepth } from '../jsonBody.js';
@@ -17,12 +23,6 @@ type IdReq = { Params: { id: string } };
 const beta = { config: { beta: true } };
 /** Largest webhook body read (GitHub caps payloads at 25 MB; events we act on are far smaller). */
 const WEBHOOK_BODY_LIMIT = 1024 * 1024;
-
-const HOOKS: Array<[IntegrationId, string]> = [
-  ['github', 'webhook'],
-  ['linear', 'webhook'],
-  ['slack', 'events'],
-];
 
 const escapeHtml = (s: string) => s.replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`);
 
@@ -101,7 +101,7 @@ export function integrationRoutes(app: FastifyInstance, p: Services): void {
       { parseAs: 'buffer', bodyLimit: WEBHOOK_BODY_LIMIT },
       (_req, body, done) => done(null, body),
     );
-    for (const [id, tail] of HOOKS) {
+    for (const [id, tail] of Object.entries(WEBHOOK_PATHS) as Array<[IntegrationId, string]>) {
       for (const base of ['/v1/svc/integrations', '/v1/integrations'])
         hooks.post(`${base}/${id}/${tail}`, { config: { public: true } }, async (req, reply) => {
           const raw = Buffer.isBuffer(req.body) ? req.body : Buffer.alloc(0);
