@@ -52,6 +52,7 @@ interface GithubFixture {
 
 interface FixtureModule {
   startGithubIntegration(): Promise<GithubFixture>;
+  githubPlatformEnv(f: GithubFixture, publicUrl: string): Record<string, string>;
   issueCommentPayload(i: {
     owner: string;
     repo: string;
@@ -168,16 +169,7 @@ export async function webhookIngestSection(): Promise<WebhookIngestFigures> {
   let p: BenchPlatform | undefined;
   try {
     p = await startBenchPlatform({
-      INTEGRATIONS_PUBLIC_URL: PUBLIC_URL,
-      GITHUB_APP_ID: gh.appId,
-      GITHUB_APP_PRIVATE_KEY: gh.privateKeyPem,
-      GITHUB_CLIENT_ID: gh.clientId,
-      GITHUB_CLIENT_SECRET: gh.clientSecret,
-      GITHUB_WEBHOOK_SECRET: gh.webhookSecret,
-      GITHUB_API_URL: gh.apiUrl,
-      GITHUB_WEB_URL: gh.url,
-      EGRESS_ALLOW_PRIVATE_HOSTS: new URL(gh.url).host,
-      EGRESS_CA_CERTS: gh.certFile,
+      ...fx.githubPlatformEnv(gh, PUBLIC_URL),
       INTEGRATIONS_WEBHOOKS_PER_ADDRESS_PER_MINUTE: '100000',
       INTEGRATIONS_WEBHOOKS_PER_TENANT_PER_MINUTE: '100000',
     });

@@ -60,3 +60,19 @@ export async function postWebhook(
   }
   return { status: res.status, body, headers: res.headers };
 }
+
+/** A JSON answer of the platform's API (beta header, the operator key unless `init.key`). */
+export async function apiJson(
+  t: TestPlatform,
+  path: string,
+  init: Parameters<TestPlatform['http']>[1] = {},
+): Promise<{ status: number; body: any }> {
+  const res = await t.http(path, { headers: BETA, ...init });
+  return { status: res.status, body: (await res.json()) as any };
+}
+
+/** The sessions an integration started for conversation `key` (their `metadata.thread`). */
+export async function sessionsOfThread(t: TestPlatform, key: string): Promise<any[]> {
+  const page = await t.client.beta.sessions.list({ limit: 100 });
+  return page.data.filter((s: any) => s.metadata?.thread === key);
+}

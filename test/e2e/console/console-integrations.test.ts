@@ -26,6 +26,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { BETA, startPlatform, type TestPlatform } from '../../kit/harness.js';
 import { axeViolations, BROWSER_SKIP, launchBrowser, screenshotDir } from '../../kit/browser.js';
 import {
+  githubPlatformEnv,
   startGithubIntegration,
   type GithubIntegrationFixture,
 } from '../../kit/fixtures/githubIntegration.js';
@@ -43,16 +44,7 @@ beforeAll(async () => {
   gh = await startGithubIntegration();
   t = await startPlatform({
     env: {
-      INTEGRATIONS_PUBLIC_URL: PUBLIC_URL,
-      GITHUB_APP_ID: gh.appId,
-      GITHUB_APP_PRIVATE_KEY: gh.privateKeyPem,
-      GITHUB_CLIENT_ID: gh.clientId,
-      GITHUB_CLIENT_SECRET: gh.clientSecret,
-      GITHUB_WEBHOOK_SECRET: gh.webhookSecret,
-      GITHUB_API_URL: gh.apiUrl,
-      GITHUB_WEB_URL: gh.url,
-      EGRESS_ALLOW_PRIVATE_HOSTS: new URL(gh.url).host,
-      EGRESS_CA_CERTS: gh.certFile,
+      ...githubPlatformEnv(gh, PUBLIC_URL),
     },
   });
   envId = (await t.client.beta.environments.create({ name: 'integrations-env' })).id;

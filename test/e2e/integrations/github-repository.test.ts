@@ -16,6 +16,7 @@ import { startPlatform, BETA, type TestPlatform } from '../../kit/harness.js';
 import { addModelCard, call, runTurn, say } from '../../kit/turnHelpers.js';
 import { startGitServer, type GitServer } from '../../kit/gitServer.js';
 import {
+  githubPlatformEnv,
   startGithubIntegration,
   type GithubIntegrationFixture,
 } from '../../kit/fixtures/githubIntegration.js';
@@ -37,16 +38,7 @@ beforeAll(async () => {
   t = await startPlatform({
     env: {
       SANDBOX_DRIVER: 'local',
-      INTEGRATIONS_PUBLIC_URL: PUBLIC_URL,
-      GITHUB_APP_ID: gh.appId,
-      GITHUB_APP_PRIVATE_KEY: gh.privateKeyPem,
-      GITHUB_CLIENT_ID: gh.clientId,
-      GITHUB_CLIENT_SECRET: gh.clientSecret,
-      GITHUB_WEBHOOK_SECRET: gh.webhookSecret,
-      GITHUB_API_URL: gh.apiUrl,
-      GITHUB_WEB_URL: gh.url,
-      EGRESS_ALLOW_PRIVATE_HOSTS: new URL(gh.url).host,
-      EGRESS_CA_CERTS: gh.certFile,
+      ...githubPlatformEnv(gh, PUBLIC_URL),
     },
   });
   expect((await installByOAuth(t, 'github', gh.certFile)).status).toBe(200);

@@ -15,14 +15,21 @@
  * - uninstall deletes the installation at GitHub; later webhooks are ignored.
  */
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
-import { startPlatform, BETA, type TestPlatform } from '../../kit/harness.js';
+import { startPlatform, type TestPlatform } from '../../kit/harness.js';
 import { addModelCard, say } from '../../kit/turnHelpers.js';
 import {
   issueCommentPayload,
+  githubPlatformEnv,
   startGithubIntegration,
   type GithubIntegrationFixture,
 } from '../../kit/fixtures/githubIntegration.js';
-import { installByOAuth, postWebhook, PUBLIC_URL } from '../../kit/integrations.js';
+import {
+  apiJson,
+  installByOAuth,
+  postWebhook,
+  PUBLIC_URL,
+  sessionsOfThread,
+} from '../../kit/integrations.js';
 
 const MODEL = 'gh-model';
 const HOOK = '/v1/svc/integrations/github/webhook';
@@ -32,10 +39,7 @@ let agentId: string;
 let envId: string;
 let pubId: string;
 
-const json = async (path: string, init: Parameters<TestPlatform['http']>[1] = {}) => {
-  const res = await t.http(path, { headers: BETA, ...init });
-  return { status: res.status, body: (await res.json()) as any };
-};
+const json = (path: string, init?: Parameters<TestPlatform['http']>[1]) => apiJson(t, path, init);
 const mention = (number: number, body: string, extra: { deliveryId?: string } = {}) =>
   gh.webhook(
     'issue_comment',
@@ -50,25 +54,13 @@ const mention = (number: number, body: string, extra: { deliveryId?: string } = 
     }),
     extra,
   );
-const sessionsOfThread = async (key: string) => {
-  const page = await t.client.beta.sessions.list({ limit: 100 });
-  return page.data.filter((s: any) => s.metadata?.thread === key);
-};
+const threadSessions = (key: string) => sessionsOfThread(t, key);
 
 beforeAll(async () => {
   gh = await startGithubIntegration();
   t = await startPlatform({
     env: {
-      INTEGRATIONS_PUBLIC_URL: PUBLIC_URL,
-      GITHUB_APP_ID: gh.appId,
-      GITHUB_APP_PRIVATE_KEY: gh.privateKeyPem,
-      GITHUB_CLIENT_ID: gh.clientId,
-      GITHUB_CLIENT_SECRET: gh.clientSecret,
-      GITHUB_WEBHOOK_SECRET: gh.webhookSecret,
-      GITHUB_API_URL: gh.apiUrl,
-      GITHUB_WEB_URL: gh.url,
-      EGRESS_ALLOW_PRIVATE_HOSTS: new URL(gh.url).host,
-      EGRESS_CA_CERTS: gh.certFile,
+      ...githubPlatformEnv(gh, PUBLIC_URL),
     },
   });
   await addModelCard(t, MODEL);
@@ -199,7 +191,7 @@ describe('GitHub integration', () => {
       body: 'Looking into it.',
     });
     expect(gh.comments[0]!.token).toMatch(/^ghs_/);
-    const [session] = await sessionsOfThread('acme/widgets#12');
+    const [session] = await threadSessions('acme/widgets#12');
     expect(session).toBeDefined();
     expect((session as any).agent.id).toBe(agentId);
     expect((session as any).environment_id).toBe(envId);
@@ -209,7 +201,7 @@ describe('GitHub integration', () => {
     expect(second.status).toBe(202);
     await vi.waitFor(() => expect(gh.comments).toHaveLength(2), { timeout: 20_000, interval: 100 });
     expect(gh.comments[1]!.body).toBe('Fixed in the lockfile.');
-    expect(await sessionsOfThread('acme/widgets#12')).toHaveLength(1);
+    expect(await threadSessions('acme/widgets#12')).toHaveLength(1);
 
     const events = await t.client.beta.sessions.events.list(session!.id, { limit: 100 });
     const users = events.data.filter((e: any) => e.type === 'user.message');
@@ -253,8 +245,8 @@ describe('GitHub integration', () => {
     });
     await new Promise((r) => setTimeout(r, 500));
     expect(gh.comments.length).toBe(before + 1);
-    expect(await sessionsOfThread('acme/widgets#14')).toHaveLength(0);
-    expect(await sessionsOfThread('acme/widgets#15')).toHaveLength(0);
+    expect(await threadSessions('acme/widgets#14')).toHaveLength(0);
+    expect(await threadSessions('acme/widgets#15')).toHaveLength(0);
   });
 
   it('another tenant sees none of it', async () => {

@@ -14,6 +14,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startPlatform, type TestPlatform } from '../../kit/harness.js';
 import {
   issueCommentPayload,
+  githubPlatformEnv,
   startGithubIntegration,
   type GithubIntegrationFixture,
 } from '../../kit/fixtures/githubIntegration.js';
@@ -47,18 +48,9 @@ beforeAll(async () => {
   gh = await startGithubIntegration();
   t = await startPlatform({
     env: {
-      INTEGRATIONS_PUBLIC_URL: PUBLIC_URL,
       INTEGRATIONS_WEBHOOKS_PER_ADDRESS_PER_MINUTE: '9',
       INTEGRATIONS_WEBHOOKS_PER_TENANT_PER_MINUTE: '3',
-      GITHUB_APP_ID: gh.appId,
-      GITHUB_APP_PRIVATE_KEY: gh.privateKeyPem,
-      GITHUB_CLIENT_ID: gh.clientId,
-      GITHUB_CLIENT_SECRET: gh.clientSecret,
-      GITHUB_WEBHOOK_SECRET: gh.webhookSecret,
-      GITHUB_API_URL: gh.apiUrl,
-      GITHUB_WEB_URL: gh.url,
-      EGRESS_ALLOW_PRIVATE_HOSTS: new URL(gh.url).host,
-      EGRESS_CA_CERTS: gh.certFile,
+      ...githubPlatformEnv(gh, PUBLIC_URL),
     },
   });
   expect((await installByOAuth(t, 'github', gh.certFile)).status).toBe(200);

@@ -11,13 +11,19 @@
  * - the OAuth token is in no event or response; uninstall revokes it at Linear.
  */
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
-import { startPlatform, BETA, type TestPlatform } from '../../kit/harness.js';
+import { startPlatform, type TestPlatform } from '../../kit/harness.js';
 import { addModelCard, say } from '../../kit/turnHelpers.js';
 import {
   startLinearIntegration,
   type LinearIntegrationFixture,
 } from '../../kit/fixtures/linearIntegration.js';
-import { installByOAuth, postWebhook, PUBLIC_URL } from '../../kit/integrations.js';
+import {
+  apiJson,
+  installByOAuth,
+  postWebhook,
+  PUBLIC_URL,
+  sessionsOfThread,
+} from '../../kit/integrations.js';
 
 const MODEL = 'linear-model';
 const HOOK = '/v1/svc/integrations/linear/webhook';
@@ -27,14 +33,8 @@ let agentId: string;
 let envId: string;
 const person = { id: 'user-ada', name: 'Ada' };
 
-const json = async (path: string, init: Parameters<TestPlatform['http']>[1] = {}) => {
-  const res = await t.http(path, { headers: BETA, ...init });
-  return { status: res.status, body: (await res.json()) as any };
-};
-const sessionsOfThread = async (key: string) =>
-  (await t.client.beta.sessions.list({ limit: 100 })).data.filter(
-    (s: any) => s.metadata?.thread === key,
-  );
+const json = (path: string, init?: Parameters<TestPlatform['http']>[1]) => apiJson(t, path, init);
+const threadSessions = (key: string) => sessionsOfThread(t, key);
 const assigned = (issueId: string, teamKey = 'ENG') =>
   ln.issueAssigned({
     issueId,
@@ -97,7 +97,7 @@ describe('Linear integration', () => {
     expect(first.status, JSON.stringify(first.body)).toBe(202);
     await vi.waitFor(() => expect(ln.comments).toHaveLength(1), { timeout: 20_000, interval: 100 });
     expect(ln.comments[0]).toMatchObject({ issueId: 'iss-1', body: 'I will look at the export.' });
-    const [session] = await sessionsOfThread('iss-1');
+    const [session] = await threadSessions('iss-1');
     expect(session).toBeDefined();
 
     t.model.script(MODEL, say('The index was missing.'));
@@ -112,7 +112,7 @@ describe('Linear integration', () => {
     expect((await postWebhook(t, HOOK, ln.webhook(comment))).status).toBe(202);
     await vi.waitFor(() => expect(ln.comments).toHaveLength(2), { timeout: 20_000, interval: 100 });
     expect(ln.comments[1]!.body).toBe('The index was missing.');
-    expect(await sessionsOfThread('iss-1')).toHaveLength(1);
+    expect(await threadSessions('iss-1')).toHaveLength(1);
 
     const events = JSON.stringify(
       (await t.client.beta.sessions.events.list(session!.id, { limit: 100 })).data,
@@ -137,8 +137,7 @@ describe('Linear integration', () => {
     await vi.waitFor(() => expect(ln.comments).toHaveLength(3), { timeout: 20_000, interval: 100 });
     await new Promise((r) => setTimeout(r, 500));
     expect(ln.comments).toHaveLength(3);
-    for (const id of ['iss-9', 'iss-2', 'iss-3'])
-      expect(await sessionsOfThread(id)).toHaveLength(0);
+    for (const id of ['iss-9', 'iss-2', 'iss-3']) expect(await threadSessions(id)).toHaveLength(0);
   });
 
   it('uninstall revokes the token at Linear', async () => {

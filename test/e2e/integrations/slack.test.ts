@@ -12,13 +12,19 @@
  * - app_uninstalled deletes the install; a later mention is ignored.
  */
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
-import { startPlatform, BETA, type TestPlatform } from '../../kit/harness.js';
+import { startPlatform, type TestPlatform } from '../../kit/harness.js';
 import { addModelCard, say } from '../../kit/turnHelpers.js';
 import {
   startSlackIntegration,
   type SlackIntegrationFixture,
 } from '../../kit/fixtures/slackIntegration.js';
-import { installByOAuth, postWebhook, PUBLIC_URL } from '../../kit/integrations.js';
+import {
+  apiJson,
+  installByOAuth,
+  postWebhook,
+  PUBLIC_URL,
+  sessionsOfThread,
+} from '../../kit/integrations.js';
 
 const MODEL = 'slack-model';
 const HOOK = '/v1/svc/integrations/slack/events';
@@ -27,14 +33,8 @@ let sl: SlackIntegrationFixture;
 let agentId: string;
 let envId: string;
 
-const json = async (path: string, init: Parameters<TestPlatform['http']>[1] = {}) => {
-  const res = await t.http(path, { headers: BETA, ...init });
-  return { status: res.status, body: (await res.json()) as any };
-};
-const sessionsOfThread = async (key: string) =>
-  (await t.client.beta.sessions.list({ limit: 100 })).data.filter(
-    (s: any) => s.metadata?.thread === key,
-  );
+const json = (path: string, init?: Parameters<TestPlatform['http']>[1]) => apiJson(t, path, init);
+const threadSessions = (key: string) => sessionsOfThread(t, key);
 const installs = async () =>
   (await json('/v1/svc/integrations')).body.data.find((i: any) => i.id === 'slack').installs;
 
@@ -99,7 +99,7 @@ describe('Slack integration', () => {
       thread_ts: '1700000000.000100',
       text: 'Checking the deploy.',
     });
-    const [session] = await sessionsOfThread('C-ops:1700000000.000100');
+    const [session] = await threadSessions('C-ops:1700000000.000100');
     expect(session).toBeDefined();
 
     t.model.script(MODEL, say('It is back.'));
@@ -113,7 +113,7 @@ describe('Slack integration', () => {
     expect((await postWebhook(t, HOOK, sl.event(reply))).status).toBe(202);
     await vi.waitFor(() => expect(sl.messages).toHaveLength(2), { timeout: 20_000, interval: 100 });
     expect(sl.messages[1]).toMatchObject({ thread_ts: '1700000000.000100', text: 'It is back.' });
-    expect(await sessionsOfThread('C-ops:1700000000.000100')).toHaveLength(1);
+    expect(await threadSessions('C-ops:1700000000.000100')).toHaveLength(1);
     const events = JSON.stringify(
       (await t.client.beta.sessions.events.list(session!.id, { limit: 100 })).data,
     );
@@ -137,7 +137,7 @@ describe('Slack integration', () => {
     expect((await postWebhook(t, HOOK, sl.event(dm))).status).toBe(202);
     await vi.waitFor(() => expect(sl.messages).toHaveLength(3), { timeout: 20_000, interval: 100 });
     expect(sl.messages[2]).toMatchObject({ channel: 'D-ada', text: 'Hello in private.' });
-    expect(await sessionsOfThread('D-ada:1700000001.000100')).toHaveLength(1);
+    expect(await threadSessions('D-ada:1700000001.000100')).toHaveLength(1);
   });
 
   it('stale, forged, retried and bot-authored events create nothing', async () => {
@@ -175,7 +175,7 @@ describe('Slack integration', () => {
     await new Promise((r) => setTimeout(r, 500));
     expect(sl.messages).toHaveLength(4);
     for (const ts of ['1700000002.000100', '1700000003.000100', '1700000004.000100'])
-      expect(await sessionsOfThread(`C-ops:${ts}`)).toHaveLength(0);
+      expect(await threadSessions(`C-ops:${ts}`)).toHaveLength(0);
   });
 
   it('app_uninstalled deletes the install; a later mention is ignored', async () => {
