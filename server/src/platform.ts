@@ -32,6 +32,7 @@
  */
 import {
   Conversations,
+  ThreadActions,
   IntegrationService,
   WebhookIngest,
   integrationProviders,
@@ -180,6 +181,8 @@ export interface Platform {
   integrations: IntegrationService;
   ingest: WebhookIngest;
   conversations: Conversations;
+  /** The tools a thread session gets from its publication's capabilities (the turn offers them). */
+  integrationActions: ThreadActions;
   close(): Promise<void>;
 }
 
@@ -380,8 +383,14 @@ export async function createPlatform(config: Config, adapters: Adapters): Promis
     log: integrationLog,
   });
   relayIdleTurns(events, collections, bus, integrationLog);
+  const integrationActions = new ThreadActions({
+    c: collections,
+    integrations,
+    log: integrationLog,
+  });
   const platform: Platform = {
     integrations,
+    integrationActions,
     ingest,
     conversations,
     dreams,

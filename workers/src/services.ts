@@ -23,6 +23,7 @@ import type {
   PlatformMetrics,
   SessionService,
   SkillService,
+  ThreadActions,
   TurnState,
   WebhookService,
 } from '@agentfleet/core';
@@ -47,6 +48,8 @@ export interface WorkerServices {
   deployments: Pick<DeploymentService, 'tick'>;
   webhooks: WebhookService;
   dreams: DreamService;
+  /** The tools of the integration thread a session serves (core/src/integrations/actions.ts). */
+  integrationActions?: Pick<ThreadActions, 'forSession'>;
   /** Integration threads: provider events into sessions, replies back (core/src/integrations). */
   conversations: Conversations;
 }

@@ -25,7 +25,7 @@ import type { SessionService } from '../sessions/sessions.js';
 import type { Collections } from '../store/collections.js';
 import { DuplicateKeyError } from '../store/port.js';
 import { nowIso } from '../util.js';
-import type { InboundEvent } from './port.js';
+import type { InboundEvent, IntegrationProvider } from './port.js';
 import { serves } from './publications.js';
 import type { PublicationDoc, ThreadDoc } from './records.js';
 import type { IntegrationService } from './service.js';
@@ -70,15 +70,18 @@ export class Conversations {
     tenant: string,
     pub: PublicationDoc,
     e: InboundEvent,
-    provider: string,
+    provider: IntegrationProvider,
   ) {
+    // e.g. GitHub with pull_request: the event's repository, so the agent can push a branch.
+    const resources = provider.sessionResources?.(e.thread.target, pub.capabilities) ?? [];
     const s = await this.d.sessions.create(tenant, {
       agent: pub.agent.version
         ? { type: 'agent', id: pub.agent.id, version: pub.agent.version }
         : pub.agent.id,
       environment_id: pub.environment_id,
       ...(pub.vault_ids.length ? { vault_ids: pub.vault_ids } : {}),
-      title: `${provider}: ${e.thread.title}`.slice(0, 200),
+      ...(resources.length ? { resources } : {}),
+      title: `${provider.name}: ${e.thread.title}`.slice(0, 200),
       metadata: { integration: pub.integration, thread: e.thread.key.slice(0, 200) },
     } as Parameters<SessionService['create']>[1]);
     return s.id;
@@ -105,7 +108,7 @@ export class Conversations {
         });
         return;
       }
-      const sessionId = await this.startSession(tenant, pub, e, provider.name);
+      const sessionId = await this.startSession(tenant, pub, e, provider);
       const at = nowIso();
       const doc: ThreadDoc = {
         _id: id,
@@ -178,7 +181,9 @@ export class Conversations {
       const provider = this.d.integrations.provider(install.integration);
       let text = texts.join('\n\n');
       if (text.length > MAX_REPLY) text = `${text.slice(0, MAX_REPLY)}\n\n…`;
-      await provider.reply(this.d.integrations.credentials(install), thread.target, text);
+      await this.d.integrations.withCredentials(install, (creds) =>
+        provider.reply(creds, thread.target, text),
+      );
     }
     await this.d.c.integrationThreads.updateOne(
       tenant,

@@ -54,6 +54,7 @@ export function integrationProviders(
 export { IntegrationService, STATE_TTL_MS } from './service.js';
 export { WebhookIngest, DELIVERY_TTL_MS, type IngestAnswer } from './ingest.js';
 export { Conversations, relayIdleTurns } from './conversations.js';
+export { ThreadActions, actionServerName, type ThreadTools } from './actions.js';
 export {
   INTEGRATION_IDS,
   WEBHOOK_PATHS,

@@ -94,6 +94,13 @@ export interface CompletedInstall {
   data: Record<string, string>;
 }
 
+/** What a refresh grant yields (the caller seals and stores it in place of the old tokens). */
+export interface RefreshedTokens {
+  access_token: string;
+  refresh_token: string | null;
+  expires_at: string | null;
+}
+
 /** One install as the adapter receives it back, tokens unsealed. */
 export interface InstallCredentials {
   external_id: string;
@@ -133,6 +140,31 @@ export interface InboundEvent {
   author: { id: string; name: string };
   /** A link people can open, or null. */
   url: string | null;
+}
+
+/**
+ * Something the agent may do back in its thread beyond `reply`, enabled by a publication
+ * capability of the same name and offered to the agent as a tool of its turn (the control plane
+ * runs it with the install's token; ./actions.ts).
+ */
+export interface ProviderAction {
+  /** The publication capability that enables it (e.g. `pull_request`). */
+  readonly capability: string;
+  /** The bare tool name (the turn offers it as `mcp__<integration>_integration__<tool>`). */
+  readonly tool: string;
+  readonly description: string;
+  /** JSON Schema of the tool's input (`type: 'object'`). */
+  readonly input_schema: Record<string, unknown>;
+  /**
+   * Runs it in the thread `target`; the text is the tool's result. A bad input or a provider
+   * refusal is an IntegrationError whose message is fit for the agent (the call's is_error
+   * result); no token in either.
+   */
+  run(
+    install: InstallCredentials,
+    target: Record<string, string>,
+    input: Record<string, unknown>,
+  ): Promise<string>;
 }
 
 export type Verified = { ok: true } | { ok: false; reason: string };
@@ -182,6 +214,18 @@ export interface IntegrationProvider {
   parse(headers: Headers, body: unknown, install: InstallCredentials): Parsed;
   /** Post `text` as the app's answer in the thread `target` (a comment, a thread reply). */
   reply(install: InstallCredentials, target: Record<string, string>, text: string): Promise<void>;
+  /** What the agent may do beyond `reply`, each behind its own publication capability. */
+  readonly actions: readonly ProviderAction[];
+  /**
+   * Resources a session started for thread `target` gets with these capabilities (GitHub with
+   * `pull_request`: the event's repository, so the agent can push a branch), or none.
+   */
+  sessionResources?(target: Record<string, string>, capabilities: readonly string[]): object[];
+  /**
+   * Present where the provider's access tokens expire (Linear): new tokens from the refresh
+   * token. The service refreshes 5 minutes before `expires_at`, and once on a 401.
+   */
+  refresh?(install: InstallCredentials): Promise<RefreshedTokens>;
   /** Revoke at the provider (GitHub: delete the installation; Linear/Slack: revoke the token). */
   revoke(install: InstallCredentials): Promise<void>;
   /**

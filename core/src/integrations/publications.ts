@@ -11,8 +11,9 @@
  * - `triggers` are the integration's own (default: all but `label`); `label` is required with
  *   the `label` trigger and refused without it;
  * - `capabilities` is an allowlist of what the agent does back: `reply` (post its answers in
- *   the thread) is the one built; any other is refused as not supported. `[]` runs the agent
- *   without posting anything.
+ *   the thread, the default) and the integration's actions (GitHub `pull_request`, Linear
+ *   `state_change`: ./actions.ts), which are opt-in; any other is refused as not supported by
+ *   that integration. `[]` runs the agent without posting anything.
  */
 import { invalid } from '../errors.js';
 import { newId } from '../ids.js';
@@ -32,7 +33,6 @@ export const TRIGGERS: Record<IntegrationId, Trigger[]> = {
   linear: ['mention', 'assignment', 'label'],
   slack: ['mention', 'direct_message'],
 };
-export const CAPABILITIES = ['reply'] as const;
 const FIELDS = new Set([
   'agent',
   'environment_id',
@@ -66,6 +66,8 @@ export async function checkPublication(
   tenant: string,
   integration: IntegrationId,
   body: unknown,
+  /** The integration's capabilities: `reply` and its provider actions' (./port.ts). */
+  supported: readonly string[],
 ): Promise<Omit<PublicationDoc, 'tenant_id'>> {
   if (!isObj(body)) throw invalid('body', 'must be a JSON object');
   for (const k of Object.keys(body))
@@ -138,10 +140,10 @@ export async function checkPublication(
   if (body.capabilities !== undefined) {
     if (!Array.isArray(body.capabilities)) throw invalid('capabilities', 'must be an array');
     body.capabilities.forEach((cap, i) => {
-      if (!CAPABILITIES.includes(cap as (typeof CAPABILITIES)[number]))
+      if (typeof cap !== 'string' || !supported.includes(cap))
         throw invalid(
           `capabilities[${i}]`,
-          `${JSON.stringify(String(cap).slice(0, 40))} is not supported (supported: ${CAPABILITIES.join(', ')})`,
+          `${JSON.stringify(String(cap).slice(0, 40))} is not supported by ${integration} (supported: ${supported.join(', ')})`,
         );
     });
     capabilities = [...new Set(body.capabilities as string[])];

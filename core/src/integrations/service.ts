@@ -42,6 +42,8 @@ import {
 } from './records.js';
 
 export const STATE_TTL_MS = 10 * 60_000;
+/** Tokens that expire are refreshed this long before they do. */
+export const REFRESH_MARGIN_MS = 5 * 60_000;
 
 export interface IntegrationDeps {
   c: Collections;
@@ -225,6 +227,56 @@ export class IntegrationService {
   }
 
   /**
+   * Runs `fn` with the install's tokens, refreshed first where the provider's tokens expire
+   * (REFRESH_MARGIN_MS before `expires_at`) and once more when the provider answers 401. The
+   * refreshed tokens replace the stored ones only if no other process replaced them first (the
+   * sealed value is the condition); the loser re-reads and uses the winner's. Proved by
+   * core/test/integrations.linear.test.ts ("refresh…") and test/e2e/integrations/linear.test.ts.
+   */
+  async withCredentials<T>(
+    doc: InstallDoc,
+    fn: (creds: InstallCredentials) => Promise<T>,
+  ): Promise<T> {
+    const p = this.d.providers.get(doc.integration);
+    const expires = doc.expires_at ? Date.parse(doc.expires_at) : NaN;
+    let current = doc;
+    if (p?.refresh && expires - REFRESH_MARGIN_MS <= this.now())
+      current = await this.refreshed(p, current);
+    try {
+      return await fn(this.credentials(current));
+    } catch (err) {
+      if (!p?.refresh || !(err instanceof IntegrationError) || err.status !== 401) throw err;
+      return fn(this.credentials(await this.refreshed(p, current)));
+    }
+  }
+
+  private async refreshed(p: IntegrationProvider, doc: InstallDoc): Promise<InstallDoc> {
+    const creds = this.credentials(doc);
+    if (!creds.refresh_token) return doc;
+    let t;
+    try {
+      t = await p.refresh!(creds);
+    } catch (err) {
+      // Another process may have used the (rotating) refresh token a moment ago.
+      const now = await this.d.c.integrationInstalls.get(doc.tenant_id, doc._id);
+      if (now && now.sealed_tokens !== doc.sealed_tokens) return now;
+      throw err;
+    }
+    const sealed = this.d.secrets.seal(
+      JSON.stringify({ access_token: t.access_token, refresh_token: t.refresh_token }),
+      installTokenPurpose(doc._id),
+    );
+    const set = { sealed_tokens: sealed, expires_at: t.expires_at, updated_at: nowIso() };
+    const n = await this.d.c.integrationInstalls.updateOne(
+      doc.tenant_id,
+      { _id: doc._id, sealed_tokens: doc.sealed_tokens },
+      { $set: set },
+    );
+    if (n.matched) return { ...doc, ...set };
+    return (await this.d.c.integrationInstalls.get(doc.tenant_id, doc._id)) ?? { ...doc, ...set };
+  }
+
+  /**
    * Revokes at the provider and deletes the install, its route, tokens and threads. With several
    * installs of one integration, `install_id` says which. `revoked: false` when the provider
    * refused (the local record is deleted all the same: the tokens are gone from here).
@@ -241,7 +293,7 @@ export class IntegrationService {
     let revoked = true;
     let reason: string | null = null;
     try {
-      await p.revoke(this.credentials(doc));
+      await this.withCredentials(doc, (creds) => p.revoke(creds));
     } catch (err) {
       revoked = false;
       reason = err instanceof IntegrationError ? err.message : 'the provider could not be reached';
@@ -301,7 +353,10 @@ export class IntegrationService {
 
   async createPublication(tenant: string, id: string, body: unknown) {
     const p = this.provider(id);
-    const doc = await checkPublication(this.d.c, tenant, p.id, body);
+    const doc = await checkPublication(this.d.c, tenant, p.id, body, [
+      'reply',
+      ...p.actions.map((a) => a.capability),
+    ]);
     await this.d.c.integrationPublications.insert(tenant, doc);
     return renderPublication({ ...doc, tenant_id: tenant });
   }

@@ -1,8 +1,9 @@
 /**
  * The console's Integrations screen in a real browser (Debian chromium via playwright-core),
  * with the GitHub integration configured against the GitHub fixture
- * (test/kit/fixtures/githubIntegration.ts, https://127.0.0.1, its certificate accepted by the
- * browser context and trusted by the platform through EGRESS_CA_CERTS):
+ * (test/kit/fixtures/githubIntegration.ts, https://127.0.0.1) and console sign-in through an
+ * OpenID provider (test/kit/fixtures/oidcProvider.ts); both certificates are accepted by the
+ * browser contexts and trusted by the platform through EGRESS_CA_CERTS (one PEM file of both):
  * - GitHub shows as configured with its webhook URL; Linear and Slack as not configured,
  *   naming their missing settings, with no Install button;
  * - Install sends the browser to the fixture's authorize URL (client id, the platform's
@@ -13,13 +14,17 @@
  * - a publication created through the form (agent and environment selects, workspace, the
  *   label trigger with its label) is listed and stored as entered; an API refusal (no trigger)
  *   is shown as an alert;
- * - a viewer (a console user admitted through an invitation; the cookie made by the platform's
- *   own console service, no identity provider) sees the installs and publications and no
- *   Install, Uninstall, Delete or Publish control; their forged uninstall is a 403;
+ * - a viewer (invited with the viewer role through the API by the operator, then signed in
+ *   with "Sign in with Single sign-on" at a real OpenID provider, oidc-provider on
+ *   https://127.0.0.1 as in console-oidc-browser.test.ts) sees the installs and publications
+ *   and no Install, Uninstall, Delete or Publish control; their forged uninstall is a 403
+ *   `forbidden` in the API error shape;
  * - Delete removes the publication; Uninstall (confirmed) deletes the installation at GitHub.
  * axe-core finds no serious or critical violation; the browser logs no error.
  * Screenshots: $TMPDIR/agentfleet-screenshots/console-integrations (docs/console.md).
  */
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -30,11 +35,17 @@ import {
   startGithubIntegration,
   type GithubIntegrationFixture,
 } from '../../kit/fixtures/githubIntegration.js';
+import { startOidcProvider, type OidcFixture } from '../../kit/fixtures/oidcProvider.js';
 import { PUBLIC_URL } from '../../kit/integrations.js';
+import { freePort } from '../../kit/process.js';
 
 const shots = screenshotDir('console-integrations');
 let t: TestPlatform;
 let gh: GithubIntegrationFixture;
+let idp: OidcFixture;
+/** The platform's own origin (PUBLIC_URL, where sign-in callbacks return); integrations keep PUBLIC_URL. */
+let origin: string;
+let caDir: string;
 let browser: Browser;
 let agentId: string;
 let envId: string;
@@ -42,11 +53,26 @@ let envId: string;
 beforeAll(async () => {
   if (BROWSER_SKIP) return;
   gh = await startGithubIntegration();
+  const port = await freePort();
+  origin = `http://127.0.0.1:${port}`;
+  idp = await startOidcProvider([`${origin}/v1/svc/oauth/oidc/callback`]);
+  caDir = mkdtempSync(join(tmpdir(), 'console-integrations-ca-'));
+  const caFile = join(caDir, 'ca.pem');
+  writeFileSync(caFile, readFileSync(gh.certFile, 'utf8') + readFileSync(idp.certFile, 'utf8'));
+  const github = githubPlatformEnv(gh, PUBLIC_URL);
   t = await startPlatform({
     env: {
-      ...githubPlatformEnv(gh, PUBLIC_URL),
+      ...github,
+      PORT: String(port),
+      PUBLIC_URL: origin,
+      OIDC_ISSUER: idp.issuer,
+      OIDC_CLIENT_ID: idp.clientId,
+      OIDC_CLIENT_SECRET: idp.clientSecret,
+      EGRESS_ALLOW_PRIVATE_HOSTS: `${github.EGRESS_ALLOW_PRIVATE_HOSTS},${new URL(idp.issuer).host}`,
+      EGRESS_CA_CERTS: caFile,
     },
   });
+  expect(t.url).toBe(origin);
   envId = (await t.client.beta.environments.create({ name: 'integrations-env' })).id;
   agentId = (
     await t.client.beta.agents.create({ name: 'integrations-agent', model: 'claude-sonnet-4-5' })
@@ -57,6 +83,8 @@ afterAll(async () => {
   await browser?.close();
   await t?.close();
   await gh?.close();
+  await idp?.close();
+  if (caDir) rmSync(caDir, { recursive: true, force: true });
 });
 
 const shot = (page: Page, name: string) =>
@@ -76,11 +104,16 @@ async function watched(context: BrowserContext) {
     const u = new URL(location);
     return r.fulfill({ status: 302, headers: { location: `${t.url}${u.pathname}${u.search}` } });
   });
+  // Nothing leaves 127.0.0.1 (the provider's pages would fetch web fonts).
+  const offHost = /^https?:\/\/(?!127\.0\.0\.1[:/])/;
+  await context.route(offHost, (r) => r.abort());
   const page = await context.newPage();
   const errors: string[] = [];
+  // The console's errors, not the provider's pages' (their refused fonts).
   page.on('console', (m) => {
-    if (m.type() === 'error' && !/status of 401/.test(m.text()))
-      errors.push(`${m.text()} (${m.location().url})`);
+    const at = m.location().url;
+    if (m.type() !== 'error' || /status of 401/.test(m.text())) return;
+    if (!at.startsWith(idp.issuer) && !offHost.test(at)) errors.push(`${m.text()} (${at})`);
   });
   page.on('pageerror', (e) => errors.push(e.message));
   const navigations: string[] = [];
@@ -97,26 +130,25 @@ const open = async (page: Page) => {
     .waitFor();
 };
 
-/** A console session of a viewer of the default tenant (invited, then admitted as a user). */
-async function viewerCookie(): Promise<string> {
-  const inv = await t.http('/v1/svc/console/invitations', {
+/** The operator invites `email` to the default tenant with `role`, as the Members screen does. */
+async function invite(email: string, role: 'admin' | 'member' | 'viewer') {
+  const res = await t.http('/v1/svc/console/invitations', {
     method: 'POST',
     headers: BETA,
-    json: { email: 'viewer@integrations.test', role: 'viewer' },
+    json: { email, role },
   });
-  expect(inv.status).toBe(200);
-  const p = t.server.platform;
-  const admitted = await p.members.admit({
-    provider: 'oidc',
-    issuer: 'https://idp.integrations.test',
-    subject: 'viewer-1',
-    email: 'viewer@integrations.test',
-    emailVerified: true,
-    name: 'Vera Viewer',
-  });
-  expect(admitted?.memberships.map((m) => m.role)).toEqual(['viewer']);
-  const session = await p.console!.signInUser(admitted!.user, admitted!.memberships);
-  return p.console!.cookieValue(session);
+  expect(res.status, await res.clone().text()).toBe(200);
+}
+
+/** Clicks the SSO button and goes through the provider's login and consent pages. */
+async function ssoSignIn(page: Page, login: string) {
+  await page.goto(`${origin}/console/`);
+  await page.getByRole('link', { name: 'Sign in with Single sign-on' }).click();
+  await page.locator('input[name="login"]').fill(login);
+  await page.locator('input[name="password"]').fill('any password');
+  await page.getByRole('button', { name: 'Sign-in' }).click();
+  await page.getByRole('button', { name: 'Continue' }).click();
+  await page.getByRole('heading', { name: 'Dashboard' }).waitFor();
 }
 
 describe.skipIf(BROWSER_SKIP)('console integrations screen in chromium', () => {
@@ -214,11 +246,20 @@ describe.skipIf(BROWSER_SKIP)('console integrations screen in chromium', () => {
     await shot(page, '02-installed-and-published');
 
     // A viewer reads everything and is offered no write; the server refuses one anyway.
-    const viewerContext = await browser.newContext({ viewport: { width: 1280, height: 900 } });
-    await viewerContext.addCookies([
-      { name: 'af_console', value: await viewerCookie(), url: t.url },
-    ]);
+    await invite('viewer@integrations.test', 'viewer');
+    idp.accounts.set('vera', { email: 'viewer@integrations.test', name: 'Vera Viewer' });
+    const viewerContext = await browser.newContext({
+      ignoreHTTPSErrors: true,
+      viewport: { width: 1280, height: 900 },
+    });
     const viewer = await watched(viewerContext);
+    await ssoSignIn(viewer.page, 'vera');
+    // The session is the provider's sign-in: authorize at the issuer, back through the callback.
+    expect(viewer.navigations.some((u) => u.startsWith(`${idp.issuer}/auth`))).toBe(true);
+    expect(
+      viewer.navigations.some((u) => u.startsWith(`${origin}/v1/svc/oauth/oidc/callback?`)),
+    ).toBe(true);
+    expect((await viewerContext.cookies(origin)).map((c) => c.name)).toContain('af_console');
     await open(viewer.page);
     await viewer.page.getByText('viewer@integrations.test').first().waitFor();
     const vGithub = card(viewer.page, 'GitHub');
@@ -227,7 +268,11 @@ describe.skipIf(BROWSER_SKIP)('console integrations screen in chromium', () => {
     expect(await viewer.page.locator('main').getByRole('button').count()).toBe(0);
     expect(await viewer.page.locator('main form').count()).toBe(0);
     const forged = await viewer.page.evaluate(async (beta) => {
-      const me = (await (await fetch('/v1/svc/console/me')).json()) as { csrf_token: string };
+      const me = (await (await fetch('/v1/svc/console/me')).json()) as {
+        user: { email: string; name: string } | null;
+        role: string;
+        csrf_token: string;
+      };
       const res = await fetch('/v1/svc/integrations/github/uninstall', {
         method: 'POST',
         headers: {
@@ -237,9 +282,18 @@ describe.skipIf(BROWSER_SKIP)('console integrations screen in chromium', () => {
         },
         body: '{}',
       });
-      return res.status;
+      return { user: me.user, role: me.role, status: res.status, body: await res.json() };
     }, BETA);
-    expect(forged).toBe(403);
+    expect(forged).toMatchObject({
+      user: { email: 'viewer@integrations.test', name: 'Vera Viewer' },
+      role: 'viewer',
+      status: 403,
+      body: {
+        type: 'error',
+        error: { type: 'forbidden', message: 'the viewer role makes no changes' },
+        request_id: expect.any(String),
+      },
+    });
     await shot(viewer.page, '03-viewer');
     expect(viewer.errors.filter((e) => !/status of 403/.test(e))).toEqual([]);
     await viewerContext.close();

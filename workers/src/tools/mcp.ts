@@ -15,12 +15,17 @@
  *   at create anyway) a stdio server is reported as a connection failure and never started;
  * - a tool call that fails is an is_error result, never a dead turn; an abort (interrupt)
  *   rethrows, also during discovery (late connections are closed as they complete).
+ * - a session that serves an integration thread also gets that thread's tools (the
+ *   publication's actions, core/src/integrations/actions.ts) as the server
+ *   `<integration>_integration`, run by the control plane with the install's token; an agent
+ *   MCP server of the same name keeps the name and the thread's tools are not offered.
  * Proven by test/e2e/mcp/mcp-tools.test.ts (url servers, every auth mode, configs, failures),
  * test/e2e/mcp/mcp-tools-stdio.test.ts (stdio in a bwrap sandbox), test/e2e/mcp/mcp-tools-crash.test.ts and
  * test/e2e/sdk/sdk_suite/test_mcp.py.
  */
 import {
   connectUrlServer,
+  mcpToolName,
   McpServerError,
   mcpCallErrorMessage,
   mcpToolSpecs,
@@ -34,6 +39,8 @@ import {
   type SandboxManager,
   type SessionDoc,
   type SessionRef,
+  type ThreadActions,
+  type ThreadTools,
   type ToolSpec,
 } from '@agentfleet/core';
 import type { WorkerServices } from '../services.js';
@@ -58,11 +65,15 @@ export class McpTurn implements McpTools {
   private refs = new Map<string, McpToolRef>();
   private opened: Promise<void> | null = null;
   private readonly conns = new Map<string, McpConnection>();
+  /** The integration thread's tools (core/src/integrations/actions.ts), when the session serves one. */
+  private thread: ThreadTools | null = null;
   private readonly stdio: StdioServerHost;
   private readonly session: SessionRef;
 
   constructor(
-    private readonly p: Pick<WorkerServices, 'config' | 'mcpProxy'>,
+    private readonly p: Pick<WorkerServices, 'config' | 'mcpProxy'> & {
+      integrationActions?: Pick<ThreadActions, 'forSession'>;
+    },
     sandbox: SandboxManager | null,
     private readonly s: SessionDoc,
     private readonly append: AppendFenced,
@@ -85,6 +96,36 @@ export class McpTurn implements McpTools {
   }
 
   private async open(): Promise<void> {
+    const [thread] = await Promise.all([this.threadTools(), this.openServers()]);
+    if (!thread) return;
+    this.thread = thread;
+    for (const t of thread.tools) {
+      const name = mcpToolName(thread.server, t.name);
+      this.refs.set(name, { server: thread.server, tool: t.name });
+      this.specs.push({ name, description: t.description, input_schema: t.inputSchema });
+    }
+  }
+
+  /**
+   * The integration thread's tools; none when the agent has an MCP server of the same name (the
+   * agent's own server keeps its name) or with no integration wired (a bare worker).
+   */
+  private async threadTools(): Promise<ThreadTools | null> {
+    const actions = this.p.integrationActions;
+    if (!actions) return null;
+    const tools = await actions.forSession(this.session.tenantId, this.s);
+    const own = (this.s.agent.mcp_servers ?? []) as Array<{ name?: unknown }>;
+    if (tools && own.some((m) => m.name === tools.server)) {
+      this.log.warn('integration tools not offered: the agent has an MCP server of that name', {
+        session_id: this.session.sessionId,
+        server: tools.server,
+      });
+      return null;
+    }
+    return tools;
+  }
+
+  private async openServers(): Promise<void> {
     const { agent } = this.s;
     const servers = serversToConnect((agent.mcp_servers ?? []) as any[], agent.tools as any[]);
     if (!servers.length) return;
@@ -123,7 +164,9 @@ export class McpTurn implements McpTools {
       });
     }
     if (errors.length) await this.append(errors);
-    ({ specs: this.specs, refs: this.refs } = mcpToolSpecs(agent.tools as any[], discovered));
+    const { specs, refs } = mcpToolSpecs(agent.tools as any[], discovered);
+    this.specs.push(...specs);
+    for (const [k, v] of refs) this.refs.set(k, v);
   }
 
   private connect(s: any, timeoutMs: number): Promise<McpConnection> {
@@ -150,6 +193,11 @@ export class McpTurn implements McpTools {
     signal: AbortSignal,
   ): Promise<McpResult> {
     await this.ready();
+    if (this.thread && ref.server === this.thread.server) {
+      if (signal.aborted) throw signal.reason;
+      const r = await this.thread.call(ref.tool, input);
+      return { content: [{ type: 'text', text: r.text }], is_error: r.isError };
+    }
     const c = this.conns.get(ref.server);
     if (!c) return errorText(`MCP server '${ref.server}' is not connected in this turn`);
     try {

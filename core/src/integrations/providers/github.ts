@@ -37,6 +37,7 @@ import {
   type Trigger,
   type Verified,
 } from '../port.js';
+import { githubActions, githubSessionResources } from './githubActions.js';
 
 /** Mint a new installation token when the cached one expires within this margin. */
 const TOKEN_MARGIN_MS = 5 * 60_000;
@@ -295,20 +296,48 @@ export class GithubProvider implements IntegrationProvider {
     };
   }
 
+  readonly actions = githubActions((...a) => this.rest(...a));
+
+  sessionResources(target: Record<string, string>, capabilities: readonly string[]): object[] {
+    return githubSessionResources(this.settings.webUrl, target, capabilities);
+  }
+
   async reply(install: InstallCredentials, target: Record<string, string>, text: string) {
     const { owner, repo, number } = target;
     const name = /^[A-Za-z0-9._-]{1,100}$/;
     if (!name.test(owner ?? '') || !name.test(repo ?? '') || !/^\d{1,12}$/.test(number ?? ''))
       throw new IntegrationError('the reply target is not a GitHub owner/repo#number');
     const path = `/repos/${owner}/${repo}/issues/${number}/comments`;
-    const body = JSON.stringify({ body: text });
-    let res = await this.api('POST', path, await this.installationToken(install.external_id), body);
+    await this.rest(
+      install,
+      'POST',
+      path,
+      { body: text },
+      201,
+      `commenting on ${owner}/${repo}#${number}`,
+    );
+  }
+
+  /**
+   * One REST call with the installation's token; a 401 drops the token and retries once with a
+   * fresh one. Any status but `status` is an IntegrationError with GitHub's message.
+   */
+  private async rest(
+    install: InstallCredentials,
+    method: string,
+    path: string,
+    json: Json | undefined,
+    status: number,
+    what: string,
+  ): Promise<Json> {
+    const body = json === undefined ? undefined : JSON.stringify(json);
+    let res = await this.api(method, path, await this.installationToken(install.external_id), body);
     if (res.status === 401) {
       await res.body?.cancel();
       this.tokens.delete(install.external_id);
-      res = await this.api('POST', path, await this.installationToken(install.external_id), body);
+      res = await this.api(method, path, await this.installationToken(install.external_id), body);
     }
-    await this.expect(res, 201, `commenting on ${owner}/${repo}#${number}`);
+    return this.expect(res, status, what);
   }
 
   async revoke(install: InstallCredentials): Promise<void> {

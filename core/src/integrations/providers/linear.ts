@@ -31,9 +31,11 @@ import {
   type LinearSettings,
   type Parsed,
   type ProviderContext,
+  type RefreshedTokens,
   type Trigger,
   type Verified,
 } from '../port.js';
+import { linearActions } from './linearActions.js';
 
 /** Linear documents that a webhookTimestamp older than a minute should be refused. */
 const WINDOW_MS = 60_000;
@@ -156,10 +158,7 @@ export class LinearProvider implements IntegrationProvider {
         account: { id: orgId, name: str(org?.name) ?? orgId },
         access_token: accessToken,
         refresh_token: str(token?.refresh_token),
-        expires_at:
-          typeof expiresIn === 'number' && Number.isFinite(expiresIn)
-            ? new Date(this.ctx.now() + expiresIn * 1000).toISOString()
-            : null,
+        expires_at: this.expiresAt(expiresIn),
         scopes: scope.split(/[,\s]+/).filter(Boolean),
         data: {
           app_user_id: appUserId,
@@ -346,6 +345,51 @@ export class LinearProvider implements IntegrationProvider {
       },
       url: e.url,
     };
+  }
+
+  readonly actions = linearActions((install, query, variables) => {
+    if (!install.access_token) throw new IntegrationError('Linear install has no access token');
+    return this.graphql(install.access_token, query, variables);
+  });
+
+  /**
+   * New tokens for an install whose access token expires (Linear's OAuth refresh grant; the
+   * refresh token rotates: the returned one replaces it). A refusal is an IntegrationError.
+   */
+  async refresh(install: InstallCredentials): Promise<RefreshedTokens> {
+    const { clientId, clientSecret } = this.settings;
+    if (!clientId || !clientSecret) throw new IntegrationError('Linear is not configured');
+    if (!install.refresh_token) throw new IntegrationError('Linear install has no refresh token');
+    const res = await this.send(`${this.api}/oauth/token`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/x-www-form-urlencoded', accept: 'application/json' },
+      body: new URLSearchParams({
+        grant_type: 'refresh_token',
+        refresh_token: install.refresh_token,
+        client_id: clientId,
+        client_secret: clientSecret,
+      }).toString(),
+    });
+    const token = obj(await res.json().catch(() => null));
+    const accessToken = str(token?.access_token);
+    if (!res.ok || !accessToken) {
+      const why = str(token?.error_description) ?? str(token?.error) ?? `HTTP ${res.status}`;
+      throw new IntegrationError(
+        `Linear refused the refresh token: ${why.slice(0, 200)}`,
+        res.status,
+      );
+    }
+    return {
+      access_token: accessToken,
+      refresh_token: str(token?.refresh_token) ?? install.refresh_token,
+      expires_at: this.expiresAt(token?.expires_in),
+    };
+  }
+
+  private expiresAt(expiresIn: unknown): string | null {
+    return typeof expiresIn === 'number' && Number.isFinite(expiresIn)
+      ? new Date(this.ctx.now() + expiresIn * 1000).toISOString()
+      : null;
   }
 
   async reply(

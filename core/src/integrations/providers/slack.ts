@@ -76,6 +76,7 @@ function withoutMention(text: string, botUserId: string | null): string {
 export class SlackProvider implements IntegrationProvider {
   readonly id = 'slack' as const;
   readonly name = 'Slack';
+  readonly actions = [];
 
   constructor(
     private readonly settings: SlackSettings,
