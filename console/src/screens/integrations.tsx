@@ -71,6 +71,23 @@ const TRIGGERS: Record<string, string[]> = {
   linear: ['mention', 'assignment', 'label'],
   slack: ['mention', 'direct_message'],
 };
+/** What an agent may do besides replying, per integration (opt-in; the API's capabilities). */
+const ACTIONS: Record<string, Array<{ capability: string; text: string; short: string }>> = {
+  github: [
+    {
+      capability: 'pull_request',
+      text: 'Open pull requests (the repository is checked out; the agent pushes a branch)',
+      short: 'opens pull requests',
+    },
+  ],
+  linear: [
+    {
+      capability: 'state_change',
+      text: "Change the issue's workflow state",
+      short: 'changes issue state',
+    },
+  ],
+};
 const TRIGGER_TEXT: Record<string, string> = {
   mention: 'Mention',
   assignment: 'Assignment',
@@ -197,8 +214,12 @@ function IntegrationCard({
                 .join(', ') || 'every workspace'}{' '}
               · on {p.triggers.join(', ')}
               {p.label && <> (label “{p.label}”)</>} ·{' '}
-              {p.capabilities.includes('reply') ? 'replies' : 'does not reply'} · environment{' '}
-              <code>{p.environment_id}</code> <code>{p.id}</code>
+              {p.capabilities.includes('reply') ? 'replies' : 'does not reply'}
+              {(ACTIONS[i.id] ?? [])
+                .filter((a) => p.capabilities.includes(a.capability))
+                .map((a) => ` · ${a.short}`)
+                .join('')}{' '}
+              · environment <code>{p.environment_id}</code> <code>{p.id}</code>
               {canWrite && (
                 <div className="inline">
                   <Action
@@ -262,7 +283,12 @@ function PublishForm({
             workspace,
             triggers: on,
             label: on.includes('label') ? v.label?.trim() || undefined : undefined,
-            capabilities: v.reply === 'on' ? ['reply'] : [],
+            capabilities: [
+              ...(v.reply === 'on' ? ['reply'] : []),
+              ...(ACTIONS[i.id] ?? [])
+                .filter((a) => v[`cap_${a.capability}`] === 'on')
+                .map((a) => a.capability),
+            ],
             vault_ids: vaults.length ? vaults : undefined,
           },
         });
@@ -322,6 +348,11 @@ function PublishForm({
         <input type="checkbox" name="reply" defaultChecked /> Reply in the thread (the agent's
         answers are posted back)
       </label>
+      {(ACTIONS[i.id] ?? []).map((a) => (
+        <label key={a.capability}>
+          <input type="checkbox" name={`cap_${a.capability}`} /> {a.text}
+        </label>
+      ))}
       <label>
         Vault ids (optional, comma-separated)
         <input name="vault_ids" autoComplete="off" />

@@ -78,7 +78,19 @@ const PublicationCreate = Type.Object(
     workspace: Type.Optional(Type.Record(Str, Str)),
     triggers: Type.Optional(Type.Array(Trigger, { minItems: 1 })),
     label: Type.Optional(Nullable(Str)),
-    capabilities: Type.Optional(Type.Array(Type.Literal('reply'))),
+    capabilities: Type.Optional(
+      Type.Array(
+        Type.Union([
+          Type.Literal('reply'),
+          Type.Literal('pull_request'),
+          Type.Literal('state_change'),
+        ]),
+        {
+          description:
+            'reply (default) for every integration; pull_request: GitHub only; state_change: Linear only',
+        },
+      ),
+    ),
   },
   { additionalProperties: false },
 );

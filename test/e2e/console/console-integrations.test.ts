@@ -221,11 +221,12 @@ describe.skipIf(BROWSER_SKIP)('console integrations screen in chromium', () => {
     expect(await form.getByLabel(/^Label name/).count()).toBe(0);
     await form.getByLabel('Label', { exact: true }).check();
     await form.getByLabel(/^Label name/).fill('agent');
+    await form.getByLabel(/Open pull requests/).check();
     await form.getByRole('button', { name: 'Publish' }).click();
     const pubs = github.getByRole('list', { name: 'GitHub publications' });
     await pubs.getByRole('link', { name: 'integrations-agent' }).waitFor();
     await expect(pubs.textContent()).resolves.toMatch(
-      /owner acme, repo widgets · on mention, label \(label “agent”\) · replies/,
+      /owner acme, repo widgets · on mention, label \(label “agent”\) · replies · opens pull requests/,
     );
     expect(await form.getByRole('alert').count()).toBe(0);
     const stored = (await (
@@ -238,7 +239,7 @@ describe.skipIf(BROWSER_SKIP)('console integrations screen in chromium', () => {
         workspace: { owner: 'acme', repo: 'widgets' },
         triggers: ['mention', 'label'],
         label: 'agent',
-        capabilities: ['reply'],
+        capabilities: ['reply', 'pull_request'],
       }),
     ]);
     const pubId = stored.data[0]!.id as string;

@@ -153,6 +153,15 @@ describe('GitHub integration', () => {
         'capabilities[0]',
       ],
       [
+        {
+          agent: agentId,
+          environment_id: envId,
+          workspace: { owner: 'acme' },
+          capabilities: ['reply', 'state_change'],
+        },
+        'capabilities[1]',
+      ],
+      [
         { agent: agentId, environment_id: envId, workspace: { owner: 'acme' }, webhook: 'x' },
         'webhook',
       ],
@@ -164,6 +173,8 @@ describe('GitHub integration', () => {
       });
       expect(res.status, JSON.stringify(body)).toBe(400);
       expect(res.body.error.message).toContain(field);
+      if (field.startsWith('capabilities'))
+        expect(res.body.error.message).toContain('supported: reply, pull_request');
     }
     expect((await json('/v1/svc/integrations/github/publications')).body.data).toEqual([]);
   });

@@ -8,11 +8,16 @@
  *   issue continues the same session;
  * - an issue of another team starts nothing (no publication serves it);
  * - a stale webhookTimestamp, a wrong signature and a duplicate delivery are refused or ignored;
+ * - a publication with `state_change`: the agent moves its issue with the tool
+ *   `mcp__linear_integration__set_issue_state` by the state's name (any case); an unknown name
+ *   changes nothing and the error lists the team's states; an access token Linear refuses (401)
+ *   is refreshed once and the call retried; a token expiring within 5 minutes is refreshed
+ *   before use; the rotated refresh token is stored (each later refresh needs it);
  * - the OAuth token is in no event or response; uninstall revokes it at Linear.
  */
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { startPlatform, type TestPlatform } from '../../kit/harness.js';
-import { addModelCard, say } from '../../kit/turnHelpers.js';
+import { addModelCard, call, say } from '../../kit/turnHelpers.js';
 import {
   startLinearIntegration,
   type LinearIntegrationFixture,
@@ -140,13 +145,69 @@ describe('Linear integration', () => {
     for (const id of ['iss-9', 'iss-2', 'iss-3']) expect(await threadSessions(id)).toHaveLength(0);
   });
 
+  it('state_change: the agent moves its issue; an unknown state lists the states; tokens are refreshed', async () => {
+    const TOOL = 'mcp__linear_integration__set_issue_state';
+    const pub = await json('/v1/svc/integrations/linear/publications', {
+      method: 'POST',
+      json: {
+        agent: agentId,
+        environment_id: envId,
+        workspace: { team_key: 'DES' },
+        capabilities: ['reply', 'state_change'],
+      },
+    });
+    expect(pub.status, JSON.stringify(pub.body)).toBe(200);
+    // The stored access token now gets a 401; the refreshed ones expire within the margin.
+    ln.expireAccessTokens();
+    ln.tokenTtlSeconds = 60;
+    t.model.script(
+      MODEL,
+      call(TOOL, { state: 'Shipped' }),
+      call(TOOL, { state: 'in progress' }),
+      say('Moved it to In Progress.'),
+    );
+    const before = t.model.requests.length;
+    expect((await postWebhook(t, HOOK, ln.webhook(assigned('iss-20', 'DES')))).status).toBe(202);
+    await vi.waitFor(() => expect(ln.comments.some((c) => c.issueId === 'iss-20')).toBe(true), {
+      timeout: 30_000,
+      interval: 100,
+    });
+    const inProgress = ln.states.find((x) => x.name === 'In Progress')!;
+    // 401 → refresh #1 and retry (the unknown name); within the margin → refresh #2 before the
+    // move and #3 before the reply; #2 and #3 work only with the rotated refresh tokens.
+    expect(ln.refreshes).toHaveLength(3);
+    expect(ln.stateChanges).toEqual([
+      { issueId: 'iss-20', stateId: inProgress.id, token: ln.refreshes[1]!.accessToken },
+    ]);
+    const reply = ln.comments.find((c) => c.issueId === 'iss-20')!;
+    expect(reply).toMatchObject({ body: 'Moved it to In Progress.' });
+    expect(reply.token).toBe(ln.refreshes[2]!.accessToken);
+    const offered = t.model.requests
+      .slice(before)
+      .filter((r) => r.model === MODEL)
+      .map((r) => ((r.body as any).tools ?? []).map((x: any) => x.name));
+    for (const tools of offered) expect(tools).toContain(TOOL);
+
+    const [session] = await threadSessions('iss-20');
+    const events = (await t.client.beta.sessions.events.list(session!.id, { limit: 100 })).data;
+    const results = events.filter((e: any) => e.type === 'agent.mcp_tool_result') as any[];
+    expect(results.map((r) => r.is_error)).toEqual([true, false]);
+    expect(results[0].content[0].text).toContain('its states: Todo, In Progress, Done');
+    expect(results[1].content[0].text).toBe('Moved ENG-1 to In Progress');
+    const served = JSON.stringify(events);
+    for (const r of ln.refreshes) {
+      expect(served).not.toContain(r.accessToken);
+      expect(served).not.toContain(r.refreshToken);
+    }
+    ln.tokenTtlSeconds = 86399;
+  });
+
   it('uninstall revokes the token at Linear', async () => {
-    const live = ln.liveTokens();
-    expect(live.length).toBeGreaterThan(0);
     const res = await json('/v1/svc/integrations/linear/uninstall', { method: 'POST', json: {} });
     expect(res.status, JSON.stringify(res.body)).toBe(200);
     expect(res.body.revoked).toBe(true);
-    expect(ln.revoked).toEqual(expect.arrayContaining(live));
+    // The stored token expired within the margin: refreshed, then that one revoked.
+    expect(ln.revoked).toEqual([ln.refreshes.at(-1)!.accessToken]);
     expect((await postWebhook(t, HOOK, ln.webhook(assigned('iss-5')))).body.status).toBe('ignored');
   });
 });

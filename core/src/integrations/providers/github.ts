@@ -37,7 +37,7 @@ import {
   type Trigger,
   type Verified,
 } from '../port.js';
-import { githubActions, githubSessionResources } from './githubActions.js';
+import { GITHUB_NAME, githubActions, githubSessionResources } from './githubActions.js';
 
 /** Mint a new installation token when the cached one expires within this margin. */
 const TOKEN_MARGIN_MS = 5 * 60_000;
@@ -304,7 +304,7 @@ export class GithubProvider implements IntegrationProvider {
 
   async reply(install: InstallCredentials, target: Record<string, string>, text: string) {
     const { owner, repo, number } = target;
-    const name = /^[A-Za-z0-9._-]{1,100}$/;
+    const name = GITHUB_NAME;
     if (!name.test(owner ?? '') || !name.test(repo ?? '') || !/^\d{1,12}$/.test(number ?? ''))
       throw new IntegrationError('the reply target is not a GitHub owner/repo#number');
     const path = `/repos/${owner}/${repo}/issues/${number}/comments`;

@@ -25,7 +25,9 @@ export type GithubRest = (
   what: string,
 ) => Promise<Json>;
 
-const NAME = /^[A-Za-z0-9._-]{1,100}$/;
+/** An owner or repository name as GitHub allows it (never `.` or `..`: no path steps). */
+export const GITHUB_NAME = /^(?!\.\.?$)[A-Za-z0-9._-]{1,100}$/;
+const NAME = GITHUB_NAME;
 /** A branch name git accepts (git check-ref-format, simplified to a safe subset). */
 const BRANCH = /^(?!\/|.*(?:\.\.|\/\/|@\{|\.lock$|\/$|\.$))[A-Za-z0-9._\/-]{1,200}$/;
 
