@@ -120,3 +120,4 @@ export * from './mcp/tools.js';
 export * from './mcp/clientStdio.js';
 export * from './repositories/index.js';
 export * from './integrations/index.js';
+export * from './cost/index.js';

@@ -25,6 +25,7 @@ import { workRoutes } from './routes/work.js';
 import { fileRoutes, type FileServices } from './routes/files.js';
 import { skillRoutes } from './routes/skills.js';
 import { integrationRoutes } from './routes/integrations.js';
+import { costRoutes } from './routes/cost.js';
 import { consoleSignInRoutes } from './routes/console.js';
 import { consoleMemberRoutes } from './routes/consoleMembers.js';
 import { consoleRoutes } from './console.js';
@@ -193,6 +194,7 @@ export async function buildApp(p: GatewayServices, opts: AppOptions): Promise<Fa
   fileRoutes(app, opts.files ?? p);
   skillRoutes(app, p);
   integrationRoutes(app, p);
+  costRoutes(app, p);
   consoleSignInRoutes(app, p, failures);
   consoleMemberRoutes(app, p);
   consoleRoutes(app);

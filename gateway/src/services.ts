@@ -1,4 +1,5 @@
 import type {
+  CostService,
   IntegrationService,
   WebhookIngest,
   AgentService,
@@ -74,4 +75,6 @@ export interface GatewayServices {
   integrations: IntegrationService;
   /** Inbound provider webhooks (core/src/integrations/ingest.ts). */
   ingest: WebhookIngest;
+  /** The runtime ledger, price card and cost report (core/src/cost). */
+  cost: CostService;
 }

@@ -32,6 +32,7 @@
  */
 import {
   Conversations,
+  CostService,
   ThreadActions,
   IntegrationService,
   WebhookIngest,
@@ -181,6 +182,8 @@ export interface Platform {
   integrations: IntegrationService;
   ingest: WebhookIngest;
   conversations: Conversations;
+  /** The runtime ledger, the price card and the cost report (core/src/cost). */
+  cost: CostService;
   /** The tools a thread session gets from its publication's capabilities (the turn offers them). */
   integrationActions: ThreadActions;
   close(): Promise<void>;
@@ -345,7 +348,12 @@ export async function createPlatform(config: Config, adapters: Adapters): Promis
   });
   memory.setSearchHook(memorySearch.hook);
   memory.setEmbeddingModelCheck(memorySearch.checkEmbeddingModel);
+  const cost = new CostService({
+    ledger: collections.costLedger,
+    priceCards: collections.priceCards,
+  });
   const dreams = new DreamService({
+    cost,
     c: collections,
     memory,
     models,
@@ -389,6 +397,7 @@ export async function createPlatform(config: Config, adapters: Adapters): Promis
     log: integrationLog,
   });
   const platform: Platform = {
+    cost,
     integrations,
     integrationActions,
     ingest,

@@ -13,6 +13,7 @@ import type {
   Config,
   Conversations,
   Coordination,
+  CostService,
   DeploymentService,
   DreamService,
   EventLog,
@@ -48,6 +49,8 @@ export interface WorkerServices {
   deployments: Pick<DeploymentService, 'tick'>;
   webhooks: WebhookService;
   dreams: DreamService;
+  /** The runtime ledger of the cost report (core/src/cost); absent: calls are not recorded. */
+  cost?: Pick<CostService, 'record'>;
   /** The tools of the integration thread a session serves (core/src/integrations/actions.ts). */
   integrationActions?: Pick<ThreadActions, 'forSession'>;
   /** Integration threads: provider events into sessions, replies back (core/src/integrations). */

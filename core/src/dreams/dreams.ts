@@ -25,6 +25,7 @@
  * - cancel stops a running dream (its model call is aborted within a poll of the record) and is
  *   final; a run over DREAM_MAX_RUN_MS fails with error type `timeout`; a model error or an
  *   unusable answer fails with a clear {type, message}: never a 5xx. */
+import type { CostService } from '../cost/ledger.js';
 import type { DreamCreate, DreamListQuery } from '@agentfleet/schemas';
 import { ApiError, invalid, notFound } from '../errors.js';
 import { newId } from '../ids.js';
@@ -68,6 +69,8 @@ export interface DreamDeps {
   bus: CommandBus;
   config: { maxRunMs: number; scanMs: number; maxTokens: number };
   log: Logger;
+  /** The cost report's runtime ledger: each dream's model call, kind `dream`. */
+  cost?: Pick<CostService, 'record'>;
 }
 
 const nowIso = () => new Date().toISOString();
@@ -397,7 +400,22 @@ export class DreamService {
         signal,
       },
       (u) => {
-        usage = c.dreams.updateOne(tenant, { _id: d._id }, { $inc: usageInc(u) });
+        usage = Promise.all([
+          c.dreams.updateOne(tenant, { _id: d._id }, { $inc: usageInc(u) }),
+          this.deps.cost
+            ?.record({
+              tenantId: tenant,
+              sessionId: null,
+              agentId: null,
+              agentVersion: null,
+              modelCard: d.model.id,
+              provider: resolved.providerId,
+              model: resolved.wireModel,
+              kind: 'dream',
+              usage: u,
+            })
+            .catch((err) => this.deps.log.error('cost ledger write failed', { err: String(err) })),
+        ]);
       },
     );
     // Recorded before the dream can end, so a completed dream shows its final usage.

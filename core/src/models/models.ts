@@ -68,6 +68,8 @@ export interface VendorFallback {
 
 export interface ResolvedModel {
   provider: ModelProvider;
+  /** The card's provider id (the vendor fallback: `anthropic`); the ledger's service prefix. */
+  providerId: string;
   wireModel: string;
   protocol: 'anthropic' | 'openai';
   supportsFast: boolean;
@@ -426,6 +428,7 @@ export class ModelResolver {
           // A tenant's base_url is checked on every connection, and the connection pinned.
           ...(this.restricted(tenant) && card.base_url ? { fetch: this.tenantFetch } : {}),
         }),
+        providerId: r.card.provider,
         wireModel: r.card.model,
         protocol: r.protocol,
         supportsFast: r.supportsFast,
@@ -441,6 +444,7 @@ export class ModelResolver {
         baseUrl: this.vendor!.baseUrl,
         supportsFast: true,
       }),
+      providerId: 'anthropic',
       wireModel: model.id,
       protocol: 'anthropic',
       supportsFast: true,

@@ -1,3 +1,4 @@
+import type { LedgerBucketDoc, PriceCardDoc } from '../cost/records.js';
 import type {
   Collection,
   CollectionSpec,
@@ -293,6 +294,16 @@ export const COLLECTIONS = {
     name: 'integration_deliveries',
     indexes: [{ fields: { expires_at: 1 } }],
   },
+  /** Control store: the runtime ledger's hourly buckets and the price card (core/src/cost). */
+  costLedger: {
+    name: 'cost_ledger',
+    indexes: [
+      { fields: { hour_ms: 1 } },
+      { fields: { tenant_id: 1, hour_ms: 1 } },
+      { fields: { provider: 1 } },
+    ],
+  },
+  priceCards: { name: 'price_cards' },
   /** Published skill versions; `_id` is `<skill_id>/<version>`. */
   skillVersions: {
     name: 'skill_versions',
@@ -317,6 +328,8 @@ export function openCollections(router: StoreRouter) {
     integrationDeliveries: router.control.collection<SeenDeliveryDoc>(
       COLLECTIONS.integrationDeliveries,
     ),
+    costLedger: router.control.collection<LedgerBucketDoc>(COLLECTIONS.costLedger),
+    priceCards: router.control.collection<PriceCardDoc>(COLLECTIONS.priceCards),
     integrationInstalls: t<InstallDoc>(COLLECTIONS.integrationInstalls),
     integrationPublications: t<PublicationDoc>(COLLECTIONS.integrationPublications),
     integrationThreads: t<ThreadDoc>(COLLECTIONS.integrationThreads),

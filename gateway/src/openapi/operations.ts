@@ -21,6 +21,7 @@ import { MEMORY_STORE_OPERATIONS } from './operations.memoryStores.js';
 import { DREAM_OPERATIONS } from './operations.dreams.js';
 import { CONSOLE_OPERATIONS } from './operations.console.js';
 import { INTEGRATION_OPERATIONS } from './operations.integrations.js';
+import { COST_OPERATIONS } from './operations.cost.js';
 
 export type { OperationDoc } from './operationHelpers.js';
 
@@ -42,5 +43,6 @@ export const OPERATIONS: Readonly<Record<string, OperationDoc>> = {
   ...DREAM_OPERATIONS,
   ...CONSOLE_OPERATIONS,
   ...INTEGRATION_OPERATIONS,
+  ...COST_OPERATIONS,
 };
 export const operationKey = (method: string, url: string) => `${method} ${url}`;

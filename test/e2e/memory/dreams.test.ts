@@ -20,7 +20,7 @@
  *   dreams only).
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startPlatform, waitFor, type TestPlatform } from '../../kit/harness.js';
+import { BETA, startPlatform, waitFor, type TestPlatform } from '../../kit/harness.js';
 import { answer, apiError, dreamTenant, memoriesOf, settled, storesOf } from './dreamsHelpers.js';
 
 let t: TestPlatform;
@@ -71,6 +71,18 @@ describe('dreams', () => {
     expect(done.status, JSON.stringify(done.error)).toBe('completed');
     expect(done.ended_at).not.toBeNull();
     expect(done.usage).toMatchObject({ input_tokens: 120, output_tokens: 30 });
+    // The dream's model call is in the cost report's ledger, kind `dream`.
+    const ledger = await t.http(
+      `/v1/svc/cost_report?starting_at=${new Date(Date.now() - 3_600_000).toISOString()}&kind=dream&tenant_id=${x.tenantId}&group_by=kind`,
+      { headers: BETA },
+    );
+    expect(((await ledger.json()) as any).rows).toEqual([
+      expect.objectContaining({
+        kind: 'dream',
+        calls: 1,
+        usage: expect.objectContaining({ input_tokens: 120, output_tokens: 30 }),
+      }),
+    ]);
     expect(done.outputs).toHaveLength(1);
     const out = done.outputs[0]!.memory_store_id;
     expect(out).not.toBe(x.store.id);

@@ -13,7 +13,13 @@
  *   after kill -9 mid-request counts the summary call once.
  */
 import { describe, expect, it, beforeAll, afterAll } from 'vitest';
-import { realAdapterEnv, startPlatform, waitFor, type TestPlatform } from '../../kit/harness.js';
+import {
+  realAdapterEnv,
+  BETA,
+  startPlatform,
+  waitFor,
+  type TestPlatform,
+} from '../../kit/harness.js';
 import { freePort, kill9, startProcess } from '../../kit/process.js';
 import { apiCaller, crashEnv, useCrashFixture } from '../../kit/crashPlatform.js';
 import type { ScriptedResponse } from '../../kit/fixtures/scriptedModel.js';
@@ -135,6 +141,18 @@ describe('compaction summary usage counts in the session', () => {
     const got = await t.client.beta.sessions.retrieve(s.sid);
     expect(tokensOf(got.usage)).toEqual(plus(plus(U1 as any, U2 as any), SUMMARY_USAGE as any));
     expect(got.usage.list_cost).toEqual({ amount: '300', currency: 'USD' });
+    // The cost report's ledger has the summary call as kind `compaction`, the rest as `turn`.
+    const since = new Date(Date.now() - 3_600_000).toISOString();
+    const ledger = (await (
+      await t.http(`/v1/svc/cost_report?starting_at=${since}&session_id=${s.sid}&group_by=kind`, {
+        headers: BETA,
+      })
+    ).json()) as any;
+    const byKind = Object.fromEntries(ledger.rows.map((r: any) => [r.kind, tokensOf(r.usage)]));
+    expect(byKind).toEqual({
+      compaction: tokensOf(plus(SUMMARY_USAGE as any, {})),
+      turn: tokensOf(plus(U1 as any, U2 as any)),
+    });
   });
 });
 

@@ -18,6 +18,7 @@ import type { buildHistory } from './history.js';
 import { consumeModelStream } from './modelStream.js';
 import type { AppendFenced, McpTools, ToolCall } from './types.js';
 import { usageUpdate } from './budget.js';
+import { recordCall } from './ledger.js';
 import { providerRequest } from './modelSettings.js';
 import {
   sessionError,
@@ -33,7 +34,10 @@ import { TurnCompaction } from './compaction/turnCompaction.js';
 export const MODEL_ATTEMPTS = 3;
 
 /** What one model call's attempts use: the model, the turn settings, live events, metrics. */
-export type AttemptServices = Pick<WorkerServices, 'config' | 'events' | 'metrics' | 'models'>;
+export type AttemptServices = Pick<
+  WorkerServices,
+  'config' | 'events' | 'metrics' | 'models' | 'cost'
+>;
 /** What a model request uses (harness `pi`: its compaction reads the log, files and budget too). */
 export type ModelServices = AttemptServices & Pick<WorkerServices, 'files' | 'sessions'>;
 
@@ -131,6 +135,7 @@ export async function modelAttempts(
         protocol: resolved.protocol,
       });
       p.metrics.modelRequests.inc({ protocol: resolved.protocol, outcome: 'ok' });
+      await recordCall(p, tenant, s, resolved, r.usage, 'turn');
       // The list cost moves with the token usage, in the update that appends these events.
       const held: HeldAnswer = {
         drafts: [...r.drafts, spanEnd(start!._id, false, r.usage, r.stop, s.agent.model.speed)],

@@ -53,6 +53,7 @@ import {
 import { resolveFileBlocks } from '../fileBlocks.js';
 import { sessionError, toModelError, zeroUsage } from '../events.js';
 import { budgetStop, usageUpdate } from '../budget.js';
+import { recordCall } from '../ledger.js';
 import type { AppendFenced, McpTools } from '../types.js';
 import { BOUNDARY_EVENT, boundaryHistory, INPUT_TYPES, lastRunBefore } from './boundaryHistory.js';
 import { fallbackSummary, summaryRequest } from './summaryPayload.js';
@@ -233,6 +234,7 @@ export class TurnCompaction {
       const r = await collectSummary(resolved.provider.stream(req), signal);
       usage = r.usage;
       answered = true;
+      await recordCall(this.p, this.tenant, this.s, resolved, usage, 'compaction');
       if (r.toolCalled) fallbackReason = 'the summary call returned a tool call';
       else if (!r.text.trim()) fallbackReason = 'the summary call returned no text';
       else summary = r.text.trim();

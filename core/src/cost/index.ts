@@ -1,0 +1,8 @@
+/**
+ * Cost: the runtime ledger of model calls, the operator's price card and the cost report
+ * (./ledger.ts, ./pricing.ts). The composition root (server/src/platform.ts) builds the service
+ * on the control store; the worker records each model call.
+ */
+export { CostService, MAX_RANGE_DAYS, MAX_ROWS, GROUP_KEYS, type LedgerCall } from './ledger.js';
+export { defaultPriceCard, MAX_SERVICES } from './pricing.js';
+export { CALL_KINDS, type CallKind, type LedgerBucketDoc, type PriceCardDoc } from './records.js';
