@@ -217,6 +217,20 @@ const ROWS: Row[] = [
     },
   },
   {
+    measure: 'cost report over a month of 1M model calls p50 / p99',
+    goal: '< 200 ms p50',
+    section: 'cost-report',
+    measured: (r) =>
+      both(
+        ms(get(r, 'cost-report', 'queries.month, tenant × model.p50')),
+        ms(get(r, 'cost-report', 'queries.month, tenant × model.p99')),
+      ),
+    baseline: (r) =>
+      get(r, 'cost-report', 'queries.pricing (baseline).p50') === undefined
+        ? undefined
+        : `GET …/pricing: ${both(ms(get(r, 'cost-report', 'queries.pricing (baseline).p50')), ms(get(r, 'cost-report', 'queries.pricing (baseline).p99')))}`,
+  },
+  {
     measure: 'RSS per idle session / per idle local sandbox',
     goal: 'printed',
     section: 'memory',
