@@ -121,3 +121,4 @@ export * from './mcp/clientStdio.js';
 export * from './repositories/index.js';
 export * from './integrations/index.js';
 export * from './cost/index.js';
+export * from './outcomes/index.js';

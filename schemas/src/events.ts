@@ -30,6 +30,7 @@ export { SessionWarningEvent } from './sessionWarnings.js';
 
 export const CANONICAL_EVENT_TYPES = [
   'user.message',
+  'user.define_outcome',
   'user.interrupt',
   'user.custom_tool_result',
   'user.tool_confirmation',
@@ -55,6 +56,8 @@ export const CANONICAL_EVENT_TYPES = [
   'agent.thread_context_compacted',
   'span.compaction_summarize_start',
   'span.compaction_summarize_end',
+  'span.outcome_evaluation_start',
+  'span.outcome_evaluation_end',
 ] as const;
 export type CanonicalEventType = (typeof CANONICAL_EVENT_TYPES)[number];
 
@@ -317,6 +320,31 @@ export const EVENT_PAYLOADS = {
     is_error: Type.Boolean(),
     model_usage: SpanModelUsage,
   },
+  /** SDK BetaManagedAgentsUserDefineOutcomeEvent: the input plus its `outc_` id; rubric as text. */
+  'user.define_outcome': {
+    outcome_id: Id('outc_'),
+    description: Type.String(),
+    rubric: Type.Object({ type: Type.Literal('text'), content: Type.String() }),
+    max_iterations: Nullable(Type.Integer({ minimum: 1, maximum: 20 })),
+  },
+  /** SDK BetaManagedAgentsSpanOutcomeEvaluationStartEvent. */
+  'span.outcome_evaluation_start': {
+    outcome_id: Id('outc_'),
+    iteration: Type.Integer({ minimum: 0 }),
+  },
+  /** SDK BetaManagedAgentsSpanOutcomeEvaluationEndEvent. */
+  'span.outcome_evaluation_end': {
+    outcome_evaluation_start_id: Id('sevt_'),
+    outcome_id: Id('outc_'),
+    iteration: Type.Integer({ minimum: 0 }),
+    result: Type.Union(
+      ['satisfied', 'needs_revision', 'max_iterations_reached', 'failed', 'interrupted'].map((r) =>
+        Type.Literal(r),
+      ),
+    ),
+    explanation: Type.String(),
+    usage: SpanModelUsage,
+  },
 } satisfies Partial<Record<CanonicalEventType, TProperties>>;
 
 const P = EVENT_PAYLOADS;
@@ -376,6 +404,15 @@ export const SpanCompactionSummarizeEndEvent = eventOf(
   'span.compaction_summarize_end',
   P['span.compaction_summarize_end'],
 );
+export const UserDefineOutcomeEvent = eventOf('user.define_outcome', P['user.define_outcome']);
+export const SpanOutcomeEvaluationStartEvent = eventOf(
+  'span.outcome_evaluation_start',
+  P['span.outcome_evaluation_start'],
+);
+export const SpanOutcomeEvaluationEndEvent = eventOf(
+  'span.outcome_evaluation_end',
+  P['span.outcome_evaluation_end'],
+);
 
 /** Schema per canonical type the platform emits. */
 export const SESSION_EVENT_SCHEMAS = {
@@ -405,6 +442,9 @@ export const SESSION_EVENT_SCHEMAS = {
   'agent.thread_context_compacted': AgentThreadContextCompactedEvent,
   'span.compaction_summarize_start': SpanCompactionSummarizeStartEvent,
   'span.compaction_summarize_end': SpanCompactionSummarizeEndEvent,
+  'user.define_outcome': UserDefineOutcomeEvent,
+  'span.outcome_evaluation_start': SpanOutcomeEvaluationStartEvent,
+  'span.outcome_evaluation_end': SpanOutcomeEvaluationEndEvent,
 } satisfies Partial<Record<CanonicalEventType, TSchema>>;
 
 export const SessionEvent = Type.Union(

@@ -229,8 +229,6 @@ export const SessionUsage = Obj({
   ),
 });
 
-/** Nothing is served here yet: create refuses every declared resource, and outcomes do not exist. */
-const AlwaysEmpty = Type.Array(Type.Never(), { maxItems: 0 });
 
 /** A session resource as served (SDK BetaManagedAgentsSessionResource; sessions.resources). */
 export const SessionResource = Type.Union([
@@ -287,7 +285,27 @@ export const Session = Obj({
   status: Type.Union(RUNTIME_STATUSES.map((s) => Type.Literal(s))),
   stats: Obj({}),
   usage: SessionUsage,
-  outcome_evaluations: AlwaysEmpty,
+  outcome_evaluations: Type.Array(
+    Obj({
+      type: Type.Literal('outcome_evaluation'),
+      outcome_id: Type.String(),
+      description: Type.String(),
+      result: Type.Union(
+        [
+          'pending',
+          'running',
+          'evaluating',
+          'satisfied',
+          'max_iterations_reached',
+          'failed',
+          'interrupted',
+        ].map((r) => Type.Literal(r)),
+      ),
+      iteration: Type.Integer({ minimum: 0 }),
+      explanation: Nullable(Type.String()),
+      completed_at: Nullable(Timestamp),
+    }),
+  ),
   archived_at: Nullable(Timestamp),
   terminated_at: Nullable(Timestamp),
   created_at: Timestamp,

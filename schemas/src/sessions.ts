@@ -62,8 +62,27 @@ export const UserToolResultParams = Obj({
   ),
   is_error: Type.Optional(Nullable(Type.Boolean())),
 });
+/** Longest text rubric (SDK BetaManagedAgentsTextRubricParams: 262,144 characters). */
+export const MAX_RUBRIC_CHARS = 262_144;
+/**
+ * SDK BetaManagedAgentsUserDefineOutcomeEventParams: what the agent must produce and how a
+ * grader judges it (core/src/outcomes). A file rubric is read as text at send time.
+ */
+export const UserDefineOutcomeParams = Obj({
+  type: Type.Literal('user.define_outcome'),
+  description: Type.String({ minLength: 1, maxLength: 100_000 }),
+  rubric: Type.Union([
+    Obj({
+      type: Type.Literal('text'),
+      content: Type.String({ minLength: 1, maxLength: MAX_RUBRIC_CHARS }),
+    }),
+    Obj({ type: Type.Literal('file'), file_id: Type.String({ minLength: 1, maxLength: 128 }) }),
+  ]),
+  max_iterations: Type.Optional(Nullable(Type.Integer({ minimum: 1, maximum: 20 }))),
+});
 export const InputEvent = Type.Union([
   UserMessageParams,
+  UserDefineOutcomeParams,
   UserInterruptParams,
   UserCustomToolResultParams,
   UserToolConfirmationParams,

@@ -325,6 +325,10 @@ export async function createPlatform(config: Config, adapters: Adapters): Promis
     webhooks: () => (platform as { webhooks?: WorkWebhookEmitter }).webhooks,
   });
   sessions.useWorkQueue((tenant, s) => work.enqueue(tenant, s));
+  sessions.useRubricFiles(async (tenant, id) => {
+    const { file, data } = await files.content(tenant, id);
+    return { mime_type: file.mime_type, data };
+  });
   const skills = new SkillService(collections, objects);
   // Agent and session `skills` refs are validated and pinned by it (sessions/skills.ts).
   agents.useSkills(skills);

@@ -11,7 +11,6 @@ export const notSupportedYet = (field: string, what: string) =>
 
 /** Input event types the SDK defines that the turn runner does not handle yet. */
 const UNBUILT_EVENT_TYPES: Record<string, string> = {
-  'user.define_outcome': 'outcomes (user.define_outcome)',
   // user.tool_result is served for self_hosted sessions only: core/src/domain/inputEvents.ts.
 };
 

@@ -1,4 +1,5 @@
 /** Sessions and their run records as stored; the turn-state fields are written only by ./turnState.ts. */
+import type { OutcomeState } from '../outcomes/records.js';
 import type { AgentSpec } from '@agentfleet/schemas';
 import type { PinnedSkill } from '../skills/records.js';
 import type { EnvironmentDoc } from '../environments/records.js';
@@ -35,6 +36,8 @@ export interface SessionDoc {
   repository_tokens?: Record<string, string>;
   vault_ids: string[];
   budget: unknown | null;
+  /** Outcomes by `outc_` id (core/src/outcomes/records.ts), served as `outcome_evaluations`. */
+  outcomes?: Record<string, OutcomeState>;
   /** The deployment whose run created the session (core/src/deployments/firing.ts). */
   deployment_id?: string;
   /** Head of the event log (highest appended seq). */

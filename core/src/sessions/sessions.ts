@@ -1,3 +1,9 @@
+import {
+  prepareOutcome,
+  renderOutcomes,
+  withOutcomeState,
+  type RubricFileReader,
+} from '../outcomes/index.js';
 import type { InputEvent, RuntimeStatus, SessionCreate, SessionUpdate } from '@agentfleet/schemas';
 import { ApiError, invalid, notFound, withErrorCode } from '../errors.js';
 import { newId, PREFIX } from '../ids.js';
@@ -97,6 +103,11 @@ export class SessionService {
   /** Lifecycle webhooks session.* (platform wiring; status ones: core/src/webhooks/hooks.ts). */
   webhooks: LifecycleWebhooks | null = null;
   private workQueue: WorkQueue | null = null;
+  /** Reads file rubrics of user.define_outcome (platform wiring: the file service). */
+  private rubricFiles: RubricFileReader | null = null;
+  useRubricFiles(r: RubricFileReader): void {
+    this.rubricFiles = r;
+  }
   /** The Work queue of self_hosted environments (platform wiring: WorkService.enqueue). */
   useWorkQueue(q: WorkQueue): void {
     this.workQueue = q;
@@ -325,15 +336,17 @@ export class SessionService {
     await checkInputEvents(this.c, tenant, events);
     await checkToolAnswers(this.c.events, tenant, id, events);
     await checkToolResults(this.c.events, tenant, s, events);
-    const drafts = events.map(({ type, ...payload }) => ({
+    const outcome = await prepareOutcome(tenant, events, s.outcomes, this.rubricFiles);
+    const drafts = events.map(({ type, ...payload }, i) => ({
       type,
-      payload: payload as Record<string, unknown>,
+      payload: (i === outcome?.index ? outcome.payload : payload) as Record<string, unknown>,
     }));
     const wantsTurn = events.some((e) => e.type !== 'user.interrupt');
     const lastInterrupt = events.map((e) => e.type).lastIndexOf('user.interrupt');
     const written = await this.log.append(tenant, id, drafts, {
       readSession: s,
-      sessionUpdate: (_last, first) => inputAppended(events, first),
+      sessionUpdate: (_last, first) =>
+        withOutcomeState(inputAppended(events, first), outcome, first),
     });
     if (lastInterrupt >= 0) {
       const seq = written[lastInterrupt]!.seq;
@@ -470,7 +483,7 @@ export function renderSession(s: SessionDoc, hasRun: boolean | 'rescheduling') {
     status: deriveStatus(s, hasRun),
     stats: {},
     usage: renderUsage(s),
-    outcome_evaluations: [],
+    outcome_evaluations: renderOutcomes(s.outcomes),
     archived_at: s.archived_at,
     terminated_at: s.terminated_at,
     created_at: s.created_at,

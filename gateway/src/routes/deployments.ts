@@ -23,7 +23,7 @@ const runListQuery = queryOf(DeploymentRunListQuery);
 
 type IdReq = FastifyRequest<{ Params: { id: string } }>;
 
-/** Outcomes are not built: a user.define_outcome initial event is named, not silently dropped. */
+/** A user.define_outcome initial event is named and refused (outcomes are sent to a session, not fired by a deployment yet). */
 function refuseOutcomeEvents(body: unknown): void {
   const events = (body as { initial_events?: unknown } | null)?.initial_events;
   if (!Array.isArray(events)) return;
@@ -32,7 +32,7 @@ function refuseOutcomeEvents(body: unknown): void {
     const field = `initial_events[${i}].type`;
     throw new ApiError(
       'invalid_request',
-      `${field}: outcomes (user.define_outcome) is not supported yet by this deployment`,
+      `${field}: outcomes (user.define_outcome) in deployment initial_events are not supported yet by this deployment`,
       { field },
     );
   });

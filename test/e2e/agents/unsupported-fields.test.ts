@@ -1,9 +1,9 @@
 /**
  * Settings the SDK can send but this deployment has not built are refused with a 400 naming the
  * field and saying "not supported yet", and nothing is stored (core/src/api/unsupported.ts):
- * agent `multiagent`, input events `user.define_outcome`, `user.interrupt.session_thread_id`
+ * agent `multiagent`, `user.tool_result` on a cloud session, `user.interrupt.session_thread_id`
  * (a session has one thread; null accepted) (`system.message`
- * is built: test/e2e/events/system-message.test.ts). Through the official TypeScript SDK and plain HTTP. A model card for a custom
+ * is built: test/e2e/events/system-message.test.ts; `user.define_outcome`: test/e2e/turns/outcomes.test.ts). Through the official TypeScript SDK and plain HTTP. A model card for a custom
  * provider (protocol from `pi_config.api`) is created without a probe and says so:
  * `{ok: null, reason: 'unsupported_provider'}` (spec, model cards rule 1).
  */
@@ -76,42 +76,11 @@ describe('unbuilt settings are refused, never stored', () => {
     expect((await c.beta.sessions.retrieve(s.id)).vault_ids).toEqual([vault.id]);
   });
 
-  it('user.define_outcome and user.tool_result events: 400 naming events[i].type, nothing appended; system.message is accepted', async () => {
+  it('user.tool_result on a cloud session: 400 naming events[i].type, nothing appended; system.message is accepted', async () => {
     const c = t.client;
     const env = await c.beta.environments.create({ name: 'o' });
     const a = await c.beta.agents.create({ name: 'o', model: 'claude-sonnet-4-5' });
     const s = await c.beta.sessions.create({ agent: a.id, environment_id: env.id });
-    await refused(
-      c.beta.sessions.events.send(s.id, {
-        events: [
-          {
-            type: 'user.define_outcome',
-            description: 'done',
-            rubric: { type: 'text', content: 'x' },
-          },
-        ] as any,
-      }),
-      'events[0].type',
-    );
-    const r = await t.http(`/v1/sessions/${s.id}/events`, {
-      method: 'POST',
-      json: {
-        events: [
-          { type: 'user.message', content: [{ type: 'text', text: 'hi' }] },
-          {
-            type: 'user.define_outcome',
-            description: 'done',
-            rubric: { type: 'text', content: 'x' },
-          },
-        ],
-      },
-    });
-    expect(r.status).toBe(400);
-    const body = (await r.json()) as any;
-    expect(body.type).toBe('error');
-    expect(body.error.message).toContain('events[1].type');
-    expect(body.error.message).toContain('not supported yet');
-    expect((await c.beta.sessions.events.list(s.id)).data).toEqual([]);
     // user.tool_result answers client-executed toolset calls of self_hosted environments.
     await refused(
       c.beta.sessions.events.send(s.id, {

@@ -38,6 +38,7 @@ const MCP_MODEL = 'py-mcp-model';
 const DREAM_MODEL = 'py-dream-model';
 /** test_dreams.py, update_existing: the answer applied to the input store. */
 const DREAM_UPDATE_MODEL = 'py-dream-update-model';
+const OUTCOME_MODEL = 'py-outcome-model';
 
 let t: TestPlatform;
 /** test_mcp_oauth.py: an MCP server requiring MCP_TOKEN, a token endpoint that knows no refresh token. */
@@ -174,6 +175,26 @@ describe.skipIf(!available)(
       t.model.script(DREAM_UPDATE_MODEL, {
         steps: [{ text: JSON.stringify({ memories: [{ path: '/city.md', content: 'Lisbon' }] }) }],
       });
+      const outcomeCard = await t.http('/v1/svc/model_cards', {
+        method: 'POST',
+        headers: BETA,
+        json: {
+          model_id: OUTCOME_MODEL,
+          provider: 'anthropic',
+          model: OUTCOME_MODEL,
+          base_url: t.model.url,
+          api_key: 'sk-py',
+        },
+      });
+      expect(outcomeCard.status, await outcomeCard.clone().text()).toBe(200);
+      // test_outcomes.py: the agent, the grader (needs_revision), the agent, the grader (satisfied).
+      t.model.script(
+        OUTCOME_MODEL,
+        { steps: [{ text: '2, 3, 4' }] },
+        { steps: [{ text: '{"result": "needs_revision", "explanation": "4 is not prime"}' }] },
+        { steps: [{ text: '2, 3, 5' }] },
+        { steps: [{ text: '{"result": "satisfied", "explanation": "three primes"}' }] },
+      );
       t.model.script(
         PERMISSION_MODEL,
         { steps: [{ tool_use: { name: 'bash', input: { command: 'echo held' } } }] },
@@ -202,6 +223,7 @@ describe.skipIf(!available)(
           AGENTFLEET_MCP_MODEL: MCP_MODEL,
           AGENTFLEET_DREAM_MODEL: DREAM_MODEL,
           AGENTFLEET_DREAM_UPDATE_MODEL: DREAM_UPDATE_MODEL,
+          AGENTFLEET_OUTCOME_MODEL: OUTCOME_MODEL,
           AGENTFLEET_MCP_TOKEN: MCP_TOKEN,
           AGENTFLEET_OAUTH_URL: oauth.url,
           AGENTFLEET_WEBHOOK_RECEIVER_URL: hooks.url,

@@ -11,6 +11,10 @@ import type { ChatMessage, ContentBlock, EventDoc } from '@agentfleet/core';
  * worker's user.tool_result answers its agent.tool_use like a user.custom_tool_result, at the
  * head of the next user turn (a search_result block reaches the model as text). File-sourced image and document blocks
  * are left as they are: workers/src/turn/fileBlocks.ts resolves them before the request.
+ * A `user.define_outcome` enters like a user message (the outcome and its rubric); a
+ * span.outcome_evaluation_end that sends the agent back (needs_revision, or the last
+ * max_iterations_reached) is a user message with the grader's explanation, right after the
+ * answer it judged (./outcome.ts).
  * Proved by test/e2e/events/system-message.test.ts, test/e2e/work/self-hosted-lane.test.ts and the turn tests
  * (test/e2e/sdk/sdk-flow.test.ts).
  */
@@ -154,6 +158,32 @@ export class HistoryBuilder {
         this.waiting = [];
         this.waitingResults = [];
         this.waitingSystem = [];
+        break;
+      case 'user.define_outcome':
+        // The agent gets the outcome and the rubric it will be judged by (core/src/outcomes).
+        this.waiting.push({
+          type: 'text',
+          text:
+            `Produce this outcome:\n${String(p.description ?? '')}\n\n` +
+            `When you finish, a grader will judge your work against this rubric:\n${String(p.rubric?.content ?? '')}`,
+        });
+        break;
+      case 'span.outcome_evaluation_end':
+        // The grader's verdict reaches the agent only when it must work again.
+        if (p.result === 'needs_revision')
+          this.push('user', [
+            {
+              type: 'text',
+              text: `The grader judged your work against the rubric: it needs revision.\n${String(p.explanation ?? '')}\n\nRevise your work so that it meets the rubric.`,
+            },
+          ]);
+        else if (p.result === 'max_iterations_reached')
+          this.push('user', [
+            {
+              type: 'text',
+              text: `The grader judged your work against the rubric for the last time: it still does not meet it.\n${String(p.explanation ?? '')}\n\nNo further revision will be judged. Briefly acknowledge where the work stands.`,
+            },
+          ]);
         break;
       case 'system.message':
         this.waitingSystem.push(

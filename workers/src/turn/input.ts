@@ -23,6 +23,7 @@ export const requiresAction = (eventIds: string[]): EventDraft => ({
 /** Input event types that start (or resume) a turn. */
 const TURN_INPUT_TYPES = new Set([
   'user.message',
+  'user.define_outcome',
   'user.custom_tool_result',
   'user.tool_confirmation',
   'user.tool_result',

@@ -40,6 +40,7 @@ import { withMemoryPrompt } from './memory.js';
 import { answerMayWaitForIdle, finishTurn, markProcessed, type TurnFinishDeps } from './finish.js';
 import { SkillLoadError, withSkillPrompt } from './skillPrompt.js';
 import { repositoriesReady } from './repositories.js';
+import { evaluateOutcome, outcomeToJudge } from './outcome.js';
 import { SessionLogCache } from './sessionLogCache.js';
 import { TurnControl } from './control.js';
 import { SessionAppends } from './appends.js';
@@ -269,6 +270,8 @@ export class TurnRunner {
     lease: Lease,
     inputTo: number,
     interruptSeq: number,
+    /** A recovered turn whose answer was already finished: judge it before asking again. */
+    answered = false,
   ): Promise<boolean> {
     const sid = s._id;
     const abort = new AbortController();
@@ -281,7 +284,7 @@ export class TurnRunner {
     const sandbox = SelfHostedLane.of(s) ? null : this.sandbox; // the worker is the sandbox
     const mcp = new McpTurn(this.p, sandbox, s, append, this.log, abort.signal);
     try {
-      end = await this.modelLoop(tenant, s, lease, abort.signal, mcp, inputTo);
+      end = await this.workAndJudge(tenant, s, lease, abort.signal, mcp, inputTo, answered);
     } catch (err) {
       const reason = abort.signal.aborted
         ? (abort.signal.reason as TurnAborted)?.reason
@@ -304,6 +307,54 @@ export class TurnRunner {
       await mcp.close();
     }
     return finishTurn(this.ending, tenant, sid, lease, inputTo, end, s);
+  }
+
+  /**
+   * The agent's work, then, with an outcome to judge, the grader's cycles (./outcome.ts): a
+   * revision runs the model loop again, the grader's explanation its next user message. A turn
+   * recovered while its outcome was `evaluating`, or after the agent's answer was finished,
+   * judges that answer before the agent is asked anything.
+   */
+  private async workAndJudge(
+    tenant: string,
+    s: SessionDoc,
+    lease: Lease,
+    signal: AbortSignal,
+    mcp: McpTurn,
+    inputTo: number,
+    answered: boolean,
+  ): Promise<TurnEnd> {
+    const sid = s._id;
+    const append = this.appends.fenced(tenant, sid, lease);
+    const readLog = () => this.logs.all(tenant, sid, this.appends.lastSeq(sid));
+    let end: TurnEnd =
+      answered || outcomeToJudge(s, inputTo)?.result === 'evaluating'
+        ? { stop_reason: { type: 'end_turn' } }
+        : await this.modelLoop(tenant, s, lease, signal, mcp, inputTo);
+    for (;;) {
+      if (end.stop_reason.type !== 'end_turn' || end.interrupted) return end;
+      const current = await this.p.sessions.turns.session(tenant, sid);
+      const o = outcomeToJudge(current, inputTo);
+      if (!o || !current) return end;
+      // The judged answer is in the log before the grader reads it.
+      if (end.held) {
+        await append(end.held.drafts, end.held.update);
+        end = { stop_reason: end.stop_reason };
+      }
+      const next = await evaluateOutcome(
+        this.p,
+        tenant,
+        current,
+        o,
+        append,
+        readLog,
+        signal,
+        this.log,
+      );
+      if (next === 'done') return end;
+      const revising = (await this.p.sessions.turns.session(tenant, sid)) ?? current;
+      end = await this.modelLoop(tenant, revising, lease, signal, mcp, inputTo);
+    }
   }
 
   private async modelLoop(
@@ -420,19 +471,15 @@ export class TurnRunner {
     await this.p.sessions.turns.adoptRun(tenant, sid, this.owner, lease.token);
     await this.appends.append(tenant, sid, lease, reconciliationDrafts(turn, SelfHostedLane.of(s)));
     const done = lastResponseFinished(turn);
-    if (done) {
+    const current = (await this.p.sessions.turns.session(tenant, sid))!;
+    // A finished answer ends the turn, unless an outcome still has to judge it.
+    if (done && !outcomeToJudge(current, inputTo)) {
       await finishTurn(this.ending, tenant, sid, lease, inputTo, {
         stop_reason: { type: 'end_turn' },
       });
       return;
     }
-    await this.loop(
-      tenant,
-      (await this.p.sessions.turns.session(tenant, sid))!,
-      lease,
-      inputTo,
-      s.interrupt_seq ?? 0,
-    );
+    await this.loop(tenant, current, lease, inputTo, s.interrupt_seq ?? 0, done);
   }
 
   /** Re-drives orphaned runs (lease expired) and unprocessed input (e.g. a command lost in a crash). */
