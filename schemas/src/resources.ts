@@ -229,7 +229,6 @@ export const SessionUsage = Obj({
   ),
 });
 
-
 /** A session resource as served (SDK BetaManagedAgentsSessionResource; sessions.resources). */
 export const SessionResource = Type.Union([
   Obj({
