@@ -114,6 +114,16 @@ describe('outcomes', () => {
     ]);
     // Four model calls (two of the agent, two of the grader), 10 input tokens each.
     expect(session.usage.input_tokens).toBe(40);
+    // The cost report's ledger counts the grader's calls as kind `grader`.
+    const since = new Date(Date.now() - 3_600_000).toISOString();
+    const ledger = await apiJson(
+      t,
+      `/v1/svc/cost_report?starting_at=${since}&session_id=${sid}&group_by=kind`,
+    );
+    expect(ledger.body.rows.map((r: any) => [r.kind, r.calls])).toEqual([
+      ['grader', 2],
+      ['turn', 2],
+    ]);
 
     const calls = t.model.requests.slice(from).filter((r) => r.model === MODEL);
     expect(calls.map(isGrader)).toEqual([false, true, false, true]);
