@@ -116,10 +116,40 @@ export const typeDefs = /* GraphQL */ `
     vaultIds: [String!]!
     budget: JSON
     usage: Usage!
+    "The session's outcomes (user.define_outcome), oldest first."
+    outcomeEvaluations: [OutcomeEvaluation!]!
     archivedAt: String
     terminatedAt: String
     createdAt: String!
     updatedAt: String!
+  }
+
+  "An outcome's state: pending, evaluating, running (revising), then satisfied, max_iterations_reached, failed or interrupted."
+  type OutcomeEvaluation {
+    outcomeId: ID!
+    description: String!
+    result: String!
+    iteration: Int!
+    explanation: String
+    completedAt: String
+  }
+
+  "The cost report (operator key only): the runtime ledger priced by the price card; rows as REST serves them."
+  type CostReport {
+    startingAt: String!
+    endingAt: String!
+    groupBy: [String!]!
+    source: String!
+    granularity: String!
+    isInvoiceGrade: Boolean!
+    dataCompleteness: String!
+    reconciledAt: String
+    currency: String!
+    calls: Int!
+    usage: JSON!
+    totalCost: Float
+    totalEstimatedCost: Float
+    rows: JSON!
   }
 
   "A persisted (canonical) session event. data is the event payload, as served by REST."
@@ -210,6 +240,16 @@ export const typeDefs = /* GraphQL */ `
       page: String
       types: [String!]
     ): SessionEventConnection!
+    "The deployment's model spend (operator key only; REST GET /v1/svc/cost_report). groupBy: tenant, agent, session, model, day, kind."
+    costReport(
+      startingAt: String!
+      endingAt: String
+      groupBy: [String!]
+      tenantId: ID
+      agentId: ID
+      sessionId: ID
+      kind: String
+    ): CostReport!
   }
 
   type Mutation {

@@ -86,6 +86,14 @@ export const toSession = (s: SessionOut) => ({
     cacheReadInputTokens: s.usage.cache_read_input_tokens,
     cacheCreationInputTokens: s.usage.cache_creation_input_tokens,
   },
+  outcomeEvaluations: s.outcome_evaluations.map((o) => ({
+    outcomeId: o.outcome_id,
+    description: o.description,
+    result: o.result,
+    iteration: o.iteration,
+    explanation: o.explanation,
+    completedAt: o.completed_at,
+  })),
   archivedAt: s.archived_at,
   terminatedAt: s.terminated_at,
   createdAt: s.created_at,
@@ -150,3 +158,23 @@ export function inputOf<S extends TSchema>(schema: S) {
     return v(input);
   };
 }
+
+/** The cost report (core/src/cost/ledger.ts) with camelCase top-level fields; rows as served by REST. */
+export const toCostReport = (
+  r: Awaited<ReturnType<import('@agentfleet/core').CostService['report']>>,
+) => ({
+  startingAt: r.starting_at,
+  endingAt: r.ending_at,
+  groupBy: r.group_by,
+  source: r.source,
+  granularity: r.granularity,
+  isInvoiceGrade: r.is_invoice_grade,
+  dataCompleteness: r.data_completeness,
+  reconciledAt: r.reconciled_at,
+  currency: r.currency,
+  calls: r.calls,
+  usage: r.usage,
+  totalCost: r.total_cost,
+  totalEstimatedCost: r.total_estimated_cost,
+  rows: r.rows,
+});

@@ -11,7 +11,7 @@ import {
   VersionListQuery,
   type SessionEventOut,
 } from '@agentfleet/schemas';
-import { invalid, renderEvent } from '@agentfleet/core';
+import { ApiError, invalid, renderEvent } from '@agentfleet/core';
 import { isNotFound } from './errors.js';
 import { followEvents, listEvents } from './events.js';
 import {
@@ -21,6 +21,7 @@ import {
   toConnection,
   toEnvironment,
   toEvent,
+  toCostReport,
   toSession,
 } from './mappers.js';
 import type { GqlContext, ResolverMap } from './schema.js';
@@ -103,6 +104,21 @@ export function resolvers(deps: ResolverDeps): ResolverMap {
       },
       sessionEvents: async (_, args, ctx) =>
         toConnection(await listEvents(ctx.services, tenant(ctx), args), toEvent),
+      costReport: async (_, args, ctx) => {
+        if (!ctx.principal.operator)
+          throw new ApiError('forbidden', 'the cost report requires the operator API key');
+        const q: Record<string, unknown> = { starting_at: args.startingAt };
+        if (args.endingAt != null) q.ending_at = args.endingAt;
+        if (args.groupBy != null) q.group_by = (args.groupBy as string[]).join(',');
+        for (const [k, v] of [
+          ['tenant_id', args.tenantId],
+          ['agent_id', args.agentId],
+          ['session_id', args.sessionId],
+          ['kind', args.kind],
+        ] as const)
+          if (v != null) q[k] = v;
+        return toCostReport(await ctx.services.cost.report(q));
+      },
     },
 
     Mutation: {

@@ -168,6 +168,35 @@ describe('cost report', () => {
     });
   });
 
+  it('GraphQL costReport: the same report for the operator; a tenant key is refused', async () => {
+    const query = `query($s: String!, $g: [String!]) { costReport(startingAt: $s, groupBy: $g) {
+      groupBy source dataCompleteness isInvoiceGrade currency calls totalCost totalEstimatedCost rows } }`;
+    const gql = async (key: string) => {
+      const res = await t.http('/graphql', {
+        method: 'POST',
+        key,
+        json: { query, variables: { s: since, g: ['tenant', 'model'] } },
+      });
+      return (await res.json()) as any;
+    };
+    const mine = await gql(t.operatorKey);
+    expect(mine.errors).toBeUndefined();
+    const rest = (await report({})).body;
+    expect(mine.data.costReport).toMatchObject({
+      groupBy: ['tenant', 'model'],
+      source: 'svc_metered',
+      isInvoiceGrade: false,
+      currency: rest.currency,
+      calls: rest.calls,
+      totalCost: null,
+      totalEstimatedCost: rest.total_estimated_cost,
+    });
+    expect(mine.data.costReport.rows).toEqual(rest.rows);
+    const theirs = await gql(tenantB.apiKey);
+    expect(theirs.data).toBeNull();
+    expect(theirs.errors[0].extensions.code).toBe('FORBIDDEN');
+  });
+
   it('the price card: the default, strict updates, missing rates are partial, never zero', async () => {
     const card = await apiJson(t, '/v1/svc/cost_report/pricing');
     expect(card.status).toBe(200);

@@ -114,6 +114,24 @@ describe('outcomes', () => {
     ]);
     // Four model calls (two of the agent, two of the grader), 10 input tokens each.
     expect(session.usage.input_tokens).toBe(40);
+    // GraphQL serves the same outcome state.
+    const gql = await t.http('/graphql', {
+      method: 'POST',
+      json: {
+        query: `query($id: ID!) { session(id: $id) { outcomeEvaluations { outcomeId result iteration explanation completedAt } } }`,
+        variables: { id: sid },
+      },
+    });
+    const gqlBody = (await gql.json()) as any;
+    expect(gqlBody.data.session.outcomeEvaluations).toEqual([
+      {
+        outcomeId: echo.outcome_id,
+        result: 'satisfied',
+        iteration: 1,
+        explanation: 'It has a title line.',
+        completedAt: expect.any(String),
+      },
+    ]);
     // The cost report's ledger counts the grader's calls as kind `grader`.
     const since = new Date(Date.now() - 3_600_000).toISOString();
     const ledger = await apiJson(
