@@ -29,6 +29,7 @@ export const WEBHOOK_EVENT_TYPES = [
   'session.idled',
   'session.requires_action',
   'session.budget_reached',
+  'session.outcome_evaluation_ended',
   'session.archived',
   'session.deleted',
   'session.status_run_started',

@@ -8,6 +8,8 @@
  *   requires_action); a stop reason budget_reached also emits `session.budget_reached`.
  * - session.status_running → `session.running`.
  * - session.status_rescheduled and session.status_terminated → the same name.
+ * - span.outcome_evaluation_end (an outcome's evaluation cycle ended) →
+ *   `session.outcome_evaluation_ended`.
  * The session event's id (with the type, for the second and later types of one event) is the
  * emit key, so an append retried under the same event id emits once. `session.status_run_started`
  * is emitted where Work is enqueued (core/src/work). Proved by test/e2e/webhooks/webhooks.test.ts ("a turn's
@@ -23,6 +25,7 @@ const STATUS_WEBHOOKS: Readonly<Record<string, WebhookEventName>> = {
   'session.status_rescheduled': 'session.status_rescheduled',
   'session.status_terminated': 'session.status_terminated',
   'session.status_running': 'session.running',
+  'span.outcome_evaluation_end': 'session.outcome_evaluation_ended',
 };
 
 /** The webhook types one session event emits, the first keyed by the event id alone. */

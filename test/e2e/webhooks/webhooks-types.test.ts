@@ -20,7 +20,7 @@ import { BETA, startPlatform, waitFor, type TestPlatform } from '../../kit/harne
 import { startWebhookReceiver, type WebhookReceiver } from '../../kit/fixtures/webhookReceiver.js';
 import { startMcpServer } from '../../kit/fixtures/mcpServer.js';
 import { startOAuthServer } from '../../kit/fixtures/oauthServer.js';
-import { runTurn } from '../../kit/turnHelpers.js';
+import { runTurn, untilIdle } from '../../kit/turnHelpers.js';
 
 /** Compile-time: every emitted type is one of the SDK's BetaWebhookEventData types. */
 export type EmittedAreSdk = WebhookEventName extends BetaWebhookEventData['type'] ? true : never;
@@ -157,6 +157,23 @@ describe('webhook event types', () => {
       expect((await runTurn(c, budgeted.id, 'more')).idle.stop_reason).toEqual({
         type: 'budget_reached',
       });
+      // An outcome's evaluation cycle ends: session.outcome_evaluation_ended.
+      const judged = await c.beta.sessions.create({ agent: agent.id, environment_id: env.id });
+      t.model.script(
+        MODEL,
+        { steps: [{ text: 'done' }] },
+        { steps: [{ text: '{"result": "satisfied", "explanation": "ok"}' }] },
+      );
+      const outcome = await untilIdle(c, judged.id, [
+        {
+          type: 'user.define_outcome',
+          description: 'say done',
+          rubric: { type: 'text', content: 'it says done' },
+        },
+      ]);
+      expect(outcome.find((e: any) => e.type === 'span.outcome_evaluation_end')?.result).toBe(
+        'satisfied',
+      );
       // Refused (409: a session runs on it): no environment.deleted for env.
       await expect(c.beta.environments.delete(env.id)).rejects.toMatchObject({ status: 409 });
       await c.beta.sessions.archive(s.id);
@@ -171,6 +188,7 @@ describe('webhook event types', () => {
         ['session.requires_action', s.id],
         ['session.status_rescheduled', s.id],
         ['session.budget_reached', budgeted.id],
+        ['session.outcome_evaluation_ended', judged.id],
         ['session.archived', s.id],
         ['session.status_terminated', s.id],
         ['session.deleted', s.id],
