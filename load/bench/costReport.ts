@@ -68,7 +68,8 @@ export async function costReportSection(): Promise<CostReportFigures> {
       for (let s = worker; s < sessions; s += of) {
         const tenant = `tenant_bench_${s % TENANTS}`;
         const agent = `agent_bench_${s % AGENTS}`;
-        const start = now - 30 * DAY + Math.floor((s / sessions) * 30 * DAY);
+        // Sessions start over the month and end (two hours later) before now.
+        const start = now - 30 * DAY + Math.floor((s / sessions) * (30 * DAY - 3 * 3_600_000));
         for (let i = 0; i < CALLS_PER_SESSION && written < CALLS; i++, written++)
           await cost.record({
             tenantId: tenant,

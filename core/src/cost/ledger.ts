@@ -21,7 +21,7 @@
 import { createHash } from 'node:crypto';
 import { invalid } from '../errors.js';
 import type { ModelUsage } from '../models/port.js';
-import type { Collection } from '../store/port.js';
+import { DuplicateKeyError, type Collection } from '../store/port.js';
 import { checkPriceCard, defaultPriceCard, renderPriceCard } from './pricing.js';
 import {
   CALL_KINDS,
@@ -107,24 +107,32 @@ export class CostService {
     ];
     const inc: Record<string, number> = { calls: 1 };
     for (const f of USAGE_FIELDS) inc[f] = Math.max(0, Math.floor(u[f] ?? 0));
-    await this.d.ledger.updateOne(
-      { _id: keyOf(parts) },
-      {
-        $inc: inc,
-        $setOnInsert: {
-          tenant_id: c.tenantId,
-          session_id: c.sessionId,
-          agent_id: c.agentId,
-          agent_version: c.agentVersion,
-          model_card: c.modelCard,
-          provider: c.provider,
-          service,
-          kind: c.kind,
-          hour_ms: hourMs,
+    const upsert = () =>
+      this.d.ledger.updateOne(
+        { _id: keyOf(parts) },
+        {
+          $inc: inc,
+          $setOnInsert: {
+            tenant_id: c.tenantId,
+            session_id: c.sessionId,
+            agent_id: c.agentId,
+            agent_version: c.agentVersion,
+            model_card: c.modelCard,
+            provider: c.provider,
+            service,
+            kind: c.kind,
+            hour_ms: hourMs,
+          },
         },
-      },
-      { upsert: true },
-    );
+        { upsert: true },
+      );
+    try {
+      await upsert();
+    } catch (err) {
+      // Two first calls of one bucket at once: the loser's insert collides; its $inc applies now.
+      if (!(err instanceof DuplicateKeyError)) throw err;
+      await upsert();
+    }
   }
 
   async priceCard(): Promise<PriceCardDoc> {
