@@ -12,6 +12,8 @@ import {
 import { compileBody, ValidationError, type Validator } from './validate.js';
 import { eventOf } from './eventEnvelope.js';
 import { SessionWarningEvent } from './sessionWarnings.js';
+import { SpanModelUsage } from './spanUsage.js';
+import { OUTCOME_EVENT_PAYLOADS, OUTCOME_EVENT_SCHEMAS } from './outcomeEvents.js';
 import {
   CHUNK_EVENT_SCHEMAS,
   STREAM_DELTA_SCHEMAS,
@@ -22,6 +24,8 @@ import {
 
 export * from './liveEvents.js';
 export { SessionWarningEvent } from './sessionWarnings.js';
+export { SpanModelUsage } from './spanUsage.js';
+export * from './outcomeEvents.js';
 
 /**
  * Session event catalog. Canonical events are persisted with a gap-free `seq`; stream
@@ -155,14 +159,6 @@ const ToolEvaluation = Type.Union([
 ]);
 
 const TextOut = Obj({ type: Type.Literal('text'), text: Type.String() });
-const TokenCount = Type.Integer({ minimum: 0 });
-export const SpanModelUsage = Obj({
-  input_tokens: TokenCount,
-  output_tokens: TokenCount,
-  cache_creation_input_tokens: TokenCount,
-  cache_read_input_tokens: TokenCount,
-  speed: Type.Optional(Type.Union([Type.Literal('standard'), Type.Literal('fast')])),
-});
 
 // ---------------------------------------------------------------------------------------------
 // Persisted (canonical) events, as served
@@ -320,31 +316,7 @@ export const EVENT_PAYLOADS = {
     is_error: Type.Boolean(),
     model_usage: SpanModelUsage,
   },
-  /** SDK BetaManagedAgentsUserDefineOutcomeEvent: the input plus its `outc_` id; rubric as text. */
-  'user.define_outcome': {
-    outcome_id: Id('outc_'),
-    description: Type.String(),
-    rubric: Type.Object({ type: Type.Literal('text'), content: Type.String() }),
-    max_iterations: Nullable(Type.Integer({ minimum: 1, maximum: 20 })),
-  },
-  /** SDK BetaManagedAgentsSpanOutcomeEvaluationStartEvent. */
-  'span.outcome_evaluation_start': {
-    outcome_id: Id('outc_'),
-    iteration: Type.Integer({ minimum: 0 }),
-  },
-  /** SDK BetaManagedAgentsSpanOutcomeEvaluationEndEvent. */
-  'span.outcome_evaluation_end': {
-    outcome_evaluation_start_id: Id('sevt_'),
-    outcome_id: Id('outc_'),
-    iteration: Type.Integer({ minimum: 0 }),
-    result: Type.Union(
-      ['satisfied', 'needs_revision', 'max_iterations_reached', 'failed', 'interrupted'].map((r) =>
-        Type.Literal(r),
-      ),
-    ),
-    explanation: Type.String(),
-    usage: SpanModelUsage,
-  },
+  ...OUTCOME_EVENT_PAYLOADS,
 } satisfies Partial<Record<CanonicalEventType, TProperties>>;
 
 const P = EVENT_PAYLOADS;
@@ -404,16 +376,6 @@ export const SpanCompactionSummarizeEndEvent = eventOf(
   'span.compaction_summarize_end',
   P['span.compaction_summarize_end'],
 );
-export const UserDefineOutcomeEvent = eventOf('user.define_outcome', P['user.define_outcome']);
-export const SpanOutcomeEvaluationStartEvent = eventOf(
-  'span.outcome_evaluation_start',
-  P['span.outcome_evaluation_start'],
-);
-export const SpanOutcomeEvaluationEndEvent = eventOf(
-  'span.outcome_evaluation_end',
-  P['span.outcome_evaluation_end'],
-);
-
 /** Schema per canonical type the platform emits. */
 export const SESSION_EVENT_SCHEMAS = {
   'user.message': UserMessageEvent,
@@ -442,9 +404,7 @@ export const SESSION_EVENT_SCHEMAS = {
   'agent.thread_context_compacted': AgentThreadContextCompactedEvent,
   'span.compaction_summarize_start': SpanCompactionSummarizeStartEvent,
   'span.compaction_summarize_end': SpanCompactionSummarizeEndEvent,
-  'user.define_outcome': UserDefineOutcomeEvent,
-  'span.outcome_evaluation_start': SpanOutcomeEvaluationStartEvent,
-  'span.outcome_evaluation_end': SpanOutcomeEvaluationEndEvent,
+  ...OUTCOME_EVENT_SCHEMAS,
 } satisfies Partial<Record<CanonicalEventType, TSchema>>;
 
 export const SessionEvent = Type.Union(
