@@ -10,7 +10,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll } from 'vitest';
 import { startScriptedModelServer, type ScriptedModelServer } from './fixtures/scriptedModel.js';
-import { waitFor } from './harness.js';
+import { realAdapterEnv, waitFor } from './harness.js';
+import { freePort, startProcess } from './process.js';
 
 export interface CrashFixture {
   model: ScriptedModelServer;
@@ -88,5 +89,44 @@ export function sessionEvents(call: ReturnType<typeof apiCaller>) {
           ? ev
           : null;
       }, 60_000),
+  };
+}
+
+/**
+ * The all-in-one child of a crash test on `fx` (no sandbox driver, the scripted model reachable
+ * through the egress policy, the real adapters when configured), not started yet: its env, a
+ * JSON caller with the beta header, `start()` for each (re)start, and `addCard` for a model
+ * card served by the scripted model.
+ */
+export async function crashPlatform(fx: CrashFixture, name: string) {
+  const port = await freePort();
+  const key = `op-${name}`;
+  const env = {
+    ...crashEnv({
+      port,
+      dataDir: fx.dataDir,
+      key,
+      secret: `${name}-secret-0123456789abcdef0123456789`,
+    }),
+    SANDBOX_DRIVER: 'none',
+    EGRESS_ALLOW_PRIVATE_HOSTS: new URL(fx.model.url).host,
+    ...realAdapterEnv(),
+  };
+  const call = apiCaller(port, key, { 'anthropic-beta': 'managed-agents-2026-04-01' });
+  return {
+    env,
+    call,
+    start: () => startProcess('all', env),
+    addCard: async (model: string, extra: Record<string, unknown> = {}) => {
+      const card = await call('/v1/svc/model_cards', {
+        model_id: model,
+        provider: 'anthropic',
+        model,
+        base_url: fx.model.url,
+        api_key: 'sk-crash',
+        ...extra,
+      });
+      if (card.status !== 200) throw new Error(`model card: ${JSON.stringify(card.body)}`);
+    },
   };
 }

@@ -5,9 +5,9 @@
  * it makes itself. The list cost stays consistent with the token counts.
  */
 import { describe, expect, it } from 'vitest';
-import { freePort, kill9, startProcess } from '../../kit/process.js';
-import { apiCaller, crashEnv, useCrashFixture } from '../../kit/crashPlatform.js';
-import { realAdapterEnv, waitFor } from '../../kit/harness.js';
+import { kill9 } from '../../kit/process.js';
+import { crashPlatform, useCrashFixture } from '../../kit/crashPlatform.js';
+import { waitFor } from '../../kit/harness.js';
 
 const fx = useCrashFixture('agentfleet-budget-crash-');
 
@@ -17,31 +17,11 @@ const USAGE = { input_tokens: 1000, output_tokens: 500 };
 
 describe('budget across a crash', () => {
   it('a recovered turn does not count the finished request twice', async () => {
-    const port = await freePort();
-    const key = 'op-budget-crash';
-    const env = {
-      ...crashEnv({
-        port,
-        dataDir: fx.dataDir,
-        key,
-        secret: 'budget-crash-secret-0123456789abcdef0123',
-      }),
-      SANDBOX_DRIVER: 'none',
-      EGRESS_ALLOW_PRIVATE_HOSTS: new URL(fx.model.url).host,
-      ...realAdapterEnv(),
-    };
-    const call = apiCaller(port, key, { 'anthropic-beta': 'managed-agents-2026-04-01' });
-    let proc = await startProcess('all', env);
+    const c = await crashPlatform(fx, 'budget-crash');
+    const call = c.call;
+    let proc = await c.start();
     try {
-      const card = await call('/v1/svc/model_cards', {
-        model_id: MODEL,
-        provider: 'anthropic',
-        model: MODEL,
-        base_url: fx.model.url,
-        api_key: 'sk-crash',
-        pi_config: { cost: { input: 1000, output: 2000 } },
-      });
-      expect(card.status, JSON.stringify(card.body)).toBe(200);
+      await c.addCard(MODEL, { pi_config: { cost: { input: 1000, output: 2000 } } });
       const envId = (await call('/v1/environments', { name: 'e' })).body.id;
       const agentId = (
         await call('/v1/agents', {
@@ -75,7 +55,7 @@ describe('budget across a crash', () => {
       });
       await kill9(proc.child);
 
-      proc = await startProcess('all', env);
+      proc = await c.start();
       const events = await waitFor(async () => {
         const ev = (await call(`/v1/sessions/${sid}/events?limit=1000`)).body.data as any[];
         return ev.some((e) => e.type === 'session.status_idle') ? ev : null;

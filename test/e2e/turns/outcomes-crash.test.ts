@@ -7,9 +7,9 @@
  * adapters too (realAdapterEnv).
  */
 import { describe, expect, it } from 'vitest';
-import { freePort, kill9, startProcess } from '../../kit/process.js';
-import { apiCaller, crashEnv, useCrashFixture } from '../../kit/crashPlatform.js';
-import { realAdapterEnv, waitFor } from '../../kit/harness.js';
+import { kill9 } from '../../kit/process.js';
+import { crashPlatform, useCrashFixture } from '../../kit/crashPlatform.js';
+import { waitFor } from '../../kit/harness.js';
 
 const fx = useCrashFixture('agentfleet-outcome-crash-');
 const MODEL = 'outcome-crash-model';
@@ -17,30 +17,11 @@ const isGrader = (r: any) => String(r.body?.system ?? '').includes('outcome grad
 
 describe('outcomes across a crash', () => {
   it('a worker killed mid-evaluation: the evaluation resumes once, the agent is not asked again', async () => {
-    const port = await freePort();
-    const key = 'op-outcome-crash';
-    const env = {
-      ...crashEnv({
-        port,
-        dataDir: fx.dataDir,
-        key,
-        secret: 'outcome-crash-secret-0123456789abcdef012',
-      }),
-      SANDBOX_DRIVER: 'none',
-      EGRESS_ALLOW_PRIVATE_HOSTS: new URL(fx.model.url).host,
-      ...realAdapterEnv(),
-    };
-    const call = apiCaller(port, key, { 'anthropic-beta': 'managed-agents-2026-04-01' });
-    let proc = await startProcess('all', env);
+    const c = await crashPlatform(fx, 'outcome-crash');
+    const call = c.call;
+    let proc = await c.start();
     try {
-      const card = await call('/v1/svc/model_cards', {
-        model_id: MODEL,
-        provider: 'anthropic',
-        model: MODEL,
-        base_url: fx.model.url,
-        api_key: 'sk-crash',
-      });
-      expect(card.status, JSON.stringify(card.body)).toBe(200);
+      await c.addCard(MODEL);
       const envId = (await call('/v1/environments', { name: 'e' })).body.id;
       const agentId = (await call('/v1/agents', { name: 'a', model: MODEL })).body.id;
       const sid = (await call('/v1/sessions', { agent: agentId, environment_id: envId })).body.id;
@@ -66,7 +47,7 @@ describe('outcomes across a crash', () => {
       expect(mid.outcome_evaluations[0].result).toBe('evaluating');
       await kill9(proc.child);
 
-      proc = await startProcess('all', env);
+      proc = await c.start();
       const events = await waitFor(async () => {
         const ev = (await call(`/v1/sessions/${sid}/events?limit=1000`)).body.data as any[];
         return ev.some((e) => e.type === 'session.status_idle') ? ev : null;
