@@ -34,6 +34,7 @@ export * from './models/models.js';
 export * from './models/cardKeys.js';
 export { catalogFor, type CatalogModel } from './models/catalog.js';
 export * from './models/prices.js';
+export { askModel } from './models/ask.js';
 export * from './sessions/budget.js';
 export * from './events/log.js';
 export * from './events/live.js';

@@ -47,7 +47,8 @@ import {
   type DreamDoc,
   type DreamInputDoc,
 } from './records.js';
-import { askModel, dreamRequest, DreamFailure, parseAnswer, type DreamSource } from './run.js';
+import { askModel } from '../models/ask.js';
+import { dreamRequest, DreamFailure, DREAM_SYSTEM, parseAnswer, type DreamSource } from './run.js';
 import type { ReadMemory } from './apply.js';
 import { updateExisting, writeNewStore } from './output.js';
 import { releaseHold, storeHeld, takeHold } from './hold.js';
@@ -395,6 +396,7 @@ export class DreamService {
       resolved.provider,
       {
         model: resolved.wireModel,
+        system: DREAM_SYSTEM,
         messages: dreamRequest(d, src),
         maxTokens: this.deps.config.maxTokens,
         signal,

@@ -5,7 +5,7 @@
  * read. A model error, an unparsable or invalid answer, a timeout or a cancel throws a
  * DreamFailure (or the abort reason) before anything is written. Proved by test/e2e/memory/dreams.test.ts.
  */
-import type { ChatMessage, ModelProvider, ModelUsage } from '../models/port.js';
+import type { ChatMessage } from '../models/port.js';
 import { checkMemoryPath } from '../memory/paths.js';
 import type { DreamDoc } from './records.js';
 
@@ -51,21 +51,6 @@ export function dreamRequest(d: DreamDoc, src: DreamSource): ChatMessage[] {
   ];
   if (d.instructions) parts.push('<instructions>', d.instructions, '</instructions>');
   return [{ role: 'user', content: [{ type: 'text', text: parts.join('\n') }] }];
-}
-
-/** The model's whole text answer and usage; a ModelError or AbortError propagates. */
-export async function askModel(
-  provider: ModelProvider,
-  req: { model: string; messages: ChatMessage[]; maxTokens: number; signal: AbortSignal },
-  onUsage: (u: ModelUsage) => void,
-): Promise<string> {
-  let text = '';
-  for await (const ev of provider.stream({ ...req, system: DREAM_SYSTEM })) {
-    if (req.signal.aborted) throw req.signal.reason;
-    if (ev.type === 'text_delta') text += ev.text;
-    else if (ev.type === 'message_end') onUsage(ev.usage);
-  }
-  return text;
 }
 
 const clip = (s: string) => (s.length > 120 ? `${s.slice(0, 120)}…` : s);

@@ -26,11 +26,13 @@
  */
 import {
   activeOutcome,
+  askModel,
   backoffDelay,
   graderMessages,
   nowIso,
   parseVerdict,
   sleep,
+  type EvaluationResult,
   type EventDoc,
   type Logger,
   type ModelUsage,
@@ -38,7 +40,7 @@ import {
   type SessionDoc,
 } from '@agentfleet/core';
 import type { WorkerServices } from '../services.js';
-import { budgetStop, usageUpdate } from './budget.js';
+import { budgetStop, usageUpdate, type UsageUpdate } from './budget.js';
 import { toModelError, zeroUsage, TurnAborted } from './events.js';
 import { recordCall } from './ledger.js';
 import type { AppendFenced } from './types.js';
@@ -125,10 +127,10 @@ export async function evaluateOutcome(
     startId = start!._id;
   }
   const end = async (
-    result: 'satisfied' | 'needs_revision' | 'max_iterations_reached' | 'failed' | 'interrupted',
+    result: EvaluationResult,
     explanation: string,
     usage: ModelUsage,
-    usageUpd?: { $inc: Record<string, number>; $set: Record<string, unknown> },
+    usageUpd?: UsageUpdate,
   ): Promise<void> => {
     const terminal = result !== 'needs_revision';
     const next = terminal
@@ -170,19 +172,12 @@ export async function evaluateOutcome(
   for (let attempt = 1; ; attempt++) {
     try {
       resolved = await p.models.resolve(tenant, s.agent.model);
-      text = '';
       usage = zeroUsage();
-      for await (const ev of resolved.provider.stream({
-        model: resolved.wireModel,
-        system: request.system,
-        messages: request.messages,
-        maxTokens: GRADER_MAX_TOKENS,
-        signal,
-      })) {
-        if (signal.aborted) throw signal.reason;
-        if (ev.type === 'text_delta') text += ev.text;
-        else if (ev.type === 'message_end') usage = ev.usage;
-      }
+      text = await askModel(
+        resolved.provider,
+        { model: resolved.wireModel, ...request, maxTokens: GRADER_MAX_TOKENS, signal },
+        (u) => (usage = u),
+      );
       break;
     } catch (err) {
       if (signal.aborted) {
