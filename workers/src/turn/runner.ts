@@ -327,10 +327,14 @@ export class TurnRunner {
     const sid = s._id;
     const append = this.appends.fenced(tenant, sid, lease);
     const readLog = () => this.logs.all(tenant, sid, this.appends.lastSeq(sid));
+    // Outcomes are judged only from the turn's input: one defined later has a later seq, so a
+    // turn that starts without one to judge never reads the session again for it.
+    const judging = outcomeToJudge(s, inputTo);
     let end: TurnEnd =
-      answered || outcomeToJudge(s, inputTo)?.result === 'evaluating'
+      answered || judging?.result === 'evaluating'
         ? { stop_reason: { type: 'end_turn' } }
         : await this.modelLoop(tenant, s, lease, signal, mcp, inputTo);
+    if (!judging) return end;
     for (;;) {
       if (end.stop_reason.type !== 'end_turn' || end.interrupted) return end;
       const current = await this.p.sessions.turns.session(tenant, sid);
