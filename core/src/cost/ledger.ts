@@ -70,6 +70,16 @@ export interface CostDeps {
   now?: () => number;
 }
 
+/** Each grouping: the row field it sets and the bucket's value for it. */
+const GROUPS: Record<GroupKey, { field: string; value: (b: LedgerBucketDoc) => unknown }> = {
+  tenant: { field: 'tenant_id', value: (b) => b.tenant_id },
+  agent: { field: 'agent_id', value: (b) => b.agent_id },
+  session: { field: 'session_id', value: (b) => b.session_id },
+  model: { field: 'model', value: (b) => b.service },
+  day: { field: 'day', value: (b) => new Date(b.hour_ms).toISOString().slice(0, 10) },
+  kind: { field: 'kind', value: (b) => b.kind },
+};
+
 const keyOf = (parts: unknown[]) =>
   createHash('sha256').update(JSON.stringify(parts)).digest('base64url').slice(0, 32);
 const nanos = (tokens: number, ratePerMillion: number) =>
@@ -210,26 +220,6 @@ export class CostService {
     start: number,
     end: number,
   ) {
-    const groupValue = (b: LedgerBucketDoc, k: GroupKey): unknown =>
-      k === 'tenant'
-        ? b.tenant_id
-        : k === 'agent'
-          ? b.agent_id
-          : k === 'session'
-            ? b.session_id
-            : k === 'model'
-              ? b.service
-              : k === 'day'
-                ? new Date(b.hour_ms).toISOString().slice(0, 10)
-                : b.kind;
-    const field = (k: GroupKey) =>
-      k === 'tenant'
-        ? 'tenant_id'
-        : k === 'agent'
-          ? 'agent_id'
-          : k === 'session'
-            ? 'session_id'
-            : k;
     type Row = {
       keys: Record<string, unknown>;
       calls: number;
@@ -239,7 +229,7 @@ export class CostService {
     };
     const rows = new Map<string, Row>();
     for (const b of buckets) {
-      const keys = Object.fromEntries(groupBy.map((k) => [field(k), groupValue(b, k)]));
+      const keys = Object.fromEntries(groupBy.map((k) => [GROUPS[k].field, GROUPS[k].value(b)]));
       const id = JSON.stringify(Object.values(keys));
       let r = rows.get(id);
       if (!r) {
