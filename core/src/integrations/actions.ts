@@ -40,8 +40,8 @@ export class ThreadActions {
 
   private async enabled(tenant: string, publicationId: string, integration: IntegrationId) {
     const pub = await this.d.c.integrationPublications.get(tenant, publicationId);
-    const provider = this.d.integrations.d.providers.get(integration);
-    if (!pub || !provider) return [];
+    if (!pub) return [];
+    const provider = this.d.integrations.provider(integration);
     return provider.actions.filter((a) => pub.capabilities.includes(a.capability));
   }
 

@@ -1,6 +1,6 @@
 /**
  * The provider port of integrations: what the integration service (./service.ts), the webhook
- * ingest (./ingest.ts) and the reply relay (./relay.ts) ask of one third-party provider. One
+ * ingest (./ingest.ts) and the conversations (./conversations.ts) ask of one third-party provider. One
  * adapter per provider in ./providers/<id>.ts; each speaks its provider's documented protocol
  * and nothing else:
  * - github: a GitHub App (App JWT RS256 → installation access tokens; the user's OAuth code

@@ -231,7 +231,7 @@ export class IntegrationService {
    * (REFRESH_MARGIN_MS before `expires_at`) and once more when the provider answers 401. The
    * refreshed tokens replace the stored ones only if no other process replaced them first (the
    * sealed value is the condition); the loser re-reads and uses the winner's. Proved by
-   * core/test/integrations.linear.test.ts ("refresh…") and test/e2e/integrations/linear.test.ts.
+   * core/test/integrations.actions.test.ts ("refresh…", the grant) and test/e2e/integrations/linear.test.ts.
    */
   async withCredentials<T>(
     doc: InstallDoc,

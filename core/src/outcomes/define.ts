@@ -1,7 +1,7 @@
 /**
  * Send-time handling of `user.define_outcome` (SDK BetaManagedAgentsUserDefineOutcomeEventParams).
  *
- * Guarantees (test/e2e/turns/outcomes.test.ts "define_outcome"):
+ * Guarantees (test/e2e/turns/outcomes.test.ts "a file rubric is read as text; bad requests…"):
  * - at most one per request, and none while another outcome of the session is still pending,
  *   running or evaluating: a 400 naming `events[i].type` (one outcome at a time; interrupt or
  *   wait for its result);

@@ -37,7 +37,7 @@ import {
   type Trigger,
   type Verified,
 } from '../port.js';
-import { GITHUB_NAME, githubActions, githubSessionResources } from './githubActions.js';
+import { githubActions, githubSessionResources, githubThread } from './githubActions.js';
 
 /** Mint a new installation token when the cached one expires within this margin. */
 const TOKEN_MARGIN_MS = 5 * 60_000;
@@ -303,19 +303,10 @@ export class GithubProvider implements IntegrationProvider {
   }
 
   async reply(install: InstallCredentials, target: Record<string, string>, text: string) {
-    const { owner, repo, number } = target;
-    const name = GITHUB_NAME;
-    if (!name.test(owner ?? '') || !name.test(repo ?? '') || !/^\d{1,12}$/.test(number ?? ''))
-      throw new IntegrationError('the reply target is not a GitHub owner/repo#number');
+    const { owner, repo, number } = githubThread(target, 'the reply target');
     const path = `/repos/${owner}/${repo}/issues/${number}/comments`;
-    await this.rest(
-      install,
-      'POST',
-      path,
-      { body: text },
-      201,
-      `commenting on ${owner}/${repo}#${number}`,
-    );
+    const what = `commenting on ${owner}/${repo}#${number}`;
+    await this.rest(install, 'POST', path, { body: text }, 201, what);
   }
 
   /**

@@ -9,7 +9,7 @@
  * Inputs are checked before any request; GitHub's refusal (no such branch, no commits between
  * head and base, a pull request that already exists) comes back as the tool's error text with
  * GitHub's own message. Proved by test/e2e/integrations/github-repository.test.ts ("an issue
- * served with pull_request…") and core/test/integrations.github.test.ts ("open_pull_request…").
+ * served with pull_request…") and core/test/integrations.actions.test.ts ("open_pull_request…").
  */
 import { IntegrationError, type InstallCredentials, type ProviderAction } from '../port.js';
 
@@ -26,17 +26,17 @@ export type GithubRest = (
 ) => Promise<Json>;
 
 /** An owner or repository name as GitHub allows it (never `.` or `..`: no path steps). */
-export const GITHUB_NAME = /^(?!\.\.?$)[A-Za-z0-9._-]{1,100}$/;
-const NAME = GITHUB_NAME;
+const NAME = /^(?!\.\.?$)[A-Za-z0-9._-]{1,100}$/;
 /** A branch name git accepts (git check-ref-format, simplified to a safe subset). */
 const BRANCH = /^(?!\/|.*(?:\.\.|\/\/|@\{|\.lock$|\/$|\.$))[A-Za-z0-9._\/-]{1,200}$/;
 
-const repoOf = (target: Record<string, string>) => {
+/** A thread target's owner, repo and issue number, checked (`what` names it in the refusal). */
+export function githubThread(target: Record<string, string>, what: string) {
   const { owner, repo, number } = target;
   if (!NAME.test(owner ?? '') || !NAME.test(repo ?? '') || !/^\d{1,12}$/.test(number ?? ''))
-    throw new IntegrationError('this thread is not a GitHub owner/repo#number');
+    throw new IntegrationError(`${what} is not a GitHub owner/repo#number`);
   return { owner: owner!, repo: repo!, number: number! };
-};
+}
 
 function text(input: Json, field: string, max: number, required: boolean): string | undefined {
   const v = input[field];
@@ -77,7 +77,7 @@ export function githubActions(rest: GithubRest): ProviderAction[] {
       additionalProperties: false,
     },
     async run(install, target, input) {
-      const { owner, repo, number } = repoOf(target);
+      const { owner, repo, number } = githubThread(target, 'this thread');
       const extra = Object.keys(input).find(
         (k) => !['head', 'title', 'body', 'base', 'draft'].includes(k),
       );

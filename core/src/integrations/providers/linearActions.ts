@@ -5,7 +5,7 @@
  *   name changes nothing and the tool's error lists the team's states, so the agent can pick
  *   one. Queries: `issue(id) { state team { states } }`, then `issueUpdate(id, {stateId})`.
  * Proved by test/e2e/integrations/linear.test.ts ("state_change…") and
- * core/test/integrations.linear.test.ts ("set_issue_state…").
+ * core/test/integrations.actions.test.ts ("set_issue_state…").
  */
 import { IntegrationError, type InstallCredentials, type ProviderAction } from '../port.js';
 
