@@ -9,8 +9,8 @@
  * and the price card read, no ledger). Figures only: the goal (p50 under 200 ms) is read off
  * the table.
  */
-import http from 'node:http';
-import { startBenchPlatform, type BenchPlatform } from './context.js';
+import { startBenchPlatform } from './context.js';
+import { request, svcHeaders } from './svc.js';
 import { fmt, nowMs, printSection, printTable, summarize } from './stats.js';
 
 const CALLS = Number(process.env.BENCH_COST_CALLS ?? 1_000_000);
@@ -18,33 +18,7 @@ const TENANTS = 5;
 const AGENTS = 50;
 const CALLS_PER_SESSION = 200;
 const QUERIES = 30;
-const BETA = 'managed-agents-2026-04-01';
 const DAY = 86_400_000;
-
-function get(p: BenchPlatform, path: string): Promise<{ status: number; text: string }> {
-  const u = new URL(p.url);
-  return new Promise((resolve, reject) => {
-    const req = http.request(
-      {
-        agent: p.agent,
-        host: u.hostname,
-        port: u.port,
-        method: 'GET',
-        path,
-        headers: { 'x-api-key': p.apiKey, 'anthropic-beta': BETA },
-      },
-      (res) => {
-        let text = '';
-        res.setEncoding('utf8');
-        res.on('data', (c: string) => (text += c));
-        res.on('end', () => resolve({ status: res.statusCode ?? 0, text }));
-        res.on('error', reject);
-      },
-    );
-    req.on('error', reject);
-    req.end();
-  });
-}
 
 export interface CostReportFigures {
   calls: number;
@@ -113,7 +87,7 @@ export async function costReportSection(): Promise<CostReportFigures> {
       let rowCount = 0;
       for (let i = 0; i < QUERIES + 2; i++) {
         const q0 = nowMs();
-        const r = await get(p, path);
+        const r = await request(p, 'GET', path, svcHeaders(p));
         const took = nowMs() - q0;
         if (r.status !== 200) throw new Error(`${path}: HTTP ${r.status} ${r.text.slice(0, 200)}`);
         if (i < 2) continue; // warmup

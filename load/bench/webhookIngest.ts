@@ -16,10 +16,10 @@
  * second and to the same append hook. The difference is the webhook path's own cost: signature,
  * install and delivery-id checks, the bus hop and the worker's thread and publication lookups.
  */
-import http from 'node:http';
 import https from 'node:https';
 import { readFileSync } from 'node:fs';
 import { startBenchPlatform, type BenchPlatform } from './context.js';
+import { request, svc } from './svc.js';
 import { userText, watchAppends } from './appended.js';
 import { fmt, nowMs, percentile, printSection, printTable, sleep, summarize } from './stats.js';
 
@@ -31,8 +31,6 @@ const WAIT_MS = 20_000;
 const HOOK = '/v1/svc/integrations/github/webhook';
 /** The public origin the platform is told; the OAuth callback is replayed against the platform. */
 const PUBLIC_URL = 'https://agents.example';
-/** The beta header the extension endpoints require (test/kit/harness.ts BETA). */
-const BETA = 'managed-agents-2026-04-01';
 
 /** The parts of test/kit/fixtures/githubIntegration.ts the section uses. */
 interface GithubFixture {
@@ -62,50 +60,6 @@ interface FixtureModule {
     user: { login: string; id: number };
     installationId: number;
   }): object;
-}
-
-/** A request to the platform with the given headers only (webhooks, the OAuth callback). */
-function request(
-  p: BenchPlatform,
-  method: string,
-  path: string,
-  headers: Record<string, string> = {},
-  body?: string,
-): Promise<{ status: number; text: string }> {
-  const u = new URL(p.url);
-  return new Promise((resolve, reject) => {
-    const req = http.request(
-      { agent: p.agent, host: u.hostname, port: u.port, method, path, headers },
-      (res) => {
-        let text = '';
-        res.setEncoding('utf8');
-        res.on('data', (c: string) => (text += c));
-        res.on('end', () => resolve({ status: res.statusCode ?? 0, text }));
-        res.on('error', reject);
-      },
-    );
-    req.setTimeout(WAIT_MS, () => req.destroy(new Error(`${method} ${path}: timeout`)));
-    req.on('error', reject);
-    req.end(body);
-  });
-}
-
-/** The integrations' extension endpoints (/v1/svc/…): operator key and the beta header. */
-async function svc(p: BenchPlatform, method: string, path: string, body?: unknown) {
-  const payload = body === undefined ? undefined : JSON.stringify(body);
-  const r = await request(
-    p,
-    method,
-    path,
-    {
-      'x-api-key': p.apiKey,
-      'anthropic-beta': BETA,
-      ...(payload ? { 'content-type': 'application/json' } : {}),
-    },
-    payload,
-  );
-  if (r.status !== 200) throw new Error(`${method} ${path}: HTTP ${r.status} ${r.text}`);
-  return JSON.parse(r.text) as any;
 }
 
 /** GET `url` at the fixture (trusting its certificate) without following a redirect. */
