@@ -6,7 +6,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import { kill9 } from '../../kit/process.js';
-import { crashPlatform, useCrashFixture } from '../../kit/crashPlatform.js';
+import { crashPlatform, sessionEvents, useCrashFixture } from '../../kit/crashPlatform.js';
 import { waitFor } from '../../kit/harness.js';
 
 const fx = useCrashFixture('agentfleet-budget-crash-');
@@ -56,10 +56,7 @@ describe('budget across a crash', () => {
       await kill9(proc.child);
 
       proc = await c.start();
-      const events = await waitFor(async () => {
-        const ev = (await call(`/v1/sessions/${sid}/events?limit=1000`)).body.data as any[];
-        return ev.some((e) => e.type === 'session.status_idle') ? ev : null;
-      }, 60_000);
+      const events = await sessionEvents(call).firstIdle(sid);
       expect(events.filter((e) => e.type === 'agent.message').at(-1).content[0].text).toBe(
         'finished after recovery',
       );
