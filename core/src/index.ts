@@ -122,4 +122,5 @@ export * from './mcp/clientStdio.js';
 export * from './repositories/index.js';
 export * from './integrations/index.js';
 export * from './cost/index.js';
+export * from './evals/index.js';
 export * from './outcomes/index.js';

@@ -26,6 +26,7 @@ import { fileRoutes, type FileServices } from './routes/files.js';
 import { skillRoutes } from './routes/skills.js';
 import { integrationRoutes } from './routes/integrations.js';
 import { costRoutes } from './routes/cost.js';
+import { evalRoutes } from './routes/evals.js';
 import { consoleSignInRoutes } from './routes/console.js';
 import { consoleMemberRoutes } from './routes/consoleMembers.js';
 import { consoleRoutes } from './console.js';
@@ -195,6 +196,7 @@ export async function buildApp(p: GatewayServices, opts: AppOptions): Promise<Fa
   skillRoutes(app, p);
   integrationRoutes(app, p);
   costRoutes(app, p);
+  evalRoutes(app, p);
   consoleSignInRoutes(app, p, failures);
   consoleMemberRoutes(app, p);
   consoleRoutes(app);

@@ -1,5 +1,6 @@
 import type {
   CostService,
+  EvalService,
   IntegrationService,
   WebhookIngest,
   AgentService,
@@ -77,4 +78,6 @@ export interface GatewayServices {
   ingest: WebhookIngest;
   /** The runtime ledger, price card and cost report (core/src/cost). */
   cost: CostService;
+  /** Eval runs: start, list, cancel, compare (core/src/evals). */
+  evals: EvalService;
 }

@@ -17,7 +17,12 @@ export interface CommandDefinition<S extends TSchema = TSchema> {
   timeoutMs: number;
   /** Worker kind (consumer group) that handles it. */
   group:
-    'turn-runner' | 'sandbox-manager' | 'webhook-sender' | 'dream-runner' | 'integration-router';
+    | 'turn-runner'
+    | 'sandbox-manager'
+    | 'webhook-sender'
+    | 'dream-runner'
+    | 'integration-router'
+    | 'eval-runner';
 }
 
 const SessionRef = { tenant_id: Type.String(), session_id: Type.String() };
@@ -35,6 +40,19 @@ export const WebhookDeliveryRequested = Obj({
 });
 /** Run a dream (core/src/dreams): the dream record holds the state and the claim. */
 export const DreamRunRequested = Obj({ tenant_id: Type.String(), dream_id: Type.String() });
+/** Start one case of an eval run (core/src/evals): the case record holds the state and the claim. */
+export const EvalCaseRequested = Obj({
+  tenant_id: Type.String(),
+  eval_id: Type.String(),
+  case_id: Type.String(),
+});
+/** A case's session went idle at `seq`: judge the case (core/src/evals). */
+export const EvalCaseFinished = Obj({
+  tenant_id: Type.String(),
+  eval_id: Type.String(),
+  case_id: Type.String(),
+  seq: Type.Integer({ minimum: 0 }),
+});
 
 /**
  * A verified third-party webhook event for one tenant's install (core/src/integrations): the
@@ -108,6 +126,24 @@ export const COMMANDS = {
     retry: { maxAttempts: 5, baseDelayMs: 1_000, maxDelayMs: 30_000 },
     timeoutMs: 120_000,
     group: 'integration-router',
+  },
+  // Both claim the case with a compare-and-swap on its record: a redelivery or a second worker
+  // finds it claimed or done and does nothing; a lost command is re-driven by the eval scan.
+  'eval.case.requested': {
+    topic: 'agentfleet.eval-commands',
+    key: (p: Static<typeof EvalCaseRequested>) => p.case_id,
+    payload: EvalCaseRequested,
+    retry: { maxAttempts: 5, baseDelayMs: 500, maxDelayMs: 10_000 },
+    timeoutMs: 120_000,
+    group: 'eval-runner',
+  },
+  'eval.case.finished': {
+    topic: 'agentfleet.eval-commands',
+    key: (p: Static<typeof EvalCaseFinished>) => p.case_id,
+    payload: EvalCaseFinished,
+    retry: { maxAttempts: 5, baseDelayMs: 500, maxDelayMs: 10_000 },
+    timeoutMs: 15 * 60_000,
+    group: 'eval-runner',
   },
 } as const satisfies Record<string, CommandDefinition<any>>;
 

@@ -18,3 +18,4 @@ export * from './skills.js';
 export * from './skillSources.js';
 export * from './memory.js';
 export * from './dreams.js';
+export * from './evals.js';

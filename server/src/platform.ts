@@ -38,6 +38,8 @@ import {
   WebhookIngest,
   integrationProviders,
   relayIdleTurns,
+  relayEvalIdles,
+  EvalService,
   AgentService,
   AuthService,
   ConsoleService,
@@ -184,6 +186,11 @@ export interface Platform {
   conversations: Conversations;
   /** The runtime ledger, the price card and the cost report (core/src/cost). */
   cost: CostService;
+  /**
+   * Eval runs (core/src/evals): start/list/cancel/compare at the gateway, cases run by the
+   * worker's eval runner; idle turns of case sessions publish their judging.
+   */
+  evals: EvalService;
   /** The tools a thread session gets from its publication's capabilities (the turn offers them). */
   integrationActions: ThreadActions;
   close(): Promise<void>;
@@ -395,6 +402,23 @@ export async function createPlatform(config: Config, adapters: Adapters): Promis
     log: integrationLog,
   });
   relayIdleTurns(events, collections, bus, integrationLog);
+  const evalLog = createLogger(config.logLevel, { component: 'evals' });
+  const evals = new EvalService({
+    c: collections,
+    sessions,
+    files,
+    events,
+    bus,
+    leases: coordination.leases,
+    cost,
+    config: {
+      ...config.evals,
+      checkCommands:
+        config.sandbox.driver === 'none' ? 'this deployment has no sandbox driver' : null,
+    },
+    log: evalLog,
+  });
+  relayEvalIdles(events, collections, bus, evalLog);
   const integrationActions = new ThreadActions({
     c: collections,
     integrations,
@@ -402,6 +426,7 @@ export async function createPlatform(config: Config, adapters: Adapters): Promis
   });
   const platform: Platform = {
     cost,
+    evals,
     integrations,
     integrationActions,
     ingest,

@@ -16,6 +16,7 @@ import type {
   CostService,
   DeploymentService,
   DreamService,
+  EvalService,
   EventLog,
   FileService,
   McpForward,
@@ -49,6 +50,8 @@ export interface WorkerServices {
   deployments: Pick<DeploymentService, 'tick'>;
   webhooks: WebhookService;
   dreams: DreamService;
+  /** Eval runs: the eval runner starts and judges their cases (core/src/evals). */
+  evals: Pick<EvalService, 'startCase' | 'finishCase' | 'sweep'>;
   /** The runtime ledger of the cost report (core/src/cost); absent: calls are not recorded. */
   cost?: Pick<CostService, 'record'>;
   /** The tools of the integration thread a session serves (core/src/integrations/actions.ts). */
@@ -60,5 +63,5 @@ export interface WorkerServices {
 /** What a turn uses: the services but the jobs'. */
 export type TurnServices = Omit<
   WorkerServices,
-  'deployments' | 'webhooks' | 'dreams' | 'conversations'
+  'deployments' | 'webhooks' | 'dreams' | 'evals' | 'conversations'
 >;

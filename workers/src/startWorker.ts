@@ -1,7 +1,7 @@
 /**
  * The worker's start function: the turn runner with its tool executor, and the worker's jobs
- * (./jobs/: deployment scheduler, memory version sweeper, webhook sender, dream runner, sandbox
- * backup sweeper), on the core services (./services.ts WorkerServices, which the composition root's
+ * (./jobs/: deployment scheduler, memory version sweeper, webhook sender, dream runner, eval
+ * runner, sandbox backup sweeper), on the core services (./services.ts WorkerServices, which the composition root's
  * platform satisfies) and an optional sandbox runtime (server/src/start.ts).
  * Stopping stops the jobs, then finishes in-flight turns. Proven by every test that runs turns
  * (test/e2e/sdk/sdk-flow.test.ts, test/e2e/server/crash-recovery.test.ts,
@@ -11,6 +11,7 @@ import type { Logger, SandboxRuntime } from '@agentfleet/core';
 import { startBackupSweeper } from './jobs/backupSweeper.js';
 import { startDeploymentScheduler } from './jobs/deploymentScheduler.js';
 import { startDreamRunner } from './jobs/dreamRunner.js';
+import { startEvalRunner } from './jobs/evalRunner.js';
 import { startMemoryVersionSweeper } from './jobs/memorySweeper.js';
 import { startWebhookSender } from './jobs/webhookSender.js';
 import { startIntegrationRouter } from './jobs/integrationRouter.js';
@@ -79,6 +80,14 @@ export async function startWorker(opts: {
     scanMs: services.config.dreams.scanMs,
     log: log.child({ component: 'dreams' }),
   });
+  // Eval cases: started and judged from bus commands, re-driven by the scan.
+  const evalRunner = await startEvalRunner({
+    bus: services.bus,
+    evals: services.evals,
+    sandbox: sandboxes?.manager ?? null,
+    scanMs: services.config.evals.scanMs,
+    log: log.child({ component: 'evals' }),
+  });
   // Sandbox backups older than the backup TTL: swept every hour by each worker with sandboxes.
   const backupSweeper = sandboxes
     ? startBackupSweeper({
@@ -88,6 +97,7 @@ export async function startWorker(opts: {
     : null;
   return {
     stop: async () => {
+      await evalRunner.stop();
       await dreamRunner.stop();
       await integrationRouter.stop();
       await webhookSender.stop();

@@ -56,7 +56,7 @@ export const CONFIG_SECTIONS: { title: string; schema: TObject }[] = [
   { title: 'Files, outputs and the object store', schema: FilesSection },
   { title: 'Egress, skill sources and the MCP proxy', schema: EgressSection },
   { title: 'Memory search', schema: MemorySection },
-  { title: 'Deployments and dreams', schema: SchedulesSection },
+  { title: 'Deployments, dreams and evals', schema: SchedulesSection },
   { title: 'Webhooks', schema: WebhooksSection },
   { title: 'Integrations', schema: IntegrationsSection },
   { title: 'Fleet mode', schema: FleetSection },

@@ -111,6 +111,28 @@ export const SchedulesSection = section({
         'how often workers restart dreams whose command was lost or whose worker died (0: never)',
     }),
   }),
+  evals: section({
+    scanMs: int('EVAL_SCAN_MS', {
+      default: 10_000,
+      min: 0,
+      max: 600_000,
+      description:
+        'how often workers re-drive eval cases whose command was lost or whose worker died, and fill free slots (0: never)',
+    }),
+    tenantConcurrency: int('EVAL_TENANT_CONCURRENCY', {
+      default: 16,
+      min: 1,
+      max: 1_000,
+      description:
+        "most eval cases of one tenant that run at once, across all of the tenant's runs",
+    }),
+    caseTimeoutMs: int('EVAL_CASE_TIMEOUT_MS', {
+      default: 1_800_000,
+      min: 1_000,
+      max: 24 * 3600_000,
+      description: 'longest an eval case may run before it is interrupted and errored',
+    }),
+  }),
 });
 
 const WEBHOOK_URL = 'SVC_MANAGED_AGENTS_WEBHOOK_URL';

@@ -113,7 +113,11 @@ export class SessionService {
     this.workQueue = q;
   }
 
-  async create(tenant: string, body: SessionCreate) {
+  /**
+   * `opts.id`: the session's id chosen by the caller (an eval case fixes it before the session
+   * exists, so a retry finds it: a second create with it throws DuplicateKeyError).
+   */
+  async create(tenant: string, body: SessionCreate, opts: { id?: string } = {}) {
     await checkVaultIds(this.c, tenant, body.vault_ids);
     const ref = typeof body.agent === 'string' ? { id: body.agent } : body.agent;
     const agentDoc = await this.c.agents.get(tenant, ref.id);
@@ -167,7 +171,7 @@ export class SessionService {
     const hasVendor = this.models.hasVendorFallback;
     await checkCreateBudget(this.c, tenant, body.budget, snapshot.model.id, hasVendor);
     const doc: Omit<SessionDoc, 'tenant_id'> = {
-      _id: newId(PREFIX.session),
+      _id: opts.id ?? newId(PREFIX.session),
       agent_id: ref.id,
       agent_version: version,
       agent: snapshot,

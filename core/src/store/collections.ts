@@ -5,6 +5,7 @@ import type {
   Doc,
   DocumentStore,
   Filter,
+  SortSpec,
   FindOptions,
   Update,
 } from './port.js';
@@ -19,6 +20,7 @@ import type {
 import type { PinnedSkill } from '../skills/records.js';
 import type { MemoryDoc, MemoryStoreDoc, MemoryVersionDoc } from '../memory/records.js';
 import type { DreamDoc } from '../dreams/records.js';
+import type { EvalCaseDoc, EvalRunDoc } from '../evals/records.js';
 import type { SkillDoc, SkillVersionDoc } from '../skills/records.js';
 import type { TenantDoc, ApiKeyDoc } from '../auth/records.js';
 import type { AgentDoc, AgentVersionDoc } from '../agents/records.js';
@@ -121,7 +123,7 @@ export class TenantCollection<T extends Doc & { tenant_id: string }> {
     tenant: string,
     filter: Filter,
     update: Update,
-    options?: { returnDocument?: 'before' | 'after'; upsert?: boolean },
+    options?: { returnDocument?: 'before' | 'after'; upsert?: boolean; sort?: SortSpec },
   ) {
     return (await this.c(tenant)).findOneAndUpdate(
       { ...filter, tenant_id: tenant },
@@ -304,6 +306,20 @@ export const COLLECTIONS = {
     ],
   },
   priceCards: { name: 'price_cards' },
+  /** Eval runs and their cases (core/src/evals); the worker scan reads active cases. */
+  evalRuns: {
+    name: 'eval_runs',
+    indexes: [{ fields: { tenant_id: 1, _id: 1 } }, { fields: { status: 1 } }],
+  },
+  evalCases: {
+    name: 'eval_cases',
+    indexes: [
+      { fields: { tenant_id: 1, eval_id: 1, index: 1 } },
+      { fields: { tenant_id: 1, session_id: 1 } },
+      { fields: { tenant_id: 1, status: 1 } },
+      { fields: { status: 1, updated_at: 1 } },
+    ],
+  },
   /** Published skill versions; `_id` is `<skill_id>/<version>`. */
   skillVersions: {
     name: 'skill_versions',
@@ -357,6 +373,8 @@ export function openCollections(router: StoreRouter) {
     skills: t<SkillDoc>(COLLECTIONS.skills),
     skillVersions: t<SkillVersionDoc>(COLLECTIONS.skillVersions),
     dreams: t<DreamDoc>(COLLECTIONS.dreams),
+    evalRuns: t<EvalRunDoc>(COLLECTIONS.evalRuns),
+    evalCases: t<EvalCaseDoc>(COLLECTIONS.evalCases),
   };
 }
 export type Collections = ReturnType<typeof openCollections>;

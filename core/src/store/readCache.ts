@@ -22,7 +22,7 @@
  * an invalidating write here, so a method added later cannot write around the cache.
  */
 import { LRUCache } from 'lru-cache';
-import type { Doc, Filter, Update } from './port.js';
+import type { Doc, Filter, SortSpec, Update } from './port.js';
 import { TenantCollection, type StoreRouter } from './collections.js';
 import type { CollectionSpec } from './port.js';
 import type { PubSub } from '../coordination/port.js';
@@ -205,7 +205,7 @@ export class InvalidatingCollection<
     tenant: string,
     filter: Filter,
     update: Update,
-    options?: { returnDocument?: 'before' | 'after'; upsert?: boolean },
+    options?: { returnDocument?: 'before' | 'after'; upsert?: boolean; sort?: SortSpec },
   ) {
     return this.settle(tenant, idOf(filter), () =>
       super.findOneAndUpdate(tenant, filter, update, options),

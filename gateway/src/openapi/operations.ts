@@ -22,6 +22,7 @@ import { DREAM_OPERATIONS } from './operations.dreams.js';
 import { CONSOLE_OPERATIONS } from './operations.console.js';
 import { INTEGRATION_OPERATIONS } from './operations.integrations.js';
 import { COST_OPERATIONS } from './operations.cost.js';
+import { EVAL_OPERATIONS } from './operations.evals.js';
 
 export type { OperationDoc } from './operationHelpers.js';
 
@@ -44,5 +45,6 @@ export const OPERATIONS: Readonly<Record<string, OperationDoc>> = {
   ...CONSOLE_OPERATIONS,
   ...INTEGRATION_OPERATIONS,
   ...COST_OPERATIONS,
+  ...EVAL_OPERATIONS,
 };
 export const operationKey = (method: string, url: string) => `${method} ${url}`;
