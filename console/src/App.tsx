@@ -5,6 +5,7 @@ import { rest, setCsrf, resetSse, type Me, ApiError } from './api';
 import { Agents, Dashboard, Environments, Sessions } from './screens';
 import { SessionView } from './SessionView';
 import { AgentDetail } from './screens/agentDetail';
+import { Cost } from './screens/cost';
 import { ApiKeys, ModelCards, Tenants } from './screens/admin';
 import { Integrations } from './screens/integrations';
 import { MemoryStoreDetail, MemoryStores } from './screens/memory';
@@ -32,6 +33,7 @@ const LISTS: Record<string, ListScreen> = {
   '/integrations': Integrations,
   '/members': Members,
   '/tenants': Tenants,
+  '/cost': Cost,
 };
 const DETAILS: Record<string, Screen> = {
   sessions: SessionView,
@@ -43,7 +45,10 @@ const DETAILS: Record<string, Screen> = {
   webhooks: WebhookDetail,
 };
 
-/** The header's links, grouped; Tenants only for the operator. */
+/** Screens only the deployment's operator reaches (the server refuses anyone else: 403). */
+const OPERATOR_ONLY = new Set(['/tenants', '/cost']);
+
+/** The header's links, grouped; the OPERATOR_ONLY ones only for the operator. */
 const NAV: Array<[string, Array<[string, string]>]> = [
   [
     'Run',
@@ -52,6 +57,7 @@ const NAV: Array<[string, Array<[string, string]>]> = [
       ['/sessions', 'Sessions'],
       ['/deployments', 'Deployments'],
       ['/files', 'Files'],
+      ['/cost', 'Cost'],
     ],
   ],
   [
@@ -164,7 +170,7 @@ export function App() {
                 {group}
               </span>
               {links
-                .filter(([p]) => p !== '/tenants' || m.operator)
+                .filter(([p]) => !OPERATOR_ONLY.has(p) || m.operator)
                 .map(([p, text]) => (
                   <a key={p} href={`#${p}`} aria-current={current === p ? 'page' : undefined}>
                     {text}
