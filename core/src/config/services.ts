@@ -126,6 +126,13 @@ export const SchedulesSection = section({
       description:
         "most eval cases of one tenant that run at once, across all of the tenant's runs",
     }),
+    claimMs: int('EVAL_CLAIM_MS', {
+      default: 30_000,
+      min: 1_000,
+      max: 600_000,
+      description:
+        "how long a worker's claim on an eval case it is starting or judging holds without renewal (renewed every third of it); a dead worker's case is taken over after it",
+    }),
     caseTimeoutMs: int('EVAL_CASE_TIMEOUT_MS', {
       default: 1_800_000,
       min: 1_000,
