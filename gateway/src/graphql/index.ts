@@ -6,6 +6,7 @@ import { fastifyApolloHandler } from '@as-integrations/fastify';
 import { typeDefs } from '@agentfleet/schemas';
 import { createLogger } from '@agentfleet/core';
 import { formatError, toGraphQLError } from './errors.js';
+import { evalTypeDefs } from './evals.js';
 import { resolvers } from './resolvers.js';
 import { makeSchema, type GqlContext, type ResolverServices } from './schema.js';
 import { eventStreamRoute, wantsEventStream } from './stream.js';
@@ -61,7 +62,7 @@ export async function graphqlPlugin(
 ): Promise<void> {
   const log = createLogger(p.config.logLevel, { component: 'graphql' });
   const subscriptions = new Set<AbortController>();
-  const schema = makeSchema(typeDefs, resolvers({ subscriptions }), (err) =>
+  const schema = makeSchema(typeDefs + evalTypeDefs, resolvers({ subscriptions }), (err) =>
     toGraphQLError(err, log),
   );
 

@@ -13,6 +13,7 @@ import {
 } from '@agentfleet/schemas';
 import { ApiError, invalid, renderEvent } from '@agentfleet/core';
 import { isNotFound } from './errors.js';
+import { evalResolvers } from './evals.js';
 import { followEvents, listEvents } from './events.js';
 import {
   argsOf,
@@ -119,6 +120,7 @@ export function resolvers(deps: ResolverDeps): ResolverMap {
           if (v != null) q[k] = v;
         return toCostReport(await ctx.services.cost.report(q));
       },
+      ...evalResolvers.Query,
     },
 
     Mutation: {
@@ -188,5 +190,6 @@ export function resolvers(deps: ResolverDeps): ResolverMap {
     Session: {
       environment: (s, _, ctx) => environmentOrNull(ctx, s.environmentId),
     },
+    EvalRun: evalResolvers.EvalRun,
   };
 }

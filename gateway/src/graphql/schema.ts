@@ -14,7 +14,7 @@ import type { GatewayServices } from '../services.js';
 /** The services the resolvers call. */
 export type ResolverServices = Pick<
   GatewayServices,
-  'agents' | 'environments' | 'sessions' | 'events' | 'dashboard' | 'cost'
+  'agents' | 'environments' | 'sessions' | 'events' | 'dashboard' | 'cost' | 'evals'
 >;
 
 /** Per-operation context: the principal set by the gateway's auth hook, and the services. */
