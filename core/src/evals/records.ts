@@ -71,8 +71,8 @@ export interface EvalCaseDoc {
   dispatched_ms: number;
   attempts: number;
   session_id: string | null;
-  /** The session's input_seq once the prompt was sent: an idle after it ends the case. */
-  input_seq: number | null;
+  /** The seq of the prompt in the session once it was sent: an idle after it ends the case. */
+  prompt_seq: number | null;
   started_at: string | null;
   ended_at: string | null;
   passed: boolean | null;

@@ -101,7 +101,7 @@ export class EvalService {
       dispatched_ms: 0,
       attempts: 0,
       session_id: null,
-      input_seq: null,
+      prompt_seq: null,
       started_at: null,
       ended_at: null,
       passed: null,

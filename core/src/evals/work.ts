@@ -238,7 +238,7 @@ export class EvalWork {
       {
         $set: {
           status: 'running',
-          input_seq: inputSeq,
+          prompt_seq: inputSeq,
           started_at: c.started_at ?? nowIso(),
           claim: null,
           claimed_until: 0,
@@ -299,7 +299,7 @@ export class EvalWork {
   /** `eval.case.finished`: the session idled at `seq`; judges the case once. */
   async finishCase(tenant: string, caseId: string, seq: number, run: CheckRunner | null) {
     const c = await this.d.c.evalCases.get(tenant, caseId);
-    if (!c || c.status !== 'running' || c.input_seq === null || seq <= c.input_seq) return;
+    if (!c || c.status !== 'running' || c.prompt_seq === null || seq <= c.prompt_seq) return;
     const token = newId('claim_');
     const claimed = await this.d.c.evalCases.findOneAndUpdate(
       tenant,
@@ -334,7 +334,7 @@ export class EvalWork {
     if (c.rubric) checks.push(rubricCheck(session));
     if (c.check_command) checks.push(await commandCheck(run, claimed, session));
     if (c.expected_text) {
-      const events = await this.d.events.range(tenant, session._id, c.input_seq!, 100_000);
+      const events = await this.d.events.range(tenant, session._id, c.prompt_seq!, 100_000);
       checks.push(expectedTextCheck(c.expected_text, agentText(events)));
     }
     const v = verdict(checks);
@@ -411,7 +411,7 @@ export class EvalWork {
         reason: s ? 'the session was terminated' : 'the session was deleted',
       });
     }
-    if ((s.idle_seq ?? 0) > (c.input_seq ?? Infinity))
+    if ((s.idle_seq ?? 0) > (c.prompt_seq ?? Infinity))
       return this.finishCase(c.tenant_id, c._id, s.idle_seq!, check);
     if (c.started_at && Date.parse(c.started_at) + this.d.config.caseTimeoutMs <= nowMs) {
       await this.d.sessions.send(c.tenant_id, s._id, [{ type: 'user.interrupt' }] as never);
