@@ -231,6 +231,16 @@ const ROWS: Row[] = [
         : `GET …/pricing: ${both(ms(get(r, 'cost-report', 'queries.pricing (baseline).p50')), ms(get(r, 'cost-report', 'queries.pricing (baseline).p99')))}`,
   },
   {
+    measure: 'eval of 100 cases against the scripted model (16 at a time): cases per minute',
+    goal: 'printed',
+    section: 'evals',
+    measured: (r) => per(get(r, 'evals', 'evalCasesPerMin'), ' cases/min'),
+    baseline: (r) => {
+      const v = per(get(r, 'evals', 'baselineSessionsPerMin'), ' sessions/min');
+      return v && `the same prompts as client-driven sessions: ${v}`;
+    },
+  },
+  {
     measure: 'RSS per idle session / per idle local sandbox',
     goal: 'printed',
     section: 'memory',

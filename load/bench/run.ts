@@ -41,6 +41,7 @@ import { turnsSection, type TurnFigures } from './turns.js';
 import { workersSection } from './workers.js';
 import { storeShareSection } from './realShare.js';
 import { costReportSection } from './costReport.js';
+import { evalsSection } from './evals.js';
 import { consoleSection } from './console.js';
 
 /** Which in-process platform a section needs: embedded adapters, the real servers, or none. */
@@ -77,6 +78,7 @@ const SECTIONS: Section[] = [
   { name: 'webhook-ingest', platform: null, real: false, run: () => webhookIngestSection() },
   { name: 'repo-clone', platform: null, real: false, run: () => repoCloneSection() },
   { name: 'cost-report', platform: null, real: false, run: () => costReportSection() },
+  { name: 'evals', platform: null, real: false, run: () => evalsSection() },
   { name: 'memory-search', platform: null, real: false, run: () => memorySearchSection() },
   { name: 'floors', platform: null, real: false, run: (_p, s) => floorsSection(s) },
   { name: 'memory', platform: null, real: false, run: (_p, s) => memorySection(s) },
