@@ -61,6 +61,7 @@ export const CANONICAL_EVENT_TYPES = [
   'span.compaction_summarize_start',
   'span.compaction_summarize_end',
   'span.outcome_evaluation_start',
+  'span.outcome_evaluation_ongoing',
   'span.outcome_evaluation_end',
 ] as const;
 export type CanonicalEventType = (typeof CANONICAL_EVENT_TYPES)[number];

@@ -1,5 +1,5 @@
 /**
- * The outcome events (SDK `user.define_outcome`, `span.outcome_evaluation_start` / `_end`):
+ * The outcome events (SDK `user.define_outcome`, `span.outcome_evaluation_start` / `_ongoing` / `_end`):
  * their payloads as appended and their served schemas, merged into the session event catalog
  * (./events.ts). Behaviour: core/src/outcomes, workers/src/turn/outcome.ts.
  */
@@ -18,6 +18,11 @@ export const OUTCOME_EVENT_PAYLOADS = {
   },
   /** SDK BetaManagedAgentsSpanOutcomeEvaluationStartEvent. */
   'span.outcome_evaluation_start': {
+    outcome_id: Id('outc_'),
+    iteration: Type.Integer({ minimum: 0 }),
+  },
+  /** SDK BetaManagedAgentsSpanOutcomeEvaluationOngoingEvent: the grader's heartbeat. */
+  'span.outcome_evaluation_ongoing': {
     outcome_id: Id('outc_'),
     iteration: Type.Integer({ minimum: 0 }),
   },
@@ -42,6 +47,10 @@ export const SpanOutcomeEvaluationStartEvent = eventOf(
   'span.outcome_evaluation_start',
   P['span.outcome_evaluation_start'],
 );
+export const SpanOutcomeEvaluationOngoingEvent = eventOf(
+  'span.outcome_evaluation_ongoing',
+  P['span.outcome_evaluation_ongoing'],
+);
 export const SpanOutcomeEvaluationEndEvent = eventOf(
   'span.outcome_evaluation_end',
   P['span.outcome_evaluation_end'],
@@ -50,5 +59,6 @@ export const SpanOutcomeEvaluationEndEvent = eventOf(
 export const OUTCOME_EVENT_SCHEMAS = {
   'user.define_outcome': UserDefineOutcomeEvent,
   'span.outcome_evaluation_start': SpanOutcomeEvaluationStartEvent,
+  'span.outcome_evaluation_ongoing': SpanOutcomeEvaluationOngoingEvent,
   'span.outcome_evaluation_end': SpanOutcomeEvaluationEndEvent,
 };

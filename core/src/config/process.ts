@@ -128,6 +128,13 @@ export const TurnsSection = section({
       max: 1_000_000,
       description: '`max_tokens` per model call',
     }),
+    outcomeHeartbeatMs: int('OUTCOME_HEARTBEAT_MS', {
+      default: 10_000,
+      min: 100,
+      max: 600_000,
+      description:
+        'while an outcome grader call runs, a `span.outcome_evaluation_ongoing` event is appended this often',
+    }),
     leaseTtlMs: int('SESSION_LEASE_TTL_MS', {
       default: 15_000,
       min: 1000,

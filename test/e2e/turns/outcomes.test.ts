@@ -10,7 +10,8 @@
  * - an unreadable verdict fails the outcome, never satisfies it;
  * - a file rubric is read as text; bad define_outcome requests are 400s naming the field, and
  *   one outcome at a time;
- * - an interrupt during the grader's call ends the cycle and the outcome `interrupted`.
+ * - an interrupt during the grader's call ends the cycle and the outcome `interrupted`;
+ * - a slow grader call sends `span.outcome_evaluation_ongoing` heartbeats inside its cycle.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { toFile } from '@anthropic-ai/sdk';
@@ -43,7 +44,7 @@ const listEvents = async (sid: string) => {
 };
 
 beforeAll(async () => {
-  t = await startPlatform();
+  t = await startPlatform({ env: { OUTCOME_HEARTBEAT_MS: '200' } });
   await addModelCard(t, MODEL);
   envId = (await t.client.beta.environments.create({ name: 'outcomes' })).id;
   agentId = (await t.client.beta.agents.create({ name: 'outcomes', model: MODEL, system: SYSTEM }))
@@ -65,7 +66,9 @@ describe('outcomes', () => {
     );
     const from = t.model.requests.length;
     const seen = await untilIdle(t.client, sid, [defineOutcome()]);
-    const types = seen.map((e) => e.type).filter((x) => !x.startsWith('span.model'));
+    const types = seen
+      .map((e) => e.type)
+      .filter((x) => !x.startsWith('span.model') && x !== 'span.outcome_evaluation_ongoing');
     expect(types).toEqual([
       'user.define_outcome',
       'session.status_running',
@@ -287,5 +290,33 @@ describe('outcomes', () => {
     expect(end).toMatchObject({ result: 'interrupted' });
     const session = (await t.client.beta.sessions.retrieve(sid)) as any;
     expect(session.outcome_evaluations[0].result).toBe('interrupted');
+  });
+
+  it('a slow grader call sends span.outcome_evaluation_ongoing heartbeats inside its cycle', async () => {
+    const sid = await newSession();
+    t.model.script(MODEL, say('Title: Sea\nwaves'), {
+      steps: [
+        { delay_ms: 1_200 },
+        { text: JSON.stringify({ result: 'satisfied', explanation: 'titled' }) },
+      ],
+    });
+    const seen = await untilIdle(t.client, sid, [defineOutcome()]);
+    const types = seen.map((e) => e.type);
+    const start = types.indexOf('span.outcome_evaluation_start');
+    const end = types.indexOf('span.outcome_evaluation_end');
+    const beats = seen.filter((e) => e.type === 'span.outcome_evaluation_ongoing');
+    expect(beats.length).toBeGreaterThanOrEqual(3);
+    for (const b of beats) {
+      const at = seen.indexOf(b);
+      expect(at).toBeGreaterThan(start);
+      expect(at).toBeLessThan(end);
+      expect(b).toMatchObject({
+        outcome_id: seen[0].outcome_id,
+        iteration: 0,
+        processed_at: expect.any(String),
+      });
+      expect(b.id).toMatch(/^sevt_/);
+    }
+    expect(seen[end].result).toBe('satisfied');
   });
 });

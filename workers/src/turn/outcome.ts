@@ -6,6 +6,8 @@
  * evidence of the cycle (core/src/outcomes/grader.ts).
  *
  * Guarantees (test/e2e/turns/outcomes.test.ts):
+ * - while the grader's call runs, `span.outcome_evaluation_ongoing {outcome_id, iteration}`
+ *   every OUTCOME_HEARTBEAT_MS, all before the cycle's end;
  * - each cycle is `span.outcome_evaluation_start {outcome_id, iteration}` then
  *   `span.outcome_evaluation_end {outcome_evaluation_start_id, outcome_id, iteration, result,
  *   explanation, usage}`; the session's outcome state (`outcome_evaluations`) moves in the same
@@ -45,7 +47,7 @@ import { toModelError, zeroUsage, TurnAborted } from './events.js';
 import { recordCall } from './ledger.js';
 import type { AppendFenced } from './types.js';
 
-export type OutcomeServices = Pick<WorkerServices, 'models' | 'sessions' | 'cost'>;
+export type OutcomeServices = Pick<WorkerServices, 'models' | 'sessions' | 'cost' | 'config'>;
 
 const GRADER_MAX_TOKENS = 2048;
 const GRADER_ATTEMPTS = 3;
@@ -97,6 +99,27 @@ function cycleOf(log: readonly EventDoc[], o: OutcomeState) {
 
 const stateSet = (o: OutcomeState, set: Partial<OutcomeState>) =>
   Object.fromEntries(Object.entries(set).map(([k, v]) => [`outcomes.${o.outcome_id}.${k}`, v]));
+
+/**
+ * Appends `beat()` every `everyMs` until stopped; `stop()` waits for a beat in flight, so the
+ * cycle's end is always after its last heartbeat. A failed beat is dropped (the next may land).
+ */
+function heartbeat(everyMs: number, beat: () => Promise<unknown>) {
+  let inFlight: Promise<unknown> | null = null;
+  const timer = setInterval(() => {
+    if (!inFlight)
+      inFlight = beat()
+        .catch(() => undefined)
+        .finally(() => (inFlight = null));
+  }, everyMs);
+  timer.unref();
+  return {
+    async stop() {
+      clearInterval(timer);
+      await inFlight;
+    },
+  };
+}
 
 /** One evaluation cycle of the session's active outcome (see the file comment). */
 export async function evaluateOutcome(
@@ -173,11 +196,23 @@ export async function evaluateOutcome(
     try {
       resolved = await p.models.resolve(tenant, s.agent.model);
       usage = zeroUsage();
-      text = await askModel(
-        resolved.provider,
-        { model: resolved.wireModel, ...request, maxTokens: GRADER_MAX_TOKENS, signal },
-        (u) => (usage = u),
+      const beats = heartbeat(p.config.turn.outcomeHeartbeatMs, () =>
+        append([
+          {
+            type: 'span.outcome_evaluation_ongoing',
+            payload: { outcome_id: o.outcome_id, iteration: o.iteration },
+          },
+        ]),
       );
+      try {
+        text = await askModel(
+          resolved.provider,
+          { model: resolved.wireModel, ...request, maxTokens: GRADER_MAX_TOKENS, signal },
+          (u) => (usage = u),
+        );
+      } finally {
+        await beats.stop();
+      }
       break;
     } catch (err) {
       if (signal.aborted) {
