@@ -6,6 +6,7 @@ import { Agents, Dashboard, Environments, Sessions } from './screens';
 import { SessionView } from './SessionView';
 import { AgentDetail } from './screens/agentDetail';
 import { Cost } from './screens/cost';
+import { EvalDetail, Evals } from './screens/evals';
 import { ApiKeys, ModelCards, Tenants } from './screens/admin';
 import { Integrations } from './screens/integrations';
 import { MemoryStoreDetail, MemoryStores } from './screens/memory';
@@ -34,6 +35,7 @@ const LISTS: Record<string, ListScreen> = {
   '/members': Members,
   '/tenants': Tenants,
   '/cost': Cost,
+  '/evals': Evals,
 };
 const DETAILS: Record<string, Screen> = {
   sessions: SessionView,
@@ -43,6 +45,7 @@ const DETAILS: Record<string, Screen> = {
   memory_stores: MemoryStoreDetail,
   deployments: DeploymentDetail,
   webhooks: WebhookDetail,
+  evals: EvalDetail,
 };
 
 /** Screens only the deployment's operator reaches (the server refuses anyone else: 403). */
@@ -57,6 +60,7 @@ const NAV: Array<[string, Array<[string, string]>]> = [
       ['/sessions', 'Sessions'],
       ['/deployments', 'Deployments'],
       ['/files', 'Files'],
+      ['/evals', 'Evals'],
       ['/cost', 'Cost'],
     ],
   ],
