@@ -2,8 +2,9 @@
  * The outcome grader's request and verdict. The grader is its own model call in a separate
  * context: a system prompt of its own, and one user message holding the outcome, the rubric and
  * the evidence — never the agent's system prompt, tools or conversation as instructions. The
- * evidence is what the agent produced in the cycle being judged: its messages and the results
- * of its tool calls, as quoted data (each cut to EVIDENCE_ITEM_CHARS, all to EVIDENCE_CHARS).
+ * evidence is what the agent produced in the cycle being judged: its messages, the results of
+ * its tool calls and the files in the session's outputs directory, as quoted data (each cut to
+ * EVIDENCE_ITEM_CHARS, all to EVIDENCE_CHARS).
  *
  * Guarantees (core/test/outcomes.test.ts, test/e2e/turns/outcomes.test.ts):
  * - `parseVerdict` takes the first JSON object in the answer with `result` one of satisfied,
@@ -36,9 +37,18 @@ export interface Verdict {
 const cut = (s: string, n: number) => (s.length > n ? `${s.slice(0, n)}…` : s);
 
 /** The grader's request (system prompt and its one user message) for one evaluation cycle. */
+export interface Evidence {
+  kind: 'message' | 'tool_result' | 'output_file';
+  text: string;
+  /** output_file: its path in the sandbox. */
+  path?: string;
+}
+
+const TAGS = { message: 'agent_message', tool_result: 'tool_result', output_file: 'output_file' };
+
 export function graderMessages(
   outcome: { description: string; rubric: string },
-  evidence: ReadonlyArray<{ kind: 'message' | 'tool_result'; text: string }>,
+  evidence: ReadonlyArray<Evidence>,
 ): { system: string; messages: ChatMessage[] } {
   let budget = EVIDENCE_CHARS;
   const items: string[] = [];
@@ -46,9 +56,9 @@ export function graderMessages(
     if (budget <= 0) break;
     const text = cut(cut(e.text, EVIDENCE_ITEM_CHARS), budget);
     budget -= text.length;
-    items.push(
-      `<${e.kind === 'message' ? 'agent_message' : 'tool_result'}>\n${text}\n</${e.kind === 'message' ? 'agent_message' : 'tool_result'}>`,
-    );
+    const tag = TAGS[e.kind];
+    const attr = e.path === undefined ? '' : ` path=${JSON.stringify(e.path)}`;
+    items.push(`<${tag}${attr}>\n${text}\n</${tag}>`);
   }
   const text = [
     `<outcome>\n${outcome.description}\n</outcome>`,

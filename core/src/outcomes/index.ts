@@ -5,4 +5,10 @@
  */
 export * from './records.js';
 export { prepareOutcome, withOutcomeState, type RubricFileReader } from './define.js';
-export { graderMessages, parseVerdict, GRADER_SYSTEM, type Verdict } from './grader.js';
+export {
+  graderMessages,
+  parseVerdict,
+  GRADER_SYSTEM,
+  type Evidence,
+  type Verdict,
+} from './grader.js';

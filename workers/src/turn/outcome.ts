@@ -3,7 +3,8 @@
  * the agent's work ends a turn with `end_turn`, the session's active outcome (defined in this
  * turn's input or earlier) is judged by a grader in a separate context: its own model call
  * (the session's model card) with the grader's system prompt, the outcome, the rubric and the
- * evidence of the cycle (core/src/outcomes/grader.ts).
+ * evidence of the cycle: messages, tool results and the outputs directory's files
+ * (core/src/outcomes/grader.ts, ./outcomeOutputs.ts).
  *
  * Guarantees (test/e2e/turns/outcomes.test.ts):
  * - while the grader's call runs, `span.outcome_evaluation_ongoing {outcome_id, iteration}`
@@ -39,12 +40,14 @@ import {
   type Logger,
   type ModelUsage,
   type OutcomeState,
+  type SandboxManager,
   type SessionDoc,
 } from '@agentfleet/core';
 import type { WorkerServices } from '../services.js';
 import { budgetStop, usageUpdate, type UsageUpdate } from './budget.js';
 import { toModelError, zeroUsage, TurnAborted } from './events.js';
 import { recordCall } from './ledger.js';
+import { outputEvidence } from './outcomeOutputs.js';
 import type { AppendFenced } from './types.js';
 
 export type OutcomeServices = Pick<WorkerServices, 'models' | 'sessions' | 'cost' | 'config'>;
@@ -131,6 +134,7 @@ export async function evaluateOutcome(
   readLog: () => Promise<readonly EventDoc[]>,
   signal: AbortSignal,
   log: Logger,
+  sandbox: SandboxManager | null,
 ): Promise<CycleNext> {
   const events = await readLog();
   const cycle = cycleOf(events, o);
@@ -188,7 +192,8 @@ export async function evaluateOutcome(
     );
     return 'done';
   }
-  const request = graderMessages(o, evidenceOf(events, evidenceFrom));
+  const files = await outputEvidence(sandbox, tenant, s);
+  const request = graderMessages(o, [...evidenceOf(events, evidenceFrom), ...files]);
   let usage = zeroUsage();
   let text = '';
   let resolved;

@@ -354,6 +354,7 @@ export class TurnRunner {
         readLog,
         signal,
         this.log,
+        SelfHostedLane.of(current) ? null : this.sandbox,
       );
       if (next === 'done') return end;
       const revising = (await this.p.sessions.turns.session(tenant, sid)) ?? current;
