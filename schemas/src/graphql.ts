@@ -134,7 +134,7 @@ export const typeDefs = /* GraphQL */ `
     completedAt: String
   }
 
-  "The cost report (operator key only): the runtime ledger priced by the price card; rows as REST serves them."
+  "The cost report (operator key only): the runtime ledger priced by the price card and, with source billed or all, the providers' billed rows; rows as REST serves them."
   type CostReport {
     startingAt: String!
     endingAt: String!
@@ -150,6 +150,8 @@ export const typeDefs = /* GraphQL */ `
     totalCost: Float
     totalEstimatedCost: Float
     rows: JSON!
+    "With source BILLED or ALL: the ledger and every billing dataset read, with its status and error (REST's datasets); null for LEDGER."
+    datasets: JSON
   }
 
   "A persisted (canonical) session event. data is the event payload, as served by REST."
@@ -249,6 +251,8 @@ export const typeDefs = /* GraphQL */ `
       agentId: ID
       sessionId: ID
       kind: String
+      "ledger (default), billed or all: REST's source parameter."
+      source: String
     ): CostReport!
   }
 

@@ -33,6 +33,7 @@
 import {
   Conversations,
   CostService,
+  billingSources,
   ThreadActions,
   IntegrationService,
   WebhookIngest,
@@ -362,6 +363,8 @@ export async function createPlatform(config: Config, adapters: Adapters): Promis
   const cost = new CostService({
     ledger: collections.costLedger,
     priceCards: collections.priceCards,
+    billing: billingSources(config.billing),
+    log: createLogger(config.logLevel, { component: 'cost' }),
   });
   const dreams = new DreamService({
     cost,

@@ -4,10 +4,11 @@
  *
  * Guarantees:
  * - One schema. Each section is a TypeBox schema (process.ts, http.ts, sandbox.ts, storage.ts,
- *   services.ts) whose settings carry their variable, default, description and secrecy;
- *   `Config` is inferred from them, loadConfig reads every variable through them, and the docs
- *   table is generated from them (core/test/config.docs.test.ts fails when
- *   docs/configuration.md differs; `npm run config:docs` writes it).
+ *   services.ts, integrations.ts, billing.ts, console.ts) whose settings carry their variable,
+ *   default, description and secrecy; `Config` is inferred from them, loadConfig reads every
+ *   variable through them, and the docs table is generated from them
+ *   (core/test/config.docs.test.ts fails when docs/configuration.md differs; `npm run
+ *   config:docs` writes it).
  * - Validated: every variable by its kind (integers within their range, booleans, one of
  *   named values, URL and key patterns, host lists, JSON, host:port; core/src/config/schema.ts),
  *   then the rules between settings (fleet mode needs API_KEY and PLATFORM_ROOT_SECRET, roles
@@ -27,6 +28,7 @@
  *   passed (test/e2e/server/operator-key.test.ts 'loadConfig writes nothing').
  */
 import { Type, type Static, type TObject } from '@sinclair/typebox';
+import { BillingSection } from './billing.js';
 import { ConsoleSection } from './console.js';
 import { IntegrationsSection } from './integrations.js';
 import { HttpSection } from './http.js';
@@ -59,6 +61,7 @@ export const CONFIG_SECTIONS: { title: string; schema: TObject }[] = [
   { title: 'Deployments, dreams and evals', schema: SchedulesSection },
   { title: 'Webhooks', schema: WebhooksSection },
   { title: 'Integrations', schema: IntegrationsSection },
+  { title: 'Cost report billing', schema: BillingSection },
   { title: 'Fleet mode', schema: FleetSection },
   { title: 'Console', schema: ConsoleSection },
 ];
@@ -76,6 +79,7 @@ export const ConfigSchema = Type.Object({
   ...SchedulesSection.properties,
   ...WebhooksSection.properties,
   ...IntegrationsSection.properties,
+  ...BillingSection.properties,
   ...FleetSection.properties,
   ...ConsoleSection.properties,
 });

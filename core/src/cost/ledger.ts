@@ -20,6 +20,15 @@
  */
 import { createHash } from 'node:crypto';
 import { invalid } from '../errors.js';
+import type { Logger } from '../log.js';
+import {
+  BILLED_GROUP_KEYS,
+  billedPart,
+  readBilling,
+  type BilledGroupKey,
+  type BillingSource,
+} from './billing/index.js';
+import { ledgerDataset, mergeBilled } from './billing/merge.js';
 import type { ModelUsage } from '../models/port.js';
 import { DuplicateKeyError, type Collection } from '../store/port.js';
 import { checkPriceCard, defaultPriceCard, renderPriceCard } from './pricing.js';
@@ -36,9 +45,21 @@ const HOUR = 3_600_000;
 export const MAX_RANGE_DAYS = 366;
 /** Most rows one report returns; more is a 400 asking for a coarser grouping or a filter. */
 export const MAX_ROWS = 10_000;
-export const GROUP_KEYS = ['tenant', 'agent', 'session', 'model', 'day', 'kind'] as const;
+export const GROUP_KEYS = [
+  'tenant',
+  'agent',
+  'session',
+  'model',
+  'day',
+  'kind',
+  'project',
+] as const;
 type GroupKey = (typeof GROUP_KEYS)[number];
+/** Where a report's rows come from: the ledger (the default), the providers' bills, or both. */
+export const REPORT_SOURCES = ['ledger', 'billed', 'all'] as const;
+type ReportSource = (typeof REPORT_SOURCES)[number];
 const QUERY_KEYS = new Set([
+  'source',
   'starting_at',
   'ending_at',
   'group_by',
@@ -67,6 +88,9 @@ export interface LedgerCall {
 export interface CostDeps {
   ledger: Collection<LedgerBucketDoc>;
   priceCards: Collection<PriceCardDoc>;
+  /** The configured billing sources (./billing; none: `source=billed|all` is the ledger's). */
+  billing?: BillingSource[];
+  log?: Logger;
   now?: () => number;
 }
 
@@ -78,6 +102,8 @@ const GROUPS: Record<GroupKey, { field: string; value: (b: LedgerBucketDoc) => u
   model: { field: 'model', value: (b) => b.service },
   day: { field: 'day', value: (b) => new Date(b.hour_ms).toISOString().slice(0, 10) },
   kind: { field: 'kind', value: (b) => b.kind },
+  // The ledger knows no provider project: its rows are `project: null` (only source=all).
+  project: { field: 'project', value: () => null },
 };
 
 const keyOf = (parts: unknown[]) =>
@@ -85,6 +111,15 @@ const keyOf = (parts: unknown[]) =>
 const nanos = (tokens: number, ratePerMillion: number) =>
   Math.round(tokens * ratePerMillion * 1000);
 const money = (n: number) => Math.round(n) / 1e9;
+
+const LEDGER_KEYS = GROUP_KEYS.filter((k) => k !== 'project');
+
+function reportSource(v: unknown): ReportSource {
+  if (v === undefined || v === '') return 'ledger';
+  if (!REPORT_SOURCES.includes(v as ReportSource))
+    throw invalid('source', `must be one of ${REPORT_SOURCES.join(', ')}`);
+  return v as ReportSource;
+}
 
 function time(v: unknown, field: string): number | undefined {
   if (v === undefined) return undefined;
@@ -177,7 +212,15 @@ export class CostService {
     if (end <= start) throw invalid('ending_at', 'must be after starting_at');
     if (end - start > MAX_RANGE_DAYS * 86_400_000)
       throw invalid('ending_at', `the range is at most ${MAX_RANGE_DAYS} days`);
-    const groupBy = this.groupBy(query.group_by);
+    const source = reportSource(query.source);
+    const groupBy = this.groupBy(query.group_by, source);
+    if (source !== 'ledger')
+      for (const f of ['tenant_id', 'agent_id', 'session_id', 'kind'])
+        if (query[f] !== undefined)
+          throw invalid(
+            f,
+            `filters only the ledger (source=ledger): a provider's bill knows no ${f.replace('_id', '')}`,
+          );
     const filter: Record<string, unknown> = {
       hour_ms: { $gte: Math.floor(start / HOUR) * HOUR, $lt: Math.ceil(end / HOUR) * HOUR },
     };
@@ -196,20 +239,44 @@ export class CostService {
         throw invalid('kind', `must be one of ${CALL_KINDS.join(', ')}`);
       filter.kind = query.kind;
     }
-    const [buckets, card] = await Promise.all([this.d.ledger.find(filter), this.priceCard()]);
-    return this.build(buckets, card, groupBy, start, end);
+    const sources = source === 'ledger' ? [] : (this.d.billing ?? []);
+    const [buckets, card, billed] = await Promise.all([
+      this.d.ledger.find(filter),
+      this.priceCard(),
+      sources.length ? readBilling(sources, start, end) : null,
+    ]);
+    const ledger = this.build(buckets, card, groupBy, start, end);
+    if (source === 'ledger') return ledger;
+    if (!billed) return { ...ledger, datasets: [ledgerDataset(ledger)] };
+    for (const d of billed.datasets)
+      if (d.error)
+        this.d.log?.warn('cost report: billing dataset unavailable', {
+          dataset: d.name,
+          error: d.error.type,
+          message: d.error.message,
+        });
+    return mergeBilled(ledger, billedPart(billed, groupBy as BilledGroupKey[]), source);
   }
 
-  private groupBy(v: unknown): GroupKey[] {
-    if (v === undefined || v === '') return ['tenant', 'model'];
+  private groupBy(v: unknown, source: ReportSource): GroupKey[] {
+    const allowed: readonly string[] = source === 'ledger' ? LEDGER_KEYS : BILLED_GROUP_KEYS;
+    if (v === undefined || v === '') return source === 'ledger' ? ['tenant', 'model'] : ['model'];
     if (typeof v !== 'string') throw invalid('group_by', 'must be a comma-separated list');
     const keys = v.split(',').map((s) => s.trim());
-    for (const k of keys)
-      if (!(GROUP_KEYS as readonly string[]).includes(k))
+    for (const k of keys) {
+      if (allowed.includes(k)) continue;
+      if ((GROUP_KEYS as readonly string[]).includes(k))
         throw invalid(
           'group_by',
-          `${JSON.stringify(k.slice(0, 40))} is not one of ${GROUP_KEYS.join(', ')}`,
+          source === 'ledger'
+            ? `${k} groups billed rows only (source=billed or all)`
+            : `billed rows cannot be grouped by ${k}: the provider does not know it (with source=${source}: ${BILLED_GROUP_KEYS.join(', ')}; or source=ledger)`,
         );
+      throw invalid(
+        'group_by',
+        `${JSON.stringify(k.slice(0, 40))} is not one of ${allowed.join(', ')}`,
+      );
+    }
     return [...new Set(keys)] as GroupKey[];
   }
 

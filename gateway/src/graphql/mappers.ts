@@ -177,4 +177,5 @@ export const toCostReport = (
   totalCost: r.total_cost,
   totalEstimatedCost: r.total_estimated_cost,
   rows: r.rows,
+  datasets: 'datasets' in r ? r.datasets : null,
 });

@@ -116,6 +116,7 @@ export function resolvers(deps: ResolverDeps): ResolverMap {
           ['agent_id', args.agentId],
           ['session_id', args.sessionId],
           ['kind', args.kind],
+          ['source', args.source],
         ] as const)
           if (v != null) q[k] = v;
         return toCostReport(await ctx.services.cost.report(q));

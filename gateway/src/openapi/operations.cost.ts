@@ -4,6 +4,7 @@
  * proves the behaviour.
  */
 import { Type, type TSchema } from '@sinclair/typebox';
+import { BILLING_ERROR_TYPES } from '@agentfleet/core';
 import { json, type OperationDoc } from './operationHelpers.js';
 
 const tag = 'cost';
@@ -41,12 +42,14 @@ const Evidence = {
   ]),
   reconciled_at: Nullable(Str),
   currency: Str,
-  calls: Num,
-  usage: Usage,
 };
 const Row = Type.Object(
   {
     ...Evidence,
+    calls: Nullable(Num),
+    usage: Nullable(Usage),
+    provider: Type.Optional(Str),
+    project: Type.Optional(Nullable(Str)),
     tenant_id: Type.Optional(Nullable(Str)),
     agent_id: Type.Optional(Nullable(Str)),
     session_id: Type.Optional(Nullable(Str)),
@@ -59,6 +62,29 @@ const Row = Type.Object(
   },
   { additionalProperties: false },
 );
+const Dataset = Type.Object(
+  {
+    name: Str,
+    provider: Nullable(Str),
+    status: Type.Union([Type.Literal('complete'), Type.Literal('unavailable')]),
+    is_invoice_grade: Type.Boolean(),
+    reconciled_at: Nullable(Str),
+    windows: Nullable(Num),
+    requests: Nullable(Num),
+    error: Nullable(
+      Type.Object(
+        {
+          type: Type.Union(BILLING_ERROR_TYPES.map((t) => Type.Literal(t))),
+          message: Str,
+          retryable: Type.Boolean(),
+          provider_status: Nullable(Num),
+        },
+        { additionalProperties: false },
+      ),
+    ),
+  },
+  { additionalProperties: false },
+);
 const Report = Type.Object(
   {
     type: Type.Literal('cost_report'),
@@ -66,9 +92,12 @@ const Report = Type.Object(
     ending_at: Str,
     group_by: Type.Array(Str),
     ...Evidence,
+    calls: Num,
+    usage: Usage,
     total_cost: Nullable(Num),
     total_estimated_cost: Nullable(Num),
     rows: Type.Array(Row),
+    datasets: Type.Optional(Type.Array(Dataset)),
   },
   { additionalProperties: false },
 );
@@ -102,16 +131,25 @@ const Card = Type.Object(
 export const COST_OPERATIONS: Record<string, OperationDoc> = {
   'GET /v1/svc/cost_report': {
     operationId: 'svcCostReport',
-    summary: 'Model spend of the deployment from the runtime ledger, priced by the price card',
+    summary:
+      'Model spend of the deployment: the runtime ledger priced by the price card, and the providers’ billed cost',
     description:
-      'Times are cut to whole UTC hours. total_cost is null (no provider bill is read); ' +
-      'total_estimated_cost is set only when every row is priced in the card currency.',
+      'Times are cut to whole UTC hours. source=ledger (default): the ledger only, total_cost null. ' +
+      'source=billed|all: the configured billing sources’ provider_billed rows (grouped by model, day, project only), ' +
+      'total_cost set only when every billing dataset is complete in one currency; datasets lists each read. ' +
+      'total_estimated_cost is set only when every ledger row is priced in the card currency.',
     tag,
     query: Type.Object({
+      source: Type.Optional(
+        Type.Union([Type.Literal('ledger'), Type.Literal('billed'), Type.Literal('all')]),
+      ),
       starting_at: Type.String({ format: 'date-time' }),
       ending_at: Type.Optional(Type.String({ format: 'date-time' })),
       group_by: Type.Optional(
-        Type.String({ description: 'comma-separated: tenant, agent, session, model, day, kind' }),
+        Type.String({
+          description:
+            'comma-separated: tenant, agent, session, model, day, kind (source=ledger); model, day, project (billed, all)',
+        }),
       ),
       tenant_id: Type.Optional(Str),
       agent_id: Type.Optional(Str),
