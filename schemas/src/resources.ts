@@ -282,7 +282,10 @@ export const Session = Obj({
   /** Passed through as the client sent it (validated only for its `type`). */
   budget: Nullable(BudgetLimit),
   status: Type.Union(RUNTIME_STATUSES.map((s) => Type.Literal(s))),
-  stats: Obj({}),
+  stats: Obj({
+    active_seconds: Type.Optional(Type.Number({ minimum: 0 })),
+    duration_seconds: Type.Optional(Type.Number({ minimum: 0 })),
+  }),
   usage: SessionUsage,
   outcome_evaluations: Type.Array(
     Obj({

@@ -55,6 +55,8 @@ export interface SessionDoc {
   idle_seq?: number;
   /** True while user input awaits a turn (the recovery sweep scans it). */
   pending?: boolean;
+  /** Milliseconds the session's finished turns ran (start of the run to its idle): `stats.active_seconds`. */
+  active_ms?: number;
   usage: {
     input_tokens: number;
     output_tokens: number;

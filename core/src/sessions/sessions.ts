@@ -37,7 +37,7 @@ import { SessionTurns } from './turns.js';
 export { refuseUnbuiltEvents } from '../api/unsupported.js';
 export { cascadeSessionDelete } from './cascade.js';
 import { MAX_STORED_JSON_DEPTH, nowIso, valueDepth } from '../util.js';
-import { deriveStatus, liveRuns } from './status.js';
+import { deriveStatus, liveRuns, renderStats } from './status.js';
 import type { LifecycleWebhooks } from '../webhooks/port.js';
 
 export { deriveStatus, runIsLive } from './status.js';
@@ -485,7 +485,7 @@ export function renderSession(s: SessionDoc, hasRun: boolean | 'rescheduling') {
     ...(s.deployment_id ? { deployment_id: s.deployment_id } : {}),
     budget: s.budget,
     status: deriveStatus(s, hasRun),
-    stats: {},
+    stats: renderStats(s),
     usage: renderUsage(s),
     outcome_evaluations: renderOutcomes(s.outcomes),
     archived_at: s.archived_at,

@@ -58,3 +58,16 @@ export function liveRuns(
     }),
   );
 }
+
+/**
+ * SDK `stats`: `active_seconds` sums the finished turns' running time (a turn counts when it
+ * ends); `duration_seconds` runs from creation to now, frozen at termination.
+ * Proved by test/e2e/sessions/session-stats.test.ts.
+ */
+export function renderStats(s: Pick<SessionDoc, 'active_ms' | 'terminated_at' | 'created_at'>) {
+  const end = s.terminated_at ? Date.parse(s.terminated_at) : Date.now();
+  return {
+    active_seconds: (s.active_ms ?? 0) / 1000,
+    duration_seconds: Math.max(0, end - Date.parse(s.created_at)) / 1000,
+  };
+}

@@ -61,7 +61,11 @@ export async function finishTurn(
   const processed = Math.max(inputTo, end.interrupted ? (s?.interrupt_seq ?? 0) : 0);
   // Files the turn wrote under /mnt/session/outputs are durable before the turn reports idle;
   // each file that was not stored (quota, name) gets a session.warning naming it, before idle.
-  const warnings = await outputWarnings(d.sandbox, s, d.log);
+  // The run record's start gives the turn's running time for the session's stats.
+  const [warnings, run] = await Promise.all([
+    outputWarnings(d.sandbox, s, d.log),
+    d.p.sessions.turns.run(tenant, sid),
+  ]);
   // Mounted memory stores: the turn's changes become memory writes (./memory.ts).
   const memory = await memoryWarnings(d.p, d.sandbox, s, d.log);
   // With the append one transaction (embedded store), the pending flag is cleared in it, under
@@ -76,6 +80,11 @@ export async function finishTurn(
     },
   };
   const held = end.held;
+  const activeMs = run ? Math.max(0, Date.now() - Date.parse(run.started_at)) : 0;
+  const update = {
+    ...held?.update,
+    $inc: { ...held?.update?.$inc, active_ms: activeMs },
+  };
   await d.appends.append(
     tenant,
     sid,
@@ -83,7 +92,7 @@ export async function finishTurn(
     [...(held?.drafts ?? []), ...warnings, ...memory, idle],
     (idleSeq, current) => {
       cleared = idleClearsPending(current, processed);
-      return turnIdle(processed, idleSeq, cleared, held?.update);
+      return turnIdle(processed, idleSeq, cleared, update);
     },
   );
   // processed_seq moved with the idle: the pending flag (unless cleared above) and the run
