@@ -104,6 +104,10 @@ export function renderCase(c: EvalCaseDoc) {
   };
 }
 
+/**
+ * The run's totals. `usage` sums every case's; `cost` is set once no case is pending and every
+ * case that used tokens has a cost (null otherwise: a missing price is never a zero).
+ */
 export function summarize(cases: EvalCaseDoc[]) {
   const usage = zeroUsage();
   let cost: number | null = 0;
@@ -111,15 +115,18 @@ export function summarize(cases: EvalCaseDoc[]) {
   let scoreSum = 0;
   const n = { passed: 0, failed: 0, errored: 0, cancelled: 0, pending: 0 };
   for (const c of cases) {
-    for (const k of Object.keys(usage) as Array<keyof EvalUsage>) usage[k] += c.usage[k];
+    let used = 0;
+    for (const k of Object.keys(usage) as Array<keyof EvalUsage>) {
+      usage[k] += c.usage[k];
+      used += c.usage[k];
+    }
     if (c.status === 'completed') {
       if (c.passed) n.passed++;
       else n.failed++;
-      if (c.cost === null) cost = null;
-      else if (cost !== null) cost += c.cost;
     } else if (c.status === 'errored') n.errored++;
     else if (c.status === 'cancelled') n.cancelled++;
     else n.pending++;
+    if (used > 0) cost = c.cost === null || cost === null ? null : cost + c.cost;
     if (c.score !== null) {
       scored++;
       scoreSum += c.score;
@@ -130,7 +137,7 @@ export function summarize(cases: EvalCaseDoc[]) {
     total: cases.length,
     score: scored ? Math.round((scoreSum / scored) * 10_000) / 10_000 : null,
     usage,
-    cost: cost === null ? null : Math.round(cost * 1e6) / 1e6,
+    cost: cost === null || n.pending ? null : Math.round(cost * 1e6) / 1e6,
   };
 }
 

@@ -425,6 +425,7 @@ export class EvalWork {
         status: 'errored',
         reason: `timed out after ${Math.round(this.d.config.caseTimeoutMs / 1000)} s`,
         usage: { ...zeroUsage(), ...s.usage },
+        cost: await this.sessionCost(c.tenant_id, s._id, s.created_at),
       });
     }
   }

@@ -102,6 +102,8 @@ describe('eval runs', () => {
     expect(seen.some((r) => r.status === 'running')).toBe(true);
     for (const r of seen)
       expect(r.cases.filter((c: any) => ACTIVE.has(c.status)).length).toBeLessThanOrEqual(2);
+    // The run's cost is not known while a case is pending: null, never a partial sum.
+    for (const r of seen.filter((x) => x.summary.pending > 0)) expect(r.summary.cost).toBeNull();
     expect(first.status).toBe('completed');
     const by = Object.fromEntries(first.cases.map((c: any) => [c.id, c]));
     expect(first.cases.map((c: any) => c.id)).toEqual(CASES.map((c) => c.id));
