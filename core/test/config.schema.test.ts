@@ -32,6 +32,9 @@ const SECRETS = {
   LINEAR_WEBHOOK_SECRET: 'linear-webhook-secret-0123456789-distinct',
   SLACK_CLIENT_SECRET: 'slack-client-secret-0123456789-distinct',
   SLACK_SIGNING_SECRET: 'slack-signing-secret-0123456789-distinct',
+  BILLING_ANTHROPIC_ADMIN_KEY: 'sk-ant-admin01-billing-0123456789-distinct',
+  BILLING_OPENAI_ADMIN_KEY: 'sk-admin-billing-0123456789-distinct',
+  BILLING_JSONL_TOKEN: 'jsonl-billing-token-0123456789-distinct',
 };
 /** The identity providers' other settings (each client secret needs them). */
 const IDP = {

@@ -33,7 +33,7 @@
 import {
   Conversations,
   CostService,
-  billingSources,
+  costService,
   ThreadActions,
   IntegrationService,
   WebhookIngest,
@@ -360,12 +360,7 @@ export async function createPlatform(config: Config, adapters: Adapters): Promis
   });
   memory.setSearchHook(memorySearch.hook);
   memory.setEmbeddingModelCheck(memorySearch.checkEmbeddingModel);
-  const cost = new CostService({
-    ledger: collections.costLedger,
-    priceCards: collections.priceCards,
-    billing: billingSources(config.billing),
-    log: createLogger(config.logLevel, { component: 'cost' }),
-  });
+  const cost = costService(collections, config);
   const dreams = new DreamService({
     cost,
     c: collections,

@@ -20,3 +20,4 @@ export {
 } from './billing/index.js';
 export { defaultPriceCard, MAX_SERVICES } from './pricing.js';
 export { CALL_KINDS, type CallKind, type LedgerBucketDoc, type PriceCardDoc } from './records.js';
+export { costService } from './service.js';
