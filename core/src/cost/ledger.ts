@@ -13,10 +13,14 @@
  *   is read), and `estimated_cost` priced by the price card; a row with usage the card has no
  *   rate for is `data_completeness: 'partial'` with `estimated_cost: null` and names the
  *   missing rates — never priced as zero;
- * - `total_cost` is null (no billed rows); `total_estimated_cost` is the sum of the rows only
+ * - with `source=ledger`, `total_cost` is null (no billed rows); `total_estimated_cost` is the sum of the rows only
  *   when every row is priced, else null and the report is partial; an empty range is a
  *   complete zero;
- * - a bad query is a 400 naming the parameter.
+ * - a bad query is a 400 naming the parameter;
+ * - `source` (ledger, billed, all; default ledger, the report above whatever is configured)
+ *   adds the configured billing sources' rows and totals (./billing/merge.ts; with none, the
+ *   price-card fallback); ledger-only groupings and filters with billed data are 400s
+ *   (test/e2e/cost/billing.test.ts).
  */
 import { createHash } from 'node:crypto';
 import { invalid } from '../errors.js';
