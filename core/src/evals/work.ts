@@ -22,6 +22,7 @@ import type { LeaseStore } from '../coordination/port.js';
 import type { CostService } from '../cost/ledger.js';
 import { ApiError } from '../errors.js';
 import type { EventLog } from '../events/log.js';
+import { onSessionIdle } from '../events/idleHook.js';
 import type { FileService } from '../files/files.js';
 import { newId, PREFIX } from '../ids.js';
 import type { Logger } from '../log.js';
@@ -397,31 +398,29 @@ export class EvalWork {
     for (const [evalId, tenant] of runs) await this.dispatch(tenant, evalId);
   }
 
+  /** Ends a running case from the scan (its session is gone, or it ran too long): claim, then end. */
+  private async endRunning(c: EvalCaseDoc, set: Partial<EvalCaseDoc>) {
+    const token = newId('claim_');
+    const claimed = await this.d.c.evalCases.updateOne(
+      c.tenant_id,
+      { _id: c._id, status: 'running' },
+      { $set: { claim: token } },
+    );
+    if (claimed.matched) await this.endCase({ ...c, claim: token }, token, 'running', set);
+  }
+
   private async checkRunning(c: EvalCaseDoc, nowMs: number, check: CheckRunner | null) {
     const s = await this.d.sessions.getDoc(c.tenant_id, c.session_id!).catch(() => null);
-    if (!s || s.terminated_at) {
-      const token = newId('claim_');
-      await this.d.c.evalCases.updateOne(
-        c.tenant_id,
-        { _id: c._id, status: 'running' },
-        { $set: { claim: token } },
-      );
-      return this.endCase({ ...c, claim: token }, token, 'running', {
+    if (!s || s.terminated_at)
+      return this.endRunning(c, {
         status: 'errored',
         reason: s ? 'the session was terminated' : 'the session was deleted',
       });
-    }
     if ((s.idle_seq ?? 0) > (c.prompt_seq ?? Infinity))
       return this.finishCase(c.tenant_id, c._id, s.idle_seq!, check);
     if (c.started_at && Date.parse(c.started_at) + this.d.config.caseTimeoutMs <= nowMs) {
       await this.d.sessions.send(c.tenant_id, s._id, [{ type: 'user.interrupt' }] as never);
-      const token = newId('claim_');
-      await this.d.c.evalCases.updateOne(
-        c.tenant_id,
-        { _id: c._id, status: 'running' },
-        { $set: { claim: token } },
-      );
-      await this.endCase({ ...c, claim: token }, token, 'running', {
+      await this.endRunning(c, {
         status: 'errored',
         reason: `timed out after ${Math.round(this.d.config.caseTimeoutMs / 1000)} s`,
         usage: { ...zeroUsage(), ...s.usage },
@@ -441,9 +440,7 @@ export function relayEvalIdles(
   bus: Pick<CommandBus, 'publish'>,
   log: Logger,
 ): void {
-  events.onAppended(async (tenant, sessionId, written) => {
-    const idle = written.filter((e) => e.type === 'session.status_idle').at(-1);
-    if (!idle) return;
+  onSessionIdle(events, async (tenant, sessionId, idle) => {
     const kase = await c.evalCases.findOne(tenant, { session_id: sessionId, status: 'running' });
     if (!kase) return;
     try {

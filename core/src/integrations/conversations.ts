@@ -20,6 +20,7 @@ import { createHash } from 'node:crypto';
 import type { CommandBus } from '../bus/port.js';
 import { ApiError } from '../errors.js';
 import type { EventLog } from '../events/log.js';
+import { onSessionIdle } from '../events/idleHook.js';
 import type { Logger } from '../log.js';
 import type { SessionService } from '../sessions/sessions.js';
 import type { Collections } from '../store/collections.js';
@@ -203,9 +204,7 @@ export function relayIdleTurns(
   bus: Pick<CommandBus, 'publish'>,
   log: Logger,
 ): void {
-  events.onAppended(async (tenant, sessionId, written) => {
-    const idle = written.filter((e) => e.type === 'session.status_idle').at(-1);
-    if (!idle) return;
+  onSessionIdle(events, async (tenant, sessionId, idle) => {
     const thread = await c.integrationThreads.findOne(tenant, { session_id: sessionId });
     if (!thread) return;
     try {
