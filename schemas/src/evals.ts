@@ -22,6 +22,7 @@ export const EvalCreate = Obj({
   agent: Type.Union([
     Type.String({ minLength: 1, maxLength: 128 }),
     Obj({
+      type: Type.Optional(Type.Literal('agent')),
       id: Type.String({ minLength: 1, maxLength: 128 }),
       version: Type.Optional(Type.Integer({ minimum: 1 })),
     }),
