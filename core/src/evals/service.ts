@@ -160,9 +160,10 @@ export class EvalService {
   }
 
   async compare(tenant: string, id: string, other: unknown): Promise<EvalComparison> {
+    // The run named in the path first: another tenant's id is a 404 whatever the query says.
+    const a = await this.get(tenant, id);
     if (typeof other !== 'string' || !other) throw invalid('with', 'is required (an eval run id)');
-    const [a, b] = await Promise.all([this.get(tenant, id), this.get(tenant, other)]);
-    return compareRuns(a, b);
+    return compareRuns(a, await this.get(tenant, other));
   }
 
   /** queued/running → cancelled: queued cases cancelled, running sessions interrupted. */

@@ -190,6 +190,14 @@ describe.skipIf(!available)(
             model: 'claude-sonnet-4-5',
           });
         keep.drm_ = await dream(keep);
+        // An eval run of one case (judged by expected text against the scripted model's 'ok').
+        const evalRun = () =>
+          post('/v1/svc/evals', {
+            agent,
+            environment_id: env,
+            cases: [{ prompt: 'hi', expected_text: 'ok' }],
+          });
+        keep.eval_ = await evalRun();
         const doomed: Record<string, string> = {
           ...workIds,
           ...(await vault('doomed')),
@@ -210,6 +218,7 @@ describe.skipIf(!available)(
           }),
         };
         doomed.drm_ = await dream(doomed);
+        doomed.eval_ = await evalRun();
 
         const doc = (await (await t.http('/v1/openapi.json', { key: null })).json()) as any;
         const toml: string[] = [

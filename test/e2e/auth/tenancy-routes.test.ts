@@ -226,6 +226,26 @@ describe('tenant isolation over the route table', () => {
       if (d.status !== 'pending' && d.status !== 'running') break;
       await new Promise((r) => setTimeout(r, 50));
     }
+    // An eval run of A (one case judged by expected text), settled first like the dream.
+    const evalRes = await t.http('/v1/svc/evals', {
+      method: 'POST',
+      key: a.apiKey,
+      headers: BETA,
+      json: {
+        agent: agent.id,
+        environment_id: env.id,
+        cases: [{ prompt: `${SECRET} hi`, expected_text: 'ok' }],
+      },
+    });
+    expect(evalRes.status, await evalRes.clone().text()).toBe(200);
+    const evalRun = (await evalRes.json()) as { id: string };
+    for (let i = 0; i < 200; i++) {
+      const r = (await (
+        await t.http(`/v1/svc/evals/${evalRun.id}`, { key: a.apiKey, headers: BETA })
+      ).json()) as { status: string };
+      if (r.status !== 'queued' && r.status !== 'running') break;
+      await new Promise((r) => setTimeout(r, 50));
+    }
     // A console member of A (signed in at the IdP after an invitation) and a pending invitation.
     const invite = async (email: string) => {
       const res = await t.http('/v1/svc/console/invitations', {
@@ -274,6 +294,7 @@ describe('tenant isolation over the route table', () => {
       mem_: memory.id,
       memver_: memory.memory_version_id,
       drm_: dream.id,
+      eval_: evalRun.id,
       vlt_: vault.id,
       vcrd_: cred.id,
       depl_: deployment.id,
