@@ -14,6 +14,7 @@ import { eventOf } from './eventEnvelope.js';
 import { SessionWarningEvent } from './sessionWarnings.js';
 import { SpanModelUsage } from './spanUsage.js';
 import { OUTCOME_EVENT_PAYLOADS, OUTCOME_EVENT_SCHEMAS } from './outcomeEvents.js';
+import { AUX_EVENT_PAYLOADS, AUX_EVENT_SCHEMAS } from './auxModelCall.js';
 import {
   CHUNK_EVENT_SCHEMAS,
   STREAM_DELTA_SCHEMAS,
@@ -63,6 +64,7 @@ export const CANONICAL_EVENT_TYPES = [
   'span.outcome_evaluation_start',
   'span.outcome_evaluation_ongoing',
   'span.outcome_evaluation_end',
+  'aux.model_call',
 ] as const;
 export type CanonicalEventType = (typeof CANONICAL_EVENT_TYPES)[number];
 
@@ -86,6 +88,7 @@ export const EXTENSION_CANONICAL_TYPES: ReadonlySet<string> = new Set([
   'session.warning',
   'span.compaction_summarize_start',
   'span.compaction_summarize_end',
+  'aux.model_call',
 ]);
 
 // ---------------------------------------------------------------------------------------------
@@ -318,6 +321,7 @@ export const EVENT_PAYLOADS = {
     model_usage: SpanModelUsage,
   },
   ...OUTCOME_EVENT_PAYLOADS,
+  ...AUX_EVENT_PAYLOADS,
 } satisfies Partial<Record<CanonicalEventType, TProperties>>;
 
 const P = EVENT_PAYLOADS;
@@ -406,6 +410,7 @@ export const SESSION_EVENT_SCHEMAS = {
   'span.compaction_summarize_start': SpanCompactionSummarizeStartEvent,
   'span.compaction_summarize_end': SpanCompactionSummarizeEndEvent,
   ...OUTCOME_EVENT_SCHEMAS,
+  ...AUX_EVENT_SCHEMAS,
 } satisfies Partial<Record<CanonicalEventType, TSchema>>;
 
 export const SessionEvent = Type.Union(

@@ -5,6 +5,7 @@ export * from './environments.js';
 export * from './vaults.js';
 export * from './sessions.js';
 export * from './events.js';
+export * from './auxModelCall.js';
 export * from './modelCards.js';
 export * from './resources.js';
 export * from './commands.js';

@@ -166,11 +166,16 @@ export function typeChecks(): void {
   );
 
   // The union: every conforming event type is a member of the SDK's event unions
-  // (session.warning and span.compaction_summarize_* are extensions with no SDK type).
+  // (session.warning, span.compaction_summarize_* and aux.model_call are extensions with no
+  // SDK type).
   type Conforming = Exclude<
     S.SessionEvent,
     {
-      type: 'session.warning' | 'span.compaction_summarize_start' | 'span.compaction_summarize_end';
+      type:
+        | 'session.warning'
+        | 'span.compaction_summarize_start'
+        | 'span.compaction_summarize_end'
+        | 'aux.model_call';
     }
   >;
   expectAssignable<E.BetaManagedAgentsSessionEvent>(value<Conforming>());

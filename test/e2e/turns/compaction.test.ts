@@ -133,9 +133,10 @@ describe('compaction strategies (harness pi)', () => {
     const types = r.log.map((e) => e.type);
     const start = types.indexOf('span.compaction_summarize_start');
     expect(start).toBeGreaterThan(-1);
-    expect(types.slice(start, start + 3)).toEqual([
+    expect(types.slice(start, start + 4)).toEqual([
       'span.compaction_summarize_start',
       'span.compaction_summarize_end',
+      'aux.model_call',
       'agent.thread_context_compacted',
     ]);
     const end = r.log.find((e) => e.type === 'span.compaction_summarize_end');

@@ -20,6 +20,10 @@
  * - the grader's usage counts in the session's usage and list cost (the same session update as
  *   its span end) and in the cost ledger as kind `grader`; a session whose budget is reached is
  *   not graded (`failed`, saying so);
+ * - a grader call that answered (its usage counted) gets one `aux.model_call` (kind `grader`,
+ *   its outcome_id, iteration and start id), in the same append as its span end
+ *   (./ledger.ts auxModelCall; test/e2e/turns/aux-model-call.test.ts); a failed or interrupted
+ *   call, whose usage the session does not count, gets none;
  * - an interrupt during the grader's call ends the cycle and the outcome `interrupted`; a
  *   grader model error is retried (retryable errors, 3 attempts) and then fails the outcome
  *   with the error's message; an unreadable verdict fails it, never satisfies it;
@@ -37,6 +41,7 @@ import {
   sleep,
   type EvaluationResult,
   type EventDoc,
+  type EventDraft,
   type Logger,
   type ModelUsage,
   type OutcomeState,
@@ -46,7 +51,7 @@ import {
 import type { WorkerServices } from '../services.js';
 import { budgetStop, usageUpdate, type UsageUpdate } from './budget.js';
 import { toModelError, zeroUsage, TurnAborted } from './events.js';
-import { recordCall } from './ledger.js';
+import { auxModelCall, recordCall } from './ledger.js';
 import { outputEvidence } from './outcomeOutputs.js';
 import type { AppendFenced } from './types.js';
 
@@ -157,8 +162,9 @@ export async function evaluateOutcome(
     result: EvaluationResult,
     explanation: string,
     usage: ModelUsage,
-    usageUpd?: UsageUpdate,
+    counted?: { update: UsageUpdate; aux: EventDraft },
   ): Promise<void> => {
+    const usageUpd = counted?.update;
     const terminal = result !== 'needs_revision';
     const next = terminal
       ? { result, explanation, completed_at: nowIso() }
@@ -176,6 +182,7 @@ export async function evaluateOutcome(
             usage,
           },
         },
+        ...(counted ? [counted.aux] : []),
       ],
       {
         ...(usageUpd ? { $inc: usageUpd.$inc } : {}),
@@ -197,10 +204,12 @@ export async function evaluateOutcome(
   let usage = zeroUsage();
   let text = '';
   let resolved;
+  let startedAt = 0;
   for (let attempt = 1; ; attempt++) {
     try {
       resolved = await p.models.resolve(tenant, s.agent.model);
       usage = zeroUsage();
+      startedAt = performance.now();
       const beats = heartbeat(p.config.turn.outcomeHeartbeatMs, () =>
         append([
           {
@@ -236,8 +245,24 @@ export async function evaluateOutcome(
       return 'done';
     }
   }
+  const durationMs = performance.now() - startedAt;
   await recordCall(p, tenant, s, resolved, usage, 'grader', log);
-  const priced = await usageUpdate(p, tenant, s.agent.model.id, usage, resolved.listPrice);
+  const priced = {
+    update: await usageUpdate(p, tenant, s.agent.model.id, usage, resolved.listPrice),
+    aux: auxModelCall({
+      kind: 'grader',
+      s,
+      resolved,
+      usage,
+      price: resolved.listPrice,
+      durationMs,
+      refs: {
+        outcome_id: o.outcome_id,
+        outcome_evaluation_start_id: startId,
+        iteration: o.iteration,
+      },
+    }),
+  };
   const verdict = parseVerdict(text);
   if (verdict.result !== 'needs_revision') {
     await end(verdict.result, verdict.explanation, usage, priced);

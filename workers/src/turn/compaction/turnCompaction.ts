@@ -22,6 +22,10 @@
  * - the summary call is a model request of the session: its usage goes on its span end and, in
  *   the same fenced append, into the session's usage and list cost, priced like the turn's
  *   requests (../budget.ts usageUpdate; the budget's crash repair counts these span ends too);
+ *   a summary call that answered (a tool call or an empty answer included: its usage counts)
+ *   also gets one `aux.model_call` (kind `compaction`, its span's start id) in that same
+ *   append (../ledger.ts auxModelCall; test/e2e/turns/aux-model-call.test.ts); a call that
+ *   threw or was interrupted counts nothing and gets none;
  * - budget: before the summary call the session's budget is checked as before any request;
  *   reached → no summary call, no span, no boundary, the turn ends with `budget_reached`. After
  *   the boundary it is checked again: a summary call that reached it ends the turn with
@@ -53,7 +57,7 @@ import {
 import { resolveFileBlocks } from '../fileBlocks.js';
 import { sessionError, toModelError, zeroUsage } from '../events.js';
 import { budgetStop, usageUpdate } from '../budget.js';
-import { recordCall } from '../ledger.js';
+import { auxModelCall, recordCall } from '../ledger.js';
 import type { AppendFenced, McpTools } from '../types.js';
 import { BOUNDARY_EVENT, boundaryHistory, INPUT_TYPES, lastRunBefore } from './boundaryHistory.js';
 import { fallbackSummary, summaryRequest } from './summaryPayload.js';
@@ -222,6 +226,7 @@ export class TurnCompaction {
     let fallbackReason: string | null = null;
     let usage = zeroUsage();
     let answered = false;
+    let durationMs = 0;
     try {
       const cardMax = resolved.piConfig?.maxTokens;
       const req = summaryRequest(
@@ -231,7 +236,9 @@ export class TurnCompaction {
         `${this.s._id}:compaction:${start!._id}`,
         Number.isInteger(cardMax) ? (cardMax as number) : undefined,
       );
+      const startedAt = performance.now();
       const r = await collectSummary(resolved.provider.stream(req), signal);
+      durationMs = performance.now() - startedAt;
       usage = r.usage;
       answered = true;
       await recordCall(this.p, this.tenant, this.s, resolved, usage, 'compaction');
@@ -252,6 +259,19 @@ export class TurnCompaction {
     await this.append(
       [
         spanEnd(start!._id, summary === null, usage),
+        ...(answered
+          ? [
+              auxModelCall({
+                kind: 'compaction',
+                s: this.s,
+                resolved,
+                usage,
+                price: resolved.listPrice,
+                durationMs,
+                refs: { compaction_summarize_start_id: start!._id },
+              }),
+            ]
+          : []),
         {
           type: BOUNDARY_EVENT,
           payload: {
