@@ -42,6 +42,7 @@ export * from './events/list.js';
 export { eventSpillPrefix, SPILL_THRESHOLD_BYTES } from './events/spill.js';
 export * from './sessions/sessions.js';
 export { TurnState, idleClearsPending, remainderIdle, turnIdle } from './sessions/turnState.js';
+export * from './sessions/pendingQueue.js';
 export * from './auth/auth.js';
 export * from './console/console.js';
 export type * from './console/records.js';

@@ -14,6 +14,7 @@ import { eventOf } from './eventEnvelope.js';
 import { SessionWarningEvent } from './sessionWarnings.js';
 import { SpanModelUsage } from './spanUsage.js';
 import { OUTCOME_EVENT_PAYLOADS, OUTCOME_EVENT_SCHEMAS } from './outcomeEvents.js';
+import * as pendingQueue from './pendingQueueEvents.js';
 import { AUX_EVENT_PAYLOADS, AUX_EVENT_SCHEMAS } from './auxModelCall.js';
 import {
   CHUNK_EVENT_SCHEMAS,
@@ -27,6 +28,7 @@ export * from './liveEvents.js';
 export { SessionWarningEvent } from './sessionWarnings.js';
 export { SpanModelUsage } from './spanUsage.js';
 export * from './outcomeEvents.js';
+export * from './pendingQueueEvents.js';
 
 /**
  * Session event catalog. Canonical events are persisted with a gap-free `seq`; stream
@@ -64,6 +66,7 @@ export const CANONICAL_EVENT_TYPES = [
   'span.outcome_evaluation_start',
   'span.outcome_evaluation_ongoing',
   'span.outcome_evaluation_end',
+  ...pendingQueue.PENDING_QUEUE_EVENT_TYPES,
   'aux.model_call',
 ] as const;
 export type CanonicalEventType = (typeof CANONICAL_EVENT_TYPES)[number];
@@ -89,6 +92,7 @@ export const EXTENSION_CANONICAL_TYPES: ReadonlySet<string> = new Set([
   'span.compaction_summarize_start',
   'span.compaction_summarize_end',
   'aux.model_call',
+  ...pendingQueue.PENDING_QUEUE_EVENT_TYPES,
 ]);
 
 // ---------------------------------------------------------------------------------------------
@@ -321,6 +325,7 @@ export const EVENT_PAYLOADS = {
     model_usage: SpanModelUsage,
   },
   ...OUTCOME_EVENT_PAYLOADS,
+  ...pendingQueue.PENDING_QUEUE_EVENT_PAYLOADS,
   ...AUX_EVENT_PAYLOADS,
 } satisfies Partial<Record<CanonicalEventType, TProperties>>;
 
@@ -410,6 +415,7 @@ export const SESSION_EVENT_SCHEMAS = {
   'span.compaction_summarize_start': SpanCompactionSummarizeStartEvent,
   'span.compaction_summarize_end': SpanCompactionSummarizeEndEvent,
   ...OUTCOME_EVENT_SCHEMAS,
+  ...pendingQueue.PENDING_QUEUE_EVENT_SCHEMAS,
   ...AUX_EVENT_SCHEMAS,
 } satisfies Partial<Record<CanonicalEventType, TSchema>>;
 

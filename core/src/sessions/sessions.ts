@@ -38,6 +38,7 @@ export { refuseUnbuiltEvents } from '../api/unsupported.js';
 export { cascadeSessionDelete } from './cascade.js';
 import { MAX_STORED_JSON_DEPTH, nowIso, valueDepth } from '../util.js';
 import { deriveStatus, liveRuns, renderStats } from './status.js';
+import { withPendingMarkers } from './pendingQueue.js';
 import type { LifecycleWebhooks } from '../webhooks/port.js';
 
 export { deriveStatus, runIsLive } from './status.js';
@@ -347,11 +348,13 @@ export class SessionService {
     }));
     const wantsTurn = events.some((e) => e.type !== 'user.interrupt');
     const lastInterrupt = events.map((e) => e.type).lastIndexOf('user.interrupt');
-    const written = await this.log.append(tenant, id, drafts, {
+    const queued = await withPendingMarkers(this.c.runs, tenant, s, drafts);
+    const appended = await this.log.append(tenant, id, queued, {
       readSession: s,
       sessionUpdate: (_last, first) =>
         withOutcomeState(inputAppended(events, first), outcome, first),
     });
+    const written = appended.slice(0, events.length); // the request's, without the markers
     if (lastInterrupt >= 0) {
       const seq = written[lastInterrupt]!.seq;
       await this.pubsub.publish(controlChannel(id), {

@@ -14,8 +14,10 @@ import type { ChatMessage, ContentBlock, EventDoc } from '@agentfleet/core';
  * A `user.define_outcome` enters like a user message (the outcome and its rubric); a
  * span.outcome_evaluation_end that sends the agent back (needs_revision, or the last
  * max_iterations_reached) is a user message with the grader's explanation, right after the
- * answer it judged (./outcome.ts).
- * Proved by test/e2e/events/system-message.test.ts, test/e2e/work/self-hosted-lane.test.ts and the turn tests
+ * answer it judged (./outcome.ts). A `user.message` cancelled while it waited
+ * (`system.user_message_cancelled`, ./pending.ts) never enters, nor the `system.message` that
+ * accompanied it (core/src/sessions/pendingQueue.ts).
+ * Proved by test/e2e/turns/pending-queue.test.ts, test/e2e/events/system-message.test.ts, test/e2e/work/self-hosted-lane.test.ts and the turn tests
  * (test/e2e/sdk/sdk-flow.test.ts).
  */
 export function buildHistory(events: readonly EventDoc[]): ChatMessage[] {
@@ -46,6 +48,10 @@ export class HistoryBuilder {
   private waiting: ContentBlock[] = [];
   private waitingResults: ContentBlock[] = [];
   private waitingSystem: ContentBlock[] = [];
+  /** The blocks of each waiting user.message (and of its system.message), by event id. */
+  private waitingById = new Map<string, ContentBlock[]>();
+  /** The id of the last event folded when it was a user.message (its system.message follows). */
+  private lastMessage: string | undefined;
   private seen = 0;
   private last: EventDoc | undefined;
   /** With `freeze`: the conversation handed out by the last call, kept to extend. */
@@ -121,6 +127,8 @@ export class HistoryBuilder {
     this.waiting = [];
     this.waitingResults = [];
     this.waitingSystem = [];
+    this.waitingById = new Map();
+    this.lastMessage = undefined;
     this.seen = 0;
     this.last = undefined;
     this.result = [];
@@ -144,13 +152,25 @@ export class HistoryBuilder {
   }
 
   private fold(e: EventDoc): void {
+    const previous = this.lastMessage;
+    this.lastMessage = e.type === 'user.message' ? e._id : undefined;
     const p = e.payload as any;
     switch (e.type) {
-      case 'user.message':
-        this.waiting.push(
-          ...(((p.content ?? []) as any[]).filter((b) => b.type !== 'redacted') as ContentBlock[]),
-        );
+      case 'user.message': {
+        const blocks = ((p.content ?? []) as any[]).filter(
+          (b) => b.type !== 'redacted',
+        ) as ContentBlock[];
+        this.waiting.push(...blocks);
+        this.waitingById.set(e._id, [...blocks]);
         break;
+      }
+      case 'system.user_message_cancelled': {
+        const gone = new Set(this.waitingById.get(String(p.user_message_id)) ?? []);
+        if (!gone.size) break;
+        this.waiting = this.waiting.filter((b) => !gone.has(b));
+        this.waitingSystem = this.waitingSystem.filter((b) => !gone.has(b));
+        break;
+      }
       case 'session.status_running':
         // Tool results first: the protocols require them at the head of the user turn.
         this.push('user', [...this.waitingResults, ...this.waiting]);
@@ -158,6 +178,7 @@ export class HistoryBuilder {
         this.waiting = [];
         this.waitingResults = [];
         this.waitingSystem = [];
+        this.waitingById.clear();
         break;
       case 'user.define_outcome':
         // The agent gets the outcome and the rubric it will be judged by (core/src/outcomes).
@@ -185,13 +206,14 @@ export class HistoryBuilder {
             },
           ]);
         break;
-      case 'system.message':
-        this.waitingSystem.push(
-          ...((p.content ?? []) as any[])
-            .filter((b) => b.type === 'text')
-            .map((b) => ({ type: 'text' as const, text: String(b.text) })),
-        );
+      case 'system.message': {
+        const blocks = ((p.content ?? []) as any[])
+          .filter((b) => b.type === 'text')
+          .map((b) => ({ type: 'text' as const, text: String(b.text) }));
+        this.waitingSystem.push(...blocks);
+        if (previous) this.waitingById.get(previous)?.push(...blocks);
         break;
+      }
       case 'agent.thinking':
         if (p.signature)
           this.push('assistant', [

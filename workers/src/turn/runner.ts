@@ -44,15 +44,16 @@ import { evaluateOutcome, outcomeToJudge } from './outcome.js';
 import { SessionLogCache } from './sessionLogCache.js';
 import { TurnControl } from './control.js';
 import { SessionAppends } from './appends.js';
+import { PendingQueue } from './pending.js';
 
 /**
  * Runs session turns. Guarantees: one turn per session at a time (session lease, fenced
- * appends); a turn's input is every user message appended since the last turn, in order; every
- * turn ends with exactly one session.status_idle; a redelivered command appends nothing when its
- * input was already processed; a turn orphaned by a crashed worker is resumed by the next one
- * (after more than 5 recoveries the session is forced idle).
- * Proven by test/e2e/sdk/sdk-flow.test.ts, test/e2e/sessions/sessions-events.test.ts, test/e2e/sandbox/sandbox-tools.test.ts and
- * test/e2e/server/crash-recovery.test.ts.
+ * appends); a turn's input is every user message appended since the last turn but those an
+ * interrupt cancelled (./pending.ts), in order; every turn ends with exactly one
+ * session.status_idle; a redelivered command appends nothing when its input was already
+ * processed; a turn orphaned by a crashed worker is resumed by the next one (after more than 5
+ * recoveries the session is forced idle). Proven by test/e2e/{sdk/sdk-flow,
+ * sessions/sessions-events, sandbox/sandbox-tools, server/crash-recovery, turns/pending-queue*}.
  */
 export class TurnRunner {
   private consumer: ConsumerHandle | null = null;
@@ -75,14 +76,13 @@ export class TurnRunner {
     private readonly logs: SessionLogCache = new SessionLogCache(p.events),
   ) {
     this.appends = new SessionAppends(p.events);
+    this.queue = new PendingQueue(p.events, this.appends, logs, p.sessions.turns);
     this.ending = { p, sandbox, log, appends: this.appends };
   }
   private readonly appends: SessionAppends;
+  /** The pending-message queue's promotions and cancellations (./pending.ts). */
+  private readonly queue: PendingQueue;
   private readonly ending: TurnFinishDeps;
-
-  private get maxConcurrentTurns() {
-    return this.p.config.turn.maxConcurrent;
-  }
 
   async start(): Promise<void> {
     // Events appended in this process (the turns' own, and the gateway's input when it runs
@@ -120,13 +120,13 @@ export class TurnRunner {
    * drain, so a long turn never holds a bus partition and other sessions on that partition keep
    * moving. Acknowledging early is safe: input that no turn has consumed keeps the session's
    * `pending` flag and a started turn has a run record; the recovery scan re-drives both.
-   * At most `maxConcurrentTurns` sessions run per worker; beyond that the handler waits
+   * At most `config.turn.maxConcurrent` sessions run per worker; beyond that the handler waits
    * (backpressure on the partition) instead of acknowledging work it cannot start.
    */
   async handle(cmd: CommandEnvelope<'session.turn.requested'>): Promise<void> {
     const { tenant_id: tenant, session_id: sid } = cmd.payload;
     if (this.draining.has(sid)) return; // this worker's drain re-checks pending input before it lets go
-    while (this.running.size >= this.maxConcurrentTurns) await Promise.race(this.running);
+    while (this.running.size >= this.p.config.turn.maxConcurrent) await Promise.race(this.running);
     const lease = await this.p.coordination.leases.acquire(
       `session:${sid}`,
       this.owner,
@@ -228,8 +228,7 @@ export class TurnRunner {
     const inputTo = s.input_seq;
     // Input older than the newest interrupt was cancelled by it.
     const interruptSeq = s.interrupt_seq ?? 0;
-    // Every event up to the input the turn consumes (from the cache when it holds them).
-    const log = await this.logs.all(tenant, s._id, inputTo);
+    const log = await this.queue.cancel(tenant, s, lease);
     const input = turnInputReady(log, s, inputTo, interruptSeq);
     if (!input.ready) {
       // Some calls answered, not all: the idle is re-emitted with the remainder (SDK).
@@ -258,7 +257,8 @@ export class TurnRunner {
     const running = this.appends.append(tenant, s._id, lease, [
       { type: 'session.status_running', payload: {} },
     ]);
-    await Promise.all([record, running]);
+    const [, [started]] = await Promise.all([record, running]);
+    await this.queue.promote(tenant, s._id, lease, started!.seq);
     this.p.metrics.turnsStarted.inc();
     return this.loop(tenant, s, lease, inputTo, interruptSeq);
   }
@@ -306,6 +306,7 @@ export class TurnRunner {
       control.unregister(abort);
       await mcp.close();
     }
+    if (end.interrupted) await this.queue.cancelAtInterrupt(tenant, sid, lease);
     return finishTurn(this.ending, tenant, sid, lease, inputTo, end, s);
   }
 
@@ -460,7 +461,7 @@ export class TurnRunner {
     const recoveries = s.recoveries + 1;
     this.log.warn('recovering orphaned turn', { session_id: sid, recoveries });
     this.p.metrics.turnRecoveries.inc();
-    const turn = await this.p.events.range(tenant, sid, startSeq - 1, 100_000);
+    const turn = await this.queue.recovered(tenant, s, lease, startSeq); // ./pending.ts
     if (turn.some((e) => e.type === 'session.status_idle')) {
       await markProcessed(this.p, tenant, sid, inputTo);
       await this.p.sessions.turns.endRun(tenant, sid);
@@ -474,7 +475,7 @@ export class TurnRunner {
     }
     await this.p.turnState.countRecovery(tenant, sid, recoveries);
     await this.p.sessions.turns.adoptRun(tenant, sid, this.owner, lease.token);
-    await this.appends.append(tenant, sid, lease, reconciliationDrafts(turn, SelfHostedLane.of(s)));
+    await this.queue.resume(tenant, sid, lease, reconciliationDrafts(turn, SelfHostedLane.of(s)));
     const done = lastResponseFinished(turn);
     const current = (await this.p.sessions.turns.session(tenant, sid))!;
     // A finished answer ends the turn, unless an outcome still has to judge it.
