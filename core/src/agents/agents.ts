@@ -13,7 +13,8 @@ import type { ModelResolver } from '../models/models.js';
 import { applyMetadataPatch } from '../api/metadata.js';
 import { checkToolPolicies } from './toolPolicy.js';
 import { checkHarness, checkHarnessSpec } from '../sessions/compactionSettings.js';
-import { refuseExecutionIdentity, refuseMultiagent } from '../api/unsupported.js';
+import { refuseExecutionIdentity } from '../api/unsupported.js';
+import { checkMultiagent, rosterLookup } from './multiagent.js';
 import { checkAgentMemoryStore, memoryStoreLookup } from '../memory/session/index.js';
 import {
   normalizeSkillRefs,
@@ -228,7 +229,7 @@ export class AgentService {
   }
 
   async create(tenant: string, body: AgentCreate): Promise<Agent> {
-    refuseMultiagent(body.multiagent);
+    await checkMultiagent(rosterLookup(this.c), tenant, body.multiagent);
     refuseExecutionIdentity(body.execution_identity);
     await checkAgentMemoryStore(memoryStoreLookup(this.c), tenant, body.memory_store_id);
     checkHarness(body.harness);
@@ -366,7 +367,7 @@ export class AgentService {
 
   /** Every change bumps the version; a no-op update returns the current version unchanged. */
   async update(tenant: string, id: string, body: AgentUpdate): Promise<Agent> {
-    refuseMultiagent(body.multiagent);
+    await checkMultiagent(rosterLookup(this.c), tenant, body.multiagent, id);
     refuseExecutionIdentity(body.execution_identity);
     await checkAgentMemoryStore(memoryStoreLookup(this.c), tenant, body.memory_store_id);
     checkHarness(body.harness);

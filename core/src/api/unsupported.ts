@@ -36,12 +36,6 @@ export function refuseUnbuiltEvents(body: unknown): void {
   });
 }
 
-/** `multiagent` (agent create/update): null means "none" and is accepted. */
-export function refuseMultiagent(value: unknown): void {
-  if (value !== undefined && value !== null)
-    throw notSupportedYet('multiagent', 'multiagent orchestration');
-}
-
 /**
  * `execution_identity` (agent create/update): runs carry no customer-named principal here, so
  * `service_account` (the default) is the only identity; `aws_role` would need cloud credential

@@ -1,7 +1,7 @@
 /**
  * Settings the SDK can send but this deployment has not built are refused with a 400 naming the
  * field and saying "not supported yet", and nothing is stored (core/src/api/unsupported.ts):
- * agent `multiagent`, `user.tool_result` on a cloud session, `user.interrupt.session_thread_id`
+ * agent `multiagent` (a valid roster; the roster rules: test/e2e/agents/multiagent-roster.test.ts), `user.tool_result` on a cloud session, `user.interrupt.session_thread_id`
  * (a session has one thread; null accepted) (`system.message`
  * is built: test/e2e/events/system-message.test.ts; `user.define_outcome`: test/e2e/turns/outcomes.test.ts). Through the official TypeScript SDK and plain HTTP. A model card for a custom
  * provider (protocol from `pi_config.api`) is created without a probe and says so:
@@ -31,24 +31,24 @@ async function refused(p: Promise<unknown>, field: string) {
 }
 
 describe('unbuilt settings are refused, never stored', () => {
-  it('agent multiagent: refused on create and update; null is accepted', async () => {
+  it('agent multiagent: a valid roster is refused on create and update; null is accepted', async () => {
     const c = t.client;
+    const a = await c.beta.agents.create({ name: 'ok', model: 'claude-sonnet-4-5' });
     const before = (await c.beta.agents.list()).data.length;
     await refused(
       c.beta.agents.create({
         name: 'm',
         model: 'claude-sonnet-4-5',
-        multiagent: { type: 'coordinator', agents: [] } as any,
+        multiagent: { type: 'coordinator', agents: [a.id] },
       }),
       'multiagent',
     );
     expect((await c.beta.agents.list()).data.length).toBe(before);
-    const a = await c.beta.agents.create({ name: 'ok', model: 'claude-sonnet-4-5' });
     await refused(
       c.beta.agents.update(a.id, {
         version: a.version,
-        multiagent: { type: 'coordinator' },
-      } as any),
+        multiagent: { type: 'coordinator', agents: [{ type: 'self' }] },
+      }),
       'multiagent',
     );
     const after = await c.beta.agents.retrieve(a.id);

@@ -5,7 +5,8 @@
  * slow so that cases are starting, running and judging when the process dies. After the
  * restart every case ends exactly once: one session per case (never a second one for a case
  * taken over), its prompt sent once, the verdict its answers deserve, the run completed.
- * On the real adapters too (realAdapterEnv).
+ * On the real adapters too (realAdapterEnv). The waits are generous: after the restart the
+ * remaining cases each warm a real sandbox, which on a loaded 2-core CI machine takes minutes.
  */
 import { describe, expect, it } from 'vitest';
 import { kill9 } from '../../kit/process.js';
@@ -74,7 +75,7 @@ describe('eval runs across a crash', () => {
       await waitFor(async () => {
         mid = (await call(`/v1/svc/evals/${id}`)).body;
         return mid.summary.passed + mid.summary.failed >= 5;
-      }, 60_000);
+      }, 120_000);
       expect(mid.status).toBe('running');
       // Cases are in flight when the process dies.
       const inFlight = mid.cases.filter((x: any) =>
@@ -88,7 +89,7 @@ describe('eval runs across a crash', () => {
       await waitFor(async () => {
         done = (await call(`/v1/svc/evals/${id}`)).body;
         return done.status !== 'running';
-      }, 90_000);
+      }, 240_000);
       expect(done.status).toBe('completed');
       expect(done.summary).toMatchObject({ total: 20, errored: 0, cancelled: 0, pending: 0 });
       expect(
@@ -124,5 +125,5 @@ describe('eval runs across a crash', () => {
     } finally {
       await kill9(proc.child);
     }
-  }, 240_000);
+  }, 420_000);
 });
