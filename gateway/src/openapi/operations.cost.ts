@@ -96,6 +96,8 @@ const Report = Type.Object(
     usage: Usage,
     total_cost: Nullable(Num),
     total_estimated_cost: Nullable(Num),
+    /** With billing sources: the price card's currency, that of total_estimated_cost. */
+    estimated_currency: Type.Optional(Str),
     rows: Type.Array(Row),
     datasets: Type.Optional(Type.Array(Dataset)),
   },

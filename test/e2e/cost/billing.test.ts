@@ -222,6 +222,7 @@ describe('billed cost in the cost report', () => {
       is_invoice_grade: false,
       data_completeness: 'complete',
       currency: 'USD',
+      estimated_currency: 'USD',
       total_cost: 16.81,
       total_estimated_cost: 0,
     });

@@ -10,7 +10,8 @@
  *   ledger's rows and totals, `source: 'svc_metered'`, `total_cost: null`, and `datasets`
  *   naming only the ledger;
  * - with sources, `source: 'provider_billed'`, and the top-level `total_cost`, `currency`,
- *   `granularity`, `is_invoice_grade`, `reconciled_at` are the billed part's;
+ *   `granularity`, `is_invoice_grade`, `reconciled_at` are the billed part's, and
+ *   `estimated_currency` names the price card's currency (that of `total_estimated_cost`);
  *   `data_completeness` is partial when either part is; `datasets` lists the ledger and every
  *   billing dataset with its status and error.
  */
@@ -58,6 +59,9 @@ export function mergeBilled<R extends LedgerReport>(
     data_completeness: partial ? ('partial' as const) : ('complete' as const),
     reconciled_at: billed.reconciled_at,
     currency: billed.currency ?? ledger.currency,
+    // The price card's currency, which `total_estimated_cost` (the ledger's) is in: `currency`
+    // is the bill's and may differ.
+    estimated_currency: ledger.currency,
     total_cost: billed.total_cost,
     rows: source === 'all' ? [...ledger.rows, ...billed.rows] : billed.rows,
     datasets: [ledgerDataset(ledger), ...billed.datasets],
