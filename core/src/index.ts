@@ -43,6 +43,7 @@ export { eventSpillPrefix, SPILL_THRESHOLD_BYTES } from './events/spill.js';
 export * from './sessions/sessions.js';
 export { TurnState, idleClearsPending, remainderIdle, turnIdle } from './sessions/turnState.js';
 export * from './sessions/pendingQueue.js';
+export * from './sessions/wakeup.js';
 export * from './auth/auth.js';
 export * from './console/console.js';
 export type * from './console/records.js';

@@ -15,7 +15,7 @@ import { SessionWarningEvent } from './sessionWarnings.js';
 import { SpanModelUsage } from './spanUsage.js';
 import { OUTCOME_EVENT_PAYLOADS, OUTCOME_EVENT_SCHEMAS } from './outcomeEvents.js';
 import * as pendingQueue from './pendingQueueEvents.js';
-import { AUX_EVENT_PAYLOADS, AUX_EVENT_SCHEMAS } from './auxModelCall.js';
+import { EXTENSION_EVENT_PAYLOADS, EXTENSION_EVENT_SCHEMAS } from './extensionEvents.js';
 import {
   CHUNK_EVENT_SCHEMAS,
   STREAM_DELTA_SCHEMAS,
@@ -68,6 +68,7 @@ export const CANONICAL_EVENT_TYPES = [
   'span.outcome_evaluation_end',
   ...pendingQueue.PENDING_QUEUE_EVENT_TYPES,
   'aux.model_call',
+  'span.wakeup_scheduled',
 ] as const;
 export type CanonicalEventType = (typeof CANONICAL_EVENT_TYPES)[number];
 
@@ -93,6 +94,7 @@ export const EXTENSION_CANONICAL_TYPES: ReadonlySet<string> = new Set([
   'span.compaction_summarize_end',
   'aux.model_call',
   ...pendingQueue.PENDING_QUEUE_EVENT_TYPES,
+  'span.wakeup_scheduled',
 ]);
 
 // ---------------------------------------------------------------------------------------------
@@ -326,7 +328,7 @@ export const EVENT_PAYLOADS = {
   },
   ...OUTCOME_EVENT_PAYLOADS,
   ...pendingQueue.PENDING_QUEUE_EVENT_PAYLOADS,
-  ...AUX_EVENT_PAYLOADS,
+  ...EXTENSION_EVENT_PAYLOADS,
 } satisfies Partial<Record<CanonicalEventType, TProperties>>;
 
 const P = EVENT_PAYLOADS;
@@ -416,7 +418,7 @@ export const SESSION_EVENT_SCHEMAS = {
   'span.compaction_summarize_end': SpanCompactionSummarizeEndEvent,
   ...OUTCOME_EVENT_SCHEMAS,
   ...pendingQueue.PENDING_QUEUE_EVENT_SCHEMAS,
-  ...AUX_EVENT_SCHEMAS,
+  ...EXTENSION_EVENT_SCHEMAS,
 } satisfies Partial<Record<CanonicalEventType, TSchema>>;
 
 export const SessionEvent = Type.Union(

@@ -6,6 +6,7 @@ export * from './vaults.js';
 export * from './sessions.js';
 export * from './events.js';
 export * from './auxModelCall.js';
+export * from './wakeupEvents.js';
 export * from './modelCards.js';
 export * from './resources.js';
 export * from './commands.js';

@@ -166,8 +166,8 @@ export function typeChecks(): void {
   );
 
   // The union: every conforming event type is a member of the SDK's event unions
-  // (session.warning, span.compaction_summarize_*, aux.model_call and the pending-queue
-  // system.user_message_* events are extensions with no SDK type).
+  // (session.warning, span.compaction_summarize_*, aux.model_call, span.wakeup_scheduled and
+  // the pending-queue system.user_message_* events are extensions with no SDK type).
   type Conforming = Exclude<
     S.SessionEvent,
     {
@@ -176,6 +176,7 @@ export function typeChecks(): void {
         | 'span.compaction_summarize_start'
         | 'span.compaction_summarize_end'
         | 'aux.model_call'
+        | 'span.wakeup_scheduled'
         | (typeof S.PENDING_QUEUE_EVENT_TYPES)[number];
     }
   >;

@@ -20,6 +20,9 @@
  *   take one token of the tenant's per-minute limit, as the session create request would) or a
  *   429 from the create path → session_rate_limited_error, any other 4xx of the create path →
  *   session_creation_rejected_error, anything else → unknown_error.
+ * - A scheduled run's session gets one span.wakeup_scheduled (reason `deployment`, the minute,
+ *   the firing instant, the deployment and run ids) with its initial events
+ *   (../sessions/wakeup.ts).
  * - Webhooks: deployment_run.started once the run is recorded, then deployment_run.succeeded or
  *   deployment_run.failed, each `{id: run id, deployment_id}`.
  * Proved by test/e2e/deployments/deployments.test.ts and test/e2e/deployments/deployments-runs.test.ts.
@@ -35,6 +38,8 @@ import type { SessionService } from '../sessions/sessions.js';
 import { checkInputEvents } from '../sessions/inputEvents.js';
 import type { LifecycleWebhooks } from '../webhooks/port.js';
 import type { DeploymentDoc, DeploymentRunDoc } from './records.js';
+import type { EventDraft } from '../events/log.js';
+import { wakeupScheduled } from '../sessions/wakeup.js';
 
 export const STALE_FIRING_MS = 5 * 60_000;
 
@@ -138,15 +143,18 @@ async function preflight(
   return null;
 }
 
-/** The outcome of creating the session; never throws. */
+/**
+ * The outcome of creating the session; never throws. A scheduled fire's `wake`
+ * (span.wakeup_scheduled) goes in the same append as the initial events it sends.
+ */
 async function createSession(
   ctx: FiringContext,
   tenant: string,
   d: DeploymentDoc,
-  scheduled: boolean,
+  wake: EventDraft | null,
 ): Promise<Outcome> {
   try {
-    const blocked = await preflight(ctx, tenant, d, scheduled);
+    const blocked = await preflight(ctx, tenant, d, !!wake);
     if (blocked) return blocked;
     const session = await ctx.sessions.create(tenant, {
       agent: { type: 'agent', id: d.agent.id, version: d.agent.version },
@@ -159,7 +167,7 @@ async function createSession(
     // The SDK's session.deployment_id (and the sessions list's deployment_id filter).
     await ctx.c.sessions.updateOne(tenant, { _id: session.id }, { $set: { deployment_id: d._id } });
     try {
-      await ctx.sessions.send(tenant, session.id, d.initial_events);
+      await ctx.sessions.send(tenant, session.id, d.initial_events, wake ? [wake] : []);
     } catch (err) {
       return fail(
         'unknown_error',
@@ -233,7 +241,18 @@ export async function fireDeployment(
     throw err;
   }
   await emit(ctx, tenant, 'deployment_run.started', run);
-  const outcome = await createSession(ctx, tenant, d, trigger.type === 'schedule');
+  // A scheduled minute is an alarm (one wake per run: only the run's inserter gets here).
+  const wake =
+    trigger.type === 'schedule'
+      ? wakeupScheduled({
+          reason: 'deployment',
+          scheduled_at: trigger.scheduled_at,
+          woken_at: run.created_at,
+          deployment_id: d._id,
+          deployment_run_id: runId,
+        })
+      : null;
+  const outcome = await createSession(ctx, tenant, d, wake);
   const done: DeploymentRunDoc = {
     ...run,
     state: 'done',

@@ -16,7 +16,7 @@ import type { Collections } from '../store/collections.js';
 import type { EventDoc } from '../events/records.js';
 import type { RunDoc, SessionDoc, SessionEnvironmentSnapshot } from './records.js';
 import type { EnvironmentDoc } from '../environments/records.js';
-import { controlChannel, type EventLog } from '../events/log.js';
+import { controlChannel, type EventDraft, type EventLog } from '../events/log.js';
 import type { ModelResolver } from '../models/models.js';
 import { createdAtBounds, pageById, type Page } from '../api/pagination.js';
 import { applyMetadataPatch } from '../api/metadata.js';
@@ -331,9 +331,10 @@ export class SessionService {
   /**
    * Appends input events in order, all validated first so nothing is half-written, then
    * triggers the turn. Answers once the events are durable; if publishing the command fails,
-   * the recovery sweep re-drives the unprocessed input.
+   * the recovery sweep re-drives the unprocessed input. `extra` (a scheduled fire's wake,
+   * ./wakeup.ts) goes in the same append, after the events, so their seqs are unchanged.
    */
-  async send(tenant: string, id: string, events: InputEvent[]): Promise<EventDoc[]> {
+  async send(tenant: string, id: string, events: InputEvent[], extra: EventDraft[] = []) {
     const s = await this.getDoc(tenant, id);
     if (s.terminated_at)
       throw invalid('session', `session ${id} is terminated and accepts no events`);
@@ -348,7 +349,7 @@ export class SessionService {
     }));
     const wantsTurn = events.some((e) => e.type !== 'user.interrupt');
     const lastInterrupt = events.map((e) => e.type).lastIndexOf('user.interrupt');
-    const queued = await withPendingMarkers(this.c.runs, tenant, s, drafts);
+    const queued = [...(await withPendingMarkers(this.c.runs, tenant, s, drafts)), ...extra];
     const appended = await this.log.append(tenant, id, queued, {
       readSession: s,
       sessionUpdate: (_last, first) =>

@@ -45,6 +45,7 @@ import { SessionLogCache } from './sessionLogCache.js';
 import { TurnControl } from './control.js';
 import { SessionAppends } from './appends.js';
 import { PendingQueue } from './pending.js';
+import { Wakeups, type OrphanRun } from './wakeup.js';
 
 /**
  * Runs session turns. Guarantees: one turn per session at a time (session lease, fenced
@@ -83,6 +84,7 @@ export class TurnRunner {
   /** The pending-message queue's promotions and cancellations (./pending.ts). */
   private readonly queue: PendingQueue;
   private readonly ending: TurnFinishDeps;
+  private readonly wakeups = new Wakeups(); // recovery's span.wakeup_scheduled (./wakeup.ts)
 
   async start(): Promise<void> {
     // Events appended in this process (the turns' own, and the gateway's input when it runs
@@ -133,6 +135,7 @@ export class TurnRunner {
       this.p.config.turn.leaseTtlMs,
     );
     if (!lease) return; // the holder drains all pending input and re-checks after releasing
+    this.wakeups.arm(sid, cmd);
     let failed = false;
     const run = this.runSession(tenant, sid, lease).catch((err) => {
       failed = true; // left to the recovery scan, so a persistent fault cannot spin here
@@ -183,6 +186,7 @@ export class TurnRunner {
     } finally {
       clearInterval(renew);
       this.appends.forget(sid);
+      this.wakeups.forget(sid);
       this.controls.delete(sid);
       await control
         ?.close()
@@ -211,7 +215,7 @@ export class TurnRunner {
         return;
       }
       if (orphan) {
-        await this.recover(tenant, s, orphan.start_seq, orphan.input_to, lease);
+        await this.recover(tenant, s, orphan, lease);
         continue;
       }
       if (!s.pending || s.input_seq <= s.processed_seq) {
@@ -256,6 +260,7 @@ export class TurnRunner {
     });
     const running = this.appends.append(tenant, s._id, lease, [
       { type: 'session.status_running', payload: {} },
+      ...this.wakeups.pendingInput(s), // a recovery scan's command woke it (./wakeup.ts)
     ]);
     const [, [started]] = await Promise.all([record, running]);
     await this.queue.promote(tenant, s._id, lease, started!.seq);
@@ -450,18 +455,12 @@ export class TurnRunner {
    * Resumes a turn whose worker died: reconciles an interrupted model stream or orphan tool
    * calls (session.warning), then continues the loop; more than 5 recoveries forces idle.
    */
-  private async recover(
-    tenant: string,
-    s: SessionDoc,
-    startSeq: number,
-    inputTo: number,
-    lease: Lease,
-  ): Promise<void> {
-    const sid = s._id;
+  private async recover(tenant: string, s: SessionDoc, run: OrphanRun, lease: Lease) {
+    const [sid, inputTo] = [s._id, run.input_to];
     const recoveries = s.recoveries + 1;
     this.log.warn('recovering orphaned turn', { session_id: sid, recoveries });
     this.p.metrics.turnRecoveries.inc();
-    const turn = await this.queue.recovered(tenant, s, lease, startSeq); // ./pending.ts
+    const turn = await this.queue.recovered(tenant, s, lease, run.start_seq); // ./pending.ts
     if (turn.some((e) => e.type === 'session.status_idle')) {
       await markProcessed(this.p, tenant, sid, inputTo);
       await this.p.sessions.turns.endRun(tenant, sid);
@@ -475,7 +474,8 @@ export class TurnRunner {
     }
     await this.p.turnState.countRecovery(tenant, sid, recoveries);
     await this.p.sessions.turns.adoptRun(tenant, sid, this.owner, lease.token);
-    await this.queue.resume(tenant, sid, lease, reconciliationDrafts(turn, SelfHostedLane.of(s)));
+    const drafts = reconciliationDrafts(turn, SelfHostedLane.of(s));
+    await this.queue.resume(tenant, sid, lease, [this.wakeups.orphaned(sid, run), ...drafts]);
     const done = lastResponseFinished(turn);
     const current = (await this.p.sessions.turns.session(tenant, sid))!;
     // A finished answer ends the turn, unless an outcome still has to judge it.
