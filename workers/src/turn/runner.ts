@@ -1,6 +1,7 @@
 /**
  * The turn loop: composes the session lease, fenced appends (./appends.ts), the run record,
- * model requests (./modelRequest.ts, streamed by ./modelStream.ts), tool dispatch under
+ * the agent's model loop (./modelLoop.ts: model requests by ./modelRequest.ts, streamed by
+ * ./modelStream.ts), outcome grading (./outcome.ts), tool dispatch under
  * permission policies (../tools/permissions.ts, run by ../tools/executor.ts; MCP by
  * ../tools/mcp.ts), stop reasons and error events (./events.ts), interrupts (./control.ts), crash
  * recovery (./recovery.ts). A self_hosted session's tools run in the customer's worker
@@ -21,11 +22,7 @@ import {
 } from '@agentfleet/core';
 import type { CommandEnvelope } from '@agentfleet/schemas';
 import type { TurnServices } from '../services.js';
-import { resolveFileBlocks } from './fileBlocks.js';
 import { requiresAction, turnInputReady } from './input.js';
-import { ToolCallDispatcher } from '../tools/permissions.js';
-import { isFinalAnswer, modelRequest } from './modelRequest.js';
-import { budgetStop } from './budget.js';
 import { ToolExecutor } from '../tools/executor.js';
 import { McpTurn } from '../tools/mcp.js';
 import { sessionError, TurnAborted, type TurnEnd } from './events.js';
@@ -36,15 +33,13 @@ import {
   type RecoveryCursor,
 } from './recovery.js';
 import { SelfHostedLane } from '../tools/selfHosted.js';
-import { withMemoryPrompt } from './memory.js';
-import { answerMayWaitForIdle, finishTurn, markProcessed, type TurnFinishDeps } from './finish.js';
-import { SkillLoadError, withSkillPrompt } from './skillPrompt.js';
-import { repositoriesReady } from './repositories.js';
+import { finishTurn, markProcessed, type TurnFinishDeps } from './finish.js';
 import { evaluateOutcome, outcomeToJudge } from './outcome.js';
 import { SessionLogCache } from './sessionLogCache.js';
 import { TurnControl } from './control.js';
 import { SessionAppends } from './appends.js';
 import { PendingQueue } from './pending.js';
+import { modelLoop, type ModelLoopDeps } from './modelLoop.js';
 import { Wakeups, type OrphanRun } from './wakeup.js';
 
 /**
@@ -79,11 +74,13 @@ export class TurnRunner {
     this.appends = new SessionAppends(p.events);
     this.queue = new PendingQueue(p.events, this.appends, logs, p.sessions.turns);
     this.ending = { p, sandbox, log, appends: this.appends };
+    this.loopDeps = { p, appends: this.appends, logs, tools, sandbox };
   }
   private readonly appends: SessionAppends;
   /** The pending-message queue's promotions and cancellations (./pending.ts). */
   private readonly queue: PendingQueue;
   private readonly ending: TurnFinishDeps;
+  private readonly loopDeps: ModelLoopDeps;
   private readonly wakeups = new Wakeups(); // recovery's span.wakeup_scheduled (./wakeup.ts)
 
   async start(): Promise<void> {
@@ -339,7 +336,7 @@ export class TurnRunner {
     let end: TurnEnd =
       answered || judging?.result === 'evaluating'
         ? { stop_reason: { type: 'end_turn' } }
-        : await this.modelLoop(tenant, s, lease, signal, mcp, inputTo);
+        : await modelLoop(this.loopDeps, tenant, s, lease, signal, mcp, inputTo);
     if (!judging) return end;
     for (;;) {
       if (end.stop_reason.type !== 'end_turn' || end.interrupted) return end;
@@ -364,91 +361,8 @@ export class TurnRunner {
       );
       if (next === 'done') return end;
       const revising = (await this.p.sessions.turns.session(tenant, sid)) ?? current;
-      end = await this.modelLoop(tenant, revising, lease, signal, mcp, inputTo);
+      end = await modelLoop(this.loopDeps, tenant, revising, lease, signal, mcp, inputTo);
     }
-  }
-
-  private async modelLoop(
-    tenant: string,
-    s: SessionDoc,
-    lease: Lease,
-    signal: AbortSignal,
-    mcp: McpTurn,
-    inputTo: number,
-  ): Promise<TurnEnd> {
-    const sid = s._id;
-    const session = { tenantId: tenant, sessionId: sid, environmentId: s.environment_id };
-    const lane = SelfHostedLane.of(s);
-    const append = this.appends.fenced(tenant, sid, lease);
-    const calls = new ToolCallDispatcher(
-      s.agent.tools as any[],
-      this.tools,
-      { session, signal },
-      append,
-      mcp,
-      lane,
-    );
-    // Calls held for confirmation by an earlier turn are settled before the model sees them.
-    // Every event up to the turn's own last append (status_running); see sessionLogCache.ts.
-    let logAt = this.appends.lastSeq(sid);
-    let log = await this.logs.all(tenant, sid, logAt);
-    // A cloud session's calls settled long ago are not scanned again (./openCalls.ts).
-    const from = lane ? 0 : this.logs.settleFrom(tenant, sid, log);
-    const held = await calls.settleHeld(from ? log.slice(from) : log, lane ? inputTo : Infinity);
-    if (held.length) return { stop_reason: { type: 'requires_action', event_ids: held } };
-    // The pinned skills' SKILL.md bodies, inlined into the system prompt (./skillPrompt.ts).
-    const prompted = await withSkillPrompt(this.p, tenant, s).catch(async (err) => {
-      if (!(err instanceof SkillLoadError)) throw err;
-      await append([sessionError('unknown_error', err.message, 'terminal')]);
-      return null;
-    });
-    if (!prompted) return { stop_reason: { type: 'end_turn' } };
-    // Repository resources are cloned before the model is first asked (./repositories.ts).
-    const repoFailure = lane ? null : await repositoriesReady(this.sandbox, session, s);
-    if (repoFailure) {
-      await append([repoFailure]);
-      return { stop_reason: { type: 'end_turn' } };
-    }
-    const withMemory = withMemoryPrompt(prompted, !!this.sandbox && !lane);
-    await mcp.ready();
-    const atomic = await this.p.events.appendsAtomically(tenant);
-    for (let i = 0; i < this.p.config.turn.maxModelRequests; i++) {
-      if (signal.aborted) throw signal.reason;
-      // The first request checks the session the turn started from (read moments ago).
-      const overBudget = await budgetStop(this.p, tenant, sid, i === 0 ? s : undefined);
-      if (overBudget) return overBudget;
-      // Re-read only after this turn appended: others' input enters at the next turn (history.ts).
-      if (this.appends.lastSeq(sid) !== logAt) {
-        logAt = this.appends.lastSeq(sid);
-        log = await this.logs.all(tenant, sid, logAt);
-      }
-      const history = await resolveFileBlocks(
-        this.p.files,
-        tenant,
-        this.logs.history(tenant, sid, log),
-      );
-      const outcome = await modelRequest(
-        this.p,
-        tenant,
-        withMemory,
-        this.appends.fenced(tenant, sid, lease),
-        history,
-        signal,
-        mcp,
-        answerMayWaitForIdle(this.sandbox, sid, mcp.connected, atomic),
-      );
-      if (outcome.kind === 'error')
-        return { stop_reason: { type: outcome.exhausted ? 'retries_exhausted' : 'end_turn' } };
-      if (outcome.kind === 'stopped') return outcome.end;
-      if (isFinalAnswer(outcome.stop, outcome.toolUses)) {
-        const type = outcome.stop === 'refusal' ? 'refusal' : 'end_turn';
-        return { stop_reason: { type }, held: outcome.held };
-      }
-      // Calls allowed by policy run now; held and client-executed ones end with requires_action.
-      const waiting = await calls.dispatch(outcome.toolUses);
-      if (waiting.length) return { stop_reason: { type: 'requires_action', event_ids: waiting } };
-    }
-    return { stop_reason: { type: 'end_turn' }, interrupted: false };
   }
 
   /**
