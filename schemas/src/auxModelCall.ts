@@ -4,7 +4,7 @@
  * compaction summary (kind `compaction`) or an outcome grader (kind `grader`). Appended in the
  * same append as that call's span end (`span.compaction_summarize_end`,
  * `span.outcome_evaluation_end`) and the session update that adds its usage, so it is written
- * once or not at all. Listed; streamed only with `?include=chunks` (./events.ts
+ * once or not at all. Listed; streamed only with `?include=chunks` (./eventTypes.ts
  * EXTENSION_CANONICAL_TYPES). Behaviour: workers/src/turn/ledger.ts auxModelCall; proved by
  * test/e2e/turns/aux-model-call.test.ts.
  */

@@ -1,20 +1,13 @@
 import { Type, type Static, type TProperties, type TSchema } from '@sinclair/typebox';
-import {
-  ContentBlock,
-  DocumentBlock,
-  Id,
-  ImageBlock,
-  Nullable,
-  Obj,
-  SearchResultBlock,
-  TextBlock,
-} from './common.js';
+import { Id, Nullable, Obj } from './common.js';
 import { compileBody, ValidationError, type Validator } from './validate.js';
 import { eventOf } from './eventEnvelope.js';
 import { SessionWarningEvent } from './sessionWarnings.js';
 import { SpanModelUsage } from './spanUsage.js';
 import { OUTCOME_EVENT_PAYLOADS, OUTCOME_EVENT_SCHEMAS } from './outcomeEvents.js';
-import * as pendingQueue from './pendingQueueEvents.js';
+import { PENDING_QUEUE_EVENT_PAYLOADS, PENDING_QUEUE_EVENT_SCHEMAS } from './pendingQueueEvents.js';
+import { INPUT_EVENT_PAYLOADS, INPUT_EVENT_SCHEMAS } from './inputEvents.js';
+import type { CanonicalEventType } from './eventTypes.js';
 import { EXTENSION_EVENT_PAYLOADS, EXTENSION_EVENT_SCHEMAS } from './extensionEvents.js';
 import {
   CHUNK_EVENT_SCHEMAS,
@@ -29,73 +22,14 @@ export { SessionWarningEvent } from './sessionWarnings.js';
 export { SpanModelUsage } from './spanUsage.js';
 export * from './outcomeEvents.js';
 export * from './pendingQueueEvents.js';
+export * from './eventTypes.js';
+export * from './inputEvents.js';
 
 /**
- * Session event catalog. Canonical events are persisted with a gap-free `seq`; stream
- * lifecycle events (chunks) are broadcast live only and never persisted (spec Events rule 1).
+ * Session event catalog: the persisted events' payloads and served schemas, the envelopes the
+ * log and the pubsub carry, and the validation of served events. Which types exist and how each
+ * is delivered is ./eventTypes.ts; the input events' entries are ./inputEvents.ts.
  */
-
-export const CANONICAL_EVENT_TYPES = [
-  'user.message',
-  'user.define_outcome',
-  'user.interrupt',
-  'user.custom_tool_result',
-  'user.tool_confirmation',
-  'user.tool_result',
-  'system.message',
-  'session.status_running',
-  'session.status_idle',
-  'session.status_rescheduled',
-  'session.status_terminated',
-  'session.error',
-  'session.warning',
-  'session.deleted',
-  'session.updated',
-  'agent.thinking',
-  'agent.message',
-  'agent.tool_use',
-  'agent.tool_result',
-  'agent.mcp_tool_use',
-  'agent.mcp_tool_result',
-  'agent.custom_tool_use',
-  'span.model_request_start',
-  'span.model_request_end',
-  'agent.thread_context_compacted',
-  'span.compaction_summarize_start',
-  'span.compaction_summarize_end',
-  'span.outcome_evaluation_start',
-  'span.outcome_evaluation_ongoing',
-  'span.outcome_evaluation_end',
-  ...pendingQueue.PENDING_QUEUE_EVENT_TYPES,
-  'aux.model_call',
-  'span.wakeup_scheduled',
-] as const;
-export type CanonicalEventType = (typeof CANONICAL_EVENT_TYPES)[number];
-
-/** Extension events delivered only with `?include=chunks` (and always on /messages). */
-export const CHUNK_EVENT_TYPES = [
-  'agent.message_stream_start',
-  'agent.message_chunk',
-  'agent.message_stream_end',
-  'agent.thinking_stream_start',
-  'agent.thinking_chunk',
-  'agent.thinking_stream_end',
-  'agent.tool_use_input_stream_start',
-  'agent.tool_use_input_chunk',
-  'agent.tool_use_input_stream_end',
-  'span.model_first_token',
-] as const;
-export type ChunkEventType = (typeof CHUNK_EVENT_TYPES)[number];
-
-/** The spec's default SSE union: every canonical type except extension ones. */
-export const EXTENSION_CANONICAL_TYPES: ReadonlySet<string> = new Set([
-  'session.warning',
-  'span.compaction_summarize_start',
-  'span.compaction_summarize_end',
-  'aux.model_call',
-  ...pendingQueue.PENDING_QUEUE_EVENT_TYPES,
-  'span.wakeup_scheduled',
-]);
 
 // ---------------------------------------------------------------------------------------------
 // Payload parts
@@ -175,34 +109,7 @@ const TextOut = Obj({ type: Type.Literal('text'), text: Type.String() });
 
 /** The payloads the platform appends, per type: what `renderEvent` spreads flat and nests as `data`. */
 export const EVENT_PAYLOADS = {
-  /** POST …/events, POST …/messages and initial_events: the request's content, verbatim. */
-  'user.message': { content: Type.Array(ContentBlock, { minItems: 1 }) },
-  /** `source: 'cancel'` marks an interrupt appended by POST …/cancel rather than sent by the user. */
-  'user.interrupt': {
-    session_thread_id: Type.Optional(Nullable(Type.String())),
-    source: Type.Optional(Type.Literal('cancel')),
-  },
-  'user.custom_tool_result': {
-    custom_tool_use_id: Type.String(),
-    content: Type.Optional(Type.Array(Type.Union([TextBlock, ImageBlock, DocumentBlock]))),
-    is_error: Type.Optional(Nullable(Type.Boolean())),
-  },
-  /** SDK BetaManagedAgentsUserToolConfirmationEvent: the client's answer to an always_ask call. */
-  'user.tool_confirmation': {
-    tool_use_id: Id('sevt_'),
-    result: Type.Union([Type.Literal('allow'), Type.Literal('deny')]),
-    deny_message: Type.Optional(Nullable(Type.String())),
-  },
-  /** SDK BetaManagedAgentsUserToolResultEvent: a self-hosted worker's result, verbatim. */
-  'user.tool_result': {
-    tool_use_id: Id('sevt_'),
-    content: Type.Optional(
-      Type.Array(Type.Union([TextBlock, ImageBlock, DocumentBlock, SearchResultBlock])),
-    ),
-    is_error: Type.Optional(Nullable(Type.Boolean())),
-  },
-  /** SDK BetaManagedAgentsSystemMessageEvent: text-only system content, verbatim. */
-  'system.message': { content: Type.Array(TextBlock, { minItems: 1 }) },
+  ...INPUT_EVENT_PAYLOADS,
   'session.status_running': {},
   'session.status_idle': {
     stop_reason: StopReason,
@@ -327,23 +234,11 @@ export const EVENT_PAYLOADS = {
     model_usage: SpanModelUsage,
   },
   ...OUTCOME_EVENT_PAYLOADS,
-  ...pendingQueue.PENDING_QUEUE_EVENT_PAYLOADS,
+  ...PENDING_QUEUE_EVENT_PAYLOADS,
   ...EXTENSION_EVENT_PAYLOADS,
 } satisfies Partial<Record<CanonicalEventType, TProperties>>;
 
 const P = EVENT_PAYLOADS;
-export const UserMessageEvent = eventOf('user.message', P['user.message']);
-export const UserInterruptEvent = eventOf('user.interrupt', P['user.interrupt']);
-export const UserCustomToolResultEvent = eventOf(
-  'user.custom_tool_result',
-  P['user.custom_tool_result'],
-);
-export const UserToolConfirmationEvent = eventOf(
-  'user.tool_confirmation',
-  P['user.tool_confirmation'],
-);
-export const UserToolResultEvent = eventOf('user.tool_result', P['user.tool_result']);
-export const SystemMessageEvent = eventOf('system.message', P['system.message']);
 export const SessionStatusRunningEvent = eventOf(
   'session.status_running',
   P['session.status_running'],
@@ -390,12 +285,7 @@ export const SpanCompactionSummarizeEndEvent = eventOf(
 );
 /** Schema per canonical type the platform emits. */
 export const SESSION_EVENT_SCHEMAS = {
-  'user.message': UserMessageEvent,
-  'user.interrupt': UserInterruptEvent,
-  'user.custom_tool_result': UserCustomToolResultEvent,
-  'user.tool_confirmation': UserToolConfirmationEvent,
-  'user.tool_result': UserToolResultEvent,
-  'system.message': SystemMessageEvent,
+  ...INPUT_EVENT_SCHEMAS,
   'session.status_running': SessionStatusRunningEvent,
   'session.status_idle': SessionStatusIdleEvent,
   'session.status_rescheduled': SessionStatusRescheduledEvent,
@@ -417,7 +307,7 @@ export const SESSION_EVENT_SCHEMAS = {
   'span.compaction_summarize_start': SpanCompactionSummarizeStartEvent,
   'span.compaction_summarize_end': SpanCompactionSummarizeEndEvent,
   ...OUTCOME_EVENT_SCHEMAS,
-  ...pendingQueue.PENDING_QUEUE_EVENT_SCHEMAS,
+  ...PENDING_QUEUE_EVENT_SCHEMAS,
   ...EXTENSION_EVENT_SCHEMAS,
 } satisfies Partial<Record<CanonicalEventType, TSchema>>;
 

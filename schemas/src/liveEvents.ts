@@ -7,7 +7,7 @@
  */
 import { Type, type Static, type TProperties, type TSchema } from '@sinclair/typebox';
 import { Id, Obj } from './common.js';
-import type { ChunkEventType } from './events.js';
+import type { ChunkEventType } from './eventTypes.js';
 
 const TextOut = Obj({ type: Type.Literal('text'), text: Type.String() });
 

@@ -1,6 +1,6 @@
 /**
  * The pending-queue lifecycle events (spec "Extension events": `system.user_message_pending`,
- * `_promoted`, `_cancelled`), delivered only with `?include=chunks` (./events.ts
+ * `_promoted`, `_cancelled`), delivered only with `?include=chunks` (./eventTypes.ts
  * EXTENSION_CANONICAL_TYPES): their payloads as appended and their served schemas, merged into
  * the session event catalog. Each names the `user.message` it is about. Behaviour:
  * core/src/sessions/pendingQueue.ts (pending, at send), workers/src/turn/pending.ts (promoted and

@@ -11,7 +11,7 @@
  *   so once per resume), or input no worker had taken, whose turn the recovery scan's command
  *   started (right after that turn's session.status_running).
  * Keepalive is no alarm here: a sandbox keepalive only delays an idle stop and never starts a
- * turn, so it has no reason. Listed; streamed only with `?include=chunks` (./events.ts
+ * turn, so it has no reason. Listed; streamed only with `?include=chunks` (./eventTypes.ts
  * EXTENSION_CANONICAL_TYPES). Proved by test/e2e/turns/wakeup-scheduled.test.ts.
  */
 import { Type } from '@sinclair/typebox';

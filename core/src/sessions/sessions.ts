@@ -1,44 +1,36 @@
-import {
-  prepareOutcome,
-  renderOutcomes,
-  withOutcomeState,
-  type RubricFileReader,
-} from '../outcomes/index.js';
-import type { InputEvent, RuntimeStatus, SessionCreate, SessionUpdate } from '@agentfleet/schemas';
-import { ApiError, invalid, notFound, withErrorCode } from '../errors.js';
+import type { RubricFileReader } from '../outcomes/index.js';
+import type { InputEvent, SessionCreate, SessionUpdate } from '@agentfleet/schemas';
+import { invalid, notFound, withErrorCode } from '../errors.js';
 import { newId, PREFIX } from '../ids.js';
 import type { CommandBus } from '../bus/port.js';
 import type { PubSub } from '../coordination/port.js';
 import { SANDBOX_CONTROL_CHANNEL } from '../sandbox/port.js';
 import type { AgentService } from '../agents/agents.js';
-import { normalizeTools, renderSpec } from '../agents/agents.js';
+import { normalizeTools } from '../agents/agents.js';
 import type { Collections } from '../store/collections.js';
-import type { EventDoc } from '../events/records.js';
-import type { RunDoc, SessionDoc, SessionEnvironmentSnapshot } from './records.js';
-import type { EnvironmentDoc } from '../environments/records.js';
-import { controlChannel, type EventDraft, type EventLog } from '../events/log.js';
+import type { SessionDoc } from './records.js';
+import type { EventDraft, EventLog } from '../events/log.js';
 import type { ModelResolver } from '../models/models.js';
 import { createdAtBounds, pageById, type Page } from '../api/pagination.js';
 import { applyMetadataPatch } from '../api/metadata.js';
-import { budgetUpdateFields, checkCreateBudget, renderUsage } from './budget.js';
+import { budgetUpdateFields, checkCreateBudget } from './budget.js';
 import { checkVaultIds } from '../vaults/vaults.js';
 import { refuseUnservableBaseImage } from '../environments/baseImage.js';
-import { checkInputEvents, checkToolResults } from './inputEvents.js';
 import { checkSessionAgentMcp, sessionAgentSnapshot } from './agent.js';
-import { checkToolAnswers } from './toolConfirmation.js';
 import { checkToolPolicies } from '../agents/toolPolicy.js';
 import { refuseOnSelfHosted } from '../api/unsupported.js';
 import { resolveSessionResources } from './resources.js';
 import { SessionResources } from './sessionResources.js';
 import type { RepositorySupport } from '../repositories/index.js';
 import type { SecretBox } from '../crypto.js';
-import { initialTurnState, inputAppended, interruptAppended } from './turnState.js';
+import { initialTurnState } from './turnState.js';
 import { SessionTurns } from './turns.js';
+import { publishInterrupt, SessionInput, type WorkQueue } from './sessionInput.js';
+import { renderSession, sessionChanges } from './render.js';
 export { refuseUnbuiltEvents } from '../api/unsupported.js';
 export { cascadeSessionDelete } from './cascade.js';
 import { MAX_STORED_JSON_DEPTH, nowIso, valueDepth } from '../util.js';
-import { deriveStatus, liveRuns, renderStats } from './status.js';
-import { withPendingMarkers } from './pendingQueue.js';
+import { liveRuns } from './status.js';
 import type { LifecycleWebhooks } from '../webhooks/port.js';
 
 export { deriveStatus, runIsLive } from './status.js';
@@ -47,17 +39,8 @@ import { snapshotOf } from './environmentSnapshot.js';
 
 export type { SessionFileResource, SessionResource } from './resources.js';
 
-/** Enqueues a self_hosted session's Work item unless it has an open one (idempotent). */
-export type WorkQueue = (
-  tenant: string,
-  session: { id: string; environment_id: string },
-) => Promise<void>;
-
-export interface InterruptSignal {
-  type: 'interrupt';
-  seq: number;
-  reason: string;
-}
+export type { InterruptSignal, WorkQueue } from './sessionInput.js';
+export { renderSession, sessionChanges } from './render.js';
 
 /**
  * Sessions: create (the agent version and environment snapshotted, resources and vaults
@@ -67,11 +50,9 @@ export interface InterruptSignal {
  * - a session runs the agent version and environment it was created with: later edits of either
  *   never reach it (`agent` and `environment` snapshots; test/e2e/environments tests);
  * - `send` validates every event before writing any, so a bad batch writes nothing; the events
- *   are durable in the log (events/log.ts) before it answers, the turn-state update travels in
- *   the same write (./turnState.ts `inputAppended`), and a lost turn command is re-driven by the
- *   recovery scan (test/e2e/turns/recovery-scan.test.ts);
- * - a terminated or archived session accepts no input; an interrupt is published live to the
- *   worker running the turn as well as written to the log;
+ *   are durable in the log before it answers; a terminated or archived session accepts no input;
+ *   an interrupt is published live to the worker running the turn as well as written to the log
+ *   (./sessionInput.ts);
  * - every read and write is tenant-scoped: another tenant's id answers 404, never its data
  *   (test/e2e/auth/tenancy-routes.test.ts);
  * - delete terminates (sticky), stops the runtime, then cascades idempotently (./cascade.ts).
@@ -93,6 +74,7 @@ export class SessionService {
   ) {
     this.turns = new SessionTurns(c);
     this.resources = new SessionResources(c, (tenant, id) => this.getDoc(tenant, id), opts.secrets);
+    this.input = new SessionInput(c, log, bus, pubsub, () => this.workQueue);
   }
 
   /** sessions.resources: list, retrieve, add, update (token rotation), delete (./sessionResources.ts). */
@@ -101,13 +83,15 @@ export class SessionService {
   /** The worker's reads and run records of the sessions' turns (./turns.ts). */
   readonly turns: SessionTurns;
 
+  /** send and cancel (./sessionInput.ts). */
+  private readonly input: SessionInput;
+
   /** Lifecycle webhooks session.* (platform wiring; status ones: core/src/webhooks/hooks.ts). */
   webhooks: LifecycleWebhooks | null = null;
   private workQueue: WorkQueue | null = null;
   /** Reads file rubrics of user.define_outcome (platform wiring: the file service). */
-  private rubricFiles: RubricFileReader | null = null;
   useRubricFiles(r: RubricFileReader): void {
-    this.rubricFiles = r;
+    this.input.rubricFiles = r;
   }
   /** The Work queue of self_hosted environments (platform wiring: WorkService.enqueue). */
   useWorkQueue(q: WorkQueue): void {
@@ -330,71 +314,15 @@ export class SessionService {
 
   /**
    * Appends input events in order, all validated first so nothing is half-written, then
-   * triggers the turn. Answers once the events are durable; if publishing the command fails,
-   * the recovery sweep re-drives the unprocessed input. `extra` (a scheduled fire's wake,
-   * ./wakeup.ts) goes in the same append, after the events, so their seqs are unchanged.
+   * triggers the turn (./sessionInput.ts). `extra` goes in the same append, after the events.
    */
   async send(tenant: string, id: string, events: InputEvent[], extra: EventDraft[] = []) {
-    const s = await this.getDoc(tenant, id);
-    if (s.terminated_at)
-      throw invalid('session', `session ${id} is terminated and accepts no events`);
-    if (s.archived_at) throw invalid('session', `session ${id} is archived and accepts no events`);
-    await checkInputEvents(this.c, tenant, events);
-    await checkToolAnswers(this.c.events, tenant, id, events);
-    await checkToolResults(this.c.events, tenant, s, events);
-    const outcome = await prepareOutcome(tenant, events, s.outcomes, this.rubricFiles);
-    const drafts = events.map(({ type, ...payload }, i) => ({
-      type,
-      payload: (i === outcome?.index ? outcome.payload : payload) as Record<string, unknown>,
-    }));
-    const wantsTurn = events.some((e) => e.type !== 'user.interrupt');
-    const lastInterrupt = events.map((e) => e.type).lastIndexOf('user.interrupt');
-    const queued = [...(await withPendingMarkers(this.c.runs, tenant, s, drafts)), ...extra];
-    const appended = await this.log.append(tenant, id, queued, {
-      readSession: s,
-      sessionUpdate: (_last, first) =>
-        withOutcomeState(inputAppended(events, first), outcome, first),
-    });
-    const written = appended.slice(0, events.length); // the request's, without the markers
-    if (lastInterrupt >= 0) {
-      const seq = written[lastInterrupt]!.seq;
-      await this.pubsub.publish(controlChannel(id), {
-        type: 'interrupt',
-        seq,
-        reason: 'user.interrupt',
-      } satisfies InterruptSignal);
-    }
-    // A self_hosted session whose Work item stopped gets a new one for a worker to claim.
-    if (wantsTurn && s.environment?.kind === 'self_hosted')
-      await this.workQueue?.(tenant, { id, environment_id: s.environment_id });
-    if (wantsTurn) {
-      const seq = written[written.length - 1]!.seq;
-      await this.bus
-        .publish('session.turn.requested', { tenant_id: tenant, session_id: id, seq })
-        .catch(() => {
-          /* durable in the log; the recovery sweep re-drives it */
-        });
-    }
-    return written;
+    return this.input.send(tenant, await this.getDoc(tenant, id), events, extra);
   }
 
   /** Cancels the running turn, like an interrupt that does not come from the user. */
   async cancel(tenant: string, id: string) {
-    const s = await this.getDoc(tenant, id);
-    if (s.terminated_at) throw invalid('session', `session ${id} is terminated`);
-    const [ev] = await this.log.append(
-      tenant,
-      id,
-      [{ type: 'user.interrupt', payload: { source: 'cancel' } }],
-      {
-        sessionUpdate: interruptAppended,
-      },
-    );
-    await this.pubsub.publish(controlChannel(id), {
-      type: 'interrupt',
-      seq: ev!.seq,
-      reason: 'cancel',
-    } satisfies InterruptSignal);
+    await this.input.cancel(tenant, await this.getDoc(tenant, id));
     return this.get(tenant, id);
   }
 
@@ -415,11 +343,7 @@ export class SessionService {
           sessionUpdate: () => ({ $set: { terminated_at: now } }),
         },
       );
-      await this.pubsub.publish(controlChannel(id), {
-        type: 'interrupt',
-        seq: 0,
-        reason: 'terminated',
-      } satisfies InterruptSignal);
+      await publishInterrupt(this.pubsub, id, 0, 'terminated');
     }
     // Whichever worker holds the sandbox destroys it without a snapshot or output sync (the
     // session is being deleted) and removes its snapshots; the cascade removes the rest.
@@ -440,61 +364,4 @@ export class SessionService {
     await this.c.events.deleteMany(tenant, { session_id: id });
     return { id, type: 'session_deleted' };
   }
-}
-
-type RenderedSession = ReturnType<typeof renderSession>;
-const same = (a: unknown, b: unknown) => JSON.stringify(a) === JSON.stringify(b);
-
-/**
- * The `session.updated` payload (SDK BetaManagedAgentsSessionUpdatedEvent): title, budget and
- * agent only when changed; metadata (the whole bag) when changed and not empty; null when
- * nothing changed (no event). Proved by
- * test/e2e/api/metadata-updates.test.ts.
- */
-export function sessionChanges(
-  before: RenderedSession,
-  after: RenderedSession,
-): Record<string, unknown> | null {
-  const out: Record<string, unknown> = {};
-  let changed = false;
-  if (before.title !== after.title) ((out.title = after.title), (changed = true));
-  if (!same(before.budget, after.budget)) ((out.budget = after.budget), (changed = true));
-  if (!same(before.metadata, after.metadata)) {
-    changed = true;
-    if (Object.keys(after.metadata).length) out.metadata = after.metadata;
-  }
-  if (!same(before.agent, after.agent)) ((out.agent = after.agent), (changed = true));
-  return changed ? out : null;
-}
-
-export function renderSession(s: SessionDoc, hasRun: boolean | 'rescheduling') {
-  // pinned_skills stays internal: the served refs already show the pinned versions.
-  const { id: _aid, version: _v, pinned_skills: _ps, ...spec } = s.agent;
-  return {
-    id: s._id,
-    type: 'session' as const,
-    agent: {
-      id: s.agent_id,
-      type: 'agent' as const,
-      version: s.agent_version,
-      ...renderSpec(spec),
-    },
-    agent_id: s.agent_id,
-    agent_version: s.agent_version,
-    environment_id: s.environment_id,
-    title: s.title,
-    metadata: s.metadata,
-    resources: s.resources,
-    vault_ids: s.vault_ids,
-    ...(s.deployment_id ? { deployment_id: s.deployment_id } : {}),
-    budget: s.budget,
-    status: deriveStatus(s, hasRun),
-    stats: renderStats(s),
-    usage: renderUsage(s),
-    outcome_evaluations: renderOutcomes(s.outcomes),
-    archived_at: s.archived_at,
-    terminated_at: s.terminated_at,
-    created_at: s.created_at,
-    updated_at: s.updated_at,
-  };
 }
