@@ -136,8 +136,11 @@ describe.skipIf(!brokers.length)('Kafka bus', () => {
     {
       durable: true,
       crash: (handle) => (handle as KafkaConsumerHandle).abort(),
-      deliveryTimeoutMs: 20_000,
-      testTimeoutMs: 90_000,
+      // A group's first join waits out the broker's rebalance; with other test files creating
+      // topics and groups on the same broker at the same time (vitest runs two files at once)
+      // that has taken over 20 s.
+      deliveryTimeoutMs: 45_000,
+      testTimeoutMs: 120_000,
     },
   );
 
