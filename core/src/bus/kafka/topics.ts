@@ -8,11 +8,19 @@
  * Creation: missing topics are created with the configured partitions and replication factor,
  * racing creators tolerated (looked up again, up to three rounds); a topic that already exists
  * is left as it is even with another partition count (adding partitions would move keys between
- * partitions and break order per key), and that is logged. Proved by core/test/bus.test.ts
+ * partitions and break order per key), and that is logged. That check reads the topics'
+ * metadata, which a broker may not serve yet right after creating them (UNKNOWN_TOPIC_OR_PARTITION,
+ * retriable: seen in CI with other platforms creating topics on the same broker); it is asked
+ * again for up to 15 s, and a check that still cannot be made is logged, never fails the start
+ * (producers and consumers wait for metadata themselves). Proved by core/test/bus.test.ts
  * (Kafka: namespaces, dead letters) and core/test/bus.contract.ts.
  */
 import type { Admin } from 'kafkajs';
 import type { Logger } from '../../log.js';
+import { backoffDelay, sleep } from '../../util.js';
+
+/** How long the partition-count check asks again while the broker's metadata lags. */
+const METADATA_WITHIN_MS = 15_000;
 
 export const dlqTopic = (topic: string) => `${topic}.dlq`;
 
@@ -51,7 +59,7 @@ export async function ensureTopics(
       if (round >= 3) throw err;
     }
   }
-  const { topics } = await admin.fetchTopicMetadata({ topics: [...wanted] });
+  const topics = await topicMetadata(admin, wanted, o.log);
   for (const t of topics) {
     if (t.partitions.length !== partitions) {
       o.log.warn('topic exists with another partition count; left as it is', {
@@ -59,6 +67,26 @@ export async function ensureTopics(
         partitions: t.partitions.length,
         configured: partitions,
       });
+    }
+  }
+}
+
+/** The topics' metadata, asked again while the broker answers a retriable error; [] if it never does. */
+async function topicMetadata(admin: Admin, wanted: readonly string[], log: Logger) {
+  const end = Date.now() + METADATA_WITHIN_MS;
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return (await admin.fetchTopicMetadata({ topics: [...wanted] })).topics;
+    } catch (err) {
+      const wait = backoffDelay(attempt, 100, 1_000);
+      if ((err as { retriable?: boolean }).retriable && Date.now() + wait <= end) {
+        await sleep(wait);
+        continue;
+      }
+      log.warn('topic metadata not readable; partition counts not checked', {
+        error: (err as Error).message,
+      });
+      return [];
     }
   }
 }
