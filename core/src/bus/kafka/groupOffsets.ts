@@ -13,24 +13,10 @@
  */
 import type { Admin, Kafka } from 'kafkajs';
 import type { Logger } from '../../log.js';
-import { backoffDelay, sleep } from '../../util.js';
-import { groupTimeouts, withTimeout, type KafkaBusOptions } from './options.js';
+import { groupTimeouts, untilAnswered, withTimeout, type KafkaBusOptions } from './options.js';
 
+/** How long a retriable answer (a coordinator still loading after a restart) is asked again. */
 const ANSWER_WITHIN_MS = 30_000;
-
-/** `ask()`, asked again (jittered backoff from 250 ms to 2 s) while it fails with a retriable Kafka error. */
-async function untilAnswered<T>(ask: () => Promise<T>): Promise<T> {
-  const end = Date.now() + ANSWER_WITHIN_MS;
-  for (let attempt = 1; ; attempt++) {
-    try {
-      return await ask();
-    } catch (err) {
-      const wait = backoffDelay(attempt, 250, 2_000);
-      if (!(err as { retriable?: boolean }).retriable || Date.now() + wait > end) throw err;
-      await sleep(wait);
-    }
-  }
-}
 
 export async function initGroupOffsets(
   kafka: Kafka,
@@ -55,8 +41,8 @@ export async function initGroupOffsets(
   try {
     // A broker that just (re)started answers NOT_COORDINATOR or COORDINATOR_LOAD_IN_PROGRESS for
     // a while (retriable): asked again until it answers (CI: the group read right after a restart).
-    if (!(await untilAnswered(missing)).length) return;
-    const { groups } = await untilAnswered(() => admin.describeGroups([group]));
+    if (!(await untilAnswered(missing, ANSWER_WITHIN_MS)).length) return;
+    const { groups } = await untilAnswered(() => admin.describeGroups([group]), ANSWER_WITHIN_MS);
     if (groups[0] && !['Empty', 'Dead'].includes(groups[0].state)) return; // a running member already started it
   } catch (err) {
     log.warn('could not read the offsets of a new group', {

@@ -1,10 +1,12 @@
 /**
  * The Kafka bus adapter's options and public types (the adapter itself: bus.ts), and the timing
- * derived from them: the consumer-group timeouts every member of a group is created with, and a
- * promise deadline for admin calls.
+ * derived from them: the consumer-group timeouts every member of a group is created with, a
+ * promise deadline for admin calls, and the asking again of an admin call a broker answers with
+ * a retriable error (a coordinator still loading, a topic's metadata not served yet).
  */
 import type { CommandBus, CommandHandlers, ConsumerHandle } from '../port.js';
 import type { Logger } from '../../log.js';
+import { backoffDelay, sleep } from '../../util.js';
 
 export type ShutdownStep = 'pause' | 'drain' | 'commit' | 'disconnect';
 
@@ -75,4 +77,21 @@ export function withTimeout<T>(p: Promise<T>, ms: number): Promise<T> {
       (_, reject) => (timer = setTimeout(() => reject(new Error(`timed out after ${ms} ms`)), ms)),
     ),
   ]).finally(() => clearTimeout(timer));
+}
+
+/**
+ * `ask()`, asked again (jittered backoff from 250 ms to 2 s) while it fails with a retriable
+ * Kafka error, for up to `withinMs`; then its last error is thrown.
+ */
+export async function untilAnswered<T>(ask: () => Promise<T>, withinMs: number): Promise<T> {
+  const end = Date.now() + withinMs;
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await ask();
+    } catch (err) {
+      const wait = backoffDelay(attempt, 250, 2_000);
+      if (!(err as { retriable?: boolean }).retriable || Date.now() + wait > end) throw err;
+      await sleep(wait);
+    }
+  }
 }

@@ -17,7 +17,7 @@
  */
 import type { Admin } from 'kafkajs';
 import type { Logger } from '../../log.js';
-import { backoffDelay, sleep } from '../../util.js';
+import { untilAnswered } from './options.js';
 
 /** How long the partition-count check asks again while the broker's metadata lags. */
 const METADATA_WITHIN_MS = 15_000;
@@ -73,20 +73,13 @@ export async function ensureTopics(
 
 /** The topics' metadata, asked again while the broker answers a retriable error; [] if it never does. */
 async function topicMetadata(admin: Admin, wanted: readonly string[], log: Logger) {
-  const end = Date.now() + METADATA_WITHIN_MS;
-  for (let attempt = 1; ; attempt++) {
-    try {
-      return (await admin.fetchTopicMetadata({ topics: [...wanted] })).topics;
-    } catch (err) {
-      const wait = backoffDelay(attempt, 100, 1_000);
-      if ((err as { retriable?: boolean }).retriable && Date.now() + wait <= end) {
-        await sleep(wait);
-        continue;
-      }
-      log.warn('topic metadata not readable; partition counts not checked', {
-        error: (err as Error).message,
-      });
-      return [];
-    }
+  try {
+    const read = () => admin.fetchTopicMetadata({ topics: [...wanted] });
+    return (await untilAnswered(read, METADATA_WITHIN_MS)).topics;
+  } catch (err) {
+    log.warn('topic metadata not readable; partition counts not checked', {
+      error: (err as Error).message,
+    });
+    return [];
   }
 }
