@@ -8,7 +8,8 @@ import { OUTCOME_EVENT_PAYLOADS, OUTCOME_EVENT_SCHEMAS } from './outcomeEvents.j
 import { PENDING_QUEUE_EVENT_PAYLOADS, PENDING_QUEUE_EVENT_SCHEMAS } from './pendingQueueEvents.js';
 import { INPUT_EVENT_PAYLOADS, INPUT_EVENT_SCHEMAS } from './inputEvents.js';
 import type { CanonicalEventType } from './eventTypes.js';
-import { EXTENSION_EVENT_PAYLOADS, EXTENSION_EVENT_SCHEMAS } from './extensionEvents.js';
+import { AUX_EVENT_PAYLOADS, AUX_EVENT_SCHEMAS } from './auxModelCall.js';
+import { WAKEUP_EVENT_PAYLOADS, WAKEUP_EVENT_SCHEMAS } from './wakeupEvents.js';
 import {
   CHUNK_EVENT_SCHEMAS,
   STREAM_DELTA_SCHEMAS,
@@ -235,7 +236,8 @@ export const EVENT_PAYLOADS = {
   },
   ...OUTCOME_EVENT_PAYLOADS,
   ...PENDING_QUEUE_EVENT_PAYLOADS,
-  ...EXTENSION_EVENT_PAYLOADS,
+  ...AUX_EVENT_PAYLOADS,
+  ...WAKEUP_EVENT_PAYLOADS,
 } satisfies Partial<Record<CanonicalEventType, TProperties>>;
 
 const P = EVENT_PAYLOADS;
@@ -308,7 +310,8 @@ export const SESSION_EVENT_SCHEMAS = {
   'span.compaction_summarize_end': SpanCompactionSummarizeEndEvent,
   ...OUTCOME_EVENT_SCHEMAS,
   ...PENDING_QUEUE_EVENT_SCHEMAS,
-  ...EXTENSION_EVENT_SCHEMAS,
+  ...AUX_EVENT_SCHEMAS,
+  ...WAKEUP_EVENT_SCHEMAS,
 } satisfies Partial<Record<CanonicalEventType, TSchema>>;
 
 export const SessionEvent = Type.Union(

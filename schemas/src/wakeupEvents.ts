@@ -42,6 +42,6 @@ export const WAKEUP_SCHEDULED_PAYLOAD = {
 
 export const WakeupScheduledEvent = eventOf('span.wakeup_scheduled', WAKEUP_SCHEDULED_PAYLOAD);
 
-/** Merged into the session event catalog (./extensionEvents.ts, for ./events.ts). */
+/** Merged into the session event catalog (./events.ts EVENT_PAYLOADS, SESSION_EVENT_SCHEMAS). */
 export const WAKEUP_EVENT_PAYLOADS = { 'span.wakeup_scheduled': WAKEUP_SCHEDULED_PAYLOAD };
 export const WAKEUP_EVENT_SCHEMAS = { 'span.wakeup_scheduled': WakeupScheduledEvent };
