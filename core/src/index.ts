@@ -126,3 +126,6 @@ export * from './integrations/index.js';
 export * from './cost/index.js';
 export * from './evals/index.js';
 export * from './outcomes/index.js';
+export * from './threads/records.js';
+export * from './threads/threads.js';
+export { rosterAgent } from './threads/roster.js';

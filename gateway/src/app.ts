@@ -19,6 +19,7 @@ import { memoryStoreRoutes } from './routes/memoryStores.js';
 import { dreamRoutes } from './routes/dreams.js';
 import { memorySearchRoutes } from './routes/memorySearch.js';
 import { sessionRoutes } from './routes/sessions.js';
+import { threadRoutes } from './routes/threads.js';
 import { adminRoutes } from './routes/admin.js';
 import { mcpProxyRoutes } from './routes/mcpProxy.js';
 import { workRoutes } from './routes/work.js';
@@ -190,6 +191,7 @@ export async function buildApp(p: GatewayServices, opts: AppOptions): Promise<Fa
   // The tenant's open event streams of this app, REST and GraphQL together.
   const streams = new StreamSlots(p.config.http.maxStreamsPerTenant);
   sessionRoutes(app, p, streams, opts.log);
+  threadRoutes(app, p, streams);
   adminRoutes(app, p);
   await mcpProxyRoutes(app, p);
   fileRoutes(app, opts.files ?? p);

@@ -58,10 +58,13 @@ export async function streamSession(
   streams: StreamSlots,
   req: IdReq,
   reply: FastifyReply,
+  /** A thread's log (core/src/threads), checked by the caller; else the session's, checked here. */
+  logId?: string,
 ) {
   const tenant = tenantOf(req);
   const q = streamQuery(req);
-  await p.sessions.getDoc(tenant, req.params.id);
+  if (!logId) await p.sessions.getDoc(tenant, req.params.id);
+  const sid = logId ?? req.params.id;
   const lastId = req.headers['last-event-id'];
   let afterSeq: number | null = null;
   if (lastId !== undefined) {
@@ -94,7 +97,7 @@ export async function streamSession(
     sse.signal.addEventListener('abort', () => abort.abort(), { once: true });
   };
   try {
-    for await (const batch of p.events.followBatches(tenant, req.params.id, {
+    for await (const batch of p.events.followBatches(tenant, sid, {
       afterSeq,
       includeLive: mode.chunks || mode.deltas.size > 0,
       signal: abort.signal,

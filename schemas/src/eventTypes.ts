@@ -9,6 +9,7 @@
  * test/e2e/sessions/sessions-events.test.ts.
  */
 import { PENDING_QUEUE_EVENT_TYPES } from './pendingQueueEvents.js';
+import { THREAD_EVENT_TYPES } from './threadEvents.js';
 
 export const CANONICAL_EVENT_TYPES = [
   'user.message',
@@ -36,6 +37,7 @@ export const CANONICAL_EVENT_TYPES = [
   'span.model_request_start',
   'span.model_request_end',
   'agent.thread_context_compacted',
+  ...THREAD_EVENT_TYPES,
   'span.compaction_summarize_start',
   'span.compaction_summarize_end',
   'span.outcome_evaluation_start',

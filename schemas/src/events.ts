@@ -10,6 +10,7 @@ import { INPUT_EVENT_PAYLOADS, INPUT_EVENT_SCHEMAS } from './inputEvents.js';
 import type { CanonicalEventType } from './eventTypes.js';
 import { AUX_EVENT_PAYLOADS, AUX_EVENT_SCHEMAS } from './auxModelCall.js';
 import { WAKEUP_EVENT_PAYLOADS, WAKEUP_EVENT_SCHEMAS } from './wakeupEvents.js';
+import { THREAD_EVENT_PAYLOADS, THREAD_EVENT_SCHEMAS } from './threadEvents.js';
 import {
   CHUNK_EVENT_SCHEMAS,
   STREAM_DELTA_SCHEMAS,
@@ -238,6 +239,7 @@ export const EVENT_PAYLOADS = {
   ...PENDING_QUEUE_EVENT_PAYLOADS,
   ...AUX_EVENT_PAYLOADS,
   ...WAKEUP_EVENT_PAYLOADS,
+  ...THREAD_EVENT_PAYLOADS,
 } satisfies Partial<Record<CanonicalEventType, TProperties>>;
 
 const P = EVENT_PAYLOADS;
@@ -312,6 +314,7 @@ export const SESSION_EVENT_SCHEMAS = {
   ...PENDING_QUEUE_EVENT_SCHEMAS,
   ...AUX_EVENT_SCHEMAS,
   ...WAKEUP_EVENT_SCHEMAS,
+  ...THREAD_EVENT_SCHEMAS,
 } satisfies Partial<Record<CanonicalEventType, TSchema>>;
 
 export const SessionEvent = Type.Union(

@@ -218,6 +218,13 @@ export const SessionListQuery = Obj({
   memory_store_id: Type.Optional(Type.String({ maxLength: 256 })),
 });
 
+/** `GET /v1/sessions/:id/threads` (SDK ThreadListParams). */
+export const ThreadListQuery = Obj({
+  limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 1000 })),
+  page: Type.Optional(Type.String({ maxLength: 512 })),
+  statuses: Type.Optional(Type.Array(StatusLit)),
+});
+
 export const EventListQuery = Obj({
   limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 1000 })),
   order: Type.Optional(Type.Union([Type.Literal('asc'), Type.Literal('desc')])),

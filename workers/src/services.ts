@@ -39,7 +39,7 @@ export interface WorkerServices {
   metrics: PlatformMetrics;
   events: EventLog;
   /** The stored session and its run record (`turns`), never a collection. */
-  sessions: Pick<SessionService, 'turns'>;
+  sessions: Pick<SessionService, 'turns' | 'threads'>;
   turnState: TurnState;
   models: ModelResolver;
   files: FileService;

@@ -14,7 +14,7 @@ import { applyMetadataPatch } from '../api/metadata.js';
 import { checkToolPolicies } from './toolPolicy.js';
 import { checkHarness, checkHarnessSpec } from '../sessions/compactionSettings.js';
 import { refuseExecutionIdentity } from '../api/unsupported.js';
-import { checkMultiagent, rosterLookup } from './multiagent.js';
+import { checkMultiagent, resolveRoster, rosterLookup } from './multiagent.js';
 import { checkAgentMemoryStore, memoryStoreLookup } from '../memory/session/index.js';
 import {
   normalizeSkillRefs,
@@ -229,7 +229,7 @@ export class AgentService {
   }
 
   async create(tenant: string, body: AgentCreate): Promise<Agent> {
-    await checkMultiagent(rosterLookup(this.c), tenant, body.multiagent);
+    const multiagent = await checkMultiagent(rosterLookup(this.c), tenant, body.multiagent);
     refuseExecutionIdentity(body.execution_identity);
     await checkAgentMemoryStore(memoryStoreLookup(this.c), tenant, body.memory_store_id);
     checkHarness(body.harness);
@@ -247,10 +247,11 @@ export class AgentService {
       harness: body.harness ?? 'default',
       metadata: body.metadata ?? {},
       execution_identity: body.execution_identity ?? { type: 'service_account' },
-      multiagent: body.multiagent ?? null,
+      multiagent: null,
     };
     await this.validateSpec(tenant, spec);
     const id = newId(PREFIX.agent);
+    spec.multiagent = resolveRoster(multiagent, id, 1, spec.tools) ?? null;
     // Version row first: the agent becomes visible only once its first version exists.
     await this.c.agentVersions.insert(tenant, {
       _id: `${id}@1`,
@@ -367,7 +368,8 @@ export class AgentService {
 
   /** Every change bumps the version; a no-op update returns the current version unchanged. */
   async update(tenant: string, id: string, body: AgentUpdate): Promise<Agent> {
-    await checkMultiagent(rosterLookup(this.c), tenant, body.multiagent, id);
+    const multiagent = await checkMultiagent(rosterLookup(this.c), tenant, body.multiagent, id);
+    if (body.multiagent !== undefined) body = { ...body, multiagent };
     refuseExecutionIdentity(body.execution_identity);
     await checkAgentMemoryStore(memoryStoreLookup(this.c), tenant, body.memory_store_id);
     checkHarness(body.harness);
@@ -380,10 +382,13 @@ export class AgentService {
           current_version: doc.version,
         });
       }
-      const spec = this.applyPatch(doc.spec, body);
-      if (JSON.stringify(spec) === JSON.stringify(doc.spec)) return render(doc);
-      await this.validateSpec(tenant, spec);
       const next = doc.version + 1;
+      const spec = this.applyPatch(doc.spec, body);
+      // `self` at the version written; an unchanged roster compares at the current version.
+      const same = { ...spec, multiagent: resolveRoster(spec.multiagent, id, doc.version, spec.tools) ?? null };
+      if (JSON.stringify(same) === JSON.stringify(doc.spec)) return render(doc);
+      spec.multiagent = resolveRoster(spec.multiagent, id, next, spec.tools) ?? null;
+      await this.validateSpec(tenant, spec);
       const now = nowIso();
       try {
         // The unique (agent_id, version) row is the write lock: one updater wins version N+1.

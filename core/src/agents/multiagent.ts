@@ -2,15 +2,19 @@
  * The agent's `multiagent` setting (create and update), checked field by field before anything
  * is stored. Session threads are not built here yet, so no multiagent form is accepted; but
  * every rule the SDK states is checked first, so a caller learns exactly which field is wrong
- * before learning that the feature is missing (test/e2e/agents/multiagent-roster.test.ts):
+ * (test/e2e/agents/multiagent-roster.test.ts). The `coordinator` form is accepted (session
+ * threads: core/src/threads) and stored resolved, as the SDK's BetaManagedAgentsMultiagentCoordinator
+ * says: every entry `{type: 'agent', id, version}`, a string or unversioned entry at the agent's
+ * current version, `self` at the version being written ({@link resolveRoster}):
  *
  * - `coordinator` (SDK BetaManagedAgentsMultiagentCoordinatorParams): `agents` is 1–20 roster
  *   entries, each an agent id string, `{type: 'agent', id, version?}` (version an integer ≥ 1
  *   that exists), `{type: 'self'}` or `{type: 'advisor', model}`; entries name distinct agents
  *   once `self` and the string form are resolved; at most one `self` and one advisor; every
  *   referenced agent exists in the tenant (another tenant's id is "not found"), is not archived
- *   and has no `multiagent` itself (depth 1). The advisor entry is refused by name; a valid
- *   roster is then refused as "coordinator session threads".
+ *   and has no `multiagent` itself (depth 1). The advisor entry is refused by name. A roster
+ *   agent whose tools wait for the client (client-executed custom tools, an `always_ask` or
+ *   `auto` permission policy) is refused: a thread's calls are not routed to the client here.
  * - `multiagent_20261001` (SDK BetaManagedAgentsMultiagent20261001Params): `advisor`,
  *   `subagents` and `workflows` are each `{type: 'enabled' | 'disabled'}` (advisor enabled
  *   carries `model`; subagents and workflows default to enabled); each enabled one is refused by
@@ -33,7 +37,21 @@ export type RosterLookup = (
   tenant: string,
   id: string,
   version?: number,
-) => Promise<{ archived: boolean; multiagent: unknown; versionFound: boolean } | null>;
+) => Promise<{
+  archived: boolean;
+  multiagent: unknown;
+  versionFound: boolean;
+  /** The version the entry resolves to (the named one, else the current). */
+  version: number;
+  tools: unknown[];
+} | null>;
+
+/** A stored roster entry; `self` only until {@link resolveRoster} names the version written. */
+export type RosterEntry = { type: 'agent'; id: string; version: number } | { type: 'self' };
+export interface Coordinator {
+  type: 'coordinator';
+  agents: RosterEntry[];
+}
 
 export function rosterLookup(c: Pick<Collections, 'agents' | 'agentVersions'>): RosterLookup {
   return async (tenant, id, version) => {
@@ -47,40 +65,88 @@ export function rosterLookup(c: Pick<Collections, 'agents' | 'agentVersions'>): 
       archived: !!doc.archived_at,
       multiagent: (pinned ?? doc.spec).multiagent ?? null,
       versionFound: !!pinned && (version ?? doc.version) <= doc.version,
+      version: version ?? doc.version,
+      tools: (pinned ?? doc.spec).tools ?? [],
     };
   };
 }
 
 /**
- * Throws the 400 for `value`. `selfId` is the agent being updated (undefined on create: a new
- * agent is distinct from every existing one).
+ * Throws the 400 for `value`, else answers it as stored: null / undefined as given, a coordinator
+ * with its entries resolved (`self` kept for {@link resolveRoster}). `selfId` is the agent being
+ * updated (undefined on create: a new agent is distinct from every existing one).
  */
 export async function checkMultiagent(
   lookup: RosterLookup,
   tenant: string,
   value: unknown,
   selfId?: string,
-): Promise<void> {
-  if (value === undefined || value === null) return;
+): Promise<Coordinator | null | undefined> {
+  if (value === undefined || value === null) return value;
   if (!isObj(value)) throw invalid('multiagent', 'must be an object or null');
   const type = value.type;
   if (typeof type !== 'string' || !FORMS.includes(type))
     throw invalid('multiagent.type', `must be one of ${FORMS.join(', ')}`);
-  if (type === 'coordinator') await checkCoordinator(lookup, tenant, value, selfId);
-  else checkMultiagent20261001(value);
+  if (type === 'coordinator') return checkCoordinator(lookup, tenant, value, selfId);
+  checkMultiagent20261001(value);
+  return null; // unreachable: every multiagent_20261001 form is refused
 }
+
+/**
+ * The coordinator as stored for the agent version being written (`id` at `version`, whose
+ * `tools` are `tools`): `self` (or an entry naming `id`, kept from an earlier version) becomes
+ * that version; refused when that agent's tools wait for the client (see the file header).
+ */
+export function resolveRoster(
+  value: unknown,
+  id: string,
+  version: number,
+  tools: unknown[],
+): Coordinator | null | undefined {
+  if (!isObj(value) || value.type !== 'coordinator') return value as null | undefined;
+  const agents = (value.agents as RosterEntry[]).map((e, i): RosterEntry => {
+    if (e.type !== 'self' && e.id !== id) return e;
+    const why = clientBound(tools);
+    if (why) throw invalid(`multiagent.agents[${i}]`, `this agent ${why}`);
+    return { type: 'agent', id, version };
+  });
+  return { type: 'coordinator', agents };
+}
+
+/** Why a thread of an agent with these tools would wait for the client; null: it never does. */
+function clientBound(tools: unknown[]): string | null {
+  const ask = (p: unknown) => {
+    const t = (p as { type?: unknown } | null | undefined)?.type;
+    return t === 'always_ask' || t === 'auto';
+  };
+  for (const t of tools as Obj[]) {
+    if (t.type === 'custom' && !t.execution)
+      return `has a client-executed custom tool (${String(t.name)}): ${THREAD_CALLS}`;
+    const configs = Array.isArray(t.configs) ? (t.configs as Obj[]) : [];
+    if (
+      ask(t.permission_policy) ||
+      ask((t.default_config as Obj | undefined)?.permission_policy) ||
+      configs.some((c) => ask(c.permission_policy))
+    )
+      return `has tools that ask for confirmation (always_ask or auto): ${THREAD_CALLS}`;
+  }
+  return null;
+}
+const THREAD_CALLS =
+  "a session thread's calls are not routed to the client yet, so it cannot be a roster agent";
 
 async function checkCoordinator(
   lookup: RosterLookup,
   tenant: string,
   value: Obj,
   selfId?: string,
-): Promise<void> {
+): Promise<Coordinator> {
   unknownKeys(value, ['type', 'agents'], 'multiagent');
   const agents = value.agents;
   if (!Array.isArray(agents) || agents.length < 1 || agents.length > MAX_ROSTER)
     throw invalid('multiagent.agents', `must be an array of 1 to ${MAX_ROSTER} roster entries`);
   const seen = new Set<string>();
+  const resolved: RosterEntry[] = [];
   let selves = 0;
   let advisors = 0;
   for (let i = 0; i < agents.length; i++) {
@@ -96,6 +162,7 @@ async function checkCoordinator(
     } else if (entry.type === 'self') {
       unknownKeys(entry, ['type'], field);
       if (++selves > 1) throw invalid(field, "at most one {type: 'self'} entry is allowed");
+      resolved.push({ type: 'self' });
       if (!selfId) continue; // a new agent is distinct from every existing one
       id = selfId;
     } else if (entry.type === 'advisor') {
@@ -121,7 +188,14 @@ async function checkCoordinator(
     const at = typeof entry === 'string' ? field : `${field}.id`;
     if (seen.has(id)) throw invalid(at, `agent ${id} is already in the roster`);
     seen.add(id);
-    if (id === selfId) continue; // the agent being updated: its new spec is what it will run
+    if (id === selfId) {
+      // The agent being updated, named by id: its new spec is what it will run.
+      if (entry === id || (isObj(entry) && entry.type === 'agent' && entry.version === undefined))
+        resolved.push({ type: 'self' });
+      else if (isObj(entry) && entry.type === 'agent')
+        throw invalid(`${field}.version`, `name the agent being updated as {type: 'self'}`);
+      continue;
+    }
     const found = await lookup(tenant, id, version);
     if (!found) throw invalid(at, `agent ${id} not found`);
     if (version !== undefined && !found.versionFound)
@@ -129,11 +203,14 @@ async function checkCoordinator(
     if (found.archived) throw invalid(at, `agent ${id} is archived`);
     if (found.multiagent !== null && found.multiagent !== undefined)
       throw invalid(at, `agent ${id} has multiagent set itself (a roster is one level deep)`);
+    const why = clientBound(found.tools);
+    if (why) throw invalid(at, `agent ${id} ${why}`);
+    resolved.push({ type: 'agent', id, version: found.version });
   }
   const advisorAt = agents.findIndex((e) => isObj(e) && e.type === 'advisor');
   if (advisorAt >= 0)
     throw notSupportedYet(`multiagent.agents[${advisorAt}]`, 'the advisor roster entry');
-  throw notSupportedYet('multiagent', 'multiagent orchestration (coordinator session threads)');
+  return { type: 'coordinator', agents: resolved };
 }
 
 function checkMultiagent20261001(value: Obj): void {

@@ -14,12 +14,7 @@ const UNBUILT_EVENT_TYPES: Record<string, string> = {
   // user.tool_result is served for self_hosted sessions only: core/src/domain/inputEvents.ts.
 };
 
-/**
- * Checked on the raw body before schema validation, so the answer names the unbuilt feature.
- * A `user.interrupt` naming a `session_thread_id` is refused too (null is accepted): a session
- * has one thread here, so there is no other thread to interrupt (test/e2e/agents/unsupported-fields.test.ts
- * › 'user.interrupt session_thread_id').
- */
+/** Checked on the raw body before schema validation, so the answer names the unbuilt feature. */
 export function refuseUnbuiltEvents(body: unknown): void {
   const events = (body as { events?: unknown } | null)?.events;
   if (!Array.isArray(events)) return;
@@ -27,12 +22,6 @@ export function refuseUnbuiltEvents(body: unknown): void {
     const type = (e as { type?: unknown } | null)?.type;
     if (typeof type === 'string' && UNBUILT_EVENT_TYPES[type])
       throw notSupportedYet(`events[${i}].type`, UNBUILT_EVENT_TYPES[type]!);
-    const thread = (e as { session_thread_id?: unknown } | null)?.session_thread_id;
-    if (type === 'user.interrupt' && thread !== undefined && thread !== null)
-      throw notSupportedYet(
-        `events[${i}].session_thread_id`,
-        'session threads (a session has a single thread here; interrupt it without session_thread_id)',
-      );
   });
 }
 

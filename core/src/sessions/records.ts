@@ -3,6 +3,7 @@ import type { OutcomeState } from '../outcomes/records.js';
 import type { AgentSpec } from '@agentfleet/schemas';
 import type { PinnedSkill } from '../skills/records.js';
 import type { EnvironmentDoc } from '../environments/records.js';
+import type { ThreadLink } from '../threads/records.js';
 
 export interface SessionAgentSnapshot extends AgentSpec {
   id: string;
@@ -40,6 +41,16 @@ export interface SessionDoc {
   outcomes?: Record<string, OutcomeState>;
   /** The deployment whose run created the session (core/src/deployments/firing.ts). */
   deployment_id?: string;
+  /**
+   * A coordinator session's roster (core/src/threads): each entry's agent snapshot, pinned at
+   * create like `agent` (a `self` entry is `agent` without `multiagent`).
+   */
+  roster?: SessionAgentSnapshot[];
+  /** A coordinator session: per child thread, the seq of its last reply delivered to the primary. */
+  delivered?: Record<string, number>;
+  /** Set on a child thread's document (core/src/threads/records.ts): the session it belongs to. */
+  thread_of?: string;
+  thread?: ThreadLink;
   /** Head of the event log (highest appended seq). */
   last_seq: number;
   /** Seq of the newest user input that asks for a turn. */

@@ -12,6 +12,7 @@ import { renderSpec } from '../agents/agents.js';
 import type { SessionDoc } from './records.js';
 import { renderUsage } from './budget.js';
 import { deriveStatus, renderStats } from './status.js';
+import { renderThreadAgent } from '../threads/threads.js';
 
 type RenderedSession = ReturnType<typeof renderSession>;
 const same = (a: unknown, b: unknown) => JSON.stringify(a) === JSON.stringify(b);
@@ -49,6 +50,10 @@ export function renderSession(s: SessionDoc, hasRun: boolean | 'rescheduling') {
       type: 'agent' as const,
       version: s.agent_version,
       ...renderSpec(spec),
+      // A coordinator's roster with each member's full definition (SDK BetaManagedAgentsSessionMultiagentCoordinator).
+      ...(s.roster
+        ? { multiagent: { type: 'coordinator' as const, agents: s.roster.map(renderThreadAgent) } }
+        : {}),
     },
     agent_id: s.agent_id,
     agent_version: s.agent_version,

@@ -14,7 +14,10 @@
  * - input other than interrupts requests a turn (and a new Work item for a self_hosted session
  *   whose item stopped); a lost turn command is re-driven by the recovery scan;
  * - an interrupt (the batch's last, or a cancel: `source: 'cancel'`) is published live on the
- *   session's control channel as well as written to the log.
+ *   session's control channel as well as written to the log; in a coordinator session one
+ *   naming a child thread's `session_thread_id` interrupts that thread only (the primary's turn
+ *   goes on), one without interrupts the primary and every busy child thread
+ *   (test/e2e/threads/threads.test.ts).
  * Proved by test/e2e/sessions/sessions-events.test.ts, test/e2e/turns/recovery-scan.test.ts,
  * test/e2e/turns/pending-queue.test.ts and test/e2e/turns/wakeup-scheduled.test.ts.
  */
@@ -30,6 +33,8 @@ import { checkInputEvents, checkToolResults } from './inputEvents.js';
 import { checkToolAnswers } from './toolConfirmation.js';
 import { inputAppended, interruptAppended } from './turnState.js';
 import { withPendingMarkers } from './pendingQueue.js';
+import type { ThreadService } from '../threads/threads.js';
+import { primaryThreadId } from '../threads/records.js';
 
 /** Enqueues a self_hosted session's Work item unless it has an open one (idempotent). */
 export type WorkQueue = (
@@ -60,7 +65,24 @@ export class SessionInput {
     private readonly pubsub: PubSub,
     /** The Work queue of self_hosted environments, once wired (SessionService.useWorkQueue). */
     private readonly workQueue: () => WorkQueue | null,
+    private readonly threads: ThreadService,
   ) {}
+
+  /** Each interrupt's child thread (by index in `events`), checked: `session_thread_id` must name a thread of `s`. */
+  private async interruptTargets(tenant: string, s: SessionDoc, events: InputEvent[]) {
+    const targets = new Map<number, string>();
+    for (const [i, e] of events.entries()) {
+      const tid = (e as { session_thread_id?: string | null }).session_thread_id;
+      if (e.type !== 'user.interrupt' || !tid || tid === primaryThreadId(s._id)) continue;
+      const child = await this.c.sessions.get(tenant, tid);
+      if (!child || child.thread_of !== s._id)
+        throw invalid(`events[${i}].session_thread_id`, `${tid} is not a thread of session ${s._id}`);
+      if (child.archived_at || child.terminated_at)
+        throw invalid(`events[${i}].session_thread_id`, `thread ${tid} is archived`);
+      targets.set(i, tid);
+    }
+    return targets;
+  }
 
   /** Reads file rubrics of user.define_outcome (platform wiring: the file service). */
   rubricFiles: RubricFileReader | null = null;
@@ -77,6 +99,7 @@ export class SessionInput {
       throw invalid('session', `session ${id} is terminated and accepts no events`);
     if (s.archived_at) throw invalid('session', `session ${id} is archived and accepts no events`);
     await checkInputEvents(this.c, tenant, events);
+    const toChild = await this.interruptTargets(tenant, s, events);
     await checkToolAnswers(this.c.events, tenant, id, events);
     await checkToolResults(this.c.events, tenant, s, events);
     const outcome = await prepareOutcome(tenant, events, s.outcomes, this.rubricFiles);
@@ -85,16 +108,31 @@ export class SessionInput {
       payload: (i === outcome?.index ? outcome.payload : payload) as Record<string, unknown>,
     }));
     const wantsTurn = events.some((e) => e.type !== 'user.interrupt');
-    const lastInterrupt = events.map((e) => e.type).lastIndexOf('user.interrupt');
+    // The primary's own interrupts (not those of one child thread).
+    const lastInterrupt = events
+      .map((e, i) => (toChild.has(i) ? '' : e.type))
+      .lastIndexOf('user.interrupt');
     const queued = [...(await withPendingMarkers(this.c.runs, tenant, s, drafts)), ...extra];
     const appended = await this.log.append(tenant, id, queued, {
       readSession: s,
       sessionUpdate: (_last, first) =>
-        withOutcomeState(inputAppended(events, first), outcome, first),
+        withOutcomeState(
+          inputAppended(
+            events.map((e, i) => ({ type: e.type, toChild: toChild.has(i) })),
+            first,
+          ),
+          outcome,
+          first,
+        ),
     });
     const written = appended.slice(0, events.length); // the request's, without the markers
     if (lastInterrupt >= 0)
       await publishInterrupt(this.pubsub, id, written[lastInterrupt]!.seq, 'user.interrupt');
+    // A coordinator's threads: one named, or every busy one when the whole session is interrupted.
+    const children = new Set(toChild.values());
+    if (lastInterrupt >= 0 && s.roster)
+      for (const c of await this.threads.busyChildren(tenant, id)) children.add(c);
+    if (children.size) await this.threads.interrupt(tenant, [...children]);
     // A self_hosted session whose Work item stopped gets a new one for a worker to claim.
     if (wantsTurn && s.environment?.kind === 'self_hosted')
       await this.workQueue()?.(tenant, { id, environment_id: s.environment_id });

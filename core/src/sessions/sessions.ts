@@ -32,6 +32,8 @@ export { cascadeSessionDelete } from './cascade.js';
 import { MAX_STORED_JSON_DEPTH, nowIso, valueDepth } from '../util.js';
 import { liveRuns } from './status.js';
 import type { LifecycleWebhooks } from '../webhooks/port.js';
+import { pinRoster } from '../threads/roster.js';
+import { ThreadService, withThreadUsage } from '../threads/threads.js';
 
 export { deriveStatus, runIsLive } from './status.js';
 export { environmentSnapshot } from './environmentSnapshot.js';
@@ -74,8 +76,12 @@ export class SessionService {
   ) {
     this.turns = new SessionTurns(c);
     this.resources = new SessionResources(c, (tenant, id) => this.getDoc(tenant, id), opts.secrets);
-    this.input = new SessionInput(c, log, bus, pubsub, () => this.workQueue);
+    this.threads = new ThreadService(c, log, bus, pubsub);
+    this.input = new SessionInput(c, log, bus, pubsub, () => this.workQueue, this.threads);
   }
+
+  /** sessions.threads: a coordinator session's threads (core/src/threads). */
+  readonly threads: ThreadService;
 
   /** sessions.resources: list, retrieve, add, update (token rotation), delete (./sessionResources.ts). */
   readonly resources: SessionResources;
@@ -143,6 +149,13 @@ export class SessionService {
       );
     refuseUnservableBaseImage(this.opts, env.base_image, 'environment_id');
     refuseOnSelfHosted(env.kind, snapshot, body.resources);
+    // A coordinator's roster, pinned now like the agent (core/src/threads/roster.ts).
+    const roster = await pinRoster(this.c, this.agents, tenant, snapshot);
+    if (roster && env.kind === 'self_hosted')
+      throw invalid(
+        'environment_id',
+        'a coordinator agent (multiagent) runs its threads on the cloud lane: self_hosted environments do not serve session threads yet',
+      );
     // Declared resources must be materializable before anything is allocated (spec Work rule 1).
     const now = nowIso();
     const { resources, tokens } = await resolveSessionResources(
@@ -160,6 +173,7 @@ export class SessionService {
       agent_id: ref.id,
       agent_version: version,
       agent: snapshot,
+      ...(roster ? { roster } : {}),
       environment_id: envId,
       environment: snapshotOf(env),
       title: body.title ?? null,
@@ -195,7 +209,8 @@ export class SessionService {
 
   async getDoc(tenant: string, id: string): Promise<SessionDoc> {
     const s = await this.c.sessions.get(tenant, id);
-    if (!s || s.deleted_at) throw notFound('session', id);
+    // A child thread's document is not a session (core/src/threads/records.ts).
+    if (!s || s.deleted_at || s.thread_of) throw notFound('session', id);
     return s;
   }
 
@@ -203,14 +218,19 @@ export class SessionService {
     const s = await this.getDoc(tenant, id);
     const run = await this.c.runs.get(tenant, id);
     const [live] = await liveRuns(this.c, tenant, [[s, run]]);
-    return renderSession(s, live!);
+    return renderSession(await this.summed(tenant, s), live!);
+  }
+
+  /** `s` with its child threads' usage added (a coordinator session; others as they are). */
+  async summed(tenant: string, s: SessionDoc): Promise<SessionDoc> {
+    return s.roster ? withThreadUsage(s, await this.threads.children(tenant, s._id)) : s;
   }
 
   async list(
     tenant: string,
     q: Record<string, any>,
   ): Promise<Page<ReturnType<typeof renderSession>>> {
-    const filter: Record<string, unknown> = { deleted_at: null };
+    const filter: Record<string, unknown> = { deleted_at: null, thread_of: null };
     if (!q.include_archived) filter.archived_at = null;
     if (q.agent_id) filter.agent_id = q.agent_id;
     if (q.agent_version) filter.agent_version = q.agent_version;
@@ -258,7 +278,8 @@ export class SessionService {
       tenant,
       page.data.map((s) => [s, runs.get(s._id)]),
     );
-    return { ...page, data: page.data.map((s, i) => renderSession(s, states[i]!)) };
+    const summed = await Promise.all(page.data.map((s) => this.summed(tenant, s)));
+    return { ...page, data: summed.map((s, i) => renderSession(s, states[i]!)) };
   }
 
   async update(tenant: string, id: string, b: SessionUpdate) {
@@ -360,6 +381,17 @@ export class SessionService {
       { $set: { deleted_at: now, updated_at: now } },
     );
     await this.webhooks?.emit(tenant, 'session.deleted', { id }, { key: `${id}:deleted` });
+    // Its child threads end with it: terminated, their turns told to stop, logs and runs gone.
+    for (const child of await this.threads.children(tenant, id)) {
+      await this.c.sessions.updateOne(
+        tenant,
+        { _id: child._id },
+        { $set: { terminated_at: child.terminated_at ?? now, deleted_at: now, pending: false } },
+      );
+      await publishInterrupt(this.pubsub, child._id, 0, 'terminated');
+      await this.c.runs.deleteMany(tenant, { _id: child._id });
+      await this.c.events.deleteMany(tenant, { session_id: child._id });
+    }
     await this.c.runs.deleteMany(tenant, { _id: id });
     await this.c.events.deleteMany(tenant, { session_id: id });
     return { id, type: 'session_deleted' };

@@ -36,13 +36,19 @@ export const initialTurnState = () => ({
  * Input appended (`SessionService.send`), `first` being the seq of the first event written:
  * input moves `input_seq` and sets `pending`; a batch of interrupts only moves `interrupt_seq`.
  */
-export function inputAppended(events: readonly Pick<InputEvent, 'type'>[], first: number): Update {
+export function inputAppended(
+  events: readonly (Pick<InputEvent, 'type'> & { toChild?: boolean })[],
+  first: number,
+): Update {
   const lastInput = events.reduce(
     (acc, e, i) => (e.type !== 'user.interrupt' ? first + i : acc),
     0,
   );
   if (lastInput) return { $max: { input_seq: lastInput }, $set: { pending: true } };
-  const lastInterrupt = events.map((e) => e.type).lastIndexOf('user.interrupt');
+  // An interrupt of one child thread (`toChild`, core/src/threads/interrupts.ts) leaves the primary's turn alone.
+  const lastInterrupt = events
+    .map((e) => (e.toChild ? '' : e.type))
+    .lastIndexOf('user.interrupt');
   return lastInterrupt >= 0 ? { $max: { interrupt_seq: first + lastInterrupt } } : { $max: {} };
 }
 

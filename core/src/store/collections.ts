@@ -164,6 +164,7 @@ export const COLLECTIONS = {
       { fields: { tenant_id: 1, _id: 1 } },
       { fields: { agent_id: 1 } },
       { fields: { pending: 1 } },
+      { fields: { thread_of: 1 } },
     ],
   },
   events: { name: 'events', indexes: [{ fields: { session_id: 1, seq: 1 }, unique: true }] },

@@ -10,7 +10,8 @@
  * - session.status_rescheduled and session.status_terminated → the same name.
  * - span.outcome_evaluation_end (an outcome's evaluation cycle ended) →
  *   `session.outcome_evaluation_ended`.
- * The session event's id (with the type, for the second and later types of one event) is the
+ * A child thread's own status events emit nothing (core/src/threads: its session's status is
+ * its primary's). The session event's id (with the type, for the second and later types of one event) is the
  * emit key, so an append retried under the same event id emits once. `session.status_run_started`
  * is emitted where Work is enqueued (core/src/work). Proved by test/e2e/webhooks/webhooks.test.ts ("a turn's
  * idle") and test/e2e/webhooks/webhooks-types.test.ts.
@@ -19,6 +20,7 @@ import type { WebhookEventName } from '@agentfleet/schemas';
 import type { EventLog } from '../events/log.js';
 import type { EventDoc } from '../events/records.js';
 import type { WebhookService } from './webhooks.js';
+import { isThreadId } from '../threads/records.js';
 
 const STATUS_WEBHOOKS: Readonly<Record<string, WebhookEventName>> = {
   'session.status_idle': 'session.status_idled',
@@ -42,6 +44,7 @@ function typesOf(e: EventDoc): WebhookEventName[] {
 
 export function emitSessionStatusWebhooks(events: EventLog, webhooks: WebhookService): void {
   events.onAppended(async (tenant, sessionId, written) => {
+    if (isThreadId(sessionId)) return; // a child thread's log: its session's status is the primary's
     for (const e of written)
       for (const [i, type] of typesOf(e).entries())
         await webhooks.emit(

@@ -167,13 +167,18 @@ export function sessionRoutes(
  * (spec) continues forward only, whatever direction the cursor names; the answer carries
  * `next_page` and no `prev_page`.
  */
-async function listEvents(p: Pick<GatewayServices, 'sessions' | 'events'>, req: IdReq) {
+/** A session's events (or, `logId`, a thread's: core/src/threads, checked by the caller). */
+export async function listEvents(
+  p: Pick<GatewayServices, 'sessions' | 'events'>,
+  req: IdReq,
+  logId?: string,
+) {
   const tenant = tenantOf(req);
   const q = eventsQuery(req);
-  await p.sessions.getDoc(tenant, req.params.id);
+  if (!logId) await p.sessions.getDoc(tenant, req.params.id);
   const token = q.page ?? q.cursor;
   const cur = token ? decodeCursor(token, q.page ? 'page' : 'cursor') : null;
-  const page = await p.events.list(tenant, req.params.id, {
+  const page = await p.events.list(tenant, logId ?? req.params.id, {
     limit: q.limit ?? 100,
     order: q.order === 'desc' ? 'desc' : 'asc',
     afterSeq: q.after_seq,

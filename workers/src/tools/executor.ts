@@ -16,6 +16,7 @@ export type ToolKind =
   | { kind: 'custom_client'; name: string }
   | { kind: 'custom_sandbox'; name: string; command: string }
   | { kind: 'custom_http'; name: string; endpoint: string; method: string }
+  | { kind: 'coordinator'; name: string } // a coordinator's thread tools (../turn/threads.ts)
   | { kind: 'unknown'; name: string };
 
 export const BUILTIN_TOOLS = [
@@ -171,6 +172,7 @@ export function classify(tools: readonly any[], name: string): ToolKind {
   for (const t of tools ?? []) {
     if (t.type === 'custom' && t.name === name) {
       if (!t.execution) return { kind: 'custom_client', name };
+      if (t.execution.type === 'coordinator') return { kind: 'coordinator', name };
       if (t.execution.type === 'sandbox')
         return { kind: 'custom_sandbox', name, command: t.execution.command };
       return {

@@ -23,6 +23,7 @@
  * test/e2e/mcp/mcp-tools-stdio.test.ts (stdio in a bwrap sandbox), test/e2e/mcp/mcp-tools-crash.test.ts and
  * test/e2e/sdk/sdk_suite/test_mcp.py.
  */
+import { sessionOf } from '@agentfleet/core';
 import {
   connectUrlServer,
   mcpToolName,
@@ -81,7 +82,7 @@ export class McpTurn implements McpTools {
     /** The turn's abort signal: an interrupt does not wait for discovery. */
     private readonly signal?: AbortSignal,
   ) {
-    this.session = { tenantId: s.tenant_id, sessionId: s._id, environmentId: s.environment_id };
+    this.session = { tenantId: s.tenant_id, sessionId: sessionOf(s), environmentId: s.environment_id };
     this.stdio = new StdioServerHost(sandbox, this.session);
   }
 

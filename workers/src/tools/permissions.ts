@@ -36,6 +36,7 @@ import type { EventDoc, McpResultBlock, McpToolRef, SessionRef } from '@agentfle
 import type { AppendFenced, McpTools, ToolCall } from '../turn/types.js';
 import { classify, type ToolExecutor, type ToolKind } from './executor.js';
 import { ABANDONED_WORKER_CALL_TEXT, type SelfHostedLane } from './selfHosted.js';
+import type { Coordinator } from '../turn/threads.js';
 
 export type PolicyType = 'always_allow' | 'always_ask' | 'auto';
 
@@ -130,6 +131,8 @@ export class ToolCallDispatcher {
     private readonly mcp?: McpTools,
     /** Set on a self_hosted session: the worker executes the agent toolset (./selfHosted.ts). */
     private readonly lane: SelfHostedLane | null = null,
+    /** A coordinator session's primary thread: its thread tools (../turn/threads.ts). */
+    private readonly coordinator?: Coordinator,
   ) {}
 
   /**
@@ -217,6 +220,13 @@ export class ToolCallDispatcher {
     if (this.ctx.signal.aborted) throw this.ctx.signal.reason;
     const refused = this.lane?.refusal(kind);
     if (refused) return void (await this.append([errorResult(call.id, refused)]));
+    if (kind.kind === 'coordinator') {
+      // Its thread events go in the same append as its result.
+      const r = this.coordinator
+        ? await this.coordinator.call(call)
+        : { before: [], content: [{ type: 'text' as const, text: 'not a coordinator session' }], is_error: true };
+      return void (await this.append([...r.before, resultDraft(call.id, false, r.content, r.is_error)]));
+    }
     const result = await this.executor.execute(kind, call.input, this.ctx);
     await this.append([resultDraft(call.id, false, result.content, result.is_error)]);
   }

@@ -13,6 +13,7 @@ import {
   idleClearsPending,
   turnIdle,
   type Lease,
+  type EventDraft,
   type Logger,
   type SandboxManager,
   type SessionDoc,
@@ -55,6 +56,8 @@ export async function finishTurn(
   inputTo: number,
   end: TurnEnd,
   started?: SessionDoc,
+  /** Appended right before the idle (a child thread's reply: ./threads.ts). */
+  last: EventDraft[] = [],
 ): Promise<boolean> {
   // The turn's own session document serves, unless an interrupt moved interrupt_seq.
   const s = started && !end.interrupted ? started : await d.p.sessions.turns.session(tenant, sid);
@@ -89,7 +92,7 @@ export async function finishTurn(
     tenant,
     sid,
     lease,
-    [...(held?.drafts ?? []), ...warnings, ...memory, idle],
+    [...(held?.drafts ?? []), ...warnings, ...memory, ...last, idle],
     (idleSeq, current) => {
       cleared = idleClearsPending(current, processed);
       return turnIdle(processed, idleSeq, cleared, update);

@@ -214,6 +214,20 @@ export class HistoryBuilder {
         if (previous) this.waitingById.get(previous)?.push(...blocks);
         break;
       }
+      case 'agent.thread_message_received': {
+        // A message between threads (core/src/threads): a user message where it was appended.
+        // A child gets one only while idle; the primary at the end of an answer; either way
+        // any call still open is answered first (answerCalls).
+        const from = p.from_agent_name
+          ? `thread ${String(p.from_session_thread_id)} (${String(p.from_agent_name)})`
+          : 'the coordinator';
+        const body = ((p.content ?? []) as any[]).filter((b) => b.type === 'text');
+        this.push('user', [
+          { type: 'text', text: `Message from ${from}:` },
+          ...(body as ContentBlock[]),
+        ]);
+        break;
+      }
       case 'agent.thinking':
         if (p.signature)
           this.push('assistant', [

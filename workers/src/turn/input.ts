@@ -27,6 +27,7 @@ const TURN_INPUT_TYPES = new Set([
   'user.custom_tool_result',
   'user.tool_confirmation',
   'user.tool_result',
+  'agent.thread_message_received', // a child thread's task or next message (core/src/threads)
 ]);
 
 /**

@@ -14,6 +14,7 @@
  * test/e2e/turns/aux-model-call.test.ts. Dreams have no session log: their calls stay in the
  * ledger only (kind `dream`).
  */
+import { sessionOf } from '@agentfleet/core';
 import {
   NANOS_PER_CENT,
   usageCostNanos,
@@ -42,7 +43,7 @@ export async function recordCall(
   try {
     await p.cost.record({
       tenantId: tenant,
-      sessionId: s._id,
+      sessionId: sessionOf(s), // a child thread's calls are its session's
       agentId: (s.agent as { id?: string }).id ?? null,
       agentVersion: (s.agent as { version?: number }).version ?? null,
       modelCard: s.agent.model.id,

@@ -8,6 +8,7 @@
  * the sandbox and are retried at the next idle). The mounted stores are also described in the
  * system prompt (withMemoryPrompt). Proven by test/e2e/memory/memory-session.test.ts.
  */
+import { sessionOf } from '@agentfleet/core';
 import {
   isMemoryResource,
   memoryWriteBack,
@@ -37,11 +38,11 @@ export async function memoryWarnings(
   log: Logger,
 ): Promise<EventDraft[]> {
   const stores = (s?.resources ?? []).filter(isMemoryResource);
-  if (!sandbox || !s || !stores.length || sandbox.state(s._id) !== 'active') return [];
-  const ref = { tenantId: s.tenant_id, sessionId: s._id, environmentId: s.environment_id };
+  if (!sandbox || !s || !stores.length || sandbox.state(sessionOf(s)) !== 'active') return [];
+  const ref = { tenantId: s.tenant_id, sessionId: sessionOf(s), environmentId: s.environment_id };
   try {
     return await sandbox.run(ref, (api) =>
-      memoryWriteBack(p.memory, api, s.tenant_id, s._id, stores),
+      memoryWriteBack(p.memory, api, s.tenant_id, sessionOf(s), stores),
     );
   } catch (err) {
     log.warn('memory write-back failed', { session_id: s._id, err: String(err) });

@@ -8,6 +8,7 @@
  * turn (./history.ts). Called by the turn runner (./runner.ts) for the agent's work and for each
  * revision an outcome's grader asks for (./outcome.ts).
  */
+import { sessionOf } from '@agentfleet/core';
 import type { Lease, SandboxManager, SessionDoc } from '@agentfleet/core';
 import type { TurnServices } from '../services.js';
 import type { ToolExecutor } from '../tools/executor.js';
@@ -24,6 +25,7 @@ import { isFinalAnswer, modelRequest } from './modelRequest.js';
 import { repositoriesReady } from './repositories.js';
 import type { SessionLogCache } from './sessionLogCache.js';
 import { SkillLoadError, withSkillPrompt } from './skillPrompt.js';
+import type { Coordinator } from './threads.js';
 
 /** What the loop uses of the runner: its services, appends, log cache, tools and sandbox. */
 export interface ModelLoopDeps {
@@ -43,9 +45,12 @@ export async function modelLoop(
   signal: AbortSignal,
   mcp: McpTurn,
   inputTo: number,
+  /** A coordinator session's primary thread: its thread tools (./threads.ts). */
+  coordinator?: Coordinator,
 ): Promise<TurnEnd> {
   const sid = s._id;
-  const session = { tenantId: tenant, sessionId: sid, environmentId: s.environment_id };
+  // A child thread runs in its session's sandbox (core/src/threads).
+  const session = { tenantId: tenant, sessionId: sessionOf(s), environmentId: s.environment_id };
   const lane = SelfHostedLane.of(s);
   const append = d.appends.fenced(tenant, sid, lease);
   const calls = new ToolCallDispatcher(
@@ -55,6 +60,7 @@ export async function modelLoop(
     append,
     mcp,
     lane,
+    coordinator,
   );
   // Calls held for confirmation by an earlier turn are settled before the model sees them.
   // Every event up to the turn's own last append (status_running); see sessionLogCache.ts.
@@ -99,7 +105,7 @@ export async function modelLoop(
       history,
       signal,
       mcp,
-      answerMayWaitForIdle(d.sandbox, sid, mcp.connected, atomic),
+      answerMayWaitForIdle(d.sandbox, session.sessionId, mcp.connected, atomic),
     );
     if (outcome.kind === 'error')
       return { stop_reason: { type: outcome.exhausted ? 'retries_exhausted' : 'end_turn' } };

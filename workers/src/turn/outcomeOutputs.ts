@@ -6,6 +6,7 @@
  * reason. A sandbox error leaves the evidence without files, never fails the evaluation.
  * Proved by test/e2e/turns/outcomes-outputs.test.ts.
  */
+import { sessionOf } from '@agentfleet/core';
 import type { Evidence, SandboxManager, SessionDoc } from '@agentfleet/core';
 
 const OUTPUTS = '/mnt/session/outputs';
@@ -17,8 +18,8 @@ export async function outputEvidence(
   tenant: string,
   s: Pick<SessionDoc, '_id' | 'environment_id'>,
 ): Promise<Evidence[]> {
-  if (!sandbox || sandbox.state(s._id) !== 'active') return [];
-  const ref = { tenantId: tenant, sessionId: s._id, environmentId: s.environment_id };
+  if (!sandbox || sandbox.state(sessionOf(s)) !== 'active') return [];
+  const ref = { tenantId: tenant, sessionId: sessionOf(s), environmentId: s.environment_id };
   try {
     return await sandbox.run(ref, async (api) => {
       const out: Evidence[] = [];

@@ -4,6 +4,7 @@
  * before the idle. A session whose sandbox is not active (none started, or a self_hosted
  * session, which has none) syncs nothing. Proven by test/e2e/sandbox/sandbox-tools.test.ts (output_skipped).
  */
+import { sessionOf } from '@agentfleet/core';
 import type { EventDraft, Logger, SandboxManager, SessionDoc } from '@agentfleet/core';
 
 export async function outputWarnings(
@@ -12,9 +13,9 @@ export async function outputWarnings(
   log: Logger,
 ): Promise<EventDraft[]> {
   const warnings: EventDraft[] = [];
-  if (!sandbox || !s || sandbox.state(s._id) !== 'active') return warnings;
+  if (!sandbox || !s || sandbox.state(sessionOf(s)) !== 'active') return warnings;
   const report = await sandbox
-    .syncOutputs({ tenantId: s.tenant_id, sessionId: s._id, environmentId: s.environment_id })
+    .syncOutputs({ tenantId: s.tenant_id, sessionId: sessionOf(s), environmentId: s.environment_id })
     .catch((err) => {
       log.warn('output sync failed', { session_id: s._id, err: String(err) });
       return null;

@@ -41,6 +41,7 @@ import { SessionAppends } from './appends.js';
 import { PendingQueue } from './pending.js';
 import { modelLoop, type ModelLoopDeps } from './modelLoop.js';
 import { Wakeups, type OrphanRun } from './wakeup.js';
+import { Coordinator, threadReply, withCoordinatorTools } from './threads.js';
 
 /**
  * Runs session turns. Guarantees: one turn per session at a time (session lease, fenced
@@ -309,7 +310,21 @@ export class TurnRunner {
       await mcp.close();
     }
     if (end.interrupted) await this.queue.cancelAtInterrupt(tenant, sid, lease);
-    return finishTurn(this.ending, tenant, sid, lease, inputTo, end, s);
+    return this.finish(tenant, s, lease, inputTo, end, s);
+  }
+
+  /** Ends the turn (./finish.ts); a child thread's idle carries its reply (./threads.ts). */
+  private async finish(
+    tenant: string,
+    s: SessionDoc,
+    lease: Lease,
+    inputTo: number,
+    end: TurnEnd,
+    started?: SessionDoc,
+  ): Promise<boolean> {
+    const log = s.thread ? await this.logs.all(tenant, s._id, this.appends.lastSeq(s._id)) : [];
+    const reply = threadReply(s, [...log, ...(end.held?.drafts ?? [])], end);
+    return finishTurn(this.ending, tenant, s._id, lease, inputTo, end, started, reply ? [reply] : []);
   }
 
   /**
@@ -330,13 +345,26 @@ export class TurnRunner {
     const sid = s._id;
     const append = this.appends.fenced(tenant, sid, lease);
     const readLog = () => this.logs.all(tenant, sid, this.appends.lastSeq(sid));
+    // A coordinator's primary thread: its thread tools, and the wait for its threads' replies.
+    const coordinator = s.roster ? new Coordinator(this.p, tenant, s, append) : undefined;
+    const work = async (current: SessionDoc) =>
+      modelLoop(this.loopDeps, tenant, withCoordinatorTools(current), lease, signal, mcp, inputTo, coordinator);
     // Outcomes are judged only from the turn's input: one defined later has a later seq, so a
     // turn that starts without one to judge never reads the session again for it.
     const judging = outcomeToJudge(s, inputTo);
     let end: TurnEnd =
       answered || judging?.result === 'evaluating'
         ? { stop_reason: { type: 'end_turn' } }
-        : await modelLoop(this.loopDeps, tenant, s, lease, signal, mcp, inputTo);
+        : await work(s);
+    // The turn goes on while the coordinator's threads work: each delivery asks the model again.
+    while (coordinator && end.stop_reason.type === 'end_turn' && !end.interrupted) {
+      if (end.held) {
+        await append(end.held.drafts, end.held.update); // the answer precedes the replies
+        end = { stop_reason: end.stop_reason };
+      }
+      if (!(await coordinator.awaitReplies(signal))) break;
+      end = await work((await this.p.sessions.turns.session(tenant, sid)) ?? s);
+    }
     if (!judging) return end;
     for (;;) {
       if (end.stop_reason.type !== 'end_turn' || end.interrupted) return end;
@@ -361,7 +389,7 @@ export class TurnRunner {
       );
       if (next === 'done') return end;
       const revising = (await this.p.sessions.turns.session(tenant, sid)) ?? current;
-      end = await modelLoop(this.loopDeps, tenant, revising, lease, signal, mcp, inputTo);
+      end = await work(revising);
     }
   }
 
@@ -381,9 +409,7 @@ export class TurnRunner {
       return;
     }
     if (recoveries > this.p.config.turn.maxRecoveries) {
-      await finishTurn(this.ending, tenant, sid, lease, inputTo, {
-        stop_reason: { type: 'retries_exhausted' },
-      });
+      await this.finish(tenant, s, lease, inputTo, { stop_reason: { type: 'retries_exhausted' } });
       return;
     }
     await this.p.turnState.countRecovery(tenant, sid, recoveries);
@@ -392,11 +418,10 @@ export class TurnRunner {
     await this.queue.resume(tenant, sid, lease, [this.wakeups.orphaned(sid, run), ...drafts]);
     const done = lastResponseFinished(turn);
     const current = (await this.p.sessions.turns.session(tenant, sid))!;
-    // A finished answer ends the turn, unless an outcome still has to judge it.
-    if (done && !outcomeToJudge(current, inputTo)) {
-      await finishTurn(this.ending, tenant, sid, lease, inputTo, {
-        stop_reason: { type: 'end_turn' },
-      });
+    // A finished answer ends the turn, unless an outcome still has to judge it or a
+    // coordinator's threads still work (./threads.ts).
+    if (done && !outcomeToJudge(current, inputTo) && !current.roster) {
+      await this.finish(tenant, current, lease, inputTo, { stop_reason: { type: 'end_turn' } });
       return;
     }
     await this.loop(tenant, current, lease, inputTo, s.interrupt_seq ?? 0, done);
