@@ -52,6 +52,12 @@ export function inputAppended(
   return lastInterrupt >= 0 ? { $max: { interrupt_seq: first + lastInterrupt } } : { $max: {} };
 }
 
+/** A child thread's input from its coordinator (core/src/threads), its last event at `last`. */
+export const threadInputAppended = (last: number): Update => ({
+  $max: { input_seq: last },
+  $set: { pending: true },
+});
+
 /** An interrupt that does not come from the user (cancel), written at `seq`. */
 export const interruptAppended = (seq: number): Update => ({ $max: { interrupt_seq: seq } });
 

@@ -27,7 +27,7 @@ import { renderStats, runIsLive } from '../sessions/status.js';
 import { renderSpec } from '../agents/agents.js';
 import { nowIso } from '../util.js';
 import { initialTurnState } from '../sessions/turnState.js';
-import { interruptAppended } from '../sessions/turnState.js';
+import { interruptAppended, threadInputAppended } from '../sessions/turnState.js';
 import type { EventDraft, EventLog } from '../events/log.js';
 import type { CommandBus } from '../bus/port.js';
 import type { PubSub } from '../coordination/port.js';
@@ -91,7 +91,7 @@ export class ThreadService {
    */
   async input(tenant: string, childId: string, drafts: EventDraft[]): Promise<void> {
     const written = await this.log.append(tenant, childId, drafts, {
-      sessionUpdate: (last) => ({ $max: { input_seq: last }, $set: { pending: true } }),
+      sessionUpdate: threadInputAppended,
     });
     const seq = written[written.length - 1]!.seq;
     await this.bus
