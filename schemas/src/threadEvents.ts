@@ -67,7 +67,10 @@ export const THREAD_EVENT_SCHEMAS = {
     'session.thread_status_running',
     P['session.thread_status_running'],
   ),
-  'session.thread_status_idle': eventOf('session.thread_status_idle', P['session.thread_status_idle']),
+  'session.thread_status_idle': eventOf(
+    'session.thread_status_idle',
+    P['session.thread_status_idle'],
+  ),
   'session.thread_status_rescheduled': eventOf(
     'session.thread_status_rescheduled',
     P['session.thread_status_rescheduled'],

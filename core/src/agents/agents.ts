@@ -385,7 +385,10 @@ export class AgentService {
       const next = doc.version + 1;
       const spec = this.applyPatch(doc.spec, body);
       // `self` at the version written; an unchanged roster compares at the current version.
-      const same = { ...spec, multiagent: resolveRoster(spec.multiagent, id, doc.version, spec.tools) ?? null };
+      const same = {
+        ...spec,
+        multiagent: resolveRoster(spec.multiagent, id, doc.version, spec.tools) ?? null,
+      };
       if (JSON.stringify(same) === JSON.stringify(doc.spec)) return render(doc);
       spec.multiagent = resolveRoster(spec.multiagent, id, next, spec.tools) ?? null;
       await this.validateSpec(tenant, spec);

@@ -76,7 +76,10 @@ export class SessionInput {
       if (e.type !== 'user.interrupt' || !tid || tid === primaryThreadId(s._id)) continue;
       const child = await this.c.sessions.get(tenant, tid);
       if (!child || child.thread_of !== s._id)
-        throw invalid(`events[${i}].session_thread_id`, `${tid} is not a thread of session ${s._id}`);
+        throw invalid(
+          `events[${i}].session_thread_id`,
+          `${tid} is not a thread of session ${s._id}`,
+        );
       if (child.archived_at || child.terminated_at)
         throw invalid(`events[${i}].session_thread_id`, `thread ${tid} is archived`);
       targets.set(i, tid);

@@ -386,7 +386,7 @@ export class SessionService {
       await this.c.sessions.updateOne(
         tenant,
         { _id: child._id },
-        { $set: { terminated_at: child.terminated_at ?? now, deleted_at: now, pending: false } },
+        { $set: { terminated_at: child.terminated_at ?? now, deleted_at: now } },
       );
       await publishInterrupt(this.pubsub, child._id, 0, 'terminated');
       await this.c.runs.deleteMany(tenant, { _id: child._id });

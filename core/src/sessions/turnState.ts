@@ -46,9 +46,7 @@ export function inputAppended(
   );
   if (lastInput) return { $max: { input_seq: lastInput }, $set: { pending: true } };
   // An interrupt of one child thread (`toChild`, core/src/threads/interrupts.ts) leaves the primary's turn alone.
-  const lastInterrupt = events
-    .map((e) => (e.toChild ? '' : e.type))
-    .lastIndexOf('user.interrupt');
+  const lastInterrupt = events.map((e) => (e.toChild ? '' : e.type)).lastIndexOf('user.interrupt');
   return lastInterrupt >= 0 ? { $max: { interrupt_seq: first + lastInterrupt } } : { $max: {} };
 }
 

@@ -102,12 +102,9 @@ export class ThreadService {
   /** Interrupts these child threads: a user.interrupt in each one's log, published to its turn. */
   async interrupt(tenant: string, childIds: readonly string[]): Promise<void> {
     for (const id of childIds) {
-      const [ev] = await this.log.append(
-        tenant,
-        id,
-        [{ type: 'user.interrupt', payload: {} }],
-        { sessionUpdate: (last) => interruptAppended(last) },
-      );
+      const [ev] = await this.log.append(tenant, id, [{ type: 'user.interrupt', payload: {} }], {
+        sessionUpdate: (last) => interruptAppended(last),
+      });
       await publishInterrupt(this.pubsub, id, ev!.seq, 'user.interrupt');
     }
   }
@@ -154,7 +151,9 @@ export class ThreadService {
       updated_at: s.updated_at,
       stats: ran ? { ...renderStats(s), startup_seconds: 0 } : null,
       // The primary's own usage (the session's `usage` sums every thread's).
-      usage: ran ? { ...renderUsage(child ? s : root), active_seconds: (s.active_ms ?? 0) / 1000 } : null,
+      usage: ran
+        ? { ...renderUsage(child ? s : root), active_seconds: (s.active_ms ?? 0) / 1000 }
+        : null,
       workflow_run_id: null,
     };
   }
@@ -181,10 +180,16 @@ export class ThreadService {
     const limit = q.limit ?? 20;
     const after = q.page ? decodeCursor(q.page) : null;
     const from = after ? all.findIndex((t) => t.id === after.k) + 1 : 0;
-    return makePage(all.slice(from, from + limit + 1), limit, (t) => t.id, (t) => t.id, {
-      hadCursor: !!after,
-      backwards: false,
-    });
+    return makePage(
+      all.slice(from, from + limit + 1),
+      limit,
+      (t) => t.id,
+      (t) => t.id,
+      {
+        hadCursor: !!after,
+        backwards: false,
+      },
+    );
   }
 
   /** A child thread of `root`, or null when `id` names its primary; 404 for any other id. */
@@ -206,7 +211,10 @@ export class ThreadService {
   async archive(tenant: string, root: SessionDoc, rootStatus: ThreadStatus, id: string) {
     const child = await this.child(tenant, root, id);
     if (!child)
-      throw invalid('thread_id', 'the primary thread is archived with its session (archive the session)');
+      throw invalid(
+        'thread_id',
+        'the primary thread is archived with its session (archive the session)',
+      );
     const status = threadStatus(child, await this.c.runs.get(tenant, child._id));
     if (status === 'running' || status === 'rescheduling')
       throw invalid('thread_id', `thread ${id} is ${status}; interrupt it before archiving it`);

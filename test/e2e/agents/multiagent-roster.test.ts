@@ -1,11 +1,12 @@
 /**
  * The agent's `multiagent` setting (core/src/agents/multiagent.ts), through the official
- * TypeScript SDK: every roster rule the SDK states is a 400 naming the field, checked before the
- * missing feature is reported; the advisor entry and each multiagent_20261001 part are refused by
- * name as not supported; a valid coordinator roster is refused as not supported; nothing is
- * stored on any refusal (agent list unchanged on create, version unchanged on update).
- * (The rule "a referenced agent must not have multiagent itself" cannot be reached through the
- * API while no multiagent form is accepted.)
+ * TypeScript SDK: every roster rule the SDK states is a 400 naming the field; the advisor entry
+ * and each multiagent_20261001 part are refused by name as not supported; a roster agent whose
+ * tools wait for the client is refused; nothing is stored on any refusal (agent list unchanged
+ * on create, version unchanged on update). A valid coordinator roster is stored resolved: every
+ * entry `{type: 'agent', id, version}` (a string at the current version, `self` at the version
+ * written, kept at each later version), and a coordinator cannot be a roster member (depth 1).
+ * Threads themselves: test/e2e/threads/threads.test.ts.
  */
 import Anthropic from '@anthropic-ai/sdk';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -91,14 +92,78 @@ describe('multiagent roster validation', () => {
     expect((await c.beta.agents.list({ limit: 100 })).data.length).toBe(before);
   });
 
-  it('a valid roster is refused as not supported; the advisor entry by its own index', async () => {
-    const before = (await c.beta.agents.list({ limit: 100 })).data.length;
+  it('a valid roster is stored resolved; the advisor entry is refused by its own index', async () => {
     const valid = coordinator(a1, { type: 'agent', id: a2, version: 1 }, { type: 'self' });
-    expect(await refusal(valid)).toMatch(/^multiagent: .*not supported yet/);
+    const made = await c.beta.agents.create({
+      name: 'lead',
+      model: 'claude-sonnet-4-5',
+      multiagent: valid,
+    } as any);
+    expect(made.multiagent).toEqual({
+      type: 'coordinator',
+      agents: [
+        { type: 'agent', id: a1, version: 1 },
+        { type: 'agent', id: a2, version: 1 },
+        { type: 'agent', id: made.id, version: 1 },
+      ],
+    });
+    // self follows the agent's own version; the others stay where they were resolved.
+    const next = await c.beta.agents.update(made.id, { version: 1, system: 'lead v2' });
+    expect((next.multiagent as any).agents.map((e: any) => e.version)).toEqual([1, 1, 2]);
+    expect((await c.beta.agents.versions.list(made.id)).data.length).toBe(2);
+    // A coordinator is no roster member (depth 1).
+    expect(await refusal(coordinator(made.id))).toBe(
+      `multiagent.agents[0]: agent ${made.id} has multiagent set itself (a roster is one level deep)`,
+    );
+    const before = (await c.beta.agents.list({ limit: 100 })).data.length;
     expect(await refusal(coordinator(a1, { type: 'advisor', model: 'claude-opus-4-5' }))).toMatch(
       /^multiagent\.agents\[1\]: the advisor roster entry is not supported yet/,
     );
     expect((await c.beta.agents.list({ limit: 100 })).data.length).toBe(before);
+  });
+
+  it('a roster agent whose tools wait for the client is refused naming its entry', async () => {
+    const custom = await c.beta.agents.create({
+      name: 'asks-client',
+      model: 'claude-sonnet-4-5',
+      tools: [
+        { type: 'custom', name: 'lookup', description: 'l', input_schema: { type: 'object' } },
+      ],
+    });
+    const asks = await c.beta.agents.create({
+      name: 'asks-user',
+      model: 'claude-sonnet-4-5',
+      tools: [
+        {
+          type: 'agent_toolset_20260401',
+          default_config: { permission_policy: { type: 'always_ask' } },
+        },
+      ],
+    });
+    expect(await refusal(coordinator(a1, custom.id))).toMatch(
+      /^multiagent\.agents\[1\]: agent .* has a client-executed custom tool \(lookup\)/,
+    );
+    expect(await refusal(coordinator({ type: 'agent', id: asks.id }))).toMatch(
+      /^multiagent\.agents\[0\]\.id: agent .* has tools that ask for confirmation/,
+    );
+    // self with such tools: the agent being written.
+    const err = await c.beta.agents
+      .create({
+        name: 'self-asks',
+        model: 'claude-sonnet-4-5',
+        tools: [
+          { type: 'custom', name: 'ask_me', description: 'a', input_schema: { type: 'object' } },
+        ],
+        multiagent: coordinator({ type: 'self' }),
+      } as any)
+      .then(
+        () => null,
+        (e) => e,
+      );
+    expect(err).toBeInstanceOf(Anthropic.BadRequestError);
+    expect((err as any).error.error.message).toMatch(
+      /^multiagent\.agents\[0\]: this agent has a client-executed/,
+    );
   });
 
   it('on update, self is the agent itself: naming it twice is a duplicate; nothing changes', async () => {
@@ -107,7 +172,9 @@ describe('multiagent roster validation', () => {
     expect(await refusal(coordinator({ type: 'self' }, me.id), at)).toMatch(
       /^multiagent\.agents\[1\]: agent .* is already in the roster/,
     );
-    expect(await refusal(coordinator({ type: 'self' }, a1), at)).toMatch(/^multiagent: /);
+    expect(await refusal(coordinator({ type: 'self' }, archived), at)).toMatch(
+      /^multiagent\.agents\[1\]: /,
+    );
     const after = await c.beta.agents.retrieve(me.id);
     expect(after.version).toBe(me.version);
     expect(after.multiagent).toBeNull();

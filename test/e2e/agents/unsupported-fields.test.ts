@@ -1,8 +1,9 @@
 /**
  * Settings the SDK can send but this deployment has not built are refused with a 400 naming the
  * field and saying "not supported yet", and nothing is stored (core/src/api/unsupported.ts):
- * agent `multiagent` (a valid roster; the roster rules: test/e2e/agents/multiagent-roster.test.ts), `user.tool_result` on a cloud session, `user.interrupt.session_thread_id`
- * (a session has one thread; null accepted) (`system.message`
+ * agent `multiagent` in its advisor entry and multiagent_20261001 forms (a coordinator roster is
+ * built: test/e2e/agents/multiagent-roster.test.ts, test/e2e/threads/threads.test.ts), `user.tool_result` on a cloud session
+ * (`user.interrupt.session_thread_id` names a thread of the session, else a 400; null accepted) (`system.message`
  * is built: test/e2e/events/system-message.test.ts; `user.define_outcome`: test/e2e/turns/outcomes.test.ts). Through the official TypeScript SDK and plain HTTP. A model card for a custom
  * provider (protocol from `pi_config.api`) is created without a probe and says so:
  * `{ok: null, reason: 'unsupported_provider'}` (spec, model cards rule 1).
@@ -31,7 +32,7 @@ async function refused(p: Promise<unknown>, field: string) {
 }
 
 describe('unbuilt settings are refused, never stored', () => {
-  it('agent multiagent: a valid roster is refused on create and update; null is accepted', async () => {
+  it('agent multiagent: the advisor entry and multiagent_20261001 are refused on create and update', async () => {
     const c = t.client;
     const a = await c.beta.agents.create({ name: 'ok', model: 'claude-sonnet-4-5' });
     const before = (await c.beta.agents.list()).data.length;
@@ -39,17 +40,17 @@ describe('unbuilt settings are refused, never stored', () => {
       c.beta.agents.create({
         name: 'm',
         model: 'claude-sonnet-4-5',
-        multiagent: { type: 'coordinator', agents: [a.id] },
-      }),
-      'multiagent',
+        multiagent: { type: 'coordinator', agents: [a.id, { type: 'advisor', model: 'x' }] },
+      } as any),
+      'multiagent.agents[1]',
     );
     expect((await c.beta.agents.list()).data.length).toBe(before);
     await refused(
       c.beta.agents.update(a.id, {
         version: a.version,
-        multiagent: { type: 'coordinator', agents: [{ type: 'self' }] },
-      }),
-      'multiagent',
+        multiagent: { type: 'multiagent_20261001' },
+      } as any),
+      'multiagent.subagents',
     );
     const after = await c.beta.agents.retrieve(a.id);
     expect(after.version).toBe(a.version);
@@ -112,23 +113,29 @@ describe('unbuilt settings are refused, never stored', () => {
     ]);
   });
 
-  it('user.interrupt session_thread_id: refused (no threads here), nothing appended; null is accepted', async () => {
+  it('user.interrupt session_thread_id: one that is no thread of the session is a 400, nothing appended; its primary and null are accepted', async () => {
     const c = t.client;
     const env = await c.beta.environments.create({ name: 'th' });
     const a = await c.beta.agents.create({ name: 'th', model: 'claude-sonnet-4-5' });
     const s = await c.beta.sessions.create({ agent: a.id, environment_id: env.id });
-    await refused(
-      c.beta.sessions.events.send(s.id, {
-        events: [{ type: 'user.interrupt', session_thread_id: 'sthr_other' }],
-      } as any),
-      'events[0].session_thread_id',
-    );
+    const err = await c.beta.sessions.events
+      .send(s.id, { events: [{ type: 'user.interrupt', session_thread_id: 'sthr_other' }] } as any)
+      .then(
+        () => null,
+        (e) => e,
+      );
+    expect(err).toBeInstanceOf(Anthropic.BadRequestError);
+    expect((err as any).error.error.message).toMatch(/^events\[0\]\.session_thread_id: /);
     expect((await c.beta.sessions.events.list(s.id)).data).toEqual([]);
+    const primary = (await c.beta.sessions.threads.list(s.id)).data[0]!.id;
     await c.beta.sessions.events.send(s.id, {
-      events: [{ type: 'user.interrupt', session_thread_id: null }],
+      events: [
+        { type: 'user.interrupt', session_thread_id: null },
+        { type: 'user.interrupt', session_thread_id: primary },
+      ],
     } as any);
     const types = (await c.beta.sessions.events.list(s.id)).data.map((e) => e.type);
-    expect(types).toContain('user.interrupt');
+    expect(types).toEqual(['user.interrupt', 'user.interrupt']);
   });
 });
 

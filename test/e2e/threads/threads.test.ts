@@ -107,8 +107,12 @@ describe('a session with two threads', () => {
       COORD,
       {
         steps: [
-          { tool_use: { name: 'start_thread', input: { agent_name: 'writer-a', task: 'write a' } } },
-          { tool_use: { name: 'start_thread', input: { agent_name: 'writer-b', task: 'write b' } } },
+          {
+            tool_use: { name: 'start_thread', input: { agent_name: 'writer-a', task: 'write a' } },
+          },
+          {
+            tool_use: { name: 'start_thread', input: { agent_name: 'writer-b', task: 'write b' } },
+          },
         ],
         stop_reason: 'tool_use',
       },
@@ -221,10 +225,17 @@ describe('a session with two threads', () => {
     const aThread = children.find((c) => c.agent.name === 'writer-a')!;
     const got = await t.client.beta.sessions.threads.retrieve(aThread.id, { session_id: sid });
     expect(got.id).toBe(aThread.id);
-    expect(got.agent).toMatchObject({ type: 'agent', id: a.id, version: 1, system: 'You are writer A.' });
+    expect(got.agent).toMatchObject({
+      type: 'agent',
+      id: a.id,
+      version: 1,
+      system: 'You are writer A.',
+    });
     // A thread's own log: its task, its call, its answer, its reply to the primary.
     const own = [];
-    for await (const e of t.client.beta.sessions.threads.events.list(aThread.id, { session_id: sid }))
+    for await (const e of t.client.beta.sessions.threads.events.list(aThread.id, {
+      session_id: sid,
+    }))
       own.push(e as any);
     const types = own.map((e) => e.type);
     expect(types[0]).toBe('agent.thread_message_received');
@@ -233,7 +244,10 @@ describe('a session with two threads', () => {
       expect.arrayContaining(['agent.tool_use', 'agent.tool_result', 'agent.message']),
     );
     const reply = own.find((e) => e.type === 'agent.thread_message_sent');
-    expect(reply).toMatchObject({ to_session_thread_id: p!.id, content: [{ text: 'A wrote a.txt' }] });
+    expect(reply).toMatchObject({
+      to_session_thread_id: p!.id,
+      content: [{ text: 'A wrote a.txt' }],
+    });
     expect(types.at(-1)).toBe('session.status_idle');
     // The primary thread's events are the session's.
     const prim = [];
@@ -348,7 +362,9 @@ describe('interrupting one thread', () => {
       (await allEvents(s.id)).find((e) => e.type === 'session.thread_created'),
     );
     const tid = created.session_thread_id;
-    await waitFor(async () => t.model.requests.some((r) => r.model === WA && sentText(r.body).includes('take your time')));
+    await waitFor(async () =>
+      t.model.requests.some((r) => r.model === WA && sentText(r.body).includes('take your time')),
+    );
     await t.client.beta.sessions.events.send(s.id, {
       events: [{ type: 'user.interrupt', session_thread_id: tid }],
     });

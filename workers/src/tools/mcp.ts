@@ -82,7 +82,11 @@ export class McpTurn implements McpTools {
     /** The turn's abort signal: an interrupt does not wait for discovery. */
     private readonly signal?: AbortSignal,
   ) {
-    this.session = { tenantId: s.tenant_id, sessionId: sessionOf(s), environmentId: s.environment_id };
+    this.session = {
+      tenantId: s.tenant_id,
+      sessionId: sessionOf(s),
+      environmentId: s.environment_id,
+    };
     this.stdio = new StdioServerHost(sandbox, this.session);
   }
 

@@ -224,8 +224,15 @@ export class ToolCallDispatcher {
       // Its thread events go in the same append as its result.
       const r = this.coordinator
         ? await this.coordinator.call(call)
-        : { before: [], content: [{ type: 'text' as const, text: 'not a coordinator session' }], is_error: true };
-      return void (await this.append([...r.before, resultDraft(call.id, false, r.content, r.is_error)]));
+        : {
+            before: [],
+            content: [{ type: 'text' as const, text: 'not a coordinator session' }],
+            is_error: true,
+          };
+      return void (await this.append([
+        ...r.before,
+        resultDraft(call.id, false, r.content, r.is_error),
+      ]));
     }
     const result = await this.executor.execute(kind, call.input, this.ctx);
     await this.append([resultDraft(call.id, false, result.content, result.is_error)]);

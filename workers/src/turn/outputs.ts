@@ -15,7 +15,11 @@ export async function outputWarnings(
   const warnings: EventDraft[] = [];
   if (!sandbox || !s || sandbox.state(sessionOf(s)) !== 'active') return warnings;
   const report = await sandbox
-    .syncOutputs({ tenantId: s.tenant_id, sessionId: sessionOf(s), environmentId: s.environment_id })
+    .syncOutputs({
+      tenantId: s.tenant_id,
+      sessionId: sessionOf(s),
+      environmentId: s.environment_id,
+    })
     .catch((err) => {
       log.warn('output sync failed', { session_id: s._id, err: String(err) });
       return null;

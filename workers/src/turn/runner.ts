@@ -324,7 +324,16 @@ export class TurnRunner {
   ): Promise<boolean> {
     const log = s.thread ? await this.logs.all(tenant, s._id, this.appends.lastSeq(s._id)) : [];
     const reply = threadReply(s, [...log, ...(end.held?.drafts ?? [])], end);
-    return finishTurn(this.ending, tenant, s._id, lease, inputTo, end, started, reply ? [reply] : []);
+    return finishTurn(
+      this.ending,
+      tenant,
+      s._id,
+      lease,
+      inputTo,
+      end,
+      started,
+      reply ? [reply] : [],
+    );
   }
 
   /**
@@ -348,7 +357,16 @@ export class TurnRunner {
     // A coordinator's primary thread: its thread tools, and the wait for its threads' replies.
     const coordinator = s.roster ? new Coordinator(this.p, tenant, s, append) : undefined;
     const work = async (current: SessionDoc) =>
-      modelLoop(this.loopDeps, tenant, withCoordinatorTools(current), lease, signal, mcp, inputTo, coordinator);
+      modelLoop(
+        this.loopDeps,
+        tenant,
+        withCoordinatorTools(current),
+        lease,
+        signal,
+        mcp,
+        inputTo,
+        coordinator,
+      );
     // Outcomes are judged only from the turn's input: one defined later has a later seq, so a
     // turn that starts without one to judge never reads the session again for it.
     const judging = outcomeToJudge(s, inputTo);

@@ -134,7 +134,10 @@ export class Coordinator {
     const mine = children.find((c) => c.thread?.spawned_by === useId);
     if (!mine) {
       if (children.length >= MAX_THREADS)
-        return text(`a session runs at most ${MAX_THREADS} threads; send_to_thread an idle one`, true);
+        return text(
+          `a session runs at most ${MAX_THREADS} threads; send_to_thread an idle one`,
+          true,
+        );
       const st = await threads.statuses(this.tenant, children);
       const busy = [...st.values()].filter((s) => s !== 'idle' && s !== 'terminated').length;
       if (busy >= MAX_RUNNING_THREADS)
@@ -171,7 +174,10 @@ export class Coordinator {
     const id = String(input.session_thread_id ?? '');
     const message = input.message;
     if (typeof message !== 'string' || !message.trim() || message.length > MAX_TASK_CHARS)
-      return text(`message must be a non-empty string of at most ${MAX_TASK_CHARS} characters`, true);
+      return text(
+        `message must be a non-empty string of at most ${MAX_TASK_CHARS} characters`,
+        true,
+      );
     const { threads } = this.p.sessions;
     const child = (await threads.children(this.tenant, this.root._id)).find((c) => c._id === id);
     if (!child) return text(`${id} is not a thread of this session`, true);
@@ -192,7 +198,10 @@ export class Coordinator {
           type: 'agent.thread_message_sent',
           payload: { to_session_thread_id: id, to_agent_name: name, content: blocks(message) },
         },
-        { type: 'session.thread_status_running', payload: { session_thread_id: id, agent_name: name } },
+        {
+          type: 'session.thread_status_running',
+          payload: { session_thread_id: id, agent_name: name },
+        },
       ],
       content: blocks('sent; the reply arrives as a message when the thread finishes'),
       is_error: false,
