@@ -158,6 +158,8 @@ export async function startPlatformProcess(
 export interface ModelProcess {
   /** http://127.0.0.1:<port>, the platform's ANTHROPIC_BASE_URL. */
   url: string;
+  /** The process (its IPC channel: threadsModelChild.ts takes scripts over it). */
+  child: ChildProcess;
   close(): Promise<void>;
 }
 
@@ -166,9 +168,9 @@ export interface ModelProcess {
  * platform: its HTTP parsing and answers then use the machine's other core, not the platform's
  * event loop. Bounded like a platform process; SIGKILLed if this process exits first.
  */
-export async function startModelProcess(): Promise<ModelProcess> {
+export async function startModelProcess(entry = MODEL_CHILD): Promise<ModelProcess> {
   installExitHook();
-  const child = fork(MODEL_CHILD, [], {
+  const child = fork(entry, [], {
     cwd: REPO,
     execArgv: BENCH_CHILD_EXEC_ARGV,
     stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
@@ -190,7 +192,7 @@ export async function startModelProcess(): Promise<ModelProcess> {
         reject(new Error(`scripted model exited (${code}) before it started`));
       });
     });
-    return { url, close: () => stopProcess(child) };
+    return { url, child, close: () => stopProcess(child) };
   } catch (err) {
     child.kill('SIGKILL');
     await waitExit(child, 5_000);

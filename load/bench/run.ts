@@ -43,6 +43,7 @@ import { storeShareSection } from './realShare.js';
 import { costReportSection } from './costReport.js';
 import { evalsSection } from './evals.js';
 import { consoleSection } from './console.js';
+import { threadsSection } from './threads.js';
 
 /** Which in-process platform a section needs: embedded adapters, the real servers, or none. */
 type PlatformKind = 'embedded' | 'real' | null;
@@ -70,6 +71,8 @@ const SECTIONS: Section[] = [
     run: (p, s, r) => eventsSection(p!, s, r.get('turns') as TurnFigures | undefined),
   },
   { name: 'console', platform: 'embedded', real: false, run: (p, s) => consoleSection(p!, s) },
+  // Its own platform on a scriptable model process (the coordinator's start_thread calls).
+  { name: 'threads', platform: null, real: false, run: (_p, s) => threadsSection(s) },
   { name: 'fanout', platform: null, real: false, run: (_p, s) => fanoutSection(s) },
   { name: 'store', platform: null, real: false, run: (_p, s) => storeSection(s) },
   { name: 'store-scale', platform: null, real: false, run: (_p, s) => storeScaleSection(s) },
@@ -155,6 +158,9 @@ async function main(): Promise<void> {
     // The console section: its sessions at >= 50/s, chromium, 40 live events.
     60 +
     Math.ceil(s.consoleSessions / 50) +
+    // The threads section: 2 × BENCH_SECONDS of rounds, its own platform and model process.
+    2 * s.seconds +
+    60 +
     // Webhook ingest (66 sequential turns) and repo-clone (8 host clones, 8 sandbox warmups that clone).
     120 +
     (real.servers ? 12 * s.seconds + 180 : 0);

@@ -278,7 +278,9 @@ export const typeDefs = /* GraphQL */ `
     events the REST SSE stream carries (live-only chunk events are not delivered).
     With afterSeq: replays persisted events with seq > afterSeq first, then live ones.
     Without afterSeq: events appended after the subscription was accepted.
+    With threadId (an id of Session.threads): that thread's own log instead (the primary's is
+    the session's); a thread id not of this session is NOT_FOUND.
     """
-    sessionEvents(sessionId: ID!, afterSeq: Int): SessionEvent!
+    sessionEvents(sessionId: ID!, afterSeq: Int, threadId: ID): SessionEvent!
   }
 `;

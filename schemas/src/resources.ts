@@ -266,6 +266,44 @@ export const SessionResource = Type.Union([
   }),
 ]);
 
+/** A session thread (SDK BetaManagedAgentsSessionThread; core/src/threads). */
+export const SessionThread = Obj({
+  id: Type.String({ pattern: '^sthr_' }),
+  type: Type.Literal('session_thread'),
+  session_id: Id('sess_'),
+  parent_thread_id: Nullable(Type.String({ pattern: '^sthr_' })),
+  /** The thread's agent: its snapshot (SDK BetaManagedAgentsSessionThreadAgent). */
+  agent: Obj({
+    id: Id('agent_'),
+    type: Type.Literal('agent'),
+    version: Type.Integer({ minimum: 1 }),
+    name: Type.String(),
+    description: Nullable(Type.String()),
+    model: AgentSpecOut.model,
+    system: Nullable(Type.String()),
+    tools: AgentSpecOut.tools,
+    skills: AgentSpecOut.skills,
+    mcp_servers: AgentSpecOut.mcp_servers,
+    execution_identity: AgentSpecOut.execution_identity,
+  }),
+  status: Type.Union(RUNTIME_STATUSES.map((s) => Type.Literal(s))),
+  archived_at: Nullable(Timestamp),
+  created_at: Timestamp,
+  updated_at: Timestamp,
+  stats: Nullable(
+    Obj({
+      active_seconds: Type.Optional(Type.Number({ minimum: 0 })),
+      duration_seconds: Type.Optional(Type.Number({ minimum: 0 })),
+      startup_seconds: Type.Optional(Type.Number({ minimum: 0 })),
+    }),
+  ),
+  usage: Nullable(
+    Obj({ ...SessionUsage.properties, active_seconds: Type.Optional(Type.Number({ minimum: 0 })) }),
+  ),
+  workflow_run_id: Type.Null(),
+});
+export type SessionThread = Static<typeof SessionThread>;
+
 export const Session = Obj({
   id: Id('sess_'),
   type: Type.Literal('session'),

@@ -14,7 +14,9 @@ const listArgs = argsOf(EventListQuery, {
 /**
  * One page of a session's persisted events (core/src/events/list.ts), ordered by seq (ASC unless
  * order: DESC). Cursors are the REST ones (`next_page` of GET /v1/sessions/:id/events works here
- * and back), plus `prevPage` to walk back. Validation is the REST EventListQuery's.
+ * and back), plus `prevPage` to walk back. Validation is the REST EventListQuery's. With
+ * `threadId` (Query threadEvents): that thread's log (core/src/threads logOf), after the session
+ * check, so another session's thread id is NOT_FOUND.
  */
 export async function listEvents(
   p: Pick<GatewayServices, 'sessions' | 'events'>,
@@ -26,11 +28,15 @@ export async function listEvents(
     order: typeof args.order === 'string' ? args.order.toLowerCase() : args.order,
   });
   const sessionId = String(args.sessionId);
-  await p.sessions.getDoc(tenant, sessionId); // NOT_FOUND for another tenant's or an unknown session
+  const doc = await p.sessions.getDoc(tenant, sessionId); // NOT_FOUND for another tenant's or an unknown session
+  const logId =
+    args.threadId == null
+      ? sessionId
+      : await p.sessions.threads.logOf(tenant, doc, String(args.threadId));
   const cur = q.page ? decodeCursor(q.page, 'page') : null;
   const seq = cur ? Number(cur.k) : undefined;
   if (cur && !Number.isInteger(seq)) throw invalid('page', 'is not a valid page cursor');
-  return p.events.list(tenant, sessionId, {
+  return p.events.list(tenant, logId, {
     limit: q.limit ?? 100,
     order: q.order === 'desc' ? 'desc' : 'asc',
     afterSeq: q.after_seq,

@@ -7,6 +7,7 @@ import { typeDefs } from '@agentfleet/schemas';
 import { createLogger } from '@agentfleet/core';
 import { formatError, toGraphQLError } from './errors.js';
 import { evalTypeDefs } from './evals.js';
+import { threadTypeDefs } from './threads.js';
 import { resolvers } from './resolvers.js';
 import { makeSchema, type GqlContext, type ResolverServices } from './schema.js';
 import { eventStreamRoute, wantsEventStream } from './stream.js';
@@ -62,8 +63,10 @@ export async function graphqlPlugin(
 ): Promise<void> {
   const log = createLogger(p.config.logLevel, { component: 'graphql' });
   const subscriptions = new Set<AbortController>();
-  const schema = makeSchema(typeDefs + evalTypeDefs, resolvers({ subscriptions }), (err) =>
-    toGraphQLError(err, log),
+  const schema = makeSchema(
+    typeDefs + evalTypeDefs + threadTypeDefs,
+    resolvers({ subscriptions }),
+    (err) => toGraphQLError(err, log),
   );
 
   const apollo = new ApolloServer<GqlContext>({

@@ -15,6 +15,7 @@ import { ApiError, invalid, renderEvent } from '@agentfleet/core';
 import { isNotFound } from './errors.js';
 import { evalResolvers } from './evals.js';
 import { followEvents, listEvents } from './events.js';
+import { threadLog, threadResolvers } from './threads.js';
 import {
   argsOf,
   inputOf,
@@ -122,6 +123,7 @@ export function resolvers(deps: ResolverDeps): ResolverMap {
         return toCostReport(await ctx.services.cost.report(q));
       },
       ...evalResolvers.Query,
+      ...threadResolvers.Query,
     },
 
     Mutation: {
@@ -166,18 +168,24 @@ export function resolvers(deps: ResolverDeps): ResolverMap {
          * Checked before the stream opens (NOT_FOUND, BAD_USER_INPUT arrive as the operation's
          * result). Without afterSeq the log head read here is the replay point, so every event
          * appended after the subscription was accepted is delivered, even ones appended before
-         * the live channel subscription completes.
+         * the live channel subscription completes. With threadId: that thread's log (its head
+         * the replay point), after the session check (threads.ts threadLog).
          */
         subscribe: async (_, args, ctx) => {
           const afterSeq = args.afterSeq ?? null;
           if (afterSeq !== null && afterSeq < 0)
             throw invalid('afterSeq', 'must be a non-negative integer event seq');
-          const doc = await ctx.services.sessions.getDoc(tenant(ctx), args.sessionId);
+          const { logId, head } = await threadLog(
+            ctx.services,
+            tenant(ctx),
+            args.sessionId,
+            args.threadId,
+          );
           return followEvents(
             ctx.services.events,
             tenant(ctx),
-            args.sessionId,
-            afterSeq ?? doc.last_seq,
+            logId,
+            afterSeq ?? head,
             deps.subscriptions,
           );
         },
@@ -190,6 +198,7 @@ export function resolvers(deps: ResolverDeps): ResolverMap {
     },
     Session: {
       environment: (s, _, ctx) => environmentOrNull(ctx, s.environmentId),
+      ...threadResolvers.Session,
     },
     EvalRun: evalResolvers.EvalRun,
   };

@@ -81,6 +81,7 @@ export const AgentId = Id('agent_');
 export const EnvId = Id('env_');
 export const SessId = Id('sess_');
 export const FileId = Id('file_');
+export const ThreadId = Type.String({ pattern: '^sthr_', description: 'A session thread id' });
 export const CardId = Id('mc_');
 export const KeyId = Id('key_');
 export const userMessage = {

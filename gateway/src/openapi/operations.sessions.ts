@@ -22,7 +22,9 @@ import {
   SessionResourceListQuery,
   SessionResourceUpdate,
   SessionUpdate,
+  SessionThread,
   StreamQuery,
+  ThreadListQuery,
 } from '@agentfleet/schemas';
 import {
   json,
@@ -30,6 +32,7 @@ import {
   BYTES,
   SessId,
   FileId,
+  ThreadId,
   userMessage,
   type OperationDoc,
 } from './operationHelpers.js';
@@ -182,6 +185,49 @@ export const SESSION_AND_FILE_OPERATIONS: Record<string, OperationDoc> = {
     summary: 'Stream events (SSE; `Last-Event-ID` resumes)',
     tag: 'events',
     params: { id: SessId },
+    query: StreamQuery,
+    ok: { description: 'An event stream (never ends on its own).', content: SSE },
+  },
+  // ---- session threads (core/src/threads)
+  'GET /v1/sessions/:id/threads': {
+    operationId: 'listSessionThreads',
+    summary: "List the session's threads: its primary first, then the child threads oldest first",
+    tag: 'threads',
+    params: { id: SessId },
+    query: ThreadListQuery,
+    ok: { description: 'A page of threads.', content: json(ListPage(SessionThread)) },
+  },
+  'GET /v1/sessions/:id/threads/:thread_id': {
+    operationId: 'getSessionThread',
+    summary: 'Get a session thread',
+    tag: 'threads',
+    params: { id: SessId, thread_id: ThreadId },
+    ok: { description: 'The thread.', content: json(SessionThread) },
+  },
+  'POST /v1/sessions/:id/threads/:thread_id/archive': {
+    operationId: 'archiveSessionThread',
+    summary: 'Archive an idle child thread (it takes no more messages)',
+    tag: 'threads',
+    params: { id: SessId, thread_id: ThreadId },
+    ok: { description: 'The archived thread.', content: json(SessionThread) },
+  },
+  'GET /v1/sessions/:id/threads/:thread_id/events': {
+    operationId: 'listSessionThreadEvents',
+    summary: "List a thread's events (or stream them with `Accept: text/event-stream`)",
+    tag: 'threads',
+    params: { id: SessId, thread_id: ThreadId },
+    query: EventListQuery,
+    ok: {
+      description:
+        "A page of the thread's events; an event stream when the request accepts text/event-stream.",
+      content: { ...json(ListPage(SessionEvent)), ...SSE },
+    },
+  },
+  'GET /v1/sessions/:id/threads/:thread_id/events/stream': {
+    operationId: 'streamSessionThreadEvents',
+    summary: "Stream a thread's events (SSE; `Last-Event-ID` resumes)",
+    tag: 'threads',
+    params: { id: SessId, thread_id: ThreadId },
     query: StreamQuery,
     ok: { description: 'An event stream (never ends on its own).', content: SSE },
   },

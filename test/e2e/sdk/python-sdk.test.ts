@@ -39,6 +39,10 @@ const DREAM_MODEL = 'py-dream-model';
 /** test_dreams.py, update_existing: the answer applied to the input store. */
 const DREAM_UPDATE_MODEL = 'py-dream-update-model';
 const OUTCOME_MODEL = 'py-outcome-model';
+/** test_threads.py: the coordinator (starts both threads, answers once both replied) and its roster. */
+const THREADS_COORDINATOR_MODEL = 'py-threads-coordinator';
+const THREADS_WRITER_A_MODEL = 'py-threads-writer-a';
+const THREADS_WRITER_B_MODEL = 'py-threads-writer-b';
 
 let t: TestPlatform;
 /** test_mcp_oauth.py: an MCP server requiring MCP_TOKEN, a token endpoint that knows no refresh token. */
@@ -195,6 +199,89 @@ describe.skipIf(!available)(
         { steps: [{ text: '2, 3, 5' }] },
         { steps: [{ text: '{"result": "satisfied", "explanation": "three primes"}' }] },
       );
+      for (const model of [
+        THREADS_COORDINATOR_MODEL,
+        THREADS_WRITER_A_MODEL,
+        THREADS_WRITER_B_MODEL,
+      ]) {
+        const threadsCard = await t.http('/v1/svc/model_cards', {
+          method: 'POST',
+          headers: BETA,
+          json: {
+            model_id: model,
+            provider: 'anthropic',
+            model,
+            base_url: t.model.url,
+            api_key: 'sk-py',
+          },
+        });
+        expect(threadsCard.status, await threadsCard.clone().text()).toBe(200);
+      }
+      // test_threads.py: the coordinator starts both threads, then answers by what its request
+      // holds: the second turn's message, both threads' replies, or neither yet (it waits).
+      const sentText = (body: any) => JSON.stringify(body.messages ?? []);
+      t.model.script(
+        THREADS_COORDINATOR_MODEL,
+        {
+          steps: [
+            {
+              tool_use: {
+                name: 'start_thread',
+                input: { agent_name: 'py-writer-a', task: 'write a' },
+              },
+            },
+            {
+              tool_use: {
+                name: 'start_thread',
+                input: { agent_name: 'py-writer-b', task: 'write b' },
+              },
+            },
+          ],
+          stop_reason: 'tool_use',
+        },
+        ...Array.from({ length: 8 }, () => ({
+          steps: [],
+          decide: (body: any) => ({
+            steps: [
+              {
+                text: sentText(body).includes('py stream turn')
+                  ? 'streamed answer'
+                  : sentText(body).includes('A wrote') && sentText(body).includes('B wrote')
+                    ? 'both threads replied'
+                    : 'waiting for the threads',
+              },
+            ],
+          }),
+        })),
+      );
+      t.model.script(
+        THREADS_WRITER_A_MODEL,
+        {
+          steps: [
+            {
+              tool_use: {
+                name: 'write',
+                input: { file_path: '/workspace/a.txt', content: 'alpha\n' },
+              },
+            },
+          ],
+        },
+        { steps: [{ text: 'A wrote a.txt' }] },
+      );
+      t.model.script(
+        THREADS_WRITER_B_MODEL,
+        {
+          steps: [
+            {
+              tool_use: {
+                name: 'write',
+                input: { file_path: '/workspace/b.txt', content: 'beta\n' },
+              },
+            },
+          ],
+        },
+        { steps: [{ text: 'B wrote b.txt' }] },
+      );
       t.model.script(
         PERMISSION_MODEL,
         { steps: [{ tool_use: { name: 'bash', input: { command: 'echo held' } } }] },
@@ -224,6 +311,9 @@ describe.skipIf(!available)(
           AGENTFLEET_DREAM_MODEL: DREAM_MODEL,
           AGENTFLEET_DREAM_UPDATE_MODEL: DREAM_UPDATE_MODEL,
           AGENTFLEET_OUTCOME_MODEL: OUTCOME_MODEL,
+          AGENTFLEET_THREADS_COORDINATOR_MODEL: THREADS_COORDINATOR_MODEL,
+          AGENTFLEET_THREADS_WRITER_A_MODEL: THREADS_WRITER_A_MODEL,
+          AGENTFLEET_THREADS_WRITER_B_MODEL: THREADS_WRITER_B_MODEL,
           AGENTFLEET_MCP_TOKEN: MCP_TOKEN,
           AGENTFLEET_OAUTH_URL: oauth.url,
           AGENTFLEET_WEBHOOK_RECEIVER_URL: hooks.url,
@@ -267,6 +357,8 @@ describe.skipIf(!available)(
           'test_memories_conflicts_preconditions_versions_and_redact',
           'test_dream_create_and_retrieve_until_done',
           'test_dream_update_existing_writes_the_input_store',
+          'test_coordinator_roster_is_stored_resolved',
+          'test_threads_run_reply_and_are_served',
         ])
           expect(out, out).toMatch(new RegExp(`::${name} PASSED`));
       },

@@ -39,8 +39,8 @@ describe('threads across a crash', () => {
         multiagent: { type: 'coordinator', agents: [a, b] },
       });
       expect(coord.status, JSON.stringify(coord.body)).toBe(200);
-      const sid = (await call('/v1/sessions', { agent: coord.body.id, environment_id: envId }))
-        .body.id;
+      const sid = (await call('/v1/sessions', { agent: coord.body.id, environment_id: envId })).body
+        .id;
       fx.model.script(
         COORD,
         {

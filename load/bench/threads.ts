@@ -1,0 +1,314 @@
+/**
+ * Section `threads`: multiagent coordinator sessions (core/src/threads, workers/src/turn/threads.ts)
+ * on the embedded adapters. Each round, a fresh coordinator session gets one user.message; its
+ * scripted model answers with eight `start_thread` calls in one response; each child thread
+ * answers `ok` after one model call and replies; the coordinator's turn waits for the replies
+ * (it polls every 100 ms), asks its model again and ends with one session.status_idle. Rounds
+ * alternate with a baseline round: 8 single-agent sessions running one turn each concurrently.
+ * Figures: the round's wall time (POST → the primary's session.status_idle on its SSE stream);
+ * turns/s of both (a threaded round is 9 turns: the coordinator's and its 8 threads'); and, from
+ * the stored logs, thread start (the primary's session.thread_created) → the thread's first
+ * event in its own log (GET …/threads/:thread_id/events), its turn start, its answer, its idle,
+ * and thread idle → the reply delivered in the primary log.
+ *
+ * A fresh session per round: a session holds at most MAX_THREADS (20) threads. The platform and
+ * the model (threadsModelChild.ts, in its own process, scriptable over IPC) are the section's own.
+ */
+import { startBenchPlatform, type BenchPlatform } from './context.js';
+import { startModelProcess, type ModelProcess } from './procs.js';
+import type { BenchSettings } from './settings.js';
+import {
+  fmt,
+  fmtInt,
+  nowMs,
+  printSection,
+  printTable,
+  sleep,
+  summarize,
+  type Summary,
+} from './stats.js';
+import { openStream, turn, type Stream } from './turns.js';
+
+const MODEL_CHILD = new URL('./threadsModelChild.ts', import.meta.url).pathname;
+const COORD_MODEL = 'claude-bench-coordinator';
+const THREAD_MODEL = 'claude-bench-thread';
+const THREAD_AGENT = 'bench-thread';
+const THREADS = 8;
+/** Timed rounds of each kind at most (also bounded by 2 × BENCH_SECONDS for both kinds). */
+const MAX_ROUNDS = 50;
+
+/** The model process's IPC requests (threadsModelChild.ts). */
+function modelControl(m: ModelProcess) {
+  let next = 0;
+  const ask = (msg: Record<string, unknown>) =>
+    new Promise<{ counts?: Record<string, number> }>((resolve, reject) => {
+      const id = ++next;
+      const timer = setTimeout(() => reject(new Error('threads model: no IPC answer')), 10_000);
+      const on = (r: { id?: number; counts?: Record<string, number> }) => {
+        if (r.id !== id) return;
+        clearTimeout(timer);
+        m.child.off('message', on);
+        resolve(r);
+      };
+      m.child.on('message', on);
+      m.child.send({ id, ...msg });
+    });
+  return {
+    script: (model: string, ...responses: unknown[]) =>
+      ask({ script: model, responses }).then(() => {}),
+    counts: async () => (await ask({ counts: true })).counts ?? {},
+  };
+}
+
+const expectOk = async <T = any>(
+  p: BenchPlatform,
+  method: string,
+  path: string,
+  body?: unknown,
+) => {
+  const r = await p.json<T>(method, path, body);
+  if (r.status < 200 || r.status >= 300)
+    throw new Error(`${method} ${path}: HTTP ${r.status} ${JSON.stringify(r.body)}`);
+  return r.body;
+};
+const events = async (p: BenchPlatform, path: string) =>
+  (await expectOk<{ data: any[] }>(p, 'GET', `${path}/events?limit=1000`)).data;
+const at = (e: { created_at: string } | undefined) => (e ? Date.parse(e.created_at) : NaN);
+
+/** One threaded round's figures, ms (per thread: arrays of THREADS). */
+interface Round {
+  wallMs: number;
+  coordinatorCalls: number;
+  createdToFirst: number[];
+  firstType: string[];
+  createdToRunning: number[];
+  createdToAnswer: number[];
+  createdToIdle: number[];
+  idleToDelivered: number[];
+  /** POST's first thread_created → the last thread's idle; last delivery → the primary's idle. */
+  postToCreated: number;
+  threadsSpan: number;
+  tail: number;
+}
+
+async function threadedRound(
+  p: BenchPlatform,
+  model: ReturnType<typeof modelControl>,
+  agentId: string,
+  envId: string,
+): Promise<Round> {
+  const s = await expectOk<{ id: string }>(p, 'POST', '/v1/sessions', {
+    agent: agentId,
+    environment_id: envId,
+  });
+  const stream = await openStream(p, s.id);
+  try {
+    await sleep(100); // the stream subscribes just after its headers
+    await model.script(COORD_MODEL, {
+      steps: Array.from({ length: THREADS }, (_, i) => ({
+        tool_use: { name: 'start_thread', input: { agent_name: THREAD_AGENT, task: `task ${i}` } },
+      })),
+      stop_reason: 'tool_use',
+    });
+    const before = (await model.counts())[COORD_MODEL] ?? 0;
+    const postAt = Date.now();
+    const t = await turn(p, stream, s.id);
+    const coordinatorCalls = ((await model.counts())[COORD_MODEL] ?? 0) - before;
+    const primary = await events(p, `/v1/sessions/${s.id}`);
+    const created = primary.filter((e) => e.type === 'session.thread_created');
+    if (created.length !== THREADS)
+      throw new Error(`threaded round: ${created.length} session.thread_created, not ${THREADS}`);
+    const r: Round = {
+      wallMs: t.idleMs,
+      coordinatorCalls,
+      createdToFirst: [],
+      firstType: [],
+      createdToRunning: [],
+      createdToAnswer: [],
+      createdToIdle: [],
+      idleToDelivered: [],
+      postToCreated: at(created[0]) - postAt,
+      threadsSpan: NaN,
+      tail: NaN,
+    };
+    let lastIdle = -Infinity;
+    let lastDelivered = -Infinity;
+    for (const c of created) {
+      const tid = c.session_thread_id as string;
+      const own = await events(p, `/v1/sessions/${s.id}/threads/${tid}`);
+      const t0 = at(c);
+      const idle = own.find((e) => e.type === 'session.status_idle');
+      const delivered = primary.find(
+        (e) => e.type === 'agent.thread_message_received' && e.from_session_thread_id === tid,
+      );
+      r.createdToFirst.push(at(own[0]) - t0);
+      r.firstType.push(own[0]?.type ?? '-');
+      r.createdToRunning.push(at(own.find((e) => e.type === 'session.status_running')) - t0);
+      r.createdToAnswer.push(at(own.find((e) => e.type === 'agent.message')) - t0);
+      r.createdToIdle.push(at(idle) - t0);
+      r.idleToDelivered.push(at(delivered) - at(idle));
+      lastIdle = Math.max(lastIdle, at(idle));
+      lastDelivered = Math.max(lastDelivered, at(delivered));
+    }
+    r.threadsSpan = lastIdle - at(created[0]);
+    r.tail = at(primary.findLast((e) => e.type === 'session.status_idle')) - lastDelivered;
+    return r;
+  } finally {
+    stream.close();
+  }
+}
+
+/** One baseline round: one turn on each single-agent session at once; its wall time, ms. */
+async function baselineRound(p: BenchPlatform, streams: Stream[], ids: string[]) {
+  const t0 = nowMs();
+  await Promise.all(ids.map((id, i) => turn(p, streams[i]!, id)));
+  return nowMs() - t0;
+}
+
+export interface ThreadsFigures {
+  rounds: number;
+  threadStartToFirstEvent: Summary;
+  roundWall: Summary;
+  threadedTurnsPerS: number;
+  baselineTurnsPerS: number;
+}
+
+export async function threadsSection(s: BenchSettings): Promise<ThreadsFigures> {
+  printSection(
+    `threads. Coordinator sessions: ${THREADS} concurrent threads per round vs ${THREADS} single-agent sessions (embedded adapters, zero-latency model)`,
+  );
+  const m = await startModelProcess(MODEL_CHILD);
+  let p: BenchPlatform | undefined;
+  let streams: Stream[] = [];
+  try {
+    // The section's own platform on this model (its own model process idles).
+    p = await startBenchPlatform({ ANTHROPIC_BASE_URL: m.url });
+    const model = modelControl(m);
+    const worker = await expectOk(p, 'POST', '/v1/agents', {
+      name: THREAD_AGENT,
+      model: THREAD_MODEL,
+    });
+    const coord = await expectOk(p, 'POST', '/v1/agents', {
+      name: 'bench-coordinator',
+      model: COORD_MODEL,
+      multiagent: { type: 'coordinator', agents: [worker.id] },
+    });
+    const single = await expectOk(p, 'POST', '/v1/agents', {
+      name: 'bench-single',
+      model: THREAD_MODEL,
+    });
+    const env = await expectOk(p, 'POST', '/v1/environments', { name: 'bench-threads' });
+    const ids: string[] = [];
+    for (let i = 0; i < THREADS; i++)
+      ids.push(
+        (
+          await expectOk(p, 'POST', '/v1/sessions', {
+            agent: single.id,
+            environment_id: env.id,
+          })
+        ).id,
+      );
+    streams = await Promise.all(ids.map((id) => openStream(p!, id)));
+    await sleep(100);
+    // Warm-up: one round of each.
+    await threadedRound(p, model, coord.id, env.id);
+    await baselineRound(p, streams, ids);
+
+    const rounds: Round[] = [];
+    const base: number[] = [];
+    let errors = 0;
+    const end = nowMs() + 2 * s.seconds * 1000;
+    while (rounds.length < MAX_ROUNDS && nowMs() < end && errors < 3) {
+      try {
+        rounds.push(await threadedRound(p, model, coord.id, env.id));
+        base.push(await baselineRound(p, streams, ids));
+      } catch (err) {
+        errors++;
+        console.error(`  round error: ${(err as Error).message}`);
+      }
+    }
+    const flat = (f: (r: Round) => number[]) => rounds.flatMap(f);
+    const wall = summarize(rounds.map((r) => r.wallMs));
+    const baseWall = summarize(base);
+    const sum = (xs: number[]) => xs.reduce((a, b) => a + b, 0);
+    const threadedTurnsPerS =
+      ((THREADS + 1) * rounds.length) / (sum(rounds.map((r) => r.wallMs)) / 1000);
+    const baselineTurnsPerS = (THREADS * base.length) / (sum(base) / 1000);
+    const row = (name: string, x: Summary) => [
+      name,
+      fmtInt(x.n),
+      fmt(x.p50, 1),
+      fmt(x.p99, 1),
+      fmt(x.max, 1),
+      fmt(x.mean, 1),
+    ];
+    const first = summarize(flat((r) => r.createdToFirst));
+    const firstTypes = [...new Set(flat((r) => r.firstType as unknown as number[]))].join(', ');
+    printTable(
+      `per thread, from the stored logs (${rounds.length} rounds x ${THREADS} threads; created_at has ms resolution)`,
+      ['measure', 'n', 'p50 ms', 'p99 ms', 'max ms', 'mean ms'],
+      [
+        row("thread_created -> thread's first event", first),
+        row(
+          "thread_created -> thread's session.status_running",
+          summarize(flat((r) => r.createdToRunning)),
+        ),
+        row("thread_created -> thread's agent.message", summarize(flat((r) => r.createdToAnswer))),
+        row(
+          "thread_created -> thread's session.status_idle",
+          summarize(flat((r) => r.createdToIdle)),
+        ),
+        row(
+          'thread idle -> reply delivered (primary log)',
+          summarize(flat((r) => r.idleToDelivered)),
+        ),
+      ],
+      [
+        `thread_created: the primary's session.thread_created; first event in the thread's own log: ${firstTypes}`,
+        `errors: ${errors}`,
+      ],
+    );
+    const coordCalls = summarize(rounds.map((r) => r.coordinatorCalls));
+    printTable(
+      `rounds: ${THREADS} threads from one coordinator turn vs ${THREADS} single-agent sessions, one turn each (alternating, bounded by ${MAX_ROUNDS} rounds / ${2 * s.seconds}s)`,
+      ['measure', 'rounds', 'turns/s', 'wall p50 ms', 'wall p99 ms', 'wall max ms'],
+      [
+        [
+          `coordinator + ${THREADS} threads (user.message -> idle)`,
+          fmtInt(wall.n),
+          fmt(threadedTurnsPerS, 1),
+          fmt(wall.p50, 1),
+          fmt(wall.p99, 1),
+          fmt(wall.max, 1),
+        ],
+        [
+          `baseline: ${THREADS} sessions x 1 turn, concurrent`,
+          fmtInt(baseWall.n),
+          fmt(baselineTurnsPerS, 1),
+          fmt(baseWall.p50, 1),
+          fmt(baseWall.p99, 1),
+          fmt(baseWall.max, 1),
+        ],
+      ],
+      [
+        `turns/s: ${THREADS + 1} turns per threaded round (coordinator + threads), ${THREADS} per baseline round, over the rounds' wall time`,
+        `threaded round, p50: POST -> first thread_created ${fmt(summarize(rounds.map((r) => r.postToCreated)).p50, 0)} ms; first thread_created -> last thread idle ${fmt(summarize(rounds.map((r) => r.threadsSpan)).p50, 0)} ms; last reply delivered -> primary idle ${fmt(summarize(rounds.map((r) => r.tail)).p50, 0)} ms`,
+        `coordinator model calls per round: p50 ${fmt(coordCalls.p50, 0)}, max ${fmt(coordCalls.max, 0)} (one per reply batch, after the start_thread call and its results)`,
+      ],
+    );
+    return {
+      rounds: rounds.length,
+      threadStartToFirstEvent: first,
+      roundWall: wall,
+      threadedTurnsPerS,
+      baselineTurnsPerS,
+    };
+  } finally {
+    for (const st of streams) st.close();
+    try {
+      await p?.close();
+    } finally {
+      await m.close();
+    }
+  }
+}
