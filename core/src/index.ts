@@ -129,3 +129,4 @@ export * from './outcomes/index.js';
 export * from './threads/records.js';
 export * from './threads/threads.js';
 export { rosterAgent } from './threads/roster.js';
+export { COORDINATOR_TOOL_NAMES } from './agents/multiagent.js';

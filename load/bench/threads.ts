@@ -5,6 +5,8 @@
  * answers `ok` after one model call and replies; the coordinator's turn waits for the replies
  * (it polls every 100 ms), asks its model again and ends with one session.status_idle. Rounds
  * alternate with a baseline round: 8 single-agent sessions running one turn each concurrently.
+ * Two phases: the model at zero latency, then the threads' model (and the baseline's) delayed
+ * BENCH_MODEL_DELAY_MS (the coordinator's stays at zero), where the coordinator waits for replies.
  * Figures: the round's wall time (POST → the primary's session.status_idle on its SSE stream);
  * turns/s of both (a threaded round is 9 turns: the coordinator's and its 8 threads'); and, from
  * the stored logs, thread start (the primary's session.thread_created) → the thread's first
@@ -75,6 +77,10 @@ const events = async (p: BenchPlatform, path: string) =>
   (await expectOk<{ data: any[] }>(p, 'GET', `${path}/events?limit=1000`)).data;
 const at = (e: { created_at: string } | undefined) => (e ? Date.parse(e.created_at) : NaN);
 
+/** `n` answers of `ok` after `delayMs` each. */
+const delayed = (n: number, delayMs: number) =>
+  Array.from({ length: n }, () => ({ steps: [{ delay_ms: delayMs }, { text: 'ok' }] }));
+
 /** One threaded round's figures, ms (per thread: arrays of THREADS). */
 interface Round {
   wallMs: number;
@@ -96,6 +102,7 @@ async function threadedRound(
   model: ReturnType<typeof modelControl>,
   agentId: string,
   envId: string,
+  delayMs: number,
 ): Promise<Round> {
   const s = await expectOk<{ id: string }>(p, 'POST', '/v1/sessions', {
     agent: agentId,
@@ -110,6 +117,7 @@ async function threadedRound(
       })),
       stop_reason: 'tool_use',
     });
+    if (delayMs) await model.script(THREAD_MODEL, ...delayed(THREADS, delayMs));
     const before = (await model.counts())[COORD_MODEL] ?? 0;
     const postAt = Date.now();
     const t = await turn(p, stream, s.id);
@@ -159,10 +167,139 @@ async function threadedRound(
 }
 
 /** One baseline round: one turn on each single-agent session at once; its wall time, ms. */
-async function baselineRound(p: BenchPlatform, streams: Stream[], ids: string[]) {
+async function baselineRound(
+  p: BenchPlatform,
+  model: ReturnType<typeof modelControl>,
+  streams: Stream[],
+  ids: string[],
+  delayMs: number,
+) {
+  if (delayMs) await model.script(THREAD_MODEL, ...delayed(ids.length, delayMs));
   const t0 = nowMs();
   await Promise.all(ids.map((id, i) => turn(p, streams[i]!, id)));
   return nowMs() - t0;
+}
+
+/** Alternating threaded and baseline rounds for `seconds` (at most MAX_ROUNDS of each). */
+interface Phase {
+  delayMs: number;
+  rounds: Round[];
+  base: number[];
+  errors: number;
+}
+
+async function phase(
+  p: BenchPlatform,
+  model: ReturnType<typeof modelControl>,
+  setup: { coordId: string; envId: string; streams: Stream[]; ids: string[] },
+  delayMs: number,
+  seconds: number,
+): Promise<Phase> {
+  const { coordId, envId, streams, ids } = setup;
+  const out: Phase = { delayMs, rounds: [], base: [], errors: 0 };
+  const end = nowMs() + seconds * 1000;
+  while (out.rounds.length < MAX_ROUNDS && nowMs() < end && out.errors < 3) {
+    try {
+      out.rounds.push(await threadedRound(p, model, coordId, envId, delayMs));
+      out.base.push(await baselineRound(p, model, streams, ids, delayMs));
+    } catch (err) {
+      out.errors++;
+      console.error(`  round error: ${(err as Error).message}`);
+    }
+  }
+  return out;
+}
+
+const sum = (xs: number[]) => xs.reduce((a, b) => a + b, 0);
+const p50 = (xs: number[]) => fmt(summarize(xs).p50, 0);
+const rate = (turns: number, wallMs: number[]) => (turns * wallMs.length) / (sum(wallMs) / 1000);
+
+function report(phases: Phase[], seconds: number): void {
+  const row = (name: string, x: Summary) => [
+    name,
+    fmtInt(x.n),
+    fmt(x.p50, 1),
+    fmt(x.p99, 1),
+    fmt(x.max, 1),
+    fmt(x.mean, 1),
+  ];
+  for (const ph of phases) {
+    const flat = (f: (r: Round) => number[]) => summarize(ph.rounds.flatMap(f));
+    const firstTypes = [...new Set(ph.rounds.flatMap((r) => r.firstType))].join(', ');
+    printTable(
+      `per thread, threads' model ${ph.delayMs ? `delayed ${ph.delayMs} ms` : 'zero-latency'} (${ph.rounds.length} rounds x ${THREADS} threads, from the stored logs; created_at has ms resolution)`,
+      ['measure', 'n', 'p50 ms', 'p99 ms', 'max ms', 'mean ms'],
+      [
+        row(
+          "thread_created -> thread's first event",
+          flat((r) => r.createdToFirst),
+        ),
+        row(
+          "thread_created -> thread's session.status_running",
+          flat((r) => r.createdToRunning),
+        ),
+        row(
+          "thread_created -> thread's agent.message",
+          flat((r) => r.createdToAnswer),
+        ),
+        row(
+          "thread_created -> thread's session.status_idle",
+          flat((r) => r.createdToIdle),
+        ),
+        row(
+          'thread idle -> reply delivered (primary log)',
+          flat((r) => r.idleToDelivered),
+        ),
+      ],
+      [
+        `thread_created: the primary's session.thread_created; the thread's first event in its own log: ${firstTypes || '-'}`,
+        `round errors: ${ph.errors}`,
+      ],
+    );
+  }
+  const rows: string[][] = [];
+  const notes: string[] = [
+    `turns/s: ${THREADS + 1} turns per threaded round (coordinator + threads), ${THREADS} per baseline round, over the rounds' wall time (session set-up excluded)`,
+  ];
+  for (const ph of phases) {
+    const label = ph.delayMs ? `, threads' model +${ph.delayMs} ms` : '';
+    const wall = summarize(ph.rounds.map((r) => r.wallMs));
+    const baseWall = summarize(ph.base);
+    rows.push(
+      [
+        `coordinator + ${THREADS} threads${label}`,
+        fmtInt(wall.n),
+        fmt(
+          rate(
+            THREADS + 1,
+            ph.rounds.map((r) => r.wallMs),
+          ),
+          1,
+        ),
+        fmt(wall.p50, 1),
+        fmt(wall.p99, 1),
+        fmt(wall.max, 1),
+      ],
+      [
+        `baseline: ${THREADS} sessions x 1 turn${label}`,
+        fmtInt(baseWall.n),
+        fmt(rate(THREADS, ph.base), 1),
+        fmt(baseWall.p50, 1),
+        fmt(baseWall.p99, 1),
+        fmt(baseWall.max, 1),
+      ],
+    );
+    const calls = summarize(ph.rounds.map((r) => r.coordinatorCalls));
+    notes.push(
+      `threaded round${label}, p50: POST -> first thread_created ${p50(ph.rounds.map((r) => r.postToCreated))} ms; first thread_created -> last thread idle ${p50(ph.rounds.map((r) => r.threadsSpan))} ms; last reply delivered -> primary idle ${p50(ph.rounds.map((r) => r.tail))} ms; coordinator model calls p50 ${fmt(calls.p50, 0)}, max ${fmt(calls.max, 0)}`,
+    );
+  }
+  printTable(
+    `rounds: ${THREADS} threads from one coordinator turn (user.message -> the session's idle) vs ${THREADS} single-agent sessions, one turn each at once (alternating; ${MAX_ROUNDS} rounds / ${seconds}s per phase)`,
+    ['measure', 'rounds', 'turns/s', 'wall p50 ms', 'wall p99 ms', 'wall max ms'],
+    rows,
+    notes,
+  );
 }
 
 export interface ThreadsFigures {
@@ -175,13 +312,13 @@ export interface ThreadsFigures {
 
 export async function threadsSection(s: BenchSettings): Promise<ThreadsFigures> {
   printSection(
-    `threads. Coordinator sessions: ${THREADS} concurrent threads per round vs ${THREADS} single-agent sessions (embedded adapters, zero-latency model)`,
+    `threads. Coordinator sessions: ${THREADS} concurrent threads per round vs ${THREADS} single-agent sessions (embedded adapters, scripted model)`,
   );
   const m = await startModelProcess(MODEL_CHILD);
   let p: BenchPlatform | undefined;
   let streams: Stream[] = [];
   try {
-    // The section's own platform on this model (its own model process idles).
+    // The section's own platform on this model (the model process it starts itself idles).
     p = await startBenchPlatform({ ANTHROPIC_BASE_URL: m.url });
     const model = modelControl(m);
     const worker = await expectOk(p, 'POST', '/v1/agents', {
@@ -201,107 +338,31 @@ export async function threadsSection(s: BenchSettings): Promise<ThreadsFigures> 
     const ids: string[] = [];
     for (let i = 0; i < THREADS; i++)
       ids.push(
-        (
-          await expectOk(p, 'POST', '/v1/sessions', {
-            agent: single.id,
-            environment_id: env.id,
-          })
-        ).id,
+        (await expectOk(p, 'POST', '/v1/sessions', { agent: single.id, environment_id: env.id }))
+          .id,
       );
     streams = await Promise.all(ids.map((id) => openStream(p!, id)));
     await sleep(100);
+    const setup = { coordId: coord.id, envId: env.id, streams, ids };
     // Warm-up: one round of each.
-    await threadedRound(p, model, coord.id, env.id);
-    await baselineRound(p, streams, ids);
-
-    const rounds: Round[] = [];
-    const base: number[] = [];
-    let errors = 0;
-    const end = nowMs() + 2 * s.seconds * 1000;
-    while (rounds.length < MAX_ROUNDS && nowMs() < end && errors < 3) {
-      try {
-        rounds.push(await threadedRound(p, model, coord.id, env.id));
-        base.push(await baselineRound(p, streams, ids));
-      } catch (err) {
-        errors++;
-        console.error(`  round error: ${(err as Error).message}`);
-      }
-    }
-    const flat = (f: (r: Round) => number[]) => rounds.flatMap(f);
-    const wall = summarize(rounds.map((r) => r.wallMs));
-    const baseWall = summarize(base);
-    const sum = (xs: number[]) => xs.reduce((a, b) => a + b, 0);
-    const threadedTurnsPerS =
-      ((THREADS + 1) * rounds.length) / (sum(rounds.map((r) => r.wallMs)) / 1000);
-    const baselineTurnsPerS = (THREADS * base.length) / (sum(base) / 1000);
-    const row = (name: string, x: Summary) => [
-      name,
-      fmtInt(x.n),
-      fmt(x.p50, 1),
-      fmt(x.p99, 1),
-      fmt(x.max, 1),
-      fmt(x.mean, 1),
+    await threadedRound(p, model, coord.id, env.id, 0);
+    await baselineRound(p, model, streams, ids, 0);
+    // Zero latency: the platform's own cost. Threads' model delayed: the coordinator's wait.
+    const phases = [
+      await phase(p, model, setup, 0, s.seconds),
+      await phase(p, model, setup, s.modelDelayMs, s.seconds),
     ];
-    const first = summarize(flat((r) => r.createdToFirst));
-    const firstTypes = [...new Set(flat((r) => r.firstType as unknown as number[]))].join(', ');
-    printTable(
-      `per thread, from the stored logs (${rounds.length} rounds x ${THREADS} threads; created_at has ms resolution)`,
-      ['measure', 'n', 'p50 ms', 'p99 ms', 'max ms', 'mean ms'],
-      [
-        row("thread_created -> thread's first event", first),
-        row(
-          "thread_created -> thread's session.status_running",
-          summarize(flat((r) => r.createdToRunning)),
-        ),
-        row("thread_created -> thread's agent.message", summarize(flat((r) => r.createdToAnswer))),
-        row(
-          "thread_created -> thread's session.status_idle",
-          summarize(flat((r) => r.createdToIdle)),
-        ),
-        row(
-          'thread idle -> reply delivered (primary log)',
-          summarize(flat((r) => r.idleToDelivered)),
-        ),
-      ],
-      [
-        `thread_created: the primary's session.thread_created; first event in the thread's own log: ${firstTypes}`,
-        `errors: ${errors}`,
-      ],
-    );
-    const coordCalls = summarize(rounds.map((r) => r.coordinatorCalls));
-    printTable(
-      `rounds: ${THREADS} threads from one coordinator turn vs ${THREADS} single-agent sessions, one turn each (alternating, bounded by ${MAX_ROUNDS} rounds / ${2 * s.seconds}s)`,
-      ['measure', 'rounds', 'turns/s', 'wall p50 ms', 'wall p99 ms', 'wall max ms'],
-      [
-        [
-          `coordinator + ${THREADS} threads (user.message -> idle)`,
-          fmtInt(wall.n),
-          fmt(threadedTurnsPerS, 1),
-          fmt(wall.p50, 1),
-          fmt(wall.p99, 1),
-          fmt(wall.max, 1),
-        ],
-        [
-          `baseline: ${THREADS} sessions x 1 turn, concurrent`,
-          fmtInt(baseWall.n),
-          fmt(baselineTurnsPerS, 1),
-          fmt(baseWall.p50, 1),
-          fmt(baseWall.p99, 1),
-          fmt(baseWall.max, 1),
-        ],
-      ],
-      [
-        `turns/s: ${THREADS + 1} turns per threaded round (coordinator + threads), ${THREADS} per baseline round, over the rounds' wall time`,
-        `threaded round, p50: POST -> first thread_created ${fmt(summarize(rounds.map((r) => r.postToCreated)).p50, 0)} ms; first thread_created -> last thread idle ${fmt(summarize(rounds.map((r) => r.threadsSpan)).p50, 0)} ms; last reply delivered -> primary idle ${fmt(summarize(rounds.map((r) => r.tail)).p50, 0)} ms`,
-        `coordinator model calls per round: p50 ${fmt(coordCalls.p50, 0)}, max ${fmt(coordCalls.max, 0)} (one per reply batch, after the start_thread call and its results)`,
-      ],
-    );
+    report(phases, s.seconds);
+    const zero = phases[0]!;
     return {
-      rounds: rounds.length,
-      threadStartToFirstEvent: first,
-      roundWall: wall,
-      threadedTurnsPerS,
-      baselineTurnsPerS,
+      rounds: zero.rounds.length,
+      threadStartToFirstEvent: summarize(zero.rounds.flatMap((r) => r.createdToFirst)),
+      roundWall: summarize(zero.rounds.map((r) => r.wallMs)),
+      threadedTurnsPerS: rate(
+        THREADS + 1,
+        zero.rounds.map((r) => r.wallMs),
+      ),
+      baselineTurnsPerS: rate(THREADS, zero.base),
     };
   } finally {
     for (const st of streams) st.close();

@@ -27,6 +27,8 @@ import { invalid } from '../errors.js';
 import { notSupportedYet } from '../api/unsupported.js';
 
 const MAX_ROSTER = 20;
+/** The tools a coordinator's primary thread gets (workers/src/turn/threads.ts). */
+export const COORDINATOR_TOOL_NAMES = ['start_thread', 'send_to_thread'];
 const FORMS = ['coordinator', 'multiagent_20261001'];
 
 type Obj = Record<string, unknown>;
@@ -104,6 +106,14 @@ export function resolveRoster(
   tools: unknown[],
 ): Coordinator | null | undefined {
   if (!isObj(value) || value.type !== 'coordinator') return value as null | undefined;
+  // The coordinator's thread tools (workers/src/turn/threads.ts) take these names.
+  (tools as Obj[]).forEach((t, i) => {
+    if (t.type === 'custom' && COORDINATOR_TOOL_NAMES.includes(String(t.name)))
+      throw invalid(
+        `tools[${i}].name`,
+        `${String(t.name)} is the name of a coordinator's thread tool`,
+      );
+  });
   const agents = (value.agents as RosterEntry[]).map((e, i): RosterEntry => {
     if (e.type !== 'self' && e.id !== id) return e;
     const why = clientBound(tools);

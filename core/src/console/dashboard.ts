@@ -47,7 +47,7 @@ export class DashboardService {
     const [agents, environments, sessions, running, errors] = await Promise.all([
       this.c.agents.count(tenant, { archived_at: null }),
       this.c.environments.count(tenant, { archived_at: null }),
-      this.c.sessions.count(tenant, { archived_at: null, deleted_at: null }),
+      this.c.sessions.count(tenant, { archived_at: null, deleted_at: null, thread_of: null }),
       this.sessions.list(tenant, { status: 'running', limit: RUNNING_CAP }),
       this.c.sessionErrors.find(tenant, {}, { sort: { _id: -1 }, limit: 10 }),
     ]);

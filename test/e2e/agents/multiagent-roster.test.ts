@@ -146,6 +146,28 @@ describe('multiagent roster validation', () => {
     expect(await refusal(coordinator({ type: 'agent', id: asks.id }))).toMatch(
       /^multiagent\.agents\[0\]\.id: agent .* has tools that ask for confirmation/,
     );
+    // A coordinator's own custom tool cannot take a thread tool's name.
+    const clash = await c.beta.agents
+      .create({
+        name: 'clash',
+        model: 'claude-sonnet-4-5',
+        tools: [
+          {
+            type: 'custom',
+            name: 'start_thread',
+            description: 's',
+            input_schema: { type: 'object' },
+          },
+        ],
+        multiagent: coordinator(a1),
+      } as any)
+      .then(
+        () => null,
+        (e) => e,
+      );
+    expect((clash as any).error.error.message).toMatch(
+      /^tools\[0\]\.name: start_thread is the name of a coordinator's thread tool/,
+    );
     // self with such tools: the agent being written.
     const err = await c.beta.agents
       .create({

@@ -20,6 +20,7 @@
  * Proved by test/e2e/threads/threads.test.ts and test/e2e/threads/threads-crash.test.ts.
  */
 import {
+  COORDINATOR_TOOL_NAMES,
   MAX_RUNNING_THREADS,
   MAX_THREADS,
   primaryThreadId,
@@ -33,8 +34,7 @@ import type { TurnServices } from '../services.js';
 import type { AppendFenced, ToolCall } from './types.js';
 import type { TurnEnd } from './events.js';
 
-const START = 'start_thread';
-const SEND = 'send_to_thread';
+const [START, SEND] = COORDINATOR_TOOL_NAMES as [string, string];
 const MAX_TASK_CHARS = 100_000;
 const POLL_MS = 100;
 
