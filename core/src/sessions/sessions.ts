@@ -351,12 +351,21 @@ export class SessionService {
   async remove(tenant: string, id: string): Promise<{ id: string; type: 'session_deleted' }> {
     const s = await this.getDoc(tenant, id);
     const now = nowIso();
+    const children = await this.threads.children(tenant, id);
     if (!s.terminated_at) {
+      // Its child threads end with it (session.thread_status_terminated, before the last event).
+      const ended = children
+        .filter((c) => !c.terminated_at)
+        .map((c) => ({
+          type: 'session.thread_status_terminated',
+          payload: { session_thread_id: c._id, agent_name: c.thread?.agent_name ?? c.agent.name },
+        }));
       await this.log.append(
         tenant,
         id,
         [
           { type: 'session.status_terminated', payload: {} },
+          ...ended,
           { type: 'session.deleted', payload: {} },
         ],
         {
@@ -382,7 +391,7 @@ export class SessionService {
     );
     await this.webhooks?.emit(tenant, 'session.deleted', { id }, { key: `${id}:deleted` });
     // Its child threads end with it: terminated, their turns told to stop, logs and runs gone.
-    for (const child of await this.threads.children(tenant, id)) {
+    for (const child of children) {
       await this.c.sessions.updateOne(
         tenant,
         { _id: child._id },

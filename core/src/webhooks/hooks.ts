@@ -10,6 +10,10 @@
  * - session.status_rescheduled and session.status_terminated → the same name.
  * - span.outcome_evaluation_end (an outcome's evaluation cycle ended) →
  *   `session.outcome_evaluation_ended`.
+ * - a coordinator's thread events in the primary's log (core/src/threads):
+ *   session.thread_created → `session.thread_created`, session.thread_status_idle →
+ *   `session.thread_idled`, session.thread_status_terminated → `session.thread_terminated`,
+ *   each with the thread's `session_thread_id`.
  * A child thread's own status events emit nothing (core/src/threads: its session's status is
  * its primary's). The session event's id (with the type, for the second and later types of one event) is the
  * emit key, so an append retried under the same event id emits once. `session.status_run_started`
@@ -28,6 +32,9 @@ const STATUS_WEBHOOKS: Readonly<Record<string, WebhookEventName>> = {
   'session.status_terminated': 'session.status_terminated',
   'session.status_running': 'session.running',
   'span.outcome_evaluation_end': 'session.outcome_evaluation_ended',
+  'session.thread_created': 'session.thread_created',
+  'session.thread_status_idle': 'session.thread_idled',
+  'session.thread_status_terminated': 'session.thread_terminated',
 };
 
 /** The webhook types one session event emits, the first keyed by the event id alone. */
@@ -42,6 +49,12 @@ function typesOf(e: EventDoc): WebhookEventName[] {
   return types;
 }
 
+/** The thread a session.thread_* event is about. */
+const threadOf = (e: EventDoc) =>
+  e.type.startsWith('session.thread_')
+    ? String((e.payload as { session_thread_id?: unknown }).session_thread_id)
+    : undefined;
+
 export function emitSessionStatusWebhooks(events: EventLog, webhooks: WebhookService): void {
   events.onAppended(async (tenant, sessionId, written) => {
     if (isThreadId(sessionId)) return; // a child thread's log: its session's status is the primary's
@@ -50,7 +63,7 @@ export function emitSessionStatusWebhooks(events: EventLog, webhooks: WebhookSer
         await webhooks.emit(
           tenant,
           type,
-          { id: sessionId },
+          threadOf(e) ? { id: sessionId, session_thread_id: threadOf(e) } : { id: sessionId },
           { key: i ? `${e._id}:${type}` : e._id },
         );
   });

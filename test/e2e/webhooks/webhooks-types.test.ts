@@ -193,6 +193,37 @@ describe('webhook event types', () => {
         ['session.status_terminated', s.id],
         ['session.deleted', s.id],
       );
+      // A coordinator's thread: created, idled (its reply delivered), terminated with its session.
+      const worker = await c.beta.agents.create({ name: 'types-worker', model: MODEL });
+      const lead = await c.beta.agents.create({
+        name: 'types-lead',
+        model: MODEL,
+        multiagent: { type: 'coordinator', agents: [worker.id] },
+      });
+      const threaded = await c.beta.sessions.create({ agent: lead.id, environment_id: env.id });
+      // One queue for both models: every answer after the start is plain text, in any order.
+      t.model.script(
+        MODEL,
+        {
+          steps: [
+            {
+              tool_use: { name: 'start_thread', input: { agent_name: 'types-worker', task: 't' } },
+            },
+          ],
+        },
+        { steps: [{ text: 'a' }] },
+        { steps: [{ text: 'b' }] },
+        { steps: [{ text: 'c' }] },
+      );
+      expect((await runTurn(c, threaded.id, 'delegate')).idle.stop_reason).toEqual({
+        type: 'end_turn',
+      });
+      await c.beta.sessions.delete(threaded.id);
+      want.push(
+        ['session.thread_created', threaded.id],
+        ['session.thread_idled', threaded.id],
+        ['session.thread_terminated', threaded.id],
+      );
       const selfHosted = await c.beta.environments.create({
         name: 'sh',
         config: { type: 'self_hosted' },
@@ -303,6 +334,10 @@ describe('webhook event types', () => {
         if (String(data.type).startsWith('vault_credential.')) {
           keys.push('vault_id');
           expect(data.vault_id).toBe(vault.id);
+        }
+        if (String(data.type).startsWith('session.thread_')) {
+          keys.push('session_thread_id');
+          expect(data.session_thread_id).toMatch(/^sthr_/);
         }
         for (const k of keys) expect(typeof data[k], `${data.type}.${k}`).toBe('string');
         // The SDK's fields only, but for the run's deployment and the wake-hint's Work item.
