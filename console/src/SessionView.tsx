@@ -6,6 +6,7 @@ import { pendingCalls } from './session/events';
 import { Outputs } from './session/Outputs';
 import { PendingCalls } from './session/Pending';
 import { Timeline } from './session/Timeline';
+import { ThreadTabs, useThreads } from './session/Threads';
 import { useSessionEvents } from './session/useSessionEvents';
 
 type Tab = 'timeline' | 'conversation';
@@ -17,13 +18,24 @@ const TABS: Array<[Tab, string]> = [
 /**
  * A session: its timeline of every event (or the conversation), live through the GraphQL
  * subscription; the calls waiting on the user; send a message, interrupt; outputs and files.
+ * A coordinator's session has a tab per thread (./session/Threads.tsx), the primary first: the
+ * timeline and conversation show the selected thread's own events.
  */
 export function SessionView({ id }: { id: string }) {
-  const { events, error, setError, loading } = useSessionEvents(id);
+  const [thread, setThread] = useState<string | null>(null);
+  const { events, error, setError, loading } = useSessionEvents(id, thread);
   const [tab, setTab] = useState<Tab>('timeline');
   const canWrite = useCanWrite();
-  const pending = pendingCalls(events);
-  const idles = events.filter((e) => e.type === 'session.status_idle').length;
+  // Calls waiting on the user are the primary thread's (a roster agent's tools never wait).
+  const pending = thread ? [] : pendingCalls(events);
+  // Counts of the primary's events that only grow (a thread's tab shows other events): the
+  // outputs are read again after each idle, the threads after each thread_created.
+  const [idles, setIdles] = useState(0);
+  const [spawned, setSpawned] = useState(0);
+  const count = (type: string) => (thread ? 0 : events.filter((e) => e.type === type).length);
+  if (count('session.status_idle') > idles) setIdles(count('session.status_idle'));
+  if (count('session.thread_created') > spawned) setSpawned(count('session.thread_created'));
+  const threads = useThreads(id, spawned);
   const send = async (e: React.FormEvent<HTMLFormElement>) => {
     e.preventDefault();
     const form = e.currentTarget;
@@ -59,6 +71,7 @@ export function SessionView({ id }: { id: string }) {
         </p>
       )}
       <PendingCalls id={id} pending={pending} />
+      <ThreadTabs threads={threads} selected={thread} onSelect={setThread} />
       <div role="tablist" aria-label="Session view" onKeyDown={onTabKey}>
         {TABS.map(([t, label]) => (
           <button

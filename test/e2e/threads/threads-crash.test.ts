@@ -2,7 +2,8 @@
  * A coordinator session across kill -9 of the all-in-one process while two threads run
  * (core/src/threads, workers/src/turn/threads.ts): each thread's model call is in flight when the
  * process dies. After the restart each thread is resumed once (one session.status_rescheduled in
- * its own log, its model asked once more), replies once, and the coordinator's turn, orphaned
+ * its own log and one session.thread_status_rescheduled on the primary stream, its model asked
+ * once more), replies once, and the coordinator's turn, orphaned
  * while it waited, resumes, gets each reply once and ends with one session.status_idle. Nothing
  * is duplicated in any log: one thread per start_thread call, one reply per thread, every event
  * id once, seqs gap-free. On the real adapters too (realAdapterEnv).
@@ -87,6 +88,12 @@ describe('threads across a crash', () => {
       expect(of(events, 'session.thread_status_idle')).toHaveLength(2);
       // The coordinator's turn was orphaned while it waited, and resumed once.
       expect(of(events, 'session.status_rescheduled')).toHaveLength(1);
+      // Each thread's resume is cross-posted to the primary stream, once.
+      const resched = of(events, 'session.thread_status_rescheduled');
+      expect(resched.map((e) => e.agent_name).sort()).toEqual(['a', 'b']);
+      expect(new Set(resched.map((e) => e.session_thread_id))).toEqual(
+        new Set(created.map((e) => e.session_thread_id)),
+      );
       const threads = (await call(`/v1/sessions/${sid}/threads`)).body.data as any[];
       expect(threads).toHaveLength(3);
       for (const th of threads.slice(1)) {

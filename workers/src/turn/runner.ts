@@ -432,6 +432,7 @@ export class TurnRunner {
     }
     await this.p.turnState.countRecovery(tenant, sid, recoveries);
     await this.p.sessions.turns.adoptRun(tenant, sid, this.owner, lease.token);
+    if (s.thread) await this.threadRescheduled(tenant, s); // cross-posted to the primary
     const drafts = reconciliationDrafts(turn, SelfHostedLane.of(s));
     await this.queue.resume(tenant, sid, lease, [this.wakeups.orphaned(sid, run), ...drafts]);
     const done = lastResponseFinished(turn);
@@ -443,6 +444,14 @@ export class TurnRunner {
       return;
     }
     await this.loop(tenant, current, lease, inputTo, s.interrupt_seq ?? 0, done);
+  }
+
+  /** A child thread's recovery, on its session's primary stream (./threads.ts). */
+  private async threadRescheduled(tenant: string, s: SessionDoc): Promise<void> {
+    const payload = { session_thread_id: s._id, agent_name: s.thread!.agent_name };
+    await this.p.events
+      .append(tenant, s.thread!.session_id, [{ type: 'session.thread_status_rescheduled', payload }])
+      .catch((err) => this.log.warn('thread rescheduled event failed', { err: String(err) }));
   }
 
   /** Re-drives orphaned runs (lease expired) and unprocessed input (e.g. a command lost in a crash). */
