@@ -20,6 +20,9 @@ type Data = {
   model_usage?: { input_tokens?: number; output_tokens?: number };
   result?: 'allow' | 'deny';
   deny_message?: string | null;
+  agent_name?: string;
+  from_agent_name?: string;
+  to_agent_name?: string;
 };
 
 export const dataOf = (e: Ev): Data => (e.data ?? {}) as Data;
@@ -58,6 +61,16 @@ export function summary(e: Ev): string {
       return `${d.is_error ? 'failed · ' : ''}${d.model_usage?.input_tokens ?? 0} in / ${
         d.model_usage?.output_tokens ?? 0
       } out tokens${typeof d.stop_reason === 'string' ? ` · ${d.stop_reason}` : ''}`;
+    // A coordinator's threads (console/src/session/Threads.tsx): who, and the message's text.
+    case 'agent.thread_message_received':
+      return `from ${d.from_agent_name ?? '?'}: ${textOf(d.content)}`;
+    case 'agent.thread_message_sent':
+      return `to ${d.to_agent_name ?? '?'}: ${textOf(d.content)}`;
+    case 'session.thread_created':
+    case 'session.thread_status_running':
+      return d.agent_name ?? '';
+    case 'session.thread_status_idle':
+      return `${d.agent_name ?? ''}${typeof d.stop_reason === 'object' ? ` · ${d.stop_reason?.type ?? ''}` : ''}`;
     default: {
       const s = JSON.stringify(e.data ?? {});
       return s === '{}' ? '' : s.slice(0, 160);
@@ -121,13 +134,23 @@ export function pendingCalls(events: Ev[]): Pending[] {
   return [...open.values()];
 }
 
-/** The conversation: user and agent messages as text. */
+/** The conversation: user and agent messages, and messages from other threads, as text. */
 export function conversation(events: Ev[]): Array<{ id: string; who: string; text: string }> {
   return events
-    .filter((e) => e.type === 'user.message' || e.type === 'agent.message')
+    .filter(
+      (e) =>
+        e.type === 'user.message' ||
+        e.type === 'agent.message' ||
+        e.type === 'agent.thread_message_received',
+    )
     .map((e) => ({
       id: e.id,
-      who: e.type === 'user.message' ? 'You' : 'Agent',
+      who:
+        e.type === 'user.message'
+          ? 'You'
+          : e.type === 'agent.message'
+            ? 'Agent'
+            : (dataOf(e).from_agent_name ?? 'Thread'),
       text: textOf(dataOf(e).content),
     }));
 }

@@ -231,6 +231,14 @@ export const SESSION_AND_FILE_OPERATIONS: Record<string, OperationDoc> = {
     query: StreamQuery,
     ok: { description: 'An event stream (never ends on its own).', content: SSE },
   },
+  'GET /v1/sessions/:id/threads/:thread_id/stream': {
+    operationId: 'streamSessionThread',
+    summary: "Stream a thread's events (SSE; the SDK's path; `Last-Event-ID` resumes)",
+    tag: 'threads',
+    params: { id: SessId, thread_id: ThreadId },
+    query: StreamQuery,
+    ok: { description: 'An event stream (never ends on its own).', content: SSE },
+  },
   'GET /v1/sessions/:id/log': {
     operationId: 'sessionLog',
     summary: 'The whole persisted event log',

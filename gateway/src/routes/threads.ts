@@ -1,8 +1,9 @@
 /**
  * Session threads (SDK `client.beta.sessions.threads` and `threads.events`):
  * `GET /v1/sessions/:id/threads`, `GET …/threads/:thread_id`, `POST …/threads/:thread_id/archive`,
- * `GET …/threads/:thread_id/events` (list; SSE with Accept: text/event-stream) and
- * `GET …/threads/:thread_id/events/stream`. A thread's events are its own log (the primary's is
+ * `GET …/threads/:thread_id/events` (list; SSE with Accept: text/event-stream) and the stream,
+ * `GET …/threads/:thread_id/stream` (the SDK's path) or `…/events/stream` (the session route's
+ * shape). A thread's events are its own log (the primary's is
  * the session's); the routes check the session first, so another tenant's or session's ids are
  * a 404 (core/src/threads). Proved by test/e2e/threads/threads.test.ts.
  */
@@ -49,7 +50,12 @@ export function threadRoutes(app: FastifyInstance, p: StreamServices, streams: S
       return streamSession(p, streams, req, reply, log);
     return listEvents(p, req, log);
   });
-  app.get('/v1/sessions/:id/threads/:thread_id/events/stream', async (req: ThreadReq, reply) =>
-    streamSession(p, streams, req, reply, await logOf(req)),
-  );
+  // The SDK's threads.events.stream asks for …/stream; …/events/stream mirrors the session's route.
+  for (const path of [
+    '/v1/sessions/:id/threads/:thread_id/stream',
+    '/v1/sessions/:id/threads/:thread_id/events/stream',
+  ])
+    app.get(path, async (req: ThreadReq, reply) =>
+      streamSession(p, streams, req, reply, await logOf(req)),
+    );
 }

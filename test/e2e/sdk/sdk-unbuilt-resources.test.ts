@@ -1,7 +1,6 @@
 /**
  * What the official TypeScript SDK (@anthropic-ai/sdk 1.12) gets from this server for the
- * `client.beta.*` resources that are not built here: `sessions.threads`
- * (+ their events), `tunnels` (+ certificates), `userProfiles` (+ actionURLs), `messages`
+ * `client.beta.*` resources that are not built here: `tunnels` (+ certificates), `userProfiles` (+ actionURLs), `messages`
  * (create, countTokens, batches, toolRunner) and every `organization.*` resource. Each call is
  * answered by the not-found handler: a 404 `not_found` in the API error shape naming the
  * method and path ("no route …"), which the SDK raises as its NotFoundError; nothing is
@@ -35,13 +34,6 @@ const message = {
 };
 
 const calls = (): Call[] => [
-  ['sessions.threads.list', (b) => b.sessions.threads.list(sid)],
-  ['sessions.threads.retrieve', (b) => b.sessions.threads.retrieve('th', { session_id: sid })],
-  ['sessions.threads.archive', (b) => b.sessions.threads.archive('th', { session_id: sid })],
-  [
-    'sessions.threads.events.list',
-    (b) => b.sessions.threads.events.list('th', { session_id: sid }),
-  ],
   ['tunnels.list', (b) => b.tunnels.list()],
   ['tunnels.create', (b) => b.tunnels.create({ name: 'x' })],
   ['tunnels.certificates.list', (b) => b.tunnels.certificates.list('tun_x')],

@@ -259,7 +259,7 @@ describe('a session with two threads', () => {
     const sum = [p!, ...children].reduce((n, th) => n + (th.usage?.output_tokens ?? 0), 0);
     expect(s.usage.output_tokens).toBe(sum);
     // The thread's stream replays its log (SSE) and its list filter by status works.
-    const res = await t.http(`/v1/sessions/${sid}/threads/${aThread.id}/events/stream?replay=1`);
+    const res = await t.http(`/v1/sessions/${sid}/threads/${aThread.id}/stream?replay=1`);
     const frames = await readSse(res, (f) => f.data?.type === 'session.status_idle');
     await res.body?.cancel().catch(() => {});
     expect(frames.map((f) => f.data?.id).filter(Boolean)).toEqual(own.map((e) => e.id));

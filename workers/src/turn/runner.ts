@@ -450,7 +450,9 @@ export class TurnRunner {
   private async threadRescheduled(tenant: string, s: SessionDoc): Promise<void> {
     const payload = { session_thread_id: s._id, agent_name: s.thread!.agent_name };
     await this.p.events
-      .append(tenant, s.thread!.session_id, [{ type: 'session.thread_status_rescheduled', payload }])
+      .append(tenant, s.thread!.session_id, [
+        { type: 'session.thread_status_rescheduled', payload },
+      ])
       .catch((err) => this.log.warn('thread rescheduled event failed', { err: String(err) }));
   }
 

@@ -16,9 +16,7 @@ test/e2e/threads/threads.test.ts):
 - threads.list (primary first, parent_thread_id None), threads.retrieve, threads.archive
   (idempotent: a second archive keeps archived_at; the primary is a 400), threads.events.list
   (a child's own log, from its task to its session.status_idle) and threads.events.stream of the
-  primary thread, opened before a user.message, read up to session.status_idle (through the
-  SDK client's Stream on the route the server serves: the SDK method's own route,
-  …/threads/{id}/stream, is a 404 here, pinned by the strict xfail test_thread_events_stream_route)."""
+  primary thread, opened before a user.message, read up to session.status_idle."""
 import os
 
 import anthropic
@@ -171,17 +169,8 @@ def test_threads_run_reply_and_are_served(client, env, roster):
         e.id for e in primary
     ]
 
-    # The primary thread's stream, opened before the next user.message. The SDK's
-    # threads.events.stream asks for …/threads/{id}/stream, which this server does not serve
-    # (test_thread_events_stream_route below, xfail): the same SDK client's Stream over the route
-    # it serves, …/threads/{id}/events/stream.
-    stream = client.get(
-        f"/v1/sessions/{s.id}/threads/{p.id}/events/stream",
-        cast_to=BetaManagedAgentsStreamSessionThreadEvents,
-        options={"headers": {"anthropic-beta": "managed-agents-2026-04-01"}},
-        stream=True,
-        stream_cls=anthropic.Stream[BetaManagedAgentsStreamSessionThreadEvents],
-    )
+    # The primary thread's stream (the SDK's GET …/threads/{id}/stream), opened before the next user.message.
+    stream = client.beta.sessions.threads.events.stream(p.id, session_id=s.id)
     client.beta.sessions.events.send(
         s.id, events=[{"type": "user.message", "content": [{"type": "text", "text": "py stream turn"}]}]
     )
@@ -203,17 +192,3 @@ def test_threads_run_reply_and_are_served(client, env, roster):
         client.beta.sessions.threads.archive(p.id, session_id=s.id)
     assert bad.value.status_code == 400
     assert client.beta.sessions.threads.retrieve(p.id, session_id=s.id).archived_at is None
-
-
-@pytest.mark.xfail(
-    strict=True,
-    raises=anthropic.NotFoundError,
-    reason="the SDK's threads.events.stream calls GET /v1/sessions/{id}/threads/{thread_id}/stream; "
-    "gateway/src/routes/threads.ts serves only …/threads/{thread_id}/events/stream (and SSE on …/events)",
-)
-def test_thread_events_stream_route(client, env, roster):
-    _, _, coord = roster
-    s = client.beta.sessions.create(agent=coord.id, environment_id=env.id)
-    primary = next(iter(client.beta.sessions.threads.list(s.id)))
-    with client.beta.sessions.threads.events.stream(primary.id, session_id=s.id) as stream:
-        assert stream.response.status_code == 200
