@@ -16,6 +16,9 @@
  *   unpriced) the turn ends with the SDK's `budget_reached` stop reason and no model request is
  *   made, until the budget is raised or removed. A turn started by a new user message then ends
  *   at once the same way.
+ * - A coordinator session has one budget (core/src/threads): the check of the primary or of any
+ *   child thread reads the session's budget against the usage of all its threads
+ *   (test/e2e/threads/threads-budget.test.ts).
  * - A crash between a request's event insert and its session update (two documents) would lose
  *   that request's usage: before that check, a budgeted session's token counts are compared
  *   with its span.model_request_end and span.compaction_summarize_end events, and usage the
@@ -24,6 +27,7 @@
 import {
   budgetReached,
   usageCostNanos,
+  withThreadUsage,
   type ModelUsage,
   type SessionDoc,
   type TokenPrices,
@@ -96,6 +100,15 @@ export async function budgetStop(
   current?: SessionDoc,
 ): Promise<TurnEnd | null> {
   let s = current ?? (await p.sessions.turns.session(tenant, sessionId));
+  // A coordinator session's threads share its budget: the session's, over every thread's usage.
+  const root = s?.thread_of ? await p.sessions.turns.session(tenant, s.thread_of) : s;
+  if (root?.roster) {
+    const reconciled = root.budget ? await reconcileUsage(p, tenant, root) : root;
+    const children = await p.sessions.threads.children(tenant, root._id);
+    return budgetReached(withThreadUsage(reconciled, children))
+      ? { stop_reason: { type: 'budget_reached' } }
+      : null;
+  }
   if (s?.budget) s = await reconcileUsage(p, tenant, s);
   return s && budgetReached(s) ? { stop_reason: { type: 'budget_reached' } } : null;
 }
