@@ -105,7 +105,7 @@ const blocks = (t: string) => [{ type: 'text' as const, text: t }];
 export class Coordinator {
   private readonly primary: string;
   constructor(
-    private readonly p: Pick<TurnServices, 'sessions'>,
+    private readonly p: Pick<TurnServices, 'sessions' | 'events'>,
     private readonly tenant: string,
     private readonly root: SessionDoc,
     private readonly append: AppendFenced,
@@ -214,11 +214,31 @@ export class Coordinator {
    * asked again); false when no child runs and nothing waits (the turn may end).
    */
   async awaitReplies(signal: AbortSignal): Promise<boolean> {
+    // A reply written in this process wakes the wait at once; one written elsewhere is seen by
+    // the next poll (every POLL_MS).
+    const ids = new Set<string>();
+    let wake: (() => void) | null = null;
+    const off = this.p.events.onAppended(async (_tenant, sid, written) => {
+      if (ids.has(sid) && written.some((e) => e.type === 'agent.thread_message_sent')) wake?.();
+    });
+    try {
+      return await this.waitForReplies(signal, ids, (f) => (wake = f));
+    } finally {
+      off();
+    }
+  }
+
+  private async waitForReplies(
+    signal: AbortSignal,
+    ids: Set<string>,
+    onWake: (f: (() => void) | null) => void,
+  ): Promise<boolean> {
     const { threads, turns } = this.p.sessions;
     for (;;) {
       if (signal.aborted) throw signal.reason;
       const children = await threads.children(this.tenant, this.root._id);
       if (!children.length) return false;
+      for (const c of children) ids.add(c._id);
       const root = await turns.session(this.tenant, this.root._id);
       const delivered = root?.delivered ?? {};
       const replies: Array<{ child: SessionDoc; sent: EventDoc; idle?: EventDoc }> = [];
@@ -238,7 +258,8 @@ export class Coordinator {
       }
       const st = await threads.statuses(this.tenant, children);
       if (![...st.values()].some((s) => s === 'running' || s === 'rescheduling')) return false;
-      await sleep(POLL_MS, signal);
+      await Promise.race([sleep(POLL_MS, signal), new Promise<void>((res) => onWake(res))]);
+      onWake(null);
     }
   }
 
