@@ -61,11 +61,12 @@ export function summary(e: Ev): string {
       return `${d.is_error ? 'failed · ' : ''}${d.model_usage?.input_tokens ?? 0} in / ${
         d.model_usage?.output_tokens ?? 0
       } out tokens${typeof d.stop_reason === 'string' ? ` · ${d.stop_reason}` : ''}`;
-    // A coordinator's threads (console/src/session/Threads.tsx): who, and the message's text.
+    // A coordinator's threads (console/src/session/Threads.tsx): who, and the message's text
+    // (no agent name: the primary thread, the coordinator).
     case 'agent.thread_message_received':
-      return `from ${d.from_agent_name ?? '?'}: ${textOf(d.content)}`;
+      return `from ${d.from_agent_name ?? 'the coordinator'}: ${textOf(d.content)}`;
     case 'agent.thread_message_sent':
-      return `to ${d.to_agent_name ?? '?'}: ${textOf(d.content)}`;
+      return `to ${d.to_agent_name ?? 'the coordinator'}: ${textOf(d.content)}`;
     case 'session.thread_created':
     case 'session.thread_status_running':
       return d.agent_name ?? '';
@@ -150,7 +151,7 @@ export function conversation(events: Ev[]): Array<{ id: string; who: string; tex
           ? 'You'
           : e.type === 'agent.message'
             ? 'Agent'
-            : (dataOf(e).from_agent_name ?? 'Thread'),
+            : (dataOf(e).from_agent_name ?? 'Coordinator'),
       text: textOf(dataOf(e).content),
     }));
 }

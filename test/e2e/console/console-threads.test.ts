@@ -33,6 +33,35 @@ const idles = async (sid: string) =>
   (
     ((await (await t.http(`/v1/sessions/${sid}/events?limit=1000`)).json()) as any).data as any[]
   ).filter((e) => e.type === 'session.status_idle').length;
+let alphaId = '';
+/**
+ * The coordinator's every later response, chosen from what it was told so far (a response left
+ * over from one turn serves the next one alike): ask alpha again once asked to, then wait for
+ * its reply; else sum up once both threads answered.
+ */
+const lead = (body: any): ScriptedResponse => {
+  const told = sentText(body);
+  if (told.includes('ask alpha again')) {
+    if (told.includes('alpha replies twice')) return say('the lead is done');
+    if (!told.includes('alpha second task'))
+      return {
+        steps: [
+          {
+            tool_use: {
+              name: 'send_to_thread',
+              input: { session_thread_id: alphaId, message: 'alpha second task' },
+            },
+          },
+        ],
+        stop_reason: 'tool_use',
+      };
+    return say('waiting for alpha');
+  }
+  return told.includes('alpha answered') && told.includes('beta answered')
+    ? say('the lead sums up')
+    : say('the lead waits');
+};
+const leadTurns = () => Array.from({ length: 4 }, () => decide(lead));
 const shot = (page: Page, name: string) =>
   page.screenshot({ path: join(shots, `${name}.png`), fullPage: true });
 
@@ -93,13 +122,7 @@ describe.skipIf(BROWSER_SKIP)('console thread tabs in chromium', () => {
         ],
         stop_reason: 'tool_use',
       },
-      ...Array.from({ length: 3 }, () =>
-        decide((body) =>
-          sentText(body).includes('alpha answered') && sentText(body).includes('beta answered')
-            ? say('the lead sums up')
-            : say('the lead waits'),
-        ),
-      ),
+      ...leadTurns(),
     );
     t.model.script(WA, say('alpha answered'));
     t.model.script(WB, say('beta answered'));
@@ -118,12 +141,13 @@ describe.skipIf(BROWSER_SKIP)('console thread tabs in chromium', () => {
     expect(await tab('lead-coordinator').getAttribute('aria-selected')).toBe('true');
     const timeline = page.getByLabel('Timeline');
     expect(await timeline.textContent()).toContain('session.thread_created');
+    await timeline.getByText('from writer-alpha: alpha answered').waitFor();
     await shot(page, '01-primary');
 
     // A child's tab: its own log (its task, its answer), none of the primary's events.
     await tab('writer-alpha').click();
     expect(await tab('writer-alpha').getAttribute('aria-selected')).toBe('true');
-    await timeline.getByText('alpha task text').waitFor();
+    await timeline.getByText('from the coordinator: alpha task text').waitFor();
     await timeline.getByText('alpha answered', { exact: true }).waitFor();
     const text = await timeline.textContent();
     expect(text).not.toContain('the lead sums up');
@@ -133,37 +157,16 @@ describe.skipIf(BROWSER_SKIP)('console thread tabs in chromium', () => {
     expect(await axeViolations(page)).toEqual([]);
 
     // Live on the child's tab: the coordinator sends alpha another message; it arrives there.
-    t.model.script(
-      COORD,
-      {
-        steps: [
-          {
-            tool_use: {
-              name: 'send_to_thread',
-              input: {
-                session_thread_id: await waitFor(async () => {
-                  const th = ((await (await t.http(`/v1/sessions/${sid}/threads`)).json()) as any)
-                    .data as any[];
-                  return th.find((x) => x.agent.name === 'writer-alpha')?.id;
-                }),
-                message: 'alpha second task',
-              },
-            },
-          },
-        ],
-        stop_reason: 'tool_use',
-      },
-      ...Array.from({ length: 3 }, () =>
-        decide((body) =>
-          sentText(body).includes('alpha again') ? say('the lead is done') : say('waiting'),
-        ),
-      ),
-    );
-    t.model.script(WA, say('alpha again'));
+    alphaId = await waitFor(async () => {
+      const th = ((await (await t.http(`/v1/sessions/${sid}/threads`)).json()) as any).data;
+      return (th as any[]).find((x) => x.agent.name === 'writer-alpha')?.id;
+    });
+    t.model.script(COORD, ...leadTurns());
+    t.model.script(WA, say('alpha replies twice'));
     const before = await idles(sid);
     await t.client.beta.sessions.events.send(sid, { events: [userMessage('ask alpha again')] });
     await timeline.getByText('alpha second task').waitFor({ timeout: 30_000 });
-    await timeline.getByText('alpha again', { exact: true }).waitFor({ timeout: 30_000 });
+    await timeline.getByText('alpha replies twice', { exact: true }).waitFor({ timeout: 30_000 });
     await waitFor(async () => (await idles(sid)) > before, 60_000);
 
     // The other child, then back to the primary: each tab its own events.
@@ -176,12 +179,12 @@ describe.skipIf(BROWSER_SKIP)('console thread tabs in chromium', () => {
     await tab('writer-alpha').click();
     await page.getByRole('tab', { name: 'Conversation' }).click();
     const conv = page.getByLabel('Conversation', { exact: true });
-    await conv.getByText('alpha again').waitFor();
+    await conv.getByText('alpha replies twice').waitFor();
     expect(await conv.locator('li').allTextContents()).toEqual([
-      'lead-coordinator: alpha task text',
+      'Coordinator: alpha task text',
       'Agent: alpha answered',
-      'lead-coordinator: alpha second task',
-      'Agent: alpha again',
+      'Coordinator: alpha second task',
+      'Agent: alpha replies twice',
     ]);
     await shot(page, '03-conversation');
 
