@@ -8,7 +8,8 @@
  *   session.thread_status_running); the child gets agent.thread_message_received as input;
  * - a coordinator's turn does not end while its threads work: when its model ends an answer
  *   with a child running or a child's reply not yet delivered, the turn waits
- *   ({@link Coordinator.awaitReplies}), then appends each reply (the child's
+ *   ({@link Coordinator.awaitReplies}; replies within REPLY_BATCH_MS of the first, or until no
+ *   child runs, are delivered together), then appends each reply (the child's
  *   session.thread_status_idle and agent.thread_message_received, which the model reads as a
  *   user message: ./history.ts) and asks the model again;
  * - a child thread's turn ends with its reply to the primary (agent.thread_message_sent in its
@@ -37,6 +38,8 @@ import type { TurnEnd } from './events.js';
 const [START, SEND] = COORDINATOR_TOOL_NAMES as [string, string];
 const MAX_TASK_CHARS = 100_000;
 const POLL_MS = 100;
+/** How long a reply waits for others while threads still run, so they reach the model together. */
+const REPLY_BATCH_MS = 25;
 
 /** The primary's agent with the coordinator tools and the roster in its system prompt. */
 export function withCoordinatorTools(s: SessionDoc): SessionDoc {
@@ -234,6 +237,7 @@ export class Coordinator {
     onWake: (f: (() => void) | null) => void,
   ): Promise<boolean> {
     const { threads, turns } = this.p.sessions;
+    let firstReply: number | undefined;
     for (;;) {
       if (signal.aborted) throw signal.reason;
       const children = await threads.children(this.tenant, this.root._id);
@@ -252,13 +256,21 @@ export class Coordinator {
           if (e.type === 'agent.thread_message_sent' && e.seq > (delivered[child._id] ?? 0))
             replies.push({ child, sent: e, idle: events[i + 1] });
       }
-      if (replies.length) {
-        await this.deliver(replies);
-        return true;
-      }
       const st = await threads.statuses(this.tenant, children);
-      if (![...st.values()].some((s) => s === 'running' || s === 'rescheduling')) return false;
-      await Promise.race([sleep(POLL_MS, signal), new Promise<void>((res) => onWake(res))]);
+      const busy = [...st.values()].some((s) => s === 'running' || s === 'rescheduling');
+      // Replies that arrive close together go in one delivery (one model request for them).
+      if (replies.length) {
+        firstReply ??= Date.now();
+        if (!busy || Date.now() - firstReply >= REPLY_BATCH_MS) {
+          await this.deliver(replies);
+          return true;
+        }
+      } else if (!busy) return false;
+      const wait = firstReply ? Math.max(1, REPLY_BATCH_MS - (Date.now() - firstReply)) : POLL_MS;
+      await Promise.race([
+        sleep(Math.min(wait, POLL_MS), signal),
+        new Promise<void>((res) => onWake(res)),
+      ]);
       onWake(null);
     }
   }
