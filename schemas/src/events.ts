@@ -36,14 +36,8 @@ export * from './inputEvents.js';
 // ---------------------------------------------------------------------------------------------
 // Payload parts
 
-export const StopReason = Type.Union([
-  Obj({ type: Type.Literal('end_turn') }),
-  Obj({ type: Type.Literal('requires_action'), event_ids: Type.Array(Type.String()) }),
-  Obj({ type: Type.Literal('retries_exhausted') }),
-  Obj({ type: Type.Literal('budget_reached') }),
-  Obj({ type: Type.Literal('refusal') }),
-]);
-export type StopReason = Static<typeof StopReason>;
+export { StopReason } from './stopReason.js';
+import { StopReason } from './stopReason.js';
 
 const GENERAL_ERROR_TYPES = [
   'unknown_error',

@@ -9,6 +9,7 @@
 import { Type, type TProperties } from '@sinclair/typebox';
 import { DocumentBlock, ImageBlock, Nullable, TextBlock } from './common.js';
 import { eventOf } from './eventEnvelope.js';
+import { StopReason } from './stopReason.js';
 
 const ThreadId = Type.String({ pattern: '^sthr_' });
 const Content = Type.Array(
@@ -31,7 +32,7 @@ export const THREAD_EVENT_PAYLOADS = {
   'session.thread_status_running': status,
   'session.thread_status_idle': {
     ...status,
-    stop_reason: Type.Object({ type: Type.String() }, { additionalProperties: true }),
+    stop_reason: StopReason,
     stop_details: Type.Null(),
   },
   'session.thread_status_rescheduled': status,

@@ -14,7 +14,7 @@ import { applyMetadataPatch } from '../api/metadata.js';
 import { checkToolPolicies } from './toolPolicy.js';
 import { checkHarness, checkHarnessSpec } from '../sessions/compactionSettings.js';
 import { refuseExecutionIdentity } from '../api/unsupported.js';
-import { checkMultiagent, resolveRoster, rosterLookup } from './multiagent.js';
+import { checkMultiagent, resolveRoster, rosterAt, rosterLookup } from './multiagent.js';
 import { checkAgentMemoryStore, memoryStoreLookup } from '../memory/session/index.js';
 import {
   normalizeSkillRefs,
@@ -385,12 +385,9 @@ export class AgentService {
       const next = doc.version + 1;
       const spec = this.applyPatch(doc.spec, body);
       // `self` at the version written; an unchanged roster compares at the current version.
-      const same = {
-        ...spec,
-        multiagent: resolveRoster(spec.multiagent, id, doc.version, spec.tools) ?? null,
-      };
+      const same = rosterAt(spec, id, doc.version);
       if (JSON.stringify(same) === JSON.stringify(doc.spec)) return render(doc);
-      spec.multiagent = resolveRoster(spec.multiagent, id, next, spec.tools) ?? null;
+      spec.multiagent = rosterAt(spec, id, next).multiagent;
       await this.validateSpec(tenant, spec);
       const now = nowIso();
       try {

@@ -123,6 +123,13 @@ export function resolveRoster(
   return { type: 'coordinator', agents };
 }
 
+/** `spec` with its roster resolved for agent `id` at `version` ({@link resolveRoster}). */
+export const rosterAt = <S extends { multiagent?: unknown; tools: unknown[] }>(
+  spec: S,
+  id: string,
+  version: number,
+): S => ({ ...spec, multiagent: resolveRoster(spec.multiagent, id, version, spec.tools) ?? null });
+
 /** Why a thread of an agent with these tools would wait for the client; null: it never does. */
 function clientBound(tools: unknown[]): string | null {
   const ask = (p: unknown) => {

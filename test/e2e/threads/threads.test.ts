@@ -14,6 +14,7 @@
  * - user.interrupt with session_thread_id stops that thread only; another session's thread id
  *   is a 404 and a 400 in an interrupt.
  */
+import type Anthropic from '@anthropic-ai/sdk';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { validateSessionEvent } from '@agentfleet/schemas';
 import { readSse, startPlatform, waitFor, type TestPlatform } from '../../kit/harness.js';
@@ -39,6 +40,9 @@ const say = (text: string): ScriptedResponse => ({ steps: [{ text }] });
 const sentText = (body: any) => JSON.stringify(body.messages ?? []);
 /** A coordinator response chosen by what it has been told so far. */
 const decide = (f: (body: any) => ScriptedResponse): ScriptedResponse => ({ steps: [], decide: f });
+/** A thread's agent: a roster agent here (the SDK's union also has the advisor and inline agents). */
+const agentOf = (th: { agent: unknown }) =>
+  th.agent as Anthropic.Beta.Agents.BetaManagedAgentsSessionThreadAgent;
 const allEvents = async (sid: string, path = '') =>
   ((await (await t.http(`/v1/sessions/${sid}${path}/events?limit=1000`)).json()) as any)
     .data as any[];
@@ -209,7 +213,7 @@ describe('a session with two threads', () => {
     expect(threads).toHaveLength(3);
     const [p, ...children] = threads;
     expect(p!.parent_thread_id).toBeNull();
-    expect(p!.agent.id).toBe(coord.id);
+    expect(agentOf(p!).id).toBe(coord.id);
     for (const c of children) {
       expect(c).toMatchObject({
         type: 'session_thread',
@@ -221,8 +225,8 @@ describe('a session with two threads', () => {
       });
       expect(c.usage!.output_tokens).toBeGreaterThan(0);
     }
-    expect(children.map((c) => c.agent.name).sort()).toEqual(['writer-a', 'writer-b']);
-    const aThread = children.find((c) => c.agent.name === 'writer-a')!;
+    expect(children.map((c) => agentOf(c).name).sort()).toEqual(['writer-a', 'writer-b']);
+    const aThread = children.find((c) => agentOf(c).name === 'writer-a')!;
     const got = await t.client.beta.sessions.threads.retrieve(aThread.id, { session_id: sid });
     expect(got.id).toBe(aThread.id);
     expect(got.agent).toMatchObject({
@@ -272,7 +276,7 @@ describe('a session with two threads', () => {
   it('send_to_thread gives an idle thread its next message; archive ends it', async () => {
     const threads = [];
     for await (const th of t.client.beta.sessions.threads.list(sid)) threads.push(th);
-    const bThread = threads.find((c) => c.agent.name === 'writer-b')!;
+    const bThread = threads.find((c) => agentOf(c).name === 'writer-b')!;
     t.model.script(
       COORD,
       useTool('send_to_thread', { session_thread_id: bThread.id, message: 'once more' }),
