@@ -130,3 +130,4 @@ export * from './threads/records.js';
 export * from './threads/threads.js';
 export { rosterAgent } from './threads/roster.js';
 export { COORDINATOR_TOOL_NAMES } from './agents/multiagent.js';
+export { aboutAThread } from './threads/relay.js';

@@ -12,9 +12,7 @@
  *   that exists), `{type: 'self'}` or `{type: 'advisor', model}`; entries name distinct agents
  *   once `self` and the string form are resolved; at most one `self` and one advisor; every
  *   referenced agent exists in the tenant (another tenant's id is "not found"), is not archived
- *   and has no `multiagent` itself (depth 1). The advisor entry is refused by name. A roster
- *   agent whose tools wait for the client (client-executed custom tools, an `always_ask` or
- *   `auto` permission policy) is refused: a thread's calls are not routed to the client here.
+ *   and has no `multiagent` itself (depth 1). The advisor entry is refused by name.
  * - `multiagent_20261001` (SDK BetaManagedAgentsMultiagent20261001Params): `advisor`,
  *   `subagents` and `workflows` are each `{type: 'enabled' | 'disabled'}` (advisor enabled
  *   carries `model`; subagents and workflows default to enabled); each enabled one is refused by
@@ -45,7 +43,6 @@ export type RosterLookup = (
   versionFound: boolean;
   /** The version the entry resolves to (the named one, else the current). */
   version: number;
-  tools: unknown[];
 } | null>;
 
 /** A stored roster entry; `self` only until {@link resolveRoster} names the version written. */
@@ -68,7 +65,6 @@ export function rosterLookup(c: Pick<Collections, 'agents' | 'agentVersions'>): 
       multiagent: (pinned ?? doc.spec).multiagent ?? null,
       versionFound: !!pinned && (version ?? doc.version) <= doc.version,
       version: version ?? doc.version,
-      tools: (pinned ?? doc.spec).tools ?? [],
     };
   };
 }
@@ -97,7 +93,7 @@ export async function checkMultiagent(
 /**
  * The coordinator as stored for the agent version being written (`id` at `version`, whose
  * `tools` are `tools`): `self` (or an entry naming `id`, kept from an earlier version) becomes
- * that version; refused when that agent's tools wait for the client (see the file header).
+ * that version; the coordinator's own custom tools cannot take a thread tool's name.
  */
 export function resolveRoster(
   value: unknown,
@@ -116,8 +112,6 @@ export function resolveRoster(
   });
   const agents = (value.agents as RosterEntry[]).map((e, i): RosterEntry => {
     if (e.type !== 'self' && e.id !== id) return e;
-    const why = clientBound(tools);
-    if (why) throw invalid(`multiagent.agents[${i}]`, `this agent ${why}`);
     return { type: 'agent', id, version };
   });
   return { type: 'coordinator', agents };
@@ -129,28 +123,6 @@ export const rosterAt = <S extends { multiagent?: unknown; tools: unknown[] }>(
   id: string,
   version: number,
 ): S => ({ ...spec, multiagent: resolveRoster(spec.multiagent, id, version, spec.tools) ?? null });
-
-/** Why a thread of an agent with these tools would wait for the client; null: it never does. */
-function clientBound(tools: unknown[]): string | null {
-  const ask = (p: unknown) => {
-    const t = (p as { type?: unknown } | null | undefined)?.type;
-    return t === 'always_ask' || t === 'auto';
-  };
-  for (const t of tools as Obj[]) {
-    if (t.type === 'custom' && !t.execution)
-      return `has a client-executed custom tool (${String(t.name)}): ${THREAD_CALLS}`;
-    const configs = Array.isArray(t.configs) ? (t.configs as Obj[]) : [];
-    if (
-      ask(t.permission_policy) ||
-      ask((t.default_config as Obj | undefined)?.permission_policy) ||
-      configs.some((c) => ask(c.permission_policy))
-    )
-      return `has tools that ask for confirmation (always_ask or auto): ${THREAD_CALLS}`;
-  }
-  return null;
-}
-const THREAD_CALLS =
-  "a session thread's calls are not routed to the client yet, so it cannot be a roster agent";
 
 async function checkCoordinator(
   lookup: RosterLookup,
@@ -220,8 +192,6 @@ async function checkCoordinator(
     if (found.archived) throw invalid(at, `agent ${id} is archived`);
     if (found.multiagent !== null && found.multiagent !== undefined)
       throw invalid(at, `agent ${id} has multiagent set itself (a roster is one level deep)`);
-    const why = clientBound(found.tools);
-    if (why) throw invalid(at, `agent ${id} ${why}`);
     resolved.push({ type: 'agent', id, version: found.version });
   }
   const advisorAt = agents.findIndex((e) => isObj(e) && e.type === 'advisor');

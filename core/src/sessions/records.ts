@@ -48,6 +48,12 @@ export interface SessionDoc {
   roster?: SessionAgentSnapshot[];
   /** A coordinator session: per child thread, the seq of its last reply delivered to the primary. */
   delivered?: Record<string, number>;
+  /**
+   * A coordinator session: the child threads' calls that wait for the client, cross-posted to
+   * the primary's log (workers/src/turn/threads.ts): the copy's event id → the thread and the
+   * call's own id, which the client's answer is routed to (core/src/threads/relay.ts).
+   */
+  relayed?: Record<string, { thread: string; id: string }>;
   /** Set on a child thread's document (core/src/threads/records.ts): the session it belongs to. */
   thread_of?: string;
   thread?: ThreadLink;

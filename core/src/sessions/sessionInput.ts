@@ -35,6 +35,7 @@ import { inputAppended, interruptAppended } from './turnState.js';
 import { withPendingMarkers } from './pendingQueue.js';
 import type { ThreadService } from '../threads/threads.js';
 import { primaryThreadId } from '../threads/records.js';
+import { routedAnswers } from '../threads/relay.js';
 
 /** Enqueues a self_hosted session's Work item unless it has an open one (idempotent). */
 export type WorkQueue = (
@@ -55,6 +56,13 @@ export function publishInterrupt(pubsub: PubSub, sessionId: string, seq: number,
     seq,
     reason,
   } satisfies InterruptSignal);
+}
+
+/** The routed answers' drafts per thread, in request order. */
+function groupBy(routed: ReturnType<typeof routedAnswers>): Map<string, EventDraft[]> {
+  const out = new Map<string, EventDraft[]>();
+  for (const r of routed.values()) out.set(r.thread, [...(out.get(r.thread) ?? []), r.draft]);
+  return out;
 }
 
 export class SessionInput {
@@ -106,11 +114,17 @@ export class SessionInput {
     await checkToolAnswers(this.c.events, tenant, id, events);
     await checkToolResults(this.c.events, tenant, s, events);
     const outcome = await prepareOutcome(tenant, events, s.outcomes, this.rubricFiles);
+    // Answers to a child thread's cross-posted calls go to that thread (core/src/threads/relay.ts).
+    const routed = routedAnswers(s, events);
     const drafts = events.map(({ type, ...payload }, i) => ({
       type,
-      payload: (i === outcome?.index ? outcome.payload : payload) as Record<string, unknown>,
+      payload: {
+        ...((i === outcome?.index ? outcome.payload : payload) as Record<string, unknown>),
+        ...(routed.has(i) ? { session_thread_id: routed.get(i)!.thread } : {}),
+      },
     }));
-    const wantsTurn = events.some((e) => e.type !== 'user.interrupt');
+    for (const [i, r] of routed) toChild.set(i, r.thread);
+    const wantsTurn = events.some((e, i) => e.type !== 'user.interrupt' && !toChild.has(i));
     // The primary's own interrupts (not those of one child thread).
     const lastInterrupt = events
       .map((e, i) => (toChild.has(i) ? '' : e.type))
@@ -132,10 +146,13 @@ export class SessionInput {
     if (lastInterrupt >= 0)
       await publishInterrupt(this.pubsub, id, written[lastInterrupt]!.seq, 'user.interrupt');
     // A coordinator's threads: one named, or every busy one when the whole session is interrupted.
-    const children = new Set(toChild.values());
+    const children = new Set(
+      [...toChild].filter(([i]) => events[i]!.type === 'user.interrupt').map(([, t]) => t),
+    );
     if (lastInterrupt >= 0 && s.roster)
       for (const c of await this.threads.busyChildren(tenant, id)) children.add(c);
     if (children.size) await this.threads.interrupt(tenant, [...children]);
+    for (const [thread, group] of groupBy(routed)) await this.threads.input(tenant, thread, group);
     // A self_hosted session whose Work item stopped gets a new one for a worker to claim.
     if (wantsTurn && s.environment?.kind === 'self_hosted')
       await this.workQueue()?.(tenant, { id, environment_id: s.environment_id });

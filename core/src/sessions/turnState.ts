@@ -40,8 +40,10 @@ export function inputAppended(
   events: readonly (Pick<InputEvent, 'type'> & { toChild?: boolean })[],
   first: number,
 ): Update {
+  // Input routed to a child thread (`toChild`: an interrupt of it, an answer to its call) is
+  // not the primary's input (core/src/threads).
   const lastInput = events.reduce(
-    (acc, e, i) => (e.type !== 'user.interrupt' ? first + i : acc),
+    (acc, e, i) => (e.type !== 'user.interrupt' && !e.toChild ? first + i : acc),
     0,
   );
   if (lastInput) return { $max: { input_seq: lastInput }, $set: { pending: true } };

@@ -1,8 +1,8 @@
 /**
  * The agent's `multiagent` setting (core/src/agents/multiagent.ts), through the official
  * TypeScript SDK: every roster rule the SDK states is a 400 naming the field; the advisor entry
- * and each multiagent_20261001 part are refused by name as not supported; a roster agent whose
- * tools wait for the client is refused; nothing is stored on any refusal (agent list unchanged
+ * and each multiagent_20261001 part are refused by name as not supported; a coordinator's custom
+ * tool cannot take a thread tool's name; nothing is stored on any refusal (agent list unchanged
  * on create, version unchanged on update). A valid coordinator roster is stored resolved: every
  * entry `{type: 'agent', id, version}` (a string at the current version, `self` at the version
  * written, kept at each later version), and a coordinator cannot be a roster member (depth 1).
@@ -122,31 +122,7 @@ describe('multiagent roster validation', () => {
     expect((await c.beta.agents.list({ limit: 100 })).data.length).toBe(before);
   });
 
-  it('a roster agent whose tools wait for the client is refused naming its entry', async () => {
-    const custom = await c.beta.agents.create({
-      name: 'asks-client',
-      model: 'claude-sonnet-4-5',
-      tools: [
-        { type: 'custom', name: 'lookup', description: 'l', input_schema: { type: 'object' } },
-      ],
-    });
-    const asks = await c.beta.agents.create({
-      name: 'asks-user',
-      model: 'claude-sonnet-4-5',
-      tools: [
-        {
-          type: 'agent_toolset_20260401',
-          default_config: { permission_policy: { type: 'always_ask' } },
-        },
-      ],
-    });
-    expect(await refusal(coordinator(a1, custom.id))).toMatch(
-      /^multiagent\.agents\[1\]: agent .* has a client-executed custom tool \(lookup\)/,
-    );
-    expect(await refusal(coordinator({ type: 'agent', id: asks.id }))).toMatch(
-      /^multiagent\.agents\[0\]\.id: agent .* has tools that ask for confirmation/,
-    );
-    // A coordinator's own custom tool cannot take a thread tool's name.
+  it("a coordinator's custom tool cannot take a thread tool's name", async () => {
     const clash = await c.beta.agents
       .create({
         name: 'clash',
@@ -167,24 +143,6 @@ describe('multiagent roster validation', () => {
       );
     expect((clash as any).error.error.message).toMatch(
       /^tools\[0\]\.name: start_thread is the name of a coordinator's thread tool/,
-    );
-    // self with such tools: the agent being written.
-    const err = await c.beta.agents
-      .create({
-        name: 'self-asks',
-        model: 'claude-sonnet-4-5',
-        tools: [
-          { type: 'custom', name: 'ask_me', description: 'a', input_schema: { type: 'object' } },
-        ],
-        multiagent: coordinator({ type: 'self' }),
-      } as any)
-      .then(
-        () => null,
-        (e) => e,
-      );
-    expect(err).toBeInstanceOf(Anthropic.BadRequestError);
-    expect((err as any).error.error.message).toMatch(
-      /^multiagent\.agents\[0\]: this agent has a client-executed/,
     );
   });
 

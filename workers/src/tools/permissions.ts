@@ -32,7 +32,13 @@
  * test/e2e/mcp/mcp-tools.test.ts, test/e2e/mcp/mcp-tools-crash.test.ts and test/e2e/sdk/sdk_suite/test_permissions.py.
  */
 import { TOOLSET_TYPE } from '@agentfleet/schemas';
-import type { EventDoc, McpResultBlock, McpToolRef, SessionRef } from '@agentfleet/core';
+import {
+  aboutAThread,
+  type EventDoc,
+  type McpResultBlock,
+  type McpToolRef,
+  type SessionRef,
+} from '@agentfleet/core';
 import type { AppendFenced, McpTools, ToolCall } from '../turn/types.js';
 import { classify, type ToolExecutor, type ToolKind } from './executor.js';
 import { ABANDONED_WORKER_CALL_TEXT, type SelfHostedLane } from './selfHosted.js';
@@ -175,7 +181,8 @@ export class ToolCallDispatcher {
   async settleHeld(all: readonly EventDoc[], upToSeq = Infinity): Promise<string[]> {
     // Client input after the turn's input (answers, confirmations, messages) is the next turn's.
     const later = (e: EventDoc) => e.type.startsWith('user.') && e.seq > upToSeq;
-    const log = upToSeq === Infinity ? all : all.filter((e) => !later(e));
+    // A child thread's cross-posted calls and their answers are the thread's (core/src/threads).
+    const log = all.filter((e) => !(upToSeq !== Infinity && later(e)) && !aboutAThread(e));
     const answered = new Set<string>();
     const confirmations = new Map<string, EventDoc>();
     for (const e of log) {

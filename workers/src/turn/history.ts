@@ -1,4 +1,4 @@
-import type { ChatMessage, ContentBlock, EventDoc } from '@agentfleet/core';
+import { aboutAThread, type ChatMessage, type ContentBlock, type EventDoc } from '@agentfleet/core';
 
 /**
  * Rebuilds the model conversation from canonical events. User input enters the conversation
@@ -152,6 +152,7 @@ export class HistoryBuilder {
   }
 
   private fold(e: EventDoc): void {
+    if (aboutAThread(e)) return; // a child thread's call or answer (core/src/threads/relay.ts)
     const previous = this.lastMessage;
     this.lastMessage = e.type === 'user.message' ? e._id : undefined;
     const p = e.payload as any;

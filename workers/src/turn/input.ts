@@ -12,7 +12,7 @@
  * Proven by test/e2e/sdk/sdk-flow.test.ts (custom tools), test/e2e/sandbox/permission-policy.test.ts and
  * test/e2e/work/self-hosted-lane.test.ts (worker results).
  */
-import type { EventDoc, EventDraft, SessionDoc } from '@agentfleet/core';
+import { aboutAThread, type EventDoc, type EventDraft, type SessionDoc } from '@agentfleet/core';
 
 /** The idle that asks the client for the calls still unanswered. */
 export const requiresAction = (eventIds: string[]): EventDraft => ({
@@ -47,7 +47,7 @@ export function turnInputReady(
   let live = false;
   for (let i = log.length - 1; i >= 0 && log[i]!.seq > after; i--) {
     const e = log[i]!;
-    if (e.seq <= inputTo && TURN_INPUT_TYPES.has(e.type)) {
+    if (e.seq <= inputTo && TURN_INPUT_TYPES.has(e.type) && !aboutAThread(e)) {
       live = true;
       break;
     }

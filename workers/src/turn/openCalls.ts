@@ -14,7 +14,7 @@
  * runs, results limited to the turn's input) are settled over the whole log.
  * Proven by workers/test/open-calls.test.ts and the permission and custom tool tests.
  */
-import type { EventDoc } from '@agentfleet/core';
+import { aboutAThread, type EventDoc } from '@agentfleet/core';
 
 export class OpenCalls {
   /** Open call id → its index in the log; Map order is log order, so the first is the earliest. */
@@ -45,6 +45,7 @@ export class OpenCalls {
   }
 
   private fold(e: EventDoc, index: number): void {
+    if (aboutAThread(e)) return; // a child thread's call or answer: the thread settles it
     const p = e.payload as Record<string, unknown>;
     switch (e.type) {
       case 'agent.tool_use':

@@ -22,6 +22,8 @@
  */
 import {
   COORDINATOR_TOOL_NAMES,
+  newId,
+  PREFIX,
   MAX_RUNNING_THREADS,
   MAX_THREADS,
   primaryThreadId,
@@ -38,6 +40,8 @@ import type { TurnEnd } from './events.js';
 const [START, SEND] = COORDINATOR_TOOL_NAMES as [string, string];
 const MAX_TASK_CHARS = 100_000;
 const POLL_MS = 100;
+/** A child's calls that may wait for the client (cross-posted to the primary when they do). */
+const RELAYED_CALLS = ['agent.custom_tool_use', 'agent.tool_use', 'agent.mcp_tool_use'];
 /** How long a reply waits for others while threads still run, so they reach the model together. */
 const REPLY_BATCH_MS = 25;
 
@@ -246,6 +250,8 @@ export class Coordinator {
       const root = await turns.session(this.tenant, this.root._id);
       const delivered = root?.delivered ?? {};
       const replies: Array<{ child: SessionDoc; sent: EventDoc; idle?: EventDoc }> = [];
+      const st = await threads.statuses(this.tenant, children);
+      let busy = [...st.values()].some((s) => s === 'running' || s === 'rescheduling');
       for (const child of children) {
         const events = await turns.eventsOfTypes(this.tenant, child._id, [
           'agent.thread_message_sent',
@@ -255,9 +261,14 @@ export class Coordinator {
         for (const [i, e] of events.entries())
           if (e.type === 'agent.thread_message_sent' && e.seq > (delivered[child._id] ?? 0))
             replies.push({ child, sent: e, idle: events[i + 1] });
+        // An idle child whose calls wait for the client: they are cross-posted, and it is busy.
+        const last = events.at(-1);
+        const wanted = (last?.payload as any)?.stop_reason;
+        if (st.get(child._id) === 'idle' && wanted?.type === 'requires_action') {
+          busy = true;
+          await this.relay(child, wanted.event_ids ?? [], root?.relayed ?? {});
+        }
       }
-      const st = await threads.statuses(this.tenant, children);
-      const busy = [...st.values()].some((s) => s === 'running' || s === 'rescheduling');
       // Replies that arrive close together go in one delivery (one model request for them).
       if (replies.length) {
         firstReply ??= Date.now();
@@ -273,6 +284,41 @@ export class Coordinator {
       ]);
       onWake(null);
     }
+  }
+
+  /** Cross-posts a child's calls that wait for the client (those not posted yet): ../../core/src/threads/relay.ts. */
+  private async relay(
+    child: SessionDoc,
+    eventIds: string[],
+    relayed: NonNullable<SessionDoc['relayed']>,
+  ): Promise<void> {
+    const posted = new Set(
+      Object.values(relayed)
+        .filter((r) => r.thread === child._id)
+        .map((r) => r.id),
+    );
+    const todo = new Set(eventIds.filter((id) => !posted.has(id)));
+    if (!todo.size) return;
+    const calls = (
+      await this.p.sessions.turns.eventsOfTypes(this.tenant, child._id, RELAYED_CALLS)
+    ).filter((e) => todo.has(e._id));
+    if (!calls.length) return;
+    const set: Record<string, unknown> = {};
+    const drafts: EventDraft[] = calls.map((e) => {
+      const copy = newId(PREFIX.event);
+      set[`relayed.${copy}`] = { thread: child._id, id: e._id };
+      return { id: copy, type: e.type, payload: { ...e.payload, session_thread_id: child._id } };
+    });
+    drafts.push({
+      type: 'session.thread_status_idle',
+      payload: {
+        session_thread_id: child._id,
+        agent_name: child.thread!.agent_name,
+        stop_reason: { type: 'requires_action', event_ids: drafts.map((d) => d.id!) },
+        stop_details: null,
+      },
+    });
+    await this.append(drafts, { $set: set });
   }
 
   private async deliver(replies: Array<{ child: SessionDoc; sent: EventDoc; idle?: EventDoc }>) {
@@ -314,7 +360,8 @@ export function threadReply(
   turn: readonly Pick<EventDoc, 'type' | 'payload'>[],
   end: TurnEnd,
 ): EventDraft | null {
-  if (!s.thread) return null;
+  // A turn that waits for the client has no reply yet: its calls are cross-posted instead.
+  if (!s.thread || end.stop_reason.type === 'requires_action') return null;
   let content: unknown[] | undefined;
   for (let i = turn.length - 1; i >= 0 && !content; i--) {
     const e = turn[i]!;
