@@ -57,6 +57,19 @@ export const call = (name: string, input: Record<string, unknown>): ScriptedResp
 /** One scripted model response answering `text`. */
 export const say = (text: string): ScriptedResponse => ({ steps: [{ text }] });
 
+/** One scripted model response that calls tool `name` and stops for its result (stop_reason tool_use). */
+export const useTool = (name: string, input: Record<string, unknown>): ScriptedResponse => ({
+  steps: [{ tool_use: { name, input } }],
+  stop_reason: 'tool_use',
+});
+/** A scripted model response chosen by `f` from the request it answers. */
+export const decide = (f: (body: any) => ScriptedResponse): ScriptedResponse => ({
+  steps: [],
+  decide: f,
+});
+/** Everything a model request was told (its messages as JSON), to match text in. */
+export const sentText = (body: any) => JSON.stringify(body.messages ?? []);
+
 /** A user.message input event with one text block. */
 export const userMessage = (text: string) => ({
   type: 'user.message' as const,

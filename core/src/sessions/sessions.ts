@@ -23,7 +23,7 @@ import { resolveSessionResources } from './resources.js';
 import { SessionResources } from './sessionResources.js';
 import type { RepositorySupport } from '../repositories/index.js';
 import type { SecretBox } from '../crypto.js';
-import { initialTurnState } from './turnState.js';
+import { freshSession } from './turnState.js';
 import { SessionTurns } from './turns.js';
 import { publishInterrupt, SessionInput, type WorkQueue } from './sessionInput.js';
 import { renderSession, sessionChanges } from './render.js';
@@ -184,19 +184,7 @@ export class SessionService {
         : {}),
       vault_ids: body.vault_ids ?? [],
       budget: body.budget ?? null,
-      last_seq: 0,
-      ...initialTurnState(),
-      usage: {
-        input_tokens: 0,
-        output_tokens: 0,
-        cache_read_input_tokens: 0,
-        cache_creation_input_tokens: 0,
-      },
-      terminated_at: null,
-      archived_at: null,
-      deleted_at: null,
-      created_at: now,
-      updated_at: now,
+      ...freshSession(now),
     };
     await this.c.sessions.insert(tenant, doc);
     // Self-hosted: its Work item, durable before the answer (core/src/work; test/e2e/work/work-api.test.ts).

@@ -32,6 +32,23 @@ export const initialTurnState = () => ({
   recoveries: 0,
 });
 
+/** What a new session document (or child thread, core/src/threads) starts with besides its own fields. */
+export const freshSession = (now: string) => ({
+  last_seq: 0,
+  ...initialTurnState(),
+  usage: {
+    input_tokens: 0,
+    output_tokens: 0,
+    cache_read_input_tokens: 0,
+    cache_creation_input_tokens: 0,
+  },
+  terminated_at: null,
+  archived_at: null,
+  deleted_at: null,
+  created_at: now,
+  updated_at: now,
+});
+
 /**
  * Input appended (`SessionService.send`), `first` being the seq of the first event written:
  * input moves `input_seq` and sets `pending`; a batch of interrupts only moves `interrupt_seq`.

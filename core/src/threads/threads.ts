@@ -26,8 +26,7 @@ import { renderUsage } from '../sessions/budget.js';
 import { renderStats, runIsLive } from '../sessions/status.js';
 import { renderSpec } from '../agents/agents.js';
 import { nowIso } from '../util.js';
-import { initialTurnState } from '../sessions/turnState.js';
-import { interruptAppended, threadInputAppended } from '../sessions/turnState.js';
+import { freshSession, interruptAppended, threadInputAppended } from '../sessions/turnState.js';
 import type { EventDraft, EventLog } from '../events/log.js';
 import type { CommandBus } from '../bus/port.js';
 import type { PubSub } from '../coordination/port.js';
@@ -265,19 +264,7 @@ export class ThreadService {
       ...(root.repository_tokens ? { repository_tokens: root.repository_tokens } : {}),
       vault_ids: root.vault_ids,
       budget: null,
-      last_seq: 0,
-      ...initialTurnState(),
-      usage: {
-        input_tokens: 0,
-        output_tokens: 0,
-        cache_read_input_tokens: 0,
-        cache_creation_input_tokens: 0,
-      },
-      terminated_at: null,
-      archived_at: null,
-      deleted_at: null,
-      created_at: now,
-      updated_at: now,
+      ...freshSession(now),
     };
     try {
       await this.c.sessions.insert(tenant, doc);

@@ -13,7 +13,7 @@ import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startPlatform, waitFor, type TestPlatform } from '../../kit/harness.js';
 import { axeViolations, BROWSER_SKIP, launchBrowser, screenshotDir } from '../../kit/browser.js';
-import { addModelCard, userMessage } from '../../kit/turnHelpers.js';
+import { addModelCard, decide, say, sentText, userMessage } from '../../kit/turnHelpers.js';
 import type { ScriptedResponse } from '../../kit/fixtures/scriptedModel.js';
 
 const COORD = 'console-threads-coordinator';
@@ -26,9 +26,6 @@ let envId: string;
 let coord: any;
 
 const toolsets = [{ type: 'agent_toolset_20260401' as const }];
-const say = (text: string): ScriptedResponse => ({ steps: [{ text }] });
-const sentText = (body: any) => JSON.stringify(body.messages ?? []);
-const decide = (f: (body: any) => ScriptedResponse): ScriptedResponse => ({ steps: [], decide: f });
 const idles = async (sid: string) =>
   (
     ((await (await t.http(`/v1/sessions/${sid}/events?limit=1000`)).json()) as any).data as any[]

@@ -13,7 +13,14 @@
 import { beforeAll, describe, expect, it } from 'vitest';
 import type { ExecutionResult } from 'graphql-sse';
 import { waitFor, type TestPlatform } from '../../kit/harness.js';
-import { addModelCard, userMessage } from '../../kit/turnHelpers.js';
+import {
+  addModelCard,
+  decide,
+  say,
+  sentText,
+  useTool,
+  userMessage,
+} from '../../kit/turnHelpers.js';
 import type { ScriptedResponse } from '../../kit/fixtures/scriptedModel.js';
 import { EVENT, gql, ok, sseClient, useGraphqlPlatform } from './graphqlHelpers.js';
 
@@ -27,13 +34,6 @@ let coord: any;
 let sid: string;
 
 const toolsets = [{ type: 'agent_toolset_20260401' as const }];
-const useTool = (name: string, input: Record<string, unknown>): ScriptedResponse => ({
-  steps: [{ tool_use: { name, input } }],
-  stop_reason: 'tool_use',
-});
-const say = (text: string): ScriptedResponse => ({ steps: [{ text }] });
-const sentText = (body: any) => JSON.stringify(body.messages ?? []);
-const decide = (f: (body: any) => ScriptedResponse): ScriptedResponse => ({ steps: [], decide: f });
 let aId = '';
 /**
  * The coordinator's every response after its first, chosen from what it was told so far (one

@@ -14,8 +14,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startPlatform, waitFor, type TestPlatform } from '../../kit/harness.js';
-import { addModelCard, userMessage } from '../../kit/turnHelpers.js';
-import type { ScriptedResponse } from '../../kit/fixtures/scriptedModel.js';
+import { addModelCard, decide, say, sentText, userMessage } from '../../kit/turnHelpers.js';
 
 const COORD = 'client-calls-coordinator';
 const ASKER = 'client-calls-asker';
@@ -24,9 +23,6 @@ let t: TestPlatform;
 let envId: string;
 let lead: any;
 
-const sent = (body: any) => JSON.stringify(body.messages ?? []);
-const say = (text: string): ScriptedResponse => ({ steps: [{ text }] });
-const decide = (f: (body: any) => ScriptedResponse): ScriptedResponse => ({ steps: [], decide: f });
 const allEvents = async (sid: string, path = '') =>
   ((await (await t.http(`/v1/sessions/${sid}${path}/events?limit=1000`)).json()) as any)
     .data as any[];
@@ -79,13 +75,15 @@ describe("a thread's calls that wait for the client", () => {
         stop_reason: 'tool_use',
       },
       ...Array.from({ length: 2 }, () =>
-        decide((body) => (sent(body).includes('found 42') ? say('the answer is 42') : say('wait'))),
+        decide((body) =>
+          sentText(body).includes('found 42') ? say('the answer is 42') : say('wait'),
+        ),
       ),
     );
     t.model.script(
       ASKER,
       { steps: [{ tool_use: { name: 'lookup', input: { q: 'x' } } }], stop_reason: 'tool_use' },
-      decide((body) => (sent(body).includes('forty-two') ? say('found 42') : say('no answer'))),
+      decide((body) => (sentText(body).includes('forty-two') ? say('found 42') : say('no answer'))),
     );
     await t.client.beta.sessions.events.send(s.id, { events: [userMessage('go')] });
     const posted = await waitFor(async () => {
@@ -114,7 +112,7 @@ describe("a thread's calls that wait for the client", () => {
         },
       ],
     });
-    expect((answer.data[0] as any).session_thread_id).toBe(tid);
+    expect((answer.data![0] as any).session_thread_id).toBe(tid);
     const events = await waitFor(async () => {
       const ev = await allEvents(s.id);
       return ev.some((e) => e.type === 'session.status_idle') ? ev : null;
@@ -140,7 +138,7 @@ describe("a thread's calls that wait for the client", () => {
     );
     // The coordinator never saw the thread's call as its own.
     for (const r of t.model.requests.filter((x) => x.model === COORD))
-      expect(sent(r.body)).not.toContain('lookup');
+      expect(sentText(r.body)).not.toContain('lookup');
     // An answer to the same call again is refused: it has a result in the thread.
     const again = await t.http(`/v1/sessions/${s.id}/events`, {
       method: 'POST',
@@ -162,7 +160,7 @@ describe("a thread's calls that wait for the client", () => {
         stop_reason: 'tool_use',
       },
       ...Array.from({ length: 2 }, () =>
-        decide((body) => (sent(body).includes('gated wrote') ? say('done') : say('wait'))),
+        decide((body) => (sentText(body).includes('gated wrote') ? say('done') : say('wait'))),
       ),
     );
     t.model.script(
@@ -178,7 +176,7 @@ describe("a thread's calls that wait for the client", () => {
         ],
         stop_reason: 'tool_use',
       },
-      decide((body) => (sent(body).includes('gated\\n') ? say('gated wrote') : say('failed'))),
+      decide((body) => (sentText(body).includes('gated\\n') ? say('gated wrote') : say('failed'))),
     );
     await t.client.beta.sessions.events.send(s.id, { events: [userMessage('go')] });
     const posted = await waitFor(async () => {

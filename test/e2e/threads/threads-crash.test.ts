@@ -12,6 +12,7 @@ import { describe, expect, it } from 'vitest';
 import { kill9 } from '../../kit/process.js';
 import { crashPlatform, sessionEvents, useCrashFixture } from '../../kit/crashPlatform.js';
 import { waitFor } from '../../kit/harness.js';
+import { say, sentText } from '../../kit/turnHelpers.js';
 import type { ScriptedResponse } from '../../kit/fixtures/scriptedModel.js';
 
 const fx = useCrashFixture('agentfleet-threads-crash-');
@@ -19,8 +20,6 @@ const COORD = 'threads-crash-coordinator';
 const WA = 'threads-crash-a';
 const WB = 'threads-crash-b';
 const message = (text: string) => ({ type: 'user.message', content: [{ type: 'text', text }] });
-const sent = (body: any) => JSON.stringify(body.messages ?? []);
-const say = (text: string): ScriptedResponse => ({ steps: [{ text }] });
 const lost: ScriptedResponse = { steps: [{ delay_ms: 60_000 }, { text: 'lost' }] };
 
 describe('threads across a crash', () => {
@@ -54,7 +53,7 @@ describe('threads across a crash', () => {
         ...Array.from({ length: 4 }, () => ({
           steps: [],
           decide: (body: any) =>
-            sent(body).includes('A done') && sent(body).includes('B done')
+            sentText(body).includes('A done') && sentText(body).includes('B done')
               ? say('both threads are done')
               : say('waiting'),
         })),

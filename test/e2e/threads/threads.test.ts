@@ -18,8 +18,14 @@ import type Anthropic from '@anthropic-ai/sdk';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { validateSessionEvent } from '@agentfleet/schemas';
 import { readSse, startPlatform, waitFor, type TestPlatform } from '../../kit/harness.js';
-import { addModelCard, userMessage } from '../../kit/turnHelpers.js';
-import type { ScriptedResponse } from '../../kit/fixtures/scriptedModel.js';
+import {
+  addModelCard,
+  decide,
+  say,
+  sentText,
+  useTool,
+  userMessage,
+} from '../../kit/turnHelpers.js';
 
 const COORD = 'threads-coordinator';
 const WA = 'threads-writer-a';
@@ -31,15 +37,8 @@ let b: any;
 let coord: any;
 
 const toolsets = [{ type: 'agent_toolset_20260401' as const }];
-const useTool = (name: string, input: Record<string, unknown>): ScriptedResponse => ({
-  steps: [{ tool_use: { name, input } }],
-  stop_reason: 'tool_use',
-});
-const say = (text: string): ScriptedResponse => ({ steps: [{ text }] });
 /** The text the model was sent in its last request (every block, joined). */
-const sentText = (body: any) => JSON.stringify(body.messages ?? []);
 /** A coordinator response chosen by what it has been told so far. */
-const decide = (f: (body: any) => ScriptedResponse): ScriptedResponse => ({ steps: [], decide: f });
 /** A thread's agent: a roster agent here (the SDK's union also has the advisor and inline agents). */
 const agentOf = (th: { agent: unknown }) =>
   th.agent as Anthropic.Beta.Agents.BetaManagedAgentsSessionThreadAgent;
