@@ -37,6 +37,16 @@ import {
   type OperationDoc,
 } from './operationHelpers.js';
 
+/** A thread's event stream: the SDK's path and the one shaped like the session's. */
+const threadStream = (operationId: string, summary: string): OperationDoc => ({
+  operationId,
+  summary,
+  tag: 'threads',
+  params: { id: SessId, thread_id: ThreadId },
+  query: StreamQuery,
+  ok: { description: 'An event stream (never ends on its own).', content: SSE },
+});
+
 export const SESSION_AND_FILE_OPERATIONS: Record<string, OperationDoc> = {
   // ---- sessions
   'POST /v1/sessions': {
@@ -223,22 +233,14 @@ export const SESSION_AND_FILE_OPERATIONS: Record<string, OperationDoc> = {
       content: { ...json(ListPage(SessionEvent)), ...SSE },
     },
   },
-  'GET /v1/sessions/:id/threads/:thread_id/events/stream': {
-    operationId: 'streamSessionThreadEvents',
-    summary: "Stream a thread's events (SSE; `Last-Event-ID` resumes)",
-    tag: 'threads',
-    params: { id: SessId, thread_id: ThreadId },
-    query: StreamQuery,
-    ok: { description: 'An event stream (never ends on its own).', content: SSE },
-  },
-  'GET /v1/sessions/:id/threads/:thread_id/stream': {
-    operationId: 'streamSessionThread',
-    summary: "Stream a thread's events (SSE; the SDK's path; `Last-Event-ID` resumes)",
-    tag: 'threads',
-    params: { id: SessId, thread_id: ThreadId },
-    query: StreamQuery,
-    ok: { description: 'An event stream (never ends on its own).', content: SSE },
-  },
+  'GET /v1/sessions/:id/threads/:thread_id/events/stream': threadStream(
+    'streamSessionThreadEvents',
+    "Stream a thread's events (SSE; `Last-Event-ID` resumes)",
+  ),
+  'GET /v1/sessions/:id/threads/:thread_id/stream': threadStream(
+    'streamSessionThread',
+    "Stream a thread's events (SSE; the SDK's path; `Last-Event-ID` resumes)",
+  ),
   'GET /v1/sessions/:id/log': {
     operationId: 'sessionLog',
     summary: 'The whole persisted event log',
