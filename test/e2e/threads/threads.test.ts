@@ -353,7 +353,7 @@ describe('interrupting one thread', () => {
     t.model.script(
       COORD,
       useTool('start_thread', { agent_name: 'writer-a', task: 'take your time' }),
-      ...Array.from({ length: 3 }, () =>
+      ...Array.from({ length: 2 }, () =>
         decide((body) =>
           sentText(body).includes('interrupted') ? say('a was stopped') : say('waiting'),
         ),
@@ -384,5 +384,51 @@ describe('interrupting one thread', () => {
     const threadIdle = own.find((e) => e.type === 'session.status_idle');
     expect(threadIdle.interrupted).toBe(true);
     expect(own.some((e) => e.type === 'agent.message')).toBe(false);
+  }, 90_000);
+});
+
+describe('interrupting the whole session', () => {
+  it('stops the primary and every running thread; the session ends idle, interrupted', async () => {
+    const s = await t.client.beta.sessions.create({ agent: coord.id, environment_id: envId });
+    t.model.script(
+      COORD,
+      {
+        steps: [
+          { tool_use: { name: 'start_thread', input: { agent_name: 'writer-a', task: 'slow a' } } },
+          { tool_use: { name: 'start_thread', input: { agent_name: 'writer-b', task: 'slow b' } } },
+        ],
+        stop_reason: 'tool_use',
+      },
+      say('waiting'),
+    );
+    t.model.script(WA, { steps: [{ delay_ms: 20_000 }, { text: 'late a' }] });
+    t.model.script(WB, { steps: [{ delay_ms: 20_000 }, { text: 'late b' }] });
+    await t.client.beta.sessions.events.send(s.id, { events: [userMessage('start both')] });
+    await waitFor(async () =>
+      ['slow a', 'slow b'].every((task) =>
+        t.model.requests.some((r) => sentText(r.body).includes(task)),
+      ),
+    );
+    await t.client.beta.sessions.events.send(s.id, { events: [{ type: 'user.interrupt' }] });
+    const events = await waitFor(async () => {
+      const ev = await allEvents(s.id);
+      return ev.some((e) => e.type === 'session.status_idle') ? ev : null;
+    }, 30_000);
+    expect(events.find((e) => e.type === 'session.status_idle').interrupted).toBe(true);
+    const threads = (await t.client.beta.sessions.threads.list(s.id)).data;
+    expect(threads).toHaveLength(3);
+    for (const th of threads.slice(1)) {
+      const own = await waitFor(async () => {
+        const ev = await allEvents(s.id, `/threads/${th.id}`);
+        return ev.some((e) => e.type === 'session.status_idle') ? ev : null;
+      });
+      expect(own.some((e) => e.type === 'user.interrupt')).toBe(true);
+      expect(own.find((e) => e.type === 'session.status_idle').interrupted).toBe(true);
+      expect(own.some((e) => e.type === 'agent.message')).toBe(false);
+    }
+    // Nothing runs on: every thread is idle.
+    await waitFor(async () =>
+      (await t.client.beta.sessions.threads.list(s.id)).data.every((th) => th.status === 'idle'),
+    );
   }, 90_000);
 });
