@@ -4,12 +4,15 @@ test/e2e/threads/threads.test.ts):
 - a coordinator agent whose roster names one agent by id string and one by {type: 'agent', id}
   is stored resolved ({type: 'agent', id, version} entries); its session serves each roster
   agent's full definition;
-- the scripted coordinator (AGENTFLEET_THREADS_COORDINATOR_MODEL, scripted by python-sdk.test.ts)
-  starts both threads with start_thread; each thread runs its own agent and model, calls the
-  `write` tool on /workspace (this driver runs SANDBOX_DRIVER=none, so the write is answered with
-  an error result: the shared-sandbox file is proved by the TypeScript test) and replies; the
-  coordinator's model is called again until its request holds both replies, then answers; one
-  session.status_idle ends the turn;
+- the scripted coordinator (AGENTFLEET_THREADS_COORDINATOR_MODEL) starts both threads with
+  start_thread; each thread runs its own agent and model, calls the `write` tool on /workspace
+  (a.txt, b.txt) and replies; the coordinator's model is called again until its request holds
+  both replies, then answers; one session.status_idle ends the turn;
+- two runs: python-sdk.test.ts runs the whole suite with SANDBOX_DRIVER=none, where each write is
+  answered with an error result (no sandbox); python-sdk-threads.test.ts runs this file alone on
+  a platform with the local sandbox and AGENTFLEET_THREADS_SANDBOX=1, where both writes succeed
+  (is_error False) and the coordinator, after both replies, runs `bash cat` of both files and its
+  agent.tool_result holds both contents: the threads share the session's sandbox;
 - every event listed or streamed parses (pydantic validation) as the SDK type it was built as;
   session.thread_created, agent.thread_message_sent, agent.thread_message_received and
   session.thread_status_idle carry the SDK's fields;
@@ -30,6 +33,8 @@ from anthropic.types.beta.sessions.beta_managed_agents_stream_session_thread_eve
 from turns import message_turn, until_idle
 
 TOOLSET = [{"type": "agent_toolset_20260401"}]
+# python-sdk-threads.test.ts: a platform with a sandbox, the threads' writes land in it.
+SANDBOX = os.environ.get("AGENTFLEET_THREADS_SANDBOX") == "1"
 LISTED = TypeAdapter(BetaManagedAgentsSessionEvent)
 STREAMED = TypeAdapter(BetaManagedAgentsStreamSessionThreadEvents)
 
@@ -101,6 +106,17 @@ def test_threads_run_reply_and_are_served(client, env, roster):
     assert len(idles) == 1 and idles[0].stop_reason.type == "end_turn"
     messages = [e.content[0].text for e in primary if e.type == "agent.message"]
     assert messages[-1] == "both threads replied"  # its last request held both replies
+    bash = [e for e in primary if e.type == "agent.tool_use" and e.name == "bash"]
+    if SANDBOX:
+        # After both replies the coordinator read both files: the threads wrote into its sandbox.
+        assert len(bash) == 1 and bash[0].input["command"] == "cat /workspace/a.txt /workspace/b.txt"
+        replied = max(i for i, e in enumerate(primary) if e.type == "agent.thread_message_received")
+        assert primary.index(bash[0]) > replied
+        cat = next(e for e in primary if e.type == "agent.tool_result" and e.tool_use_id == bash[0].id)
+        assert cat.is_error is False
+        assert "alpha" in cat.content[0].text and "beta" in cat.content[0].text
+    else:
+        assert bash == []  # the coordinator reads nothing back: there is no sandbox
 
     created = [e for e in primary if e.type == "session.thread_created"]
     assert sorted(e.agent_name for e in created) == ["py-writer-a", "py-writer-b"]
@@ -160,7 +176,16 @@ def test_threads_run_reply_and_are_served(client, env, roster):
     assert use.name == "write" and use.input["file_path"] == "/workspace/a.txt"
     result = next(e for e in own if e.type == "agent.tool_result")
     assert result.tool_use_id == use.id
-    assert result.is_error is True  # SANDBOX_DRIVER=none: no sandbox to write into
+    if SANDBOX:
+        assert result.is_error is False  # written into the session's sandbox
+        b_thread = next(c for c in children if c.agent.name == "py-writer-b")
+        b_own = list(client.beta.sessions.threads.events.list(b_thread.id, session_id=s.id))
+        b_use = next(e for e in b_own if e.type == "agent.tool_use")
+        assert b_use.name == "write" and b_use.input["file_path"] == "/workspace/b.txt"
+        b_result = next(e for e in b_own if e.type == "agent.tool_result")
+        assert b_result.tool_use_id == b_use.id and b_result.is_error is False
+    else:
+        assert result.is_error is True  # SANDBOX_DRIVER=none: no sandbox to write into
     reply = next(e for e in own if e.type == "agent.thread_message_sent")
     assert reply.to_session_thread_id == p.id and reply.content[0].text == "A wrote a.txt"
     assert not [e for e in own if e.type == "session.thread_created"]
