@@ -198,6 +198,8 @@ describe.skipIf(!available)(
             cases: [{ prompt: 'hi', expected_text: 'ok' }],
           });
         keep.eval_ = await evalRun();
+        // The kept session's primary thread (core/src/threads/records.ts primaryThreadId).
+        keep.sthr_ = `sthr_${keep.sess_!.slice('sess_'.length)}`;
         const doomed: Record<string, string> = {
           ...workIds,
           ...(await vault('doomed')),
@@ -266,7 +268,11 @@ describe.skipIf(!available)(
                 .join(', ')} }`,
             );
             // The live event stream never ends on its own: read a few frames, or stop waiting after 3 s.
-            if (op.operationId === 'streamEvents')
+            if (
+              ['streamEvents', 'streamSessionThread', 'streamSessionThreadEvents'].includes(
+                op.operationId,
+              )
+            )
               toml.push('request-timeout = 3', 'max-stream-events = 3');
           }
         }
