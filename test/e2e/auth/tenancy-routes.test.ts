@@ -286,6 +286,8 @@ describe('tenant isolation over the route table', () => {
       agent_: agent.id,
       env_: env.id,
       sess_: session.id,
+      // The session's primary thread (core/src/threads/records.ts primaryThreadId).
+      sthr_: `sthr_${session.id.slice('sess_'.length)}`,
       mc_: card.id,
       key_: keys.data[0]!.id,
       file_: file.id,
