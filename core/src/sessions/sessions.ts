@@ -30,7 +30,7 @@ import { renderSession, sessionChanges } from './render.js';
 export { refuseUnbuiltEvents } from '../api/unsupported.js';
 export { cascadeSessionDelete } from './cascade.js';
 import { MAX_STORED_JSON_DEPTH, nowIso, valueDepth } from '../util.js';
-import { liveRuns } from './status.js';
+import { deriveStatus, liveRuns } from './status.js';
 import type { LifecycleWebhooks } from '../webhooks/port.js';
 import { pinRoster } from '../threads/roster.js';
 import { ThreadService, withThreadUsage } from '../threads/threads.js';
@@ -207,6 +207,13 @@ export class SessionService {
     const run = await this.c.runs.get(tenant, id);
     const [live] = await liveRuns(this.c, tenant, [[s, run]]);
     return renderSession(await this.summed(tenant, s), live!);
+  }
+
+  /** The served status of the stored session `s` (./status.ts), without rendering the rest. */
+  async status(tenant: string, s: SessionDoc) {
+    const run = await this.c.runs.get(tenant, s._id);
+    const [live] = await liveRuns(this.c, tenant, [[s, run]]);
+    return deriveStatus(s, live!);
   }
 
   /** `s` with its child threads' usage added (a coordinator session; others as they are). */

@@ -22,8 +22,7 @@ export function threadRoutes(app: FastifyInstance, p: StreamServices, streams: S
   const root = async (req: FastifyRequest<{ Params: { id: string } }>) => {
     const tenant = tenantOf(req);
     const doc = await p.sessions.getDoc(tenant, req.params.id);
-    const { status } = await p.sessions.get(tenant, req.params.id);
-    return { tenant, doc, status };
+    return { tenant, doc, status: await p.sessions.status(tenant, doc) };
   };
 
   app.get<{ Params: { id: string } }>('/v1/sessions/:id/threads', async (req) => {
